@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/tracebridge/tracebridge/internal/codec/jsonl"
+	"github.com/tracebridge/tracebridge/internal/irl"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
+)
+
+// loadCatalog returns the built-in catalogue extended by the IRL files and
+// directories in paths.
+func loadCatalog(paths []string) (*record.Catalog, error) {
+	cat := record.Builtin()
+	if len(paths) == 0 {
+		return cat, nil
+	}
+	if _, err := irl.LoadInto(cat, paths...); err != nil {
+		return nil, withCode(exitConfig, fmt.Errorf("record types (-L): %w", err))
+	}
+	return cat, nil
+}
+
+// skipReporter prints the first skipped records' errors and counts the rest.
+type skipReporter struct {
+	w     io.Writer
+	shown int
+}
+
+const maxShownSkips = 20
+
+func (s *skipReporter) report(err error) {
+	s.shown++
+	if s.shown <= maxShownSkips {
+		fmt.Fprintf(s.w, "tracebridge: skipped: %v\n", err)
+	} else if s.shown == maxShownSkips+1 {
+		fmt.Fprintln(s.w, "tracebridge: (further skipped records not shown)")
+	}
+}
+
+func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("cat", "cat [--json] [--skip-bad] [-L PATH…] LOGDIR…", stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object per record")
+	skipBad := fs.Bool("skip-bad", false, "skip malformed records instead of stopping, and report how many")
+	var libs listFlag
+	fs.Var(&libs, "L", "IRL file or directory with more record types (repeatable, or ':'-separated)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("cat: no log directory given")
+	}
+	cat, err := loadCatalog(libs)
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriterSize(stdout, 256<<10)
+	defer out.Flush()
+	var line []byte
+	print := pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
+		for i := range b.Records {
+			line = line[:0]
+			if *asJSON {
+				line = jsonl.AppendRecord(line, &b.Records[i])
+			} else {
+				line = appendText(line, &b.Records[i])
+			}
+			if _, err := out.Write(line); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	skips := &skipReporter{w: stderr}
+	var skipped int64
+	for _, p := range pos {
+		r, err := kiekerlog.Open(p, kiekerlog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report})
+		if err != nil {
+			return err
+		}
+		err = r.Run(ctx, print)
+		skipped += r.Stats().Skipped
+		if err != nil {
+			return err
+		}
+	}
+	if err := out.Flush(); err != nil {
+		return err
+	}
+	if *skipBad && skipped > 0 {
+		fmt.Fprintf(stderr, "tracebridge: skipped %d malformed records\n", skipped)
+	}
+	return nil
+}
+
+// appendText renders a record for people: the short type name, the logging
+// timestamp, then name=value pairs with strings quoted.
+func appendText(dst []byte, r *record.Record) []byte {
+	dst = append(dst, r.Type.ShortName()...)
+	dst = append(dst, " loggingTimestamp="...)
+	dst = strconv.AppendInt(dst, r.LoggingTimestamp, 10)
+	for i, f := range r.Type.Fields {
+		dst = append(dst, ' ')
+		dst = append(dst, f.Name...)
+		dst = append(dst, '=')
+		v := r.Values[i]
+		if f.Array {
+			dst = append(dst, '[')
+			if l := v.List(); l != nil {
+				for j, it := range l.Items {
+					if j > 0 {
+						dst = append(dst, ' ')
+					}
+					dst = appendTextValue(dst, f.Kind, it)
+				}
+			}
+			dst = append(dst, ']')
+			continue
+		}
+		dst = appendTextValue(dst, f.Kind, v)
+	}
+	return append(dst, '\n')
+}
+
+func appendTextValue(dst []byte, k record.Kind, v record.Value) []byte {
+	switch k {
+	case record.String:
+		return strconv.AppendQuote(dst, v.Str())
+	case record.Char:
+		return strconv.AppendQuoteRune(dst, rune(uint16(v.Int())))
+	}
+	return append(dst, v.Format(k)...)
+}

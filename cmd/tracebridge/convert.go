@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/tracebridge/tracebridge/internal/logdir"
+	"github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
+	srclog "github.com/tracebridge/tracebridge/internal/source/kiekerlog"
+)
+
+func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("convert", "convert --to ascii|binary [--compress none|deflate|gzip|zip|xz] [--max-entries N] [--skip-bad] [-L PATH…] IN OUT", stderr)
+	to := fs.String("to", "", "output format: ascii or binary (required)")
+	compress := fs.String("compress", "none", "compression of the data files: none, deflate, gzip, zip or xz")
+	maxEntries := fs.Int("max-entries", logdir.DefaultMaxEntriesInFile, "records per data file (Kieker's maxEntriesInFile)")
+	skipBad := fs.Bool("skip-bad", false, "skip malformed records instead of stopping, and report how many")
+	var libs listFlag
+	fs.Var(&libs, "L", "IRL file or directory with more record types (repeatable, or ':'-separated)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("convert: want IN and OUT, got %d arguments", len(pos))
+	}
+	var binary bool
+	switch *to {
+	case "ascii":
+	case "binary":
+		binary = true
+	default:
+		return usagef("convert: --to must be ascii or binary")
+	}
+	comp, err := logdir.ParseCompression(*compress)
+	if err != nil {
+		return usagef("convert: --compress: %v", err)
+	}
+	if *maxEntries <= 0 {
+		return usagef("convert: --max-entries must be positive")
+	}
+	cat, err := loadCatalog(libs)
+	if err != nil {
+		return err
+	}
+	r, err := srclog.Open(pos[0], srclog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: (&skipReporter{w: stderr}).report})
+	if err != nil {
+		return err
+	}
+	w, err := kiekerlog.New(kiekerlog.Config{
+		Path:             pos[1],
+		Binary:           binary,
+		Compression:      comp,
+		MaxEntriesInFile: *maxEntries,
+		NameFromMetadata: true, // the input's own KiekerMetadataRecord is copied
+	})
+	if err != nil {
+		return err
+	}
+	runErr := r.Run(ctx, w)
+	closeErr := w.Close()
+	if err := errors.Join(runErr, closeErr); err != nil {
+		return err
+	}
+	st := r.Stats()
+	fmt.Fprintf(stdout, "%s\n", w.Dir())
+	fmt.Fprintf(stderr, "tracebridge: converted %d records from %d files to %s\n", w.Records(), st.Files, w.Dir())
+	if st.Skipped > 0 {
+		fmt.Fprintf(stderr, "tracebridge: skipped %d malformed records\n", st.Skipped)
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+// Command tracebridge receives monitoring records from programs in any
+// language, decodes Kieker's and the Kieker Data Bridge's formats, and
+// writes Kieker-compatible logs.
+//
+// This file only parses the command line and maps failures to exit codes;
+// the work happens in internal/….
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes. 1–4 are the Kieker Data Bridge's: 1 mapping file,
+// 2 configuration, 3 communication, 4 command line. Commands that read data
+// (cat, convert) exit with 1 when the data is malformed.
+const (
+	exitOK      = 0
+	exitData    = 1
+	exitMapping = 1
+	exitConfig  = 2
+	exitComm    = 3
+	exitUsage   = 4
+)
+
+const topUsage = `tracebridge: a monitoring-data bridge and trace collector for programs in any language
+
+usage: tracebridge <command> [flags] [arguments]
+
+commands:
+  cat      print the records of Kieker log directories (text or --json)
+  convert  rewrite a Kieker log (ASCII/binary, compression, rotation)
+  version  print the version
+
+Run 'tracebridge <command> -h' for a command's flags.
+`
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// exitError carries an exit code with its error.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return exitError{code, err}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, topUsage)
+		return exitUsage
+	}
+	var err error
+	switch args[0] {
+	case "cat":
+		err = cmdCat(ctx, args[1:], stdout, stderr)
+	case "convert":
+		err = cmdConvert(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "tracebridge", version)
+	case "help", "-h", "--help", "-help":
+		fmt.Fprint(stdout, topUsage)
+	default:
+		fmt.Fprintf(stderr, "tracebridge: unknown command %q\n\n%s", args[0], topUsage)
+		return exitUsage
+	}
+	return report(err, stderr)
+}
+
+func report(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "tracebridge: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "tracebridge: %v\n", err)
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return exitData
+}

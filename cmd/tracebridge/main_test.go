@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// binary is the tracebridge binary the end-to-end tests run, built once.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tracebridge-bin-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "tracebridge")
+	if runtime.GOOS == "windows" {
+		binary += ".exe"
+	}
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		panic("building tracebridge: " + err.Error())
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is what one run of the binary produced.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// tb runs the tracebridge binary with args.
+func tb(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running tracebridge %v: %v", args, err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// ok runs tracebridge and fails the test unless it exits 0.
+func ok(t *testing.T, args ...string) result {
+	t.Helper()
+	r := tb(t, args...)
+	if r.code != 0 {
+		t.Fatalf("tracebridge %v: exit %d\nstderr:\n%s", args, r.code, r.stderr)
+	}
+	return r
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

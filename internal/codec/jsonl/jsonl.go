@@ -1,0 +1,126 @@
+// Package jsonl renders records as JSON lines, the form `tracebridge cat
+// --json` prints:
+//
+//	{"type":"<class>","loggingTimestamp":N,"fields":{"<name>":value,…}}
+//
+// Fields appear in catalogue order. Integers (longs included) are written
+// as exact JSON numbers; floats and doubles in their shortest round-trip
+// form, with NaN and the infinities as the strings "NaN", "Infinity" and
+// "-Infinity" (JSON has no such numbers); chars as one-character strings;
+// arrays as JSON arrays. Invalid UTF-8 in strings becomes U+FFFD.
+package jsonl
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// AppendRecord appends the JSON object for r and a newline to dst.
+func AppendRecord(dst []byte, r *record.Record) []byte {
+	dst = append(dst, `{"type":`...)
+	dst = appendString(dst, r.Type.Name)
+	dst = append(dst, `,"loggingTimestamp":`...)
+	dst = strconv.AppendInt(dst, r.LoggingTimestamp, 10)
+	dst = append(dst, `,"fields":{`...)
+	for i, f := range r.Type.Fields {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, f.Name)
+		dst = append(dst, ':')
+		if i >= len(r.Values) {
+			dst = append(dst, "null"...)
+			continue
+		}
+		v := r.Values[i]
+		if f.Array {
+			dst = append(dst, '[')
+			if l := v.List(); l != nil {
+				for j, item := range l.Items {
+					if j > 0 {
+						dst = append(dst, ',')
+					}
+					dst = appendValue(dst, f.Kind, item)
+				}
+			}
+			dst = append(dst, ']')
+			continue
+		}
+		dst = appendValue(dst, f.Kind, v)
+	}
+	return append(dst, "}}\n"...)
+}
+
+func appendValue(dst []byte, k record.Kind, v record.Value) []byte {
+	switch k {
+	case record.Bool:
+		return strconv.AppendBool(dst, v.Bool())
+	case record.Float:
+		return appendFloat(dst, float64(v.Float()), 32)
+	case record.Double:
+		return appendFloat(dst, v.Double(), 64)
+	case record.Char:
+		return appendString(dst, string(rune(uint16(v.Int()))))
+	case record.String:
+		return appendString(dst, v.Str())
+	}
+	return strconv.AppendInt(dst, v.Int(), 10)
+}
+
+func appendFloat(dst []byte, f float64, bits int) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(dst, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(dst, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(dst, `"-Infinity"`...)
+	}
+	return strconv.AppendFloat(dst, f, 'g', -1, bits)
+}
+
+const hex = "0123456789abcdef"
+
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

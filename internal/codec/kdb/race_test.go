@@ -1,0 +1,5 @@
+//go:build race
+
+package kdb
+
+const raceEnabled = true

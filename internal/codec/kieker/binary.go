@@ -1,0 +1,402 @@
+package kieker
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"unicode/utf8"
+
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// Default limits of the decoders.
+const (
+	DefaultMaxStringLen = 1 << 20 // bytes of one string
+	DefaultMaxArrayLen  = 65536   // elements of one array field
+)
+
+// Options configure a Decoder (and a RegistryDecoder).
+type Options struct {
+	// Catalog resolves class names to record types; nil means
+	// record.Builtin().
+	Catalog *record.Catalog
+
+	// Strings is the string table. In file mode the caller fills it from
+	// kieker.map; in dual-socket mode a RegistryDecoder fills it; in inline
+	// mode the decoder fills it. Nil means a new table (see Strings()).
+	Strings *Strings
+
+	// MaxStringLen limits the byte length of a registry entry
+	// (DefaultMaxStringLen when 0).
+	MaxStringLen int
+	// MaxArrayLen limits the element count of an array field
+	// (DefaultMaxArrayLen when 0).
+	MaxArrayLen int
+	// MaxRegistryEntries limits the entries of the table the decoder
+	// creates when Strings is nil (DefaultMaxRegistryEntries when 0).
+	MaxRegistryEntries int
+
+	// Inline selects single-socket TCP mode: registry entries
+	// int32 -1 | int32 id | int32 length | bytes are interleaved with the
+	// frames (Kieker's SingleSocketTcpWriter, the Python and C packs).
+	Inline bool
+
+	// DualSocket selects dual-socket TCP mode: strings arrive on a second
+	// connection (RegistryDecoder); a frame using an id not registered yet
+	// gives ErrUnknownString, is not consumed, and the error is not sticky.
+	// Ignored when Inline is set.
+	DualSocket bool
+
+	// JavaCharCount reads the length of a registry entry as a count of
+	// UTF-16 units instead of bytes, which is what Kieker's Java writers
+	// (SingleSocketTcpWriter, DualSocketTcpWriter) send. Set it only for
+	// streams known to come from Kieker's Java writers: for ASCII text both
+	// readings agree, for non-ASCII text only this one decodes Java's
+	// streams, and it mis-frames the byte counts other writers send.
+	JavaCharCount bool
+}
+
+// Decoder decodes Kieker binary record frames from a byte stream: a .bin
+// file, or one TCP connection. It is resumable: Decode consumes every
+// complete unit (frame or registry entry) of the buffer it is given and
+// leaves an incomplete trailing unit for the next call, to which the caller
+// passes the unconsumed bytes with more appended. The records are the same
+// however the stream is split.
+//
+// Errors are sticky (every later call returns the same error), except
+// ErrUnknownString in dual-socket mode. A Decoder is not safe for concurrent
+// use.
+type Decoder struct {
+	strs      *Strings
+	classes   classCache
+	entries   entryReader
+	maxArr    int
+	inline    bool
+	dual      bool
+	javaCount bool
+
+	off     int64
+	err     error
+	pending bool
+	suspect suspectEntry
+}
+
+// suspectEntry remembers the last inline registry entry that held
+// non-ASCII text, until the next unit decoded cleanly.
+type suspectEntry struct {
+	set bool
+	id  int32
+	off int64
+}
+
+// NewDecoder returns a decoder configured by o.
+func NewDecoder(o Options) *Decoder {
+	d := &Decoder{
+		strs:      o.Strings,
+		maxArr:    o.MaxArrayLen,
+		inline:    o.Inline,
+		dual:      o.DualSocket && !o.Inline,
+		javaCount: o.JavaCharCount,
+	}
+	if d.strs == nil {
+		d.strs = NewStrings(o.MaxRegistryEntries)
+	}
+	if d.maxArr <= 0 {
+		d.maxArr = DefaultMaxArrayLen
+	}
+	d.classes.cat = o.Catalog
+	if d.classes.cat == nil {
+		d.classes.cat = record.Builtin()
+	}
+	d.entries = newEntryReader(o.MaxStringLen, o.JavaCharCount)
+	return d
+}
+
+// Strings returns the decoder's string table.
+func (d *Decoder) Strings() *Strings { return d.strs }
+
+// Offset returns the absolute stream offset of the next byte to decode: the
+// number of bytes consumed so far.
+func (d *Decoder) Offset() int64 { return d.off }
+
+// Pending reports whether the last Decode left an incomplete unit (or, after
+// an error, unconsumed bytes): at the end of the stream it means a truncated
+// file tail or a connection closed mid-record at Offset.
+func (d *Decoder) Pending() bool { return d.pending }
+
+// Err returns the sticky error, if any.
+func (d *Decoder) Err() error { return d.err }
+
+// Decode decodes every complete unit at the start of buf, appending records
+// to b, and returns the number of bytes consumed. n < len(buf) with a nil
+// error means the rest is an incomplete unit: call again with buf[n:] and
+// more bytes appended. Records decoded before an error stay in b; the
+// offending unit is not consumed.
+func (d *Decoder) Decode(buf []byte, b *record.Batch) (n int, err error) {
+	if d.err != nil {
+		d.pending = len(buf) > 0
+		return 0, d.err
+	}
+	pos := 0
+	for len(buf)-pos >= 4 {
+		p := buf[pos:]
+		cid := int32(binary.BigEndian.Uint32(p))
+		var used int
+		if cid >= 0 {
+			used, err = d.frame(p, cid, d.off+int64(pos), b)
+		} else {
+			used, err = d.unit(p, cid, d.off+int64(pos))
+		}
+		if err != nil || used == 0 {
+			break
+		}
+		pos += used
+	}
+	d.off += int64(pos)
+	d.pending = pos < len(buf)
+	if err != nil && !(d.dual && isUnknownString(err)) {
+		d.err = err
+	}
+	return pos, err
+}
+
+func isUnknownString(err error) bool {
+	e, ok := err.(*Error)
+	return ok && e.Is(ErrUnknownString)
+}
+
+// unit decodes a unit with a negative class id: an inline registry entry.
+func (d *Decoder) unit(p []byte, cid int32, off int64) (int, error) {
+	if cid != -1 || !d.inline {
+		if cid == -1 {
+			return 0, d.hint(offsetError(off, "class id -1 (a registry entry marker, valid only in single-socket TCP streams)", ErrMalformed))
+		}
+		return 0, d.hint(offsetError(off, fmt.Sprintf("negative class id %d", cid), ErrMalformed))
+	}
+	n, id, val, err := d.entries.read(p[4:], off)
+	if err != nil {
+		return 0, d.hint(err)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := d.strs.Set(id, string(val)); err != nil {
+		return 0, d.hint(entryError(off, err))
+	}
+	if nonASCII(val) {
+		d.suspect = suspectEntry{set: true, id: id, off: off}
+	} else {
+		d.suspect.set = false
+	}
+	return 4 + n, nil
+}
+
+// entryError wraps an error of the string table.
+func entryError(off int64, err error) error {
+	e := offsetError(off, "registry entry: "+err.Error())
+	switch {
+	case isErr(err, ErrConflict):
+		e.kinds = []error{ErrConflict, ErrMalformed}
+	case isErr(err, ErrLimit):
+		e.kinds = []error{ErrLimit}
+	}
+	return e
+}
+
+// hint adds the likely cause to an error that follows an inline registry
+// entry with non-ASCII text: Kieker's Java writers send the UTF-16 char
+// count as the length, so the stream is mis-framed from there on.
+func (d *Decoder) hint(err error) error {
+	e, ok := err.(*Error)
+	if !ok || !d.suspect.set || e.Is(ErrJavaCharCount) {
+		return err
+	}
+	if d.javaCount {
+		e.Msg += fmt.Sprintf("; the registry entry for id %d at offset %d holds non-ASCII text and JavaCharCount is set: if this stream comes from a writer that sends byte lengths (Kieker's Python or C pack), decode it without JavaCharCount", d.suspect.id, d.suspect.off)
+	} else {
+		e.Msg += fmt.Sprintf("; the registry entry for id %d at offset %d holds non-ASCII text: most likely the stream comes from Kieker's Java writer, which sends the UTF-16 char count instead of the byte count as the length and so mis-frames everything after it (set JavaCharCount to decode such a stream)", d.suspect.id, d.suspect.off)
+	}
+	e.kinds = append(e.kinds, ErrJavaCharCount)
+	return e
+}
+
+// frame decodes one record frame. It returns 0 and no error when p holds
+// only part of the frame.
+func (d *Decoder) frame(p []byte, cid int32, off int64, b *record.Batch) (int, error) {
+	ci := d.classes.get(cid)
+	if ci == nil {
+		if ci = d.classes.resolve(cid, d.strs); ci == nil {
+			return 0, d.hint(offsetError(off, fmt.Sprintf("unknown string id %d (class name of record)", cid), ErrUnknownString))
+		}
+	}
+	if ci.typ == nil {
+		return 0, d.hint(offsetError(off, fmt.Sprintf("class id %d names %s, which is not in the catalogue", cid, ci.name), ErrUnknownType))
+	}
+	if ci.size < 0 {
+		n, err := d.frameVar(p, ci, off, b)
+		if n > 0 {
+			d.suspect.set = false
+		}
+		return n, err
+	}
+	n := 12 + ci.size
+	if len(p) < n {
+		return 0, nil
+	}
+	vals := b.Add(ci.typ, int64(binary.BigEndian.Uint64(p[4:]))).Values
+	vals = vals[:len(ci.ops)]
+	strs := d.strs
+	q := p[12:n]
+	at := 0
+	for i, op := range ci.ops {
+		switch record.Kind(op) {
+		case record.Long:
+			vals[i] = record.IntValue(int64(binary.BigEndian.Uint64(q[at:])))
+			at += 8
+		case record.Int:
+			vals[i] = record.IntValue(int64(int32(binary.BigEndian.Uint32(q[at:]))))
+			at += 4
+		case record.String:
+			id := int32(binary.BigEndian.Uint32(q[at:]))
+			s, ok := strs.Get(id)
+			if !ok {
+				b.Truncate(b.Len() - 1)
+				return 0, d.hint(d.unknownField(off, id, ci, i))
+			}
+			vals[i] = record.StringValue(s)
+			at += 4
+		case record.Double:
+			vals[i] = record.DoubleValue(math.Float64frombits(binary.BigEndian.Uint64(q[at:])))
+			at += 8
+		case record.Bool:
+			vals[i] = record.BoolValue(q[at] == 1)
+			at++
+		case record.Byte:
+			vals[i] = record.IntValue(int64(int8(q[at])))
+			at++
+		case record.Short:
+			vals[i] = record.IntValue(int64(int16(binary.BigEndian.Uint16(q[at:]))))
+			at += 2
+		case record.Char:
+			vals[i] = record.IntValue(int64(binary.BigEndian.Uint16(q[at:])))
+			at += 2
+		case record.Float:
+			vals[i] = record.FloatValue(math.Float32frombits(binary.BigEndian.Uint32(q[at:])))
+			at += 4
+		}
+	}
+	d.suspect.set = false
+	return n, nil
+}
+
+func (d *Decoder) unknownField(off int64, id int32, ci *classInfo, field int) error {
+	return offsetError(off, fmt.Sprintf("string id %d not registered (field %s of %s)", id, ci.typ.Fields[field].Name, ci.typ.Name), ErrUnknownString)
+}
+
+// frameVar decodes a frame whose type has array fields. It first walks the
+// layout to find the frame's length (checking the array lengths), so that
+// nothing is decoded until the whole frame is there.
+func (d *Decoder) frameVar(p []byte, ci *classInfo, off int64, b *record.Batch) (int, error) {
+	if len(p) < 12 {
+		return 0, nil
+	}
+	pos := 12
+	for i, op := range ci.ops {
+		size := binarySize(record.Kind(op &^ opArray))
+		if op&opArray == 0 {
+			pos += size
+			continue
+		}
+		if len(p)-pos < 4 {
+			return 0, nil
+		}
+		count := int32(binary.BigEndian.Uint32(p[pos:]))
+		f := ci.typ.Fields[i].Name
+		if count < 0 {
+			return 0, d.hint(offsetError(off, fmt.Sprintf("array length %d (field %s of %s)", count, f, ci.typ.Name), ErrMalformed))
+		}
+		if int(count) > d.maxArr {
+			return 0, d.hint(offsetError(off, fmt.Sprintf("array length %d over the limit %d (field %s of %s)", count, d.maxArr, f, ci.typ.Name), ErrLimit))
+		}
+		pos += 4 + int(count)*size
+		if len(p) < pos {
+			return 0, nil
+		}
+	}
+	if len(p) < pos {
+		return 0, nil
+	}
+	n := pos
+
+	mark := b.Len()
+	vals := b.Add(ci.typ, int64(binary.BigEndian.Uint64(p[4:]))).Values
+	pos = 12
+	for i, op := range ci.ops {
+		k := record.Kind(op &^ opArray)
+		size := binarySize(k)
+		if op&opArray == 0 {
+			v, err := d.scalar(k, p[pos:], off, ci, i)
+			if err != nil {
+				b.Truncate(mark)
+				return 0, d.hint(err)
+			}
+			vals[i] = v
+			pos += size
+			continue
+		}
+		count := int(binary.BigEndian.Uint32(p[pos:]))
+		pos += 4
+		items := make([]record.Value, count)
+		for j := range items {
+			v, err := d.scalar(k, p[pos:], off, ci, i)
+			if err != nil {
+				b.Truncate(mark)
+				return 0, d.hint(err)
+			}
+			items[j] = v
+			pos += size
+		}
+		vals[i] = record.ListValue(k, items)
+	}
+	return n, nil
+}
+
+// scalar decodes one value of kind k from the start of q, which holds at
+// least binarySize(k) bytes.
+func (d *Decoder) scalar(k record.Kind, q []byte, off int64, ci *classInfo, field int) (record.Value, error) {
+	switch k {
+	case record.Bool:
+		return record.BoolValue(q[0] == 1), nil
+	case record.Byte:
+		return record.IntValue(int64(int8(q[0]))), nil
+	case record.Short:
+		return record.IntValue(int64(int16(binary.BigEndian.Uint16(q)))), nil
+	case record.Char:
+		return record.IntValue(int64(binary.BigEndian.Uint16(q))), nil
+	case record.Int:
+		return record.IntValue(int64(int32(binary.BigEndian.Uint32(q)))), nil
+	case record.Long:
+		return record.IntValue(int64(binary.BigEndian.Uint64(q))), nil
+	case record.Float:
+		return record.FloatValue(math.Float32frombits(binary.BigEndian.Uint32(q))), nil
+	case record.Double:
+		return record.DoubleValue(math.Float64frombits(binary.BigEndian.Uint64(q))), nil
+	case record.String:
+		id := int32(binary.BigEndian.Uint32(q))
+		s, ok := d.strs.Get(id)
+		if !ok {
+			return record.Value{}, d.unknownField(off, id, ci, field)
+		}
+		return record.StringValue(s), nil
+	}
+	return record.Value{}, nil
+}
+
+func nonASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,29 @@
+// Package logdir owns the on-disk layout of Kieker log directories: which
+// files make up a log, their names and order, and their compression. It
+// moves bytes only; decoding records and kieker.map lines is
+// internal/codec/kieker's job.
+//
+// Reading. Discover finds logs (directories holding kieker.map or
+// tpmon.map, and Kieker ≤1.12's per-thread zips holding data files and
+// their map). A Log lists its DataFiles in Kieker's order (CompareNames)
+// and opens its map. DataFile.Open returns a Stream of decompressed bytes
+// whose Format (compression and ASCII/binary) is decided by content: the
+// compression by magic bytes (Sniff), never by name, since Kieker's own
+// names do not say it (bzip2 data under ".gz"). Everything streams: no
+// file is read whole, memory per Stream is two buffers plus the
+// decompressor (bounded by Limits). Zip files are read from their local
+// headers, so a zip cut off by a crash yields what it holds; every
+// compressed stream cut short returns all bytes it could decode and then
+// an *Error wrapping ErrTruncated. Log.Consumed counts the compressed
+// bytes read, for progress bars.
+//
+// Writing. DirName and DataFileName build Kieker ≥1.13/1.14 names;
+// ParseCompression reads tracebridge's and Kieker's compression names;
+// Files writes a log directory's data files with Kieker's rotation
+// (maxEntriesInFile) and retention (maxLogFiles, maxLogSize) and flushes
+// them so that a killed process leaves decodable files. The caller writes
+// kieker.map.
+//
+// Concurrency: a Log may be shared; each Stream and each Files belongs to
+// one goroutine; Log.Consumed may be read from any goroutine.
+package logdir

@@ -1,0 +1,362 @@
+package logdir
+
+import (
+	"archive/zip"
+	"bufio"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Options configure Files.
+type Options struct {
+	// Dir is the log directory; it is created if missing.
+	Dir string
+	// Binary selects .bin names (the caller writes binary frames); else .dat.
+	Binary bool
+	// Compression of the data files. BZip2 is not supported.
+	Compression Compression
+	// MaxEntriesInFile is the most records a data file holds. 0 means
+	// Kieker's default 25000, a negative value no limit.
+	MaxEntriesInFile int
+	// MaxLogSize in MiB bounds the total size of the finished data files
+	// (see Files); ≤0 means no limit.
+	MaxLogSize int
+	// MaxLogFiles bounds the number of data files kept (see Files); ≤0
+	// means no limit.
+	MaxLogFiles int
+	// BufferSize is the write buffer in front of each file. 0 means
+	// Kieker's default 65536.
+	BufferSize int
+	// Now gives the time in data file names; nil means time.Now.
+	Now func() time.Time
+	// Logger reports old data files that could not be deleted; nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// DefaultMaxEntriesInFile is Kieker's default for maxEntriesInFile.
+const DefaultMaxEntriesInFile = 25000
+
+// Files writes the data files of one log directory, rotating them the way
+// Kieker's FileWriter does. It writes bytes the caller encoded (whole
+// records), never kieker.map.
+//
+// Rotation: a new data file is started before a Write whose records would
+// not fit into the current one (so every file holds at most
+// MaxEntriesInFile records when no Write carries more); files are named
+// with DataFileName, counter 1, 2, … and the time from Options.Now.
+//
+// Retention follows Kieker's pool handlers. Each time a new file is
+// started, the oldest files this Files wrote are deleted while more than
+// MaxLogFiles files would exist, the new one counted (Kieker ≥1.14's
+// RotatingLogFilePoolHandler, ≤1.12's AbstractFsWriterThread); then, while
+// the finished files together take more than MaxLogSize MiB on disk
+// (compressed), the oldest finished file is deleted (≤1.12's
+// AbstractFsWriterThread; Kieker's documentation promises the same for
+// ≥1.14, whose FileWriter however uses maxLogSize as a per-file rotation
+// threshold). The current file is never deleted, so at least one file
+// remains whatever its size, and size never triggers rotation: choose
+// MaxEntriesInFile so that files are well below MaxLogSize.
+//
+// Durability: Flush hands everything written so far to the operating
+// system in a form a reader decodes even if the process is then killed
+// without Close: the write buffer is flushed after the compressor's sync
+// flush (gzip and zlib Flush; zip: the data file is a zip whose single
+// entry, named like the file without ".zip", is a streamed deflate entry
+// with a data descriptor, flush-synced; xz: the current LZMA2 chunk is
+// ended). Such a file reads as ErrTruncated after the flushed bytes until
+// Close (or rotation) completes it. Flush does not fsync.
+//
+// A Files is used by one goroutine.
+type Files struct {
+	opt        Options
+	maxEntries int
+	maxBytes   int64
+
+	file    *os.File
+	path    string
+	cw      countWriter
+	bw      *bufio.Writer
+	comp    compressor
+	entries int
+	created int
+
+	kept      []keptFile // finished files, oldest first
+	keptBytes int64
+	closed    bool
+	err       error // sticky write error
+}
+
+type keptFile struct {
+	path string
+	size int64
+}
+
+// compressor is the compression stage in front of the file's buffer.
+type compressor interface {
+	io.Writer
+	Flush() error
+	Close() error
+}
+
+// NewFiles prepares writing data files into opt.Dir, creating it if
+// needed. The first file is created by the first Write.
+func NewFiles(opt Options) (*Files, error) {
+	switch opt.Compression {
+	case None, Deflate, Gzip, Zip, XZ:
+	case BZip2:
+		return nil, fmt.Errorf("logdir: bzip2 output not supported; reading works: %w", ErrUnsupported)
+	default:
+		return nil, fmt.Errorf("logdir: unknown compression %v", opt.Compression)
+	}
+	if opt.Dir == "" {
+		return nil, errors.New("logdir: Options.Dir is empty")
+	}
+	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("logdir: %w", err)
+	}
+	f := &Files{opt: opt, maxEntries: opt.MaxEntriesInFile}
+	switch {
+	case f.maxEntries == 0:
+		f.maxEntries = DefaultMaxEntriesInFile
+	case f.maxEntries < 0:
+		f.maxEntries = math.MaxInt
+	}
+	if opt.MaxLogSize > 0 {
+		f.maxBytes = int64(opt.MaxLogSize) << 20
+	}
+	if f.opt.BufferSize <= 0 {
+		f.opt.BufferSize = 65536
+	}
+	if f.opt.Now == nil {
+		f.opt.Now = time.Now
+	}
+	if f.opt.Logger == nil {
+		f.opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	return f, nil
+}
+
+// Write appends p, which holds records whole records, to the current data
+// file, starting a new one first if they would not fit. A Write carrying
+// more than MaxEntriesInFile records is an error (nothing is written):
+// split batches with Room.
+func (f *Files) Write(p []byte, records int) error {
+	if f.closed {
+		return fmt.Errorf("logdir: write: %w", ErrClosed)
+	}
+	if f.err != nil {
+		return f.err
+	}
+	if records < 0 {
+		return fmt.Errorf("logdir: write of %d records", records)
+	}
+	if records > f.maxEntries {
+		return fmt.Errorf("logdir: %d records in one write, over MaxEntriesInFile %d", records, f.maxEntries)
+	}
+	if f.file == nil || (f.entries > 0 && f.entries+records > f.maxEntries) {
+		if err := f.rotate(); err != nil {
+			f.err = err
+			return err
+		}
+	}
+	var err error
+	if f.comp != nil {
+		_, err = f.comp.Write(p)
+	} else {
+		_, err = f.bw.Write(p)
+	}
+	if err != nil {
+		f.err = fmt.Errorf("logdir: write %s: %w", f.path, err)
+		return f.err
+	}
+	f.entries += records
+	return nil
+}
+
+// Room returns how many records the next Write may carry without starting
+// a new file early: what is left in the current file, or a whole file's
+// worth when there is none yet or it is full.
+func (f *Files) Room() int {
+	if f.file == nil || f.entries >= f.maxEntries {
+		return f.maxEntries
+	}
+	return f.maxEntries - f.entries
+}
+
+// Flush hands everything written so far to the operating system,
+// decodable without Close (see Files).
+func (f *Files) Flush() error {
+	if f.closed {
+		return fmt.Errorf("logdir: flush: %w", ErrClosed)
+	}
+	if f.err != nil {
+		return f.err
+	}
+	if f.file == nil {
+		return nil
+	}
+	if f.comp != nil {
+		if err := f.comp.Flush(); err != nil {
+			f.err = fmt.Errorf("logdir: flush %s: %w", f.path, err)
+			return f.err
+		}
+	}
+	if err := f.bw.Flush(); err != nil {
+		f.err = fmt.Errorf("logdir: flush %s: %w", f.path, err)
+		return f.err
+	}
+	return nil
+}
+
+// Close completes the current data file. It is safe to call twice.
+func (f *Files) Close() error {
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	if f.file == nil {
+		return nil
+	}
+	return f.finish()
+}
+
+// Current returns the path of the data file being written ("" before the
+// first Write).
+func (f *Files) Current() string { return f.path }
+
+// Created returns how many data files have been started, deleted ones
+// included.
+func (f *Files) Created() int { return f.created }
+
+// finish completes the current file and adds it to the retention list.
+func (f *Files) finish() error {
+	var errs []error
+	if f.comp != nil && f.err == nil {
+		errs = append(errs, f.comp.Close())
+	}
+	if f.err == nil {
+		errs = append(errs, f.bw.Flush())
+	}
+	errs = append(errs, f.file.Close())
+	f.kept = append(f.kept, keptFile{path: f.path, size: f.cw.n})
+	f.keptBytes += f.cw.n
+	f.file, f.comp = nil, nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("logdir: close %s: %w", f.path, err)
+	}
+	return nil
+}
+
+// rotate finishes the current file, starts the next one and applies the
+// retention limits.
+func (f *Files) rotate() error {
+	if f.file != nil {
+		if err := f.finish(); err != nil {
+			return err
+		}
+	}
+	now := f.opt.Now()
+	name := DataFileName(now, f.created+1, f.opt.Binary, f.opt.Compression)
+	p := filepath.Join(f.opt.Dir, name)
+	file, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("logdir: %w", err)
+	}
+	f.created++
+	f.file, f.path, f.entries = file, p, 0
+	f.cw = countWriter{w: file}
+	if f.bw == nil {
+		f.bw = bufio.NewWriterSize(&f.cw, f.opt.BufferSize)
+	} else {
+		f.bw.Reset(&f.cw)
+	}
+	f.comp, err = newCompressor(f.opt.Compression, f.bw, strings.TrimSuffix(name, ".zip"), now)
+	if err != nil {
+		return fmt.Errorf("logdir: %s: %w", p, err)
+	}
+	f.retain()
+	return nil
+}
+
+// retain deletes the oldest finished files beyond MaxLogFiles and
+// MaxLogSize.
+func (f *Files) retain() {
+	for f.opt.MaxLogFiles > 0 && len(f.kept) > 0 && len(f.kept)+1 > f.opt.MaxLogFiles {
+		f.dropOldest()
+	}
+	for f.maxBytes > 0 && len(f.kept) > 0 && f.keptBytes > f.maxBytes {
+		f.dropOldest()
+	}
+}
+
+func (f *Files) dropOldest() {
+	old := f.kept[0]
+	f.kept = f.kept[1:]
+	f.keptBytes -= old.size
+	if err := os.Remove(old.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		f.opt.Logger.Warn("cannot delete old data file", "path", old.path, "err", err)
+	}
+}
+
+// newCompressor returns the compression stage writing to w, nil for None.
+func newCompressor(c Compression, w io.Writer, entryName string, now time.Time) (compressor, error) {
+	switch c {
+	case Deflate:
+		return zlib.NewWriterLevel(w, zlib.DefaultCompression)
+	case Gzip:
+		return gzip.NewWriterLevel(w, gzip.DefaultCompression)
+	case XZ:
+		return newXZWriter(w, xzWriterDict)
+	case Zip:
+		return newZipWriter(w, entryName, now)
+	}
+	return nil, nil
+}
+
+// zipWriter writes a zip holding one streamed deflate entry (with a data
+// descriptor). Flush sync-flushes the deflate stream and the zip writer's
+// buffer, so the entry's bytes so far decode without the central
+// directory.
+type zipWriter struct {
+	zw *zip.Writer
+	fw *flate.Writer
+	w  io.Writer
+}
+
+func newZipWriter(w io.Writer, entryName string, now time.Time) (*zipWriter, error) {
+	z := &zipWriter{zw: zip.NewWriter(w)}
+	z.zw.RegisterCompressor(zip.Deflate, func(out io.Writer) (io.WriteCloser, error) {
+		fw, err := flate.NewWriter(out, flate.DefaultCompression)
+		z.fw = fw
+		return fw, err
+	})
+	ew, err := z.zw.CreateHeader(&zip.FileHeader{Name: entryName, Method: zip.Deflate, Modified: now.UTC()})
+	if err != nil {
+		return nil, err
+	}
+	z.w = ew
+	return z, nil
+}
+
+func (z *zipWriter) Write(p []byte) (int, error) { return z.w.Write(p) }
+
+func (z *zipWriter) Flush() error {
+	if err := z.fw.Flush(); err != nil {
+		return err
+	}
+	return z.zw.Flush()
+}
+
+func (z *zipWriter) Close() error { return z.zw.Close() }

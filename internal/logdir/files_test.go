@@ -1,0 +1,353 @@
+package logdir
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// fixedClock returns a clock stuck at one instant, so that only the
+// counter orders the files.
+func fixedClock() func() time.Time {
+	t := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)
+	return func() time.Time { return t }
+}
+
+// asciiRecord returns one ASCII record line.
+func asciiRecord(i int) []byte {
+	return fmt.Appendf(nil, "$0;-1;record %d;\n", i)
+}
+
+// readLog discovers dir (after adding a kieker.map) and returns its data
+// files' names and concatenated content.
+func readLog(t *testing.T, dir string) ([]string, []byte, []Format) {
+	t.Helper()
+	writeFile(t, filepath.Join(dir, MapFile), "$0=kieker.common.record.misc.KiekerMetadataRecord\n")
+	logs, err := Discover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var data []byte
+	var formats []Format
+	for _, d := range logs[0].DataFiles() {
+		b, f := readAll(t, d)
+		names = append(names, d.Name)
+		data = append(data, b...)
+		formats = append(formats, f)
+	}
+	return names, data, formats
+}
+
+func TestFilesRoundTrip(t *testing.T) {
+	for _, c := range writable {
+		for _, binary := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/binary=%v", c, binary), func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), "log")
+				f, err := NewFiles(Options{Dir: dir, Binary: binary, Compression: c, MaxEntriesInFile: 100, Now: fixedClock()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want []byte
+				for i := range 25 {
+					// 10 records per write: 100 fit a file exactly.
+					var rec []byte
+					if binary {
+						rec = sampleBinary(10)
+					} else {
+						for j := range 10 {
+							rec = append(rec, asciiRecord(i*10+j)...)
+						}
+					}
+					if err := f.Write(rec, 10); err != nil {
+						t.Fatal(err)
+					}
+					want = append(want, rec...)
+				}
+				if err := f.Close(); err != nil {
+					t.Fatal(err)
+				}
+				names, got, formats := readLog(t, dir)
+				if !bytes.Equal(got, want) {
+					t.Errorf("read back %d bytes, wrote %d", len(got), len(want))
+				}
+				ext := ".dat"
+				if binary {
+					ext = ".bin"
+				}
+				var wantNames []string
+				for i := 1; i <= 3; i++ {
+					wantNames = append(wantNames, DataFileName(fixedClock()(), i, binary, c))
+				}
+				if diff := cmp.Diff(wantNames, names); diff != "" {
+					t.Errorf("files (-want +got):\n%s", diff)
+				}
+				for i, fm := range formats {
+					if fm != (Format{c, !binary}) {
+						t.Errorf("file %d (%s): format %v", i, ext, fm)
+					}
+				}
+				if f.Created() != 3 || f.Current() != filepath.Join(dir, wantNames[2]) {
+					t.Errorf("Created %d, Current %s", f.Created(), f.Current())
+				}
+			})
+		}
+	}
+}
+
+func TestFilesRotationByEntries(t *testing.T) {
+	dir := t.TempDir()
+	f, err := NewFiles(Options{Dir: dir, MaxEntriesInFile: 3, Now: fixedClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(records int) {
+		t.Helper()
+		var b []byte
+		for range records {
+			b = append(b, asciiRecord(0)...)
+		}
+		if err := f.Write(b, records); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.Room() != 3 {
+		t.Errorf("Room %d before the first write", f.Room())
+	}
+	for range 7 {
+		write(1) // files of 3, 3, 1
+	}
+	if f.Room() != 2 {
+		t.Errorf("Room %d, want 2", f.Room())
+	}
+	write(2) // fills file 3
+	write(3) // file 4
+	write(2) // does not fit after 0 free: file 5
+	write(2) // does not fit into file 5's 1 free: file 6
+	if err := f.Write(nil, 4); err == nil {
+		t.Error("a write of 4 records with MaxEntriesInFile 3 succeeded")
+	}
+	f.Close()
+	counts := map[string]int{}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		counts[e.Name()] = bytes.Count(b, []byte("\n"))
+		names = append(names, e.Name())
+	}
+	slices.SortFunc(names, CompareNames)
+	var got []int
+	for _, n := range names {
+		got = append(got, counts[n])
+	}
+	if diff := cmp.Diff([]int{3, 3, 3, 3, 2, 2}, got); diff != "" {
+		t.Errorf("records per file (-want +got):\n%s", diff)
+	}
+}
+
+// TestFilesCounterPast999: with one timestamp, the counter alone orders the
+// files, and file 1000 comes after file 999.
+func TestFilesCounterPast999(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	f, err := NewFiles(Options{Dir: dir, MaxEntriesInFile: 1, Now: fixedClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1002 {
+		if err := f.Write(asciiRecord(i), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Close()
+	names, data, _ := readLog(t, dir)
+	if len(names) != 1002 || names[998] != DataFileName(fixedClock()(), 999, false, None) || names[999] != DataFileName(fixedClock()(), 1000, false, None) {
+		t.Fatalf("%d files, 999th %s, 1000th %s", len(names), names[998], names[999])
+	}
+	var want []byte
+	for i := range 1002 {
+		want = append(want, asciiRecord(i)...)
+	}
+	if !bytes.Equal(data, want) {
+		t.Error("records out of order")
+	}
+}
+
+func listFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	slices.SortFunc(names, CompareNames)
+	return names
+}
+
+func TestFilesMaxLogFiles(t *testing.T) {
+	dir := t.TempDir()
+	f, err := NewFiles(Options{Dir: dir, MaxEntriesInFile: 1, MaxLogFiles: 2, Now: fixedClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := f.Write(asciiRecord(i), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Close()
+	now := fixedClock()()
+	want := []string{DataFileName(now, 4, false, None), DataFileName(now, 5, false, None)}
+	if diff := cmp.Diff(want, listFiles(t, dir)); diff != "" {
+		t.Errorf("files kept (-want +got):\n%s", diff)
+	}
+}
+
+func TestFilesMaxLogSize(t *testing.T) {
+	dir := t.TempDir()
+	f, err := NewFiles(Options{Dir: dir, MaxEntriesInFile: 1, MaxLogSize: 1, Now: fixedClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := bytes.Repeat([]byte("$0;-1;x\n"), 400<<10/8) // 400 KiB per file
+	for range 6 {
+		if err := f.Write(chunk, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// When file 6 started, files 1-5 (2000 KiB) were finished: the oldest
+	// go until at most 1 MiB is left, files 4 and 5 (800 KiB).
+	now := fixedClock()()
+	want := []string{DataFileName(now, 4, false, None), DataFileName(now, 5, false, None), DataFileName(now, 6, false, None)}
+	if diff := cmp.Diff(want, listFiles(t, dir)); diff != "" {
+		t.Errorf("files kept (-want +got):\n%s", diff)
+	}
+	// A single finished file over the limit goes too; the current one
+	// always stays.
+	f2, _ := NewFiles(Options{Dir: t.TempDir(), MaxEntriesInFile: 1, MaxLogSize: 1, Now: fixedClock()})
+	big := bytes.Repeat(chunk, 3)
+	f2.Write(big, 1)
+	f2.Write(big, 1)
+	if got := listFiles(t, f2.opt.Dir); len(got) != 1 || got[0] != DataFileName(now, 2, false, None) {
+		t.Errorf("files kept: %v", got)
+	}
+	f.Close()
+	f2.Close()
+}
+
+// TestFilesFlushCrash: after Flush, a copy of the file taken without Close
+// (as after kill -9) decodes to everything flushed; compressed files then
+// read as truncated.
+func TestFilesFlushCrash(t *testing.T) {
+	for _, c := range writable {
+		for _, binary := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/binary=%v", c, binary), func(t *testing.T) {
+				dir := t.TempDir()
+				f, err := NewFiles(Options{Dir: dir, Binary: binary, Compression: c, Now: fixedClock()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				var want []byte
+				for round := range 3 {
+					var rec []byte
+					if binary {
+						rec = sampleBinary(50 + round)
+					} else {
+						rec = sampleASCII(50 + round)
+					}
+					if err := f.Write(rec, 50); err != nil {
+						t.Fatal(err)
+					}
+					want = append(want, rec...)
+					if err := f.Flush(); err != nil {
+						t.Fatal(err)
+					}
+					snapshot, err := os.ReadFile(f.Current())
+					if err != nil {
+						t.Fatal(err)
+					}
+					s := NewStream(bytes.NewReader(snapshot), filepath.Base(f.Current()), Limits{})
+					got, err := io.ReadAll(s)
+					if !bytes.Equal(got, want) {
+						t.Fatalf("round %d: read %d bytes of %d flushed (error %v)", round, len(got), len(want), err)
+					}
+					if s.Format != (Format{c, !binary}) {
+						t.Errorf("format %v", s.Format)
+					}
+					switch {
+					case c == None && err != nil:
+						t.Errorf("plain file: %v", err)
+					case c != None && !errors.Is(err, ErrTruncated):
+						t.Errorf("unfinished %v file: %v, want ErrTruncated", c, err)
+					}
+				}
+				if err := f.Close(); err != nil {
+					t.Fatal(err)
+				}
+				got, _, err := decodeBytes(t, "closed", mustRead(t, f.Current()))
+				if err != nil || !bytes.Equal(got, want) {
+					t.Errorf("after Close: %d bytes of %d, %v", len(got), len(want), err)
+				}
+			})
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestFilesClose(t *testing.T) {
+	dir := t.TempDir()
+	f, err := NewFiles(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Errorf("Close without writes: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("%d files without a write", len(entries))
+	}
+	if err := f.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := f.Write([]byte("$0;1\n"), 1); !errors.Is(err, ErrClosed) {
+		t.Errorf("Write after Close: %v", err)
+	}
+	if err := f.Flush(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Flush after Close: %v", err)
+	}
+	if _, err := NewFiles(Options{Dir: dir, Compression: BZip2}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("bzip2: %v", err)
+	}
+	// A name clash (two writers in one directory, one millisecond) is an
+	// error, never an overwrite.
+	a, _ := NewFiles(Options{Dir: dir, Now: fixedClock()})
+	b, _ := NewFiles(Options{Dir: dir, Now: fixedClock()})
+	if err := a.Write([]byte("$0;1\n"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Write([]byte("$0;2\n"), 1); !errors.Is(err, os.ErrExist) {
+		t.Errorf("clash: %v", err)
+	}
+	a.Close()
+	b.Close()
+}

@@ -1,0 +1,313 @@
+// Package kiekerlog writes records as a Kieker log directory that Kieker's
+// own readers accept: Kieker ≥1.13 directory and file names, kieker.map,
+// ASCII (.dat) or binary (.bin) data files, rotation, retention and
+// compression (see internal/logdir), one string registry per writer with
+// ids from 0.
+//
+// Durability: kieker.map entries reach the operating system before any data
+// that uses them, and Flush hands all data written so far to the operating
+// system in a decodable form, so a process killed at any moment leaves every
+// record written before the last Flush readable.
+//
+// Concurrency: a Writer may be used from several goroutines; Consume, Flush
+// and Close serialise on a mutex.
+package kiekerlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/codec/kieker"
+	"github.com/tracebridge/tracebridge/internal/logdir"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// Config configures a Writer. Its fields mirror Kieker's FileWriter keys.
+type Config struct {
+	// Path is the directory in which the log directory is created
+	// (Kieker's customStoragePath).
+	Path string
+	// Binary writes .bin files (BinaryLogStreamHandler); else .dat.
+	Binary bool
+	// Compression of the data files.
+	Compression logdir.Compression
+	// MaxEntriesInFile, MaxLogSize (MiB) and MaxLogFiles as in Kieker
+	// (see logdir.Options): 0 means Kieker's defaults (25000, unlimited,
+	// unlimited).
+	MaxEntriesInFile int
+	MaxLogSize       int
+	MaxLogFiles      int
+	// BufferSize of the data file writer (Kieker's bufferSize).
+	BufferSize int
+	// FlushEachBatch flushes after every consumed batch (Kieker's flush=true
+	// flushes after every record; a batch is the unit here).
+	FlushEachBatch bool
+
+	// Hostname and ControllerName name the directory and fill the
+	// KiekerMetadataRecord (kieker.monitoring.hostname / .name). An empty
+	// Hostname means the machine's host name; an empty ControllerName
+	// "KIEKER".
+	Hostname       string
+	ControllerName string
+	// Metadata writes a KiekerMetadataRecord as the first record
+	// (kieker.monitoring.metadata, Kieker's default true). Converters that
+	// copy a log's own metadata record turn it off.
+	Metadata bool
+	// ExperimentID fills the metadata record's experimentId.
+	ExperimentID int
+	// SetLoggingTimestamp stamps records that carry no logging timestamp
+	// (-1) with the time they are written, in nanoseconds since the epoch
+	// (kieker.monitoring.setLoggingTimestamp).
+	SetLoggingTimestamp bool
+	// NameFromMetadata delays creating the directory until the first
+	// batch and takes the host and controller name from the first
+	// KiekerMetadataRecord in it, if any (used when re-writing a log).
+	NameFromMetadata bool
+
+	// Now gives the time for names and timestamps; nil means time.Now.
+	Now func() time.Time
+}
+
+// Version is what the KiekerMetadataRecord written by tracebridge gives as
+// the Kieker version: the record format it follows.
+const Version = "2.0.3"
+
+// Writer is a Kieker log sink.
+type Writer struct {
+	cfg Config
+
+	mu      sync.Mutex
+	dir     string
+	mapFile *os.File
+	files   *logdir.Files
+	closed  bool
+	err     error // sticky write error
+
+	registry *kieker.Registry // binary: every string; ASCII: class names
+	enc      *kieker.Encoder
+	buf      []byte
+	mapBuf   []byte
+	metaType *record.Type
+	records  int64
+}
+
+var _ pipeline.Sink = (*Writer)(nil)
+
+// New creates the log directory (unless NameFromMetadata defers it) and
+// returns the writer.
+func New(cfg Config) (*Writer, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Hostname == "" {
+		cfg.Hostname, _ = os.Hostname()
+	}
+	if cfg.ControllerName == "" {
+		cfg.ControllerName = "KIEKER"
+	}
+	if cfg.Path == "" {
+		cfg.Path = "."
+	}
+	w := &Writer{cfg: cfg, registry: &kieker.Registry{}, metaType: record.Builtin().Lookup(record.KiekerMetadataRecord)}
+	w.enc = kieker.NewEncoder(kieker.EncoderOptions{Registry: w.registry})
+	if !cfg.NameFromMetadata {
+		if err := w.open(); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// Dir returns the log directory ("" until it is created).
+func (w *Writer) Dir() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dir
+}
+
+// Records returns the number of records written.
+func (w *Writer) Records() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.records
+}
+
+func (w *Writer) open() error {
+	now := w.cfg.Now().UTC()
+	name := logdir.DirName(now, time.Now().UnixNano(), w.cfg.Hostname, w.cfg.ControllerName)
+	dir := filepath.Join(w.cfg.Path, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("kieker log: %w", err)
+	}
+	mf, err := os.OpenFile(filepath.Join(dir, logdir.MapFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("kieker log: %w", err)
+	}
+	files, err := logdir.NewFiles(logdir.Options{
+		Dir:              dir,
+		Binary:           w.cfg.Binary,
+		Compression:      w.cfg.Compression,
+		MaxEntriesInFile: w.cfg.MaxEntriesInFile,
+		MaxLogSize:       w.cfg.MaxLogSize,
+		MaxLogFiles:      w.cfg.MaxLogFiles,
+		BufferSize:       w.cfg.BufferSize,
+		Now:              w.cfg.Now,
+	})
+	if err != nil {
+		mf.Close()
+		return fmt.Errorf("kieker log: %w", err)
+	}
+	w.dir, w.mapFile, w.files = dir, mf, files
+	if w.cfg.Metadata {
+		var b record.Batch
+		m := b.Add(w.metaType, record.NoTimestamp)
+		m.Values[0] = record.StringValue(Version)
+		m.Values[1] = record.StringValue(w.cfg.ControllerName)
+		m.Values[2] = record.StringValue(w.cfg.Hostname)
+		m.Values[3] = record.IntValue(int64(w.cfg.ExperimentID))
+		m.Values[4] = record.BoolValue(false)
+		m.Values[5] = record.IntValue(0)
+		m.Values[6] = record.StringValue("NANOSECONDS")
+		m.Values[7] = record.IntValue(0)
+		if w.cfg.SetLoggingTimestamp {
+			m.LoggingTimestamp = now.UnixNano()
+		}
+		return w.write(b.Records)
+	}
+	return nil
+}
+
+// Consume writes the records of b.
+func (w *Writer) Consume(_ context.Context, b *record.Batch) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return fmt.Errorf("kieker log %s: %w", w.dir, logdir.ErrClosed)
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if w.files == nil {
+		w.nameFromMetadata(b.Records)
+		if err := w.open(); err != nil {
+			w.err = err
+			return err
+		}
+	}
+	if err := w.write(b.Records); err != nil {
+		w.err = err
+		return err
+	}
+	if w.cfg.FlushEachBatch {
+		return w.flush()
+	}
+	return nil
+}
+
+func (w *Writer) nameFromMetadata(recs []record.Record) {
+	for i := range recs {
+		if recs[i].Type.Name != record.KiekerMetadataRecord || len(recs[i].Values) < 3 {
+			continue
+		}
+		if c := recs[i].Values[1].Str(); c != "" {
+			w.cfg.ControllerName = c
+		}
+		w.cfg.Hostname = recs[i].Values[2].Str()
+		return
+	}
+}
+
+// write encodes recs in chunks that fit the current data file, writing new
+// kieker.map entries before the data that uses them.
+func (w *Writer) write(recs []record.Record) error {
+	var stamp int64
+	if w.cfg.SetLoggingTimestamp {
+		stamp = w.cfg.Now().UnixNano()
+	}
+	for len(recs) > 0 {
+		n := min(w.files.Room(), len(recs))
+		w.buf = w.buf[:0]
+		w.mapBuf = w.mapBuf[:0]
+		for i := range recs[:n] {
+			r := &recs[i]
+			if stamp != 0 && r.LoggingTimestamp == record.NoTimestamp {
+				c := *r
+				c.LoggingTimestamp = stamp
+				r = &c
+			}
+			if err := w.encode(r); err != nil {
+				return fmt.Errorf("kieker log %s: %w", w.dir, err)
+			}
+		}
+		if len(w.mapBuf) > 0 {
+			if _, err := w.mapFile.Write(w.mapBuf); err != nil {
+				return fmt.Errorf("kieker log %s: %w", w.dir, err)
+			}
+		}
+		if err := w.files.Write(w.buf, n); err != nil {
+			return fmt.Errorf("kieker log %s: %w", w.dir, err)
+		}
+		w.records += int64(n)
+		recs = recs[n:]
+	}
+	return nil
+}
+
+func (w *Writer) encode(r *record.Record) error {
+	if w.cfg.Binary {
+		var err error
+		if w.buf, err = w.enc.Append(w.buf, r); err != nil {
+			return err
+		}
+		for _, e := range w.enc.NewEntries() {
+			w.mapBuf = kieker.AppendMapEntry(w.mapBuf, e.ID, e.Value)
+		}
+		return nil
+	}
+	if len(r.Values) != len(r.Type.Fields) {
+		return fmt.Errorf("record %s has %d values for %d fields", r.Type.Name, len(r.Values), len(r.Type.Fields))
+	}
+	id, isNew := w.registry.ID(r.Type.Name)
+	if isNew {
+		w.mapBuf = kieker.AppendMapEntry(w.mapBuf, id, r.Type.Name)
+	}
+	w.buf = kieker.AppendLine(w.buf, id, r)
+	return nil
+}
+
+// Flush hands everything written so far to the operating system.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flush()
+}
+
+func (w *Writer) flush() error {
+	if w.files == nil || w.closed {
+		return nil
+	}
+	if err := w.files.Flush(); err != nil {
+		return fmt.Errorf("kieker log %s: %w", w.dir, err)
+	}
+	return nil
+}
+
+// Close flushes and closes the log. It is safe to call twice.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if w.files == nil {
+		return nil
+	}
+	return errors.Join(w.files.Close(), w.mapFile.Close())
+}

@@ -1,0 +1,266 @@
+// Package kiekerlog reads Kieker log directories as a source: every record
+// of every log found under a path, in Kieker's order, handed downstream in
+// batches. It combines internal/logdir (which files, in which order, how
+// compressed) with internal/codec/kieker (kieker.map, .dat lines, .bin
+// frames).
+//
+// Memory does not grow with the size of a log: each data file is streamed
+// through one read buffer and one batch.
+//
+// Concurrency: a Reader runs on the goroutine that calls Run; Consumed and
+// Size may be read from any goroutine (for progress bars).
+package kiekerlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/tracebridge/tracebridge/internal/codec/kieker"
+	"github.com/tracebridge/tracebridge/internal/logdir"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// Options configure a Reader.
+type Options struct {
+	// Catalog resolves class names; nil means record.Builtin().
+	Catalog *record.Catalog
+	// SkipBad skips a malformed record (an ASCII line; for a binary file,
+	// whose frames cannot be re-synchronised, the rest of the file) instead
+	// of stopping, and counts it. OnSkip hears about each one.
+	SkipBad bool
+	OnSkip  func(err error)
+	// BatchSize is the number of records handed downstream at a time
+	// (default 1024).
+	BatchSize int
+	// ReadBufferSize is the size of the read buffer (default 256 KiB).
+	ReadBufferSize int
+}
+
+// Stats count what a Reader did.
+type Stats struct {
+	Logs, Files int
+	Records     int64
+	Skipped     int64
+}
+
+// Reader reads the Kieker logs found under one path.
+type Reader struct {
+	path string
+	logs []*logdir.Log
+	opts Options
+
+	records, skipped atomic.Int64
+	files            atomic.Int64
+}
+
+// Open finds the logs under path (a log directory, a directory of logs, or
+// a Kieker ≤1.12 per-thread zip).
+func Open(path string, o Options) (*Reader, error) {
+	logs, err := logdir.Discover(path)
+	if err != nil {
+		return nil, err
+	}
+	if o.Catalog == nil {
+		o.Catalog = record.Builtin()
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 1024
+	}
+	if o.ReadBufferSize < 4096 {
+		o.ReadBufferSize = 256 << 10
+	}
+	return &Reader{path: path, logs: logs, opts: o}, nil
+}
+
+// Logs returns the logs the reader will read, in order.
+func (r *Reader) Logs() []*logdir.Log { return r.logs }
+
+// Size returns the total (compressed) size of all data files.
+func (r *Reader) Size() int64 {
+	var n int64
+	for _, l := range r.logs {
+		n += l.Size()
+	}
+	return n
+}
+
+// Consumed returns how many (compressed) bytes have been read so far.
+func (r *Reader) Consumed() int64 {
+	var n int64
+	for _, l := range r.logs {
+		n += l.Consumed()
+	}
+	return n
+}
+
+// Stats returns the counts so far.
+func (r *Reader) Stats() Stats {
+	return Stats{Logs: len(r.logs), Files: int(r.files.Load()), Records: r.records.Load(), Skipped: r.skipped.Load()}
+}
+
+// Run reads every record and hands them to next in batches. It stops at the
+// first malformed record unless SkipBad is set, returning an error that names
+// the file, the line or byte offset, and the reason. Records before a bad
+// one have been handed on.
+func (r *Reader) Run(ctx context.Context, next pipeline.Consumer) error {
+	run := &run{r: r, ctx: ctx, next: next, buf: make([]byte, r.opts.ReadBufferSize)}
+	for _, l := range r.logs {
+		if err := run.log(l); err != nil {
+			return err
+		}
+	}
+	return run.flush()
+}
+
+type run struct {
+	r     *Reader
+	ctx   context.Context
+	next  pipeline.Consumer
+	buf   []byte
+	batch record.Batch
+}
+
+func (x *run) flush() error {
+	if x.batch.Len() == 0 {
+		return nil
+	}
+	n := x.batch.Len()
+	err := x.next.Consume(x.ctx, &x.batch)
+	x.batch.Reset()
+	if err != nil {
+		return err
+	}
+	x.r.records.Add(int64(n))
+	return nil
+}
+
+func (x *run) maybeFlush() error {
+	if x.batch.Len() >= x.r.opts.BatchSize {
+		return x.flush()
+	}
+	return x.ctx.Err()
+}
+
+// skip records a skipped bad record, or returns err when skipping is off.
+func (x *run) skip(err error) error {
+	if !x.r.opts.SkipBad {
+		// Hand on the records before the bad one, then stop.
+		if ferr := x.flush(); ferr != nil {
+			return ferr
+		}
+		return err
+	}
+	x.r.skipped.Add(1)
+	if x.r.opts.OnSkip != nil {
+		x.r.opts.OnSkip(err)
+	}
+	return nil
+}
+
+func (x *run) log(l *logdir.Log) error {
+	strs := kieker.NewStrings(0)
+	m, err := l.OpenMap()
+	if err != nil {
+		return fmt.Errorf("kieker log %s: %w", l.Path, err)
+	}
+	err = kieker.ReadMap(m, strs, 0)
+	m.Close()
+	if err != nil {
+		if err := x.skip(fmt.Errorf("kieker log %s: %s: %w", l.Path, logdir.MapFile, err)); err != nil {
+			return err
+		}
+	}
+	interner := &record.Interner{}
+	for _, df := range l.DataFiles() {
+		x.r.files.Add(1)
+		if err := x.file(df, strs, interner); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (x *run) file(df logdir.DataFile, strs *kieker.Strings, interner *record.Interner) error {
+	s, err := df.Open()
+	if err != nil {
+		return fmt.Errorf("kieker log: %w", err)
+	}
+	defer s.Close()
+	name := s.Path
+	if s.Format.Compression != logdir.None {
+		name += " (decompressed)"
+	}
+	if s.Format.Text {
+		d := kieker.NewTextDecoder(kieker.TextOptions{Catalog: x.r.opts.Catalog, Strings: strs, Interner: interner})
+		return x.stream(s, name, d.Decode, func(rest []byte) error { return d.Finish(rest, &x.batch) }, true)
+	}
+	d := kieker.NewDecoder(kieker.Options{Catalog: x.r.opts.Catalog, Strings: strs})
+	return x.stream(s, name, d.Decode, func(rest []byte) error {
+		if len(rest) > 0 {
+			return fmt.Errorf("offset %d: file ends inside a record (%d bytes left over)", d.Offset(), len(rest))
+		}
+		return nil
+	}, false)
+}
+
+// stream feeds s through decode. text decoders report a bad line with the
+// line consumed, so decoding can go on after it; a binary decoder's error is
+// final for the file.
+func (x *run) stream(s *logdir.Stream, name string, decode func([]byte, *record.Batch) (int, error), finish func([]byte) error, text bool) error {
+	buf := x.buf
+	filled := 0
+	for {
+		n, rerr := s.Read(buf[filled:])
+		filled += n
+		data := buf[:filled]
+		for len(data) > 0 {
+			used, err := decode(data, &x.batch)
+			data = data[used:]
+			if ferr := x.maybeFlush(); ferr != nil {
+				return ferr
+			}
+			if err == nil {
+				break
+			}
+			if err := x.skip(fmt.Errorf("kieker log %s: %w", name, err)); err != nil {
+				return err
+			}
+			if !text || used == 0 {
+				return nil // the rest of the file cannot be framed
+			}
+		}
+		// Keep the incomplete tail for the next read.
+		filled = copy(buf, data)
+		if filled == len(buf) {
+			// One unit larger than the buffer: grow (decoders bound it by
+			// their own limits).
+			nb := make([]byte, 2*len(buf))
+			copy(nb, buf)
+			buf = nb
+			x.buf = nb
+		}
+		if rerr == io.EOF {
+			if err := finish(buf[:filled]); err != nil {
+				if err := x.skip(fmt.Errorf("kieker log %s: %w", name, err)); err != nil {
+					return err
+				}
+			}
+			return x.maybeFlush()
+		}
+		if rerr != nil {
+			if errors.Is(rerr, logdir.ErrTruncated) {
+				// Everything before the cut has been decoded; the partial
+				// tail is the record a crash interrupted.
+				if err := x.skip(fmt.Errorf("kieker log: %w", rerr)); err != nil {
+					return err
+				}
+				return x.maybeFlush()
+			}
+			return fmt.Errorf("kieker log: %w", rerr)
+		}
+	}
+}
