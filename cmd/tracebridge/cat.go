@@ -79,7 +79,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return nil
 	})
 	skips := &skipReporter{w: stderr}
-	var skipped int64
+	var skipped, tails int64
 	for _, p := range pos {
 		r, err := kiekerlog.Open(p, kiekerlog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report})
 		if err != nil {
@@ -87,6 +87,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		err = r.Run(ctx, print)
 		skipped += r.Stats().Skipped
+		tails += r.Stats().SkippedTails
 		if err != nil {
 			return err
 		}
@@ -94,10 +95,18 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := out.Flush(); err != nil {
 		return err
 	}
-	if *skipBad && skipped > 0 {
-		fmt.Fprintf(stderr, "tracebridge: skipped %d malformed records\n", skipped)
-	}
+	reportSkipped(stderr, skipped, tails)
 	return nil
+}
+
+func reportSkipped(w io.Writer, skipped, tails int64) {
+	switch {
+	case skipped == 0:
+	case tails == 0:
+		fmt.Fprintf(w, "tracebridge: skipped %d malformed records\n", skipped)
+	default:
+		fmt.Fprintf(w, "tracebridge: skipped %d malformed records; in %d of them the rest of the file could not be read\n", skipped, tails)
+	}
 }
 
 // appendText renders a record for people: the short type name, the logging

@@ -89,3 +89,19 @@ func TestMissingLog(t *testing.T) {
 		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestConvertWritesOneLogPerInputLog converts a directory holding twelve
+// logs into twelve logs.
+func TestConvertWritesOneLogPerInputLog(t *testing.T) {
+	out := t.TempDir()
+	r := ok(t, "convert", "--to", "ascii", shared.Path(t, "kieker-logs", "kieker-2.0-compressed"), out)
+	dirs := strings.Fields(r.stdout)
+	if len(dirs) != 12 {
+		t.Fatalf("%d output logs, want 12:\n%s", len(dirs), r.stdout)
+	}
+	for _, d := range dirs {
+		if got := countTypes(t, ok(t, "cat", "--json", d).stdout); got["KiekerMetadataRecord"] != 1 || got["BeforeOperationEvent"] != 186 {
+			t.Errorf("%s: %v", d, got)
+		}
+	}
+}

@@ -45,30 +45,36 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	r, err := srclog.Open(pos[0], srclog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: (&skipReporter{w: stderr}).report})
+	logs, err := logdir.Discover(pos[0])
 	if err != nil {
 		return err
 	}
-	w, err := kiekerlog.New(kiekerlog.Config{
-		Path:             pos[1],
-		Binary:           binary,
-		Compression:      comp,
-		MaxEntriesInFile: *maxEntries,
-		NameFromMetadata: true, // the input's own KiekerMetadataRecord is copied
-	})
-	if err != nil {
-		return err
-	}
-	runErr := r.Run(ctx, w)
-	closeErr := w.Close()
-	if err := errors.Join(runErr, closeErr); err != nil {
-		return err
-	}
-	st := r.Stats()
-	fmt.Fprintf(stdout, "%s\n", w.Dir())
-	fmt.Fprintf(stderr, "tracebridge: converted %d records from %d files to %s\n", w.Records(), st.Files, w.Dir())
-	if st.Skipped > 0 {
-		fmt.Fprintf(stderr, "tracebridge: skipped %d malformed records\n", st.Skipped)
+	// One output log per input log: IN may hold several.
+	skips := &skipReporter{w: stderr}
+	for _, l := range logs {
+		r, err := srclog.Open(l.Path, srclog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report})
+		if err != nil {
+			return err
+		}
+		w, err := kiekerlog.New(kiekerlog.Config{
+			Path:             pos[1],
+			Binary:           binary,
+			Compression:      comp,
+			MaxEntriesInFile: *maxEntries,
+			NameFromMetadata: true, // the input's own KiekerMetadataRecord is copied
+		})
+		if err != nil {
+			return err
+		}
+		runErr := r.Run(ctx, w)
+		closeErr := w.Close()
+		if err := errors.Join(runErr, closeErr); err != nil {
+			return err
+		}
+		st := r.Stats()
+		fmt.Fprintf(stdout, "%s\n", w.Dir())
+		fmt.Fprintf(stderr, "tracebridge: converted %d records from %s (%d files) to %s\n", w.Records(), l.Path, st.Files, w.Dir())
+		reportSkipped(stderr, st.Skipped, st.SkippedTails)
 	}
 	return nil
 }

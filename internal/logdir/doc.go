@@ -14,7 +14,10 @@
 // decompressor (bounded by Limits). Zip files are read from their local
 // headers, so a zip cut off by a crash yields what it holds; every
 // compressed stream cut short returns all bytes it could decode and then
-// an *Error wrapping ErrTruncated. Log.Consumed counts the compressed
+// an *Error wrapping ErrTruncated. For xz that is every complete LZMA2
+// chunk: the chunk a crash interrupted is lost (tracebridge's own writer
+// ends a chunk on every Flush, so nothing flushed is lost; a Kieker-written
+// xz file cut short can lose up to one chunk). Log.Consumed counts the compressed
 // bytes read, for progress bars.
 //
 // Writing. DirName and DataFileName build Kieker ≥1.13/1.14 names;

@@ -29,8 +29,8 @@ type Options struct {
 	// MaxEntriesInFile is the most records a data file holds. 0 means
 	// Kieker's default 25000, a negative value no limit.
 	MaxEntriesInFile int
-	// MaxLogSize in MiB bounds the total size of the finished data files
-	// (see Files); ≤0 means no limit.
+	// MaxLogSize in MiB is the size at which a data file is rotated (see
+	// Files); ≤0 means no limit.
 	MaxLogSize int
 	// MaxLogFiles bounds the number of data files kept (see Files); ≤0
 	// means no limit.
@@ -57,17 +57,16 @@ const DefaultMaxEntriesInFile = 25000
 // MaxEntriesInFile records when no Write carries more); files are named
 // with DataFileName, counter 1, 2, … and the time from Options.Now.
 //
-// Retention follows Kieker's pool handlers. Each time a new file is
+// A new file is also started before a Write when the current one has
+// reached MaxLogSize MiB on disk (compressed bytes written so far, plus
+// what is buffered), as Kieker ≥1.13's FileWriter reads maxLogSize ("the
+// maximal size of a log file"); files may exceed it by one Write.
+//
+// Retention follows Kieker's pool handlers: each time a new file is
 // started, the oldest files this Files wrote are deleted while more than
 // MaxLogFiles files would exist, the new one counted (Kieker ≥1.14's
-// RotatingLogFilePoolHandler, ≤1.12's AbstractFsWriterThread); then, while
-// the finished files together take more than MaxLogSize MiB on disk
-// (compressed), the oldest finished file is deleted (≤1.12's
-// AbstractFsWriterThread; Kieker's documentation promises the same for
-// ≥1.14, whose FileWriter however uses maxLogSize as a per-file rotation
-// threshold). The current file is never deleted, so at least one file
-// remains whatever its size, and size never triggers rotation: choose
-// MaxEntriesInFile so that files are well below MaxLogSize.
+// RotatingLogFilePoolHandler, ≤1.12's AbstractFsWriterThread). Without
+// MaxLogFiles nothing is ever deleted.
 //
 // Durability: Flush hands everything written so far to the operating
 // system in a form a reader decodes even if the process is then killed
@@ -165,7 +164,7 @@ func (f *Files) Write(p []byte, records int) error {
 	if records > f.maxEntries {
 		return fmt.Errorf("logdir: %d records in one write, over MaxEntriesInFile %d", records, f.maxEntries)
 	}
-	if f.file == nil || (f.entries > 0 && f.entries+records > f.maxEntries) {
+	if f.file == nil || (f.entries > 0 && (f.entries+records > f.maxEntries || f.full())) {
 		if err := f.rotate(); err != nil {
 			f.err = err
 			return err
@@ -290,13 +289,14 @@ func (f *Files) rotate() error {
 	return nil
 }
 
-// retain deletes the oldest finished files beyond MaxLogFiles and
-// MaxLogSize.
+// full reports whether the current file reached MaxLogSize.
+func (f *Files) full() bool {
+	return f.maxBytes > 0 && f.cw.n+int64(f.bw.Buffered()) >= f.maxBytes
+}
+
+// retain deletes the oldest finished files beyond MaxLogFiles.
 func (f *Files) retain() {
 	for f.opt.MaxLogFiles > 0 && len(f.kept) > 0 && len(f.kept)+1 > f.opt.MaxLogFiles {
-		f.dropOldest()
-	}
-	for f.maxBytes > 0 && len(f.kept) > 0 && f.keptBytes > f.maxBytes {
 		f.dropOldest()
 	}
 }

@@ -216,34 +216,47 @@ func TestFilesMaxLogFiles(t *testing.T) {
 
 func TestFilesMaxLogSize(t *testing.T) {
 	dir := t.TempDir()
-	f, err := NewFiles(Options{Dir: dir, MaxEntriesInFile: 1, MaxLogSize: 1, Now: fixedClock()})
+	// Entries would allow everything in one file; size rotates.
+	f, err := NewFiles(Options{Dir: dir, MaxEntriesInFile: -1, MaxLogSize: 1, Now: fixedClock()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	chunk := bytes.Repeat([]byte("$0;-1;x\n"), 400<<10/8) // 400 KiB per file
+	chunk := bytes.Repeat([]byte("$0;-1;x\n"), 400<<10/8) // 400 KiB, 51200 records
 	for range 6 {
-		if err := f.Write(chunk, 1); err != nil {
+		if err := f.Write(chunk, 51200); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// When file 6 started, files 1-5 (2000 KiB) were finished: the oldest
-	// go until at most 1 MiB is left, files 4 and 5 (800 KiB).
-	now := fixedClock()()
-	want := []string{DataFileName(now, 4, false, None), DataFileName(now, 5, false, None), DataFileName(now, 6, false, None)}
-	if diff := cmp.Diff(want, listFiles(t, dir)); diff != "" {
-		t.Errorf("files kept (-want +got):\n%s", diff)
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
 	}
-	// A single finished file over the limit goes too; the current one
-	// always stays.
-	f2, _ := NewFiles(Options{Dir: t.TempDir(), MaxEntriesInFile: 1, MaxLogSize: 1, Now: fixedClock()})
-	big := bytes.Repeat(chunk, 3)
-	f2.Write(big, 1)
-	f2.Write(big, 1)
+	// A file is rotated once it holds ≥ 1 MiB: 3 chunks (1200 KiB) each.
+	got := listFiles(t, dir)
+	now := fixedClock()()
+	want := []string{DataFileName(now, 1, false, None), DataFileName(now, 2, false, None)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("files (-want +got):\n%s", diff)
+	}
+	for _, name := range got {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Size() != 3*int64(len(chunk)) {
+			t.Errorf("%s holds %d bytes, want 3 chunks", name, st.Size())
+		}
+	}
+
+	// With MaxLogFiles the oldest rotated files go; nothing is deleted
+	// for size alone.
+	f2, _ := NewFiles(Options{Dir: t.TempDir(), MaxEntriesInFile: -1, MaxLogSize: 1, MaxLogFiles: 1, Now: fixedClock()})
+	for range 6 {
+		f2.Write(chunk, 51200)
+	}
+	f2.Close()
 	if got := listFiles(t, f2.opt.Dir); len(got) != 1 || got[0] != DataFileName(now, 2, false, None) {
 		t.Errorf("files kept: %v", got)
 	}
-	f.Close()
-	f2.Close()
 }
 
 // TestFilesFlushCrash: after Flush, a copy of the file taken without Close

@@ -17,10 +17,26 @@ const (
 // kieker-<yyyyMMdd-HHmmss>-<nanoTime>-UTC-<hostname>-<controller>, the date
 // in UTC. nanoTime is Java's System.nanoTime() there, only used to make the
 // name unique. An empty hostname gives "…-UTC--KIEKER", as Kieker writes it.
+// Path separators, NUL and other control characters in hostname and
+// controller (which may come from untrusted input) become '_', so the name
+// is always one path element.
 func DirName(now time.Time, nanoTime int64, hostname, controller string) string {
 	t := now.UTC()
 	return fmt.Sprintf("kieker-%04d%02d%02d-%02d%02d%02d-%d-UTC-%s-%s",
-		t.Year(), int(t.Month()), t.Day(), t.Hour(), t.Minute(), t.Second(), nanoTime, hostname, controller)
+		t.Year(), int(t.Month()), t.Day(), t.Hour(), t.Minute(), t.Second(), nanoTime, namePart(hostname), namePart(controller))
+}
+
+func namePart(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {
+			return '_'
+		}
+		return r
+	}, s)
+	if s == "." || s == ".." {
+		return strings.Repeat("_", len(s))
+	}
+	return s
 }
 
 // DataFileName returns the name of data file number counter (1, 2, …),

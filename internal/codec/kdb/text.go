@@ -2,12 +2,12 @@ package kdb
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/tracebridge/tracebridge/internal/javanum"
 	"github.com/tracebridge/tracebridge/internal/record"
 )
 
@@ -162,7 +162,7 @@ func (d *TextDecoder) decodeRecord(msg []byte, pos int, b *record.Batch) (int, *
 	if !ok {
 		return 0, &Error{Offset: -1, Reason: "backslash at the end of the message", Err: ErrInvalid}
 	}
-	id, ok := parseInt(val, 32)
+	id, ok := javanum.ParseInt(val, 32)
 	if !ok {
 		return 0, &Error{Offset: -1, Reason: fmt.Sprintf("record id %s is not a number", quote(val)), Err: ErrInvalid}
 	}
@@ -204,7 +204,7 @@ func (d *TextDecoder) fields(p *plan, z *tokenizer, vals []record.Value) *Error 
 			vals[i] = v
 			continue
 		}
-		n, ok := parseInt(val, 32)
+		n, ok := javanum.ParseInt(val, 32)
 		switch {
 		case !ok:
 			return d.fieldErr(p, i, ErrInvalid, "%s is not an array length", quote(val))
@@ -295,7 +295,7 @@ func parseText(k record.Kind, val []byte) (record.Value, bool) {
 		b, ok := parseBool(val)
 		return record.BoolValue(b), ok
 	case record.Byte, record.Short, record.Int, record.Long:
-		n, ok := parseInt(val, 8*k.Size())
+		n, ok := javanum.ParseInt(val, uint(8*k.Size()))
 		return record.IntValue(n), ok
 	case record.Char:
 		r, size := utf8.DecodeRune(val)
@@ -304,13 +304,13 @@ func parseText(k record.Kind, val []byte) (record.Value, bool) {
 		}
 		return record.IntValue(int64(r)), true
 	case record.Float:
-		f, ok := parseFloat(val, 32)
+		f, ok := javanum.ParseFloat(val, 32)
 		if f != f {
 			return record.FloatValue(math.Float32frombits(javaFloatNaN)), ok
 		}
 		return record.FloatValue(float32(f)), ok
 	case record.Double:
-		f, ok := parseFloat(val, 64)
+		f, ok := javanum.ParseFloat(val, 64)
 		if f != f {
 			return record.DoubleValue(math.Float64frombits(javaDoubleNaN)), ok
 		}
@@ -341,91 +341,6 @@ func parseBool(b []byte) (bool, bool) {
 	return false, false
 }
 
-// parseInt parses a signed decimal integer of the given bit size like
-// Java's Integer.parseInt: an optional sign ('+' allowed), then ASCII
-// digits, nothing else.
-func parseInt(b []byte, bits int) (int64, bool) {
-	if len(b) == 0 {
-		return 0, false
-	}
-	neg, i := false, 0
-	if b[0] == '+' || b[0] == '-' {
-		neg, i = b[0] == '-', 1
-		if len(b) == 1 {
-			return 0, false
-		}
-	}
-	limit := uint64(1) << (bits - 1) // magnitude of the minimum
-	var u uint64
-	for ; i < len(b); i++ {
-		c := uint64(b[i] - '0')
-		if c > 9 || u > limit/10 {
-			return 0, false
-		}
-		u *= 10
-		if u > limit-c {
-			return 0, false
-		}
-		u += c
-	}
-	if neg {
-		return -int64(u), true
-	}
-	if u == limit {
-		return 0, false
-	}
-	return int64(u), true
-}
-
-// parseFloat parses a floating-point number like Java's Double.parseDouble
-// and Float.parseFloat: surrounding whitespace ignored, "NaN" and
-// "[+-]Infinity", decimal and hexadecimal ("0x1.8p1") forms, an optional
-// f/F/d/D suffix; values out of range become infinities.
-func parseFloat(b []byte, bits int) (float64, bool) {
-	b = bytes.TrimFunc(b, func(r rune) bool { return r <= ' ' })
-	if len(b) == 0 {
-		return 0, false
-	}
-	body := b
-	if body[0] == '+' || body[0] == '-' {
-		body = body[1:]
-	}
-	switch string(body) {
-	case "NaN":
-		return math.NaN(), true
-	case "Infinity":
-		if b[0] == '-' {
-			return math.Inf(-1), true
-		}
-		return math.Inf(1), true
-	}
-	if len(body) == 0 || (body[0] != '.' && (body[0] < '0' || body[0] > '9')) {
-		return 0, false
-	}
-	switch b[len(b)-1] {
-	case 'f', 'F', 'd', 'D':
-		if !isHex(body) || bytes.ContainsAny(body, "pP") {
-			b = b[:len(b)-1]
-		}
-	}
-	if bytes.IndexByte(b, '_') >= 0 {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(string(b), bits)
-	if err != nil {
-		var ne *strconv.NumError
-		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
-			return f, true
-		}
-		return 0, false
-	}
-	return f, true
-}
-
-func isHex(b []byte) bool {
-	return len(b) > 1 && b[0] == '0' && (b[1] == 'x' || b[1] == 'X')
-}
-
 // article names a kind with its article ("a long", "an int").
 func article(k record.Kind) string {
 	if k == record.Int {
@@ -446,9 +361,9 @@ func quote(b []byte) string {
 // AppendText appends r in the text dialect under id, with the default
 // limits: "<id>;<v1>;…", no newline (join records of one message with
 // "\n"). Strings escape ';', '\', CR and LF with a backslash; booleans are
-// true/false; floating-point values use the shortest representation that
-// reads back exactly (any NaN is written "NaN" and reads back as Java's
-// canonical NaN). A char that is a lone UTF-16 surrogate cannot be written.
+// true/false; floating-point values are written as Java's Double.toString
+// and Float.toString print them (package javanum), which read back exactly
+// (any NaN is written "NaN" and reads back as Java's canonical NaN). A char that is a lone UTF-16 surrogate cannot be written.
 // On error dst is returned unchanged.
 func AppendText(dst []byte, id int32, r *record.Record) ([]byte, error) {
 	return appendText(dst, id, r, Options{}.limits())
@@ -506,9 +421,9 @@ func appendTextValue(dst []byte, k record.Kind, v record.Value, lim limits) ([]b
 		}
 		return utf8.AppendRune(dst, c), nil
 	case record.Float:
-		return appendFloat(dst, float64(v.Float()), 32), nil
+		return javanum.AppendFloat(dst, v.Float()), nil
 	case record.Double:
-		return appendFloat(dst, v.Double(), 64), nil
+		return javanum.AppendDouble(dst, v.Double()), nil
 	case record.String:
 		s := v.Str()
 		if len(s) > lim.str {
@@ -536,18 +451,4 @@ func appendEscaped(dst []byte, s string) []byte {
 		}
 	}
 	return append(dst, s...)
-}
-
-// appendFloat writes f so that Java's parse methods and parseFloat read it
-// back exactly.
-func appendFloat(dst []byte, f float64, bits int) []byte {
-	switch {
-	case math.IsNaN(f):
-		return append(dst, "NaN"...)
-	case math.IsInf(f, 1):
-		return append(dst, "Infinity"...)
-	case math.IsInf(f, -1):
-		return append(dst, "-Infinity"...)
-	}
-	return strconv.AppendFloat(dst, f, 'g', -1, bits)
 }

@@ -37,8 +37,7 @@
 // one. Text follows Kieker 2.0's reader exactly: values are split at ';', a
 // backslash keeps itself and the next character verbatim, so read values are
 // the values Kieker reads. Doubles and floats are written as Java's
-// Double.toString and Float.toString print them (AppendJavaDouble,
-// AppendJavaFloat).
+// Double.toString and Float.toString print them (package javanum).
 //
 // # Lifetimes
 //

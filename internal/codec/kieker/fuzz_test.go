@@ -260,7 +260,7 @@ func textLossless(r *record.Record) bool {
 	ok := func(k record.Kind, v record.Value) bool {
 		switch k {
 		case record.String:
-			return string(appendTextString(nil, v.Str())) == v.Str()
+			return string(appendTextString(nil, v.Str(), false)) == v.Str()
 		case record.Char:
 			c := uint16(v.Int())
 			return c != '\n' && c != '\r' && (c < 0xD800 || c > 0xDFFF)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/tracebridge/tracebridge/internal/javanum"
 )
 
 // DefaultMaxLineLen is the default limit on the length of a kieker.map or
@@ -89,7 +91,7 @@ func mapLine(line []byte, lineNo int, s *Strings, tmp []byte) ([]byte, error) {
 	if len(key) > 0 && key[0] == '$' {
 		key = key[1:]
 	}
-	id, ok := parseJavaInt(key, 32)
+	id, ok := javanum.ParseInt(key, 32)
 	if !ok {
 		return tmp, lineError(lineNo, fmt.Sprintf("id %q is not a number", clip(string(line[:eq]))), ErrMalformed)
 	}

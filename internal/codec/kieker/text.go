@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/tracebridge/tracebridge/internal/javanum"
 	"github.com/tracebridge/tracebridge/internal/record"
 )
 
@@ -89,7 +90,7 @@ func (d *LineDecoder) Decode(line []byte, lineNo int, b *record.Batch) error {
 	if len(head) > 0 && head[0] == '$' {
 		head = head[1:]
 	}
-	id, ok := parseJavaInt(head, 32)
+	id, ok := javanum.ParseInt(head, 32)
 	if !ok {
 		return lineError(lineNo, fmt.Sprintf("type id %q is not a number", clip(string(head))), ErrMalformed)
 	}
@@ -106,7 +107,7 @@ func (d *LineDecoder) Decode(line []byte, lineNo int, b *record.Batch) error {
 	if !ok {
 		return lineError(lineNo, fmt.Sprintf("no logging timestamp for %s", ci.typ.Name), ErrMalformed)
 	}
-	ts, ok := parseJavaInt(tsv, 64)
+	ts, ok := javanum.ParseInt(tsv, 64)
 	if !ok {
 		return lineError(lineNo, fmt.Sprintf("logging timestamp %q is not a long", clip(string(tsv))), ErrMalformed)
 	}
@@ -174,7 +175,7 @@ func (d *LineDecoder) array(c *cursor, f record.Field, lineNo int) (record.Value
 	if !ok {
 		return record.Value{}, errTooFew
 	}
-	n, ok := parseJavaInt(raw, 32)
+	n, ok := javanum.ParseInt(raw, 32)
 	if !ok || n < 0 {
 		return record.Value{}, lineError(lineNo, fmt.Sprintf("field %s: array length %q is not a length", f.Name, clip(string(raw))), ErrMalformed)
 	}
@@ -207,19 +208,19 @@ func (d *LineDecoder) value(c *cursor, f record.Field, k record.Kind, lineNo int
 		return record.StringValue(d.intern.Bytes(raw)), nil
 	case record.Long, record.Int, record.Short, record.Byte:
 		bits := uint(8 * k.Size())
-		v, ok := parseJavaInt(raw, bits)
+		v, ok := javanum.ParseInt(raw, bits)
 		if !ok {
 			return record.Value{}, notA(lineNo, f, raw, k)
 		}
 		return record.IntValue(v), nil
 	case record.Double:
-		v, ok := parseJavaFloat(raw, 64)
+		v, ok := javanum.ParseFloat(raw, 64)
 		if !ok {
 			return record.Value{}, notA(lineNo, f, raw, k)
 		}
 		return record.DoubleValue(v), nil
 	case record.Float:
-		v, ok := parseJavaFloat(raw, 32)
+		v, ok := javanum.ParseFloat(raw, 32)
 		if !ok {
 			return record.Value{}, notA(lineNo, f, raw, k)
 		}

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/tracebridge/tracebridge/internal/javanum"
 	"github.com/tracebridge/tracebridge/internal/record"
 )
 
@@ -20,7 +21,8 @@ import (
 // are written as the two characters \r and \n. So re-writing a line Kieker
 // wrote reproduces it byte for byte, and every string can be read back —
 // with the backslashes Kieker's reader keeps: a lone ';' comes back as \;,
-// CR and LF as \r and \n, a trailing unpaired backslash as \\.
+// CR and LF as \r and \n, a trailing unpaired backslash as \\ (except in
+// the last value of the line, where it stays single).
 //
 // A char that cannot stand in a line (CR, LF, a lone surrogate) is written
 // as '?', as Java writes unmappable characters. An absent array (nil List)
@@ -30,6 +32,7 @@ func AppendLine(dst []byte, typeID int32, r *record.Record) []byte {
 	dst = strconv.AppendInt(dst, int64(typeID), 10)
 	dst = append(dst, ';')
 	dst = strconv.AppendInt(dst, r.LoggingTimestamp, 10)
+	lastField := len(r.Type.Fields) - 1
 	for i, f := range r.Type.Fields {
 		var v record.Value
 		if i < len(r.Values) {
@@ -37,7 +40,7 @@ func AppendLine(dst []byte, typeID int32, r *record.Record) []byte {
 		}
 		dst = append(dst, ';')
 		if !f.Array {
-			dst = appendText(dst, f.Kind, v)
+			dst = appendText(dst, f.Kind, v, i == lastField)
 			continue
 		}
 		var items []record.Value
@@ -45,32 +48,33 @@ func AppendLine(dst []byte, typeID int32, r *record.Record) []byte {
 			items = l.Items
 		}
 		dst = strconv.AppendInt(dst, int64(len(items)), 10)
-		for _, it := range items {
+		for j, it := range items {
 			dst = append(dst, ';')
-			dst = appendText(dst, f.Kind, it)
+			dst = appendText(dst, f.Kind, it, i == lastField && j == len(items)-1)
 		}
 	}
 	return append(dst, '\n')
 }
 
-// appendText appends one value of kind k in Kieker's text form.
-func appendText(dst []byte, k record.Kind, v record.Value) []byte {
+// appendText appends one value of kind k in Kieker's text form; endOfLine
+// says whether it is the last value of the line.
+func appendText(dst []byte, k record.Kind, v record.Value, endOfLine bool) []byte {
 	switch k {
 	case record.String:
-		return appendTextString(dst, v.Str())
+		return appendTextString(dst, v.Str(), endOfLine)
 	case record.Long:
 		return strconv.AppendInt(dst, v.Int(), 10)
 	case record.Int:
 		return strconv.AppendInt(dst, int64(int32(v.Int())), 10)
 	case record.Double:
-		return AppendJavaDouble(dst, v.Double())
+		return javanum.AppendDouble(dst, v.Double())
 	case record.Bool:
 		if v.Bool() {
 			return append(dst, "true"...)
 		}
 		return append(dst, "false"...)
 	case record.Float:
-		return AppendJavaFloat(dst, v.Float())
+		return javanum.AppendFloat(dst, v.Float())
 	case record.Short:
 		return strconv.AppendInt(dst, int64(int16(v.Int())), 10)
 	case record.Byte:
@@ -90,8 +94,10 @@ var textSpecial = [256]bool{'\\': true, ';': true, '\n': true, '\r': true}
 
 // appendTextString appends s so that Kieker's reader (and LineDecoder)
 // reads it back: raw, except for ';' outside a backslash pair, a backslash
-// with nothing to pair with, CR and LF.
-func appendTextString(dst []byte, s string) []byte {
+// with nothing to pair with, CR and LF. At the end of the line a trailing
+// backslash stays single, as Kieker writes it (the reader keeps it; doubling
+// it would change the value).
+func appendTextString(dst []byte, s string, endOfLine bool) []byte {
 	// Fast path: nothing to look at twice.
 	clean := 0
 	for clean < len(s) && !textSpecial[s[clean]] {
@@ -108,6 +114,8 @@ func appendTextString(dst []byte, s string) []byte {
 				// The reader keeps a backslash and the next character.
 				dst = append(dst, '\\', s[i+1])
 				i++
+			} else if i+1 == len(s) && endOfLine {
+				dst = append(dst, '\\')
 			} else {
 				dst = append(dst, '\\', '\\')
 			}

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -67,7 +68,9 @@ type Config struct {
 	SetLoggingTimestamp bool
 	// NameFromMetadata delays creating the directory until the first
 	// batch and takes the host and controller name from the first
-	// KiekerMetadataRecord in it, if any (used when re-writing a log).
+	// KiekerMetadataRecord in it (used when re-writing a log, whose own
+	// metadata record is copied, so the output holds exactly the input's
+	// records).
 	NameFromMetadata bool
 
 	// Now gives the time for names and timestamps; nil means time.Now.
@@ -140,12 +143,24 @@ func (w *Writer) Records() int64 {
 
 func (w *Writer) open() error {
 	now := w.cfg.Now().UTC()
-	name := logdir.DirName(now, time.Now().UnixNano(), w.cfg.Hostname, w.cfg.ControllerName)
-	dir := filepath.Join(w.cfg.Path, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(w.cfg.Path, 0o755); err != nil {
 		return fmt.Errorf("kieker log: %w", err)
 	}
-	mf, err := os.OpenFile(filepath.Join(dir, logdir.MapFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	// The log directory is new, never an existing one: the nanoTime part
+	// (Java's System.nanoTime there) makes names unique; step it on a
+	// clash.
+	var dir string
+	for nano := now.UnixNano(); ; nano++ {
+		dir = filepath.Join(w.cfg.Path, logdir.DirName(now, nano, w.cfg.Hostname, w.cfg.ControllerName))
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || nano-now.UnixNano() > 1000 {
+			return fmt.Errorf("kieker log: %w", err)
+		}
+	}
+	mf, err := os.OpenFile(filepath.Join(dir, logdir.MapFile), os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("kieker log: %w", err)
 	}
@@ -178,7 +193,12 @@ func (w *Writer) open() error {
 		if w.cfg.SetLoggingTimestamp {
 			m.LoggingTimestamp = now.UnixNano()
 		}
-		return w.write(b.Records)
+		if err := w.write(b.Records); err != nil {
+			files.Close()
+			mf.Close()
+			w.mapFile, w.files = nil, nil
+			return err
+		}
 	}
 	return nil
 }
@@ -210,7 +230,9 @@ func (w *Writer) Consume(_ context.Context, b *record.Batch) error {
 	return nil
 }
 
-func (w *Writer) nameFromMetadata(recs []record.Record) {
+// nameFromMetadata takes the names from the first KiekerMetadataRecord in
+// recs and reports whether there was one.
+func (w *Writer) nameFromMetadata(recs []record.Record) bool {
 	for i := range recs {
 		if recs[i].Type.Name != record.KiekerMetadataRecord || len(recs[i].Values) < 3 {
 			continue
@@ -219,8 +241,9 @@ func (w *Writer) nameFromMetadata(recs []record.Record) {
 			w.cfg.ControllerName = c
 		}
 		w.cfg.Hostname = recs[i].Values[2].Str()
-		return
+		return true
 	}
+	return false
 }
 
 // write encodes recs in chunks that fit the current data file, writing new

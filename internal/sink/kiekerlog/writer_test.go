@@ -209,3 +209,35 @@ func BenchmarkWriteBinary(b *testing.B) {
 		}
 	}
 }
+
+// TestUntrustedNamesStayInsidePath: host and controller names come from
+// input (a log's metadata record) and must not escape the output directory.
+func TestUntrustedNamesStayInsidePath(t *testing.T) {
+	base := t.TempDir()
+	out := filepath.Join(base, "out")
+	w, err := kiekerlog.New(kiekerlog.Config{Path: out, Hostname: "h/../../escaped", ControllerName: ".."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if filepath.Dir(w.Dir()) != out {
+		t.Fatalf("log directory %s is not inside %s", w.Dir(), out)
+	}
+	if strings.Contains(filepath.Base(w.Dir()), "/") {
+		t.Fatal("name has a separator")
+	}
+	// A second writer in the same instant gets its own directory.
+	w2, err := kiekerlog.New(kiekerlog.Config{Path: out, Hostname: "h/../../escaped", ControllerName: "..", Now: func() time.Time { return time.Unix(0, 5) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w3, err := kiekerlog.New(kiekerlog.Config{Path: out, Hostname: "h/../../escaped", ControllerName: "..", Now: func() time.Time { return time.Unix(0, 5) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w2.Dir() == w3.Dir() {
+		t.Fatal("two writers share a directory")
+	}
+	w2.Close()
+	w3.Close()
+}

@@ -44,7 +44,12 @@ type Options struct {
 type Stats struct {
 	Logs, Files int
 	Records     int64
-	Skipped     int64
+	// Skipped counts malformed records skipped (SkipBad); SkippedTails
+	// counts the files among them whose rest had to be skipped because
+	// their records could not be framed again (binary files, overlong
+	// lines, truncated compressed streams).
+	Skipped      int64
+	SkippedTails int64
 }
 
 // Reader reads the Kieker logs found under one path.
@@ -53,8 +58,8 @@ type Reader struct {
 	logs []*logdir.Log
 	opts Options
 
-	records, skipped atomic.Int64
-	files            atomic.Int64
+	records, skipped, tails atomic.Int64
+	files                   atomic.Int64
 }
 
 // Open finds the logs under path (a log directory, a directory of logs, or
@@ -99,7 +104,7 @@ func (r *Reader) Consumed() int64 {
 
 // Stats returns the counts so far.
 func (r *Reader) Stats() Stats {
-	return Stats{Logs: len(r.logs), Files: int(r.files.Load()), Records: r.records.Load(), Skipped: r.skipped.Load()}
+	return Stats{Logs: len(r.logs), Files: int(r.files.Load()), Records: r.records.Load(), Skipped: r.skipped.Load(), SkippedTails: r.tails.Load()}
 }
 
 // Run reads every record and hands them to next in batches. It stops at the
@@ -226,11 +231,16 @@ func (x *run) stream(s *logdir.Stream, name string, decode func([]byte, *record.
 			if err == nil {
 				break
 			}
+			if !text || used == 0 {
+				// The rest of the file cannot be framed again.
+				if !x.r.opts.SkipBad {
+					return x.skip(fmt.Errorf("kieker log %s: %w", name, err))
+				}
+				x.r.tails.Add(1)
+				return x.skip(fmt.Errorf("kieker log %s: %w (the rest of the file is skipped)", name, err))
+			}
 			if err := x.skip(fmt.Errorf("kieker log %s: %w", name, err)); err != nil {
 				return err
-			}
-			if !text || used == 0 {
-				return nil // the rest of the file cannot be framed
 			}
 		}
 		// Keep the incomplete tail for the next read.
@@ -255,6 +265,9 @@ func (x *run) stream(s *logdir.Stream, name string, decode func([]byte, *record.
 			if errors.Is(rerr, logdir.ErrTruncated) {
 				// Everything before the cut has been decoded; the partial
 				// tail is the record a crash interrupted.
+				if x.r.opts.SkipBad {
+					x.r.tails.Add(1)
+				}
 				if err := x.skip(fmt.Errorf("kieker log: %w", rerr)); err != nil {
 					return err
 				}

@@ -1,11 +1,20 @@
-package kieker
+// Package javanum reads and writes numbers in the text forms Java uses:
+// Long.parseLong and friends, Double.parseDouble/Float.parseFloat, and
+// Double.toString/Float.toString. Kieker's ASCII logs and the KDB text
+// dialect are written and read by Java, so both codecs use this package.
+//
+// The formatting follows Java ≥ 19 (shortest round-trip digits). Java 8 to
+// 18 sometimes printed one or two more digits (e.g. 1.12758569352908506E18
+// where Java 19 prints 1.127585693529085E18); values written by such JVMs
+// read back exactly, but re-writing them gives the shorter form.
+package javanum
 
 import (
 	"math"
 	"strconv"
 )
 
-// AppendJavaDouble appends v formatted exactly as Java's Double.toString
+// AppendDouble appends v formatted exactly as Java's Double.toString
 // (Java ≥ 19) prints it: NaN, Infinity, -Infinity, 0.0, -0.0; for
 // 1e-3 <= |v| < 1e7 a plain decimal with at least one fractional digit
 // (100.0, 0.062, 2472576.0); otherwise computerized scientific notation
@@ -13,13 +22,13 @@ import (
 // round-trip, except that when one digit would do, the two-digit decimal
 // closest to v is preferred if it round-trips too (Java's rule, which is why
 // Double.MIN_VALUE prints as 4.9E-324, not 5.0E-324).
-func AppendJavaDouble(dst []byte, v float64) []byte {
+func AppendDouble(dst []byte, v float64) []byte {
 	return appendJava(dst, v, 64)
 }
 
-// AppendJavaFloat appends v formatted exactly as Java's Float.toString
-// (Java ≥ 19) prints it (see AppendJavaDouble): 3.4028235E38, 1.4E-45, 0.1.
-func AppendJavaFloat(dst []byte, v float32) []byte {
+// AppendFloat appends v formatted exactly as Java's Float.toString
+// (Java ≥ 19) prints it (see AppendDouble): 3.4028235E38, 1.4E-45, 0.1.
+func AppendFloat(dst []byte, v float32) []byte {
 	return appendJava(dst, float64(v), 32)
 }
 
@@ -116,10 +125,10 @@ func splitE(s []byte) ([]byte, int) {
 	return mant[:n], exp
 }
 
-// parseJavaInt parses a decimal integer as Java's Byte/Short/Integer/
+// ParseInt parses a decimal integer as Java's Byte/Short/Integer/
 // Long.parseX do: an optional sign, ASCII digits, within the range of a
 // signed integer of the given bit size.
-func parseJavaInt(b []byte, bitSize uint) (int64, bool) {
+func ParseInt(b []byte, bitSize uint) (int64, bool) {
 	if len(b) == 0 {
 		return 0, false
 	}
@@ -163,12 +172,12 @@ func parseJavaInt(b []byte, bitSize uint) (int64, bool) {
 	return int64(u), true
 }
 
-// parseJavaFloat parses a number as Java's Double.parseDouble (bitSize 64)
+// ParseFloat parses a number as Java's Double.parseDouble (bitSize 64)
 // or Float.parseFloat (32) do: surrounding whitespace (chars <= ' ') is
 // trimmed; an optional sign; NaN, Infinity, a decimal with optional
 // fraction and exponent, or a hexadecimal 0x…p… number; an optional d, D, f
 // or F suffix. Out-of-range values become ±Infinity or ±0 as in Java.
-func parseJavaFloat(b []byte, bitSize int) (float64, bool) {
+func ParseFloat(b []byte, bitSize int) (float64, bool) {
 	for len(b) > 0 && b[0] <= ' ' {
 		b = b[1:]
 	}

@@ -1,4 +1,4 @@
-package kieker
+package javanum
 
 import (
 	"math"
@@ -7,7 +7,7 @@ import (
 )
 
 // What Java ≥ 19 prints (Double.toString / Float.toString).
-func TestAppendJavaDouble(t *testing.T) {
+func TestAppendDouble(t *testing.T) {
 	tests := []struct {
 		v    float64
 		want string
@@ -60,13 +60,13 @@ func TestAppendJavaDouble(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			if got := string(AppendJavaDouble([]byte("x"), tt.v)); got != "x"+tt.want {
-				t.Errorf("AppendJavaDouble(%v) = %q, want %q", tt.v, got[1:], tt.want)
+			if got := string(AppendDouble([]byte("x"), tt.v)); got != "x"+tt.want {
+				t.Errorf("AppendDouble(%v) = %q, want %q", tt.v, got[1:], tt.want)
 			}
 			if math.IsNaN(tt.v) {
 				return
 			}
-			back, ok := parseJavaFloat([]byte(tt.want), 64)
+			back, ok := ParseFloat([]byte(tt.want), 64)
 			if !ok || math.Float64bits(back) != math.Float64bits(tt.v) {
 				t.Errorf("parse(%q) = %v, %v", tt.want, back, ok)
 			}
@@ -74,7 +74,7 @@ func TestAppendJavaDouble(t *testing.T) {
 	}
 }
 
-func TestAppendJavaFloat(t *testing.T) {
+func TestAppendFloat(t *testing.T) {
 	tests := []struct {
 		v    float32
 		want string
@@ -106,13 +106,13 @@ func TestAppendJavaFloat(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			if got := string(AppendJavaFloat(nil, tt.v)); got != tt.want {
-				t.Errorf("AppendJavaFloat(%v) = %q, want %q", tt.v, got, tt.want)
+			if got := string(AppendFloat(nil, tt.v)); got != tt.want {
+				t.Errorf("AppendFloat(%v) = %q, want %q", tt.v, got, tt.want)
 			}
 			if tt.v != tt.v {
 				return
 			}
-			back, ok := parseJavaFloat([]byte(tt.want), 32)
+			back, ok := ParseFloat([]byte(tt.want), 32)
 			if !ok || math.Float32bits(float32(back)) != math.Float32bits(tt.v) {
 				t.Errorf("parse(%q) = %v, %v", tt.want, back, ok)
 			}
@@ -131,13 +131,13 @@ func TestJavaFormatRoundTrip(t *testing.T) {
 		d := math.Float64frombits(seed)
 		f := math.Float32frombits(uint32(seed >> 17))
 		if d == d && !math.IsInf(d, 0) {
-			s := AppendJavaDouble(nil, d)
+			s := AppendDouble(nil, d)
 			if back, err := strconv.ParseFloat(string(s), 64); err != nil || back != d {
 				t.Fatalf("%v (%x) → %s → %v %v", d, seed, s, back, err)
 			}
 		}
 		if f == f && !math.IsInf(float64(f), 0) {
-			s := AppendJavaFloat(nil, f)
+			s := AppendFloat(nil, f)
 			if back, err := strconv.ParseFloat(string(s), 32); err != nil || float32(back) != f {
 				t.Fatalf("%v → %s → %v %v", f, s, back, err)
 			}
@@ -178,9 +178,9 @@ func TestParseJavaNumbers(t *testing.T) {
 		{"00012", 64, 12, true},
 	}
 	for _, tt := range ints {
-		got, ok := parseJavaInt([]byte(tt.in), tt.bits)
+		got, ok := ParseInt([]byte(tt.in), tt.bits)
 		if got != tt.want || ok != tt.ok {
-			t.Errorf("parseJavaInt(%q, %d) = %d, %v; want %d, %v", tt.in, tt.bits, got, ok, tt.want, tt.ok)
+			t.Errorf("ParseInt(%q, %d) = %d, %v; want %d, %v", tt.in, tt.bits, got, ok, tt.want, tt.ok)
 		}
 	}
 	floats := []struct {
@@ -227,17 +227,54 @@ func TestParseJavaNumbers(t *testing.T) {
 		{"0xp1", 0, false},
 	}
 	for _, tt := range floats {
-		got, ok := parseJavaFloat([]byte(tt.in), 64)
+		got, ok := ParseFloat([]byte(tt.in), 64)
 		if ok != tt.ok || ok && got != tt.want {
-			t.Errorf("parseJavaFloat(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+			t.Errorf("ParseFloat(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
 	}
 	for _, in := range []string{"NaN", "-NaN", "+NaN", " NaN "} {
-		if v, ok := parseJavaFloat([]byte(in), 64); !ok || v == v {
-			t.Errorf("parseJavaFloat(%q) = %v, %v", in, v, ok)
+		if v, ok := ParseFloat([]byte(in), 64); !ok || v == v {
+			t.Errorf("ParseFloat(%q) = %v, %v", in, v, ok)
 		}
 	}
-	if v, ok := parseJavaFloat([]byte("3.4028236E38"), 32); !ok || !math.IsInf(v, 1) {
+	if v, ok := ParseFloat([]byte("3.4028236E38"), 32); !ok || !math.IsInf(v, 1) {
 		t.Errorf("float overflow: %v %v", v, ok)
+	}
+}
+
+func TestParseEdgeCases(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		bits int
+		want int64
+		ok   bool
+	}{
+		{"0", 32, 0, true}, {"+7", 8, 7, true}, {"-128", 8, -128, true}, {"128", 8, 0, false}, {"-129", 8, 0, false},
+		{"32767", 16, 32767, true}, {"-32768", 16, -32768, true}, {"2147483647", 32, math.MaxInt32, true},
+		{"-9223372036854775808", 64, math.MinInt64, true}, {"9223372036854775808", 64, 0, false},
+		{"99999999999999999999999", 64, 0, false}, {"000000000000000000000012", 64, 12, true},
+		{"", 32, 0, false}, {"-", 32, 0, false}, {"+", 32, 0, false}, {"1 ", 32, 0, false}, {"0x10", 32, 0, false}, {"1_000", 32, 0, false}, {"--1", 32, 0, false},
+	} {
+		if got, ok := ParseInt([]byte(tc.in), uint(tc.bits)); got != tc.want || ok != tc.ok {
+			t.Errorf("ParseInt(%q, %d) = %d, %v; want %d, %v", tc.in, tc.bits, got, ok, tc.want, tc.ok)
+		}
+	}
+	for _, tc := range []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"1.0E-4", 1e-4, true}, {"1e+06", 1e6, true}, {"-Infinity", math.Inf(-1), true}, {"+Infinity", math.Inf(1), true},
+		{"1e400", math.Inf(1), true}, {"-1e400", math.Inf(-1), true}, {"1e-400", 0, true}, {"\t3\n", 3, true}, {"2D", 2, true},
+		{"0x1p-2", 0.25, true}, {"0x1p1d", 2, true}, {"0X1.8P1", 3, true},
+		{"inf", 0, false}, {"Inf", 0, false}, {"nan", 0, false}, {"infinity", 0, false}, {"", 0, false}, {"d", 0, false},
+		{"0x10", 0, false}, {"1e", 0, false}, {"1.5.5", 0, false}, {"0x1_0p0", 0, false},
+	} {
+		if got, ok := ParseFloat([]byte(tc.in), 64); got != tc.want || ok != tc.ok {
+			t.Errorf("ParseFloat(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+	if f, ok := ParseFloat([]byte("-NaN"), 64); !ok || !math.IsNaN(f) {
+		t.Error("-NaN")
 	}
 }
