@@ -34,8 +34,10 @@ const topUsage = `tracebridge: a monitoring-data bridge and trace collector for 
 usage: tracebridge <command> [flags] [arguments]
 
 commands:
+  serve    run the bridge: receive records over TCP, write Kieker logs
   cat      print the records of Kieker log directories (text or --json)
   convert  rewrite a Kieker log (ASCII/binary, compression, rotation)
+  replay   send a Kieker log to a bridge (Kieker TCP or KDB binary), optionally at a rate
   version  print the version
 
 Run 'tracebridge <command> -h' for a command's flags.
@@ -78,6 +80,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdCat(ctx, args[1:], stdout, stderr)
 	case "convert":
 		err = cmdConvert(ctx, args[1:], stdout, stderr)
+	case "serve":
+		err = cmdServe(ctx, args[1:], stdout, stderr)
+	case "replay":
+		err = cmdReplay(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "tracebridge", version)
 	case "help", "-h", "--help", "-help":

@@ -10,18 +10,18 @@ import (
 )
 
 // binary is the tracebridge binary the end-to-end tests run, built once.
-var binary string
+var tbBinary string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "tracebridge-bin-")
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "tracebridge")
+	tbBinary = filepath.Join(dir, "tracebridge")
 	if runtime.GOOS == "windows" {
-		binary += ".exe"
+		tbBinary += ".exe"
 	}
-	build := exec.Command("go", "build", "-o", binary, ".")
+	build := exec.Command("go", "build", "-o", tbBinary, ".")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		panic("building tracebridge: " + err.Error())
@@ -40,7 +40,7 @@ type result struct {
 // tb runs the tracebridge binary with args.
 func tb(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(tbBinary, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/codec/kdb"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/sink/forward"
+	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
+	"github.com/tracebridge/tracebridge/internal/stage/throttle"
+)
+
+func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("replay", "replay LOGDIR --to kieker-tcp://HOST:PORT|kdb-tcp://HOST:PORT [--mapping FILE] [--rate N] [--skip-bad] [-L PATH…]", stderr)
+	to := fs.String("to", "", "target bridge: kieker-tcp://HOST:PORT (Kieker's single-socket TCP) or kdb-tcp://HOST:PORT (KDB binary)")
+	mappingFile := fs.String("mapping", "", "KDB mapping file for kdb-tcp (default: common Kieker types)")
+	rate := fs.Float64("rate", 0, "records per second (0: as fast as the target takes them)")
+	skipBad := fs.Bool("skip-bad", false, "skip malformed records instead of stopping")
+	var libs listFlag
+	fs.Var(&libs, "L", "IRL file or directory with more record types (repeatable, or ':'-separated)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || *to == "" {
+		return usagef("replay: want one LOGDIR and --to URL")
+	}
+	target, err := forward.ParseURL(*to)
+	if err != nil {
+		return usagef("replay: --to: %v", err)
+	}
+	cat, err := loadCatalog(libs)
+	if err != nil {
+		return err
+	}
+	var m *kdb.Mapping
+	if *mappingFile != "" {
+		if m, err = kdb.LoadMapping(*mappingFile, cat); err != nil {
+			return withCode(exitMapping, err)
+		}
+	}
+	r, err := kiekerlog.Open(pos[0], kiekerlog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: (&skipReporter{w: stderr}).report})
+	if err != nil {
+		return err
+	}
+	// Fail fast when nobody listens; later outages are waited out.
+	probe, err := net.DialTimeout("tcp", target.Addr, 5*time.Second)
+	if err != nil {
+		return withCode(exitComm, fmt.Errorf("replay: %s: %w", target, err))
+	}
+	probe.Close()
+	sink, err := forward.New(forward.Config{URL: *to, Mapping: m, Catalog: cat, Block: true}, forward.Settings{})
+	if err != nil {
+		return usagef("replay: %v", err)
+	}
+	var sent int64
+	count := pipeline.ConsumerFunc(func(ctx context.Context, b *record.Batch) error {
+		if err := sink.Consume(ctx, b); err != nil {
+			return err
+		}
+		sent += int64(b.Len())
+		return nil
+	})
+	start := time.Now()
+	runErr := r.Run(ctx, throttle.New(*rate, count))
+	closeErr := sink.Close()
+	if err := errors.Join(runErr, closeErr); err != nil {
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintf(stderr, "tracebridge: replay interrupted after %d records\n", sent)
+		}
+		return withCode(exitComm, err)
+	}
+	st := sink.Stats()
+	d := time.Since(start)
+	fmt.Fprintf(stdout, "tracebridge: replayed %d records from %s to %s in %.3f s (%.0f records/s)\n",
+		sent-st.Dropped, pos[0], target, d.Seconds(), float64(sent-st.Dropped)/d.Seconds())
+	if st.Dropped > 0 {
+		fmt.Fprintf(stderr, "tracebridge: %d records could not be sent (no id in the KDB mapping)\n", st.Dropped)
+	}
+	reportSkipped(stderr, r.Stats().Skipped, r.Stats().SkippedTails)
+	return nil
+}

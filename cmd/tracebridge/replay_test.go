@@ -1,0 +1,99 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tracebridge/tracebridge/internal/codec/jsonl"
+	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/shared"
+)
+
+// jsonWithout renders records as JSON lines, leaving out the metadata
+// records a bridge writes of its own.
+func jsonWithout(recs []record.Record, metadata bool) []string {
+	var out []string
+	for i := range recs {
+		if !metadata && recs[i].Type.Name == record.KiekerMetadataRecord {
+			continue
+		}
+		out = append(out, string(jsonl.AppendRecord(nil, &recs[i])))
+	}
+	return out
+}
+
+// TestReplayAndForwardChain replays a real log into bridge A over KDB TCP;
+// A writes its own log and forwards over Kieker TCP to bridge B. The same log
+// is replayed straight into B over Kieker TCP. Both arrive intact.
+func TestReplayAndForwardChain(t *testing.T) {
+	log := shared.Path(t, "kieker-logs", "kieker-2.0-binary-event-trace")
+	orig := readLog(t, log)
+
+	dirB := t.TempDir()
+	b := startBridge(t, dirB, "-c", writeConfig(t, dirB, `
+receivers: [{name: in, type: kieker-tcp, listen: "127.0.0.1:0"}]
+sinks: [{type: kieker-log, path: logs}]
+`))
+	dirA := t.TempDir()
+	a := startBridge(t, dirA, "-c", writeConfig(t, dirA, fmt.Sprintf(`
+receivers: [{name: in, type: tcp-server, listen: "127.0.0.1:0"}]
+sinks:
+  - {type: kieker-log, path: logs}
+  - {type: forward, url: "kieker-tcp://%s"}
+`, b.receivers["in"])))
+
+	r := ok(t, "replay", log, "--to", "kdb-tcp://"+a.receivers["in"], "--rate", "2000")
+	if !strings.Contains(r.stdout, "replayed 404 records") {
+		t.Fatalf("replay said %q", r.stdout)
+	}
+	time.Sleep(300 * time.Millisecond)
+	a.stop() // flushes the forward sink
+	ok(t, "replay", log, "--to", "kieker-tcp://"+b.receivers["in"])
+	time.Sleep(300 * time.Millisecond)
+	b.stop()
+
+	// KDB has no logging timestamps: compare values only.
+	stripTS := func(recs []record.Record) []record.Record {
+		for i := range recs {
+			recs[i].LoggingTimestamp = -1
+		}
+		return recs
+	}
+	viaKDB := jsonWithout(stripTS(readLog(t, a.logDir)), false)
+	if d := cmp.Diff(jsonWithout(orig, false)[0:], viaKDB); d != "" {
+		t.Fatalf("bridge A's log differs from the replayed log (-want +got):\n%s", d)
+	}
+	inB := readLog(t, b.logDir)
+	// B holds its own metadata record, what A forwarded (the 404 records
+	// A received), then the direct replay.
+	if len(inB) != 1+404+404 {
+		t.Fatalf("bridge B holds %d records, want 809", len(inB))
+	}
+	fromA, direct := inB[1:405], inB[405:]
+	if d := cmp.Diff(jsonWithout(orig, true), jsonWithout(direct, true)); d != "" {
+		t.Fatalf("direct Kieker TCP replay differs (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(viaKDB, jsonWithout(stripTS(fromA), false)); d != "" {
+		t.Fatalf("forwarded records differ (-want +got):\n%s", d)
+	}
+}
+
+func TestReplayErrors(t *testing.T) {
+	log := shared.Path(t, "kieker-logs", "kieker-2.0-ascii-event-trace")
+	if r := tb(t, "replay", log, "--to", "http://x:1"); r.code != exitUsage {
+		t.Errorf("bad scheme: exit %d", r.code)
+	}
+	if r := tb(t, "replay", log); r.code != exitUsage {
+		t.Errorf("no --to: exit %d", r.code)
+	}
+	if r := tb(t, "replay", log, "--to", "kieker-tcp://127.0.0.1:1"); r.code != exitComm {
+		t.Errorf("nobody listening: exit %d (%s)", r.code, r.stderr)
+	}
+	if r := tb(t, "replay", filepath.Join(t.TempDir(), "none"), "--to", "kieker-tcp://127.0.0.1:1"); r.code == 0 {
+		t.Error("missing log accepted")
+	}
+}

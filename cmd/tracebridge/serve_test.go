@@ -1,0 +1,606 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/codec/kdb"
+	"github.com/tracebridge/tracebridge/internal/codec/kieker"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/shared"
+	srclog "github.com/tracebridge/tracebridge/internal/source/kiekerlog"
+)
+
+// bridgeProc is a running `tracebridge serve`.
+type bridgeProc struct {
+	t         *testing.T
+	cmd       *exec.Cmd
+	receivers map[string]string // receiver name → address
+	logDir    string
+	metrics   string
+	stdout    *syncBuffer
+	stderr    *syncBuffer
+	done      chan struct{}
+	exitCode  int
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var (
+	listenLine = regexp.MustCompile(`receiver (\S+) \(\S+\) (?:listening on|connecting to) (\S+)`)
+	sinkLine   = regexp.MustCompile(`sink \S+ \(kieker-log\) writing to (\S+)`)
+	metricLine = regexp.MustCompile(`metrics on http://(\S+)/metrics`)
+)
+
+// startBridge runs tracebridge serve with args in dir and waits until it
+// has printed where it listens and writes.
+func startBridge(t *testing.T, dir string, args ...string) *bridgeProc {
+	t.Helper()
+	p := &bridgeProc{t: t, receivers: map[string]string{}, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(tbBinary, append([]string{"serve"}, args...)...)
+	p.cmd.Dir = dir
+	pr, pw := io.Pipe()
+	p.cmd.Stdout = io.MultiWriter(pw, p.stdout)
+	p.cmd.Stderr = p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.cmd.Wait()
+		p.exitCode = p.cmd.ProcessState.ExitCode()
+		pw.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		signalled := false
+		for sc.Scan() {
+			line := sc.Text()
+			if m := listenLine.FindStringSubmatch(line); m != nil {
+				p.receivers[m[1]] = m[2]
+			}
+			if m := metricLine.FindStringSubmatch(line); m != nil {
+				p.metrics = m[1]
+			}
+			if m := sinkLine.FindStringSubmatch(line); m != nil && p.logDir == "" {
+				if !filepath.IsAbs(m[1]) {
+					p.logDir = filepath.Join(dir, m[1])
+				} else {
+					p.logDir = m[1]
+				}
+			}
+			if !signalled && line == "tracebridge: ready" {
+				signalled = true
+				close(ready)
+			}
+		}
+		io.Copy(io.Discard, pr)
+		if !signalled {
+			close(ready)
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("bridge did not start; stderr:\n%s", p.stderr.String())
+	}
+	return p
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *bridgeProc) stop() {
+	p.t.Helper()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.wait(0)
+}
+
+func (p *bridgeProc) wait(wantCode int) {
+	p.t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second):
+		p.t.Fatalf("bridge did not exit; stderr:\n%s", p.stderr.String())
+	}
+	if p.exitCode != wantCode {
+		p.t.Fatalf("bridge exited with %d, want %d; stderr:\n%s", p.exitCode, wantCode, p.stderr.String())
+	}
+}
+
+// writeConfig writes a YAML configuration into dir.
+func writeConfig(t *testing.T, dir, yaml string) string {
+	t.Helper()
+	p := filepath.Join(dir, "tracebridge.yaml")
+	writeFile(t, p, yaml)
+	return p
+}
+
+// readLog reads every record of a log directory with the log reader.
+func readLog(t *testing.T, dir string) []record.Record {
+	t.Helper()
+	r, err := srclog.Open(dir, srclog.Options{SkipBad: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []record.Record
+	err = r.Run(context.Background(), pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
+		for i := range b.Records {
+			out = append(out, b.Records[i].Clone())
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func countByType(recs []record.Record) map[string]int {
+	m := map[string]int{}
+	for _, r := range recs {
+		m[r.Type.ShortName()]++
+	}
+	return m
+}
+
+var catalog = record.Builtin()
+
+// kdbEvents encodes n Before events of one trace in the KDB binary dialect
+// (default mapping id 1), orderIndex from..from+n.
+func kdbEvents(t testing.TB, trace int64, from, n int) []byte {
+	typ := catalog.Lookup(record.BeforeOperationEvent)
+	var b record.Batch
+	var out []byte
+	for i := from; i < from+n; i++ {
+		b.Reset()
+		r := b.Add(typ, record.NoTimestamp)
+		r.Values[0] = record.IntValue(int64(1000 + i))
+		r.Values[1] = record.IntValue(trace)
+		r.Values[2] = record.IntValue(int64(i))
+		r.Values[3] = record.StringValue(fmt.Sprintf("void op%d()", i%10))
+		r.Values[4] = record.StringValue("a.B")
+		var err error
+		if out, err = kdb.AppendBinary(out, 1, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// kiekerEvents encodes the same in Kieker's single-socket protocol.
+func kiekerEvents(t testing.TB, trace int64, n int) []byte {
+	typ := catalog.Lookup(record.BeforeOperationEvent)
+	enc := kieker.NewEncoder(kieker.EncoderOptions{Inline: true})
+	var b record.Batch
+	var out []byte
+	for i := 0; i < n; i++ {
+		b.Reset()
+		r := b.Add(typ, int64(i))
+		r.Values[0] = record.IntValue(int64(1000 + i))
+		r.Values[1] = record.IntValue(trace)
+		r.Values[2] = record.IntValue(int64(i))
+		r.Values[3] = record.StringValue(fmt.Sprintf("void op%d()", i%10))
+		r.Values[4] = record.StringValue("a.B")
+		var err error
+		if out, err = enc.Append(out, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func send(t testing.TB, addr string, data []byte) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer c.Close()
+	if _, err := c.Write(data); err != nil {
+		t.Error(err)
+	}
+}
+
+// tracesIn groups the generated Before events (class a.B) by traceId and
+// checks each trace's orderIndex runs 0..n-1 without gaps.
+func tracesIn(t *testing.T, recs []record.Record) map[int64]int {
+	t.Helper()
+	traces := map[int64]int{}
+	for _, r := range recs {
+		if r.Type.Name != record.BeforeOperationEvent || r.Values[4].Str() != "a.B" {
+			continue
+		}
+		tr, oi := r.Values[1].Int(), r.Values[2].Int()
+		if oi != int64(traces[tr]) {
+			t.Fatalf("trace %d: orderIndex %d after %d records", tr, oi, traces[tr])
+		}
+		traces[tr]++
+	}
+	return traces
+}
+
+const twoReceivers = `
+flush_interval: 100ms
+receivers:
+  - {name: kdb, type: tcp-server, listen: "127.0.0.1:0"}
+  - {name: kieker, type: kieker-tcp, listen: "127.0.0.1:0"}
+  - {name: dual, type: kieker-tcp-dual, listen: "127.0.0.1:0", registry_listen: "127.0.0.1:0"}
+sinks:
+  - {type: kieker-log, path: logs}
+`
+
+// TestServeEveryDialectAndSIGTERM sends records with each dialect from
+// several concurrent clients, stops the bridge with SIGTERM and reads the
+// log back.
+func TestServeEveryDialectAndSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	p := startBridge(t, dir, "-c", writeConfig(t, dir, twoReceivers), "-s")
+	var wg sync.WaitGroup
+	for c := 0; c < 6; c++ {
+		wg.Add(2)
+		go func() { defer wg.Done(); send(t, p.receivers["kdb"], kdbEvents(t, int64(c), 0, 3000)) }()
+		go func() { defer wg.Done(); send(t, p.receivers["kieker"], kiekerEvents(t, int64(100+c), 3000)) }()
+	}
+	wg.Wait()
+	// Every stream captured from a real writer, whole.
+	for _, name := range []string{"java-tcp.bin", "java-tcp-lts.bin", "python-tcp.bin", "c-tcp.bin", "c-gccprof-tcp.bin", "c-basic-example.bin"} {
+		b, err := os.ReadFile(shared.Path(t, "kieker-streams", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		send(t, p.receivers["kieker"], b)
+	}
+	p.stop()
+	recs := readLog(t, p.logDir)
+	traces := tracesIn(t, recs)
+	for c := int64(0); c < 6; c++ {
+		if traces[c] != 3000 || traces[100+c] != 3000 {
+			t.Errorf("client %d: %d KDB and %d Kieker records, want 3000 each", c, traces[c], traces[100+c])
+		}
+	}
+	counts := countByType(recs)
+	// 36000 generated + the captured streams' Before events (186+186+175+150+16+12).
+	if counts["BeforeOperationEvent"] != 36000+725 || counts["CPUUtilizationRecord"] != 1 || counts["TraceMetadata"] != 25+25+1+1 {
+		t.Errorf("counts %v", counts)
+	}
+	if !strings.Contains(p.stdout.String(), "ns per record") {
+		t.Errorf("-s printed no statistics:\n%s", p.stdout.String())
+	}
+}
+
+func TestServeDualSocket(t *testing.T) {
+	dir := t.TempDir()
+	p := startBridge(t, dir, "-c", writeConfig(t, dir, twoReceivers))
+	addrs := strings.Fields(strings.NewReplacer("(registry", "", ")", "").Replace(p.receivers["dual"]))
+	_ = addrs
+	// The dual receiver's line is "ADDR (registry ADDR)"; find both.
+	out := p.stdout.String()
+	m := regexp.MustCompile(`receiver dual \(kieker-tcp-dual\) listening on (\S+) \(registry (\S+)\)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no dual addresses in:\n%s", out)
+	}
+	typ := catalog.Lookup(record.BeforeOperationEvent)
+	enc := kieker.NewEncoder(kieker.EncoderOptions{})
+	var frames, entries []byte
+	var b record.Batch
+	for i := 0; i < 500; i++ {
+		b.Reset()
+		r := b.Add(typ, 1)
+		r.Values[1] = record.IntValue(7)
+		r.Values[2] = record.IntValue(int64(i))
+		r.Values[3] = record.StringValue(fmt.Sprintf("op%d", i%3))
+		r.Values[4] = record.StringValue("a.B")
+		frames, _ = enc.Append(frames, r)
+		for _, e := range enc.NewEntries() {
+			entries = kieker.AppendRegistryEntry(entries, e.ID, e.Value, false)
+		}
+	}
+	// Records first, registry a little later: the receiver waits for it.
+	recDone := make(chan struct{})
+	go func() { send(t, m[1], frames); close(recDone) }()
+	time.Sleep(200 * time.Millisecond)
+	send(t, m[2], entries)
+	<-recDone
+	time.Sleep(300 * time.Millisecond)
+	p.stop()
+	if got := tracesIn(t, readLog(t, p.logDir))[7]; got != 500 {
+		t.Fatalf("%d records through the dual-socket receiver, want 500; stderr:\n%s", got, p.stderr.String())
+	}
+}
+
+// TestServeBadClientsAmongGood: a malformed stream, an unknown type id and
+// a client that disconnects mid-record close only their own connection.
+func TestServeBadClientsAmongGood(t *testing.T) {
+	dir := t.TempDir()
+	p := startBridge(t, dir, "-c", writeConfig(t, dir, twoReceivers))
+	good := kdbEvents(t, 1, 0, 2000)
+	var wg sync.WaitGroup
+	for c := 0; c < 4; c++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); send(t, p.receivers["kdb"], kdbEvents(t, int64(10+c), 0, 2000)) }()
+	}
+	// 50 good records, then an unknown type id.
+	bad := append(kdbEvents(t, 2, 0, 50), 0, 0, 0, 99, 1, 2, 3)
+	send(t, p.receivers["kdb"], bad)
+	// 30 good records, then a string length far over the limit.
+	huge := append(kdbEvents(t, 3, 0, 30), 0, 0, 0, 1)
+	huge = binary.BigEndian.AppendUint64(huge, 1)
+	huge = binary.BigEndian.AppendUint64(huge, 1)
+	huge = binary.BigEndian.AppendUint32(huge, 0)
+	huge = binary.BigEndian.AppendUint32(huge, 0x7fffffff)
+	send(t, p.receivers["kdb"], huge)
+	// 20 good records and half of one, then the client hangs up.
+	cut := kdbEvents(t, 4, 0, 21)
+	send(t, p.receivers["kdb"], cut[:len(cut)-9])
+	// Kieker's own writer breaks non-ASCII strings.
+	uni, _ := os.ReadFile(shared.Path(t, "kieker-streams", "java-tcp-unicode.bin"))
+	send(t, p.receivers["kieker"], uni)
+	wg.Wait()
+	send(t, p.receivers["kdb"], good)
+	time.Sleep(200 * time.Millisecond)
+	p.stop()
+
+	traces := tracesIn(t, readLog(t, p.logDir))
+	want := map[int64]int{1: 2000, 2: 50, 3: 30, 4: 20, 10: 2000, 11: 2000, 12: 2000, 13: 2000}
+	for tr, n := range want {
+		if traces[tr] != n {
+			t.Errorf("trace %d: %d records, want %d", tr, traces[tr], n)
+		}
+	}
+	logs := p.stderr.String()
+	for _, want := range []string{"unknown type id 99", "over the limit", "inside a record", "UTF-16", "peer=127.0.0.1:", "offset="} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log lacks %q:\n%s", want, logs)
+		}
+	}
+}
+
+// TestServeKillAfterFlush: after kill -9, every record written before the
+// last periodic flush reads back.
+func TestServeKillAfterFlush(t *testing.T) {
+	for _, format := range []string{"binary", "ascii"} {
+		t.Run(format, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := strings.Replace(twoReceivers, "path: logs", "path: logs, format: "+format+", compression: gzip", 1)
+			p := startBridge(t, dir, "-c", writeConfig(t, dir, cfg))
+			send(t, p.receivers["kdb"], kdbEvents(t, 5, 0, 5000))
+			time.Sleep(600 * time.Millisecond) // several 100ms flushes
+			p.cmd.Process.Kill()
+			<-p.done
+			if got := tracesIn(t, readLog(t, p.logDir))[5]; got != 5000 {
+				t.Fatalf("%d of 5000 records after kill -9", got)
+			}
+		})
+	}
+}
+
+// TestServeSingleServerEnds: tcp-single-server ends the bridge when its one
+// connection closes.
+func TestServeSingleServerEnds(t *testing.T) {
+	dir := t.TempDir()
+	p := startBridge(t, dir, "-t", "tcp-single-server", "-p", "0", "--data-dir", "logs")
+	send(t, p.receivers["tcp-single-server"], kdbEvents(t, 9, 0, 700))
+	p.wait(0)
+	if got := tracesIn(t, readLog(t, p.logDir))[9]; got != 700 {
+		t.Fatalf("%d records", got)
+	}
+}
+
+// TestServeClientAgainstRestartingServer: -t tcp-client --respawn keeps
+// reconnecting to a record provider that restarts.
+func TestServeClientAgainstRestartingServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().(*net.TCPAddr)
+	serveOnce := func(ln net.Listener, data []byte) {
+		c, err := ln.Accept()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		c.Write(data)
+		c.Close()
+	}
+	dir := t.TempDir()
+	p := startBridge(t, dir, "-t", "tcp-client", "-h", "127.0.0.1", "-p", fmt.Sprint(addr.Port), "--respawn", "--data-dir", "logs")
+	serveOnce(ln, kdbEvents(t, 20, 0, 1000))
+	ln.Close()
+	time.Sleep(300 * time.Millisecond) // the provider is down; the bridge retries
+	ln, err = net.Listen("tcp", addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	serveOnce(ln, kdbEvents(t, 20, 1000, 1000))
+	time.Sleep(300 * time.Millisecond)
+	p.stop()
+	if got := tracesIn(t, readLog(t, p.logDir))[20]; got != 2000 {
+		t.Fatalf("%d of 2000 records across the provider's restart", got)
+	}
+}
+
+func TestServeExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	badMap := filepath.Join(dir, "bad.map")
+	writeFile(t, badMap, "1=no.such.Record\n")
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	closedPort := closed.Addr().(*net.TCPAddr).Port
+	closed.Close()
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"-t", "tcp-server", "-p", "0", "-m", badMap}, exitMapping},
+		{[]string{"-c", writeConfig(t, dir, "receivers: [{type: nope}]\n")}, exitConfig},
+		{[]string{"-t", "tcp-server", "-p", fmt.Sprint(busy.Addr().(*net.TCPAddr).Port)}, exitComm},
+		{[]string{"-t", "tcp-client", "-h", "127.0.0.1", "-p", fmt.Sprint(closedPort)}, exitComm},
+		{[]string{"-t", "tcp-server"}, exitUsage},
+		{[]string{"-t", "carrier-pigeon", "-p", "1"}, exitUsage},
+		{[]string{"--no-such-flag"}, exitUsage},
+	} {
+		cmd := exec.Command(tbBinary, append([]string{"serve", "--data-dir", filepath.Join(dir, "logs")}, tc.args...)...)
+		cmd.Dir = dir
+		out, _ := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != tc.code {
+			t.Errorf("serve %v: exit %d, want %d\n%s", tc.args, code, tc.code, out)
+		}
+	}
+}
+
+func TestServeMetrics(t *testing.T) {
+	dir := t.TempDir()
+	p := startBridge(t, dir, "-c", writeConfig(t, dir, twoReceivers), "--metrics", "127.0.0.1:0")
+	send(t, p.receivers["kdb"], kdbEvents(t, 1, 0, 1234))
+	send(t, p.receivers["kdb"], []byte{0, 0, 0, 42})
+	time.Sleep(300 * time.Millisecond)
+	if p.metrics == "" {
+		t.Fatalf("no metrics address printed:\n%s", p.stdout.String())
+	}
+	c, err := net.Dial("tcp", p.metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
+	body, _ := io.ReadAll(c)
+	c.Close()
+	for _, want := range []string{
+		`tracebridge_records_received_total{receiver="kdb",type="kieker.common.record.flow.trace.operation.BeforeOperationEvent"} 1234`,
+		`tracebridge_decode_errors_total{receiver="kdb"} 1`,
+		`tracebridge_bytes_received_total{receiver="kdb"}`,
+		`tracebridge_connections_total{receiver="kdb"} 2`,
+		`tracebridge_queue_depth_batches`,
+		`tracebridge_sink_batch_seconds_bucket{sink="kieker-log"`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	p.stop()
+}
+
+func TestServeDaemon(t *testing.T) {
+	dir := t.TempDir()
+	r := tb(t, "serve", "-d", "-t", "tcp-server", "-p", "0", "--data-dir", filepath.Join(dir, "logs"),
+		"--pid-file", filepath.Join(dir, "tb.pid"), "--log-file", filepath.Join(dir, "tb.log"))
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	pid, err := readPIDFile(filepath.Join(dir, "tb.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc, _ := os.FindProcess(pid)
+	if err := proc.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("daemon %d not running: %v", pid, err)
+	}
+	proc.Signal(syscall.SIGTERM)
+	for i := 0; i < 200; i++ {
+		if _, err := os.Stat(filepath.Join(dir, "tb.pid")); os.IsNotExist(err) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("daemon did not remove its PID file after SIGTERM")
+}
+
+// TestServeKDBCommandLine runs a KDB-style command line: -t -p -m -k -s -v.
+func TestServeKDBCommandLine(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "mapping.txt"), "# the Perl probes' ids\n1=kieker.common.record.flow.trace.operation.BeforeOperationEvent\n2=kieker.common.record.flow.trace.operation.AfterOperationEvent\n3=kieker.common.record.flow.trace.Trace\n")
+	writeFile(t, filepath.Join(dir, "kieker.monitoring.properties"), `kieker.monitoring.name=BRIDGE
+kieker.monitoring.hostname=lab
+kieker.monitoring.writer=kieker.monitoring.writer.filesystem.FileWriter
+kieker.monitoring.writer.filesystem.FileWriter.customStoragePath=klogs
+kieker.monitoring.writer.filesystem.FileWriter.logStreamHandler=kieker.monitoring.writer.filesystem.TextLogStreamHandler
+kieker.monitoring.writer.filesystem.FileWriter.maxEntriesInFile=1000
+kieker.monitoring.writer.filesystem.FileWriter.compression=kieker.monitoring.writer.compression.GZipCompressionFilter
+`)
+	p := startBridge(t, dir, "-t", "tcp-server", "-p", "0", "-m", "mapping.txt", "-L", shared.Path(t, "kieker-irl", "tools", "opad"),
+		"-k", "kieker.monitoring.properties", "-s", "-v", "1000")
+	send(t, p.receivers["tcp-server"], kdbEvents(t, 3, 0, 2500))
+	time.Sleep(300 * time.Millisecond)
+	p.stop()
+	if !strings.HasPrefix(p.logDir, filepath.Join(dir, "klogs")) || !strings.HasSuffix(p.logDir, "-UTC-lab-BRIDGE") {
+		t.Errorf("log directory %s", p.logDir)
+	}
+	files, _ := filepath.Glob(filepath.Join(p.logDir, "*.dat.gz"))
+	if len(files) != 3 { // 2501 records, 1000 per file
+		t.Errorf("data files %v, want 3 gzip-compressed ASCII files", files)
+	}
+	if got := tracesIn(t, readLog(t, p.logDir))[3]; got != 2500 {
+		t.Errorf("%d records", got)
+	}
+	out := p.stdout.String()
+	for _, want := range []string{"received 1000 records\nreceived 2000 records\n", "records per second"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestServeEmbeddedDefault runs `tracebridge serve` with no arguments: the
+// Kieker TCP receiver on 127.0.0.1:10133, KDB on 127.0.0.1:10144, a log in
+// ./tracebridge-data.
+func TestServeEmbeddedDefault(t *testing.T) {
+	dir := t.TempDir()
+	p := startBridge(t, dir)
+	if p.receivers["kieker-tcp"] != "127.0.0.1:10133" || p.receivers["tcp-server"] != "127.0.0.1:10144" {
+		t.Fatalf("receivers %v; stderr:\n%s", p.receivers, p.stderr.String())
+	}
+	send(t, p.receivers["kieker-tcp"], kiekerEvents(t, 1, 100))
+	send(t, p.receivers["tcp-server"], kdbEvents(t, 2, 0, 100))
+	time.Sleep(200 * time.Millisecond)
+	p.stop()
+	if !strings.HasPrefix(p.logDir, filepath.Join(dir, "tracebridge-data")+"/") {
+		t.Fatalf("log in %s", p.logDir)
+	}
+	traces := tracesIn(t, readLog(t, p.logDir))
+	if traces[1] != 100 || traces[2] != 100 {
+		t.Fatalf("traces %v", traces)
+	}
+}

@@ -1,0 +1,362 @@
+// Package bridge is tracebridge's core, the role of the Kieker Data Bridge's
+// ServiceContainer: it runs sources (receivers), passes what they decode
+// through stages to sinks, reports progress, and shuts down without losing
+// what was received. A Go program can embed it: build sources, stages and
+// sinks from code, Run, observe progress through a listener, cancel to stop.
+//
+// Goroutines: Run starts one goroutine per source (which starts its own per
+// connection), one drain goroutine that owns the stages and calls the sinks
+// in order, and one flusher that flushes the sinks periodically. Sinks must
+// therefore allow Flush concurrently with Consume (the sinks in
+// internal/sink do).
+//
+// Shutdown: when Run's context is cancelled, sources stop accepting and
+// drain what their peers already sent; once every source has returned, the
+// queue is drained into the sinks, which are flushed and closed. If that
+// takes longer than Settings.ShutdownTimeout the queue is aborted.
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/metrics"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// Source is a receiver. Run hands decoded batches to out until ctx is
+// cancelled or the source ends by itself (a single-connection server whose
+// connection closed); it returns nil then. After ctx is cancelled a source
+// still hands on what its peers already sent (using a context that is not
+// cancelled), then returns. An error from Run ends the whole bridge.
+type Source interface {
+	Run(ctx context.Context, out pipeline.Consumer) error
+}
+
+// SourceFunc adapts a function to Source.
+type SourceFunc func(ctx context.Context, out pipeline.Consumer) error
+
+// Run calls f.
+func (f SourceFunc) Run(ctx context.Context, out pipeline.Consumer) error { return f(ctx, out) }
+
+// Stage wraps the next consumer (trace splitting, filters, …).
+type Stage func(next pipeline.Consumer) pipeline.Consumer
+
+// Listener hears about progress: count is the number of records handed to
+// the sinks so far; message is empty for periodic updates.
+type Listener func(count int64, message string)
+
+// Settings configure a Bridge. Zero values mean the defaults.
+type Settings struct {
+	Logger  *slog.Logger
+	Metrics *metrics.Registry
+
+	// QueueBatches bounds the batches waiting between sources and sinks
+	// (default 64). With the sources' batch sizes it bounds memory.
+	QueueBatches int
+	// FlushInterval is how often sinks are flushed (default 1 s); after
+	// a kill -9, records handed to the sinks before the last flush are
+	// readable. Negative: only at shutdown.
+	FlushInterval time.Duration
+	// ShutdownTimeout bounds draining after cancellation (default 30 s).
+	ShutdownTimeout time.Duration
+
+	// Listener is called every ListenerInterval records (default 100, as
+	// KDB's ServiceContainer does).
+	Listener         Listener
+	ListenerInterval int64
+}
+
+type namedSource struct {
+	name string
+	src  Source
+}
+
+type namedSink struct {
+	name    string
+	sink    pipeline.Sink
+	metrics *metrics.Sink
+}
+
+// Bridge runs sources, stages and sinks. Add them before Run.
+type Bridge struct {
+	set     Settings
+	log     *slog.Logger
+	sources []namedSource
+	stages  []Stage
+	sinks   []namedSink
+
+	delivered atomic.Int64
+	started   atomic.Int64 // unix nanos
+	stopped   atomic.Int64
+
+	errLimiter limiter
+}
+
+// New returns an empty bridge.
+func New(s Settings) *Bridge {
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	if s.QueueBatches <= 0 {
+		s.QueueBatches = 64
+	}
+	if s.FlushInterval == 0 {
+		s.FlushInterval = time.Second
+	}
+	if s.ShutdownTimeout <= 0 {
+		s.ShutdownTimeout = 30 * time.Second
+	}
+	if s.ListenerInterval <= 0 {
+		s.ListenerInterval = 100
+	}
+	return &Bridge{set: s, log: s.Logger}
+}
+
+// SetListenerUpdateInterval sets how many records pass between listener
+// calls (KDB's setListenerUpdateInterval). Call before Run.
+func (b *Bridge) SetListenerUpdateInterval(n int64) {
+	if n > 0 {
+		b.set.ListenerInterval = n
+	}
+}
+
+// AddSource adds a receiver under a name (used in logs and metrics).
+func (b *Bridge) AddSource(name string, s Source) {
+	b.sources = append(b.sources, namedSource{name, s})
+}
+
+// AddStage adds a stage; stages run in the order added, before the sinks.
+func (b *Bridge) AddStage(s Stage) { b.stages = append(b.stages, s) }
+
+// AddSink adds a sink; every batch goes to every sink, in the order added.
+func (b *Bridge) AddSink(name string, s pipeline.Sink) {
+	b.sinks = append(b.sinks, namedSink{name: name, sink: s, metrics: b.set.Metrics.Sink(name)})
+}
+
+// Stats describe a run.
+type Stats struct {
+	Records int64         // handed to the sinks
+	Elapsed time.Duration // from Run's start to its end (or now)
+}
+
+// NanosPerRecord returns the run time per record (0 without records).
+func (s Stats) NanosPerRecord() float64 {
+	if s.Records == 0 {
+		return 0
+	}
+	return float64(s.Elapsed.Nanoseconds()) / float64(s.Records)
+}
+
+// RecordsPerSecond returns the throughput over the run.
+func (s Stats) RecordsPerSecond() float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	return float64(s.Records) / s.Elapsed.Seconds()
+}
+
+// Stats returns the counts so far.
+func (b *Bridge) Stats() Stats {
+	start := b.started.Load()
+	if start == 0 {
+		return Stats{}
+	}
+	end := b.stopped.Load()
+	if end == 0 {
+		end = time.Now().UnixNano()
+	}
+	return Stats{Records: b.delivered.Load(), Elapsed: time.Duration(end - start)}
+}
+
+// Run runs the bridge until ctx is cancelled, every source has ended by
+// itself, or a source fails. It returns the first source error, joined with
+// sink flush/close errors. Sinks are closed when Run returns.
+func (b *Bridge) Run(ctx context.Context) error {
+	if len(b.sources) == 0 {
+		return errors.New("bridge: no sources")
+	}
+	if len(b.sinks) == 0 {
+		return errors.New("bridge: no sinks")
+	}
+	b.started.Store(time.Now().UnixNano())
+	defer func() { b.stopped.Store(time.Now().UnixNano()) }()
+
+	var chain pipeline.Consumer = pipeline.ConsumerFunc(b.deliver)
+	for i := len(b.stages) - 1; i >= 0; i-- {
+		chain = b.stages[i](chain)
+	}
+	q := pipeline.NewQueue(b.set.QueueBatches, chain, b.sinkError)
+	b.set.Metrics.SetQueueDepth(q.Depth)
+
+	drainCtx := context.WithoutCancel(ctx)
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		q.Run(drainCtx)
+	}()
+
+	stopFlush := make(chan struct{})
+	flushDone := make(chan struct{})
+	go b.flusher(stopFlush, flushDone)
+
+	srcCtx, cancelSources := context.WithCancel(ctx)
+	defer cancelSources()
+	var (
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		firstErr error
+	)
+	for _, s := range b.sources {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.src.Run(srcCtx, q)
+			if err != nil && !errors.Is(err, context.Canceled) {
+				errMu.Lock()
+				if firstErr == nil {
+					firstErr = fmt.Errorf("receiver %s: %w", s.name, err)
+				}
+				errMu.Unlock()
+				cancelSources() // one failing receiver ends the bridge
+			}
+		}()
+	}
+	sourcesDone := make(chan struct{})
+	go func() { wg.Wait(); close(sourcesDone) }()
+
+	// Wait for the sources to end, bounding the drain once shutdown began.
+	select {
+	case <-sourcesDone:
+	case <-srcCtx.Done():
+		select {
+		case <-sourcesDone:
+		case <-time.After(b.set.ShutdownTimeout):
+			b.log.Error("shutdown timeout: receivers did not finish draining; aborting", "timeout", b.set.ShutdownTimeout)
+			q.Abort()
+			<-sourcesDone
+		}
+	}
+	q.Close()
+	select {
+	case <-drained:
+	case <-time.After(b.set.ShutdownTimeout):
+		b.log.Error("shutdown timeout: sinks did not drain the queue; aborting", "timeout", b.set.ShutdownTimeout, "queued_batches", q.Depth())
+		q.Abort()
+		select {
+		case <-drained:
+		case <-time.After(time.Second):
+			// A sink is stuck inside Consume: its goroutine cannot be
+			// stopped, and closing the sinks under it is not safe.
+			close(stopFlush)
+			<-flushDone
+			return errors.Join(firstErr, errors.New("bridge: a sink is stuck; records still queued were lost"))
+		}
+	}
+	close(stopFlush)
+	<-flushDone
+
+	var closeErrs []error
+	for _, s := range b.sinks {
+		if err := s.sink.Close(); err != nil {
+			closeErrs = append(closeErrs, fmt.Errorf("sink %s: %w", s.name, err))
+		}
+	}
+	if l := b.set.Listener; l != nil {
+		l(b.delivered.Load(), "stopped")
+	}
+	return errors.Join(append([]error{firstErr}, closeErrs...)...)
+}
+
+// deliver hands one batch to every sink and notifies the listener. It runs
+// on the drain goroutine.
+func (b *Bridge) deliver(ctx context.Context, batch *record.Batch) error {
+	n := int64(batch.Len())
+	if n == 0 {
+		return nil
+	}
+	var errs []error
+	for _, s := range b.sinks {
+		t0 := time.Now()
+		err := s.sink.Consume(ctx, batch)
+		s.metrics.Consumed(int(n), time.Since(t0), err)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sink %s: %w", s.name, err))
+		}
+	}
+	before := b.delivered.Load()
+	after := b.delivered.Add(n)
+	if l := b.set.Listener; l != nil {
+		iv := b.set.ListenerInterval
+		for c := (before/iv + 1) * iv; c <= after; c += iv {
+			l(c, "")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sinkError logs sink failures, at most a few per second.
+func (b *Bridge) sinkError(err error) {
+	if n, ok := b.errLimiter.allow(); ok {
+		if n > 0 {
+			b.log.Error("sink failed", "err", err, "suppressed", n)
+		} else {
+			b.log.Error("sink failed", "err", err)
+		}
+	}
+}
+
+func (b *Bridge) flusher(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	if b.set.FlushInterval < 0 {
+		<-stop
+		return
+	}
+	t := time.NewTicker(b.set.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			for _, s := range b.sinks {
+				if err := s.sink.Flush(); err != nil {
+					b.sinkError(fmt.Errorf("sink %s: flush: %w", s.name, err))
+				}
+			}
+		}
+	}
+}
+
+// limiter allows a few events per second and counts the ones it swallows.
+type limiter struct {
+	mu         sync.Mutex
+	window     time.Time
+	n          int
+	suppressed int
+}
+
+const perSecond = 5
+
+func (l *limiter) allow() (suppressed int, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if now.Sub(l.window) >= time.Second {
+		l.window, l.n = now, 0
+	}
+	if l.n >= perSecond {
+		l.suppressed++
+		return 0, false
+	}
+	l.n++
+	s := l.suppressed
+	l.suppressed = 0
+	return s, true
+}

@@ -1,0 +1,261 @@
+// Package metrics defines tracebridge's Prometheus metrics and the small
+// handles sources and sinks use to update them without touching Prometheus
+// per record: counts are gathered per batch.
+//
+// All handles are nil-safe: a nil *Receiver or *Sink counts nothing, so code
+// that runs without metrics (tests, embedding) needs no checks.
+//
+// Concurrency: every method is safe for concurrent use.
+package metrics
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// Registry holds one bridge's metrics.
+type Registry struct {
+	reg *prometheus.Registry
+
+	records      *prometheus.CounterVec
+	bytes        *prometheus.CounterVec
+	decodeErrors *prometheus.CounterVec
+	connections  *prometheus.GaugeVec
+	connTotal    *prometheus.CounterVec
+	rejected     *prometheus.CounterVec
+	queueDepth   prometheus.GaugeFunc
+	sinkLatency  *prometheus.HistogramVec
+	sinkErrors   *prometheus.CounterVec
+	sinkRecords  *prometheus.CounterVec
+	dropped      *prometheus.CounterVec
+
+	queueFn func() float64
+	mu      sync.Mutex
+}
+
+// New returns a registry with Go runtime and process metrics and
+// tracebridge's own, all prefixed tracebridge_.
+func New() *Registry {
+	r := &Registry{reg: prometheus.NewRegistry()}
+	r.records = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tracebridge_records_received_total", Help: "Records decoded, by receiver and record type.",
+	}, []string{"receiver", "type"})
+	r.bytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tracebridge_bytes_received_total", Help: "Bytes read, by receiver.",
+	}, []string{"receiver"})
+	r.decodeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tracebridge_decode_errors_total", Help: "Malformed inputs (connections closed, messages rejected), by receiver.",
+	}, []string{"receiver"})
+	r.connections = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "tracebridge_connections", Help: "Open connections, by receiver.",
+	}, []string{"receiver"})
+	r.connTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tracebridge_connections_total", Help: "Connections accepted or made, by receiver.",
+	}, []string{"receiver"})
+	r.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tracebridge_connections_rejected_total", Help: "Connections refused because of the connection limit, by receiver.",
+	}, []string{"receiver"})
+	r.queueDepth = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "tracebridge_queue_depth_batches", Help: "Batches waiting between receivers and sinks.",
+	}, func() float64 {
+		r.mu.Lock()
+		f := r.queueFn
+		r.mu.Unlock()
+		if f == nil {
+			return 0
+		}
+		return f()
+	})
+	r.sinkLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "tracebridge_sink_batch_seconds", Help: "Time a sink takes to consume one batch, by sink.",
+		Buckets: prometheus.ExponentialBuckets(0.00001, 4, 10),
+	}, []string{"sink"})
+	r.sinkErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tracebridge_sink_errors_total", Help: "Batches a sink failed to consume, by sink.",
+	}, []string{"sink"})
+	r.sinkRecords = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tracebridge_sink_records_total", Help: "Records a sink consumed, by sink.",
+	}, []string{"sink"})
+	r.dropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tracebridge_sink_dropped_records_total", Help: "Records a sink dropped (e.g. a forward target unreachable), by sink.",
+	}, []string{"sink"})
+	r.reg.MustRegister(r.records, r.bytes, r.decodeErrors, r.connections, r.connTotal, r.rejected,
+		r.queueDepth, r.sinkLatency, r.sinkErrors, r.sinkRecords, r.dropped,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return r
+}
+
+// Handler serves the metrics in Prometheus' text format.
+func (r *Registry) Handler() http.Handler {
+	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{})
+}
+
+// Gatherer exposes the underlying registry (tests, embedding).
+func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg }
+
+// SetQueueDepth installs the function that reports the queue depth.
+func (r *Registry) SetQueueDepth(f func() int) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.queueFn = func() float64 { return float64(f()) }
+	r.mu.Unlock()
+}
+
+// Receiver returns the handle of the named receiver.
+func (r *Registry) Receiver(name string) *Receiver {
+	if r == nil {
+		return nil
+	}
+	return &Receiver{
+		name:         name,
+		reg:          r,
+		bytes:        r.bytes.WithLabelValues(name),
+		decodeErrors: r.decodeErrors.WithLabelValues(name),
+		connections:  r.connections.WithLabelValues(name),
+		connTotal:    r.connTotal.WithLabelValues(name),
+		rejected:     r.rejected.WithLabelValues(name),
+		byType:       map[*record.Type]prometheus.Counter{},
+	}
+}
+
+// Sink returns the handle of the named sink.
+func (r *Registry) Sink(name string) *Sink {
+	if r == nil {
+		return nil
+	}
+	return &Sink{
+		latency: r.sinkLatency.WithLabelValues(name),
+		errors:  r.sinkErrors.WithLabelValues(name),
+		records: r.sinkRecords.WithLabelValues(name),
+		dropped: r.dropped.WithLabelValues(name),
+	}
+}
+
+// Receiver counts what one receiver takes in.
+type Receiver struct {
+	name         string
+	reg          *Registry
+	bytes        prometheus.Counter
+	decodeErrors prometheus.Counter
+	connections  prometheus.Gauge
+	connTotal    prometheus.Counter
+	rejected     prometheus.Counter
+
+	mu     sync.RWMutex
+	byType map[*record.Type]prometheus.Counter
+}
+
+// Name returns the receiver's name.
+func (r *Receiver) Name() string {
+	if r == nil {
+		return ""
+	}
+	return r.name
+}
+
+// Records counts the records of b by type. It is meant to be called once
+// per batch.
+func (r *Receiver) Records(b *record.Batch) {
+	if r == nil || b.Len() == 0 {
+		return
+	}
+	// Runs of one type are common (and batches of one type even more so):
+	// count runs, look each run's counter up once.
+	recs := b.Records
+	for i := 0; i < len(recs); {
+		t := recs[i].Type
+		j := i + 1
+		for j < len(recs) && recs[j].Type == t {
+			j++
+		}
+		r.counter(t).Add(float64(j - i))
+		i = j
+	}
+}
+
+func (r *Receiver) counter(t *record.Type) prometheus.Counter {
+	r.mu.RLock()
+	c, ok := r.byType[t]
+	r.mu.RUnlock()
+	if ok {
+		return c
+	}
+	c = r.reg.records.WithLabelValues(r.name, t.Name)
+	r.mu.Lock()
+	r.byType[t] = c
+	r.mu.Unlock()
+	return c
+}
+
+// Bytes counts bytes read.
+func (r *Receiver) Bytes(n int) {
+	if r != nil && n > 0 {
+		r.bytes.Add(float64(n))
+	}
+}
+
+// DecodeError counts a malformed input.
+func (r *Receiver) DecodeError() {
+	if r != nil {
+		r.decodeErrors.Inc()
+	}
+}
+
+// ConnOpened counts a new connection.
+func (r *Receiver) ConnOpened() {
+	if r != nil {
+		r.connTotal.Inc()
+		r.connections.Inc()
+	}
+}
+
+// ConnClosed counts a connection ending.
+func (r *Receiver) ConnClosed() {
+	if r != nil {
+		r.connections.Dec()
+	}
+}
+
+// ConnRejected counts a connection refused by the connection limit.
+func (r *Receiver) ConnRejected() {
+	if r != nil {
+		r.rejected.Inc()
+	}
+}
+
+// Sink counts what one sink does.
+type Sink struct {
+	latency prometheus.Observer
+	errors  prometheus.Counter
+	records prometheus.Counter
+	dropped prometheus.Counter
+}
+
+// Consumed records one batch of n records that took d; err marks a failure.
+func (s *Sink) Consumed(n int, d time.Duration, err error) {
+	if s == nil {
+		return
+	}
+	s.latency.Observe(d.Seconds())
+	if err != nil {
+		s.errors.Inc()
+		return
+	}
+	s.records.Add(float64(n))
+}
+
+// Dropped counts records a sink could not deliver and gave up on.
+func (s *Sink) Dropped(n int) {
+	if s != nil && n > 0 {
+		s.dropped.Add(float64(n))
+	}
+}

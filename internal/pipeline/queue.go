@@ -1,0 +1,177 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// ErrClosed is returned when handing a batch to a closed or aborted Queue.
+var ErrClosed = errors.New("pipeline closed")
+
+// Emitter is implemented by consumers that take ownership of a filled batch
+// and give back an empty one, so a source hands batches on without copying.
+// Sources check for it with a type assertion and fall back to Consume.
+type Emitter interface {
+	// Emit takes b (the caller must not touch it again) and returns an
+	// empty batch for the caller to fill next. It blocks while the
+	// consumer is full: that is the back-pressure that slows a source.
+	Emit(ctx context.Context, b *record.Batch) (*record.Batch, error)
+}
+
+// Queue decouples many producers (connection goroutines) from one consumer
+// goroutine. It holds at most Capacity batches; producers block when it is
+// full, so memory stays bounded by Capacity batches plus the one each
+// producer is filling.
+//
+// Run drains the queue into the next consumer on the caller's goroutine
+// until Close; Close must be called after every producer has stopped (late
+// batches get ErrClosed). Abort makes blocked and later producers fail with
+// ErrClosed and Run return without draining.
+type Queue struct {
+	ch      chan *record.Batch
+	next    Consumer
+	onError func(error)
+	pool    sync.Pool
+	depth   atomic.Int64
+	records atomic.Int64
+
+	closeOnce sync.Once
+	mu        sync.RWMutex // guards closed against concurrent sends
+	closed    bool
+	abortOnce sync.Once
+	aborted   chan struct{}
+}
+
+// maxPooledRecords bounds the batches kept for reuse, so one burst does not
+// pin a huge batch in memory.
+const maxPooledRecords = 1 << 16
+
+// NewQueue returns a queue of capacity batches in front of next. onError
+// hears about every error next returns (nil: ignored); Run goes on after it.
+func NewQueue(capacity int, next Consumer, onError func(error)) *Queue {
+	if capacity < 1 {
+		capacity = 1
+	}
+	return &Queue{
+		ch:      make(chan *record.Batch, capacity),
+		next:    next,
+		onError: onError,
+		aborted: make(chan struct{}),
+	}
+}
+
+var _ Emitter = (*Queue)(nil)
+var _ Consumer = (*Queue)(nil)
+
+// NewBatch returns an empty batch from the queue's pool.
+func (q *Queue) NewBatch() *record.Batch {
+	if b, ok := q.pool.Get().(*record.Batch); ok {
+		return b
+	}
+	return &record.Batch{}
+}
+
+func (q *Queue) recycle(b *record.Batch) {
+	if b.Len() > maxPooledRecords {
+		return
+	}
+	b.Reset()
+	q.pool.Put(b)
+}
+
+// Emit enqueues b and returns an empty batch. An empty b is not enqueued and
+// is returned as it is.
+func (q *Queue) Emit(ctx context.Context, b *record.Batch) (*record.Batch, error) {
+	if b.Len() == 0 {
+		return b, nil
+	}
+	if err := q.send(ctx, b); err != nil {
+		return b, err
+	}
+	return q.NewBatch(), nil
+}
+
+// Consume copies b into a batch of its own and enqueues it, for producers
+// that keep their batch.
+func (q *Queue) Consume(ctx context.Context, b *record.Batch) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	c := q.NewBatch()
+	for i := range b.Records {
+		c.AddRecord(&b.Records[i])
+	}
+	if err := q.send(ctx, c); err != nil {
+		q.recycle(c)
+		return err
+	}
+	return nil
+}
+
+func (q *Queue) send(ctx context.Context, b *record.Batch) error {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if q.closed {
+		return ErrClosed
+	}
+	n := int64(b.Len())
+	q.depth.Add(1)
+	select {
+	case q.ch <- b:
+		q.records.Add(n)
+		return nil
+	case <-ctx.Done():
+		q.depth.Add(-1)
+		return ctx.Err()
+	case <-q.aborted:
+		q.depth.Add(-1)
+		return ErrClosed
+	}
+}
+
+// Depth returns the number of batches waiting (and being sent).
+func (q *Queue) Depth() int { return int(q.depth.Load()) }
+
+// Enqueued returns the number of records accepted so far.
+func (q *Queue) Enqueued() int64 { return q.records.Load() }
+
+// Run hands every batch to the next consumer until the queue is closed and
+// empty, or aborted. Call it once, on the goroutine that owns the consumer.
+func (q *Queue) Run(ctx context.Context) {
+	for {
+		select {
+		case b, ok := <-q.ch:
+			if !ok {
+				return
+			}
+			q.depth.Add(-1)
+			if err := q.next.Consume(ctx, b); err != nil && q.onError != nil {
+				q.onError(err)
+			}
+			q.recycle(b)
+		case <-q.aborted:
+			return
+		}
+	}
+}
+
+// Close stops accepting batches; Run returns once the queued ones are
+// consumed. It is safe to call twice.
+func (q *Queue) Close() {
+	q.closeOnce.Do(func() {
+		q.mu.Lock()
+		q.closed = true
+		close(q.ch)
+		q.mu.Unlock()
+	})
+}
+
+// Abort fails blocked and later producers with ErrClosed and stops Run
+// without draining. It is safe to call twice.
+func (q *Queue) Abort() {
+	q.abortOnce.Do(func() { close(q.aborted) })
+}

@@ -1,0 +1,367 @@
+// Package serve builds a running bridge from a configuration: it loads the
+// record types and mappings, creates the receivers, stages and sinks the
+// configuration names, serves the metrics endpoint, and runs the bridge.
+// It is what `tracebridge serve` runs; the bridge core itself
+// (internal/bridge) knows none of the concrete receivers or sinks.
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/bridge"
+	"github.com/tracebridge/tracebridge/internal/codec/kdb"
+	"github.com/tracebridge/tracebridge/internal/codec/kieker"
+	"github.com/tracebridge/tracebridge/internal/config"
+	"github.com/tracebridge/tracebridge/internal/irl"
+	"github.com/tracebridge/tracebridge/internal/logdir"
+	"github.com/tracebridge/tracebridge/internal/metrics"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/sink/forward"
+	"github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
+	"github.com/tracebridge/tracebridge/internal/source/tcp"
+	"github.com/tracebridge/tracebridge/internal/stage/timeunit"
+)
+
+// Error classes, matching the Kieker Data Bridge's exit codes: a mapping
+// file (1), the configuration (2), communication (3).
+var (
+	ErrMapping = errors.New("mapping file")
+	ErrConfig  = errors.New("configuration")
+	ErrComm    = errors.New("communication")
+)
+
+type classified struct {
+	class error
+	err   error
+}
+
+func (e classified) Error() string   { return e.err.Error() }
+func (e classified) Unwrap() []error { return []error{e.class, e.err} }
+
+func classify(class, err error) error {
+	if err == nil {
+		return nil
+	}
+	return classified{class, err}
+}
+
+// Settings are what the caller injects.
+type Settings struct {
+	Logger *slog.Logger
+	// Listener and ListenerInterval report progress (see bridge.Settings).
+	Listener         bridge.Listener
+	ListenerInterval int64
+}
+
+// Endpoint describes one receiver or sink for people: where it listens,
+// connects or writes.
+type Endpoint struct {
+	Name, Type string
+	Where      string
+}
+
+// Server is a bridge built from a configuration, ready to run.
+type Server struct {
+	Bridge    *bridge.Bridge
+	Receivers []Endpoint
+	Sinks     []Endpoint
+	// MetricsAddr is the bound address of the metrics endpoint ("" if none).
+	MetricsAddr string
+
+	closers []func() error // receivers' listeners, if Run never runs
+	metrics *http.Server
+	mln     net.Listener
+}
+
+// Build creates everything cfg names. Receivers bind their ports here, so
+// their addresses are known (and a port in use fails) before Run. Errors
+// wrap ErrMapping, ErrConfig or ErrComm.
+func Build(cfg *config.Config, set Settings) (*Server, error) {
+	if set.Logger == nil {
+		set.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.Normalize(); err != nil {
+		return nil, classify(ErrConfig, err)
+	}
+	cat := record.Builtin()
+	if len(cfg.Libraries) > 0 {
+		if _, err := irl.LoadInto(cat, cfg.Libraries...); err != nil {
+			return nil, classify(ErrConfig, fmt.Errorf("record types: %w", err))
+		}
+	}
+	reg := metrics.New()
+	s := &Server{}
+	s.Bridge = bridge.New(bridge.Settings{
+		Logger:           set.Logger,
+		Metrics:          reg,
+		QueueBatches:     cfg.QueueBatches,
+		FlushInterval:    time.Duration(cfg.FlushInterval),
+		ShutdownTimeout:  time.Duration(cfg.ShutdownTimeout),
+		Listener:         set.Listener,
+		ListenerInterval: set.ListenerInterval,
+	})
+	ok := false
+	defer func() {
+		if !ok {
+			s.Close()
+		}
+	}()
+	// Receivers and the metrics port first: a port in use should not leave
+	// an empty log directory behind.
+	for i := range cfg.Receivers {
+		if err := s.addReceiver(&cfg.Receivers[i], cat, reg, set.Logger); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Metrics != "" {
+		ln, err := net.Listen("tcp", cfg.Metrics)
+		if err != nil {
+			return nil, classify(ErrComm, fmt.Errorf("metrics: %w", err))
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", reg.Handler())
+		s.mln = ln
+		s.MetricsAddr = ln.Addr().String()
+		s.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	}
+	for i := range cfg.Sinks {
+		if err := s.addSink(&cfg.Sinks[i], cfg.DataDir, cat, reg, set.Logger); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return s, nil
+}
+
+func (s *Server) addReceiver(rc *config.Receiver, cat *record.Catalog, reg *metrics.Registry, log *slog.Logger) error {
+	tc := tcp.Config{
+		Name:           rc.Name,
+		MaxConnections: rc.MaxConnections,
+		ReadBuffer:     rc.ReadBuffer,
+		DrainTimeout:   time.Duration(rc.DrainTimeout),
+		Respawn:        rc.Respawn,
+	}
+	kopts := kieker.Options{
+		Catalog:       cat,
+		MaxStringLen:  rc.MaxStringLen,
+		MaxArrayLen:   rc.MaxArrayLen,
+		JavaCharCount: rc.JavaCharCount,
+	}
+	kdbDecoder := func() (func() tcp.Decoder, error) {
+		m, err := mapping(rc.Mapping, cat)
+		if err != nil {
+			return nil, err
+		}
+		return tcp.KDBDecoder(m, kdb.Options{MaxStringLen: rc.MaxStringLen, MaxArrayLen: rc.MaxArrayLen, MaxRecordSize: rc.MaxRecordSize}), nil
+	}
+	var err error
+	switch rc.Type {
+	case config.TCPServer, config.TCPSingleServer:
+		tc.Mode = tcp.Server
+		if rc.Type == config.TCPSingleServer {
+			tc.Mode = tcp.SingleServer
+		}
+		tc.Address = rc.Listen
+		tc.NewDecoder, err = kdbDecoder()
+	case config.TCPClient:
+		tc.Mode = tcp.Client
+		tc.Address = rc.Connect
+		if rc.Format == "kieker" {
+			tc.NewDecoder = tcp.KiekerDecoder(kopts)
+		} else {
+			tc.NewDecoder, err = kdbDecoder()
+		}
+	case config.KiekerTCP:
+		tc.Mode = tcp.Server
+		tc.Address = rc.Listen
+		tc.NewDecoder = tcp.KiekerDecoder(kopts)
+	case config.KiekerTCPDual:
+		tc.Mode = tcp.Dual
+		tc.Address = rc.Listen
+		tc.RegistryAddress = rc.RegistryListen
+		tc.Kieker = kopts
+	default:
+		return classify(ErrConfig, fmt.Errorf("receiver %s: unknown type %q", rc.Name, rc.Type))
+	}
+	if err != nil {
+		return err
+	}
+	conv, err := timeunit.New(rc.TimestampUnit, cat)
+	if err != nil {
+		return classify(ErrConfig, fmt.Errorf("receiver %s: %w", rc.Name, err))
+	}
+	if conv != nil {
+		tc.Transform = conv.Apply
+	}
+	r, err := tcp.New(tc, tcp.Settings{Logger: log, Metrics: reg.Receiver(rc.Name)})
+	if err != nil {
+		class := ErrConfig
+		if errors.Is(err, tcp.ErrListen) {
+			class = ErrComm
+		}
+		return classify(class, fmt.Errorf("receiver %s: %w", rc.Name, err))
+	}
+	s.closers = append(s.closers, r.Close)
+	where := rc.Connect
+	if a := r.Addr(); a != nil {
+		where = a.String()
+	}
+	if a := r.RegistryAddr(); a != nil {
+		where += " (registry " + a.String() + ")"
+	}
+	s.Receivers = append(s.Receivers, Endpoint{Name: rc.Name, Type: rc.Type, Where: where})
+	s.Bridge.AddSource(rc.Name, bridge.SourceFunc(func(ctx context.Context, out pipeline.Consumer) error {
+		err := r.Run(ctx, out)
+		if errors.Is(err, tcp.ErrConnect) {
+			return classify(ErrComm, err)
+		}
+		return err
+	}))
+	return nil
+}
+
+func mapping(path string, cat *record.Catalog) (*kdb.Mapping, error) {
+	if path == "" {
+		m, err := kdb.DefaultMapping(cat)
+		return m, classify(ErrMapping, err)
+	}
+	m, err := kdb.LoadMapping(path, cat)
+	return m, classify(ErrMapping, err)
+}
+
+func (s *Server) addSink(sc *config.Sink, dataDir string, cat *record.Catalog, reg *metrics.Registry, log *slog.Logger) error {
+	switch sc.Type {
+	case config.KiekerLog:
+		kc, err := kiekerLogConfig(sc, dataDir)
+		if err != nil {
+			return classify(ErrConfig, fmt.Errorf("sink %s: %w", sc.Name, err))
+		}
+		w, err := kiekerlog.New(kc)
+		if err != nil {
+			return classify(ErrConfig, fmt.Errorf("sink %s: %w", sc.Name, err))
+		}
+		s.closers = append(s.closers, w.Close)
+		s.Bridge.AddSink(sc.Name, w)
+		s.Sinks = append(s.Sinks, Endpoint{Name: sc.Name, Type: sc.Type, Where: w.Dir()})
+	case config.Forward:
+		var m *kdb.Mapping
+		if sc.Mapping != "" {
+			var err error
+			if m, err = kdb.LoadMapping(sc.Mapping, cat); err != nil {
+				return classify(ErrMapping, fmt.Errorf("sink %s: %w", sc.Name, err))
+			}
+		}
+		f, err := forward.New(forward.Config{URL: sc.URL, Mapping: m, Catalog: cat}, forward.Settings{Logger: log, Metrics: reg.Sink(sc.Name)})
+		if err != nil {
+			return classify(ErrConfig, fmt.Errorf("sink %s: %w", sc.Name, err))
+		}
+		s.closers = append(s.closers, f.Close)
+		s.Bridge.AddSink(sc.Name, f)
+		s.Sinks = append(s.Sinks, Endpoint{Name: sc.Name, Type: sc.Type, Where: sc.URL})
+	default:
+		return classify(ErrConfig, fmt.Errorf("sink %s: unknown type %q", sc.Name, sc.Type))
+	}
+	return nil
+}
+
+// kiekerLogConfig turns a kieker-log sink's settings (a Kieker properties
+// file first, then the sink's own keys, then dataDir for the path) into the
+// writer's configuration.
+func kiekerLogConfig(sc *config.Sink, dataDir string) (kiekerlog.Config, error) {
+	eff := *sc
+	if sc.KiekerProperties != "" {
+		p, err := config.LoadProperties(sc.KiekerProperties)
+		if err != nil {
+			return kiekerlog.Config{}, err
+		}
+		var base config.Sink
+		if err := config.ApplyKiekerProperties(p, &base); err != nil {
+			return kiekerlog.Config{}, fmt.Errorf("%s: %w", sc.KiekerProperties, err)
+		}
+		eff = overlay(base, *sc)
+	}
+	if eff.Path == "" {
+		eff.Path = dataDir
+	}
+	comp, err := logdir.ParseCompression(eff.Compression)
+	if err != nil {
+		return kiekerlog.Config{}, err
+	}
+	metadata := true
+	if eff.Metadata != nil {
+		metadata = *eff.Metadata
+	}
+	return kiekerlog.Config{
+		Path:                eff.Path,
+		Binary:              eff.Format != "ascii",
+		Compression:         comp,
+		MaxEntriesInFile:    eff.MaxEntriesInFile,
+		MaxLogSize:          eff.MaxLogSize,
+		MaxLogFiles:         eff.MaxLogFiles,
+		BufferSize:          eff.BufferSize,
+		FlushEachBatch:      eff.FlushEachBatch,
+		Hostname:            eff.Hostname,
+		ControllerName:      eff.ControllerName,
+		Metadata:            metadata,
+		SetLoggingTimestamp: eff.SetLoggingTimestamp,
+	}, nil
+}
+
+// overlay returns base with every field that top sets replaced by top's.
+func overlay(base, top config.Sink) config.Sink {
+	str := func(b *string, t string) {
+		if t != "" {
+			*b = t
+		}
+	}
+	num := func(b *int, t int) {
+		if t != 0 {
+			*b = t
+		}
+	}
+	str(&base.Path, top.Path)
+	str(&base.Format, top.Format)
+	str(&base.Compression, top.Compression)
+	str(&base.Hostname, top.Hostname)
+	str(&base.ControllerName, top.ControllerName)
+	num(&base.MaxEntriesInFile, top.MaxEntriesInFile)
+	num(&base.MaxLogSize, top.MaxLogSize)
+	num(&base.MaxLogFiles, top.MaxLogFiles)
+	num(&base.BufferSize, top.BufferSize)
+	if top.Metadata != nil {
+		base.Metadata = top.Metadata
+	}
+	base.SetLoggingTimestamp = base.SetLoggingTimestamp || top.SetLoggingTimestamp
+	base.FlushEachBatch = base.FlushEachBatch || top.FlushEachBatch
+	base.Name, base.Type = top.Name, top.Type
+	return base
+}
+
+// Run serves metrics (if configured) and runs the bridge until ctx is
+// cancelled or the receivers end.
+func (s *Server) Run(ctx context.Context) error {
+	if s.metrics != nil {
+		go s.metrics.Serve(s.mln)
+		defer s.metrics.Close()
+	}
+	return s.Bridge.Run(ctx)
+}
+
+// Close releases what Build created when Run is not going to run.
+func (s *Server) Close() error {
+	var errs []error
+	for _, c := range s.closers {
+		errs = append(errs, c())
+	}
+	if s.mln != nil {
+		errs = append(errs, s.mln.Close())
+	}
+	return errors.Join(errs...)
+}

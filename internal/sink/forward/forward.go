@@ -1,0 +1,648 @@
+package forward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/codec/kdb"
+	"github.com/tracebridge/tracebridge/internal/codec/kieker"
+	"github.com/tracebridge/tracebridge/internal/metrics"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// Defaults of Config.
+const (
+	DefaultDialTimeout        = 5 * time.Second
+	DefaultBackoffMin         = 100 * time.Millisecond
+	DefaultBackoffMax         = 30 * time.Second
+	DefaultBufferSize         = 64 << 10
+	DefaultWriteTimeout       = 30 * time.Second
+	DefaultMaxRegistryEntries = 500_000
+)
+
+// maxDialWait bounds how long a non-blocking Consume waits for the dial it
+// started before it drops the batch; the dial goes on in the background.
+const maxDialWait = time.Second
+
+// Config configures a Sink. Zero values select the defaults.
+type Config struct {
+	// URL is the target: kieker-tcp://HOST:PORT or kdb-tcp://HOST:PORT.
+	URL string
+	// Mapping gives the KDB ids (kdb-tcp only); nil means
+	// kdb.DefaultMapping(Catalog).
+	Mapping *kdb.Mapping
+	// Catalog builds the default mapping; nil means record.Builtin().
+	Catalog *record.Catalog
+
+	// DialTimeout bounds one connection attempt (default 5 s).
+	DialTimeout time.Duration
+	// BackoffMin and BackoffMax bound the wait between failed connection
+	// attempts, which doubles from BackoffMin (default 100 ms) up to
+	// BackoffMax (default 30 s).
+	BackoffMin time.Duration
+	BackoffMax time.Duration
+	// BufferSize is the size in bytes at which encoded records are written
+	// to the connection (default 64 KiB); Flush writes what is left.
+	BufferSize int
+	// WriteTimeout bounds one write: a peer that accepts nothing for that
+	// long counts as lost (default 30 s; negative: no limit).
+	WriteTimeout time.Duration
+	// MaxRegistryEntries (kieker-tcp only) is the number of strings after
+	// which a connection is replaced by a new one with an empty registry
+	// (default 500000, half the default limit of tracebridge's receivers).
+	MaxRegistryEntries int
+
+	// Block makes Consume wait, retrying, until its batch is written (for
+	// replay); otherwise a batch that cannot be sent is dropped.
+	Block bool
+}
+
+// Settings are the sink's injected dependencies.
+type Settings struct {
+	// Logger hears about connection state changes and unsendable record
+	// types; nil discards.
+	Logger *slog.Logger
+	// Metrics counts dropped records (Dropped). The sink does not call
+	// Consumed: the caller that times Consume (the bridge) does.
+	Metrics *metrics.Sink
+}
+
+var (
+	// ErrDropped is wrapped by the errors of Consume and Flush when records
+	// were dropped because the target could not be reached or the
+	// connection was lost.
+	ErrDropped = errors.New("records dropped")
+	// ErrClosed is returned by Consume after Close (and by a blocked
+	// Consume that Close interrupted).
+	ErrClosed = errors.New("forward sink closed")
+)
+
+// Stats count what a Sink did.
+type Stats struct {
+	// Sent is the number of records written to a connection (handed to
+	// the operating system; see the package comment on delivery). In
+	// Block mode a re-sent record counts again.
+	Sent int64
+	// Dropped is the number of records given up on: unsendable types, and
+	// without Block the records that could not be sent.
+	Dropped int64
+	// Connects is the number of connections made.
+	Connects int64
+}
+
+// Sink forwards records to another receiver over TCP.
+type Sink struct {
+	cfg    Config
+	target Target
+	log    *slog.Logger
+	met    *metrics.Sink
+	mapped *kdb.Mapping
+	kdbEnc *kdb.Encoder
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	closeCtx context.Context // cancelled by Close: interrupts dials and waits
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup // connection watchers and background dials
+
+	cur      atomic.Pointer[link] // the connection, for Connected
+	sent     atomic.Int64
+	dropped  atomic.Int64
+	connects atomic.Int64
+
+	mu       sync.Mutex
+	closed   bool
+	link     *link
+	buf      []byte // encoded records not yet written
+	pending  int    // records in buf
+	dialing  chan dialResult
+	backoff  time.Duration // wait after the next failed dial; 0: none failed yet
+	nextDial time.Time
+	state    state
+	lastErr  error     // why the target is down
+	downAt   time.Time // when it went down
+	downDrop int64     // records dropped while down
+	warned   map[string]bool
+}
+
+type state uint8
+
+const (
+	stateIdle state = iota // never tried
+	stateUp
+	stateDown
+)
+
+// link is one connection.
+type link struct {
+	conn net.Conn
+	enc  *kieker.Encoder // kieker-tcp: the connection's string registry
+	gone atomic.Bool     // the peer closed it (or reading failed)
+	err  error           // why; written before gone is set
+}
+
+type dialResult struct {
+	conn net.Conn
+	err  error
+}
+
+var _ pipeline.Sink = (*Sink)(nil)
+
+// New validates cfg and returns a sink. It does not connect: the first
+// Consume does.
+func New(cfg Config, set Settings) (*Sink, error) {
+	t, err := ParseURL(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = DefaultDialTimeout
+	}
+	if cfg.BackoffMin == 0 {
+		cfg.BackoffMin = DefaultBackoffMin
+	}
+	if cfg.BackoffMax == 0 {
+		cfg.BackoffMax = max(DefaultBackoffMax, cfg.BackoffMin)
+	}
+	if cfg.BufferSize == 0 {
+		cfg.BufferSize = DefaultBufferSize
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.MaxRegistryEntries == 0 {
+		cfg.MaxRegistryEntries = DefaultMaxRegistryEntries
+	}
+	switch {
+	case cfg.DialTimeout < 0:
+		return nil, fmt.Errorf("forward to %s: negative dial timeout %v", t, cfg.DialTimeout)
+	case cfg.BackoffMin < 0:
+		return nil, fmt.Errorf("forward to %s: negative back-off %v", t, cfg.BackoffMin)
+	case cfg.BackoffMax < cfg.BackoffMin:
+		return nil, fmt.Errorf("forward to %s: maximum back-off %v below the minimum %v", t, cfg.BackoffMax, cfg.BackoffMin)
+	case cfg.BufferSize < 0:
+		return nil, fmt.Errorf("forward to %s: negative buffer size %d", t, cfg.BufferSize)
+	case cfg.MaxRegistryEntries < 0:
+		return nil, fmt.Errorf("forward to %s: negative registry limit %d", t, cfg.MaxRegistryEntries)
+	}
+	s := &Sink{cfg: cfg, target: t, log: set.Logger, met: set.Metrics, dial: (&net.Dialer{}).DialContext}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if t.Protocol == KDB {
+		s.mapped = cfg.Mapping
+		if s.mapped == nil {
+			cat := cfg.Catalog
+			if cat == nil {
+				cat = record.Builtin()
+			}
+			if s.mapped, err = kdb.DefaultMapping(cat); err != nil {
+				return nil, fmt.Errorf("forward to %s: %w", t, err)
+			}
+		}
+		s.kdbEnc = kdb.NewEncoder(s.mapped, kdb.Options{})
+	}
+	s.closeCtx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Target returns the parsed target.
+func (s *Sink) Target() Target { return s.target }
+
+// Connected reports whether the sink holds an open connection whose peer has
+// not closed it. It never blocks.
+func (s *Sink) Connected() bool {
+	l := s.cur.Load()
+	return l != nil && !l.gone.Load()
+}
+
+// Stats returns the counts so far. It never blocks.
+func (s *Sink) Stats() Stats {
+	return Stats{Sent: s.sent.Load(), Dropped: s.dropped.Load(), Connects: s.connects.Load()}
+}
+
+// Consume encodes b and sends it (see the package comment for when it is
+// written, retried or dropped). It keeps nothing of b.
+func (s *Sink) Consume(ctx context.Context, b *record.Batch) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		s.drop(b.Len())
+		return fmt.Errorf("forward to %s: %d records dropped: %w", s.target, b.Len(), ErrClosed)
+	}
+	if s.cfg.Block {
+		return s.consumeBlocking(ctx, b)
+	}
+	return s.consumeNow(ctx, b)
+}
+
+// consumeNow is Consume without Block. s.mu is held.
+func (s *Sink) consumeNow(ctx context.Context, b *record.Batch) error {
+	s.checkLink()
+	if s.link == nil {
+		s.connectAsync(ctx)
+		if s.link == nil {
+			n := b.Len()
+			s.drop(n)
+			s.downDrop += int64(n)
+			return fmt.Errorf("forward to %s: not connected, %d records dropped: %w: %w", s.target, n, ErrDropped, s.downErr())
+		}
+	}
+	skipped := 0
+	for i := range b.Records {
+		if !s.encode(&b.Records[i]) {
+			skipped++
+			continue
+		}
+		if len(s.buf) < s.cfg.BufferSize {
+			continue
+		}
+		if err := s.write(); err != nil {
+			n := s.lose(err) + len(b.Records) - i - 1
+			s.drop(n + skipped)
+			s.downDrop += int64(n)
+			return fmt.Errorf("forward to %s: connection lost, %d records dropped: %w: %w", s.target, n, ErrDropped, err)
+		}
+	}
+	s.drop(skipped)
+	s.rotate()
+	return nil
+}
+
+// consumeBlocking is Consume with Block. s.mu is held.
+func (s *Sink) consumeBlocking(ctx context.Context, b *record.Batch) error {
+	for {
+		if err := s.interrupted(ctx); err != nil {
+			s.drop(b.Len())
+			return fmt.Errorf("forward to %s: %d records not sent: %w", s.target, b.Len(), err)
+		}
+		s.checkLink()
+		if s.link == nil {
+			if err := s.connectBlocking(ctx); err != nil {
+				continue // interrupted (checked above) or failed (back-off)
+			}
+		}
+		skipped, err := s.sendWhole(b)
+		if err == nil {
+			s.drop(skipped)
+			s.rotate()
+			return nil
+		}
+		s.lose(err)
+	}
+}
+
+// sendWhole encodes and writes all of b. On error the connection is broken
+// and what was written of b is incomplete.
+func (s *Sink) sendWhole(b *record.Batch) (skipped int, err error) {
+	for i := range b.Records {
+		if !s.encode(&b.Records[i]) {
+			skipped++
+			continue
+		}
+		if len(s.buf) >= s.cfg.BufferSize {
+			if err := s.write(); err != nil {
+				return skipped, err
+			}
+		}
+	}
+	if len(s.buf) > 0 {
+		if err := s.write(); err != nil {
+			return skipped, err
+		}
+	}
+	return skipped, nil
+}
+
+// errDialing is the reason for a drop while the first connection attempt
+// is still running.
+var errDialing = errors.New("connection attempt in progress")
+
+func (s *Sink) downErr() error {
+	if s.lastErr == nil {
+		return errDialing
+	}
+	return s.lastErr
+}
+
+// interrupted reports why a blocking Consume must stop, if it must.
+func (s *Sink) interrupted(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.closeCtx.Err() != nil {
+		return ErrClosed
+	}
+	return nil
+}
+
+// encode appends r to the buffer and reports whether it could. A record
+// that cannot be encoded is skipped and its type logged once.
+func (s *Sink) encode(r *record.Record) bool {
+	var err error
+	if s.kdbEnc != nil {
+		if _, ok := s.mapped.ID(r.Type); !ok {
+			s.warnOnce(r.Type, "record type has no id in the KDB mapping; its records are dropped", nil)
+			return false
+		}
+		s.buf, err = s.kdbEnc.AppendBinary(s.buf, r)
+	} else {
+		s.buf, err = s.link.enc.Append(s.buf, r)
+	}
+	if err != nil {
+		s.warnOnce(r.Type, "cannot encode a record of this type; such records are dropped", err)
+		return false
+	}
+	s.pending++
+	return true
+}
+
+func (s *Sink) warnOnce(t *record.Type, msg string, err error) {
+	name := "<nil>"
+	if t != nil {
+		name = t.Name
+	}
+	if s.warned[name] {
+		return
+	}
+	if s.warned == nil {
+		s.warned = make(map[string]bool)
+	}
+	s.warned[name] = true
+	attrs := []any{"target", s.target.String(), "type", name}
+	if err != nil {
+		attrs = append(attrs, "error", err)
+	}
+	s.log.Warn("forward: "+msg, attrs...)
+}
+
+// write writes the buffer to the connection.
+func (s *Sink) write() error {
+	l := s.link
+	if l.gone.Load() {
+		return fmt.Errorf("peer closed the connection: %w", l.err)
+	}
+	if s.cfg.WriteTimeout > 0 {
+		if err := l.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout)); err != nil {
+			return err
+		}
+	}
+	if _, err := l.conn.Write(s.buf); err != nil {
+		return err
+	}
+	s.sent.Add(int64(s.pending))
+	s.buf = s.buf[:0]
+	s.pending = 0
+	return nil
+}
+
+func (s *Sink) drop(n int) {
+	if n > 0 {
+		s.dropped.Add(int64(n))
+		s.met.Dropped(n)
+	}
+}
+
+// checkLink notices a connection whose peer has closed it.
+func (s *Sink) checkLink() {
+	if l := s.link; l != nil && l.gone.Load() {
+		n := s.lose(fmt.Errorf("peer closed the connection: %w", l.err))
+		s.drop(n)
+		s.downDrop += int64(n)
+	}
+}
+
+// lose closes the broken connection, empties the buffer and returns the
+// number of records that were in it.
+func (s *Sink) lose(err error) int {
+	s.closeLink()
+	n := s.pending
+	s.buf = s.buf[:0]
+	s.pending = 0
+	s.state = stateDown
+	s.lastErr = err
+	s.downAt = time.Now()
+	s.downDrop = 0
+	s.backoff = 0
+	s.nextDial = time.Time{} // the first attempt after a loss is immediate
+	s.log.Warn("forward: connection lost", "target", s.target.String(), "error", err)
+	return n
+}
+
+// rotate replaces a kieker-tcp connection whose registry is full. The
+// buffer is written first (in Block mode it is already empty).
+func (s *Sink) rotate() {
+	l := s.link
+	if l == nil || l.enc == nil || l.enc.Registry().Len() < s.cfg.MaxRegistryEntries {
+		return
+	}
+	if len(s.buf) > 0 {
+		if err := s.write(); err != nil {
+			n := s.lose(err)
+			s.drop(n)
+			s.downDrop += int64(n)
+			return
+		}
+	}
+	s.log.Debug("forward: new connection for a fresh string registry", "target", s.target.String(), "entries", l.enc.Registry().Len())
+	s.closeLink()
+	s.nextDial = time.Time{}
+}
+
+func (s *Sink) closeLink() {
+	if s.link != nil {
+		s.link.conn.Close()
+		s.link = nil
+		s.cur.Store(nil)
+	}
+}
+
+// install makes c the connection.
+func (s *Sink) install(c net.Conn) {
+	l := &link{conn: c}
+	if s.target.Protocol == Kieker {
+		l.enc = kieker.NewEncoder(kieker.EncoderOptions{Inline: true})
+	}
+	s.link = l
+	s.cur.Store(l)
+	s.connects.Add(1)
+	s.backoff = 0
+	s.wg.Add(1)
+	go s.watch(l)
+	switch s.state {
+	case stateIdle:
+		s.log.Info("forward: connected", "target", s.target.String())
+	case stateDown:
+		s.log.Info("forward: reconnected", "target", s.target.String(),
+			"down_for", time.Since(s.downAt).Round(time.Millisecond).String(), "dropped", s.downDrop)
+	}
+	s.state = stateUp
+	s.lastErr = nil
+}
+
+// watch reads from the connection until it fails, to notice at once when
+// the peer closes it. Whatever the peer sends is discarded.
+func (s *Sink) watch(l *link) {
+	defer s.wg.Done()
+	var buf [512]byte
+	for {
+		if _, err := l.conn.Read(buf[:]); err != nil {
+			l.err = err
+			l.gone.Store(true)
+			return
+		}
+	}
+}
+
+// dialFailed schedules the next attempt.
+func (s *Sink) dialFailed(err error) {
+	if s.backoff == 0 {
+		s.backoff = s.cfg.BackoffMin
+	} else {
+		s.backoff = min(2*s.backoff, s.cfg.BackoffMax)
+	}
+	s.nextDial = time.Now().Add(s.backoff)
+	s.lastErr = err
+	if s.state != stateDown { // never connected, or a rotation's new connection failed
+		s.state = stateDown
+		s.downAt = time.Now()
+		s.log.Warn("forward: target unreachable; retrying in the background", "target", s.target.String(), "error", err)
+	}
+}
+
+func (s *Sink) dialed(r dialResult) {
+	if r.err != nil {
+		if s.closeCtx.Err() != nil { // interrupted by Close, not a failure
+			s.lastErr = ErrClosed
+			return
+		}
+		s.dialFailed(r.err)
+		return
+	}
+	s.install(r.conn)
+}
+
+// connectAsync starts a background dial when one is due and waits for it
+// briefly, or picks up the result of an earlier one. s.mu is held.
+func (s *Sink) connectAsync(ctx context.Context) {
+	if s.dialing != nil {
+		select {
+		case r := <-s.dialing:
+			s.dialing = nil
+			s.dialed(r)
+		default:
+		}
+		return
+	}
+	if time.Now().Before(s.nextDial) {
+		return
+	}
+	ch := make(chan dialResult, 1)
+	s.dialing = ch
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		dctx, cancel := context.WithTimeout(s.closeCtx, s.cfg.DialTimeout)
+		defer cancel()
+		c, err := s.dial(dctx, "tcp", s.target.Addr)
+		ch <- dialResult{c, err}
+	}()
+	t := time.NewTimer(maxDialWait)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		s.dialing = nil
+		s.dialed(r)
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// connectBlocking waits for the next attempt and dials. s.mu is held.
+func (s *Sink) connectBlocking(ctx context.Context) error {
+	if d := time.Until(s.nextDial); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-s.closeCtx.Done():
+			t.Stop()
+			return ErrClosed
+		}
+	}
+	dctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
+	stop := context.AfterFunc(s.closeCtx, cancel)
+	c, err := s.dial(dctx, "tcp", s.target.Addr)
+	stop()
+	cancel()
+	if err != nil {
+		if s.interrupted(ctx) == nil {
+			s.dialFailed(err)
+		}
+		return err
+	}
+	s.install(c)
+	return nil
+}
+
+// Flush writes the buffered records to the connection. Without a
+// connection there is nothing buffered. A failed write loses the
+// connection; the buffered records are dropped and the error wraps
+// ErrDropped.
+func (s *Sink) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.link == nil || len(s.buf) == 0 {
+		return nil
+	}
+	if err := s.write(); err != nil {
+		n := s.lose(err)
+		s.drop(n)
+		s.downDrop += int64(n)
+		return fmt.Errorf("forward to %s: connection lost, %d records dropped: %w: %w", s.target, n, ErrDropped, err)
+	}
+	return nil
+}
+
+// Close flushes, closes the connection and stops the sink's goroutines. It
+// interrupts a Consume blocked waiting for the target. It is safe to call
+// twice; the second call does nothing.
+func (s *Sink) Close() error {
+	s.cancel()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	var err error
+	if s.link != nil && len(s.buf) > 0 {
+		if werr := s.write(); werr != nil {
+			n := s.pending
+			s.drop(n)
+			err = fmt.Errorf("forward to %s: closing, %d records dropped: %w: %w", s.target, n, ErrDropped, werr)
+		}
+	}
+	s.buf, s.pending = nil, 0
+	s.closeLink()
+	if s.dialing != nil {
+		if r := <-s.dialing; r.conn != nil {
+			r.conn.Close()
+		}
+		s.dialing = nil
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}

@@ -1,0 +1,85 @@
+// Package tcp is the TCP transport of the bridge (tracebridge serve): a
+// Receiver accepts or makes TCP connections, decodes each connection's
+// byte stream with its own Decoder and hands the records on to a
+// pipeline.Consumer in batches.
+//
+// # Modes
+//
+//   - Server: listen on Config.Address; any number of clients (up to
+//     Config.MaxConnections) connect and reconnect at will. KDB's tcp-server,
+//     Kieker's single-socket TCP reader.
+//   - SingleServer: accept exactly one connection; when it ends, Run returns
+//     nil. Other connection attempts meanwhile are closed at once. KDB's
+//     tcp-single-server.
+//   - Client: connect out to Config.Address. With Respawn, reconnect with
+//     capped exponential back-off whenever the connection fails or ends;
+//     without it, a failed first connect is an error (ErrConnect) and the end
+//     of the connection ends Run with nil. KDB's tcp-client.
+//   - Dual: Kieker ≤1.12's TCPWriter and the DualSocketTcpWriter: records on
+//     Config.Address, registry entries on Config.RegistryAddress. As Kieker's
+//     own dual reader does, all connections of the receiver share one string
+//     registry, guarded by one mutex held around every Decode. A records
+//     connection that meets a string id the registry has not delivered yet
+//     waits (up to Config.RegistryWait) for the registry connections to
+//     register more, then retries the same bytes.
+//
+// Listeners are bound by New, so Addr reports the bound address (port 0
+// picks a free one) before Run starts.
+//
+// # Per connection
+//
+// Each connection has one goroutine, one Decoder (from Config.NewDecoder,
+// so each connection has its own Kieker registry or KDB interner), one read
+// buffer (Config.ReadBuffer, grown only while a single unit is larger, up
+// to Decoder.MaxUnit) and one batch. The loop is read → decode → hand on →
+// repeat; nothing is allocated per record. After each read the records
+// decoded from it are passed to Config.Transform and handed on: with
+// pipeline.Emitter (a *pipeline.Queue) the filled batch is handed over and
+// an empty one comes back; otherwise Consume is called and the batch reused.
+// A consumer that blocks stops the reading, so TCP back-pressure slows the
+// client and memory stays at one buffer and one batch per connection.
+//
+// # Lifetimes
+//
+// A batch handed on with Emit belongs to the consumer from then on. A batch
+// handed on with Consume is the connection's own: the consumer may read it
+// until Consume returns (pipeline's rule; to keep a record it clones it).
+// Transform may change the records b.Records[from:] in place but must not
+// keep b. Strings in the records are immutable Go strings (a connection's
+// registry or interner), never views of the read buffer, so they may be
+// kept.
+//
+// # Faults
+//
+// Every fault is confined to its connection: a malformed stream (a decode
+// error, a limit exceeded, a unit larger than MaxUnit), a client that
+// disconnects inside a record, or a panic in a decoder closes only that
+// connection, after the records decoded before the fault were handed on. It
+// is logged in one line (keys receiver, peer, offset, err; the offset is the
+// stream offset of the offending unit) and counted as a decode error. Such
+// lines are rate-limited per receiver (Config.LogRate per second, then one
+// "suppressed" line with the count). Limits (string length, record size,
+// array length, registry entries) are the decoders': the factories carry
+// them.
+//
+// # Shutdown
+//
+// When Run's context is cancelled (or Close is called) the receiver stops
+// accepting, lets every open connection drain — it keeps reading what the
+// peer sends until EOF or Config.DrainTimeout — decodes and hands on every
+// complete unit, closes the connections and returns. While draining,
+// batches are handed on with a context that is not cancelled
+// (context.WithoutCancel): the consumer (a queue) has its own abort, and a
+// consumer that reports pipeline.ErrClosed stops the receiver at once. Run
+// returns only after every connection goroutine has ended; no goroutine
+// outlives it.
+//
+// # Concurrency
+//
+// A Receiver runs once: Run is called at most one time. Close, Addr,
+// RegistryAddr and Stats are safe for concurrent use. Decoders are used by
+// one connection goroutine only and need not be safe for concurrent use.
+// Config.Transform is called from the connection goroutines, concurrently
+// for different connections. The consumer is called concurrently from the
+// connection goroutines, one batch at a time per connection.
+package tcp
