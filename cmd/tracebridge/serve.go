@@ -23,14 +23,18 @@ Without -c or -t, serve runs the embedded default: a Kieker TCP receiver on
 and a binary Kieker log under ./tracebridge-data.
 
 Receiver types (-t): tcp-server, tcp-single-server, tcp-client (the KDB binary
-dialect), kieker-tcp (Kieker's single-socket TCP), kieker-tcp-dual.
+dialect), kieker-tcp (Kieker's single-socket TCP), kieker-tcp-dual,
+stomp-client (alias jms-client; -l stomp://HOST:61613 -u USER -w PASS),
+broker-embedded (alias jms-embedded; -p 4222 [--mqtt-port 1883]),
+nats-client (-l nats://HOST:4222), mqtt-client (-l mqtt://HOST:1883).
 
 Exit codes: 1 mapping file, 2 configuration, 3 communication, 4 command line.`
 
 // serveFlags are KDB's command line plus tracebridge's own.
 type serveFlags struct {
 	configFile, typ, host, mapping, kiekerProps, dataDir, metrics, pidFile, logFile string
-	port, registryPort, verbose                                                     int
+	url, user, password, destination, deadLetter, encoding                          string
+	port, registryPort, mqttPort, verbose                                           int
 	libs                                                                            listFlag
 	stats, daemon, respawn                                                          bool
 }
@@ -51,10 +55,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.BoolVar(p, long, false, usage)
 	}
 	both(&f.configFile, "c", "config", "", "YAML configuration with receivers and sinks")
-	both(&f.typ, "t", "type", "", "receiver type: tcp-server, tcp-single-server, tcp-client, kieker-tcp, kieker-tcp-dual")
+	both(&f.typ, "t", "type", "", "receiver type: tcp-server, tcp-single-server, tcp-client, kieker-tcp, kieker-tcp-dual, stomp-client, broker-embedded, nats-client, mqtt-client")
 	both(&f.host, "h", "host", "", "host to connect to (tcp-client) or listen on (servers; default 127.0.0.1)")
 	bothInt(&f.port, "p", "port", -1, "port to listen on (servers; 0 picks a free one) or connect to (tcp-client)")
 	fs.IntVar(&f.registryPort, "registry-port", -1, "registry port of kieker-tcp-dual")
+	both(&f.url, "l", "url", "", "broker URL: stomp://HOST:61613, stomp+ssl://…, nats://HOST:4222, mqtt://HOST:1883")
+	both(&f.user, "u", "user", "", "broker user name")
+	both(&f.password, "w", "password", "", "broker password (never logged)")
+	fs.StringVar(&f.destination, "destination", "", "STOMP destination, NATS subject or MQTT topic (defaults: /queue/kieker.tools.bridge, kieker.tools.bridge, kieker/tools/bridge)")
+	fs.StringVar(&f.deadLetter, "dead-letter", "", "where malformed broker messages are copied")
+	fs.StringVar(&f.encoding, "encoding", "", "broker message bodies: auto (default), text or binary")
+	fs.IntVar(&f.mqttPort, "mqtt-port", -1, "broker-embedded: also listen for MQTT clients on this port")
 	both(&f.mapping, "m", "map", "", "KDB mapping file (id=class); default: common Kieker types")
 	fs.Var(&f.libs, "L", "IRL files or directories with more record types (repeatable, or ':'-separated)")
 	fs.Var(&f.libs, "libraries", "same as -L")
@@ -103,8 +114,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	for _, r := range srv.Receivers {
 		verb := "listening on"
-		if r.Type == config.TCPClient {
+		switch r.Type {
+		case config.TCPClient:
 			verb = "connecting to"
+		case config.StompClient, config.NATSClient, config.MQTTClient:
+			verb = "consuming from"
 		}
 		fmt.Fprintf(stdout, "tracebridge: receiver %s (%s) %s %s\n", r.Name, r.Type, verb, r.Where)
 	}
@@ -149,10 +163,11 @@ func serveError(err error) error {
 // embedded default.
 func (f *serveFlags) config() (*config.Config, error) {
 	var cfg *config.Config
-	kdbFlags := f.typ != "" || f.port >= 0 || f.host != "" || f.mapping != "" || f.respawn || f.registryPort >= 0
+	kdbFlags := f.typ != "" || f.port >= 0 || f.host != "" || f.mapping != "" || f.respawn || f.registryPort >= 0 ||
+		f.url != "" || f.user != "" || f.password != "" || f.destination != "" || f.deadLetter != "" || f.encoding != "" || f.mqttPort >= 0
 	switch {
 	case f.configFile != "" && kdbFlags:
-		return nil, usagef("serve: -c and the receiver flags (-t, -p, -h, -m, --respawn) exclude each other")
+		return nil, usagef("serve: -c and the receiver flags (-t, -p, -h, -m, -l, -u, -w, --respawn, …) exclude each other")
 	case f.configFile != "":
 		c, err := config.Load(f.configFile)
 		if err != nil {
@@ -168,7 +183,7 @@ func (f *serveFlags) config() (*config.Config, error) {
 		}
 	case kdbFlags:
 		if f.typ == "" {
-			return nil, usagef("serve: -p, -h, -m and --respawn need -t TYPE")
+			return nil, usagef("serve: the receiver flags (-p, -h, -m, -l, …) need -t TYPE")
 		}
 		r, err := f.receiver()
 		if err != nil {
@@ -193,9 +208,28 @@ func (f *serveFlags) config() (*config.Config, error) {
 }
 
 func (f *serveFlags) receiver() (config.Receiver, error) {
-	r := config.Receiver{Type: f.typ, Mapping: f.mapping, Respawn: f.respawn}
+	r := config.Receiver{Type: f.typ, Mapping: f.mapping, Respawn: f.respawn, URL: f.url, User: f.user, Password: f.password,
+		Destination: f.destination, DeadLetter: f.deadLetter, Encoding: f.encoding}
 	host := f.host
 	switch f.typ {
+	case "jms-client", config.StompClient, config.NATSClient, config.MQTTClient:
+		if f.url == "" {
+			return r, usagef("serve: -t %s needs -l URL", f.typ)
+		}
+		return r, nil
+	case "jms-embedded", config.BrokerEmbedded:
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		port := f.port
+		if port < 0 {
+			port = 4222
+		}
+		r.Listen = net.JoinHostPort(host, strconv.Itoa(port))
+		if f.mqttPort >= 0 {
+			r.MQTTListen = net.JoinHostPort(host, strconv.Itoa(f.mqttPort))
+		}
+		return r, nil
 	case config.TCPClient:
 		if host == "" || f.port <= 0 {
 			return r, usagef("serve: -t tcp-client needs -h HOST and -p PORT")
@@ -203,8 +237,6 @@ func (f *serveFlags) receiver() (config.Receiver, error) {
 		r.Connect = net.JoinHostPort(host, strconv.Itoa(f.port))
 		return r, nil
 	case config.TCPServer, "kdb-tcp", config.TCPSingleServer, config.KiekerTCP, config.KiekerTCPDual:
-	case "jms-client", "jms-embedded", "stomp-client", "broker-embedded", "nats-client", "mqtt-client":
-		return r, usagef("serve: -t %s: message brokers are not supported by this build", f.typ)
 	default:
 		return r, usagef("serve: unknown type %q", f.typ)
 	}

@@ -57,7 +57,7 @@ func (s *syncBuffer) String() string {
 }
 
 var (
-	listenLine = regexp.MustCompile(`receiver (\S+) \(\S+\) (?:listening on|connecting to) (\S+)`)
+	listenLine = regexp.MustCompile(`receiver (\S+) \(\S+\) (?:listening on|connecting to|consuming from) (\S+)`)
 	sinkLine   = regexp.MustCompile(`sink \S+ \(kieker-log\) writing to (\S+)`)
 	metricLine = regexp.MustCompile(`metrics on http://(\S+)/metrics`)
 )

@@ -10,6 +10,13 @@
 // therefore allow Flush concurrently with Consume (the sinks in
 // internal/sink do).
 //
+// Delivery: a source that must know when its records are safe (a broker
+// source acknowledging messages) attaches callbacks to a batch
+// (record.Batch.Done). They are called after every sink has consumed the
+// batch and a following flush succeeded, about one AckInterval later, or at
+// once with the error when a sink failed; with a negative FlushInterval
+// they wait for Close.
+//
 // Shutdown: when Run's context is cancelled, sources stop accepting and
 // drain what their peers already sent; once every source has returned, the
 // queue is drained into the sinks, which are flushed and closed. If that
@@ -66,6 +73,10 @@ type Settings struct {
 	FlushInterval time.Duration
 	// ShutdownTimeout bounds draining after cancellation (default 30 s).
 	ShutdownTimeout time.Duration
+	// AckInterval: while sources wait for Done callbacks (brokers waiting
+	// to acknowledge), sinks are flushed this often instead (default
+	// 50 ms), so a broker's window of unacknowledged messages keeps moving.
+	AckInterval time.Duration
 
 	// Listener is called every ListenerInterval records (default 100, as
 	// KDB's ServiceContainer does).
@@ -97,6 +108,9 @@ type Bridge struct {
 	stopped   atomic.Int64
 
 	errLimiter limiter
+
+	pmu     sync.Mutex
+	pending []func(error) // Done callbacks waiting for the next flush
 }
 
 // New returns an empty bridge.
@@ -115,6 +129,9 @@ func New(s Settings) *Bridge {
 	}
 	if s.ListenerInterval <= 0 {
 		s.ListenerInterval = 100
+	}
+	if s.AckInterval <= 0 {
+		s.AckInterval = 50 * time.Millisecond
 	}
 	return &Bridge{set: s, log: s.Logger}
 }
@@ -192,7 +209,15 @@ func (b *Bridge) Run(ctx context.Context) error {
 	for i := len(b.stages) - 1; i >= 0; i-- {
 		chain = b.stages[i](chain)
 	}
-	q := pipeline.NewQueue(b.set.QueueBatches, chain, b.sinkError)
+	// Sources' Done callbacks are taken off before the stages see the
+	// batch and settled once the sinks have the records durably.
+	settling := pipeline.ConsumerFunc(func(ctx context.Context, batch *record.Batch) error {
+		done := batch.TakeDone()
+		err := chain.Consume(ctx, batch)
+		b.settle(done, err)
+		return err
+	})
+	q := pipeline.NewQueue(b.set.QueueBatches, settling, b.sinkError)
 	b.set.Metrics.SetQueueDepth(q.Depth)
 
 	drainCtx := context.WithoutCancel(ctx)
@@ -263,11 +288,13 @@ func (b *Bridge) Run(ctx context.Context) error {
 	<-flushDone
 
 	var closeErrs []error
+	pending := b.takePending()
 	for _, s := range b.sinks {
 		if err := s.sink.Close(); err != nil {
 			closeErrs = append(closeErrs, fmt.Errorf("sink %s: %w", s.name, err))
 		}
 	}
+	callAll(pending, errors.Join(closeErrs...))
 	if l := b.set.Listener; l != nil {
 		l(b.delivered.Load(), "stopped")
 	}
@@ -318,19 +345,67 @@ func (b *Bridge) flusher(stop <-chan struct{}, done chan<- struct{}) {
 		<-stop
 		return
 	}
-	t := time.NewTicker(b.set.FlushInterval)
+	tick := min(b.set.FlushInterval, b.set.AckInterval)
+	t := time.NewTicker(tick)
 	defer t.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-stop:
 			return
-		case <-t.C:
-			for _, s := range b.sinks {
-				if err := s.sink.Flush(); err != nil {
-					b.sinkError(fmt.Errorf("sink %s: flush: %w", s.name, err))
-				}
+		case now := <-t.C:
+			b.pmu.Lock()
+			waiting := len(b.pending) > 0
+			b.pmu.Unlock()
+			if now.Sub(last) >= b.set.FlushInterval || waiting && now.Sub(last) >= b.set.AckInterval {
+				b.flushSinks()
+				last = now
 			}
 		}
+	}
+}
+
+// flushSinks flushes every sink and then settles the callbacks of the
+// batches consumed before the flush began.
+func (b *Bridge) flushSinks() {
+	pending := b.takePending()
+	var errs []error
+	for _, s := range b.sinks {
+		if err := s.sink.Flush(); err != nil {
+			err = fmt.Errorf("sink %s: flush: %w", s.name, err)
+			b.sinkError(err)
+			errs = append(errs, err)
+		}
+	}
+	callAll(pending, errors.Join(errs...))
+}
+
+// settle records the callbacks of a consumed batch: failed batches hear at
+// once, the others after the next successful flush.
+func (b *Bridge) settle(done []func(error), err error) {
+	if len(done) == 0 {
+		return
+	}
+	if err != nil {
+		callAll(done, err)
+		return
+	}
+	b.pmu.Lock()
+	b.pending = append(b.pending, done...)
+	b.pmu.Unlock()
+}
+
+func (b *Bridge) takePending() []func(error) {
+	b.pmu.Lock()
+	defer b.pmu.Unlock()
+	p := b.pending
+	b.pending = nil
+	return p
+}
+
+func callAll(fs []func(error), err error) {
+	for _, f := range fs {
+		f(err)
 	}
 }
 

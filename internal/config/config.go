@@ -41,6 +41,10 @@ const (
 	TCPClient       = "tcp-client"        // KDB binary, connects out
 	KiekerTCP       = "kieker-tcp"        // Kieker's single-socket TCP, many clients
 	KiekerTCPDual   = "kieker-tcp-dual"   // Kieker's dual-socket TCP (records + registry ports)
+	StompClient     = "stomp-client"      // a STOMP broker (alias jms-client)
+	BrokerEmbedded  = "broker-embedded"   // the embedded NATS/JetStream (+MQTT) broker (alias jms-embedded)
+	NATSClient      = "nats-client"       // a NATS server (JetStream when available)
+	MQTTClient      = "mqtt-client"       // an MQTT broker
 )
 
 // Sink types.
@@ -75,6 +79,36 @@ type Receiver struct {
 	ReadBuffer     int `yaml:"read_buffer"`
 	// DrainTimeout bounds reading what peers already sent at shutdown.
 	DrainTimeout Duration `yaml:"drain_timeout"`
+
+	// Brokers (stomp-client, nats-client, mqtt-client): the broker URL
+	// (stomp://, stomp+ssl://, nats://, mqtt://, mqtts://) and credentials
+	// (never logged). broker-embedded listens on Listen (NATS) and, if set,
+	// MQTTListen.
+	URL        string `yaml:"url"`
+	User       string `yaml:"user"`
+	Password   string `yaml:"password"`
+	MQTTListen string `yaml:"mqtt_listen"`
+	// Destination: the STOMP destination (default
+	// /queue/kieker.tools.bridge), NATS subject (kieker.tools.bridge) or
+	// MQTT topic (kieker/tools/bridge).
+	Destination string `yaml:"destination"`
+	// DeadLetter: where malformed messages are copied (same kind of name
+	// as Destination); empty: nowhere (they are logged and acknowledged).
+	DeadLetter string `yaml:"dead_letter"`
+	// Encoding of message bodies: auto (default; text/* content types and
+	// bodies starting with a digit are KDB text), text or binary.
+	Encoding string `yaml:"encoding"`
+	// Prefetch: unacknowledged messages the broker may send ahead (STOMP;
+	// NATS: max ack pending).
+	Prefetch int `yaml:"prefetch"`
+	// VHost is the STOMP host header (RabbitMQ virtual host, default /).
+	VHost string `yaml:"vhost"`
+	// Stream and Durable name NATS JetStream's stream (KIEKER) and
+	// consumer (tracebridge); ClientID MQTT's persistent session
+	// (tracebridge).
+	Stream   string `yaml:"stream"`
+	Durable  string `yaml:"durable"`
+	ClientID string `yaml:"client_id"`
 
 	// JavaCharCount decodes registry entries of Kieker's Java writers,
 	// which send UTF-16 char counts (non-ASCII strings otherwise fail).
@@ -198,8 +232,13 @@ func (c *Config) Normalize() error {
 	}
 	for i := range c.Receivers {
 		r := &c.Receivers[i]
-		if r.Type == "kdb-tcp" {
+		switch r.Type {
+		case "kdb-tcp":
 			r.Type = TCPServer
+		case "jms-client":
+			r.Type = StompClient
+		case "jms-embedded":
+			r.Type = BrokerEmbedded
 		}
 		r.Name = name(r.Name, r.Type)
 		if seen[r.Name] {
@@ -241,10 +280,24 @@ func (r *Receiver) check() error {
 		if r.Format != "" && r.Format != "kdb" && r.Format != "kieker" {
 			return fmt.Errorf("format %q: want kdb or kieker", r.Format)
 		}
+	case StompClient, NATSClient, MQTTClient:
+		if r.URL == "" {
+			return errors.New("url missing")
+		}
+	case BrokerEmbedded:
+		if r.Listen == "" {
+			return errors.New("listen address missing")
+		}
 	case "":
 		return errors.New("type missing")
 	default:
-		return fmt.Errorf("unknown type %q (want %s, %s, %s, %s or %s)", r.Type, TCPServer, TCPSingleServer, TCPClient, KiekerTCP, KiekerTCPDual)
+		return fmt.Errorf("unknown type %q (want %s, %s, %s, %s, %s, %s, %s, %s or %s)", r.Type,
+			TCPServer, TCPSingleServer, TCPClient, KiekerTCP, KiekerTCPDual, StompClient, BrokerEmbedded, NATSClient, MQTTClient)
+	}
+	switch r.Encoding {
+	case "", "auto", "text", "binary":
+	default:
+		return fmt.Errorf("encoding %q: want auto, text or binary", r.Encoding)
 	}
 	switch r.TimestampUnit {
 	case "", "ns", "us", "ms", "s":

@@ -86,7 +86,7 @@ func (q *Queue) recycle(b *record.Batch) {
 // Emit enqueues b and returns an empty batch. An empty b is not enqueued and
 // is returned as it is.
 func (q *Queue) Emit(ctx context.Context, b *record.Batch) (*record.Batch, error) {
-	if b.Len() == 0 {
+	if b.Len() == 0 && len(b.Done) == 0 {
 		return b, nil
 	}
 	if err := q.send(ctx, b); err != nil {
@@ -98,13 +98,14 @@ func (q *Queue) Emit(ctx context.Context, b *record.Batch) (*record.Batch, error
 // Consume copies b into a batch of its own and enqueues it, for producers
 // that keep their batch.
 func (q *Queue) Consume(ctx context.Context, b *record.Batch) error {
-	if b.Len() == 0 {
+	if b.Len() == 0 && len(b.Done) == 0 {
 		return nil
 	}
 	c := q.NewBatch()
 	for i := range b.Records {
 		c.AddRecord(&b.Records[i])
 	}
+	c.Done = append(c.Done, b.TakeDone()...)
 	if err := q.send(ctx, c); err != nil {
 		q.recycle(c)
 		return err

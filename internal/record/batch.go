@@ -1,5 +1,7 @@
 package record
 
+import "slices"
+
 // Batch is a reusable group of records. Decoders append records to a batch;
 // consumers read Records. The values of all records live in one arena that
 // Reset recycles, so a batch that is reused allocates nothing per record
@@ -9,7 +11,15 @@ package record
 // may read it until it returns; to keep a record longer it must Clone it.
 type Batch struct {
 	Records []Record
-	arena   []Value
+
+	// Done holds callbacks a source attaches to learn the fate of the
+	// batch's records: the pipeline calls each exactly once, with nil when
+	// the records are durable in every sink (consumed and flushed), or
+	// with the error that kept them from it. Broker sources acknowledge
+	// messages in them. Reset drops callbacks that were not taken.
+	Done []func(error)
+
+	arena []Value
 }
 
 const minArena = 256
@@ -21,8 +31,21 @@ func (b *Batch) Len() int { return len(b.Records) }
 func (b *Batch) Reset() {
 	clear(b.Records) // drop type and string references held by stale records
 	b.Records = b.Records[:0]
+	clear(b.Done)
+	b.Done = b.Done[:0]
 	clear(b.arena)
 	b.arena = b.arena[:0]
+}
+
+// TakeDone removes the batch's Done callbacks and returns them.
+func (b *Batch) TakeDone() []func(error) {
+	if len(b.Done) == 0 {
+		return nil
+	}
+	d := slices.Clone(b.Done)
+	clear(b.Done)
+	b.Done = b.Done[:0]
+	return d
 }
 
 // Add appends a record of type t with zero values and returns it for the

@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/bridge"
@@ -25,6 +27,10 @@ import (
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/sink/forward"
 	"github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
+	"github.com/tracebridge/tracebridge/internal/source/broker"
+	mqttsrc "github.com/tracebridge/tracebridge/internal/source/mqtt"
+	natssrc "github.com/tracebridge/tracebridge/internal/source/nats"
+	stompsrc "github.com/tracebridge/tracebridge/internal/source/stomp"
 	"github.com/tracebridge/tracebridge/internal/source/tcp"
 	"github.com/tracebridge/tracebridge/internal/stage/timeunit"
 )
@@ -76,6 +82,7 @@ type Server struct {
 	MetricsAddr string
 
 	closers []func() error // receivers' listeners, if Run never runs
+	brokers []*natssrc.Server
 	metrics *http.Server
 	mln     net.Listener
 }
@@ -116,7 +123,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 	// Receivers and the metrics port first: a port in use should not leave
 	// an empty log directory behind.
 	for i := range cfg.Receivers {
-		if err := s.addReceiver(&cfg.Receivers[i], cat, reg, set.Logger); err != nil {
+		if err := s.addReceiver(&cfg.Receivers[i], cfg.DataDir, cat, reg, set.Logger); err != nil {
 			return nil, err
 		}
 	}
@@ -140,7 +147,11 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 	return s, nil
 }
 
-func (s *Server) addReceiver(rc *config.Receiver, cat *record.Catalog, reg *metrics.Registry, log *slog.Logger) error {
+func (s *Server) addReceiver(rc *config.Receiver, dataDir string, cat *record.Catalog, reg *metrics.Registry, log *slog.Logger) error {
+	switch rc.Type {
+	case config.StompClient, config.NATSClient, config.MQTTClient, config.BrokerEmbedded:
+		return s.addBrokerReceiver(rc, dataDir, cat, reg, log)
+	}
 	tc := tcp.Config{
 		Name:           rc.Name,
 		MaxConnections: rc.MaxConnections,
@@ -356,6 +367,9 @@ func (s *Server) Run(ctx context.Context) error {
 
 // Close releases what Build created when Run is not going to run.
 func (s *Server) Close() error {
+	for _, b := range s.brokers {
+		b.Shutdown()
+	}
 	var errs []error
 	for _, c := range s.closers {
 		errs = append(errs, c())
@@ -364,4 +378,131 @@ func (s *Server) Close() error {
 		errs = append(errs, s.mln.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// addBrokerReceiver builds a message-broker receiver: STOMP, NATS, MQTT, or
+// the embedded broker (a NATS server with JetStream, and MQTT if asked,
+// started here so that its ports are bound before Run) with its consumer.
+func (s *Server) addBrokerReceiver(rc *config.Receiver, dataDir string, cat *record.Catalog, reg *metrics.Registry, log *slog.Logger) error {
+	m, err := mapping(rc.Mapping, cat)
+	if err != nil {
+		return fmt.Errorf("receiver %s: %w", rc.Name, err)
+	}
+	enc, err := broker.ParseFormat(rc.Encoding)
+	if err != nil {
+		return classify(ErrConfig, fmt.Errorf("receiver %s: %w", rc.Name, err))
+	}
+	batch := broker.Config{
+		Name:    rc.Name,
+		Mapping: m,
+		Options: kdb.Options{MaxStringLen: rc.MaxStringLen, MaxArrayLen: rc.MaxArrayLen, MaxRecordSize: rc.MaxRecordSize},
+		Format:  enc,
+	}
+	set := broker.Settings{Logger: log, Metrics: reg.Receiver(rc.Name)}
+	var (
+		src interface {
+			Run(context.Context, pipeline.Consumer) error
+			Target() string
+		}
+		where    string
+		embedded *natssrc.Server
+	)
+	switch rc.Type {
+	case config.StompClient:
+		r, err := stompsrc.New(stompsrc.Config{
+			Name: rc.Name, URL: rc.URL, User: rc.User, Password: rc.Password, VHost: rc.VHost,
+			Destination: rc.Destination, DeadLetter: rc.DeadLetter, Prefetch: rc.Prefetch, Batch: batch,
+		}, set)
+		if err != nil {
+			return classify(ErrConfig, err)
+		}
+		src, where = r, r.Target()
+	case config.NATSClient, config.BrokerEmbedded:
+		nc := natssrc.Config{
+			Name: rc.Name, URL: rc.URL, User: rc.User, Password: rc.Password, Subject: rc.Destination,
+			Stream: rc.Stream, Durable: rc.Durable, MaxAckPending: rc.Prefetch, DeadLetter: rc.DeadLetter, Batch: batch,
+		}
+		if rc.Type == config.BrokerEmbedded {
+			srv, err := startEmbedded(rc, dataDir)
+			if err != nil {
+				return err
+			}
+			s.brokers = append(s.brokers, srv)
+			embedded = srv
+			nc.InProcess = srv.InProcess()
+			where = "nats://" + srv.Addr()
+			if a := srv.MQTTAddr(); a != "" {
+				where += " and mqtt://" + a
+			}
+		}
+		r, err := natssrc.New(nc, set)
+		if err != nil {
+			return classify(ErrConfig, err)
+		}
+		if embedded != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			err := r.Prepare(ctx)
+			cancel()
+			if err != nil {
+				return classify(ErrComm, err)
+			}
+		}
+		src = r
+		if where == "" {
+			where = r.Target()
+		}
+	case config.MQTTClient:
+		r, err := mqttsrc.New(mqttsrc.Config{
+			Name: rc.Name, URL: rc.URL, User: rc.User, Password: rc.Password, Topic: rc.Destination,
+			ClientID: rc.ClientID, DeadLetter: rc.DeadLetter, Batch: batch,
+		}, set)
+		if err != nil {
+			return classify(ErrConfig, err)
+		}
+		src, where = r, r.Target()
+	}
+	s.Receivers = append(s.Receivers, Endpoint{Name: rc.Name, Type: rc.Type, Where: where})
+	s.Bridge.AddSource(rc.Name, bridge.SourceFunc(func(ctx context.Context, out pipeline.Consumer) error {
+		err := src.Run(ctx, out)
+		if embedded != nil {
+			embedded.Shutdown()
+		}
+		return err
+	}))
+	return nil
+}
+
+func startEmbedded(rc *config.Receiver, dataDir string) (*natssrc.Server, error) {
+	host, port, err := splitHostPort(rc.Listen)
+	if err != nil {
+		return nil, classify(ErrConfig, fmt.Errorf("receiver %s: listen: %w", rc.Name, err))
+	}
+	sc := natssrc.ServerConfig{Host: host, Port: port, StoreDir: filepath.Join(dataDir, "broker")}
+	if rc.MQTTListen != "" {
+		mh, mp, err := splitHostPort(rc.MQTTListen)
+		if err != nil {
+			return nil, classify(ErrConfig, fmt.Errorf("receiver %s: mqtt_listen: %w", rc.Name, err))
+		}
+		if mh != host {
+			return nil, classify(ErrConfig, fmt.Errorf("receiver %s: mqtt_listen must use the host of listen (%s)", rc.Name, host))
+		}
+		sc.MQTT, sc.MQTTPort = true, mp
+	}
+	srv, err := natssrc.StartServer(sc)
+	if err != nil {
+		return nil, classify(ErrComm, fmt.Errorf("receiver %s: %w", rc.Name, err))
+	}
+	return srv, nil
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 0 || n > 65535 {
+		return "", 0, fmt.Errorf("port %q", p)
+	}
+	return h, n, nil
 }

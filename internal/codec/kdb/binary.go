@@ -26,6 +26,13 @@ func NewDecoder(m *Mapping, o Options) *Decoder {
 	return &Decoder{plans: newPlans(m), lim: o.limits(), in: o.interner()}
 }
 
+// Reset makes the decoder ready for a new stream (the next broker message):
+// offset 0, no pending record, no error. The interner is kept, so strings
+// repeated across messages are still allocated once.
+func (d *Decoder) Reset() {
+	d.off, d.pending, d.need, d.partial, d.err = 0, 0, 0, nil, nil
+}
+
 // Decode decodes every complete record at the start of buf into b and
 // returns the number of bytes consumed. An incomplete trailing record is not
 // an error: Decode returns n < len(buf) and a nil error, and the caller

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+	gostomp "github.com/go-stomp/stomp/v3"
+	natsgo "github.com/nats-io/nats.go"
+
+	"github.com/tracebridge/tracebridge/internal/servicetest"
+	"github.com/tracebridge/tracebridge/internal/shared"
+)
+
+func perlBodies(t *testing.T) [][]byte {
+	f, err := os.Open(shared.Path(t, "kieker-streams", "perl-kdb-messages.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out [][]byte
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		out = append(out, append([]byte(nil), sc.Bytes()...))
+	}
+	return out
+}
+
+const perlMap = "1=kieker.common.record.flow.trace.operation.BeforeOperationEvent\n2=kieker.common.record.flow.trace.operation.AfterOperationEvent\n3=kieker.common.record.flow.trace.Trace\n"
+
+// TestPerlProbeFramesThroughRabbitMQ sends the STOMP frames the EPrints Perl
+// probes sent (Net::Stomp, STOMP 1.0, no content-length) to RabbitMQ and
+// runs `serve -t jms-client` on the queue: the Kieker log is correct and the
+// password appears nowhere in the output.
+func TestPerlProbeFramesThroughRabbitMQ(t *testing.T) {
+	servicetest.Require(t, servicetest.RabbitSTOMP, "RabbitMQ STOMP")
+	dest := fmt.Sprintf("/queue/tracebridge-e2e-%d", rand.Int64())
+	frames, err := os.ReadFile(shared.Path(t, "kieker-streams", "perl-stomp.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The probes hard-code login hello/there; RabbitMQ here has guest/guest.
+	frames = bytes.ReplaceAll(frames, []byte("login:hello\n"), []byte("login:guest\n"))
+	frames = bytes.ReplaceAll(frames, []byte("passcode:there\n"), []byte("passcode:guest\n"))
+	frames = bytes.ReplaceAll(frames, []byte("/queue/kieker.tools.bridge"), []byte(dest))
+	c, err := net.Dial("tcp", servicetest.RabbitSTOMP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write(frames)
+	time.Sleep(500 * time.Millisecond)
+	c.Close()
+
+	dir := t.TempDir()
+	writeFile(t, dir+"/perl.map", perlMap)
+	p := startBridge(t, dir, "-t", "jms-client", "-l", "stomp://127.0.0.1:61613", "-u", "guest", "-w", "guest",
+		"--destination", dest, "-m", "perl.map", "--data-dir", "logs", "-v", "251")
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(p.stdout.String(), "received 251 records") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond) // a flush: acknowledged
+	p.stop()
+	recs := readLog(t, p.logDir)
+	counts := countByType(recs)
+	if counts["TraceMetadata"] != 1 || counts["BeforeOperationEvent"] != 125 || counts["AfterOperationEvent"] != 125 {
+		t.Fatalf("counts %v", counts)
+	}
+	// The trace is well formed: orderIndex 0..249 across entries and exits.
+	for i, r := range recs[2:] {
+		if r.Values[2].Int() != int64(i) {
+			t.Fatalf("record %d has orderIndex %d", i, r.Values[2].Int())
+		}
+	}
+	if strings.Contains(p.stdout.String()+p.stderr.String(), "guest@") {
+		t.Error("credentials in the output")
+	}
+}
+
+// TestBrokerKillAndRestart kills the bridge (-9) in the middle of a stream
+// from RabbitMQ and starts it again: every message ends up in one of the two
+// logs; nothing acknowledged is lost, nothing is left in the queue.
+func TestBrokerKillAndRestart(t *testing.T) {
+	servicetest.Require(t, servicetest.RabbitSTOMP, "RabbitMQ STOMP")
+	dest := fmt.Sprintf("/queue/tracebridge-kill-%d", rand.Int64())
+	pub, err := gostomp.Dial("tcp", servicetest.RabbitSTOMP, gostomp.ConnOpt.Login("guest", "guest"), gostomp.ConnOpt.Host("/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Disconnect()
+	const n = 8000
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, fmt.Sprintf(`
+flush_interval: 100ms
+receivers: [{type: stomp-client, url: "stomp://guest:guest@127.0.0.1:61613", destination: %q}]
+sinks: [{type: kieker-log, path: logs}]
+`, dest))
+	go func() {
+		for i := 0; i < n; i++ {
+			pub.Send(dest, "text/plain", fmt.Appendf(nil, "1;%d;42;%d;op();a.B", 1000+i, i))
+		}
+	}()
+	p1 := startBridge(t, dir, "-c", cfg)
+	time.Sleep(700 * time.Millisecond)
+	p1.cmd.Process.Kill()
+	<-p1.done
+	first := len(readLog(t, p1.logDir))
+	p2 := startBridge(t, dir, "-c", cfg)
+	seen := map[int64]bool{}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(seen) < n && time.Now().Before(deadline) {
+		time.Sleep(300 * time.Millisecond)
+		clear(seen)
+		for _, d := range []string{p1.logDir, p2.logDir} {
+			for _, r := range readLog(t, d) {
+				if r.Type.ShortName() == "BeforeOperationEvent" {
+					seen[r.Values[2].Int()] = true
+				}
+			}
+		}
+	}
+	p2.stop()
+	if len(seen) != n {
+		t.Fatalf("%d of %d messages in the two logs (first run wrote %d records before kill -9)", len(seen), n, first)
+	}
+	t.Logf("first run wrote %d records before kill -9", first)
+}
+
+// TestEmbeddedBrokerServe runs `serve -t jms-embedded` with MQTT and
+// publishes over NATS and MQTT.
+func TestEmbeddedBrokerServe(t *testing.T) {
+	dir := t.TempDir()
+	p := startBridge(t, dir, "-t", "jms-embedded", "-p", "0", "--mqtt-port", "0", "--data-dir", "data", "-v", "400")
+	where := p.receivers["broker-embedded"]
+	m := regexpFind(p.stdout.String(), `listening on nats://(\S+) and mqtt://(\S+)`)
+	if m == nil {
+		t.Fatalf("no broker addresses: %q\n%s", where, p.stdout.String())
+	}
+	nc, err := natsgo.Connect("nats://" + m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 200; i++ {
+		nc.Publish("kieker.tools.bridge", fmt.Appendf(nil, "1;%d;5;%d;op();a.B", i, i))
+	}
+	nc.Flush()
+	nc.Close()
+	mc := paho.NewClient(paho.NewClientOptions().AddBroker("tcp://" + m[2]).SetClientID("e2e"))
+	if tok := mc.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatal(tok.Error())
+	}
+	for i := 200; i < 400; i++ {
+		mc.Publish("kieker/tools/bridge", 1, false, fmt.Appendf(nil, "1;%d;5;%d;op();a.B", i, i)).WaitTimeout(5 * time.Second)
+	}
+	mc.Disconnect(100)
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(p.stdout.String(), "received 400 records") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.stop()
+	if got := tracesIn(t, readLog(t, p.logDir))[5]; got != 400 {
+		t.Fatalf("%d of 400 records through the embedded broker", got)
+	}
+	if _, err := os.Stat(dir + "/data/broker"); err != nil {
+		t.Fatalf("JetStream storage not under the data directory: %v", err)
+	}
+}

@@ -1,0 +1,398 @@
+// Package broker holds what the message-broker receivers (STOMP, NATS,
+// MQTT, the embedded broker) share: turning messages into record batches
+// (KDB text or binary, one or many records per message), acknowledging a
+// message only once its records are durable in every sink, handling
+// malformed messages (logged with the message id and reason, counted,
+// copied to a dead-letter destination if one is configured, and
+// acknowledged so they do not loop), and reconnecting with capped
+// exponential back-off while logging each state change once.
+//
+// Delivery is at-least-once: a message is acknowledged from the batch's
+// Done callback (see record.Batch), which the bridge calls after the sinks
+// consumed and flushed its records. When a sink fails the message is
+// negatively acknowledged (or left unacknowledged) so the broker delivers
+// it again.
+//
+// Concurrency: a Batcher is used by the one goroutine that receives a
+// subscription's messages; Ack and Nack functions of messages are called
+// later from the bridge's flush goroutine and must be safe for that.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/codec/kdb"
+	"github.com/tracebridge/tracebridge/internal/metrics"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// Format says how message bodies are encoded.
+type Format int
+
+// The formats. Auto decides per message: a content type text/* means the
+// KDB text dialect, application/octet-stream the binary one; without a
+// content type a body whose first byte is an ASCII digit is text (a binary
+// body starts with the high byte of an int32 record id, never a digit for
+// ids below 0x30000000).
+const (
+	Auto Format = iota
+	Text
+	Binary
+)
+
+// ParseFormat maps "", "auto", "text" and "binary" to a Format.
+func ParseFormat(s string) (Format, error) {
+	switch s {
+	case "", "auto":
+		return Auto, nil
+	case "text":
+		return Text, nil
+	case "binary":
+		return Binary, nil
+	}
+	return Auto, fmt.Errorf("format %q: want auto, text or binary", s)
+}
+
+// Message is one broker message.
+type Message struct {
+	// ID names the message in logs (message-id, stream sequence, packet id).
+	ID string
+	// Body is the payload; the Batcher does not keep it.
+	Body []byte
+	// ContentType is the message's content type, if the broker carries one.
+	ContentType string
+	// Ack acknowledges the message; Nack asks for redelivery (nil: the
+	// message is simply not acknowledged and comes again after a
+	// reconnect). Both may be called from another goroutine.
+	Ack  func() error
+	Nack func() error
+}
+
+// Config configures a Batcher.
+type Config struct {
+	// Name is the receiver's name (logs, metrics).
+	Name string
+	// Mapping gives the record ids of both KDB dialects.
+	Mapping *kdb.Mapping
+	// Options carries the decoders' limits.
+	Options kdb.Options
+	// Format of the bodies (Auto by default).
+	Format Format
+	// MaxRecords: a batch is handed on when it holds this many records
+	// (default 1024). MaxDelay: or when its first message waited this long
+	// (default 20 ms).
+	MaxRecords int
+	MaxDelay   time.Duration
+	// DeadLetter, if set, receives a copy of every malformed message with
+	// the reason before the message is acknowledged.
+	DeadLetter func(m Message, reason error) error
+}
+
+// Settings are injected.
+type Settings struct {
+	Logger  *slog.Logger
+	Metrics *metrics.Receiver
+}
+
+// Batcher decodes messages into batches and hands them on.
+type Batcher struct {
+	cfg   Config
+	log   *slog.Logger
+	met   *metrics.Receiver
+	out   pipeline.Consumer
+	emit  pipeline.Emitter
+	text  *kdb.TextDecoder
+	bin   *kdb.Decoder
+	batch *record.Batch
+	first time.Time // arrival of the batch's first message
+	acks  []Message
+	limit rateLimit
+
+	unsettled atomic.Int64  // batches handed on whose Done has not run
+	settled   chan struct{} // signalled after each settle
+
+	// Counters for tests and stats.
+	Messages, Malformed, Records int64
+}
+
+// NewBatcher returns a batcher handing batches to out.
+func NewBatcher(cfg Config, set Settings, out pipeline.Consumer) *Batcher {
+	if cfg.MaxRecords <= 0 {
+		cfg.MaxRecords = 1024
+	}
+	if cfg.MaxDelay <= 0 {
+		cfg.MaxDelay = 20 * time.Millisecond
+	}
+	if set.Logger == nil {
+		set.Logger = slog.New(slog.DiscardHandler)
+	}
+	b := &Batcher{
+		cfg:     cfg,
+		log:     set.Logger,
+		met:     set.Metrics,
+		out:     out,
+		text:    kdb.NewTextDecoder(cfg.Mapping, cfg.Options),
+		bin:     kdb.NewDecoder(cfg.Mapping, cfg.Options),
+		batch:   &record.Batch{},
+		settled: make(chan struct{}, 1),
+	}
+	b.emit, _ = out.(pipeline.Emitter)
+	return b
+}
+
+// Add decodes m into the current batch, handing the batch on when it is
+// full. A malformed message is logged, counted, dead-lettered and then
+// acknowledged together with the messages before it; its good records (the
+// ones before the bad one) are kept.
+func (b *Batcher) Add(ctx context.Context, m Message) error {
+	b.Messages++
+	b.met.Bytes(len(m.Body))
+	if b.batch.Len() == 0 && len(b.acks) == 0 {
+		b.first = time.Now()
+	}
+	before := b.batch.Len()
+	if err := b.decode(m); err != nil {
+		b.Malformed++
+		b.met.DecodeError()
+		b.malformed(m, err)
+	}
+	b.Records += int64(b.batch.Len() - before)
+	b.acks = append(b.acks, m)
+	if b.batch.Len() >= b.cfg.MaxRecords {
+		return b.Flush(ctx)
+	}
+	return nil
+}
+
+func (b *Batcher) decode(m Message) error {
+	if b.isText(m) {
+		_, err := b.text.DecodeMessage(m.Body, b.batch)
+		return err
+	}
+	b.bin.Reset()
+	n, err := b.bin.Decode(m.Body, b.batch)
+	if err != nil {
+		return err
+	}
+	if n < len(m.Body) {
+		return fmt.Errorf("offset %d: message ends inside a record (%d bytes left over)", n, len(m.Body)-n)
+	}
+	return nil
+}
+
+func (b *Batcher) isText(m Message) bool {
+	switch b.cfg.Format {
+	case Text:
+		return true
+	case Binary:
+		return false
+	}
+	switch ct := m.ContentType; {
+	case len(ct) >= 5 && ct[:5] == "text/":
+		return true
+	case ct == "application/octet-stream":
+		return false
+	}
+	return len(m.Body) > 0 && m.Body[0] >= '0' && m.Body[0] <= '9'
+}
+
+func (b *Batcher) malformed(m Message, err error) {
+	attrs := []any{"receiver", b.cfg.Name, "message_id", m.ID, "err", err}
+	if b.cfg.DeadLetter != nil {
+		if dlErr := b.cfg.DeadLetter(m, err); dlErr != nil {
+			attrs = append(attrs, "dead_letter_err", dlErr)
+		} else {
+			attrs = append(attrs, "dead_lettered", true)
+		}
+	}
+	if n, ok := b.limit.allow(); ok {
+		if n > 0 {
+			attrs = append(attrs, "suppressed", n)
+		}
+		b.log.Warn("malformed message acknowledged", attrs...)
+	}
+}
+
+// Due reports whether the current batch has waited MaxDelay.
+func (b *Batcher) Due(now time.Time) bool {
+	return (b.batch.Len() > 0 || len(b.acks) > 0) && now.Sub(b.first) >= b.cfg.MaxDelay
+}
+
+// Pending reports whether messages wait in the current batch.
+func (b *Batcher) Pending() bool { return len(b.acks) > 0 }
+
+// Flush hands the current batch on, with a Done callback that acknowledges
+// its messages once their records are durable (or asks for redelivery when
+// a sink failed).
+func (b *Batcher) Flush(ctx context.Context) error {
+	if len(b.acks) == 0 {
+		return nil
+	}
+	msgs := b.acks
+	b.acks = nil
+	b.met.Records(b.batch)
+	b.unsettled.Add(1)
+	b.batch.Done = append(b.batch.Done, func(err error) {
+		settle(msgs, err)
+		b.unsettled.Add(-1)
+		select {
+		case b.settled <- struct{}{}:
+		default:
+		}
+	})
+	if b.emit != nil {
+		nb, err := b.emit.Emit(ctx, b.batch)
+		b.batch = nb
+		if err != nil {
+			b.batch.Reset()
+		}
+		return err
+	}
+	err := b.out.Consume(ctx, b.batch)
+	b.batch.Reset()
+	return err
+}
+
+// WaitSettled waits until every batch handed on has been settled
+// (acknowledged or refused), or timeout passes; sources call it before
+// closing their connection so the last acknowledgements can still be sent.
+// It reports whether everything was settled.
+func (b *Batcher) WaitSettled(timeout time.Duration) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for b.unsettled.Load() > 0 {
+		select {
+		case <-b.settled:
+		case <-deadline.C:
+			return b.unsettled.Load() == 0
+		}
+	}
+	return true
+}
+
+// settle acknowledges msgs, or asks for their redelivery.
+func settle(msgs []Message, err error) {
+	for _, m := range msgs {
+		switch {
+		case err == nil && m.Ack != nil:
+			m.Ack()
+		case err != nil && m.Nack != nil:
+			m.Nack()
+		}
+	}
+}
+
+// Backoff is a capped exponential back-off: Next returns Min, doubling up
+// to Max; Reset starts over.
+type Backoff struct {
+	Min, Max time.Duration
+	cur      time.Duration
+}
+
+// Next returns the next wait.
+func (b *Backoff) Next() time.Duration {
+	if b.Min <= 0 {
+		b.Min = 100 * time.Millisecond
+	}
+	if b.Max <= 0 {
+		b.Max = 30 * time.Second
+	}
+	if b.cur == 0 {
+		b.cur = b.Min
+	} else {
+		b.cur = min(2*b.cur, b.Max)
+	}
+	return b.cur
+}
+
+// Reset starts over at Min.
+func (b *Backoff) Reset() { b.cur = 0 }
+
+// Sleep waits d or until ctx is done; it reports whether d passed.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// State logs a connection's state changes once each: Up after a successful
+// connect, Down with the reason when it fails or is lost. Repeated failures
+// while down are not logged again.
+type State struct {
+	Log      *slog.Logger
+	Receiver string
+	Target   string // redacted: never a password
+
+	mu   sync.Mutex
+	up   bool
+	seen bool
+}
+
+// Up records a successful connect.
+func (s *State) Up() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.up {
+		msg := "connected"
+		if s.seen {
+			msg = "reconnected"
+		}
+		s.Log.Info(msg, "receiver", s.Receiver, "broker", s.Target)
+	}
+	s.up, s.seen = true, true
+}
+
+// Down records a failure; it logs only the first one after being up.
+func (s *State) Down(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.up || !s.seen {
+		msg := "connection lost; reconnecting with back-off"
+		if !s.seen {
+			msg = "cannot connect; retrying with back-off"
+		}
+		s.Log.Warn(msg, "receiver", s.Receiver, "broker", s.Target, "err", err)
+	}
+	s.up, s.seen = false, true
+}
+
+// ErrStopped is returned by sources whose context ended.
+var ErrStopped = errors.New("stopped")
+
+// rateLimit allows a few log lines per second.
+type rateLimit struct {
+	window     time.Time
+	n          int
+	suppressed int
+}
+
+func (l *rateLimit) allow() (int, bool) {
+	now := time.Now()
+	if now.Sub(l.window) >= time.Second {
+		l.window, l.n = now, 0
+	}
+	if l.n >= 10 {
+		l.suppressed++
+		return 0, false
+	}
+	l.n++
+	s := l.suppressed
+	l.suppressed = 0
+	return s, true
+}
+
+// SetDeadLetter replaces the dead-letter function (sources set it per
+// connection, since it sends through the current connection).
+func (b *Batcher) SetDeadLetter(f func(m Message, reason error) error) { b.cfg.DeadLetter = f }

@@ -1,0 +1,121 @@
+package nats
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// ServerConfig configures the embedded broker.
+type ServerConfig struct {
+	// Host to listen on (default 127.0.0.1: loopback only).
+	Host string
+	// Port for NATS clients (0: a free port).
+	Port int
+	// MQTTPort, if positive (or 0 with MQTT set), also listens for MQTT
+	// clients; MQTT topic a/b/c is NATS subject a.b.c.
+	MQTT     bool
+	MQTTPort int
+	// StoreDir holds JetStream's files, so that what was published while
+	// the bridge was stopped is there when it starts again.
+	StoreDir string
+}
+
+// Server is the embedded broker: a NATS server with JetStream.
+type Server struct {
+	ns       *server.Server
+	host     string
+	mqttPort int // 0: no MQTT
+}
+
+// StartServer starts the embedded broker and waits until it accepts
+// connections.
+func StartServer(cfg ServerConfig) (*Server, error) {
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	if cfg.StoreDir == "" {
+		return nil, errors.New("embedded broker: no storage directory")
+	}
+	if err := os.MkdirAll(cfg.StoreDir, 0o755); err != nil {
+		return nil, fmt.Errorf("embedded broker: %w", err)
+	}
+	// The server does not tell which port it picked for MQTT: pick one.
+	if cfg.MQTT && cfg.MQTTPort == 0 {
+		ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("embedded broker: %w", err)
+		}
+		cfg.MQTTPort = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+	}
+	// A port in use would only show as a timeout of the server's start.
+	for _, p := range []int{cfg.Port, cfg.MQTTPort} {
+		if p <= 0 || (p == cfg.MQTTPort && !cfg.MQTT) {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(p)))
+		if err != nil {
+			return nil, fmt.Errorf("embedded broker: %w", err)
+		}
+		ln.Close()
+	}
+	port := cfg.Port
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	opts := &server.Options{
+		ServerName: "tracebridge",
+		Host:       cfg.Host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   cfg.StoreDir,
+		NoSigs:     true,
+		NoLog:      true,
+		// Publishers that send big batches of records per message.
+		MaxPayload: 8 << 20,
+	}
+	if cfg.MQTT {
+		opts.MQTT = server.MQTTOpts{Host: cfg.Host, Port: cfg.MQTTPort}
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded broker: %w", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(15 * time.Second) {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		what := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
+		if cfg.MQTT {
+			what += " and MQTT " + net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MQTTPort))
+		}
+		return nil, fmt.Errorf("embedded broker: cannot listen on %s (port in use?)", what)
+	}
+	return &Server{ns: ns, host: cfg.Host, mqttPort: cfg.MQTTPort}, nil
+}
+
+// Addr is the address NATS clients connect to.
+func (s *Server) Addr() string { return s.ns.Addr().String() }
+
+// MQTTAddr is the address MQTT clients connect to ("" without MQTT).
+func (s *Server) MQTTAddr() string {
+	if s.mqttPort <= 0 {
+		return ""
+	}
+	return net.JoinHostPort(s.host, strconv.Itoa(s.mqttPort))
+}
+
+// InProcess lets the receiver connect without a socket.
+func (s *Server) InProcess() *server.Server { return s.ns }
+
+// Shutdown stops the broker; JetStream's files stay. Safe to call twice.
+func (s *Server) Shutdown() {
+	s.ns.Shutdown()
+	s.ns.WaitForShutdown()
+}

@@ -1,0 +1,223 @@
+package nats
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tracebridge/tracebridge/internal/codec/kdb"
+	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/servicetest"
+	"github.com/tracebridge/tracebridge/internal/source/broker"
+)
+
+var cat = record.Builtin()
+
+func mapping(t *testing.T) *kdb.Mapping {
+	m, err := kdb.DefaultMapping(cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// event returns one KDB text message: a Before event of trace tr.
+func event(tr, i int) []byte {
+	return fmt.Appendf(nil, "1;%d;%d;%d;op%d();a.B", 1000+i, tr, i, i%5)
+}
+
+func names(t *testing.T) (subject, stream string) {
+	n := rand.Int64N(1 << 40)
+	return fmt.Sprintf("tbtest.%d", n), fmt.Sprintf("TBTEST%d", n)
+}
+
+func publishJS(t *testing.T, url, subject string, from, n int) {
+	nc, err := natsgo.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	for i := from; i < from+n; i++ {
+		if _, err := js.Publish(ctx, subject, event(7, i)); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+	}
+}
+
+func distinct(c *servicetest.Collector) int {
+	seen := map[int64]bool{}
+	for _, r := range c.Records() {
+		seen[r.Values[2].Int()] = true
+	}
+	return len(seen)
+}
+
+func waitDistinct(t *testing.T, c *servicetest.Collector, n int) {
+	deadline := time.Now().Add(30 * time.Second)
+	for distinct(c) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d distinct records, want %d", distinct(c), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestJetStreamOnTheMachinesNATS consumes from the machine's NATS server;
+// records published before the receiver starts and while it runs arrive.
+func TestJetStreamOnTheMachinesNATS(t *testing.T) {
+	servicetest.Require(t, servicetest.NATS, "NATS")
+	subject, stream := names(t)
+	url := "nats://" + servicetest.NATS
+	r, err := New(Config{Name: "nats", URL: url, Subject: subject, Stream: stream, Batch: broker.Config{Mapping: mapping(t)}}, broker.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &servicetest.Collector{}
+	stop := servicetest.RunBridge(t, r, sink)
+	defer deleteStream(t, url, stream)
+	time.Sleep(500 * time.Millisecond) // the stream exists now
+	publishJS(t, url, subject, 0, 500)
+	waitDistinct(t, sink, 500)
+	time.Sleep(200 * time.Millisecond)
+	stop()
+	// Stopped: publish more; a new receiver (same durable) gets only those.
+	publishJS(t, url, subject, 500, 300)
+	r2, _ := New(Config{Name: "nats", URL: url, Subject: subject, Stream: stream, Batch: broker.Config{Mapping: mapping(t)}}, broker.Settings{})
+	sink2 := &servicetest.Collector{}
+	stop = servicetest.RunBridge(t, r2, sink2)
+	waitDistinct(t, sink2, 300)
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	if n := sink2.Len(); n != 300 || sink2.Records()[0].Values[2].Int() != 500 {
+		t.Fatalf("second run got %d records starting at %d: acknowledged messages came again", n, sink2.Records()[0].Values[2].Int())
+	}
+}
+
+func deleteStream(t *testing.T, url, stream string) {
+	nc, err := natsgo.Connect(url)
+	if err != nil {
+		return
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	js.DeleteStream(context.Background(), stream)
+}
+
+// TestNATSServerRestart runs a private nats-server with JetStream, restarts
+// it in the middle of a stream, and checks that nothing is lost.
+func TestNATSServerRestart(t *testing.T) {
+	servicetest.RequireBinary(t, "/usr/sbin/nats-server", "nats-server")
+	port := servicetest.FreePort(t)
+	dir := t.TempDir()
+	start := func() *exec.Cmd {
+		cmd := exec.Command("/usr/sbin/nats-server", "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-js", "-sd", dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 100; i++ {
+			if nc, err := natsgo.Connect(fmt.Sprintf("nats://127.0.0.1:%d", port)); err == nil {
+				nc.Close()
+				return cmd
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatal("nats-server did not start")
+		return nil
+	}
+	srv := start()
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	r, err := New(Config{Name: "restart", URL: url, Batch: broker.Config{Mapping: mapping(t)}, BackoffMin: 20 * time.Millisecond}, broker.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &servicetest.Collector{}
+	stop := servicetest.RunBridge(t, r, sink)
+	time.Sleep(500 * time.Millisecond)
+	publishJS(t, url, DefaultSubject, 0, 1000)
+	srv.Process.Signal(syscall.SIGTERM)
+	srv.Wait()
+	srv = start()
+	publishJS(t, url, DefaultSubject, 1000, 1000)
+	waitDistinct(t, sink, 2000)
+	time.Sleep(300 * time.Millisecond)
+	stop()
+}
+
+// TestEmbeddedBroker: NATS and MQTT publishers into the embedded broker;
+// what is published while no consumer runs is delivered when one starts,
+// also across a restart of the broker (file storage).
+func TestEmbeddedBroker(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "broker")
+	srv, err := StartServer(ServerConfig{Port: 0, MQTT: true, StoreDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(srv.Addr(), "127.0.0.1:") || srv.MQTTAddr() == "" {
+		t.Fatalf("addresses %q %q", srv.Addr(), srv.MQTTAddr())
+	}
+	newRecv := func(s *Server) *Receiver {
+		r, err := New(Config{Name: "embedded", InProcess: s.InProcess(), Batch: broker.Config{Mapping: mapping(t)}}, broker.Settings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	sink := &servicetest.Collector{}
+	stop := servicetest.RunBridge(t, newRecv(srv), sink)
+	time.Sleep(300 * time.Millisecond) // stream and consumer exist
+	stop()
+
+	// Consumer stopped: publish over NATS and MQTT.
+	publishJS(t, "nats://"+srv.Addr(), DefaultSubject, 0, 200)
+	mc := paho.NewClient(paho.NewClientOptions().AddBroker("tcp://" + srv.MQTTAddr()).SetClientID("pub"))
+	if tok := mc.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("mqtt connect: %v", tok.Error())
+	}
+	for i := 200; i < 300; i++ {
+		tok := mc.Publish("kieker/tools/bridge", 1, false, event(7, i))
+		if !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+			t.Fatalf("mqtt publish: %v", tok.Error())
+		}
+	}
+	mc.Disconnect(100)
+	// Restart the broker itself: file storage keeps the messages.
+	srv.Shutdown()
+	srv, err = StartServer(ServerConfig{Port: 0, StoreDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	sink = &servicetest.Collector{}
+	stop = servicetest.RunBridge(t, newRecv(srv), sink)
+	waitDistinct(t, sink, 300)
+	time.Sleep(200 * time.Millisecond)
+	stop()
+}
+
+func TestEmbeddedPortInUse(t *testing.T) {
+	srv, err := StartServer(ServerConfig{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	port := srv.ns.Addr().(interface{ String() string }).String()
+	p := port[strings.LastIndexByte(port, ':')+1:]
+	var n int
+	fmt.Sscan(p, &n)
+	if _, err := StartServer(ServerConfig{Port: n, StoreDir: t.TempDir()}); err == nil {
+		t.Fatal("second broker on the same port started")
+	}
+}

@@ -1,0 +1,295 @@
+// Package stomp is the bridge's STOMP receiver (KDB's jms-client): it
+// subscribes to a destination of a STOMP broker (ActiveMQ, Artemis,
+// RabbitMQ with its STOMP plugin) and decodes each message as KDB text (text
+// messages, as the Perl probes send) or KDB binary (byte messages).
+//
+// Messages are consumed with client-individual acknowledgement and a
+// prefetch window; each is acknowledged only once its records are durable in
+// every sink, and negatively acknowledged (redelivered) when a sink fails
+// (see internal/source/broker). When the broker goes away the receiver
+// reconnects with capped exponential back-off and resubscribes; messages it
+// had not acknowledged are redelivered by the broker.
+//
+// Concurrency: Run owns one goroutine; acknowledgements come from the
+// bridge's flush goroutine (go-stomp's Conn is safe for that).
+package stomp
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	gostomp "github.com/go-stomp/stomp/v3"
+	"github.com/go-stomp/stomp/v3/frame"
+
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/source/broker"
+)
+
+// settleWait bounds how long a stopping receiver waits for the
+// acknowledgements of what it handed on (the bridge flushes every second by
+// default); unacknowledged messages are redelivered later.
+const settleWait = 5 * time.Second
+
+// DefaultDestination is KDB's queue.
+const DefaultDestination = "/queue/kieker.tools.bridge"
+
+// Config configures a Receiver.
+type Config struct {
+	Name string
+	// URL is stomp://HOST:PORT or stomp+ssl://HOST:PORT (port default
+	// 61613, 61614 with ssl). User and password may also be in the URL.
+	URL      string
+	User     string
+	Password string
+	// VHost is the STOMP host header (RabbitMQ: the virtual host,
+	// default "/").
+	VHost string
+	// Destination to subscribe to (DefaultDestination).
+	Destination string
+	// DeadLetter, if set, is a destination receiving malformed messages.
+	DeadLetter string
+	// Prefetch is the number of unacknowledged messages the broker may
+	// send ahead (default 5000).
+	Prefetch int
+	// TLS configures stomp+ssl (nil: system roots, host name checked).
+	TLS *tls.Config
+	// Backoff bounds reconnect waits (default 100 ms doubling to 30 s).
+	BackoffMin, BackoffMax time.Duration
+	// Batch: records are handed on in batches (see broker.Config).
+	Batch broker.Config
+}
+
+// Receiver consumes a STOMP destination.
+type Receiver struct {
+	cfg    Config
+	log    *slog.Logger
+	set    broker.Settings
+	addr   string
+	useTLS bool
+	state  *broker.State
+}
+
+// New validates cfg. It does not connect: Run does, and keeps trying.
+func New(cfg Config, set broker.Settings) (*Receiver, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("stomp receiver %s: url: %v", cfg.Name, redactErr(err, cfg.URL))
+	}
+	r := &Receiver{cfg: cfg, set: set}
+	port := "61613"
+	switch u.Scheme {
+	case "stomp", "tcp":
+	case "stomp+ssl", "stomp+tls", "ssl":
+		r.useTLS = true
+		port = "61614"
+	default:
+		return nil, fmt.Errorf("stomp receiver %s: url scheme %q: want stomp:// or stomp+ssl://", cfg.Name, u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return nil, fmt.Errorf("stomp receiver %s: url %s has no host", cfg.Name, u.Redacted())
+	}
+	if u.Port() != "" {
+		port = u.Port()
+	}
+	r.addr = net.JoinHostPort(u.Hostname(), port)
+	if u.User != nil {
+		if r.cfg.User == "" {
+			r.cfg.User = u.User.Username()
+		}
+		if p, ok := u.User.Password(); ok && r.cfg.Password == "" {
+			r.cfg.Password = p
+		}
+	}
+	if r.cfg.Destination == "" {
+		r.cfg.Destination = DefaultDestination
+	}
+	if r.cfg.VHost == "" {
+		r.cfg.VHost = "/"
+	}
+	if r.cfg.Prefetch <= 0 {
+		r.cfg.Prefetch = 5000
+	}
+	if set.Logger == nil {
+		set.Logger = slog.New(slog.DiscardHandler)
+	}
+	r.log = set.Logger
+	r.set = set
+	scheme := "stomp"
+	if r.useTLS {
+		scheme = "stomp+ssl"
+	}
+	r.state = &broker.State{Log: r.log, Receiver: cfg.Name, Target: scheme + "://" + r.addr + r.cfg.Destination}
+	return r, nil
+}
+
+// Target names the broker and destination, without credentials.
+func (r *Receiver) Target() string { return r.state.Target }
+
+// Run consumes until ctx is cancelled, reconnecting whenever the broker goes
+// away. It returns nil after ctx is done.
+func (r *Receiver) Run(ctx context.Context, out pipeline.Consumer) error {
+	b := broker.NewBatcher(r.cfg.Batch, r.set, out)
+	back := broker.Backoff{Min: r.cfg.BackoffMin, Max: r.cfg.BackoffMax}
+	for ctx.Err() == nil {
+		err := r.session(ctx, b, &back)
+		if ctx.Err() != nil {
+			break
+		}
+		if errors.Is(err, pipeline.ErrClosed) {
+			return err
+		}
+		r.state.Down(err)
+		if !broker.Sleep(ctx, back.Next()) {
+			break
+		}
+	}
+	// Hand on what was received; its acknowledgements follow the flush.
+	if err := b.Flush(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, pipeline.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
+func (r *Receiver) dial(ctx context.Context) (*gostomp.Conn, error) {
+	d := net.Dialer{Timeout: 10 * time.Second}
+	nc, err := d.DialContext(ctx, "tcp", r.addr)
+	if err != nil {
+		return nil, err
+	}
+	if r.useTLS {
+		tc := r.cfg.TLS
+		if tc == nil {
+			host, _, _ := net.SplitHostPort(r.addr)
+			tc = &tls.Config{ServerName: host}
+		}
+		tconn := tls.Client(nc, tc)
+		if err := tconn.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		nc = tconn
+	}
+	opts := []func(*gostomp.Conn) error{
+		gostomp.ConnOpt.Host(r.cfg.VHost),
+		gostomp.ConnOpt.HeartBeat(10*time.Second, 10*time.Second),
+		gostomp.ConnOpt.ReadChannelCapacity(1024),
+		gostomp.ConnOpt.Logger(quietLogger{}),
+	}
+	if r.cfg.User != "" {
+		opts = append(opts, gostomp.ConnOpt.Login(r.cfg.User, r.cfg.Password))
+	}
+	c, err := gostomp.ConnectWithContext(ctx, nc, opts...)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// session connects, subscribes and consumes until the connection fails or
+// ctx ends.
+func (r *Receiver) session(ctx context.Context, b *broker.Batcher, back *broker.Backoff) error {
+	conn, err := r.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if ctx.Err() != nil {
+			// Stopping: hand on what was received and keep the
+			// connection until its acknowledgements are sent.
+			b.Flush(context.WithoutCancel(ctx))
+			b.WaitSettled(settleWait)
+		}
+		conn.MustDisconnect()
+	}()
+	pf := strconv.Itoa(r.cfg.Prefetch)
+	sub, err := conn.Subscribe(r.cfg.Destination, gostomp.AckClientIndividual,
+		gostomp.SubscribeOpt.Header("prefetch-count", pf),        // RabbitMQ
+		gostomp.SubscribeOpt.Header("activemq.prefetchSize", pf), // ActiveMQ
+	)
+	if err != nil {
+		return fmt.Errorf("subscribe %s: %w", r.cfg.Destination, err)
+	}
+	r.state.Up()
+	back.Reset()
+	var deadLetter func(broker.Message, error) error
+	if r.cfg.DeadLetter != "" {
+		deadLetter = func(m broker.Message, reason error) error {
+			return conn.Send(r.cfg.DeadLetter, m.ContentType, m.Body,
+				gostomp.SendOpt.Header("x-tracebridge-error", truncate(reason.Error(), 512)),
+				gostomp.SendOpt.Header("x-tracebridge-message-id", m.ID))
+		}
+	}
+	b.SetDeadLetter(deadLetter)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case msg, ok := <-sub.C:
+			if !ok {
+				return errors.New("subscription closed")
+			}
+			if msg.Err != nil {
+				return msg.Err
+			}
+			m := msg
+			bm := broker.Message{
+				ID:          msg.Header.Get(frame.MessageId),
+				Body:        msg.Body,
+				ContentType: msg.ContentType,
+				Ack:         func() error { return m.Conn.Ack(m) },
+				Nack:        func() error { return m.Conn.Nack(m) },
+			}
+			if err := b.Add(ctx, bm); err != nil {
+				return err
+			}
+		case now := <-tick.C:
+			if b.Due(now) {
+				if err := b.Flush(ctx); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// redactErr keeps a URL's password out of an error message.
+func redactErr(err error, raw string) error {
+	if u, perr := url.Parse(raw); perr == nil && u.User != nil {
+		return errors.New(u.Redacted())
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// quietLogger silences go-stomp's own logging: the receiver logs state
+// changes itself, once.
+type quietLogger struct{}
+
+func (quietLogger) Debugf(string, ...interface{})   {}
+func (quietLogger) Infof(string, ...interface{})    {}
+func (quietLogger) Warningf(string, ...interface{}) {}
+func (quietLogger) Errorf(string, ...interface{})   {}
+func (quietLogger) Debug(string)                    {}
+func (quietLogger) Info(string)                     {}
+func (quietLogger) Warning(string)                  {}
+func (quietLogger) Error(string)                    {}
