@@ -168,17 +168,32 @@ func (r *Receiver) Records(b *record.Batch) {
 	if r == nil || b.Len() == 0 {
 		return
 	}
-	// Runs of one type are common (and batches of one type even more so):
-	// count runs, look each run's counter up once.
-	recs := b.Records
-	for i := 0; i < len(recs); {
-		t := recs[i].Type
-		j := i + 1
-		for j < len(recs) && recs[j].Type == t {
+	// Count per type locally (a batch holds few types), then add to each
+	// type's counter once: no lock or map lookup per record.
+	type tally struct {
+		t *record.Type
+		n int
+	}
+	var local [8]tally
+	used := 0
+	for i := range b.Records {
+		t := b.Records[i].Type
+		j := 0
+		for j < used && local[j].t != t {
 			j++
 		}
-		r.counter(t).Add(float64(j - i))
-		i = j
+		if j == used {
+			if used == len(local) {
+				r.counter(t).Inc()
+				continue
+			}
+			local[used] = tally{t: t}
+			used++
+		}
+		local[j].n++
+	}
+	for _, c := range local[:used] {
+		r.counter(c.t).Add(float64(c.n))
 	}
 }
 

@@ -3,6 +3,7 @@ package kieker
 import (
 	"fmt"
 	"iter"
+	"unsafe"
 )
 
 // DefaultMaxRegistryEntries is the default limit on the entries of a Strings
@@ -143,11 +144,32 @@ type Entry struct {
 // is not safe for concurrent use.
 type Registry struct {
 	ids map[string]int32
+	// recent caches ids by the string's data pointer and length: decoders
+	// intern strings, so the same value arrives as the same Go string again
+	// and again, and a pointer compare is much cheaper than hashing it.
+	// Each slot keeps its string, so its memory cannot be reused for
+	// another value while cached.
+	recent [registryCache]cached
+}
+
+const registryCache = 1024
+
+type cached struct {
+	s  string
+	id int32
 }
 
 // ID returns the id of s, assigning the next one when s is new (isNew).
 func (r *Registry) ID(s string) (id int32, isNew bool) {
+	p := unsafe.StringData(s)
+	slot := &r.recent[(uintptr(unsafe.Pointer(p))>>4^uintptr(len(s)))%registryCache]
+	if len(s) > 0 && unsafe.StringData(slot.s) == p && len(slot.s) == len(s) {
+		return slot.id, false
+	}
 	if id, ok := r.ids[s]; ok {
+		if len(s) > 0 {
+			*slot = cached{s, id}
+		}
 		return id, false
 	}
 	if r.ids == nil {

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tracebridge/tracebridge/internal/codec/kdb"
+	"github.com/tracebridge/tracebridge/internal/codec/kieker"
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// decode decodes a whole stream of the dialect into a batch.
+func decode(t *testing.T, dialect string, stream []byte) *record.Batch {
+	t.Helper()
+	var b record.Batch
+	var n int
+	var err error
+	switch dialect {
+	case dialectKDB:
+		m, merr := kdb.DefaultMapping(record.Builtin())
+		if merr != nil {
+			t.Fatal(merr)
+		}
+		n, err = kdb.NewDecoder(m, kdb.Options{}).Decode(stream, &b)
+	case dialectKieker:
+		n, err = kieker.NewDecoder(kieker.Options{Inline: true}).Decode(stream, &b)
+	}
+	if err != nil || n != len(stream) {
+		t.Fatalf("%s: decoded %d of %d bytes: %v", dialect, n, len(stream), err)
+	}
+	return &b
+}
+
+func TestGenEventsFormTraces(t *testing.T) {
+	sigs := signatures()
+	if len(sigs) != 48 {
+		t.Fatalf("%d signatures, want 48", len(sigs))
+	}
+	for _, conn := range []int{0, 3} {
+		t.Run(fmt.Sprint("conn", conn), func(t *testing.T) {
+			evs := genEvents(conn, 5000, len(sigs))
+			if len(evs) < 5000 {
+				t.Fatalf("%d events, want at least 5000", len(evs))
+			}
+			if again := genEvents(conn, 5000, len(sigs)); !cmp.Equal(evs, again, cmp.AllowUnexported(event{})) {
+				t.Fatal("genEvents is not deterministic")
+			}
+			var stack []uint8
+			var trace int64
+			for i, ev := range evs {
+				if int(ev.trace>>traceShift) != conn+1 {
+					t.Fatalf("event %d: traceId %d does not name connection %d", i, ev.trace, conn)
+				}
+				if i > 0 && ev.ts <= evs[i-1].ts {
+					t.Fatalf("event %d: timestamp %d not after %d", i, ev.ts, evs[i-1].ts)
+				}
+				if len(stack) == 0 { // a new trace starts
+					if ev.trace <= trace || ev.order != 0 || ev.after {
+						t.Fatalf("event %d: %+v does not start a new trace after %d", i, ev, trace)
+					}
+					trace = ev.trace
+				} else if ev.trace != trace || ev.order != evs[i-1].order+1 {
+					t.Fatalf("event %d: %+v does not continue trace %d", i, ev, trace)
+				}
+				if !ev.after {
+					stack = append(stack, ev.sig)
+					continue
+				}
+				if top := stack[len(stack)-1]; top != ev.sig {
+					t.Fatalf("event %d: After of operation %d closes %d", i, ev.sig, top)
+				}
+				stack = stack[:len(stack)-1]
+			}
+			if len(stack) != 0 {
+				t.Fatalf("the last trace is open: %v", stack)
+			}
+		})
+	}
+}
+
+func TestStreamsDecodeToTheEvents(t *testing.T) {
+	cat := record.Builtin()
+	sigs := signatures()
+	evs := genEvents(2, 300, len(sigs))
+	for _, dialect := range []string{dialectKDB, dialectKieker} {
+		t.Run(dialect, func(t *testing.T) {
+			enc, err := newEncoder(dialect, cat, sigs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := enc.stream(2, evs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.firstEnds) != len(evs) || len(s.restEnds) != len(evs) ||
+				s.firstEnds[len(evs)-1] != len(s.first) || s.restEnds[len(evs)-1] != len(s.rest) {
+				t.Fatalf("record ends do not cover the chunks")
+			}
+			if dialect == dialectKieker && (len(s.first) <= len(s.rest) || bytes.Equal(s.first, s.rest)) {
+				t.Fatalf("first Kieker chunk (%d bytes) should carry the registry the rest chunk (%d bytes) lacks", len(s.first), len(s.rest))
+			}
+			// first, rest, and a rest cut after 7 records: one connection
+			// sending 2 chunks and 7 records.
+			wire := append(append(append([]byte(nil), s.first...), s.rest...), s.rest[:s.restEnds[6]]...)
+			b := decode(t, dialect, wire)
+			streams := make([]*stream, 3)
+			streams[2] = s
+			v := &verifier{enc: enc, streams: streams, seen: make([]int64, 3), metadata: 1}
+			if err := v.Consume(context.Background(), b); err != nil {
+				t.Fatal(err)
+			}
+			if v.first != nil {
+				t.Fatalf("%d bad records; the first: %v", v.bad, v.first)
+			}
+			if want := int64(2*len(evs) + 7); v.seen[2] != want {
+				t.Fatalf("%d records, want %d", v.seen[2], want)
+			}
+		})
+	}
+}
+
+func TestVerifierFindsChanges(t *testing.T) {
+	cat := record.Builtin()
+	sigs := signatures()
+	enc, err := newEncoder(dialectKieker, cat, sigs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := enc.stream(0, genEvents(0, 20, len(sigs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		change func(b *record.Batch)
+		want   string
+	}{
+		{"order index", func(b *record.Batch) { b.Records[3].Values[2] = record.IntValue(99) }, "connection 0, record 3:"},
+		{"signature", func(b *record.Batch) { b.Records[1].Values[3] = record.StringValue("x") }, "connection 0, record 1:"},
+		{"logging timestamp", func(b *record.Batch) { b.Records[0].LoggingTimestamp = -1 }, "connection 0, record 0:"},
+		{"lost record", func(b *record.Batch) { b.Records = append(b.Records[:2], b.Records[3:]...) }, "connection 0, record 2:"},
+		{"unknown connection", func(b *record.Batch) { b.Records[0].Values[1] = record.IntValue(7 << traceShift) }, "names no connection"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := decode(t, dialectKieker, s.first)
+			tt.change(b)
+			v := &verifier{enc: enc, streams: []*stream{s}, seen: make([]int64, 1)}
+			v.Consume(context.Background(), b)
+			if v.first == nil || !bytes.Contains([]byte(v.first.Error()), []byte(tt.want)) {
+				t.Fatalf("first error %v, want one containing %q", v.first, tt.want)
+			}
+		})
+	}
+}
+
+func TestSendCountsRecordsAndBytes(t *testing.T) {
+	cat := record.Builtin()
+	sigs := signatures()
+	evs := genEvents(0, 50, len(sigs))
+	r := int64(len(evs))
+	for _, dialect := range []string{dialectKDB, dialectKieker} {
+		enc, err := newEncoder(dialect, cat, sigs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := enc.stream(0, evs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int64{1, r - 1, r, r + 1, 3*r + 5} {
+			t.Run(fmt.Sprintf("%s/%d", dialect, n), func(t *testing.T) {
+				client, server := net.Pipe()
+				got := make(chan []byte, 1)
+				go func() {
+					b, _ := io.ReadAll(server)
+					got <- b
+				}()
+				out, err := send(client, s, n, time.Time{})
+				client.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				wire := <-got
+				if out.records != n || out.bytes != int64(len(wire)) {
+					t.Fatalf("send reports %+v; %d records and %d bytes were sent", out, n, len(wire))
+				}
+				if b := decode(t, dialect, wire); int64(b.Len()) != n {
+					t.Fatalf("%d records decoded, want %d", b.Len(), n)
+				}
+			})
+		}
+	}
+}
+
+const exposition = `# HELP tracebridge_sink_records_total Records a sink consumed, by sink.
+# TYPE tracebridge_sink_records_total counter
+tracebridge_sink_records_total{sink="other"} 5
+tracebridge_sink_records_total{sink="log"} 1.2345678e+07
+tracebridge_sink_records_total_extra{sink="log"} 3
+tracebridge_records_received_total{receiver="in",type="x"} 42
+tracebridge_up 1 1700000000000
+`
+
+func TestCounter(t *testing.T) {
+	tests := []struct {
+		name, metric, label string
+		want                float64
+		ok                  bool
+	}{
+		{"labelled", "tracebridge_sink_records_total", `sink="log"`, 12345678, true},
+		{"other label", "tracebridge_sink_records_total", `sink="other"`, 5, true},
+		{"absent label", "tracebridge_sink_records_total", `sink="none"`, 0, false},
+		{"longer name skipped", "tracebridge_sink_records_total_extra", `sink="log"`, 3, true},
+		{"unlabelled with timestamp", "tracebridge_up", "", 1, true},
+		{"absent", "tracebridge_nothing", "", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := counter([]byte(exposition), tt.metric, tt.label)
+			if got != tt.want || ok != tt.ok {
+				t.Fatalf("counter = %v, %v; want %v, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+func FuzzCounter(f *testing.F) {
+	f.Add([]byte(exposition), `sink="log"`)
+	f.Add([]byte("tracebridge_sink_records_total{sink=\"log\"\n"), `sink="log"`)
+	f.Add([]byte("tracebridge_sink_records_total{}"), "")
+	f.Add([]byte("tracebridge_sink_records_total NaN"), "")
+	f.Fuzz(func(t *testing.T, body []byte, label string) {
+		counter(body, "tracebridge_sink_records_total", label) // must not panic
+	})
+}
+
+func TestParseFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr bool
+		want    options
+	}{
+		{nil, false, options{conns: 4, records: 2_000_000, chunk: 65536, rawRuns: 3, dialects: []string{"kdb", "kieker"}}},
+		{[]string{"-conns", "1", "-dialects", "kieker", "-duration", "3s"}, false,
+			options{conns: 1, records: 2_000_000, duration: 3 * time.Second, chunk: 65536, rawRuns: 3, dialects: []string{"kieker"}}},
+		{[]string{"-conns", "0"}, true, options{}},
+		{[]string{"-dialects", "kdb,text"}, true, options{}},
+		{[]string{"-records", "0"}, true, options{}},
+		{[]string{"extra"}, true, options{}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.args), func(t *testing.T) {
+			o, err := parseFlags(tt.args, io.Discard)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if diff := cmp.Diff(tt.want, *o, cmp.AllowUnexported(options{})); diff != "" {
+				t.Fatalf("options (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestMain lets the test binary act as the baseline's discard server,
+// which rawRun starts by running its own executable again.
+func TestMain(m *testing.M) {
+	if os.Getenv(roleEnv) == "discard" {
+		if err := discardServer(); err != nil {
+			fmt.Fprintln(os.Stderr, "discard server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestRunSmall runs the whole benchmark on a few records: it builds and
+// starts the real bridge, so it is skipped with -short.
+func TestRunSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs tracebridge serve")
+	}
+	o := &options{conns: 2, records: 3000, chunk: 1000, rawRuns: 1, dialects: []string{dialectKDB, dialectKieker}}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), o, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
+	}
+	for _, d := range o.dialects {
+		row := regexp.MustCompile(`(?m)^ *` + d + ` +2 +6000 +\d+ +\d`)
+		if !row.MatchString(stdout.String()) {
+			t.Errorf("no %s row with 6000 records in\n%s", d, &stdout)
+		}
+	}
+}

@@ -1,0 +1,448 @@
+// Ingest is tracebridge's end-to-end ingest benchmark. It is run by hand
+// (go run ./bench/ingest -conns 4), never by CI; README.md explains the
+// numbers.
+//
+// For each dialect (KDB binary, Kieker's single-socket binary) it starts a
+// tracebridge serve process with one receiver of that dialect and a binary
+// Kieker log sink, drives K concurrent loopback connections of generated
+// Before/After events into it, and stops the clock when the sink has
+// consumed every record sent (tracebridge_sink_records_total). It then
+// stops the bridge with SIGTERM, reads its peak RSS, and verifies the log
+// record by record. In the same run the same clients send the same bytes
+// to a server process that only discards them: the raw loopback copy the
+// bridge is compared with.
+//
+// Concurrency: one goroutine per client connection; everything else runs
+// on the main goroutine. The bridge and the baseline server are separate
+// processes that this program starts and stops.
+package main
+
+import (
+	"cmp"
+	"context"
+	"debug/buildinfo"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// The aim of the benchmark (at 4 connections).
+const (
+	aimRatio   = 0.35
+	aimRSS     = 256 << 20
+	aimConns   = 4
+	mib        = 1 << 20
+	megabyte   = 1e6
+	chunkLimit = 1 << 22 // events per chunk at most
+)
+
+type options struct {
+	conns    int
+	records  int64
+	duration time.Duration
+	chunk    int
+	rawRuns  int
+	bin      string
+	keep     bool
+	dialects []string
+}
+
+func main() {
+	if os.Getenv(roleEnv) == "discard" {
+		if err := discardServer(); err != nil {
+			fmt.Fprintln(os.Stderr, "discard server:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code := run(ctx, o, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: go run ./bench/ingest [-conns K] [-records N | -duration D] [-dialects kdb,kieker] [-bin PATH] [-keep]")
+		fs.PrintDefaults()
+	}
+	var o options
+	var dialects string
+	fs.IntVar(&o.conns, "conns", 4, "concurrent client connections")
+	fs.Int64Var(&o.records, "records", 2_000_000, "records each connection sends")
+	fs.DurationVar(&o.duration, "duration", 0, "send for this long instead of -records (whole chunks; the baseline then sends the same bytes)")
+	fs.IntVar(&o.chunk, "chunk", 65536, "events per pre-encoded chunk (each connection sends its chunk over and over)")
+	fs.IntVar(&o.rawRuns, "raw-runs", 3, "how often the raw copy is measured (the median counts)")
+	fs.StringVar(&o.bin, "bin", "", "tracebridge binary (default: go build ./cmd/tracebridge into a temporary directory)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory with the Kieker logs")
+	fs.StringVar(&dialects, "dialects", "kdb,kieker", "comma-separated dialects to drive: kdb, kieker")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	var bad []string
+	if fs.NArg() > 0 {
+		bad = append(bad, fmt.Sprintf("unexpected arguments %q", fs.Args()))
+	}
+	if o.conns < 1 || o.conns > 1000 {
+		bad = append(bad, fmt.Sprintf("-conns %d: want 1 to 1000", o.conns))
+	}
+	if o.duration < 0 || (o.duration == 0 && o.records < 1) {
+		bad = append(bad, "want -records ≥ 1 or a positive -duration")
+	}
+	if o.rawRuns < 1 || o.rawRuns > 100 {
+		bad = append(bad, fmt.Sprintf("-raw-runs %d: want 1 to 100", o.rawRuns))
+	}
+	if o.chunk < 1 || o.chunk > chunkLimit {
+		bad = append(bad, fmt.Sprintf("-chunk %d: want 1 to %d", o.chunk, chunkLimit))
+	}
+	for _, d := range strings.Split(dialects, ",") {
+		d = strings.TrimSpace(d)
+		switch d {
+		case dialectKDB, dialectKieker:
+			o.dialects = append(o.dialects, d)
+		case "":
+		default:
+			bad = append(bad, fmt.Sprintf("-dialects: unknown dialect %q (want kdb or kieker)", d))
+		}
+	}
+	if len(o.dialects) == 0 && len(bad) == 0 {
+		bad = append(bad, "-dialects: none given")
+	}
+	if len(bad) > 0 {
+		err := errors.New(strings.Join(bad, "; "))
+		fmt.Fprintln(stderr, "ingest:", err)
+		fs.Usage()
+		return nil, err
+	}
+	return &o, nil
+}
+
+// result is one dialect's measurement.
+type result struct {
+	dialect      string
+	records      int64
+	bytes        int64
+	elapsed      time.Duration // bridge: first byte sent to last record in the sink
+	raw          time.Duration // raw copy of the same bytes
+	peak, rssMax int64         // VmHWM before SIGTERM, largest VmRSS sampled
+	cpu, rawCPU  time.Duration // process CPU time, bridge and discard server
+	err          error
+	rawDone      bool
+	peakKnown    bool
+	verified     bool
+}
+
+// run runs the benchmark and returns the exit code.
+func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
+	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "ingest: "+format+"\n", args...) }
+	tmp, err := os.MkdirTemp("", "tracebridge-bench-")
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	if o.keep {
+		defer logf("kept %s", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
+	bin := o.bin
+	if bin == "" {
+		logf("building ./cmd/tracebridge")
+		if bin, err = build(ctx, tmp); err != nil {
+			logf("%v", err)
+			return 1
+		}
+	}
+	bridgeGo := "unknown"
+	if bi, err := buildinfo.ReadFile(bin); err == nil {
+		bridgeGo = bi.GoVersion
+	}
+
+	cat := record.Builtin()
+	sigs := signatures()
+	perChunk := o.chunk
+	if o.duration == 0 && o.records < int64(perChunk) {
+		perChunk = int(o.records)
+	}
+	events := make([][]event, o.conns)
+	for c := range events {
+		events[c] = genEvents(c, perChunk, len(sigs))
+	}
+
+	var results []result
+	for _, d := range o.dialects {
+		if ctx.Err() != nil {
+			break
+		}
+		r := result{dialect: d}
+		r.err = measure(ctx, o, bin, d, cat, sigs, events, tmp, &r, logf)
+		if r.err != nil {
+			logf("%s: %v", d, r.err)
+		}
+		results = append(results, r)
+	}
+
+	fmt.Fprintf(stdout, "tracebridge ingest benchmark: %d connection(s), %s, %d distinct operations\n",
+		o.conns, sendPlan(o), len(sigs))
+	fmt.Fprintf(stdout, "bench %s, bridge %s (%s), GOMAXPROCS %d, %d CPUs, %s/%s\n",
+		runtime.Version(), bridgeGo, bin, runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+	printTable(stdout, o.conns, results)
+	code := 0
+	for _, r := range results {
+		if r.err != nil {
+			code = 1
+		}
+	}
+	if ctx.Err() != nil {
+		code = 1
+	}
+	return code
+}
+
+func sendPlan(o *options) string {
+	if o.duration > 0 {
+		return fmt.Sprintf("sending for %v per connection", o.duration)
+	}
+	return fmt.Sprintf("%d records per connection", o.records)
+}
+
+// measure runs the bridge and then the raw copy for one dialect.
+func measure(ctx context.Context, o *options, bin, dialect string, cat *record.Catalog, sigs []signature,
+	events [][]event, tmp string, r *result, logf func(string, ...any)) error {
+	enc, err := newEncoder(dialect, cat, sigs)
+	if err != nil {
+		return err
+	}
+	streams := make([]*stream, len(events))
+	for c := range events {
+		if streams[c], err = enc.stream(c, events[c]); err != nil {
+			return err
+		}
+	}
+	dir := filepath.Join(tmp, dialect)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	var counts []int64
+	if o.duration == 0 {
+		counts = make([]int64, len(streams))
+		for i := range counts {
+			counts[i] = o.records
+		}
+	}
+	logf("%s: bridge run, %d connection(s)", dialect, o.conns)
+	b, err := startBridge(ctx, bin, dialect, dir)
+	if err != nil {
+		return err
+	}
+	sr, err := drive(ctx, o, b, streams, counts, r)
+	if err != nil {
+		b.kill()
+		<-b.exited
+		return err
+	}
+	logf("%s: %d records, %d bytes in %.2f s; verifying the log", dialect, r.records, r.bytes, r.elapsed.Seconds())
+	if err := verifyLog(ctx, b.logDir, enc, streams, sr.sent); err != nil {
+		return err
+	}
+	r.verified = true
+	if !o.keep {
+		if err := os.RemoveAll(filepath.Join(dir, "log")); err != nil {
+			return err
+		}
+	}
+	settleDisk()
+	logf("%s: raw loopback copy of the same bytes, %d time(s)", dialect, o.rawRuns)
+	type copyRun struct{ elapsed, cpu time.Duration }
+	runs := make([]copyRun, o.rawRuns)
+	for i := range runs {
+		if runs[i].elapsed, runs[i].cpu, err = rawRun(ctx, streams, sr.counts()); err != nil {
+			return fmt.Errorf("raw copy: %w", err)
+		}
+	}
+	slices.SortFunc(runs, func(a, b copyRun) int { return cmp.Compare(a.elapsed, b.elapsed) })
+	med := runs[len(runs)/2]
+	r.raw, r.rawCPU, r.rawDone = med.elapsed, med.cpu, true
+	return nil
+}
+
+// drive connects the clients to a started bridge, sends, and stops the
+// clock when the sink has consumed every record sent; then it stops the
+// bridge. It fills r with the measurement.
+func drive(ctx context.Context, o *options, b *bridge, streams []*stream, counts []int64, r *result) (sendResult, error) {
+	pid := b.cmd.Process.Pid
+	if n, err := b.sinkRecords(); err != nil || n != 0 {
+		return sendResult{}, fmt.Errorf("sink count before the run: %d (%v)", n, err)
+	}
+	conns, err := dial(b.addr, len(streams))
+	if err != nil {
+		return sendResult{}, err
+	}
+	var until time.Time
+	start := time.Now()
+	if o.duration > 0 {
+		until = start.Add(o.duration)
+	}
+	done := sendAll(conns, streams, counts, until)
+	var sr sendResult
+	target := int64(-1)
+	tick := time.NewTicker(pollSending)
+	defer tick.Stop()
+	last, lastChange := int64(-1), time.Now()
+	for {
+		select {
+		case sr = <-done:
+			done = nil
+			if sr.err != nil {
+				return sr, sr.err
+			}
+			target = sr.total().records
+			tick.Reset(pollDraining)
+		case <-tick.C:
+		case <-b.exited:
+			return sr, fmt.Errorf("tracebridge serve exited during the run (%v): %s", b.waitErr, b.stderr)
+		case <-ctx.Done():
+			return sr, ctx.Err()
+		}
+		if rss, _, err := memory(pid); err == nil {
+			r.rssMax = max(r.rssMax, rss)
+		}
+		n, err := b.sinkRecords()
+		if err != nil {
+			return sr, err
+		}
+		now := time.Now()
+		if target >= 0 && n >= target {
+			r.elapsed = now.Sub(start)
+			if n > target {
+				return sr, fmt.Errorf("the sink consumed %d records where %d were sent", n, target)
+			}
+			break
+		}
+		if n != last {
+			last, lastChange = n, now
+		}
+		if target >= 0 && now.Sub(lastChange) > stallTimeout {
+			return sr, fmt.Errorf("%w: %d of %d after %v without progress; %s", errStalled, n, target, stallTimeout, b.stderr)
+		}
+	}
+	t := sr.total()
+	r.records, r.bytes = t.records, t.bytes
+	if _, peak, err := memory(pid); err == nil {
+		r.peak = peak
+		r.peakKnown = true
+	}
+	if r.cpu, err = b.stop(); err != nil {
+		return sr, err
+	}
+	return sr, nil
+}
+
+// build compiles ./cmd/tracebridge of the module that holds the working
+// directory into dir.
+func build(ctx context.Context, dir string) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("no go command to build tracebridge with (give -bin): %w", err)
+	}
+	bin := filepath.Join(dir, "tracebridge")
+	cmd := exec.CommandContext(ctx, goTool, "build", "-o", bin, "./cmd/tracebridge")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/tracebridge in %s: %v\n%s", root, err, out)
+	}
+	return bin, nil
+}
+
+// moduleRoot walks up from the working directory to the directory with
+// go.mod.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory: run from the tracebridge module or give -bin")
+		}
+		dir = parent
+	}
+}
+
+// printTable prints one row per dialect.
+func printTable(w io.Writer, conns int, results []result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "dialect\tconns\trecords\tbytes\tseconds\trecords/s\tMB/s\traw MB/s\tratio\tpeak RSS MiB\tmax sampled RSS MiB\tbridge CPU s\traw CPU s\t")
+	for _, r := range results {
+		if !r.verified {
+			fmt.Fprintf(tw, "%s\t%d\tFAILED\t\t\t\t\t\t\t\t\t\t\t\n", r.dialect, conns)
+			continue
+		}
+		secs := r.elapsed.Seconds()
+		mbps := float64(r.bytes) / megabyte / secs
+		raw, ratio, rawCPU := "-", "-", "-"
+		if r.rawDone {
+			rawMBps := float64(r.bytes) / megabyte / r.raw.Seconds()
+			raw = fmt.Sprintf("%.1f", rawMBps)
+			ratio = fmt.Sprintf("%.3f", mbps/rawMBps)
+			rawCPU = fmt.Sprintf("%.2f", r.rawCPU.Seconds())
+		}
+		peak := "-"
+		if r.peakKnown {
+			peak = fmt.Sprintf("%.1f", float64(r.peak)/mib)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%.0f\t%.1f\t%s\t%s\t%s\t%.1f\t%.2f\t%s\t\n",
+			r.dialect, conns, r.records, r.bytes, secs, float64(r.records)/secs, mbps, raw, ratio, peak, float64(r.rssMax)/mib, r.cpu.Seconds(), rawCPU)
+	}
+	tw.Flush()
+	for _, r := range results {
+		if r.err != nil {
+			fmt.Fprintf(w, "%s: FAILED: %v\n", r.dialect, r.err)
+			continue
+		}
+		if conns != aimConns {
+			continue
+		}
+		verdict := func(ok bool) string {
+			if ok {
+				return "met"
+			}
+			return "MISSED"
+		}
+		ratio := r.raw.Seconds() / r.elapsed.Seconds()
+		fmt.Fprintf(w, "%s at %d connections: ratio %.3f (aim ≥ %.2f: %s), peak RSS %.1f MiB (aim ≤ %d MiB: %s)\n",
+			r.dialect, aimConns, ratio, aimRatio, verdict(ratio >= aimRatio),
+			float64(r.peak)/mib, aimRSS/mib, verdict(r.peakKnown && r.peak <= aimRSS))
+	}
+}

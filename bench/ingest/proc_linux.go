@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// memory reads a process's resident set size and its peak (VmRSS and VmHWM
+// of /proc/PID/status) in bytes.
+func memory(pid int) (rss, peak int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := sc.Bytes()
+		var dst *int64
+		switch {
+		case bytes.HasPrefix(line, []byte("VmRSS:")):
+			dst = &rss
+		case bytes.HasPrefix(line, []byte("VmHWM:")):
+			dst = &peak
+		default:
+			continue
+		}
+		f := bytes.Fields(line) // "VmRSS:", "12345", "kB"
+		if len(f) != 3 || string(f[2]) != "kB" {
+			return 0, 0, fmt.Errorf("/proc/%d/status: unexpected line %q", pid, line)
+		}
+		kb, err := strconv.ParseInt(string(f[1]), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/%d/status: %q: %w", pid, line, err)
+		}
+		*dst = kb << 10
+	}
+	if peak == 0 {
+		return 0, 0, fmt.Errorf("/proc/%d/status: no VmHWM line", pid)
+	}
+	return rss, peak, nil
+}
+
+// settleDisk writes dirty pages out so that writeback of one run's log
+// does not steal CPU from the next run.
+func settleDisk() { syscall.Sync() }
