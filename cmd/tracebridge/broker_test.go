@@ -42,6 +42,7 @@ const perlMap = "1=kieker.common.record.flow.trace.operation.BeforeOperationEven
 func TestPerlProbeFramesThroughRabbitMQ(t *testing.T) {
 	servicetest.Require(t, servicetest.RabbitSTOMP, "RabbitMQ STOMP")
 	dest := fmt.Sprintf("/queue/tracebridge-e2e-%d", rand.Int64())
+	servicetest.DeleteQueueAfter(t, dest)
 	frames, err := os.ReadFile(shared.Path(t, "kieker-streams", "perl-stomp.bin"))
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +91,7 @@ func TestPerlProbeFramesThroughRabbitMQ(t *testing.T) {
 func TestBrokerKillAndRestart(t *testing.T) {
 	servicetest.Require(t, servicetest.RabbitSTOMP, "RabbitMQ STOMP")
 	dest := fmt.Sprintf("/queue/tracebridge-kill-%d", rand.Int64())
+	servicetest.DeleteQueueAfter(t, dest)
 	pub, err := gostomp.Dial("tcp", servicetest.RabbitSTOMP, gostomp.ConnOpt.Login("guest", "guest"), gostomp.ConnOpt.Host("/"))
 	if err != nil {
 		t.Fatal(err)

@@ -70,7 +70,7 @@ func startBridge(t *testing.T, dir string, args ...string) *bridgeProc {
 	p.cmd = exec.Command(tbBinary, append([]string{"serve"}, args...)...)
 	p.cmd.Dir = dir
 	pr, pw := io.Pipe()
-	p.cmd.Stdout = io.MultiWriter(pw, p.stdout)
+	p.cmd.Stdout = io.MultiWriter(p.stdout, pw) // the buffer first: "ready" implies it holds every line before
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

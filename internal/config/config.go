@@ -103,6 +103,9 @@ type Receiver struct {
 	Prefetch int `yaml:"prefetch"`
 	// VHost is the STOMP host header (RabbitMQ virtual host, default /).
 	VHost string `yaml:"vhost"`
+	// TLSCA is a PEM file of the certificate authorities trusted for
+	// stomp+ssl:// (default: the system's).
+	TLSCA string `yaml:"tls_ca"`
 	// Stream and Durable name NATS JetStream's stream (KIEKER) and
 	// consumer (tracebridge); ClientID MQTT's persistent session
 	// (tracebridge).

@@ -7,11 +7,14 @@ package serve
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -409,9 +412,21 @@ func (s *Server) addBrokerReceiver(rc *config.Receiver, dataDir string, cat *rec
 	)
 	switch rc.Type {
 	case config.StompClient:
+		var tc *tls.Config
+		if rc.TLSCA != "" {
+			pem, err := os.ReadFile(rc.TLSCA)
+			if err != nil {
+				return classify(ErrConfig, fmt.Errorf("receiver %s: tls_ca: %w", rc.Name, err))
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return classify(ErrConfig, fmt.Errorf("receiver %s: tls_ca %s holds no PEM certificate", rc.Name, rc.TLSCA))
+			}
+			tc = &tls.Config{RootCAs: pool}
+		}
 		r, err := stompsrc.New(stompsrc.Config{
 			Name: rc.Name, URL: rc.URL, User: rc.User, Password: rc.Password, VHost: rc.VHost,
-			Destination: rc.Destination, DeadLetter: rc.DeadLetter, Prefetch: rc.Prefetch, Batch: batch,
+			Destination: rc.Destination, DeadLetter: rc.DeadLetter, Prefetch: rc.Prefetch, TLS: tc, Batch: batch,
 		}, set)
 		if err != nil {
 			return classify(ErrConfig, err)

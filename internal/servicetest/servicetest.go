@@ -12,6 +12,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -148,4 +150,16 @@ func (p *Proxy) accept() {
 		go func() { defer p.wg.Done(); io.Copy(up, c); up.Close(); c.Close() }()
 		go func() { defer p.wg.Done(); io.Copy(c, up); up.Close(); c.Close() }()
 	}
+}
+
+// DeleteQueueAfter removes a RabbitMQ queue that a STOMP destination
+// /queue/NAME created, when the test ends (best effort, with rabbitmqctl),
+// so test runs do not pile up queues on the machine's broker.
+func DeleteQueueAfter(tb testing.TB, destination string) {
+	name := strings.TrimPrefix(destination, "/queue/")
+	tb.Cleanup(func() {
+		if path, err := exec.LookPath("rabbitmqctl"); err == nil {
+			exec.Command(path, "delete_queue", name).Run()
+		}
+	})
 }

@@ -164,10 +164,13 @@ func (r *Receiver) dial(ctx context.Context) (*gostomp.Conn, error) {
 		return nil, err
 	}
 	if r.useTLS {
-		tc := r.cfg.TLS
-		if tc == nil {
-			host, _, _ := net.SplitHostPort(r.addr)
-			tc = &tls.Config{ServerName: host}
+		host, _, _ := net.SplitHostPort(r.addr)
+		tc := &tls.Config{ServerName: host}
+		if r.cfg.TLS != nil {
+			tc = r.cfg.TLS.Clone()
+			if tc.ServerName == "" {
+				tc.ServerName = host
+			}
 		}
 		tconn := tls.Client(nc, tc)
 		if err := tconn.HandshakeContext(ctx); err != nil {

@@ -45,7 +45,9 @@ func perlMessages(t *testing.T) [][]byte {
 }
 
 func queue(t *testing.T) string {
-	return fmt.Sprintf("/queue/tracebridge-test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), rand.Int64())
+	q := fmt.Sprintf("/queue/tracebridge-test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), rand.Int64())
+	servicetest.DeleteQueueAfter(t, q)
+	return q
 }
 
 func publisher(t *testing.T) *gostomp.Conn {
