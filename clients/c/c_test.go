@@ -1,0 +1,988 @@
+// Package cclient_test holds the end-to-end tests of the C monitoring
+// client in clients/c. TestMain builds the library, the examples and the C
+// unit tests with make (gcc only; the C++ and Fortran examples when g++ and
+// gfortran exist) and the tracebridge binary; the tests run the programs
+// against a real `tracebridge serve` (or a bare TCP listener where the
+// bytes themselves are checked) and read the Kieker log back.
+package cclient_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	"github.com/tracebridge/tracebridge/internal/codec/kieker"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+	srclog "github.com/tracebridge/tracebridge/internal/source/kiekerlog"
+)
+
+var (
+	buildDir string // make's output directory
+	tbBinary string // the tracebridge binary
+)
+
+func TestMain(m *testing.M) {
+	code, err := setup(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func setup(m *testing.M) (int, error) {
+	dir, err := os.MkdirTemp("", "tracebridge-cclient-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	buildDir = filepath.Join(dir, "build")
+	mk := exec.Command("make", "-s", "-j2", "O="+buildDir)
+	if out, err := mk.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("make in clients/c: %v\n%s", err, out)
+	}
+	tbBinary = filepath.Join(dir, "tracebridge")
+	gb := exec.Command(goTool(), "build", "-o", tbBinary, "github.com/tracebridge/tracebridge/cmd/tracebridge")
+	if out, err := gb.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("building tracebridge: %v\n%s", err, out)
+	}
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			return 1, err
+		}
+	}
+	return code, nil
+}
+
+func goTool() string {
+	if root := os.Getenv("GOROOT"); root != "" {
+		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
+			return p
+		}
+	}
+	return "go"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// ---- the bridge ----
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// bridge is one running `tracebridge serve` with a kieker-tcp receiver and
+// a Kieker log sink.
+type bridge struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	addr   string
+	port   string
+	logDir string
+	stderr *syncBuffer
+	done   chan struct{}
+	code   int
+}
+
+var (
+	listenLine = regexp.MustCompile(`receiver c \(kieker-tcp\) listening on (\S+)`)
+	sinkLine   = regexp.MustCompile(`sink \S+ \(kieker-log\) writing to (\S+)`)
+)
+
+// startBridge starts a bridge listening on listen (host:port, port 0 for
+// a free one) and waits until it is ready.
+func startBridge(t *testing.T, listen string) *bridge {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := fmt.Sprintf("flush_interval: 100ms\nreceivers:\n  - {name: c, type: kieker-tcp, listen: %q}\nsinks:\n  - {type: kieker-log, path: logs}\n", listen)
+	cfgPath := filepath.Join(dir, "tracebridge.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := &bridge{t: t, stderr: &syncBuffer{}, done: make(chan struct{})}
+	b.cmd = exec.Command(tbBinary, "serve", "-c", cfgPath)
+	b.cmd.Dir = dir
+	b.cmd.Stderr = b.stderr
+	out, err := b.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		signalled := false
+		for sc.Scan() {
+			line := sc.Text()
+			if m := listenLine.FindStringSubmatch(line); m != nil {
+				b.addr = m[1]
+			}
+			if m := sinkLine.FindStringSubmatch(line); m != nil {
+				b.logDir = filepath.Join(dir, m[1])
+			}
+			if !signalled && line == "tracebridge: ready" {
+				signalled = true
+				close(ready)
+			}
+		}
+		io.Copy(io.Discard, out)
+		if !signalled {
+			close(ready)
+		}
+		b.cmd.Wait()
+		b.code = b.cmd.ProcessState.ExitCode()
+		close(b.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-b.done:
+		default:
+			b.cmd.Process.Kill()
+			<-b.done
+		}
+	})
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("bridge did not start; stderr:\n%s", b.stderr.String())
+	}
+	if b.addr == "" || b.logDir == "" {
+		t.Fatalf("bridge printed no address or log directory; stderr:\n%s", b.stderr.String())
+	}
+	_, b.port, _ = net.SplitHostPort(b.addr)
+	return b
+}
+
+// stop sends SIGTERM and expects a clean exit.
+func (b *bridge) stop() {
+	b.t.Helper()
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.done:
+	case <-time.After(60 * time.Second):
+		b.t.Fatalf("bridge did not exit; stderr:\n%s", b.stderr.String())
+	}
+	if b.code != 0 {
+		b.t.Fatalf("bridge exited with %d; stderr:\n%s", b.code, b.stderr.String())
+	}
+}
+
+// kill ends the bridge with SIGKILL.
+func (b *bridge) kill() {
+	b.cmd.Process.Kill()
+	<-b.done
+}
+
+// records reads the bridge's log.
+func (b *bridge) records() []record.Record {
+	b.t.Helper()
+	r, err := srclog.Open(b.logDir, srclog.Options{})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	var out []record.Record
+	err = r.Run(context.Background(), pipeline.ConsumerFunc(func(_ context.Context, bt *record.Batch) error {
+		for i := range bt.Records {
+			out = append(out, bt.Records[i].Clone())
+		}
+		return nil
+	}))
+	if err != nil {
+		b.t.Fatalf("reading the log: %v", err)
+	}
+	return out
+}
+
+// ---- programs ----
+
+type result struct {
+	stdout, stderr string
+	code           int
+	elapsed        time.Duration
+}
+
+// program returns the path of a built program. The C++ and Fortran
+// examples are built only when g++ and gfortran exist: without them the
+// test is skipped, or fails when TRACEBRIDGE_REQUIRE_SERVICES=1 (CI).
+func program(t *testing.T, name string) string {
+	t.Helper()
+	p := filepath.Join(buildDir, name)
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("TRACEBRIDGE_REQUIRE_SERVICES") == "1" {
+			t.Fatalf("%s was not built (is its compiler, g++ or gfortran, installed?) and TRACEBRIDGE_REQUIRE_SERVICES=1", name)
+		}
+		t.Skipf("%s was not built (compiler missing?)", name)
+	}
+	return p
+}
+
+// run runs a built program with env added to a clean environment (no
+// TRACEBRIDGE_/KIEKER_ variables of the caller).
+func run(t *testing.T, name string, env []string, args ...string) result {
+	t.Helper()
+	path := program(t, name)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TRACEBRIDGE_") && !strings.HasPrefix(kv, "KIEKER_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String(), elapsed: time.Since(start)}
+	if cmd.ProcessState != nil {
+		r.code = cmd.ProcessState.ExitCode()
+	}
+	if err != nil && r.code == 0 {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return r
+}
+
+// summary parses the key=value pairs of the output line starting with
+// prefix.
+func summary(t *testing.T, out, prefix string) map[string]int64 {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		m := map[string]int64{}
+		for _, f := range strings.Fields(strings.TrimPrefix(line, prefix)) {
+			k, v, ok := strings.Cut(f, "=")
+			if !ok {
+				continue
+			}
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				m[k] = n
+			}
+		}
+		return m
+	}
+	t.Fatalf("no %q line in:\n%s", prefix, out)
+	return nil
+}
+
+// ---- traces in a log ----
+
+type call struct {
+	Depth int
+	Op    string
+}
+
+type event struct {
+	kind   string // B, A or F
+	order  int64
+	ts     int64
+	op     string
+	cls    string
+	cause  string
+	record int // position in the log
+}
+
+type trace struct {
+	id     int64
+	meta   *record.Record
+	first  int // log position of the first record
+	events []event
+}
+
+// traceSet groups the trace records of a log by trace id.
+type traceSet struct {
+	byID  map[int64]*trace
+	order []int64 // by first appearance
+}
+
+func tracesOf(recs []record.Record) *traceSet {
+	s := &traceSet{byID: map[int64]*trace{}}
+	get := func(id int64, pos int) *trace {
+		tr := s.byID[id]
+		if tr == nil {
+			tr = &trace{id: id, first: pos}
+			s.byID[id] = tr
+			s.order = append(s.order, id)
+		}
+		return tr
+	}
+	for i := range recs {
+		r := &recs[i]
+		switch r.Type.Name {
+		case record.TraceMetadata:
+			get(r.Values[0].Int(), i).meta = r
+		case record.BeforeOperationEvent, record.AfterOperationEvent, record.AfterOperationFailedEvent:
+			e := event{order: r.Values[2].Int(), ts: r.Values[0].Int(), op: r.Values[3].Str(), cls: r.Values[4].Str(), record: i}
+			switch r.Type.Name {
+			case record.BeforeOperationEvent:
+				e.kind = "B"
+			case record.AfterOperationEvent:
+				e.kind = "A"
+			default:
+				e.kind = "F"
+				e.cause = r.Values[5].Str()
+			}
+			tr := get(r.Values[1].Int(), i)
+			tr.events = append(tr.events, e)
+		}
+	}
+	return s
+}
+
+// session returns the traces whose TraceMetadata has the session id, in
+// the order they appear in the log.
+func (s *traceSet) session(id string) []*trace {
+	var out []*trace
+	for _, tid := range s.order {
+		tr := s.byID[tid]
+		if tr.meta != nil && tr.meta.Values[2].Str() == id {
+			out = append(out, tr)
+		}
+	}
+	return out
+}
+
+// check verifies one trace: order indexes 0..n-1, Before/After balanced
+// with matching signatures, timestamps plausible nanoseconds in
+// [from, to] and not decreasing. It returns the calls (depth, op) in
+// order and the class signature of each operation.
+func check(t *testing.T, tr *trace, from, to time.Time) ([]call, map[string]string) {
+	t.Helper()
+	if tr.meta == nil {
+		t.Errorf("trace %d has no TraceMetadata", tr.id)
+	}
+	ev := append([]event(nil), tr.events...)
+	sort.Slice(ev, func(i, j int) bool { return ev[i].order < ev[j].order })
+	var calls []call
+	classes := map[string]string{}
+	var stack []string
+	prev := int64(0)
+	for i, e := range ev {
+		if e.order != int64(i) {
+			t.Errorf("trace %d: event %d has orderIndex %d", tr.id, i, e.order)
+			return nil, nil
+		}
+		if e.ts < from.UnixNano() || e.ts > to.UnixNano() {
+			t.Errorf("trace %d: timestamp %d is not a nanosecond time in [%d, %d]", tr.id, e.ts, from.UnixNano(), to.UnixNano())
+		}
+		if e.ts < prev {
+			t.Errorf("trace %d: timestamp goes back at orderIndex %d", tr.id, e.order)
+		}
+		prev = e.ts
+		switch e.kind {
+		case "B":
+			calls = append(calls, call{len(stack), e.op})
+			classes[e.op] = e.cls
+			stack = append(stack, e.op)
+		default:
+			if len(stack) == 0 || stack[len(stack)-1] != e.op {
+				t.Errorf("trace %d: After %q at orderIndex %d does not match the open operations %v", tr.id, e.op, e.order, stack)
+				return nil, nil
+			}
+			stack = stack[:len(stack)-1]
+		}
+	}
+	if len(stack) != 0 {
+		t.Errorf("trace %d: operations never returned: %v", tr.id, stack)
+	}
+	return calls, classes
+}
+
+// printedCalls parses the "call <depth> <name>" lines a program prints.
+func printedCalls(t *testing.T, out string) []call {
+	t.Helper()
+	var calls []call
+	for _, line := range strings.Split(out, "\n") {
+		rest, ok := strings.CutPrefix(line, "call ")
+		if !ok {
+			continue
+		}
+		d, name, _ := strings.Cut(rest, " ")
+		n, err := strconv.Atoi(d)
+		if err != nil {
+			t.Fatalf("bad line %q", line)
+		}
+		calls = append(calls, call{n, name})
+	}
+	return calls
+}
+
+// ---- tests ----
+
+// TestUnit runs the C unit tests (encoding, strings, ring, ids, symbols).
+func TestUnit(t *testing.T) {
+	r := run(t, "unit", nil)
+	if r.code != 0 || !strings.Contains(r.stdout, "unit: ok") {
+		t.Fatalf("unit tests failed (exit %d):\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestManual runs the manual-probe example, linked statically and against
+// the shared library, and checks every trace in the log.
+func TestManual(t *testing.T) {
+	b := startBridge(t, "127.0.0.1:0")
+	from := time.Now().Add(-time.Second)
+	type runInfo struct {
+		name, session   string
+		threads, orders int
+	}
+	runs := []runInfo{{"manual", "manual-static", 4, 25}, {"manual_shared", "manual-shared", 2, 10}}
+	sums := map[string]map[string]int64{}
+	for _, ri := range runs {
+		r := run(t, ri.name, []string{"TRACEBRIDGE_PORT=" + b.port, "TRACEBRIDGE_SESSION=" + ri.session},
+			strconv.Itoa(ri.threads), strconv.Itoa(ri.orders))
+		if r.code != 0 {
+			t.Fatalf("%s exited %d:\n%s%s", ri.name, r.code, r.stdout, r.stderr)
+		}
+		sums[ri.name] = summary(t, r.stdout, "manual: ")
+	}
+	b.stop()
+	to := time.Now().Add(time.Second)
+	set := tracesOf(b.records())
+	ids := map[int64]bool{}
+	for _, ri := range runs {
+		t.Run(ri.name, func(t *testing.T) {
+			s := sums[ri.name]
+			orders := ri.threads * ri.orders
+			if s["orders"] != int64(orders) || s["sent"] != s["records"] || s["dropped"] != 0 || s["connects"] != 1 {
+				t.Errorf("summary %v: want %d orders, all %d records sent, none dropped, one connection", s, orders, s["records"])
+			}
+			traces := set.session(ri.session)
+			if len(traces) != int(s["traces"]) {
+				t.Fatalf("%d traces in the log, the program made %d", len(traces), s["traces"])
+			}
+			var records, failed int
+			threads := map[int64]bool{}
+			var report, archive *trace
+			for _, tr := range traces {
+				if ids[tr.id] {
+					t.Errorf("trace id %d used twice", tr.id)
+				}
+				ids[tr.id] = true
+				records += 1 + len(tr.events)
+				calls, _ := check(t, tr, from, to)
+				threads[tr.meta.Values[1].Int()] = true
+				for _, e := range tr.events {
+					if e.kind == "F" {
+						failed++
+						if e.cause != "card declined" || e.op != "boolean shop.Payment.charge(long)" {
+							t.Errorf("failed event %+v", e)
+						}
+					}
+				}
+				switch {
+				case len(calls) > 0 && calls[0].Op == "void shop.Cart.checkout(int)":
+					want := []call{{0, "void shop.Cart.checkout(int)"}, {1, "int shop.Inventory.reserve(int)"}, {1, "boolean shop.Payment.charge(long)"}}
+					if diff := cmp.Diff(want, calls); diff != "" {
+						t.Errorf("order trace (-want +got):\n%s", diff)
+					}
+				case len(calls) > 0 && calls[0].Op == "void shop.Report.daily(Währung)":
+					report = tr
+					want := []call{{0, "void shop.Report.daily(Währung)"}, {0, "void shop.Report.audit()"}}
+					if diff := cmp.Diff(want, calls); diff != "" {
+						t.Errorf("explicit trace (-want +got):\n%s", diff)
+					}
+				case len(calls) == 1 && calls[0].Op == "void shop.Archive.store()":
+					archive = tr
+				default:
+					t.Errorf("unexpected trace %v", calls)
+				}
+			}
+			if int64(records) != s["records"] {
+				t.Errorf("%d records in the log, the program made %d", records, s["records"])
+			}
+			// orders i with i%4 == 3 fail: orders/4 per thread, rounded down.
+			if want := ri.threads * (ri.orders / 4); failed != want {
+				t.Errorf("%d failed events, want %d", failed, want)
+			}
+			if len(threads) != ri.threads+2 {
+				t.Errorf("%d thread ids, want %d customers + main + archiver", len(threads), ri.threads)
+			}
+			if report == nil || archive == nil {
+				t.Fatal("explicit or child trace missing")
+			}
+			for _, tr := range traces {
+				if tr == archive {
+					continue
+				}
+				if p, po := tr.meta.Values[4].Int(), tr.meta.Values[5].Int(); p != tr.id || po != -1 {
+					t.Errorf("root trace %d: parentTraceId %d parentOrderId %d, want itself and -1", tr.id, p, po)
+				}
+			}
+			// The child trace names the report trace and the order index
+			// tb_trace_current reported at the hand-over (after daily's
+			// Before and After: 2).
+			if p, po := archive.meta.Values[4].Int(), archive.meta.Values[5].Int(); p != report.id || po != 2 {
+				t.Errorf("child trace: parent %d/%d, want %d/2", p, po, report.id)
+			}
+			if h := report.meta.Values[3].Str(); h == "" {
+				t.Errorf("empty hostname")
+			}
+			if sid := report.meta.Values[2].Str(); sid != ri.session {
+				t.Errorf("session %q", sid)
+			}
+		})
+	}
+}
+
+// TestAutomatic runs the -finstrument-functions examples and compares the
+// call tree each prints with the traces in the log: names resolved from
+// the symbol tables (static functions, PIE and non-PIE executables, C++
+// demangling, Fortran modules), class signatures, exclusion.
+func TestAutomatic(t *testing.T) {
+	b := startBridge(t, "127.0.0.1:0")
+	from := time.Now().Add(-time.Second)
+	type example struct {
+		name, program string
+		args, env     []string
+		exclude       string // the excluded function, if any
+		classes       map[string]string
+	}
+	examples := []example{
+		{name: "auto", program: "auto", args: []string{"2"}, classes: map[string]string{"fib": "auto", "leaf": "auto", "main": "auto"}},
+		{name: "auto_nopie", program: "auto_nopie", args: []string{"1"}, classes: map[string]string{"tree": "auto_nopie", "leaf": "auto_nopie"}},
+		{name: "auto_exclude_main", program: "auto", args: []string{"2"}, env: []string{"TRACEBRIDGE_EXCLUDE=main,nothing*"}, exclude: "main"},
+		{name: "auto_cpp", program: "auto_cpp", classes: map[string]string{
+			"geo::Square::area() const": "geo::Square", "int geo::twice<int>(int)": "geo", "Tree::depth(int)": "Tree",
+			"risky(int)": "auto_cpp", "main": "auto_cpp", "geo::Shape::Shape(int)": "geo::Shape",
+		}},
+		{name: "auto_fortran", program: "auto_fortran", classes: map[string]string{"shapes::fact": "shapes", "shapes::area": "shapes", "walk_": "auto_fortran"}},
+	}
+	outs := map[string]result{}
+	for _, ex := range examples {
+		if _, err := os.Stat(filepath.Join(buildDir, ex.program)); err != nil {
+			continue // skipped below
+		}
+		env := append([]string{"TRACEBRIDGE_PORT=" + b.port, "TRACEBRIDGE_SESSION=" + ex.name}, ex.env...)
+		r := run(t, ex.program, env, ex.args...)
+		if r.code != 0 {
+			t.Fatalf("%s exited %d:\n%s%s", ex.name, r.code, r.stdout, r.stderr)
+		}
+		outs[ex.name] = r
+	}
+	b.stop()
+	to := time.Now().Add(time.Second)
+	set := tracesOf(b.records())
+	for _, ex := range examples {
+		t.Run(ex.name, func(t *testing.T) {
+			program(t, ex.program)
+			r := outs[ex.name]
+			want := printedCalls(t, r.stdout)
+			if ex.exclude != "" {
+				var kept []call
+				for _, c := range want {
+					if c.Op != ex.exclude {
+						kept = append(kept, call{c.Depth - 1, c.Op})
+					}
+				}
+				want = kept
+			}
+			traces := set.session(ex.name)
+			var got []call
+			classes := map[string]string{}
+			for _, tr := range traces {
+				c, cl := check(t, tr, from, to)
+				got = append(got, c...)
+				for k, v := range cl {
+					classes[k] = v
+				}
+			}
+			if len(want) == 0 {
+				t.Fatalf("the program printed no calls:\n%s", r.stdout)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("call tree in the log differs from the one the program ran (-want +got):\n%s", diff)
+			}
+			for op, cls := range ex.classes {
+				if classes[op] != cls {
+					t.Errorf("class signature of %q: %q, want %q", op, classes[op], cls)
+				}
+			}
+			if ex.exclude != "" && len(traces) < 2 {
+				t.Errorf("with main excluded each top-level call is its own trace: %d traces", len(traces))
+			}
+			if ex.exclude == "" && len(traces) != 1 {
+				t.Errorf("%d traces, want 1 rooted in main", len(traces))
+			}
+			for _, c := range got {
+				if strings.HasPrefix(c.Op, "0x") {
+					t.Errorf("unresolved address %s", c.Op)
+				}
+			}
+		})
+	}
+}
+
+// TestFork: a forked child monitors with its own connection and trace ids.
+func TestFork(t *testing.T) {
+	b := startBridge(t, "127.0.0.1:0")
+	r := run(t, "fork", []string{"TRACEBRIDGE_PORT=" + b.port, "TRACEBRIDGE_SESSION=fork"})
+	if r.code != 0 {
+		t.Fatalf("fork exited %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	parent := summary(t, r.stdout, "fork parent: ")
+	child := summary(t, r.stdout, "fork child: ")
+	b.stop()
+	if parent["sent"] != 9 || parent["dropped"] != 0 || child["sent"] != 9 || child["dropped"] != 0 || child["unbalanced"] != 1 {
+		t.Fatalf("parent %v child %v", parent, child)
+	}
+	traces := tracesOf(b.records()).session("fork")
+	if len(traces) != 4 {
+		t.Fatalf("%d traces, want 1 of the parent and 3 of the child", len(traces))
+	}
+	pids := map[int64]int{}
+	for _, tr := range traces {
+		check(t, tr, time.Now().Add(-time.Minute), time.Now().Add(time.Minute))
+		pids[tr.meta.Values[1].Int()]++
+	}
+	if len(pids) != 2 {
+		t.Errorf("thread ids %v: want the parent's and the child's", pids)
+	}
+}
+
+// closedPort returns a loopback port nothing listens on.
+func closedPort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	return port
+}
+
+// TestNoBridge: with nothing listening the programs run normally, finish
+// promptly and report every record dropped.
+func TestNoBridge(t *testing.T) {
+	port := closedPort(t)
+	for _, tc := range []struct {
+		program, prefix string
+		args            []string
+		quiet           bool
+	}{
+		{"manual", "manual: ", []string{"2", "50"}, false},
+		{"manual", "manual: ", []string{"1", "5"}, true},
+		{"auto", "auto: ", []string{"2"}, false},
+	} {
+		t.Run(fmt.Sprintf("%s-quiet=%v", tc.program, tc.quiet), func(t *testing.T) {
+			env := []string{"TRACEBRIDGE_PORT=" + port}
+			if tc.quiet {
+				env = append(env, "TRACEBRIDGE_QUIET=1")
+			}
+			r := run(t, tc.program, env, tc.args...)
+			if r.code != 0 {
+				t.Fatalf("exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			if r.elapsed > 10*time.Second {
+				t.Errorf("took %v", r.elapsed)
+			}
+			s := summary(t, r.stdout, tc.prefix)
+			if s["sent"] != 0 || s["dropped"] == 0 {
+				t.Errorf("summary %v: want nothing sent, records dropped", s)
+			}
+			if tc.program == "manual" && s["dropped"] != s["records"] {
+				t.Errorf("dropped %d of %d records", s["dropped"], s["records"])
+			}
+			note := "cannot connect to 127.0.0.1:" + port
+			if got := strings.Count(r.stderr, note); tc.quiet && r.stderr != "" || !tc.quiet && got != 1 {
+				t.Errorf("stderr (quiet=%v) should hold the note once or be empty:\n%s", tc.quiet, r.stderr)
+			}
+		})
+	}
+	// Kieker's variables are honoured too.
+	r := run(t, "manual", []string{"KIEKER_HOSTNAME=127.0.0.1", "KIEKER_PORT=" + port}, "1", "1")
+	if !strings.Contains(r.stderr, "cannot connect to 127.0.0.1:"+port) {
+		t.Errorf("KIEKER_PORT ignored:\n%s", r.stderr)
+	}
+}
+
+// TestDisabled: TRACEBRIDGE_ENABLED=0 makes no connection at all.
+func TestDisabled(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+			accepted <- struct{}{}
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	r := run(t, "auto", []string{"TRACEBRIDGE_PORT=" + port, "TRACEBRIDGE_ENABLED=0"}, "1")
+	s := summary(t, r.stdout, "auto: ")
+	if r.code != 0 || s["sent"] != 0 || s["dropped"] != 0 || r.stderr != "" {
+		t.Fatalf("exit %d, summary %v, stderr %q", r.code, s, r.stderr)
+	}
+	select {
+	case <-accepted:
+		t.Fatal("a disabled client connected")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// TestBridgeKilledMidRun: the bridge dies (kill -9) while a program sends;
+// the program keeps running, counts what it dropped, reconnects to a new
+// bridge on the same port with a fresh string registry, and finishes.
+func TestBridgeKilledMidRun(t *testing.T) {
+	first := startBridge(t, "127.0.0.1:0")
+	port := first.port
+	path := program(t, "manual")
+	cmd := exec.Command(path, "2", "2500", "600")
+	cmd.Env = append(os.Environ(), "TRACEBRIDGE_PORT="+port, "TRACEBRIDGE_SESSION=killed", "TRACEBRIDGE_RECONNECT_MAX_MS=200")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	time.Sleep(400 * time.Millisecond)
+	first.kill()
+	time.Sleep(400 * time.Millisecond)
+	second := startBridge(t, "127.0.0.1:"+port)
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatalf("program failed after the bridge was killed: %v\n%s%s", err, out.String(), errb.String())
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("program hangs after the bridge was killed")
+	}
+	second.stop()
+	s := summary(t, out.String(), "manual: ")
+	if s["dropped"] == 0 || s["sent"] == 0 || s["connects"] < 2 {
+		t.Fatalf("summary %v: want records sent and dropped over two connections", s)
+	}
+	if !strings.Contains(errb.String(), "lost") {
+		t.Errorf("no note about the lost connection:\n%s", errb.String())
+	}
+	// The second bridge decoded a fresh, well-formed stream: every trace
+	// that starts there is complete.
+	set := tracesOf(second.records())
+	complete := 0
+	for _, id := range set.order {
+		tr := set.byID[id]
+		if tr.meta == nil {
+			continue // began before the reconnection
+		}
+		check(t, tr, time.Now().Add(-time.Minute), time.Now().Add(time.Minute))
+		complete++
+	}
+	if complete == 0 {
+		t.Fatal("no complete trace reached the second bridge")
+	}
+	t.Logf("sent %d, dropped %d, %d complete traces after reconnecting", s["sent"], s["dropped"], complete)
+}
+
+// capture accepts connections on a bare listener and keeps the bytes of
+// each; with cut > 0 the first connection is closed after that many bytes.
+type capture struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns [][]byte
+	wg    sync.WaitGroup
+}
+
+func newCapture(t *testing.T, cut int) *capture {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &capture{ln: ln}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for i := 0; ; i++ {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			var buf bytes.Buffer
+			if i == 0 && cut > 0 {
+				io.CopyN(&buf, conn, int64(cut))
+			} else {
+				io.Copy(&buf, conn)
+			}
+			conn.Close()
+			c.mu.Lock()
+			c.conns = append(c.conns, buf.Bytes())
+			c.mu.Unlock()
+		}
+	}()
+	t.Cleanup(c.close)
+	return c
+}
+
+func (c *capture) port() string {
+	_, p, _ := net.SplitHostPort(c.ln.Addr().String())
+	return p
+}
+
+func (c *capture) close() {
+	c.ln.Close()
+	c.wg.Wait()
+}
+
+// frameSizes are the frame lengths (after the class id) of the record
+// types the client sends.
+var frameSizes = map[string]int{
+	record.TraceMetadata:             8 + 8 + 8 + 4 + 4 + 8 + 4,
+	record.BeforeOperationEvent:      8 + 8 + 8 + 4 + 4 + 4,
+	record.AfterOperationEvent:       8 + 8 + 8 + 4 + 4 + 4,
+	record.AfterOperationFailedEvent: 8 + 8 + 8 + 4 + 4 + 4 + 4,
+}
+
+// walkStream checks the framing of one connection's bytes: registry
+// entries carry ids 0, 1, 2, … in order, each before its first use, with
+// the UTF-8 byte length; frames are whole. It returns the strings and the
+// number of frames.
+func walkStream(t *testing.T, b []byte) ([]string, int) {
+	t.Helper()
+	var strs []string
+	frames := 0
+	be := binary.BigEndian
+	for off := 0; off < len(b); {
+		if len(b)-off < 4 {
+			t.Fatalf("offset %d: %d trailing bytes", off, len(b)-off)
+		}
+		cid := int32(be.Uint32(b[off:]))
+		if cid == -1 {
+			id, n := int32(be.Uint32(b[off+4:])), int(be.Uint32(b[off+8:]))
+			if int(id) != len(strs) {
+				t.Fatalf("offset %d: registry id %d, want %d (ids from 0, in order)", off, id, len(strs))
+			}
+			strs = append(strs, string(b[off+12:off+12+n]))
+			off += 12 + n
+			continue
+		}
+		if int(cid) >= len(strs) {
+			t.Fatalf("offset %d: class id %d used before its registry entry", off, cid)
+		}
+		size, ok := frameSizes[strs[cid]]
+		if !ok {
+			t.Fatalf("offset %d: unexpected class %q", off, strs[cid])
+		}
+		if len(b)-off < 4+size {
+			return strs, frames // cut inside the last frame (the cut connection)
+		}
+		off += 4 + size
+		frames++
+	}
+	return strs, frames
+}
+
+// TestStreamBytes checks the bytes on the wire: Kieker's single-socket
+// protocol, registry ids from 0 per connection, byte lengths for non-ASCII
+// strings, and a fresh registry on the connection that follows a lost one;
+// the bridge's own decoder reads each connection on its own.
+func TestStreamBytes(t *testing.T) {
+	c := newCapture(t, 2000)
+	r := run(t, "manual", []string{"TRACEBRIDGE_PORT=" + c.port(), "TRACEBRIDGE_RECONNECT_MIN_MS=20"}, "1", "400", "500")
+	if r.code != 0 {
+		t.Fatalf("exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c.close()
+	s := summary(t, r.stdout, "manual: ")
+	if len(c.conns) != 2 || s["connects"] != 2 {
+		t.Fatalf("%d connections captured, client counted %d", len(c.conns), s["connects"])
+	}
+	total := 0
+	for i, b := range c.conns {
+		strs, frames := walkStream(t, b)
+		if len(strs) == 0 || !strings.HasPrefix(strs[0], "kieker.common.record.") {
+			t.Fatalf("connection %d: the first entry is %q, want a class name", i, strs)
+		}
+		if i == 1 {
+			if !contains(strs, "void shop.Report.daily(Währung)") {
+				t.Errorf("connection %d lacks the non-ASCII signature: %q", i, strs)
+			}
+			dec := kieker.NewDecoder(kieker.Options{Inline: true})
+			var bt record.Batch
+			n, err := dec.Decode(b, &bt)
+			if err != nil || n != len(b) {
+				t.Fatalf("connection %d: decoded %d of %d bytes: %v", i, n, len(b), err)
+			}
+			if len(bt.Records) != frames {
+				t.Errorf("connection %d: decoder found %d records, framing %d", i, len(bt.Records), frames)
+			}
+		}
+		total += frames
+	}
+	if total == 0 {
+		t.Error("no frames captured")
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestELFFuzz runs the sanitizer-built mutation fuzzer of the ELF
+// symbol-table reader over a few of the built binaries (a PIE executable
+// with .symtab, a shared object, a C++ executable). TB_ELFFUZZ_ITERATIONS
+// runs it longer (the default keeps CI short).
+func TestELFFuzz(t *testing.T) {
+	iterations := "500"
+	if v := os.Getenv("TB_ELFFUZZ_ITERATIONS"); v != "" {
+		iterations = v
+	}
+	for i, seed := range []string{"unit", "libtracebridge.so", "auto_nopie"} {
+		t.Run(seed, func(t *testing.T) {
+			r := run(t, "elffuzz", []string{"TRACEBRIDGE_ENABLED=0"}, filepath.Join(buildDir, seed), iterations, strconv.Itoa(1000+i))
+			if r.code != 0 || !strings.Contains(r.stdout, "elffuzz: ") {
+				t.Fatalf("exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			t.Log(strings.TrimSpace(r.stdout))
+		})
+	}
+}

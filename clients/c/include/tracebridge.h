@@ -1,0 +1,144 @@
+/*
+ * tracebridge.h — the tracebridge C monitoring client.
+ *
+ * Probes record Kieker trace events (TraceMetadata, BeforeOperationEvent,
+ * AfterOperationEvent, AfterOperationFailedEvent) and hand them to a
+ * background writer thread through a bounded ring buffer; the writer sends
+ * them to a tracebridge (or any Kieker single-socket TCP reader) at
+ * $TRACEBRIDGE_HOST:$TRACEBRIDGE_PORT (default 127.0.0.1:10133).
+ *
+ * Probes never block and never fail: when the ring is full or the bridge is
+ * unreachable, records are dropped and counted (tb_dropped). Every function
+ * here is safe to call from any thread, before or without tb_init (the
+ * library initialises itself on first use), and after tb_shutdown (the
+ * probes then drop and count).
+ *
+ * Strings passed to the probes are copied (interned) before the call
+ * returns; the caller may free or reuse them at once.
+ *
+ * Tracing model (per thread): a trace starts implicitly at the first
+ * tb_before on a thread that has no trace open, and ends when the number of
+ * open operations returns to zero. tb_trace_start opens a trace explicitly;
+ * such a trace stays open across several top-level operations until
+ * tb_trace_end (or the next tb_trace_start). Order indexes count every
+ * Before/After event of a trace from 0. A root trace has parentTraceId =
+ * its own traceId and parentOrderId = -1 (Kieker's Java convention).
+ *
+ * See README.md for the environment variables and the automatic
+ * instrumentation with gcc's -finstrument-functions.
+ */
+#ifndef TRACEBRIDGE_H
+#define TRACEBRIDGE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define TB_API __attribute__((visibility("default")))
+#else
+#define TB_API
+#endif
+
+/*
+ * tb_init reads the configuration from the environment and starts the
+ * writer thread (unless TRACEBRIDGE_ENABLED=0). It is called automatically
+ * by a constructor and by the first probe; calling it again does nothing.
+ * Returns 0, or -1 when the library could not allocate its buffers (probes
+ * then do nothing).
+ */
+TB_API int tb_init(void);
+
+/*
+ * tb_shutdown sends what is buffered (waiting at most
+ * TRACEBRIDGE_EXIT_TIMEOUT_MS, default 1000 ms) and stops the writer.
+ * Probes called afterwards drop their records and count them. It runs
+ * automatically at exit (and when a shared libtracebridge is unloaded).
+ */
+TB_API void tb_shutdown(void);
+
+/*
+ * tb_flush waits until every record enqueued before the call has been
+ * written to the socket or dropped, at most timeout_ms milliseconds.
+ * Returns 0 when done, -1 on timeout.
+ */
+TB_API int tb_flush(int timeout_ms);
+
+/*
+ * The global switch. Disabled probes cost one load and a branch. Trace
+ * state is reset on every thread when the switch changes, so toggling in
+ * the middle of an operation never leaves traces unbalanced.
+ */
+TB_API void tb_set_enabled(int on);
+TB_API int tb_is_enabled(void);
+
+/* Manual probes: op is the operation signature, cls the class signature
+ * (NULL means ""). cause describes the failure of tb_after_failed. */
+TB_API void tb_before(const char *op, const char *cls);
+TB_API void tb_after(const char *op, const char *cls);
+TB_API void tb_after_failed(const char *op, const char *cls, const char *cause);
+
+/*
+ * Pre-interned signatures for the hottest probes: tb_sig interns op and cls
+ * once (it returns 0 only if the library is unusable; the _sig probes
+ * ignore 0); the _sig probes then skip hashing the strings. A signature
+ * stays valid for the life of the process, and the same strings always
+ * give the same signature, so threads may race to set a shared one as long
+ * as the variable is atomic:
+ *
+ *     static _Atomic tb_sig_t sig;       // C11 <stdatomic.h>
+ *     tb_sig_t s = atomic_load_explicit(&sig, memory_order_relaxed);
+ *     if (!s) atomic_store_explicit(&sig, s = tb_sig("int shop.Cart.add(int)", "shop.Cart"), memory_order_relaxed);
+ *     tb_before_sig(s); ... tb_after_sig(s);
+ */
+typedef uint64_t tb_sig_t;
+TB_API tb_sig_t tb_sig(const char *op, const char *cls);
+TB_API void tb_before_sig(tb_sig_t sig);
+TB_API void tb_after_sig(tb_sig_t sig);
+TB_API void tb_after_failed_sig(tb_sig_t sig, const char *cause);
+
+/*
+ * Explicit traces. tb_trace_start closes the calling thread's current trace
+ * (if any) and opens a root trace; tb_trace_start_child opens a trace whose
+ * TraceMetadata names a parent (for work handed to another thread or
+ * process: get the parent's ids with tb_trace_current). Both emit the
+ * TraceMetadata at once and return the new trace id (-1 when disabled).
+ */
+TB_API int64_t tb_trace_start(void);
+TB_API int64_t tb_trace_start_child(int64_t parent_trace_id, int32_t parent_order_index);
+TB_API void tb_trace_end(void);
+
+/*
+ * tb_trace_current stores the calling thread's open trace id and the order
+ * index its next event will get, and returns 1; it returns 0 (storing -1,
+ * -1) when no trace is open. Either pointer may be NULL.
+ */
+TB_API int tb_trace_current(int64_t *trace_id, int32_t *next_order_index);
+
+/* tb_dropped returns the number of records dropped so far (ring full,
+ * bridge unreachable or connection lost, after tb_shutdown). */
+TB_API uint64_t tb_dropped(void);
+
+/* Counters, all since the start of the process (or of a forked child). */
+struct tb_stats {
+	uint64_t enqueued;          /* records put into the ring */
+	uint64_t sent;              /* records fully written to a connection */
+	uint64_t dropped;           /* the sum of the four below */
+	uint64_t dropped_full;      /* ring full */
+	uint64_t dropped_unsent;    /* bridge unreachable or connection lost */
+	uint64_t dropped_closed;    /* probe after tb_shutdown */
+	uint64_t dropped_reentrant; /* probe inside a probe (signal handler) */
+	uint64_t unbalanced;        /* after without an open before: ignored */
+	uint64_t string_overflow;   /* strings replaced: string table full */
+	uint64_t connects;          /* successful connections */
+	uint64_t connect_failures;  /* failed connection attempts */
+};
+TB_API void tb_get_stats(struct tb_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TRACEBRIDGE_H */
