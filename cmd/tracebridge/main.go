@@ -39,6 +39,7 @@ commands:
   cat      print the records of Kieker log directories (text or --json)
   convert  rewrite a Kieker log (ASCII/binary, compression, rotation)
   replay   send a Kieker log to a bridge (Kieker TCP or KDB binary), optionally at a rate
+  gen      write record types and encoders for C, Go, Python or Perl from IRL
   version  print the version
 
 Run 'tracebridge <command> -h' for a command's flags.
@@ -94,6 +95,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdServe(ctx, args[1:], stdout, stderr)
 	case "replay":
 		err = cmdReplay(ctx, args[1:], stdout, stderr)
+	case "gen":
+		err = cmdGen(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "tracebridge", version)
 	case "help", "-h", "--help", "-help":
