@@ -103,3 +103,31 @@ func RunBridge(tb testing.TB, src bridge.Source, sink *Collector) (stop func() e
 	tb.Cleanup(func() { stop() })
 	return stop
 }
+
+// ByOrderIndex keys a trace event by its orderIndex (field 2), for
+// Distinct and WaitDistinct.
+func ByOrderIndex(r *record.Record) int64 { return r.Values[2].Int() }
+
+// Distinct counts the distinct keys of the records consumed: brokers
+// deliver at least once, so a record may come twice.
+func (c *Collector) Distinct(key func(*record.Record) int64) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := map[int64]bool{}
+	for i := range c.records {
+		seen[key(&c.records[i])] = true
+	}
+	return len(seen)
+}
+
+// WaitDistinct waits until n distinct keys were consumed.
+func (c *Collector) WaitDistinct(tb testing.TB, key func(*record.Record) int64, n int, timeout time.Duration) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for c.Distinct(key) < n {
+		if time.Now().After(deadline) {
+			tb.Fatalf("%d distinct records within %v, want %d", c.Distinct(key), timeout, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -41,23 +41,6 @@ func publish(t *testing.T, addr, topic string, from, n int) {
 	}
 }
 
-func distinct(c *servicetest.Collector) int {
-	seen := map[int64]bool{}
-	for _, r := range c.Records() {
-		seen[r.Values[2].Int()] = true
-	}
-	return len(seen)
-}
-
-func waitDistinct(t *testing.T, c *servicetest.Collector, n int) {
-	deadline := time.Now().Add(30 * time.Second)
-	for distinct(c) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d distinct records, want %d", distinct(c), n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 func newReceiver(t *testing.T, addr, topic, id string) *Receiver {
 	r, err := New(Config{Name: "mqtt", URL: "mqtt://" + addr, Topic: topic, ClientID: id, BackoffMax: time.Second, Batch: broker.Config{Mapping: mapping(t)}}, broker.Settings{})
@@ -77,13 +60,13 @@ func TestMosquitto(t *testing.T) {
 	stop := servicetest.RunBridge(t, newReceiver(t, servicetest.Mosquitto, topic, id), sink)
 	time.Sleep(300 * time.Millisecond) // subscribed
 	publish(t, servicetest.Mosquitto, topic, 0, 300)
-	waitDistinct(t, sink, 300)
+	sink.WaitDistinct(t, servicetest.ByOrderIndex, 300, 30*time.Second)
 	time.Sleep(200 * time.Millisecond)
 	stop()
 	publish(t, servicetest.Mosquitto, topic, 300, 200) // while stopped
 	sink = &servicetest.Collector{}
 	stop = servicetest.RunBridge(t, newReceiver(t, servicetest.Mosquitto, topic, id), sink)
-	waitDistinct(t, sink, 200)
+	sink.WaitDistinct(t, servicetest.ByOrderIndex, 200, 30*time.Second)
 	time.Sleep(200 * time.Millisecond)
 	stop()
 	if sink.Records()[0].Values[2].Int() != 300 {
@@ -121,13 +104,13 @@ func TestMosquittoRestart(t *testing.T) {
 	stop := servicetest.RunBridge(t, newReceiver(t, addr, "kieker/tools/bridge", "tb-restart"), sink)
 	time.Sleep(300 * time.Millisecond)
 	publish(t, addr, "kieker/tools/bridge", 0, 200)
-	waitDistinct(t, sink, 200)
+	sink.WaitDistinct(t, servicetest.ByOrderIndex, 200, 30*time.Second)
 	m.Process.Kill()
 	m.Wait()
 	m = start()
 	time.Sleep(1500 * time.Millisecond) // the receiver reconnects (back-off ≤ 1 s)
 	publish(t, addr, "kieker/tools/bridge", 200, 200)
-	waitDistinct(t, sink, 400)
+	sink.WaitDistinct(t, servicetest.ByOrderIndex, 400, 30*time.Second)
 	stop()
 }
 

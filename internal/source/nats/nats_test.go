@@ -56,23 +56,6 @@ func publishJS(t *testing.T, url, subject string, from, n int) {
 	}
 }
 
-func distinct(c *servicetest.Collector) int {
-	seen := map[int64]bool{}
-	for _, r := range c.Records() {
-		seen[r.Values[2].Int()] = true
-	}
-	return len(seen)
-}
-
-func waitDistinct(t *testing.T, c *servicetest.Collector, n int) {
-	deadline := time.Now().Add(30 * time.Second)
-	for distinct(c) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d distinct records, want %d", distinct(c), n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // TestJetStreamOnTheMachinesNATS consumes from the machine's NATS server;
 // records published before the receiver starts and while it runs arrive.
@@ -89,7 +72,7 @@ func TestJetStreamOnTheMachinesNATS(t *testing.T) {
 	defer deleteStream(t, url, stream)
 	time.Sleep(500 * time.Millisecond) // the stream exists now
 	publishJS(t, url, subject, 0, 500)
-	waitDistinct(t, sink, 500)
+	sink.WaitDistinct(t, servicetest.ByOrderIndex, 500, 30*time.Second)
 	time.Sleep(200 * time.Millisecond)
 	stop()
 	// Stopped: publish more; a new receiver (same durable) gets only those.
@@ -97,7 +80,7 @@ func TestJetStreamOnTheMachinesNATS(t *testing.T) {
 	r2, _ := New(Config{Name: "nats", URL: url, Subject: subject, Stream: stream, Batch: broker.Config{Mapping: mapping(t)}}, broker.Settings{})
 	sink2 := &servicetest.Collector{}
 	stop = servicetest.RunBridge(t, r2, sink2)
-	waitDistinct(t, sink2, 300)
+	sink2.WaitDistinct(t, servicetest.ByOrderIndex, 300, 30*time.Second)
 	time.Sleep(300 * time.Millisecond)
 	stop()
 	if n := sink2.Len(); n != 300 || sink2.Records()[0].Values[2].Int() != 500 {
@@ -151,7 +134,7 @@ func TestNATSServerRestart(t *testing.T) {
 	srv.Wait()
 	srv = start()
 	publishJS(t, url, DefaultSubject, 1000, 1000)
-	waitDistinct(t, sink, 2000)
+	sink.WaitDistinct(t, servicetest.ByOrderIndex, 2000, 30*time.Second)
 	time.Sleep(300 * time.Millisecond)
 	stop()
 }
@@ -202,7 +185,7 @@ func TestEmbeddedBroker(t *testing.T) {
 	defer srv.Shutdown()
 	sink = &servicetest.Collector{}
 	stop = servicetest.RunBridge(t, newRecv(srv), sink)
-	waitDistinct(t, sink, 300)
+	sink.WaitDistinct(t, servicetest.ByOrderIndex, 300, 30*time.Second)
 	time.Sleep(200 * time.Millisecond)
 	stop()
 }
