@@ -41,7 +41,6 @@ func publish(t *testing.T, addr, topic string, from, n int) {
 	}
 }
 
-
 func newReceiver(t *testing.T, addr, topic, id string) *Receiver {
 	r, err := New(Config{Name: "mqtt", URL: "mqtt://" + addr, Topic: topic, ClientID: id, BackoffMax: time.Second, Batch: broker.Config{Mapping: mapping(t)}}, broker.Settings{})
 	if err != nil {

@@ -56,7 +56,6 @@ func publishJS(t *testing.T, url, subject string, from, n int) {
 	}
 }
 
-
 // TestJetStreamOnTheMachinesNATS consumes from the machine's NATS server;
 // records published before the receiver starts and while it runs arrive.
 func TestJetStreamOnTheMachinesNATS(t *testing.T) {
