@@ -438,7 +438,7 @@ func (s *Server) addBrokerReceiver(rc *config.Receiver, dataDir string, cat *rec
 			Stream: rc.Stream, Durable: rc.Durable, MaxAckPending: rc.Prefetch, DeadLetter: rc.DeadLetter, Batch: batch,
 		}
 		if rc.Type == config.BrokerEmbedded {
-			srv, err := startEmbedded(rc, dataDir)
+			srv, err := startEmbedded(rc, dataDir, log)
 			if err != nil {
 				return err
 			}
@@ -487,12 +487,12 @@ func (s *Server) addBrokerReceiver(rc *config.Receiver, dataDir string, cat *rec
 	return nil
 }
 
-func startEmbedded(rc *config.Receiver, dataDir string) (*natssrc.Server, error) {
+func startEmbedded(rc *config.Receiver, dataDir string, log *slog.Logger) (*natssrc.Server, error) {
 	host, port, err := splitHostPort(rc.Listen)
 	if err != nil {
 		return nil, classify(ErrConfig, fmt.Errorf("receiver %s: listen: %w", rc.Name, err))
 	}
-	sc := natssrc.ServerConfig{Host: host, Port: port, StoreDir: filepath.Join(dataDir, "broker")}
+	sc := natssrc.ServerConfig{Host: host, Port: port, StoreDir: filepath.Join(dataDir, "broker"), Logger: log}
 	if rc.MQTTListen != "" {
 		mh, mp, err := splitHostPort(rc.MQTTListen)
 		if err != nil {

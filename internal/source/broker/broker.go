@@ -93,6 +93,13 @@ type Config struct {
 	// DeadLetter, if set, receives a copy of every malformed message with
 	// the reason before the message is acknowledged.
 	DeadLetter func(m Message, reason error) error
+	// Cumulative: the broker's acknowledgement of a message covers every
+	// earlier one of the subscription (STOMP's ack mode "client"), so a
+	// durable batch is acknowledged by acking its last message only, and a
+	// failed one by calling its first message's Nack, which must make the
+	// broker redeliver everything unacknowledged (e.g. by dropping the
+	// connection), since later acknowledgements would otherwise cover it.
+	Cumulative bool
 }
 
 // Settings are injected.
@@ -239,8 +246,13 @@ func (b *Batcher) Flush(ctx context.Context) error {
 	b.acks = nil
 	b.met.Records(b.batch)
 	b.unsettled.Add(1)
+	cumulative := b.cfg.Cumulative
 	b.batch.Done = append(b.batch.Done, func(err error) {
-		settle(msgs, err)
+		if cumulative {
+			settleCumulative(msgs, err)
+		} else {
+			settle(msgs, err)
+		}
 		b.unsettled.Add(-1)
 		select {
 		case b.settled <- struct{}{}:
@@ -286,6 +298,23 @@ func settle(msgs []Message, err error) {
 		case err != nil && m.Nack != nil:
 			m.Nack()
 		}
+	}
+}
+
+// settleCumulative acknowledges msgs with one acknowledgement of the last,
+// or asks for redelivery through the first.
+func settleCumulative(msgs []Message, err error) {
+	if len(msgs) == 0 {
+		return
+	}
+	if err == nil {
+		if last := msgs[len(msgs)-1]; last.Ack != nil {
+			last.Ack()
+		}
+		return
+	}
+	if msgs[0].Nack != nil {
+		msgs[0].Nack()
 	}
 }
 

@@ -117,3 +117,18 @@ func TestParseFormat(t *testing.T) {
 		t.Error("xml accepted")
 	}
 }
+
+func TestCumulativeSettle(t *testing.T) {
+	var log []string
+	msg := func(id string) Message {
+		return Message{ID: id,
+			Ack:  func() error { log = append(log, "ack "+id); return nil },
+			Nack: func() error { log = append(log, "nack "+id); return nil }}
+	}
+	settleCumulative([]Message{msg("1"), msg("2"), msg("3")}, nil)
+	settleCumulative([]Message{msg("4"), msg("5")}, errors.New("sink failed"))
+	settleCumulative(nil, nil)
+	if got := strings.Join(log, ","); got != "ack 3,nack 4" {
+		t.Fatalf("%s", got)
+	}
+}

@@ -1,11 +1,14 @@
 package nats
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -24,7 +27,19 @@ type ServerConfig struct {
 	// StoreDir holds JetStream's files, so that what was published while
 	// the bridge was stopped is there when it starts again.
 	StoreDir string
+	// Logger hears the server's warnings and errors (rate-limited), such as
+	// messages it had to drop; nil discards them.
+	Logger *slog.Logger
 }
+
+// Limits on what the server buffers before a stream has stored it. NATS's
+// defaults (100,000 messages, 128 MiB) drop messages from fast core-NATS
+// publishers silently; publishers that need at-least-once delivery publish
+// through JetStream and wait for its acknowledgement.
+const (
+	maxBufferedMsgs  = 2_000_000
+	maxBufferedBytes = 512 << 20
+)
 
 // Server is the embedded broker: a NATS server with JetStream.
 type Server struct {
@@ -76,7 +91,10 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		JetStream:  true,
 		StoreDir:   cfg.StoreDir,
 		NoSigs:     true,
-		NoLog:      true,
+		NoLog:      cfg.Logger == nil,
+		// Publishers that send faster than the stream stores.
+		StreamMaxBufferedMsgs: maxBufferedMsgs,
+		StreamMaxBufferedSize: maxBufferedBytes,
 		// Publishers that send big batches of records per message.
 		MaxPayload: 8 << 20,
 	}
@@ -86,6 +104,9 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded broker: %w", err)
+	}
+	if cfg.Logger != nil {
+		ns.SetLoggerV2(&serverLog{log: cfg.Logger}, false, false, false)
 	}
 	go ns.Start()
 	if !ns.ReadyForConnections(15 * time.Second) {
@@ -119,3 +140,44 @@ func (s *Server) Shutdown() {
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()
 }
+
+// serverLog passes the embedded server's warnings and errors to slog, at
+// most a few per second (a flood of drops is summarised), and drops its
+// notices, debug and trace lines.
+type serverLog struct {
+	log *slog.Logger
+
+	mu         sync.Mutex
+	window     time.Time
+	n          int
+	suppressed int
+}
+
+func (l *serverLog) emit(level slog.Level, format string, v []any) {
+	l.mu.Lock()
+	now := time.Now()
+	if now.Sub(l.window) >= time.Second {
+		l.window, l.n = now, 0
+	}
+	if l.n >= 5 {
+		l.suppressed++
+		l.mu.Unlock()
+		return
+	}
+	l.n++
+	suppressed := l.suppressed
+	l.suppressed = 0
+	l.mu.Unlock()
+	attrs := []any{"component", "embedded-broker"}
+	if suppressed > 0 {
+		attrs = append(attrs, "suppressed", suppressed)
+	}
+	l.log.Log(context.Background(), level, fmt.Sprintf(format, v...), attrs...)
+}
+
+func (l *serverLog) Noticef(string, ...any)         {}
+func (l *serverLog) Debugf(string, ...any)          {}
+func (l *serverLog) Tracef(string, ...any)          {}
+func (l *serverLog) Warnf(format string, v ...any)  { l.emit(slog.LevelWarn, format, v) }
+func (l *serverLog) Errorf(format string, v ...any) { l.emit(slog.LevelError, format, v) }
+func (l *serverLog) Fatalf(format string, v ...any) { l.emit(slog.LevelError, format, v) }

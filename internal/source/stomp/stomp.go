@@ -3,10 +3,11 @@
 // RabbitMQ with its STOMP plugin) and decodes each message as KDB text (text
 // messages, as the Perl probes send) or KDB binary (byte messages).
 //
-// Messages are consumed with client-individual acknowledgement and a
-// prefetch window; each is acknowledged only once its records are durable in
-// every sink, and negatively acknowledged (redelivered) when a sink fails
-// (see internal/source/broker). When the broker goes away the receiver
+// Messages are consumed with cumulative ("client") acknowledgement and a
+// prefetch window; a batch of messages is acknowledged, with one ACK of its
+// last message, only once its records are durable in every sink. When a
+// sink fails the receiver drops the connection, so the broker redelivers
+// everything unacknowledged (see internal/source/broker). When the broker goes away the receiver
 // reconnects with capped exponential back-off and resubscribes; messages it
 // had not acknowledged are redelivered by the broker.
 //
@@ -135,7 +136,9 @@ func (r *Receiver) Target() string { return r.state.Target }
 // Run consumes until ctx is cancelled, reconnecting whenever the broker goes
 // away. It returns nil after ctx is done.
 func (r *Receiver) Run(ctx context.Context, out pipeline.Consumer) error {
-	b := broker.NewBatcher(r.cfg.Batch, r.set, out)
+	bc := r.cfg.Batch
+	bc.Cumulative = true
+	b := broker.NewBatcher(bc, r.set, out)
 	back := broker.Backoff{Min: r.cfg.BackoffMin, Max: r.cfg.BackoffMax}
 	for ctx.Err() == nil {
 		err := r.session(ctx, b, &back)
@@ -157,11 +160,11 @@ func (r *Receiver) Run(ctx context.Context, out pipeline.Consumer) error {
 	return nil
 }
 
-func (r *Receiver) dial(ctx context.Context) (*gostomp.Conn, error) {
+func (r *Receiver) dial(ctx context.Context) (*gostomp.Conn, net.Conn, error) {
 	d := net.Dialer{Timeout: 10 * time.Second}
 	nc, err := d.DialContext(ctx, "tcp", r.addr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if r.useTLS {
 		host, _, _ := net.SplitHostPort(r.addr)
@@ -175,7 +178,7 @@ func (r *Receiver) dial(ctx context.Context) (*gostomp.Conn, error) {
 		tconn := tls.Client(nc, tc)
 		if err := tconn.HandshakeContext(ctx); err != nil {
 			nc.Close()
-			return nil, err
+			return nil, nil, err
 		}
 		nc = tconn
 	}
@@ -191,15 +194,15 @@ func (r *Receiver) dial(ctx context.Context) (*gostomp.Conn, error) {
 	c, err := gostomp.ConnectWithContext(ctx, nc, opts...)
 	if err != nil {
 		nc.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return c, nil
+	return c, nc, nil
 }
 
 // session connects, subscribes and consumes until the connection fails or
 // ctx ends.
 func (r *Receiver) session(ctx context.Context, b *broker.Batcher, back *broker.Backoff) error {
-	conn, err := r.dial(ctx)
+	conn, nc, err := r.dial(ctx)
 	if err != nil {
 		return err
 	}
@@ -213,7 +216,9 @@ func (r *Receiver) session(ctx context.Context, b *broker.Batcher, back *broker.
 		conn.MustDisconnect()
 	}()
 	pf := strconv.Itoa(r.cfg.Prefetch)
-	sub, err := conn.Subscribe(r.cfg.Destination, gostomp.AckClientIndividual,
+	// Ack mode "client": an acknowledgement covers every earlier message,
+	// so a batch costs one ACK frame (see broker.Config.Cumulative).
+	sub, err := conn.Subscribe(r.cfg.Destination, gostomp.AckClient,
 		gostomp.SubscribeOpt.Header("prefetch-count", pf),        // RabbitMQ
 		gostomp.SubscribeOpt.Header("activemq.prefetchSize", pf), // ActiveMQ
 	)
@@ -250,7 +255,10 @@ func (r *Receiver) session(ctx context.Context, b *broker.Batcher, back *broker.
 				Body:        msg.Body,
 				ContentType: msg.ContentType,
 				Ack:         func() error { return m.Conn.Ack(m) },
-				Nack:        func() error { return m.Conn.Nack(m) },
+				// A sink failed: drop the connection, so the broker
+				// redelivers everything unacknowledged; an ACK of a later
+				// batch would otherwise cover this one.
+				Nack: func() error { return nc.Close() },
 			}
 			if err := b.Add(ctx, bm); err != nil {
 				return err
