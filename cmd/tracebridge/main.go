@@ -39,6 +39,7 @@ commands:
   cat      print the records of Kieker log directories (text or --json)
   convert  rewrite a Kieker log (ASCII/binary, compression, rotation)
   replay   send a Kieker log to a bridge (Kieker TCP or KDB binary), optionally at a rate
+  split    cut huge traces into linked partial traces at component boundaries (--merge: back)
   gen      write record types and encoders for C, Go, Python or Perl from IRL
   version  print the version
 
@@ -97,6 +98,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdReplay(ctx, args[1:], stdout, stderr)
 	case "gen":
 		err = cmdGen(ctx, args[1:], stdout, stderr)
+	case "split":
+		err = cmdSplit(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "tracebridge", version)
 	case "help", "-h", "--help", "-help":

@@ -16,7 +16,7 @@ import (
 
 const serveSynopsis = `serve [-c tracebridge.yaml] [-t TYPE -p PORT [-h HOST] [-m MAPPING] [--respawn]]
                   [-L PATHS] [-k kieker.monitoring.properties] [--data-dir DIR] [-v N] [-s] [-d]
-                  [--metrics HOST:PORT]
+                  [--metrics HOST:PORT] [--split SPEC…]
 
 Without -c or -t, serve runs the embedded default: a Kieker TCP receiver on
 127.0.0.1:10133, a KDB binary receiver on 127.0.0.1:10144 (default mapping)
@@ -36,6 +36,7 @@ type serveFlags struct {
 	url, user, password, destination, deadLetter, encoding                          string
 	port, registryPort, mqttPort, verbose                                           int
 	libs                                                                            listFlag
+	split                                                                           []string
 	stats, daemon, respawn                                                          bool
 }
 
@@ -74,6 +75,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	bothBool(&f.stats, "s", "stats", "print run time, ns per record and records per second at the end")
 	bothBool(&f.daemon, "d", "daemon", "detach from the console; write a PID file")
 	fs.BoolVar(&f.respawn, "respawn", false, "tcp-client: reconnect with back-off when the connection fails")
+	fs.Func("split", "cut traces at component boundaries: package:N, regex:P…, map:FILE (repeatable)", func(v string) error {
+		f.split = append(f.split, v)
+		return nil
+	})
 	fs.StringVar(&f.dataDir, "data-dir", "", "directory for logs (default ./tracebridge-data)")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics on HOST:PORT")
 	fs.StringVar(&f.pidFile, "pid-file", "tracebridge.pid", "PID file written with -d")
@@ -204,6 +209,7 @@ func (f *serveFlags) config() (*config.Config, error) {
 		cfg.Metrics = f.metrics
 	}
 	cfg.Libraries = append(cfg.Libraries, f.libs...)
+	cfg.Split = append(cfg.Split, f.split...)
 	return cfg, nil
 }
 

@@ -52,8 +52,23 @@ type SourceFunc func(ctx context.Context, out pipeline.Consumer) error
 // Run calls f.
 func (f SourceFunc) Run(ctx context.Context, out pipeline.Consumer) error { return f(ctx, out) }
 
-// Stage wraps the next consumer (trace splitting, filters, …).
+// Stage wraps the next consumer (trace splitting, filters, …). The
+// consumer it returns runs on the bridge's drain goroutine only. If it has
+// a Flush(ctx) error method, the bridge calls it between batches every
+// 100 ms (to hand on records held while input pauses); if it has a
+// Finish(ctx) error method, the bridge calls it once after the last batch,
+// before the sinks are closed.
 type Stage func(next pipeline.Consumer) pipeline.Consumer
+
+type stageFlusher interface {
+	Flush(ctx context.Context) error
+}
+
+type stageFinisher interface {
+	Finish(ctx context.Context) error
+}
+
+const stageTick = 100 * time.Millisecond
 
 // Listener hears about progress: count is the number of records handed to
 // the sinks so far; message is empty for periodic updates.
@@ -206,8 +221,10 @@ func (b *Bridge) Run(ctx context.Context) error {
 	defer func() { b.stopped.Store(time.Now().UnixNano()) }()
 
 	var chain pipeline.Consumer = pipeline.ConsumerFunc(b.deliver)
+	built := make([]pipeline.Consumer, len(b.stages))
 	for i := len(b.stages) - 1; i >= 0; i-- {
 		chain = b.stages[i](chain)
+		built[i] = chain
 	}
 	// Sources' Done callbacks are taken off before the stages see the
 	// batch and settled once the sinks have the records durably.
@@ -219,12 +236,30 @@ func (b *Bridge) Run(ctx context.Context) error {
 	})
 	q := pipeline.NewQueue(b.set.QueueBatches, settling, b.sinkError)
 	b.set.Metrics.SetQueueDepth(q.Depth)
+	q.OnTick(stageTick, func(ctx context.Context) {
+		for _, st := range built {
+			if f, ok := st.(stageFlusher); ok {
+				if err := f.Flush(ctx); err != nil {
+					b.sinkError(err)
+				}
+			}
+		}
+	})
 
 	drainCtx := context.WithoutCancel(ctx)
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
 		q.Run(drainCtx)
+		// Stages hand on what they still hold, first stage first, on the
+		// goroutine that owns them.
+		for _, st := range built {
+			if f, ok := st.(stageFinisher); ok {
+				if err := f.Finish(drainCtx); err != nil {
+					b.sinkError(err)
+				}
+			}
+		}
 	}()
 
 	stopFlush := make(chan struct{})

@@ -30,6 +30,11 @@ type Config struct {
 	// ShutdownTimeout bounds draining on SIGTERM (default 30s).
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 
+	// Split cuts huge traces into linked partial traces at these
+	// component boundaries (package:N, regex:…, map:FILE) between the
+	// receivers and the sinks.
+	Split []string `yaml:"split"`
+
 	Receivers []Receiver `yaml:"receivers"`
 	Sinks     []Sink     `yaml:"sinks"`
 }

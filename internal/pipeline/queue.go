@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tracebridge/tracebridge/internal/record"
 )
@@ -44,6 +45,16 @@ type Queue struct {
 	closed    bool
 	abortOnce sync.Once
 	aborted   chan struct{}
+
+	tickEvery time.Duration
+	tick      func(context.Context)
+}
+
+// OnTick makes Run call fn every d on its own goroutine, between batches
+// (stages that hold records use it to hand them on when input pauses).
+// Call before Run.
+func (q *Queue) OnTick(d time.Duration, fn func(context.Context)) {
+	q.tickEvery, q.tick = d, fn
 }
 
 // maxPooledRecords bounds the batches kept for reuse, so one burst does not
@@ -143,8 +154,16 @@ func (q *Queue) Enqueued() int64 { return q.records.Load() }
 // Run hands every batch to the next consumer until the queue is closed and
 // empty, or aborted. Call it once, on the goroutine that owns the consumer.
 func (q *Queue) Run(ctx context.Context) {
+	var tick <-chan time.Time
+	if q.tick != nil && q.tickEvery > 0 {
+		t := time.NewTicker(q.tickEvery)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
+		case <-tick:
+			q.tick(ctx)
 		case b, ok := <-q.ch:
 			if !ok {
 				return

@@ -35,6 +35,7 @@ import (
 	natssrc "github.com/tracebridge/tracebridge/internal/source/nats"
 	stompsrc "github.com/tracebridge/tracebridge/internal/source/stomp"
 	"github.com/tracebridge/tracebridge/internal/source/tcp"
+	"github.com/tracebridge/tracebridge/internal/stage/split"
 	"github.com/tracebridge/tracebridge/internal/stage/timeunit"
 )
 
@@ -123,6 +124,11 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 			s.Close()
 		}
 	}()
+	if len(cfg.Split) > 0 {
+		if err := s.addSplit(cfg.Split, cat, set.Logger); err != nil {
+			return nil, err
+		}
+	}
 	// Receivers and the metrics port first: a port in use should not leave
 	// an empty log directory behind.
 	for i := range cfg.Receivers {
@@ -520,4 +526,46 @@ func splitHostPort(addr string) (string, int, error) {
 		return "", 0, fmt.Errorf("port %q", p)
 	}
 	return h, n, nil
+}
+
+// addSplit puts trace splitting between the receivers and the sinks.
+func (s *Server) addSplit(specs []string, cat *record.Catalog, log *slog.Logger) error {
+	b, err := split.Parse(specs...)
+	if err != nil {
+		return classify(ErrConfig, fmt.Errorf("split: %w", err))
+	}
+	var limit malformedLog
+	s.Bridge.AddStage(func(next pipeline.Consumer) pipeline.Consumer {
+		return split.New(b, next, split.Options{
+			Catalog: cat,
+			OnMalformed: func(m split.Malformed) {
+				if n, ok := limit.allow(); ok {
+					log.Warn("trace passed through unsplit", "trace_id", m.TraceID, "reason", m.Reason, "suppressed", n)
+				}
+			},
+		})
+	})
+	return nil
+}
+
+// malformedLog allows a few log lines per second (runs on one goroutine).
+type malformedLog struct {
+	window     time.Time
+	n          int
+	suppressed int
+}
+
+func (l *malformedLog) allow() (int, bool) {
+	now := time.Now()
+	if now.Sub(l.window) >= time.Second {
+		l.window, l.n = now, 0
+	}
+	if l.n >= 5 {
+		l.suppressed++
+		return 0, false
+	}
+	l.n++
+	n := l.suppressed
+	l.suppressed = 0
+	return n, true
 }
