@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tracebridge/tracebridge/bench/internal/benchkit"
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -40,57 +41,10 @@ func decode(t *testing.T, dialect string, stream []byte) *record.Batch {
 	return &b
 }
 
-func TestGenEventsFormTraces(t *testing.T) {
-	sigs := signatures()
-	if len(sigs) != 48 {
-		t.Fatalf("%d signatures, want 48", len(sigs))
-	}
-	for _, conn := range []int{0, 3} {
-		t.Run(fmt.Sprint("conn", conn), func(t *testing.T) {
-			evs := genEvents(conn, 5000, len(sigs))
-			if len(evs) < 5000 {
-				t.Fatalf("%d events, want at least 5000", len(evs))
-			}
-			if again := genEvents(conn, 5000, len(sigs)); !cmp.Equal(evs, again, cmp.AllowUnexported(event{})) {
-				t.Fatal("genEvents is not deterministic")
-			}
-			var stack []uint8
-			var trace int64
-			for i, ev := range evs {
-				if int(ev.trace>>traceShift) != conn+1 {
-					t.Fatalf("event %d: traceId %d does not name connection %d", i, ev.trace, conn)
-				}
-				if i > 0 && ev.ts <= evs[i-1].ts {
-					t.Fatalf("event %d: timestamp %d not after %d", i, ev.ts, evs[i-1].ts)
-				}
-				if len(stack) == 0 { // a new trace starts
-					if ev.trace <= trace || ev.order != 0 || ev.after {
-						t.Fatalf("event %d: %+v does not start a new trace after %d", i, ev, trace)
-					}
-					trace = ev.trace
-				} else if ev.trace != trace || ev.order != evs[i-1].order+1 {
-					t.Fatalf("event %d: %+v does not continue trace %d", i, ev, trace)
-				}
-				if !ev.after {
-					stack = append(stack, ev.sig)
-					continue
-				}
-				if top := stack[len(stack)-1]; top != ev.sig {
-					t.Fatalf("event %d: After of operation %d closes %d", i, ev.sig, top)
-				}
-				stack = stack[:len(stack)-1]
-			}
-			if len(stack) != 0 {
-				t.Fatalf("the last trace is open: %v", stack)
-			}
-		})
-	}
-}
-
 func TestStreamsDecodeToTheEvents(t *testing.T) {
 	cat := record.Builtin()
-	sigs := signatures()
-	evs := genEvents(2, 300, len(sigs))
+	sigs := benchkit.Signatures()
+	evs := benchkit.Events(genSeed, 2, 300)
 	for _, dialect := range []string{dialectKDB, dialectKieker} {
 		t.Run(dialect, func(t *testing.T) {
 			enc, err := newEncoder(dialect, cat, sigs)
@@ -130,12 +84,12 @@ func TestStreamsDecodeToTheEvents(t *testing.T) {
 
 func TestVerifierFindsChanges(t *testing.T) {
 	cat := record.Builtin()
-	sigs := signatures()
+	sigs := benchkit.Signatures()
 	enc, err := newEncoder(dialectKieker, cat, sigs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := enc.stream(0, genEvents(0, 20, len(sigs)))
+	s, err := enc.stream(0, benchkit.Events(genSeed, 0, 20))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +102,7 @@ func TestVerifierFindsChanges(t *testing.T) {
 		{"signature", func(b *record.Batch) { b.Records[1].Values[3] = record.StringValue("x") }, "connection 0, record 1:"},
 		{"logging timestamp", func(b *record.Batch) { b.Records[0].LoggingTimestamp = -1 }, "connection 0, record 0:"},
 		{"lost record", func(b *record.Batch) { b.Records = append(b.Records[:2], b.Records[3:]...) }, "connection 0, record 2:"},
-		{"unknown connection", func(b *record.Batch) { b.Records[0].Values[1] = record.IntValue(7 << traceShift) }, "names no connection"},
+		{"unknown connection", func(b *record.Batch) { b.Records[0].Values[1] = record.IntValue(7 << benchkit.TraceShift) }, "names no connection"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,8 +119,8 @@ func TestVerifierFindsChanges(t *testing.T) {
 
 func TestSendCountsRecordsAndBytes(t *testing.T) {
 	cat := record.Builtin()
-	sigs := signatures()
-	evs := genEvents(0, 50, len(sigs))
+	sigs := benchkit.Signatures()
+	evs := benchkit.Events(genSeed, 0, 50)
 	r := int64(len(evs))
 	for _, dialect := range []string{dialectKDB, dialectKieker} {
 		enc, err := newEncoder(dialect, cat, sigs)
@@ -200,48 +154,6 @@ func TestSendCountsRecordsAndBytes(t *testing.T) {
 			})
 		}
 	}
-}
-
-const exposition = `# HELP tracebridge_sink_records_total Records a sink consumed, by sink.
-# TYPE tracebridge_sink_records_total counter
-tracebridge_sink_records_total{sink="other"} 5
-tracebridge_sink_records_total{sink="log"} 1.2345678e+07
-tracebridge_sink_records_total_extra{sink="log"} 3
-tracebridge_records_received_total{receiver="in",type="x"} 42
-tracebridge_up 1 1700000000000
-`
-
-func TestCounter(t *testing.T) {
-	tests := []struct {
-		name, metric, label string
-		want                float64
-		ok                  bool
-	}{
-		{"labelled", "tracebridge_sink_records_total", `sink="log"`, 12345678, true},
-		{"other label", "tracebridge_sink_records_total", `sink="other"`, 5, true},
-		{"absent label", "tracebridge_sink_records_total", `sink="none"`, 0, false},
-		{"longer name skipped", "tracebridge_sink_records_total_extra", `sink="log"`, 3, true},
-		{"unlabelled with timestamp", "tracebridge_up", "", 1, true},
-		{"absent", "tracebridge_nothing", "", 0, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, ok := counter([]byte(exposition), tt.metric, tt.label)
-			if got != tt.want || ok != tt.ok {
-				t.Fatalf("counter = %v, %v; want %v, %v", got, ok, tt.want, tt.ok)
-			}
-		})
-	}
-}
-
-func FuzzCounter(f *testing.F) {
-	f.Add([]byte(exposition), `sink="log"`)
-	f.Add([]byte("tracebridge_sink_records_total{sink=\"log\"\n"), `sink="log"`)
-	f.Add([]byte("tracebridge_sink_records_total{}"), "")
-	f.Add([]byte("tracebridge_sink_records_total NaN"), "")
-	f.Fuzz(func(t *testing.T, body []byte, label string) {
-		counter(body, "tracebridge_sink_records_total", label) // must not panic
-	})
 }
 
 func TestParseFlags(t *testing.T) {

@@ -20,13 +20,11 @@ package main
 import (
 	"cmp"
 	"context"
-	"debug/buildinfo"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -36,6 +34,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tracebridge/tracebridge/bench/internal/benchkit"
 	"github.com/tracebridge/tracebridge/internal/record"
 )
 
@@ -171,25 +170,22 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 	bin := o.bin
 	if bin == "" {
 		logf("building ./cmd/tracebridge")
-		if bin, err = build(ctx, tmp); err != nil {
+		if bin, err = benchkit.Build(ctx, tmp); err != nil {
 			logf("%v", err)
 			return 1
 		}
 	}
-	bridgeGo := "unknown"
-	if bi, err := buildinfo.ReadFile(bin); err == nil {
-		bridgeGo = bi.GoVersion
-	}
+	bridgeGo := benchkit.GoVersion(bin)
 
 	cat := record.Builtin()
-	sigs := signatures()
+	sigs := benchkit.Signatures()
 	perChunk := o.chunk
 	if o.duration == 0 && o.records < int64(perChunk) {
 		perChunk = int(o.records)
 	}
-	events := make([][]event, o.conns)
+	events := make([][]benchkit.Event, o.conns)
 	for c := range events {
-		events[c] = genEvents(c, perChunk, len(sigs))
+		events[c] = benchkit.Events(genSeed, c, perChunk)
 	}
 
 	var results []result
@@ -230,8 +226,8 @@ func sendPlan(o *options) string {
 }
 
 // measure runs the bridge and then the raw copy for one dialect.
-func measure(ctx context.Context, o *options, bin, dialect string, cat *record.Catalog, sigs []signature,
-	events [][]event, tmp string, r *result, logf func(string, ...any)) error {
+func measure(ctx context.Context, o *options, bin, dialect string, cat *record.Catalog, sigs []benchkit.Signature,
+	events [][]benchkit.Event, tmp string, r *result, logf func(string, ...any)) error {
 	enc, err := newEncoder(dialect, cat, sigs)
 	if err != nil {
 		return err
@@ -254,18 +250,17 @@ func measure(ctx context.Context, o *options, bin, dialect string, cat *record.C
 		}
 	}
 	logf("%s: bridge run, %d connection(s)", dialect, o.conns)
-	b, err := startBridge(ctx, bin, dialect, dir)
+	b, err := benchkit.Start(ctx, bin, dir, receiverConfig(dialect))
 	if err != nil {
 		return err
 	}
 	sr, err := drive(ctx, o, b, streams, counts, r)
 	if err != nil {
-		b.kill()
-		<-b.exited
+		b.Kill()
 		return err
 	}
 	logf("%s: %d records, %d bytes in %.2f s; verifying the log", dialect, r.records, r.bytes, r.elapsed.Seconds())
-	if err := verifyLog(ctx, b.logDir, enc, streams, sr.sent); err != nil {
+	if err := verifyLog(ctx, b.LogDir, enc, streams, sr.sent); err != nil {
 		return err
 	}
 	r.verified = true
@@ -274,7 +269,7 @@ func measure(ctx context.Context, o *options, bin, dialect string, cat *record.C
 			return err
 		}
 	}
-	settleDisk()
+	benchkit.SettleDisk()
 	logf("%s: raw loopback copy of the same bytes, %d time(s)", dialect, o.rawRuns)
 	type copyRun struct{ elapsed, cpu time.Duration }
 	runs := make([]copyRun, o.rawRuns)
@@ -289,15 +284,33 @@ func measure(ctx context.Context, o *options, bin, dialect string, cat *record.C
 	return nil
 }
 
+// receiverConfig returns the YAML of the serve receiver that speaks a
+// dialect (see benchkit.Start).
+func receiverConfig(dialect string) string {
+	typ := "tcp-server"
+	if dialect == dialectKieker {
+		typ = "kieker-tcp"
+	}
+	return fmt.Sprintf("    type: %s\n    listen: \"127.0.0.1:0\"\n", typ)
+}
+
+// stallTimeout ends a run whose sink count has not moved for this long
+// after the clients finished.
+const stallTimeout = 15 * time.Second
+
+// errStalled reports a bridge whose sink stopped short of the records sent.
+var errStalled = errors.New("the sink count stopped short of the records sent")
+
 // drive connects the clients to a started bridge, sends, and stops the
 // clock when the sink has consumed every record sent; then it stops the
-// bridge. It fills r with the measurement.
-func drive(ctx context.Context, o *options, b *bridge, streams []*stream, counts []int64, r *result) (sendResult, error) {
-	pid := b.cmd.Process.Pid
-	if n, err := b.sinkRecords(); err != nil || n != 0 {
+// bridge. It fills r with the measurement. The metrics endpoint is polled
+// at the benchkit.PollStep of the time elapsed.
+func drive(ctx context.Context, o *options, b *benchkit.Bridge, streams []*stream, counts []int64, r *result) (sendResult, error) {
+	pid := b.Pid()
+	if n, err := b.SinkRecords(); err != nil || n != 0 {
 		return sendResult{}, fmt.Errorf("sink count before the run: %d (%v)", n, err)
 	}
-	conns, err := dial(b.addr, len(streams))
+	conns, err := dial(b.Addr, len(streams))
 	if err != nil {
 		return sendResult{}, err
 	}
@@ -309,8 +322,8 @@ func drive(ctx context.Context, o *options, b *bridge, streams []*stream, counts
 	done := sendAll(conns, streams, counts, until)
 	var sr sendResult
 	target := int64(-1)
-	tick := time.NewTicker(pollSending)
-	defer tick.Stop()
+	timer := time.NewTimer(benchkit.PollStep(0))
+	defer timer.Stop()
 	last, lastChange := int64(-1), time.Now()
 	for {
 		select {
@@ -320,21 +333,21 @@ func drive(ctx context.Context, o *options, b *bridge, streams []*stream, counts
 				return sr, sr.err
 			}
 			target = sr.total().records
-			tick.Reset(pollDraining)
-		case <-tick.C:
-		case <-b.exited:
-			return sr, fmt.Errorf("tracebridge serve exited during the run (%v): %s", b.waitErr, b.stderr)
+		case <-timer.C:
+		case <-b.Exited():
+			return sr, fmt.Errorf("tracebridge serve exited during the run (%v): %s", b.WaitErr(), b.Stderr())
 		case <-ctx.Done():
 			return sr, ctx.Err()
 		}
-		if rss, _, err := memory(pid); err == nil {
+		if rss, _, err := benchkit.Memory(pid); err == nil {
 			r.rssMax = max(r.rssMax, rss)
 		}
-		n, err := b.sinkRecords()
+		n, err := b.SinkRecords()
 		if err != nil {
 			return sr, err
 		}
 		now := time.Now()
+		timer.Reset(benchkit.PollStep(now.Sub(start)))
 		if target >= 0 && n >= target {
 			r.elapsed = now.Sub(start)
 			if n > target {
@@ -346,58 +359,19 @@ func drive(ctx context.Context, o *options, b *bridge, streams []*stream, counts
 			last, lastChange = n, now
 		}
 		if target >= 0 && now.Sub(lastChange) > stallTimeout {
-			return sr, fmt.Errorf("%w: %d of %d after %v without progress; %s", errStalled, n, target, stallTimeout, b.stderr)
+			return sr, fmt.Errorf("%w: %d of %d after %v without progress; %s", errStalled, n, target, stallTimeout, b.Stderr())
 		}
 	}
 	t := sr.total()
 	r.records, r.bytes = t.records, t.bytes
-	if _, peak, err := memory(pid); err == nil {
+	if _, peak, err := benchkit.Memory(pid); err == nil {
 		r.peak = peak
 		r.peakKnown = true
 	}
-	if r.cpu, err = b.stop(); err != nil {
+	if r.cpu, err = b.Stop(); err != nil {
 		return sr, err
 	}
 	return sr, nil
-}
-
-// build compiles ./cmd/tracebridge of the module that holds the working
-// directory into dir.
-func build(ctx context.Context, dir string) (string, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("no go command to build tracebridge with (give -bin): %w", err)
-	}
-	bin := filepath.Join(dir, "tracebridge")
-	cmd := exec.CommandContext(ctx, goTool, "build", "-o", bin, "./cmd/tracebridge")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/tracebridge in %s: %v\n%s", root, err, out)
-	}
-	return bin, nil
-}
-
-// moduleRoot walks up from the working directory to the directory with
-// go.mod.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory: run from the tracebridge module or give -bin")
-		}
-		dir = parent
-	}
 }
 
 // printTable prints one row per dialect.

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tracebridge/tracebridge/bench/internal/benchkit"
 	"github.com/tracebridge/tracebridge/internal/source/tcp"
 )
 
@@ -35,7 +36,7 @@ func rawRun(ctx context.Context, streams []*stream, counts []int64) (time.Durati
 	if err != nil {
 		return 0, 0, err
 	}
-	stderr := &tail{max: 16 << 10}
+	stderr := benchkit.NewTail(16 << 10)
 	cmd := exec.CommandContext(ctx, exe)
 	cmd.Env = append(os.Environ(), roleEnv+"=discard", connsEnv+"="+strconv.Itoa(len(streams)))
 	cmd.Stderr = stderr

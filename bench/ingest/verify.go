@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tracebridge/tracebridge/bench/internal/benchkit"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
@@ -83,7 +84,7 @@ func (v *verifier) check(r *record.Record) error {
 		return fmt.Errorf("%s with %d values", r.Type.Name, len(r.Values))
 	}
 	trace := r.Values[1].Int()
-	c := int(trace>>traceShift) - 1
+	c := int(trace>>benchkit.TraceShift) - 1
 	if c < 0 || c >= len(v.streams) {
 		return fmt.Errorf("traceId %d names no connection", trace)
 	}
@@ -91,12 +92,12 @@ func (v *verifier) check(r *record.Record) error {
 	n := v.seen[c]
 	v.seen[c]++
 	ev := &s.events[n%s.records()]
-	sig := v.enc.sigs[ev.sig]
-	if after != ev.after || r.Values[0].Int() != ev.ts || trace != ev.trace || r.Values[2].Int() != int64(ev.order) ||
-		r.Values[3].Str() != sig.op || r.Values[4].Str() != sig.class || r.LoggingTimestamp != v.enc.loggingTimestamp(ev) {
+	sig := v.enc.sigs[ev.Sig]
+	if after != ev.After || r.Values[0].Int() != ev.TS || trace != ev.Trace || r.Values[2].Int() != int64(ev.Order) ||
+		r.Values[3].Str() != sig.Op || r.Values[4].Str() != sig.Class || r.LoggingTimestamp != v.enc.loggingTimestamp(ev) {
 		return fmt.Errorf("connection %d, record %d: got %s ts=%d %v %v %v %q %q, sent after=%v ts=%d traceId %d orderIndex %d %q %q",
 			c, n, r.Type.ShortName(), r.LoggingTimestamp, r.Values[0].Int(), trace, r.Values[2].Int(), r.Values[3].Str(), r.Values[4].Str(),
-			ev.after, v.enc.loggingTimestamp(ev), ev.trace, ev.order, sig.op, sig.class)
+			ev.After, v.enc.loggingTimestamp(ev), ev.Trace, ev.Order, sig.Op, sig.Class)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"bufio"
@@ -7,11 +7,12 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 )
 
-// memory reads a process's resident set size and its peak (VmRSS and VmHWM
-// of /proc/PID/status) in bytes.
-func memory(pid int) (rss, peak int64, err error) {
+// Memory reads a process's resident set size and its peak (VmRSS and
+// VmHWM of /proc/PID/status) in bytes.
+func Memory(pid int) (rss, peak int64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, 0, err
@@ -44,6 +45,15 @@ func memory(pid int) (rss, peak int64, err error) {
 	return rss, peak, nil
 }
 
-// settleDisk writes dirty pages out so that writeback of one run's log
+// SettleDisk writes dirty pages out so that writeback of one run's log
 // does not steal CPU from the next run.
-func settleDisk() { syscall.Sync() }
+func SettleDisk() { syscall.Sync() }
+
+// SelfCPU returns the user and system CPU time this process has used.
+func SelfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

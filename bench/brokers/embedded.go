@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/tracebridge/tracebridge/bench/internal/benchkit"
+	"github.com/tracebridge/tracebridge/internal/source/broker"
+	natssrc "github.com/tracebridge/tracebridge/internal/source/nats"
+)
+
+// The publish-only run of the embedded broker needs the broker without the
+// bridge: this program run again with roleEnv=embedded-broker and dirEnv
+// set to its storage directory, a separate process like the bridge.
+const (
+	roleEnv      = "TRACEBRIDGE_BENCH_ROLE"
+	dirEnv       = "TRACEBRIDGE_BENCH_DIR"
+	roleEmbedded = "embedded-broker"
+)
+
+// embeddedBroker is the broker's main: it starts the embedded broker as
+// serve does (natssrc.StartServer, then the receiver's Prepare creates the
+// KIEKER stream and the durable consumer), prints "listening ADDR", and
+// stops when its standard input ends.
+func embeddedBroker() error {
+	dir := os.Getenv(dirEnv)
+	if dir == "" {
+		return fmt.Errorf("%s is not set", dirEnv)
+	}
+	srv, err := natssrc.StartServer(natssrc.ServerConfig{Host: "127.0.0.1", StoreDir: dir})
+	if err != nil {
+		return err
+	}
+	defer srv.Shutdown()
+	r, err := natssrc.New(natssrc.Config{Name: "bench", InProcess: srv.InProcess()}, broker.Settings{})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := r.Prepare(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("listening %s\n", srv.Addr())
+	io.Copy(io.Discard, os.Stdin)
+	return nil
+}
+
+// brokerProc is a running embedded broker process.
+type brokerProc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	addr   string
+	stderr *benchkit.Tail
+}
+
+// startBroker starts the embedded broker process with its storage in dir.
+func startBroker(ctx context.Context, dir string) (*brokerProc, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	p := &brokerProc{stderr: benchkit.NewTail(16 << 10)}
+	p.cmd = exec.CommandContext(ctx, exe)
+	p.cmd.Env = append(os.Environ(), roleEnv+"="+roleEmbedded, dirEnv+"="+dir)
+	p.cmd.Stderr = p.stderr
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("embedded broker: %w", err)
+	}
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			line <- sc.Text()
+		}
+		close(line)
+		io.Copy(io.Discard, out)
+	}()
+	select {
+	case l, ok := <-line:
+		addr, found := strings.CutPrefix(l, "listening ")
+		if !ok || !found {
+			p.stop()
+			return nil, fmt.Errorf("embedded broker: %q where its address was expected: %s", l, p.stderr)
+		}
+		p.addr = addr
+	case <-time.After(startTimeout):
+		p.stop()
+		return nil, fmt.Errorf("embedded broker did not start within %v: %s", startTimeout, p.stderr)
+	}
+	return p, nil
+}
+
+// stop ends the broker (closing its standard input, killing it if it does
+// not exit within 10 s).
+func (p *brokerProc) stop() error {
+	p.stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("embedded broker: %v: %s", err, p.stderr)
+		}
+		return nil
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("embedded broker did not stop within 10 s: %s", p.stderr)
+	}
+}

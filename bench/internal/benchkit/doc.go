@@ -1,0 +1,21 @@
+// Package benchkit holds what the end-to-end benchmarks under bench/
+// share: building tracebridge (Build, GoVersion), running `tracebridge
+// serve` as a child process and asking its metrics endpoint how many
+// records the sink consumed (Start, Bridge, PollStep), keeping the tail of
+// a child's standard error (Tail), reading a process's memory from /proc
+// (Memory, SettleDisk, SelfCPU), and generating Kieker Before/After events
+// that form call trees (Signatures, Events, Recorder).
+//
+// The bridge configuration Start writes has one receiver named
+// ReceiverName and one binary kieker-log sink named SinkName; the caller
+// supplies the receiver's settings. SinkRecords fetches the metrics page
+// uncompressed: gzipping it at every poll (every few milliseconds) cost
+// the bridge a quarter of its CPU. PollStep spaces the polls so that a
+// stop time is at most 0.5 % (or 2 ms) late without the polls loading a
+// long run.
+//
+// Concurrency: a Bridge's methods may be called from one goroutine at a
+// time, except Exited, WaitErr (after Exited is closed) and Stderr, which
+// are safe from any. A Tail is safe for concurrent use. Events and
+// Signatures are deterministic and share nothing.
+package benchkit

@@ -1,0 +1,19 @@
+//go:build !linux
+
+package benchkit
+
+import (
+	"errors"
+	"time"
+)
+
+// Memory is only implemented on Linux (/proc/PID/status).
+func Memory(pid int) (rss, peak int64, err error) {
+	return 0, 0, errors.New("peak RSS is only measured on Linux")
+}
+
+// SettleDisk does nothing where there is no sync(2) to call.
+func SettleDisk() {}
+
+// SelfCPU is only measured on Linux.
+func SelfCPU() time.Duration { return 0 }
