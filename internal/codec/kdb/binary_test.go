@@ -347,26 +347,6 @@ func TestEncodeErrors(t *testing.T) {
 	}
 }
 
-func TestBinaryAllocations(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts differ under the race detector")
-	}
-	m, _ := DefaultMapping(record.Builtin())
-	data := eventStream(t, m, 1000)
-	d := NewDecoder(m, Options{})
-	var b record.Batch
-	decode := func() {
-		b.Reset()
-		if n, err := d.Decode(data, &b); err != nil || n != len(data) {
-			t.Fatalf("%d, %v", n, err)
-		}
-	}
-	decode()
-	if allocs := testing.AllocsPerRun(20, decode); allocs/1000 >= 0.1 {
-		t.Fatalf("%.3f allocations per record, want < 0.1", allocs/1000)
-	}
-}
-
 // eventStream returns n Before/After events in the binary dialect with
 // realistic, repeating signatures.
 func eventStream(tb testing.TB, m *Mapping, n int) []byte {

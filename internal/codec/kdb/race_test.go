@@ -1,5 +1,0 @@
-//go:build race
-
-package kdb
-
-const raceEnabled = true
