@@ -62,7 +62,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var sent int64
 	count := pipeline.ConsumerFunc(func(ctx context.Context, b *record.Batch) error {
 		if err := sink.Consume(ctx, b); err != nil {
-			return err
+			return sendError{err}
 		}
 		sent += int64(b.Len())
 		return nil
@@ -74,7 +74,12 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if errors.Is(err, context.Canceled) {
 			fmt.Fprintf(stderr, "tracebridge: replay interrupted after %d records\n", sent)
 		}
-		return withCode(exitComm, err)
+		// Sending failed: communication; the log was malformed: data.
+		var se sendError
+		if closeErr != nil || errors.As(err, &se) {
+			return withCode(exitComm, err)
+		}
+		return withCode(exitData, err)
 	}
 	st := sink.Stats()
 	d := time.Since(start)
@@ -86,3 +91,9 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	reportSkipped(stderr, r.Stats().Skipped, r.Stats().SkippedTails)
 	return nil
 }
+
+// sendError marks a failure of the target, not of the log being read.
+type sendError struct{ err error }
+
+func (e sendError) Error() string { return e.err.Error() }
+func (e sendError) Unwrap() error { return e.err }

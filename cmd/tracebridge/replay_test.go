@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -95,5 +97,23 @@ func TestReplayErrors(t *testing.T) {
 	}
 	if r := tb(t, "replay", filepath.Join(t.TempDir(), "none"), "--to", "kieker-tcp://127.0.0.1:1"); r.code == 0 {
 		t.Error("missing log accepted")
+	}
+	// A malformed log is a data error (1), not a communication error.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go io.Copy(io.Discard, c)
+		}
+	}()
+	if r := tb(t, "replay", filepath.Join("testdata", "bad-log"), "--to", "kieker-tcp://"+ln.Addr().String()); r.code != exitData {
+		t.Errorf("malformed log: exit %d, want %d (%s)", r.code, exitData, r.stderr)
 	}
 }

@@ -57,7 +57,9 @@ func (f SourceFunc) Run(ctx context.Context, out pipeline.Consumer) error { retu
 // a Flush(ctx) error method, the bridge calls it between batches every
 // 100 ms (to hand on records held while input pauses); if it has a
 // Finish(ctx) error method, the bridge calls it once after the last batch,
-// before the sinks are closed.
+// before the sinks are closed; if it has a Held() int method (records held
+// back, in input order), sources' Done callbacks wait until the stage has
+// handed their records on.
 type Stage func(next pipeline.Consumer) pipeline.Consumer
 
 type stageFlusher interface {
@@ -66,6 +68,53 @@ type stageFlusher interface {
 
 type stageFinisher interface {
 	Finish(ctx context.Context) error
+}
+
+// stageHolder is a stage that may hold records back (in input order): the
+// Done callbacks of a batch wait until none of its records is held.
+type stageHolder interface {
+	Held() int
+}
+
+// heldTracker releases batches' Done callbacks once the stages have handed
+// every record of the batch on. Stages keep input order, so with in
+// records consumed so far and h held, the first in-h have been handed on.
+// It runs on the drain goroutine.
+type heldTracker struct {
+	holders []stageHolder
+	in      int64
+	waiting []waitingDone
+}
+
+type waitingDone struct {
+	upto int64 // the batch's last record, counted from the start
+	done []func(error)
+}
+
+func (t *heldTracker) add(done []func(error), n int) {
+	t.in += int64(n)
+	if len(done) > 0 {
+		t.waiting = append(t.waiting, waitingDone{upto: t.in, done: done})
+	}
+}
+
+// released returns the callbacks of the batches no record of which is held.
+func (t *heldTracker) released() []func(error) {
+	if len(t.waiting) == 0 {
+		return nil
+	}
+	var held int64
+	for _, h := range t.holders {
+		held += int64(h.Held())
+	}
+	passed := t.in - held
+	var out []func(error)
+	i := 0
+	for ; i < len(t.waiting) && t.waiting[i].upto <= passed; i++ {
+		out = append(out, t.waiting[i].done...)
+	}
+	t.waiting = append(t.waiting[:0], t.waiting[i:]...)
+	return out
 }
 
 const stageTick = 100 * time.Millisecond
@@ -90,7 +139,7 @@ type Settings struct {
 	ShutdownTimeout time.Duration
 	// AckInterval: while sources wait for Done callbacks (brokers waiting
 	// to acknowledge), sinks are flushed this often instead (default
-	// 50 ms), so a broker's window of unacknowledged messages keeps moving.
+	// 20 ms), so a broker's window of unacknowledged messages keeps moving.
 	AckInterval time.Duration
 
 	// Listener is called every ListenerInterval records (default 100, as
@@ -146,7 +195,7 @@ func New(s Settings) *Bridge {
 		s.ListenerInterval = 100
 	}
 	if s.AckInterval <= 0 {
-		s.AckInterval = 50 * time.Millisecond
+		s.AckInterval = 20 * time.Millisecond
 	}
 	return &Bridge{set: s, log: s.Logger}
 }
@@ -228,10 +277,23 @@ func (b *Bridge) Run(ctx context.Context) error {
 	}
 	// Sources' Done callbacks are taken off before the stages see the
 	// batch and settled once the sinks have the records durably.
+	var holders []stageHolder
+	for _, st := range built {
+		if h, ok := st.(stageHolder); ok {
+			holders = append(holders, h)
+		}
+	}
+	track := &heldTracker{holders: holders}
 	settling := pipeline.ConsumerFunc(func(ctx context.Context, batch *record.Batch) error {
 		done := batch.TakeDone()
+		n := batch.Len()
 		err := chain.Consume(ctx, batch)
-		b.settle(done, err)
+		if err != nil {
+			callAll(done, err)
+		} else {
+			track.add(done, n)
+		}
+		b.settle(track.released(), nil)
 		return err
 	})
 	q := pipeline.NewQueue(b.set.QueueBatches, settling, b.sinkError)
@@ -244,6 +306,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 				}
 			}
 		}
+		b.settle(track.released(), nil)
 	})
 
 	drainCtx := context.WithoutCancel(ctx)
@@ -260,6 +323,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 				}
 			}
 		}
+		b.settle(track.released(), nil)
 	}()
 
 	stopFlush := make(chan struct{})
@@ -415,7 +479,7 @@ func (b *Bridge) flushSinks() {
 	callAll(pending, errors.Join(errs...))
 }
 
-// settle records the callbacks of a consumed batch: failed batches hear at
+// settle records the callbacks of consumed batches: failed batches hear at
 // once, the others after the next successful flush.
 func (b *Bridge) settle(done []func(error), err error) {
 	if len(done) == 0 {

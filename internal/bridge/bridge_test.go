@@ -205,3 +205,69 @@ func TestShutdownTimeoutAbortsStuckSink(t *testing.T) {
 		t.Fatal("Run did not return after the shutdown timeout")
 	}
 }
+
+// holdingStage holds every record back until release is closed.
+type holdingStage struct {
+	next    pipeline.Consumer
+	held    record.Batch
+	release chan struct{}
+}
+
+func (h *holdingStage) Consume(ctx context.Context, b *record.Batch) error {
+	for i := range b.Records {
+		h.held.AddRecord(&b.Records[i])
+	}
+	return h.Flush(ctx)
+}
+
+func (h *holdingStage) Flush(ctx context.Context) error {
+	select {
+	case <-h.release:
+	default:
+		return nil
+	}
+	if h.held.Len() == 0 {
+		return nil
+	}
+	err := h.next.Consume(ctx, &h.held)
+	h.held.Reset()
+	return err
+}
+
+func (h *holdingStage) Held() int { return h.held.Len() }
+
+func TestDoneWaitsForHeldRecords(t *testing.T) {
+	br := New(Settings{FlushInterval: 10 * time.Millisecond})
+	sink := &memSink{}
+	release := make(chan struct{})
+	br.AddStage(func(next pipeline.Consumer) pipeline.Consumer { return &holdingStage{next: next, release: release} })
+	br.AddSink("mem", sink)
+	acked := make(chan int, 1)
+	br.AddSource("broker", SourceFunc(func(ctx context.Context, out pipeline.Consumer) error {
+		var b record.Batch
+		b.Add(typ, -1)
+		b.Done = append(b.Done, func(err error) { acked <- sink.count() })
+		if err := out.Consume(ctx, &b); err != nil {
+			return err
+		}
+		select {
+		case n := <-acked:
+			t.Errorf("acknowledged while the stage held the record (sink has %d)", n)
+			return nil
+		case <-time.After(300 * time.Millisecond):
+		}
+		close(release)
+		select {
+		case n := <-acked:
+			if n != 1 {
+				t.Errorf("acknowledged with %d records in the sink", n)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("never acknowledged after the stage released the record")
+		}
+		return nil
+	}))
+	if err := br.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

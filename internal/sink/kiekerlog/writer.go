@@ -73,6 +73,13 @@ type Config struct {
 	// records).
 	NameFromMetadata bool
 
+	// MaxRegistryEntries bounds a binary log's string registry (its
+	// kieker.map): before it would be exceeded the writer continues in a
+	// new log directory with a new registry, so memory stays bounded and
+	// every log stays readable by readers with the same limit. Default
+	// kieker.DefaultMaxRegistryEntries, the reader's default limit.
+	MaxRegistryEntries int
+
 	// Now gives the time for names and timestamps; nil means time.Now.
 	Now func() time.Time
 }
@@ -92,12 +99,13 @@ type Writer struct {
 	closed  bool
 	err     error // sticky write error
 
-	registry *kieker.Registry // binary: every string; ASCII: class names
-	enc      *kieker.Encoder
-	buf      []byte
-	mapBuf   []byte
-	metaType *record.Type
-	records  int64
+	registry  *kieker.Registry // binary: every string; ASCII: class names
+	enc       *kieker.Encoder
+	buf       []byte
+	mapBuf    []byte
+	metaType  *record.Type
+	records   int64
+	rollovers int
 }
 
 var _ pipeline.Sink = (*Writer)(nil)
@@ -255,6 +263,9 @@ func (w *Writer) write(recs []record.Record) error {
 	}
 	for len(recs) > 0 {
 		n := min(w.files.Room(), len(recs))
+		if err := w.bound(recs[:n]); err != nil {
+			return err
+		}
 		w.buf = w.buf[:0]
 		w.mapBuf = w.mapBuf[:0]
 		for i := range recs[:n] {
@@ -280,6 +291,48 @@ func (w *Writer) write(recs []record.Record) error {
 		recs = recs[n:]
 	}
 	return nil
+}
+
+// bound starts a new log directory when the registry could pass its limit
+// while encoding recs (each record may add its class name and every string
+// it holds).
+func (w *Writer) bound(recs []record.Record) error {
+	if !w.cfg.Binary {
+		return nil // an ASCII registry lists class names only
+	}
+	max := w.cfg.MaxRegistryEntries
+	if max <= 0 {
+		max = kieker.DefaultMaxRegistryEntries
+	}
+	worst := w.registry.Len()
+	for i := range recs {
+		worst += 1 + recs[i].Type.StringFields()
+		for j, f := range recs[i].Type.Fields {
+			if f.Array && f.Kind == record.String {
+				if l := recs[i].Values[j].List(); l != nil {
+					worst += len(l.Items)
+				}
+			}
+		}
+	}
+	if worst <= max || w.registry.Len() == 0 {
+		return nil
+	}
+	if err := errors.Join(w.files.Close(), w.mapFile.Close()); err != nil {
+		return fmt.Errorf("kieker log %s: %w", w.dir, err)
+	}
+	w.registry = &kieker.Registry{}
+	w.enc = kieker.NewEncoder(kieker.EncoderOptions{Registry: w.registry})
+	w.rollovers++
+	return w.open()
+}
+
+// Rollovers returns how many times the writer continued in a new log
+// directory because the string registry was full.
+func (w *Writer) Rollovers() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rollovers
 }
 
 func (w *Writer) encode(r *record.Record) error {

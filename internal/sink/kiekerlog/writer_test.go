@@ -241,3 +241,44 @@ func TestUntrustedNamesStayInsidePath(t *testing.T) {
 	w2.Close()
 	w3.Close()
 }
+
+// TestRegistryLimitStartsNewLog: distinct strings beyond the registry limit
+// continue in a new log directory; every record stays readable.
+func TestRegistryLimitStartsNewLog(t *testing.T) {
+	base := t.TempDir()
+	w, err := kiekerlog.New(kiekerlog.Config{Path: base, Binary: true, MaxRegistryEntries: 60, Metadata: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ { // 1000 records, a new signature every 7
+		if err := w.Consume(context.Background(), events(i*100, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if w.Rollovers() < 2 {
+		t.Fatalf("%d rollovers", w.Rollovers())
+	}
+	got := readAll(t, base, false)
+	n := 0
+	for _, r := range got {
+		if r.Type.Name == record.BeforeOperationEvent {
+			if r.Values[2].Int() != int64(n) {
+				t.Fatalf("record %d out of order", n)
+			}
+			n++
+		}
+	}
+	if n != 1000 {
+		t.Fatalf("%d records across the logs, want 1000", n)
+	}
+	dirs, _ := os.ReadDir(base)
+	for _, d := range dirs {
+		m, _ := os.ReadFile(filepath.Join(base, d.Name(), "kieker.map"))
+		if lines := strings.Count(string(m), "\n"); lines > 60 {
+			t.Errorf("%s: kieker.map has %d entries, over the limit", d.Name(), lines)
+		}
+	}
+}

@@ -141,6 +141,13 @@ func (s *Stage) Finish(ctx context.Context) error {
 }
 
 // Stats returns the counts so far. It may be called from any goroutine.
+// Held returns how many records the stage holds back (incomplete
+// OperationExecutionRecord traces and every record behind them): the
+// bridge acknowledges a broker's messages only once none of their records
+// is held. Records come out in input order, so the held ones are always the
+// latest ones in. It is called on the goroutine that calls Consume.
+func (s *Stage) Held() int { return int(s.out.win.n) }
+
 func (s *Stage) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
