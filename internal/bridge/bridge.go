@@ -332,6 +332,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 
 	srcCtx, cancelSources := context.WithCancel(ctx)
 	defer cancelSources()
+	var aborted atomic.Bool
 	var (
 		wg       sync.WaitGroup
 		errMu    sync.Mutex
@@ -342,6 +343,9 @@ func (b *Bridge) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			err := s.src.Run(srcCtx, q)
+			if errors.Is(err, pipeline.ErrClosed) && aborted.Load() {
+				err = nil // the shutdown timeout aborted the queue; logged there
+			}
 			if err != nil && !errors.Is(err, context.Canceled) {
 				errMu.Lock()
 				if firstErr == nil {
@@ -363,6 +367,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 		case <-sourcesDone:
 		case <-time.After(b.set.ShutdownTimeout):
 			b.log.Error("shutdown timeout: receivers did not finish draining; aborting", "timeout", b.set.ShutdownTimeout)
+			aborted.Store(true)
 			q.Abort()
 			<-sourcesDone
 		}

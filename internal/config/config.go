@@ -82,7 +82,9 @@ type Receiver struct {
 	MaxRecordSize  int `yaml:"max_record_size"`
 	MaxArrayLen    int `yaml:"max_array_len"`
 	ReadBuffer     int `yaml:"read_buffer"`
-	// DrainTimeout bounds reading what peers already sent at shutdown.
+	// DrainTimeout: at shutdown a connection is read until its peer has
+	// sent nothing for this long (an idle timeout; default 1 s); the whole
+	// drain is bounded by shutdown_timeout.
 	DrainTimeout Duration `yaml:"drain_timeout"`
 
 	// Brokers (stomp-client, nats-client, mqtt-client): the broker URL
@@ -104,7 +106,8 @@ type Receiver struct {
 	// bodies starting with a digit are KDB text), text or binary.
 	Encoding string `yaml:"encoding"`
 	// Prefetch: unacknowledged messages the broker may send ahead (STOMP;
-	// NATS: max ack pending).
+	// NATS: max ack pending; MQTT: the broker's in-flight window, 20 by
+	// Mosquitto's default — a batch is handed on when it is reached).
 	Prefetch int `yaml:"prefetch"`
 	// VHost is the STOMP host header (RabbitMQ virtual host, default /).
 	VHost string `yaml:"vhost"`

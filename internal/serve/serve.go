@@ -407,6 +407,13 @@ func (s *Server) addBrokerReceiver(rc *config.Receiver, dataDir string, cat *rec
 		Options: kdb.Options{MaxStringLen: rc.MaxStringLen, MaxArrayLen: rc.MaxArrayLen, MaxRecordSize: rc.MaxRecordSize},
 		Format:  enc,
 	}
+	conv, err := timeunit.New(rc.TimestampUnit, cat)
+	if err != nil {
+		return classify(ErrConfig, fmt.Errorf("receiver %s: %w", rc.Name, err))
+	}
+	if conv != nil {
+		batch.Transform = conv.Apply
+	}
 	set := broker.Settings{Logger: log, Metrics: reg.Receiver(rc.Name)}
 	var (
 		src interface {
@@ -475,7 +482,7 @@ func (s *Server) addBrokerReceiver(rc *config.Receiver, dataDir string, cat *rec
 	case config.MQTTClient:
 		r, err := mqttsrc.New(mqttsrc.Config{
 			Name: rc.Name, URL: rc.URL, User: rc.User, Password: rc.Password, Topic: rc.Destination,
-			ClientID: rc.ClientID, DeadLetter: rc.DeadLetter, Batch: batch,
+			ClientID: rc.ClientID, DeadLetter: rc.DeadLetter, Inflight: rc.Prefetch, Batch: batch,
 		}, set)
 		if err != nil {
 			return classify(ErrConfig, err)

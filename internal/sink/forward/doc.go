@@ -38,7 +38,14 @@
 // runs in the background; Consume waits for a dial it started at most one
 // second) and otherwise drops the batch, counts it (metrics Dropped) and
 // returns an error wrapping ErrDropped. Records still in the buffer when the
-// connection is lost are dropped and counted the same way.
+// connection is lost are dropped and counted the same way. Such records may
+// belong to earlier batches whose Consume already returned nil: the sink
+// remembers them, and the next Flush (or Close) returns an error wrapping
+// ErrDropped that counts them, then forgets them. A Consume that loses the
+// connection itself reports its own batch's records. So a nil Flush means
+// that every record of every batch whose Consume returned nil since the
+// previous Flush was written to a connection — the bridge acknowledges
+// sources' batches on that.
 //
 // With Block set (replay) nothing is dropped by the sink: Consume returns
 // only once the whole batch has been written to a connection, or when ctx is

@@ -121,6 +121,9 @@ type Sink struct {
 	link     *link
 	buf      []byte // encoded records not yet written
 	pending  int    // records in buf
+	accepted int    // of them, records of batches whose Consume returned nil
+	lost     int    // accepted records dropped since the last Flush
+	lostErr  error  // why the first of them was dropped
 	dialing  chan dialResult
 	backoff  time.Duration // wait after the next failed dial; 0: none failed yet
 	nextDial time.Time
@@ -267,15 +270,28 @@ func (s *Sink) consumeNow(ctx context.Context, b *record.Batch) error {
 			continue
 		}
 		if err := s.write(); err != nil {
-			n := s.lose(err) + len(b.Records) - i - 1
-			s.drop(n + skipped)
-			s.downDrop += int64(n)
-			return fmt.Errorf("forward to %s: connection lost, %d records dropped: %w: %w", s.target, n, ErrDropped, err)
+			return s.lostBatch(err, len(b.Records)-i-1, skipped)
 		}
 	}
 	s.drop(skipped)
-	s.rotate()
+	if err := s.rotate(); err != nil {
+		return s.lostBatch(err, 0, 0)
+	}
+	s.accepted = s.pending
 	return nil
+}
+
+// lostBatch handles a failed write inside a non-blocking Consume: the
+// connection is lost with the buffer, rest records of the batch were not
+// encoded yet and skipped could not be encoded. The error counts the batch's
+// own records; records of earlier batches in the buffer are reported by the
+// next Flush.
+func (s *Sink) lostBatch(err error, rest, skipped int) error {
+	n, earlier := s.lose(err)
+	n += rest
+	s.drop(n + skipped)
+	s.downDrop += int64(n)
+	return fmt.Errorf("forward to %s: connection lost, %d records of the batch dropped: %w: %w", s.target, n-earlier, ErrDropped, err)
 }
 
 // consumeBlocking is Consume with Block. s.mu is held.
@@ -294,7 +310,7 @@ func (s *Sink) consumeBlocking(ctx context.Context, b *record.Batch) error {
 		skipped, err := s.sendWhole(b)
 		if err == nil {
 			s.drop(skipped)
-			s.rotate()
+			s.rotate() // the buffer is empty: it cannot fail
 			return nil
 		}
 		s.lose(err)
@@ -350,11 +366,11 @@ func (s *Sink) interrupted(ctx context.Context) error {
 func (s *Sink) encode(r *record.Record) bool {
 	var err error
 	if s.kdbEnc != nil {
-		if _, ok := s.mapped.ID(r.Type); !ok {
+		s.buf, err = s.kdbEnc.AppendBinary(s.buf, r)
+		if errors.Is(err, kdb.ErrUnmapped) {
 			s.warnOnce(r.Type, "record type has no id in the KDB mapping; its records are dropped", nil)
 			return false
 		}
-		s.buf, err = s.kdbEnc.AppendBinary(s.buf, r)
 	} else {
 		s.buf, err = s.link.enc.Append(s.buf, r)
 	}
@@ -401,7 +417,7 @@ func (s *Sink) write() error {
 	}
 	s.sent.Add(int64(s.pending))
 	s.buf = s.buf[:0]
-	s.pending = 0
+	s.pending, s.accepted = 0, 0
 	return nil
 }
 
@@ -412,22 +428,21 @@ func (s *Sink) drop(n int) {
 	}
 }
 
-// checkLink notices a connection whose peer has closed it.
+// checkLink notices a connection whose peer has closed it. The records
+// still buffered belong to earlier batches: the next Flush reports them.
 func (s *Sink) checkLink() {
 	if l := s.link; l != nil && l.gone.Load() {
-		n := s.lose(fmt.Errorf("peer closed the connection: %w", l.err))
+		n, _ := s.lose(fmt.Errorf("peer closed the connection: %w", l.err))
 		s.drop(n)
 		s.downDrop += int64(n)
 	}
 }
 
-// lose closes the broken connection, empties the buffer and returns the
-// number of records that were in it.
-func (s *Sink) lose(err error) int {
+// lose closes the broken connection and empties the buffer (see
+// dropBuffer).
+func (s *Sink) lose(err error) (n, earlier int) {
 	s.closeLink()
-	n := s.pending
-	s.buf = s.buf[:0]
-	s.pending = 0
+	n, earlier = s.dropBuffer(err)
 	s.state = stateDown
 	s.lastErr = err
 	s.downAt = time.Now()
@@ -435,27 +450,55 @@ func (s *Sink) lose(err error) int {
 	s.backoff = 0
 	s.nextDial = time.Time{} // the first attempt after a loss is immediate
 	s.log.Warn("forward: connection lost", "target", s.target.String(), "error", err)
-	return n
+	return n, earlier
+}
+
+// dropBuffer empties the buffer, which could not be written because of
+// err. It returns the number of records that were in it and, of them, those
+// of batches whose Consume had returned nil, which it remembers for the next
+// Flush.
+func (s *Sink) dropBuffer(err error) (n, earlier int) {
+	n, earlier = s.pending, s.accepted
+	if earlier > 0 {
+		if s.lost == 0 {
+			s.lostErr = err
+		}
+		s.lost += earlier
+	}
+	s.buf = s.buf[:0]
+	s.pending, s.accepted = 0, 0
+	return n, earlier
+}
+
+// takeLost returns an error wrapping ErrDropped when records of batches
+// whose Consume had returned nil were dropped since the last call, and
+// forgets them.
+func (s *Sink) takeLost(when string) error {
+	if s.lost == 0 {
+		return nil
+	}
+	n, err := s.lost, s.lostErr
+	s.lost, s.lostErr = 0, nil
+	return fmt.Errorf("forward to %s: %s, %d records buffered since the last flush were dropped: %w: %w", s.target, when, n, ErrDropped, err)
 }
 
 // rotate replaces a kieker-tcp connection whose registry is full. The
-// buffer is written first (in Block mode it is already empty).
-func (s *Sink) rotate() {
+// buffer is written first (in Block mode it is already empty); an error
+// means that write failed and the connection was lost with the buffer.
+func (s *Sink) rotate() error {
 	l := s.link
 	if l == nil || l.enc == nil || l.enc.Registry().Len() < s.cfg.MaxRegistryEntries {
-		return
+		return nil
 	}
 	if len(s.buf) > 0 {
 		if err := s.write(); err != nil {
-			n := s.lose(err)
-			s.drop(n)
-			s.downDrop += int64(n)
-			return
+			return err
 		}
 	}
 	s.log.Debug("forward: new connection for a fresh string registry", "target", s.target.String(), "entries", l.enc.Registry().Len())
 	s.closeLink()
 	s.nextDial = time.Time{}
+	return nil
 }
 
 func (s *Sink) closeLink() {
@@ -597,26 +640,31 @@ func (s *Sink) connectBlocking(ctx context.Context) error {
 }
 
 // Flush writes the buffered records to the connection. Without a
-// connection there is nothing buffered. A failed write loses the
-// connection; the buffered records are dropped and the error wraps
-// ErrDropped.
+// connection there is nothing buffered. It returns an error wrapping
+// ErrDropped when records of batches whose Consume returned nil since the
+// last Flush were dropped: by a failed write now (which loses the
+// connection), or earlier, when the connection was lost with them in the
+// buffer. A nil error means every such record was written to a connection.
 func (s *Sink) Flush() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.link == nil || len(s.buf) == 0 {
+	if s.closed {
 		return nil
 	}
-	if err := s.write(); err != nil {
-		n := s.lose(err)
-		s.drop(n)
-		s.downDrop += int64(n)
-		return fmt.Errorf("forward to %s: connection lost, %d records dropped: %w: %w", s.target, n, ErrDropped, err)
+	if s.link != nil && len(s.buf) > 0 {
+		if err := s.write(); err != nil {
+			n, _ := s.lose(err)
+			s.drop(n)
+			s.downDrop += int64(n)
+		}
 	}
-	return nil
+	return s.takeLost("flush")
 }
 
 // Close flushes, closes the connection and stops the sink's goroutines. It
-// interrupts a Consume blocked waiting for the target. It is safe to call
+// interrupts a Consume blocked waiting for the target. Like Flush, it
+// returns an error wrapping ErrDropped when records of batches whose
+// Consume returned nil were dropped since the last Flush. It is safe to call
 // twice; the second call does nothing.
 func (s *Sink) Close() error {
 	s.cancel()
@@ -626,15 +674,14 @@ func (s *Sink) Close() error {
 		return nil
 	}
 	s.closed = true
-	var err error
 	if s.link != nil && len(s.buf) > 0 {
 		if werr := s.write(); werr != nil {
-			n := s.pending
+			n, _ := s.dropBuffer(werr)
 			s.drop(n)
-			err = fmt.Errorf("forward to %s: closing, %d records dropped: %w: %w", s.target, n, ErrDropped, werr)
 		}
 	}
-	s.buf, s.pending = nil, 0
+	err := s.takeLost("closing")
+	s.buf, s.pending, s.accepted = nil, 0, 0
 	s.closeLink()
 	if s.dialing != nil {
 		if r := <-s.dialing; r.conn != nil {

@@ -119,6 +119,11 @@ func (r *receiver) accept(ln net.Listener) {
 			return
 		}
 		r.mu.Lock()
+		if r.ln != ln { // stopped meanwhile: stop could not close c
+			r.mu.Unlock()
+			c.Close()
+			return
+		}
 		idx := len(r.conns)
 		r.conns = append(r.conns, nil)
 		r.open[c] = true

@@ -13,6 +13,12 @@
 // negatively acknowledged (or left unacknowledged) so the broker delivers
 // it again.
 //
+// A Batcher may outlive a connection: when a session ends with the
+// connection lost (or dropped after a refusal), the source calls Discard so
+// messages received on different connections never share a batch; the
+// broker redelivers what was discarded. A batch whose hand-off fails
+// (context cancelled, queue closed) is settled as refused at once.
+//
 // Concurrency: a Batcher is used by the one goroutine that receives a
 // subscription's messages; Ack and Nack functions of messages are called
 // later from the bridge's flush goroutine and must be safe for that.
@@ -75,6 +81,12 @@ type Message struct {
 	Nack func() error
 }
 
+// SettleWait bounds how long a stopping source waits for the
+// acknowledgements of what it handed on before it closes its connection
+// (the bridge acknowledges after its next flush); what is still
+// unacknowledged then is redelivered by the broker later.
+const SettleWait = 5 * time.Second
+
 // Config configures a Batcher.
 type Config struct {
 	// Name is the receiver's name (logs, metrics).
@@ -90,15 +102,30 @@ type Config struct {
 	// (default 20 ms).
 	MaxRecords int
 	MaxDelay   time.Duration
+	// Window, if positive, hands the batch on when the number of unsettled
+	// messages (held in the batch, or handed on and not yet acknowledged or
+	// refused) reaches it. A broker that stops delivering at a window of
+	// unacknowledged messages (MQTT's max_inflight_messages) sends nothing
+	// more until acknowledgements come, so waiting for MaxDelay then would
+	// only delay them. Only reaching the window counts: messages beyond it
+	// (a broker sending more) are batched as usual, not one by one.
+	Window int
+	// Transform, if set, is applied to the records each message added:
+	// b.Records[from:]. It runs on the receiving goroutine, may change the
+	// records' values in place or drop them (b.Truncate), must not touch
+	// the records before from and must not keep b.
+	Transform func(b *record.Batch, from int)
 	// DeadLetter, if set, receives a copy of every malformed message with
 	// the reason before the message is acknowledged.
 	DeadLetter func(m Message, reason error) error
 	// Cumulative: the broker's acknowledgement of a message covers every
 	// earlier one of the subscription (STOMP's ack mode "client"), so a
 	// durable batch is acknowledged by acking its last message only, and a
-	// failed one by calling its first message's Nack, which must make the
-	// broker redeliver everything unacknowledged (e.g. by dropping the
-	// connection), since later acknowledgements would otherwise cover it.
+	// failed one by calling its last message's Nack, which must make the
+	// broker redeliver everything unacknowledged on that message's
+	// connection (e.g. by dropping the connection), since later
+	// acknowledgements would otherwise cover it. Sources must Discard when
+	// a connection ends, so a batch never spans two connections.
 	Cumulative bool
 }
 
@@ -123,6 +150,7 @@ type Batcher struct {
 	limit rateLimit
 
 	unsettled atomic.Int64  // batches handed on whose Done has not run
+	unacked   atomic.Int64  // messages held or handed on, not yet settled
 	settled   chan struct{} // signalled after each settle
 
 	// Counters for tests and stats.
@@ -170,9 +198,13 @@ func (b *Batcher) Add(ctx context.Context, m Message) error {
 		b.met.DecodeError()
 		b.malformed(m, err)
 	}
+	if b.cfg.Transform != nil && b.batch.Len() > before {
+		b.cfg.Transform(b.batch, before)
+	}
 	b.Records += int64(b.batch.Len() - before)
 	b.acks = append(b.acks, m)
-	if b.batch.Len() >= b.cfg.MaxRecords {
+	unacked := b.unacked.Add(1)
+	if b.batch.Len() >= b.cfg.MaxRecords || b.cfg.Window > 0 && unacked == int64(b.cfg.Window) {
 		return b.Flush(ctx)
 	}
 	return nil
@@ -235,9 +267,26 @@ func (b *Batcher) Due(now time.Time) bool {
 // Pending reports whether messages wait in the current batch.
 func (b *Batcher) Pending() bool { return len(b.acks) > 0 }
 
+// Unacked returns the number of messages held in the current batch or
+// handed on whose batch has not been settled yet.
+func (b *Batcher) Unacked() int { return int(b.unacked.Load()) }
+
+// Discard drops the current batch and the messages held for it without
+// acknowledging or refusing them. Sources call it when the connection the
+// messages came through is gone: the broker redelivers them on the next
+// one, and a batch mixing both connections could otherwise be acknowledged
+// (cumulatively) or refused through the wrong one.
+func (b *Batcher) Discard() {
+	b.unacked.Add(-int64(len(b.acks)))
+	clear(b.acks)
+	b.acks = b.acks[:0]
+	b.batch.Reset()
+}
+
 // Flush hands the current batch on, with a Done callback that acknowledges
 // its messages once their records are durable (or asks for redelivery when
-// a sink failed).
+// a sink failed). When the hand-off itself fails (ctx done, queue closed)
+// the messages are refused at once and the error is returned.
 func (b *Batcher) Flush(ctx context.Context) error {
 	if len(b.acks) == 0 {
 		return nil
@@ -247,27 +296,39 @@ func (b *Batcher) Flush(ctx context.Context) error {
 	b.met.Records(b.batch)
 	b.unsettled.Add(1)
 	cumulative := b.cfg.Cumulative
-	b.batch.Done = append(b.batch.Done, func(err error) {
+	var fired atomic.Bool
+	done := func(err error) {
+		if !fired.CompareAndSwap(false, true) {
+			return // a consumer that failed may have called it already
+		}
 		if cumulative {
 			settleCumulative(msgs, err)
 		} else {
 			settle(msgs, err)
 		}
+		b.unacked.Add(-int64(len(msgs)))
 		b.unsettled.Add(-1)
 		select {
 		case b.settled <- struct{}{}:
 		default:
 		}
-	})
-	if b.emit != nil {
-		nb, err := b.emit.Emit(ctx, b.batch)
-		b.batch = nb
-		if err != nil {
-			b.batch.Reset()
-		}
-		return err
 	}
-	err := b.out.Consume(ctx, b.batch)
+	b.batch.Done = append(b.batch.Done, done)
+	var err error
+	if b.emit != nil {
+		var nb *record.Batch
+		nb, err = b.emit.Emit(ctx, b.batch)
+		if nb != nil {
+			b.batch = nb
+		}
+	} else {
+		err = b.out.Consume(ctx, b.batch)
+	}
+	if err != nil {
+		// Not taken: nobody else will call done, and WaitSettled must not
+		// wait for it.
+		done(err)
+	}
 	b.batch.Reset()
 	return err
 }
@@ -302,19 +363,18 @@ func settle(msgs []Message, err error) {
 }
 
 // settleCumulative acknowledges msgs with one acknowledgement of the last,
-// or asks for redelivery through the first.
+// or asks for redelivery through the last: that message's connection is the
+// one whose later acknowledgements would cover the refused messages.
 func settleCumulative(msgs []Message, err error) {
 	if len(msgs) == 0 {
 		return
 	}
-	if err == nil {
-		if last := msgs[len(msgs)-1]; last.Ack != nil {
-			last.Ack()
-		}
-		return
-	}
-	if msgs[0].Nack != nil {
-		msgs[0].Nack()
+	last := msgs[len(msgs)-1]
+	switch {
+	case err == nil && last.Ack != nil:
+		last.Ack()
+	case err != nil && last.Nack != nil:
+		last.Nack()
 	}
 }
 

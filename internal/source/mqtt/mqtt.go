@@ -1,20 +1,3 @@
-// Package mqtt is the bridge's MQTT receiver: it subscribes to a topic of
-// an MQTT broker (Mosquitto, the embedded broker's MQTT listener, …) with
-// QoS 1 and a persistent session, decodes each message as KDB text or
-// binary, and acknowledges (PUBACK) a message only once its records are
-// durable in every sink (see internal/source/broker).
-//
-// Delivery: with a persistent session (clean session off, a fixed client
-// id) the broker keeps QoS 1 messages published while the bridge is away and
-// delivers them when it reconnects; messages published before the bridge's
-// first subscription are not kept (MQTT semantics). MQTT has no negative
-// acknowledgement: a message whose records a sink refused stays
-// unacknowledged and is delivered again after the next reconnect.
-// Mosquitto bounds what it queues for an offline client
-// (max_queued_messages, 1000 by default).
-//
-// Reconnection is paho's, with a capped back-off; state changes are logged
-// once each.
 package mqtt
 
 import (
@@ -24,6 +7,8 @@ import (
 	"log/slog"
 	"net/url"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
@@ -36,6 +21,8 @@ import (
 const (
 	DefaultTopic    = "kieker/tools/bridge"
 	DefaultClientID = "tracebridge"
+	// DefaultInflight is Mosquitto's default max_inflight_messages.
+	DefaultInflight = 20
 )
 
 // Config configures a Receiver.
@@ -51,8 +38,18 @@ type Config struct {
 	ClientID string
 	// DeadLetter, if set, is a topic receiving malformed messages.
 	DeadLetter string
-	// BackoffMax caps the reconnect delay (default 30 s).
-	BackoffMax time.Duration
+	// Inflight is the number of unacknowledged QoS 1 messages the broker
+	// sends the receiver at most: Mosquitto's max_inflight_messages
+	// (default 20). When that many are unacknowledged the receiver hands
+	// its batch on at once (broker.Config.Window) instead of waiting for
+	// Batch.MaxDelay, since nothing more comes until they are
+	// acknowledged. Default 20; negative: off (a broker without a limit).
+	Inflight int
+	// BackoffMin and BackoffMax bound the delay before reconnecting after
+	// a sink refused a batch (default 100 ms doubling to 30 s; reset when
+	// a message is acknowledged); BackoffMax also caps paho's reconnect
+	// delay after a lost connection.
+	BackoffMin, BackoffMax time.Duration
 	// Batch: records are handed on in batches (see broker.Config).
 	Batch broker.Config
 }
@@ -105,6 +102,12 @@ func New(cfg Config, set broker.Settings) (*Receiver, error) {
 	if r.cfg.BackoffMax <= 0 {
 		r.cfg.BackoffMax = 30 * time.Second
 	}
+	if r.cfg.BackoffMin <= 0 {
+		r.cfg.BackoffMin = 100 * time.Millisecond
+	}
+	if r.cfg.Inflight == 0 {
+		r.cfg.Inflight = DefaultInflight
+	}
 	r.state = &broker.State{Log: r.log, Receiver: cfg.Name, Target: r.broker + " " + r.cfg.Topic}
 	return r, nil
 }
@@ -114,52 +117,24 @@ func (r *Receiver) Target() string { return r.state.Target }
 
 // Run consumes until ctx is cancelled.
 func (r *Receiver) Run(ctx context.Context, out pipeline.Consumer) error {
-	msgs := make(chan paho.Message, 1024)
-	opts := paho.NewClientOptions().
-		AddBroker(r.broker).
-		SetClientID(r.cfg.ClientID).
-		SetCleanSession(false).
-		SetAutoAckDisabled(true).
-		SetOrderMatters(true).
-		SetAutoReconnect(true).
-		SetConnectRetry(true).
-		SetConnectRetryInterval(time.Second).
-		SetMaxReconnectInterval(r.cfg.BackoffMax).
-		SetKeepAlive(15 * time.Second).
-		SetConnectionLostHandler(func(_ paho.Client, err error) { r.state.Down(err) }).
-		SetOnConnectHandler(func(c paho.Client) {
-			// The session keeps the subscription; subscribing again is
-			// harmless and covers a broker that lost its state.
-			c.Subscribe(r.cfg.Topic, 1, func(_ paho.Client, m paho.Message) {
-				select {
-				case msgs <- m:
-				case <-ctx.Done():
-				}
-			})
-			r.state.Up()
-		})
-	if r.cfg.User != "" {
-		opts.SetUsername(r.cfg.User).SetPassword(r.cfg.Password)
+	bc := r.cfg.Batch
+	if bc.Window == 0 && r.cfg.Inflight > 0 {
+		bc.Window = r.cfg.Inflight
 	}
-	client := paho.NewClient(opts)
-	tok := client.Connect() // with ConnectRetry it keeps trying in the background
-	go func() {
-		if tok.Wait() && tok.Error() != nil {
-			r.state.Down(tok.Error())
-		}
-	}()
-	defer client.Disconnect(250)
-
-	b := broker.NewBatcher(r.cfg.Batch, r.set, out)
+	b := broker.NewBatcher(bc, r.set, out)
+	rn := &run{r: r, ctx: ctx, msgs: make(chan delivery, 1024), redo: make(chan struct{}, 1)}
+	c := rn.connect()
+	defer func() { c.close() }()
 	if r.cfg.DeadLetter != "" {
 		b.SetDeadLetter(func(m broker.Message, _ error) error {
-			t := client.Publish(r.cfg.DeadLetter, 1, false, m.Body)
+			t := c.client.Publish(r.cfg.DeadLetter, 1, false, m.Body)
 			if !t.WaitTimeout(5 * time.Second) {
 				return errors.New("dead-letter publish timed out")
 			}
 			return t.Error()
 		})
 	}
+	back := broker.Backoff{Min: r.cfg.BackoffMin, Max: r.cfg.BackoffMax}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	var err error
@@ -168,10 +143,32 @@ loop:
 		select {
 		case <-ctx.Done():
 			break loop
-		case m := <-msgs:
-			if err = b.Add(ctx, broker.Message{ID: strconv.Itoa(int(m.MessageID())), Body: m.Payload(), Ack: ackFunc(m)}); err != nil {
+		case d := <-rn.msgs:
+			if d.gen != c.gen {
+				continue // came through an abandoned connection: it comes again
+			}
+			m := broker.Message{ID: strconv.Itoa(int(d.m.MessageID())), Body: d.m.Payload(), Ack: rn.ackFunc(d.m), Nack: rn.nackFunc(d.gen)}
+			if err = b.Add(ctx, m); err != nil {
 				break loop
 			}
+		case <-rn.redo:
+			if rn.refused.Load() != c.gen {
+				continue // refused on a connection already abandoned
+			}
+			// MQTT has no negative acknowledgement: a refused message is
+			// delivered again only on a new connection of the session,
+			// and until then fills the broker's in-flight window. What
+			// is held came through this connection too and comes again.
+			b.Discard()
+			c.close()
+			r.state.Down(errRefused)
+			if rn.acked.Swap(false) {
+				back.Reset()
+			}
+			if !broker.Sleep(ctx, back.Next()) {
+				break loop
+			}
+			c = rn.connect()
 		case now := <-tick.C:
 			if b.Due(now) {
 				if err = b.Flush(ctx); err != nil {
@@ -183,10 +180,122 @@ loop:
 	if ferr := b.Flush(context.WithoutCancel(ctx)); err == nil && ferr != nil && !errors.Is(ferr, pipeline.ErrClosed) {
 		err = ferr
 	}
-	b.WaitSettled(5 * time.Second)
+	b.WaitSettled(broker.SettleWait)
 	return err
 }
 
-func ackFunc(m paho.Message) func() error {
-	return func() error { m.Ack(); return nil }
+var errRefused = errors.New("a sink refused a batch; reconnecting so the broker delivers it again")
+
+// run is the state of one Run: the current connection's generation, and
+// what acknowledgements from the bridge's flush goroutine tell the loop.
+type run struct {
+	r       *Receiver
+	ctx     context.Context
+	msgs    chan delivery
+	gen     uint64        // generation of the last connection made (Run's goroutine only)
+	refused atomic.Uint64 // the newest generation a batch of which was refused
+	redo    chan struct{} // signalled after refused is raised
+	acked   atomic.Bool   // a message was acknowledged since the last forced reconnect
+}
+
+// delivery is a message with the generation of the connection (paho
+// client) it came through.
+type delivery struct {
+	m   paho.Message
+	gen uint64
+}
+
+// conn is one paho client: a connection of the persistent session, which
+// paho re-establishes by itself after a network failure.
+type conn struct {
+	client paho.Client
+	gen    uint64
+	drop   chan struct{} // closed when the connection is abandoned
+	once   sync.Once
+}
+
+// close abandons the connection: messages it still delivers are dropped
+// (the broker redelivers them), then it disconnects, keeping the session.
+func (c *conn) close() {
+	c.once.Do(func() {
+		close(c.drop)
+		c.client.Disconnect(250)
+	})
+}
+
+// connect starts a new client of the session; paho keeps trying in the
+// background until it is connected.
+func (rn *run) connect() *conn {
+	r := rn.r
+	rn.gen++
+	c := &conn{gen: rn.gen, drop: make(chan struct{})}
+	handler := func(_ paho.Client, m paho.Message) {
+		select {
+		case rn.msgs <- delivery{m: m, gen: c.gen}:
+		case <-c.drop:
+		case <-rn.ctx.Done():
+		}
+	}
+	opts := paho.NewClientOptions().
+		AddBroker(r.broker).
+		SetClientID(r.cfg.ClientID).
+		SetCleanSession(false).
+		SetAutoAckDisabled(true).
+		SetOrderMatters(true).
+		SetAutoReconnect(true).
+		SetConnectRetry(true).
+		SetConnectRetryInterval(time.Second).
+		SetMaxReconnectInterval(r.cfg.BackoffMax).
+		SetKeepAlive(15 * time.Second).
+		// Bounds paho's blocking sends; a Subscribe racing a disconnect of
+		// an abandoned client would otherwise hold its goroutine 30 s.
+		SetWriteTimeout(2 * time.Second).
+		SetConnectionLostHandler(func(_ paho.Client, err error) { r.state.Down(err) }).
+		SetOnConnectHandler(func(pc paho.Client) {
+			// The session keeps the subscription; subscribing again is
+			// harmless and covers a broker that lost its state.
+			pc.Subscribe(r.cfg.Topic, 1, handler)
+			r.state.Up()
+		})
+	if r.cfg.User != "" {
+		opts.SetUsername(r.cfg.User).SetPassword(r.cfg.Password)
+	}
+	c.client = paho.NewClient(opts)
+	// The session's messages may arrive right after CONNACK, before the
+	// OnConnect handler subscribed: route them from the start.
+	c.client.AddRoute(r.cfg.Topic, handler)
+	tok := c.client.Connect() // with ConnectRetry it keeps trying in the background
+	go func() {
+		if tok.Wait() && tok.Error() != nil {
+			r.state.Down(tok.Error())
+		}
+	}()
+	return c
+}
+
+// ackFunc acknowledges m (paho drops the PUBACK if m's connection is gone;
+// the broker then delivers m again on the next one).
+func (rn *run) ackFunc(m paho.Message) func() error {
+	return func() error {
+		m.Ack()
+		rn.acked.Store(true)
+		return nil
+	}
+}
+
+// nackFunc makes the loop reconnect if gen is still the current connection.
+func (rn *run) nackFunc(gen uint64) func() error {
+	return func() error {
+		for {
+			old := rn.refused.Load()
+			if old >= gen || rn.refused.CompareAndSwap(old, gen) {
+				break
+			}
+		}
+		select {
+		case rn.redo <- struct{}{}:
+		default:
+		}
+		return nil
+	}
 }

@@ -1,12 +1,11 @@
 package mqtt
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +17,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/source/broker"
 )
 
-func mapping(t *testing.T) *kdb.Mapping {
+func mapping(t testing.TB) *kdb.Mapping {
 	m, err := kdb.DefaultMapping(record.Builtin())
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +54,7 @@ func TestMosquitto(t *testing.T) {
 	servicetest.Require(t, servicetest.Mosquitto, "Mosquitto")
 	topic := fmt.Sprintf("tracebridge/test/%d", rand.Int64())
 	id := fmt.Sprintf("tb-test-%d", rand.Int64())
+	forgetSession(t, servicetest.Mosquitto, id)
 	sink := &servicetest.Collector{}
 	stop := servicetest.RunBridge(t, newReceiver(t, servicetest.Mosquitto, topic, id), sink)
 	time.Sleep(300 * time.Millisecond) // subscribed
@@ -73,42 +73,19 @@ func TestMosquitto(t *testing.T) {
 	}
 }
 
-// TestMosquittoRestart restarts a private mosquitto during a stream.
+// TestMosquittoRestart restarts a private mosquitto during a stream, after
+// everything received was acknowledged.
 func TestMosquittoRestart(t *testing.T) {
-	servicetest.RequireBinary(t, "/usr/sbin/mosquitto", "mosquitto")
-	port := servicetest.FreePort(t)
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "m.conf")
-	os.WriteFile(conf, []byte(fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location %s/\n", port, dir)), 0o644)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	start := func() *exec.Cmd {
-		cmd := exec.Command("/usr/sbin/mosquitto", "-c", conf)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < 100; i++ {
-			c := paho.NewClient(paho.NewClientOptions().AddBroker("tcp://" + addr).SetClientID("probe"))
-			if tok := c.Connect(); tok.WaitTimeout(time.Second) && tok.Error() == nil {
-				c.Disconnect(10)
-				return cmd
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Fatal("mosquitto did not start")
-		return nil
-	}
-	m := start()
-	t.Cleanup(func() { m.Process.Kill(); m.Wait() })
+	m := startMosquitto(t, "")
 	sink := &servicetest.Collector{}
-	stop := servicetest.RunBridge(t, newReceiver(t, addr, "kieker/tools/bridge", "tb-restart"), sink)
+	stop := servicetest.RunBridge(t, newReceiver(t, m.addr, "kieker/tools/bridge", "tb-restart"), sink)
 	time.Sleep(300 * time.Millisecond)
-	publish(t, addr, "kieker/tools/bridge", 0, 200)
+	publish(t, m.addr, "kieker/tools/bridge", 0, 200)
 	sink.WaitDistinct(t, servicetest.ByOrderIndex, 200, 30*time.Second)
-	m.Process.Kill()
-	m.Wait()
-	m = start()
+	m.stop(false)
+	m.start()
 	time.Sleep(1500 * time.Millisecond) // the receiver reconnects (back-off ≤ 1 s)
-	publish(t, addr, "kieker/tools/bridge", 200, 200)
+	publish(t, m.addr, "kieker/tools/bridge", 200, 200)
 	sink.WaitDistinct(t, servicetest.ByOrderIndex, 400, 30*time.Second)
 	stop()
 }
@@ -122,5 +99,109 @@ func TestConfigErrors(t *testing.T) {
 	r, _ := New(Config{URL: "mqtt://u:secret@h"}, broker.Settings{})
 	if strings.Contains(r.Target(), "secret") || r.Target() != "tcp://h:1883 kieker/tools/bridge" {
 		t.Fatalf("target %q", r.Target())
+	}
+}
+
+// gatedSink counts how often it consumed each order index; its Flush blocks
+// until the gate opens, so nothing it consumed is acknowledged before.
+type gatedSink struct {
+	gate   chan struct{}
+	mu     sync.Mutex
+	counts map[int64]int
+}
+
+func (s *gatedSink) Consume(_ context.Context, b *record.Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range b.Records {
+		s.counts[b.Records[i].Values[2].Int()]++
+	}
+	return nil
+}
+
+func (s *gatedSink) Flush() error { <-s.gate; return nil }
+func (s *gatedSink) Close() error { return s.Flush() }
+
+// waitFor waits until every order index in [from, to) was consumed at
+// least times times.
+func (s *gatedSink) waitFor(t *testing.T, from, to, times int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		s.mu.Lock()
+		short := 0
+		for i := from; i < to; i++ {
+			if s.counts[int64(i)] < times {
+				short++
+			}
+		}
+		s.mu.Unlock()
+		if short == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the records %d..%d consumed fewer than %d times within %v", short, from, to-1, times, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestMosquittoRestartWithMessagesInFlight: the broker restarts (with
+// persistence) while the receiver holds messages it has not acknowledged,
+// because the sink has not made them durable yet. The broker delivers them
+// again after the restart; once the sink flushes, everything is
+// acknowledged and nothing is left in the session. The broker stops
+// gracefully (SIGTERM: it saves its state) or crashes (SIGKILL, after
+// saving on every change).
+func TestMosquittoRestartWithMessagesInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		conf     string
+		graceful bool
+	}{
+		{"graceful", "", true},
+		{"crash", "autosave_interval 1\nautosave_on_changes true\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { restartInFlight(t, tc.conf, tc.graceful) })
+	}
+}
+
+func restartInFlight(t *testing.T, conf string, graceful bool) {
+	m := startMosquitto(t, conf)
+	const topic, id = "kieker/tools/bridge", "tb-inflight"
+	sink := &gatedSink{gate: make(chan struct{}), counts: map[int64]int{}}
+	r, err := New(Config{Name: "mqtt", URL: "mqtt://" + m.addr, Topic: topic, ClientID: id, BackoffMax: time.Second,
+		Batch: broker.Config{Mapping: mapping(t)}}, broker.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runBridge(t, r, sink)
+	var open sync.Once
+	openGate := func() { open.Do(func() { close(sink.gate) }) }
+	t.Cleanup(openGate)                // before stop (cleanups run last first)
+	time.Sleep(300 * time.Millisecond) // subscribed
+	// Mosquitto sends 20 messages (max_inflight_messages) and queues the
+	// rest until some are acknowledged.
+	publish(t, m.addr, topic, 0, 100)
+	sink.waitFor(t, 0, DefaultInflight, 1, 20*time.Second) // consumed, not acknowledged
+	if !graceful {
+		time.Sleep(1500 * time.Millisecond) // autosaved, at most a second after the change
+	}
+	m.stop(graceful) // with the session and its in-flight messages saved
+	m.start()
+	sink.waitFor(t, 0, DefaultInflight, 2, 20*time.Second) // delivered again
+	openGate()
+	publish(t, m.addr, topic, 100, 100)
+	sink.waitFor(t, 0, 200, 1, 20*time.Second)
+	time.Sleep(300 * time.Millisecond) // the last acknowledgements
+	stop()
+
+	// Everything was acknowledged: the session has nothing left to deliver.
+	left := &servicetest.Collector{}
+	stop2 := servicetest.RunBridge(t, newReceiver(t, m.addr, topic, id), left)
+	time.Sleep(1500 * time.Millisecond)
+	stop2()
+	if n := left.Len(); n != 0 {
+		t.Fatalf("%d records delivered again after everything was acknowledged", n)
 	}
 }

@@ -74,10 +74,6 @@ type Config struct {
 	Batch broker.Config
 }
 
-// settleWait bounds how long Run waits at the end for the acknowledgements
-// of what it handed on (the bridge flushes every second by default).
-const settleWait = 5 * time.Second
-
 // Receiver consumes a NATS subject.
 type Receiver struct {
 	cfg   Config
@@ -213,7 +209,7 @@ func (r *Receiver) Run(ctx context.Context, out pipeline.Consumer) error {
 	}
 	// The last batches are acknowledged after the bridge's next flush;
 	// keep the connection until then (or redelivery covers them).
-	b.WaitSettled(settleWait)
+	b.WaitSettled(broker.SettleWait)
 	nc.Flush()
 	return err
 }

@@ -6,10 +6,14 @@
 // Messages are consumed with cumulative ("client") acknowledgement and a
 // prefetch window; a batch of messages is acknowledged, with one ACK of its
 // last message, only once its records are durable in every sink. When a
-// sink fails the receiver drops the connection, so the broker redelivers
-// everything unacknowledged (see internal/source/broker). When the broker goes away the receiver
+// sink fails the receiver drops the connection the batch came through, so
+// the broker redelivers everything unacknowledged (see
+// internal/source/broker). When the broker goes away the receiver
 // reconnects with capped exponential back-off and resubscribes; messages it
-// had not acknowledged are redelivered by the broker.
+// had not acknowledged are redelivered by the broker. Messages still held
+// for a batch when a connection ends are discarded (they come again), so a
+// batch never mixes connections: a cumulative ACK on the new connection
+// can never cover messages refused on the old one.
 //
 // Concurrency: Run owns one goroutine; acknowledgements come from the
 // bridge's flush goroutine (go-stomp's Conn is safe for that).
@@ -32,11 +36,6 @@ import (
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/source/broker"
 )
-
-// settleWait bounds how long a stopping receiver waits for the
-// acknowledgements of what it handed on (the bridge flushes every second by
-// default); unacknowledged messages are redelivered later.
-const settleWait = 5 * time.Second
 
 // DefaultDestination is KDB's queue.
 const DefaultDestination = "/queue/kieker.tools.bridge"
@@ -211,7 +210,12 @@ func (r *Receiver) session(ctx context.Context, b *broker.Batcher, back *broker.
 			// Stopping: hand on what was received and keep the
 			// connection until its acknowledgements are sent.
 			b.Flush(context.WithoutCancel(ctx))
-			b.WaitSettled(settleWait)
+			b.WaitSettled(broker.SettleWait)
+		} else {
+			// The connection is gone (or was dropped after a refusal):
+			// what it delivered and is still held is redelivered on the
+			// next one, and must not share a batch with it.
+			b.Discard()
 		}
 		conn.MustDisconnect()
 	}()

@@ -107,8 +107,11 @@ type Config struct {
 	// ReadBuffer is the size of a connection's read buffer in bytes. It
 	// grows while a single unit is larger, up to the decoder's MaxUnit.
 	ReadBuffer int
-	// DrainTimeout bounds how long open connections are read after Run's
-	// context is cancelled.
+	// DrainTimeout is the idle timeout of a connection while the receiver
+	// drains after Run's context is cancelled: a connection whose peer has
+	// sent nothing for that long is closed (default 1 s). It is renewed
+	// before every read, so a slow consumer does not cut the drain short;
+	// it does not bound the drain as a whole (see the package comment).
 	DrainTimeout time.Duration
 	// RegistryWait bounds how long a Dual records connection waits for a
 	// string id the registry connections have not delivered; then the

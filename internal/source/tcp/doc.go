@@ -65,13 +65,34 @@
 // # Shutdown
 //
 // When Run's context is cancelled (or Close is called) the receiver stops
-// accepting, lets every open connection drain — it keeps reading what the
-// peer sends until EOF or Config.DrainTimeout — decodes and hands on every
-// complete unit, closes the connections and returns. While draining,
-// batches are handed on with a context that is not cancelled
-// (context.WithoutCancel): the consumer (a queue) has its own abort, and a
-// consumer that reports pipeline.ErrClosed stops the receiver at once. Run
-// returns only after every connection goroutine has ended; no goroutine
+// accepting (taking the connections already waiting in the listen backlog
+// first) and lets every open connection drain: it keeps reading, decoding
+// and handing on until the peer closes (EOF) or has sent nothing for
+// Config.DrainTimeout. That is an idle timeout, renewed before every read:
+// time a connection spends handing a batch to a slow consumer does not
+// count, so bytes a client sent before the cancel and that still wait in
+// the socket buffers are read however long the consumer takes. The drain as
+// a whole has no time limit of its own — a peer that keeps sending keeps its
+// connection draining; the bound is the consumer's: the bridge aborts its
+// queue after its shutdown timeout. While draining, batches are handed on
+// with a context that is not cancelled (context.WithoutCancel).
+//
+// A consumer that reports pipeline.ErrClosed (an aborted or closed queue),
+// while draining or not, stops the receiver at once: every connection ends
+// at its next read (or registry wait), Run returns an error wrapping
+// pipeline.ErrClosed.
+//
+// Whatever a drain or a stop loses is logged at warning level, once per
+// connection, with the rate limit of the fault lines (keys receiver, peer,
+// offset, dropped_bytes, unread_bytes; records for a refused batch): the
+// records of the batch the consumer refused, an incomplete unit cut by the
+// idle timeout or the stop (dropped_bytes: read but not decoded), and bytes
+// still waiting in the socket when the connection is closed (unread_bytes:
+// read and counted for a few milliseconds before closing; a lower bound if
+// the peer goes on sending). offset is the stream offset of the first byte
+// whose records were not handed on. A connection that ends idle at a unit
+// boundary with nothing unread loses nothing and is logged at debug level.
+// Run returns only after every connection goroutine has ended; no goroutine
 // outlives it.
 //
 // # Concurrency

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 )
 
@@ -267,30 +269,115 @@ func TestDual(t *testing.T) {
 }
 
 // TestShutdown: records a client sent before the cancel are all handed on,
-// Run returns, and no goroutine is left.
+// however long the consumer takes; Run returns, and no goroutine is left.
 func TestShutdown(t *testing.T) {
 	m := kdbMapping(t)
-	const n = 20000
-	data := kdbRecords(t, m, 1, 0, n)
-	t.Run("client stays connected", func(t *testing.T) {
-		e := start(t, Config{DrainTimeout: 300 * time.Millisecond, NewDecoder: KDBDecoder(m, kdb.Options{})}, nil)
-		e.col.delay = time.Millisecond // a slowish consumer: most records are still unread at cancel
+	const drain = 100 * time.Millisecond
+	t.Run("client stays connected, blocked consumer", func(t *testing.T) {
+		// The consumer is blocked well past the drain timeout after the
+		// cancel, then slow: the connection's goroutine sits in Consume
+		// while the client's bytes wait in the socket buffers.
+		const n = 1000
+		release := make(chan struct{})
+		e := start(t, Config{DrainTimeout: drain, ReadBuffer: 4 << 10, NewDecoder: KDBDecoder(m, kdb.Options{})},
+			func(c *collector) pipeline.Consumer {
+				c.block, c.delay = release, time.Millisecond
+				return c
+			})
 		c := dial(t, e.r.Addr())
-		if _, err := c.Write(data); err != nil {
+		if _, err := c.Write(kdbRecords(t, m, 1, 0, n)); err != nil {
 			t.Fatal(err)
+		}
+		waitFor(t, "the consumer to block", 5*time.Second, func() bool {
+			e.col.mu.Lock()
+			defer e.col.mu.Unlock()
+			return e.col.blocks > 0
+		})
+		begin := time.Now()
+		e.cancel()
+		time.Sleep(5 * drain)
+		close(release)
+		err := <-e.done
+		e.done <- err
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(begin)
+		t.Logf("Run returned %s after cancel", took)
+		checkPerClient(t, e.col.records(), map[int]int{1: n})
+		if took > 5*drain+5*time.Second {
+			t.Errorf("Run took %s: the idle client was not let go", took)
+		}
+		if lines := e.logs.lines(t, "dropped"); len(lines) != 0 {
+			t.Errorf("loss reported: %v", lines)
+		}
+		goleak.VerifyNone(t)
+	})
+	t.Run("clients closed, slow consumer", func(t *testing.T) {
+		// Several clients send everything and close before the cancel. The
+		// queue's consumer is blocked for several drain timeouts after the
+		// cancel, then takes a while per batch: draining lasts far longer
+		// than DrainTimeout, and every record must still arrive.
+		const clients, n = 4, 1000
+		release := make(chan struct{})
+		var q *runningQueue
+		e := start(t, Config{DrainTimeout: drain, ReadBuffer: 4 << 10, NewDecoder: KDBDecoder(m, kdb.Options{})},
+			func(c *collector) pipeline.Consumer {
+				c.block, c.delay = release, 2*time.Millisecond
+				q = runQueue(t, 4, c)
+				return q
+			})
+		want := map[int]int{}
+		var sent sync.WaitGroup
+		for k := range clients {
+			want[k] = n
+			c := dial(t, e.r.Addr())
+			data := kdbRecords(t, m, k, 0, n)
+			sent.Add(1)
+			go func() {
+				defer sent.Done()
+				if _, err := c.Write(data); err != nil {
+					t.Error(err)
+				}
+				c.Close()
+			}()
+		}
+		done := make(chan struct{})
+		go func() { sent.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the clients could not send everything while the consumer was blocked")
 		}
 		begin := time.Now()
-		if err := e.stop(t); err != nil {
+		e.cancel()
+		time.Sleep(5 * drain)
+		close(release)
+		err := <-e.done
+		e.done <- err
+		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("Run returned %s after cancel", time.Since(begin))
-		checkPerClient(t, e.col.records(), map[int]int{1: n})
+		took := time.Since(begin)
+		t.Logf("Run returned %s after cancel (drain timeout %s)", took, drain)
+		if took < 5*drain {
+			t.Fatalf("draining took %s: the test did not hold the receiver past its drain timeout", took)
+		}
+		q.close() // the queued batches reach the collector
+		checkPerClient(t, e.col.records(), want)
+		if lines := e.logs.lines(t, "dropped"); len(lines) != 0 {
+			t.Errorf("loss reported: %v", lines)
+		}
+		if n := e.r.Stats().DecodeErrors; n != 0 {
+			t.Errorf("%d decode errors", n)
+		}
 		goleak.VerifyNone(t)
 	})
 	t.Run("client closes", func(t *testing.T) {
+		const n = 20000
 		e := start(t, Config{DrainTimeout: 5 * time.Second, NewDecoder: KDBDecoder(m, kdb.Options{})}, nil)
 		c := dial(t, e.r.Addr())
-		if _, err := c.Write(data); err != nil {
+		if _, err := c.Write(kdbRecords(t, m, 1, 0, n)); err != nil {
 			t.Fatal(err)
 		}
 		c.Close()
@@ -304,10 +391,11 @@ func TestShutdown(t *testing.T) {
 		checkPerClient(t, e.col.records(), map[int]int{1: n})
 		goleak.VerifyNone(t)
 	})
-	t.Run("drain deadline inside a record", func(t *testing.T) {
+	t.Run("idle timeout inside a record", func(t *testing.T) {
 		e := start(t, Config{DrainTimeout: 200 * time.Millisecond, NewDecoder: KDBDecoder(m, kdb.Options{})}, queued(t))
 		c := dial(t, e.r.Addr())
-		recSize := len(data) / n
+		data := kdbRecords(t, m, 1, 0, 101)
+		recSize := len(data) / 101
 		if _, err := c.Write(data[:100*recSize+5]); err != nil {
 			t.Fatal(err)
 		}
@@ -315,11 +403,97 @@ func TestShutdown(t *testing.T) {
 		if err := e.stop(t); err != nil {
 			t.Fatal(err)
 		}
-		if lines := e.logs.lines(t, "drain deadline passed inside a record"); len(lines) != 1 || lines[0]["dropped_bytes"] != float64(5) {
+		lines := e.logs.lines(t, "drain idle timeout inside a record")
+		if len(lines) != 1 || lines[0]["dropped_bytes"] != float64(5) || lines[0]["offset"] != float64(100*recSize) ||
+			lines[0]["peer"] != c.LocalAddr().String() || lines[0]["level"] != "WARN" {
 			t.Errorf("log lines %v", lines)
 		}
 		if n := e.r.Stats().DecodeErrors; n != 0 {
 			t.Errorf("a shutdown cut counted as %d decode errors", n)
 		}
 	})
+	t.Run("queue aborted while draining", func(t *testing.T) {
+		// The bridge's shutdown timeout aborts the queue: the receiver stops
+		// at once, and every connection whose records or bytes are lost says
+		// so, with its peer and offset.
+		const clients, n = 3, 1000
+		release := make(chan struct{})
+		defer close(release)
+		var q *runningQueue
+		e := start(t, Config{DrainTimeout: 10 * time.Second, ReadBuffer: 4 << 10, NewDecoder: KDBDecoder(m, kdb.Options{})},
+			func(c *collector) pipeline.Consumer {
+				c.block = release
+				q = runQueue(t, 1, c)
+				return q
+			})
+		peers := map[string]bool{}
+		data := kdbRecords(t, m, 0, 0, n)
+		recSize := len(data) / n
+		for range clients {
+			c := dial(t, e.r.Addr())
+			peers[c.LocalAddr().String()] = true
+			if _, err := c.Write(data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The consumer is blocked and the queue full: every connection ends
+		// up stuck handing a batch on, its other bytes unread.
+		waitFor(t, "the queue to fill", 5*time.Second, func() bool {
+			e.col.mu.Lock()
+			defer e.col.mu.Unlock()
+			return e.col.blocks > 0 && q.Depth() == 1+clients
+		})
+		e.cancel()
+		time.Sleep(3 * drain)
+		begin := time.Now()
+		q.Abort()
+		var err error
+		select {
+		case err = <-e.done:
+			e.done <- err
+		case <-time.After(5 * time.Second):
+			t.Fatal("Run did not return after the queue was aborted")
+		}
+		if !errors.Is(err, pipeline.ErrClosed) {
+			t.Errorf("Run returned %v, want pipeline.ErrClosed", err)
+		}
+		if d := time.Since(begin); d > time.Second {
+			t.Errorf("Run returned %s after the abort", d)
+		}
+		for _, l := range e.logs.lines(t, "dropped") {
+			// Every byte the client sent was handed on (before offset),
+			// refused (records), or read and dropped; what the probe
+			// found in the socket is a lower bound.
+			off, recs, dropped, unread := l["offset"], l["records"], l["dropped_bytes"], l["unread_bytes"]
+			if l["level"] != "WARN" || off == nil || recs == nil || dropped == nil || unread == nil ||
+				recs.(float64) == 0 || off.(float64)+recs.(float64)*float64(recSize)+dropped.(float64)+unread.(float64) > float64(len(data)) {
+				t.Errorf("line %v", l)
+			}
+			delete(peers, l["peer"].(string))
+		}
+		if len(peers) > 0 {
+			t.Errorf("no loss logged for %v:\n%s", peers, e.logs.buf.String())
+		}
+	})
+}
+
+// runningQueue is a pipeline.Queue whose Run goroutine the test owns.
+type runningQueue struct {
+	*pipeline.Queue
+	done chan struct{}
+}
+
+// runQueue runs a queue of capacity batches in front of c; it is closed
+// when the test ends, if not before.
+func runQueue(t *testing.T, capacity int, c *collector) *runningQueue {
+	q := &runningQueue{Queue: pipeline.NewQueue(capacity, c, nil), done: make(chan struct{})}
+	go func() { q.Run(context.Background()); close(q.done) }()
+	t.Cleanup(func() { q.Abort(); <-q.done })
+	return q
+}
+
+// close closes the queue and waits until its batches are consumed.
+func (q *runningQueue) close() {
+	q.Close()
+	<-q.done
 }

@@ -35,12 +35,17 @@ type Receiver struct {
 	cancel  context.CancelFunc
 	runDone chan struct{}
 
-	cmu      sync.Mutex // guards the connection set and the drain state
-	conns    map[net.Conn]struct{}
-	draining bool
-	drainAt  time.Time
-	wg       sync.WaitGroup // connection goroutines
-	hard     chan struct{}  // closed when the drain deadline passed
+	cmu   sync.Mutex // guards the connection set
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup // connection goroutines
+
+	// Draining (after cancel) and stopped (the consumer refused batches
+	// for good) are set once, each before its channel is closed and the
+	// open connections' read deadlines are set; connections check them
+	// before every read.
+	draining, stopped atomic.Bool
+	drain, stop       chan struct{}
+	stopOnce          sync.Once
 
 	fmu   sync.Mutex
 	fatal error // why the receiver stopped by itself (consumer closed)
@@ -76,7 +81,8 @@ func New(cfg Config, set Settings) (*Receiver, error) {
 		faults:  newRateLog(log, cfg.Name, cfg.LogRate),
 		rejects: newRateLog(log, cfg.Name, cfg.LogRate),
 		conns:   make(map[net.Conn]struct{}),
-		hard:    make(chan struct{}),
+		drain:   make(chan struct{}),
+		stop:    make(chan struct{}),
 	}
 	if cfg.Mode == Client {
 		return r, nil
@@ -176,7 +182,8 @@ func (r *Receiver) Run(ctx context.Context, out pipeline.Consumer) error {
 }
 
 // Close stops a running Run as cancelling its context does and waits for
-// it to return; without Run it releases the listeners. It is safe to call
+// it to return, that is for the drain (see the package comment); without
+// Run it releases the listeners. It is safe to call
 // twice. It must not be called from the consumer (Run waits for the
 // consumer to return).
 func (r *Receiver) Close() error {
@@ -349,9 +356,6 @@ func (r *Receiver) runClient(ctx context.Context, em *emitter) error {
 // taken. The returned channel is closed when the connection ended.
 func (r *Receiver) start(nc net.Conn, dec Decoder, role string, em *emitter, onEnd func()) <-chan struct{} {
 	r.cmu.Lock()
-	if r.draining {
-		nc.SetReadDeadline(r.drainAt)
-	}
 	r.conns[nc] = struct{}{}
 	r.wg.Add(1)
 	r.cmu.Unlock()
@@ -384,17 +388,70 @@ func (r *Receiver) serve(nc net.Conn, dec Decoder, role string, em *emitter, onE
 		bufSize:      r.cfg.ReadBuffer,
 		transform:    r.cfg.Transform,
 		registryWait: r.cfg.RegistryWait,
-		hard:         r.hard,
+		drain:        r.drain,
+		stop:         r.stop,
+		idle:         r.cfg.DrainTimeout,
 		onRead: func(n int) {
 			r.bytes.Add(int64(n))
 			r.met.Bytes(n)
 		},
-		handOn: func(b *record.Batch) (*record.Batch, error) { return r.handOn(em, peer, b) },
+		beforeRead: func() { r.setDeadline(nc) },
+		handOn:     func(b *record.Batch) (*record.Batch, error) { return r.handOn(em, peer, b) },
 	}
 	if e, ok := em.out.(interface{ NewBatch() *record.Batch }); ok {
 		s.batch = e.NewBatch()
 	}
-	r.report(peer, role, s.run(), s.off)
+	end := s.run()
+	if end.kind == endConsumer {
+		r.stopAll()
+	}
+	unread := 0
+	if end.kind == endDrained || end.kind == endConsumer {
+		unread = probeUnread(nc, s.bufSize)
+	}
+	r.report(peer, role, end, s.off, unread)
+}
+
+// setDeadline sets nc's read deadline before a read: none while running,
+// DrainTimeout from now while draining (an idle timeout: the peer has that
+// long to send more), and one in the past once the receiver stopped.
+func (r *Receiver) setDeadline(nc net.Conn) {
+	if r.stopped.Load() {
+		nc.SetReadDeadline(aLongTimeAgo)
+		return
+	}
+	if !r.draining.Load() {
+		return
+	}
+	nc.SetReadDeadline(time.Now().Add(r.cfg.DrainTimeout))
+	if r.stopped.Load() { // stopAll may have set its deadline before ours
+		nc.SetReadDeadline(aLongTimeAgo)
+	}
+}
+
+// aLongTimeAgo is a read deadline that has passed: the read fails at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// probeWait is how long probeUnread reads.
+const probeWait = 20 * time.Millisecond
+
+// probeUnread reads and discards for probeWait what the peer of a
+// connection that is about to be closed had sent and was not read, and
+// returns how many bytes that was (a lower bound when the peer goes on
+// sending).
+func probeUnread(nc net.Conn, size int) int {
+	if err := nc.SetReadDeadline(time.Now().Add(probeWait)); err != nil {
+		return 0
+	}
+	buf := make([]byte, size)
+	total := 0
+	for {
+		n, err := nc.Read(buf)
+		total += n
+		if err != nil {
+			return total
+		}
+	}
 }
 
 // handOn counts b and passes it on. Consumer errors other than
@@ -416,9 +473,10 @@ func (r *Receiver) handOn(em *emitter, peer string, b *record.Batch) (*record.Ba
 	return next, nil
 }
 
-// report logs and counts how a connection ended. Faults are counted after
+// report logs and counts how a connection ended; unread is the number of
+// bytes found still unread after a drain or a stop. Faults are counted after
 // they are logged, so whoever sees the count finds the line.
-func (r *Receiver) report(peer, role string, end streamEnd, consumed int64) {
+func (r *Receiver) report(peer, role string, end streamEnd, consumed int64, unread int) {
 	attrs := func(extra ...slog.Attr) []slog.Attr {
 		a := []slog.Attr{slog.String("receiver", r.cfg.Name), slog.String("peer", peer)}
 		if role != "" {
@@ -444,14 +502,24 @@ func (r *Receiver) report(peer, role string, end streamEnd, consumed int64) {
 	case endPanic:
 		defer r.decodeError()
 		r.faults.warn("panic while decoding; connection closed", attrs(slog.Int64("offset", end.offset), slog.Any("err", end.err))...)
-	case endDeadline:
-		if end.dropped > 0 {
-			r.faults.warn("drain deadline passed inside a record; connection closed",
-				attrs(slog.Int64("offset", end.offset), slog.Int("dropped_bytes", end.dropped))...)
-		} else {
-			r.log.LogAttrs(context.Background(), slog.LevelDebug, "connection closed at the drain deadline", attrs()...)
+	case endDrained:
+		lost := attrs(slog.Int64("offset", end.offset), slog.Int("dropped_bytes", end.dropped), slog.Int("unread_bytes", unread))
+		switch {
+		case r.stopped.Load() && (end.dropped > 0 || unread > 0):
+			r.faults.warn("receiver stopped (consumer closed); bytes dropped", lost...)
+		case end.dropped > 0:
+			r.faults.warn("drain idle timeout inside a record; bytes dropped", lost...)
+		case unread > 0:
+			r.faults.warn("drain idle timeout with bytes unread; bytes dropped", lost...)
+		case r.stopped.Load():
+			r.log.LogAttrs(context.Background(), slog.LevelDebug, "connection closed: receiver stopped", attrs()...)
+		default:
+			r.log.LogAttrs(context.Background(), slog.LevelDebug, "connection closed while draining: idle", attrs()...)
 		}
 	case endConsumer:
+		r.faults.warn("consumer closed; records and bytes dropped", attrs(slog.Int64("offset", end.offset),
+			slog.Int("records", end.records), slog.Int("dropped_bytes", end.dropped), slog.Int("unread_bytes", unread),
+			slog.Any("err", end.err))...)
 		r.fmu.Lock()
 		if r.fatal == nil {
 			r.fatal = fmt.Errorf("tcp receiver %s: consumer: %w", r.cfg.Name, end.err)
@@ -464,35 +532,43 @@ func (r *Receiver) report(peer, role string, end streamEnd, consumed int64) {
 	}
 }
 
+// stopAll ends every connection at once: the consumer refused a batch for
+// good, so nothing more can be handed on.
+func (r *Receiver) stopAll() {
+	r.stopOnce.Do(func() {
+		r.stopped.Store(true)
+		close(r.stop)
+		r.cmu.Lock()
+		for nc := range r.conns {
+			nc.SetReadDeadline(aLongTimeAgo)
+		}
+		r.cmu.Unlock()
+	})
+}
+
 func (r *Receiver) decodeError() {
 	r.decodeErrors.Add(1)
 	r.met.DecodeError()
 }
 
-// shutdown closes the listeners, lets the open connections drain until
-// DrainTimeout and waits for every connection goroutine.
+// shutdown closes the listeners, lets the open connections drain and waits
+// for every connection goroutine. A connection drains until EOF, until its
+// peer has sent nothing for DrainTimeout (renewed before every read, see
+// setDeadline), or until the receiver stops. There is no bound on the whole:
+// a slow consumer is read for as long as it accepts batches.
 func (r *Receiver) shutdown() {
 	r.closeListeners()
+	r.draining.Store(true)
+	close(r.drain)
 	r.cmu.Lock()
-	r.draining = true
-	r.drainAt = time.Now().Add(r.cfg.DrainTimeout)
-	for nc := range r.conns {
-		nc.SetReadDeadline(r.drainAt)
+	if !r.stopped.Load() { // else stopAll has set deadlines in the past
+		idle := time.Now().Add(r.cfg.DrainTimeout)
+		for nc := range r.conns {
+			nc.SetReadDeadline(idle) // wakes reads that wait without a deadline
+		}
 	}
 	r.cmu.Unlock()
-	all := make(chan struct{})
-	go func() {
-		r.wg.Wait()
-		close(all)
-	}()
-	t := time.NewTimer(r.cfg.DrainTimeout)
-	defer t.Stop()
-	select {
-	case <-all:
-	case <-t.C:
-		close(r.hard) // ends registry waits; reads end at their deadline
-		<-all
-	}
+	r.wg.Wait()
 }
 
 // sleep waits d or until ctx is done; it reports whether d passed.

@@ -20,7 +20,7 @@ const (
 	endDecode                   // malformed input: a decode error or a unit over MaxUnit
 	endPanic                    // the decoder panicked
 	endReadError                // the read failed at a unit boundary (reset, …)
-	endDeadline                 // the drain deadline passed
+	endDrained                  // draining: the peer was idle for the drain timeout, or the receiver stopped
 	endConsumer                 // the consumer refused batches for good (pipeline.ErrClosed)
 )
 
@@ -28,12 +28,13 @@ const (
 type streamEnd struct {
 	kind    endKind
 	err     error
-	offset  int64 // stream offset of the offending or incomplete unit
-	dropped int   // endTruncated, endDeadline: bytes of an incomplete unit read and dropped
+	offset  int64 // stream offset of the offending or incomplete unit; endConsumer: of the refused records
+	dropped int   // endTruncated, endDrained, endConsumer: bytes read and not decoded
+	records int   // endConsumer: records of the refused batch
 }
 
-// errHardStop ends a registry wait when the drain deadline passed.
-var errHardStop = errors.New("drain deadline passed")
+// errDrained ends a registry wait when the drain is over.
+var errDrained = errors.New("drain over")
 
 // errUnitSize is wrapped by the error of a unit larger than the decoder's
 // MaxUnit.
@@ -52,10 +53,15 @@ type stream struct {
 	handOn func(b *record.Batch) (*record.Batch, error)
 	// onRead hears about every read of n > 0 bytes.
 	onRead func(n int)
-	// registryWait bounds the wait for a Dual registry entry; hard is
-	// closed when the drain deadline passed.
+	// beforeRead, if set, is called before every read: the receiver sets
+	// the connection's read deadline there while draining.
+	beforeRead func()
+	// registryWait bounds the wait for a Dual registry entry. Once drain
+	// is closed a wait also ends (endDrained) when the registry has not
+	// changed for idle; once stop is closed it ends at once.
 	registryWait time.Duration
-	hard         <-chan struct{}
+	drain, stop  <-chan struct{}
+	idle         time.Duration
 
 	batch   *record.Batch
 	off     int64 // stream offset of the next byte to decode
@@ -89,6 +95,9 @@ func (s *stream) run() (end streamEnd) {
 			copy(grown, buf[:w])
 			buf = grown
 		}
+		if s.beforeRead != nil {
+			s.beforeRead()
+		}
 		n, rerr := s.rd.Read(buf[w:])
 		if n > 0 {
 			if s.onRead != nil {
@@ -117,7 +126,7 @@ func (s *stream) ended(rerr error, w int) streamEnd {
 	end := streamEnd{offset: s.off, dropped: w}
 	switch {
 	case errors.Is(rerr, os.ErrDeadlineExceeded):
-		end.kind = endDeadline
+		end.kind = endDrained
 	case rerr == io.EOF:
 		end.kind = endEOF
 		if w > 0 {
@@ -137,6 +146,7 @@ func (s *stream) ended(rerr error, w int) streamEnd {
 // over.
 func (s *stream) decode(p []byte) (used int, end streamEnd, stop bool) {
 	for {
+		start := s.off // the batch is empty: its records come from here on
 		from := s.batch.Len()
 		n, err := s.dec.Decode(p[used:], s.batch)
 		if n < 0 || n > len(p)-used {
@@ -150,14 +160,14 @@ func (s *stream) decode(p []byte) (used int, end streamEnd, stop bool) {
 		if s.batch.Len() > from && s.transform != nil {
 			s.transform(s.batch, from)
 		}
-		if s.batch.Len() > 0 {
+		if k := s.batch.Len(); k > 0 {
 			b, herr := s.handOn(s.batch)
 			if b == nil {
 				b = new(record.Batch)
 			}
 			s.batch = b
 			if herr != nil {
-				return used, streamEnd{kind: endConsumer, err: herr, offset: s.off}, true
+				return used, streamEnd{kind: endConsumer, err: herr, offset: start, dropped: len(p) - used, records: k}, true
 			}
 		}
 		if err == nil {
@@ -169,8 +179,8 @@ func (s *stream) decode(p []byte) (used int, end streamEnd, stop bool) {
 			if werr == nil {
 				continue
 			}
-			if werr == errHardStop {
-				return used, streamEnd{kind: endDeadline, offset: s.off, dropped: len(p) - used}, true
+			if werr == errDrained {
+				return used, streamEnd{kind: endDrained, offset: s.off, dropped: len(p) - used}, true
 			}
 			err = werr
 		}
@@ -179,7 +189,8 @@ func (s *stream) decode(p []byte) (used int, end streamEnd, stop bool) {
 }
 
 // waitRegistry waits until the registry changed, for at most registryWait
-// per unit in all. It returns nil to retry, errHardStop, or the final error.
+// per unit in all and, while draining, for at most idle each time. It
+// returns nil to retry, errDrained, or the final error.
 func (s *stream) waitRegistry(w *errWaitRegistry) error {
 	now := time.Now()
 	if !s.waiting {
@@ -191,12 +202,23 @@ func (s *stream) waitRegistry(w *errWaitRegistry) error {
 	}
 	t := time.NewTimer(left)
 	defer t.Stop()
-	select {
-	case <-w.changed:
-		return nil
-	case <-s.hard:
-		return errHardStop
-	case <-t.C:
-		return fmt.Errorf("%w (no registry connection delivered it within %s)", w.err, s.registryWait)
+	drain := s.drain
+	var idle <-chan time.Time
+	for {
+		select {
+		case <-w.changed:
+			return nil
+		case <-s.stop:
+			return errDrained
+		case <-drain:
+			drain = nil
+			it := time.NewTimer(s.idle)
+			defer it.Stop()
+			idle = it.C
+		case <-idle:
+			return errDrained
+		case <-t.C:
+			return fmt.Errorf("%w (no registry connection delivered it within %s)", w.err, s.registryWait)
+		}
 	}
 }
