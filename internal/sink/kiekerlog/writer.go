@@ -263,9 +263,7 @@ func (w *Writer) write(recs []record.Record) error {
 	}
 	for len(recs) > 0 {
 		n := min(w.files.Room(), len(recs))
-		if err := w.bound(recs[:n]); err != nil {
-			return err
-		}
+		before := w.registry.Len()
 		w.buf = w.buf[:0]
 		w.mapBuf = w.mapBuf[:0]
 		for i := range recs[:n] {
@@ -278,6 +276,15 @@ func (w *Writer) write(recs []record.Record) error {
 			if err := w.encode(r); err != nil {
 				return fmt.Errorf("kieker log %s: %w", w.dir, err)
 			}
+		}
+		if w.full() && before > 0 {
+			// The chunk would take the registry past its limit: nothing of
+			// it was written yet; continue in a new log directory and
+			// encode the chunk again there.
+			if err := w.rollover(); err != nil {
+				return err
+			}
+			continue
 		}
 		if len(w.mapBuf) > 0 {
 			if _, err := w.mapFile.Write(w.mapBuf); err != nil {
@@ -293,31 +300,20 @@ func (w *Writer) write(recs []record.Record) error {
 	return nil
 }
 
-// bound starts a new log directory when the registry could pass its limit
-// while encoding recs (each record may add its class name and every string
-// it holds).
-func (w *Writer) bound(recs []record.Record) error {
+// full reports whether a binary log's registry passed its limit.
+func (w *Writer) full() bool {
 	if !w.cfg.Binary {
-		return nil // an ASCII registry lists class names only
+		return false // an ASCII registry lists class names only
 	}
 	max := w.cfg.MaxRegistryEntries
 	if max <= 0 {
 		max = kieker.DefaultMaxRegistryEntries
 	}
-	worst := w.registry.Len()
-	for i := range recs {
-		worst += 1 + recs[i].Type.StringFields()
-		for j, f := range recs[i].Type.Fields {
-			if f.Array && f.Kind == record.String {
-				if l := recs[i].Values[j].List(); l != nil {
-					worst += len(l.Items)
-				}
-			}
-		}
-	}
-	if worst <= max || w.registry.Len() == 0 {
-		return nil
-	}
+	return w.registry.Len() > max
+}
+
+// rollover continues in a new log directory with a new registry.
+func (w *Writer) rollover() error {
 	if err := errors.Join(w.files.Close(), w.mapFile.Close()); err != nil {
 		return fmt.Errorf("kieker log %s: %w", w.dir, err)
 	}
