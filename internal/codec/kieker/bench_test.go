@@ -104,6 +104,22 @@ func decodeReads(b *testing.B, d *Decoder, data []byte, batch *record.Batch) {
 	}
 }
 
+// BenchmarkBaselineCopy is the baseline the decoding benchmarks compare
+// with: copying the same bytes in the same read-sized pieces, the least a
+// reader of them must do. Report decoders as a ratio of its MB/s.
+func BenchmarkBaselineCopy(b *testing.B) {
+	data, _, n := benchBinary(b, 10000)
+	buf := make([]byte, readSize)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		for pos := 0; pos < len(data); pos += readSize {
+			copy(buf, data[pos:min(pos+readSize, len(data))])
+		}
+	}
+	reportPerRecord(b, n)
+}
+
 func BenchmarkDecodeBinary(b *testing.B) {
 	data, strs, n := benchBinary(b, 10000)
 	d := NewDecoder(Options{Strings: strs})
