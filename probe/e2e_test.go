@@ -1,45 +1,25 @@
 package probe
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"fmt"
-	"go/build"
-	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
-	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/record"
-	srclog "github.com/tracebridge/tracebridge/internal/source/kiekerlog"
-)
-
-// binDir holds the programs the end-to-end tests build (once, on first
-// use): the tracebridge binary and probe/example.
-var (
-	binDir    string
-	buildOnce sync.Once
-	buildErr  error
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	code := bridgetest.Run(m)
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
@@ -49,200 +29,21 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// programs builds tracebridge and probe/example and returns their paths.
-func programs(t *testing.T) (bridge, example string) {
+// example builds probe/example (once) and returns its path.
+func example(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs programs")
 	}
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "probe-e2e-")
-		if buildErr != nil {
-			return
-		}
-		for _, p := range []string{"cmd/tracebridge", "probe/example"} {
-			out := filepath.Join(binDir, filepath.Base(p))
-			cmd := exec.Command(goTool(), "build", "-o", out, "github.com/tracebridge/tracebridge/"+p)
-			if b, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("go build %s: %v\n%s", p, err, b)
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(binDir, "tracebridge"), filepath.Join(binDir, "example")
-}
-
-// goTool finds the go command: on PATH, else in the GOROOT this test was
-// built with.
-func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return filepath.Join(build.Default.GOROOT, "bin", "go")
-}
-
-// bridgeProc is a running `tracebridge serve` with one kieker-tcp
-// receiver and a Kieker log sink.
-type bridgeProc struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	addr   string
-	logDir string
-	stderr *lockedBuffer
-	done   chan struct{}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-var (
-	listenLine = regexp.MustCompile(`receiver go \(kieker-tcp\) listening on (\S+)`)
-	sinkLine   = regexp.MustCompile(`sink \S+ \(kieker-log\) writing to (\S+)`)
-)
-
-// startBridge runs bin serve with a kieker-tcp receiver on a free loopback
-// port and waits until it is ready (see cmd/tracebridge/serve_test.go).
-func startBridge(t *testing.T, bin string) *bridgeProc {
-	t.Helper()
-	dir := t.TempDir()
-	cfg := "flush_interval: 100ms\nreceivers:\n  - {name: go, type: kieker-tcp, listen: \"127.0.0.1:0\"}\nsinks:\n  - {type: kieker-log, path: logs}\n"
-	cfgPath := filepath.Join(dir, "tracebridge.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := &bridgeProc{t: t, stderr: &lockedBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, "serve", "-c", cfgPath)
-	p.cmd.Dir = dir
-	p.cmd.Stderr = p.stderr
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(out)
-		signalled := false
-		for sc.Scan() {
-			line := sc.Text()
-			if m := listenLine.FindStringSubmatch(line); m != nil {
-				p.addr = m[1]
-			}
-			if m := sinkLine.FindStringSubmatch(line); m != nil {
-				p.logDir = filepath.Join(dir, m[1])
-			}
-			if !signalled && line == "tracebridge: ready" {
-				signalled = true
-				close(ready)
-			}
-		}
-		io.Copy(io.Discard, out)
-		if !signalled {
-			close(ready)
-		}
-		p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("bridge did not start; stderr:\n%s", p.stderr)
-	}
-	if p.addr == "" || p.logDir == "" {
-		t.Fatalf("bridge printed no address or log directory; stderr:\n%s", p.stderr)
-	}
-	return p
-}
-
-// stop sends SIGTERM and expects a clean exit (which flushes the log).
-func (p *bridgeProc) stop() {
-	p.t.Helper()
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(60 * time.Second):
-		p.t.Fatalf("bridge did not exit; stderr:\n%s", p.stderr)
-	}
-	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
-		p.t.Fatalf("bridge exited with %d; stderr:\n%s", code, p.stderr)
-	}
-}
-
-// records reads the bridge's log.
-func (p *bridgeProc) records() []record.Record {
-	p.t.Helper()
-	r, err := srclog.Open(p.logDir, srclog.Options{})
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	var out []record.Record
-	err = r.Run(context.Background(), pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
-		for i := range b.Records {
-			out = append(out, b.Records[i].Clone())
-		}
-		return nil
-	}))
-	if err != nil {
-		p.t.Fatalf("reading the log: %v", err)
-	}
-	return out
-}
-
-type runResult struct {
-	stdout, stderr string
-	code           int
-	elapsed        time.Duration
+	return bridgetest.Build(t, "probe/example")
 }
 
 // runExample runs the example program with args.
-func runExample(t *testing.T, bin string, args ...string) runResult {
+func runExample(t *testing.T, bin string, args ...string) bridgetest.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TRACEBRIDGE_") && !strings.HasPrefix(kv, "KIEKER_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	res := runResult{out.String(), errb.String(), 0, time.Since(start)}
-	if ee, ok := err.(*exec.ExitError); ok {
-		res.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running %s: %v", bin, err)
-	}
-	return res
+	cmd := exec.Command(bin, args...)
+	cmd.Env = bridgetest.CleanEnv()
+	return bridgetest.Exec(t, cmd)
 }
 
 // call is one executed call: its depth in its trace, its names and how it
@@ -395,25 +196,25 @@ func rebuild(t *testing.T, recs []record.Record, from, to int64) trees {
 }
 
 func TestExampleAgainstBridge(t *testing.T) {
-	bridgeBin, example := programs(t)
-	br := startBridge(t, bridgeBin)
+	ex := example(t)
+	br := bridgetest.StartConfig(t, bridgetest.LogConfig(`{name: go, type: kieker-tcp, listen: "127.0.0.1:0"}`))
 	from := time.Now().UnixNano()
-	res := runExample(t, example, "-addr", br.addr, "-requests", "4", "-depth", "3")
+	res := runExample(t, ex, "-addr", br.Addr("go"), "-requests", "4", "-depth", "3")
 	to := time.Now().UnixNano()
-	if res.code != 0 {
-		t.Fatalf("example exited with %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
+	if res.Code != 0 {
+		t.Fatalf("example exited with %d\nstdout:\n%s\nstderr:\n%s", res.Code, res.Stdout, res.Stderr)
 	}
-	want := parseExecuted(t, res.stdout)
+	want := parseExecuted(t, res.Stdout)
 	// 4 requests: Handle, 7 Searches, Check; the odd ones fork a Notify.
 	if n := len(want.Calls); n != 6 {
-		t.Fatalf("example executed %d traces, want 6:\n%s", n, res.stdout)
+		t.Fatalf("example executed %d traces, want 6:\n%s", n, res.Stdout)
 	}
-	m := regexp.MustCompile(`probe: sent=(\d+) dropped=(\d+)`).FindStringSubmatch(res.stdout)
+	m := regexp.MustCompile(`probe: sent=(\d+) dropped=(\d+)`).FindStringSubmatch(res.Stdout)
 	if m == nil || m[2] != "0" {
-		t.Fatalf("example reports %v, want nothing dropped\n%s", m, res.stdout)
+		t.Fatalf("example reports %v, want nothing dropped\n%s", m, res.Stdout)
 	}
-	br.stop()
-	recs := br.records()
+	br.Stop()
+	recs := bridgetest.ReadLog(t, br.LogDir)
 	got := rebuild(t, recs, from, to)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("call trees in the log differ from the executed ones (-executed +log):\n%s", diff)
@@ -436,19 +237,18 @@ func TestExampleAgainstBridge(t *testing.T) {
 }
 
 func TestExampleWithoutBridge(t *testing.T) {
-	_, example := programs(t)
-	res := runExample(t, example, "-addr", unusedAddr(t), "-requests", "3")
-	if res.code != 0 {
-		t.Fatalf("example exited with %d\nstderr:\n%s", res.code, res.stderr)
+	res := runExample(t, example(t), "-addr", unusedAddr(t), "-requests", "3")
+	if res.Code != 0 {
+		t.Fatalf("example exited with %d\nstderr:\n%s", res.Code, res.Stderr)
 	}
-	if res.elapsed > 10*time.Second {
-		t.Errorf("example took %v without a bridge", res.elapsed)
+	if res.Elapsed > 10*time.Second {
+		t.Errorf("example took %v without a bridge", res.Elapsed)
 	}
-	m := regexp.MustCompile(`probe: sent=(\d+) dropped=(\d+)`).FindStringSubmatch(res.stdout)
+	m := regexp.MustCompile(`probe: sent=(\d+) dropped=(\d+)`).FindStringSubmatch(res.Stdout)
 	if m == nil || m[1] != "0" || m[2] == "0" {
-		t.Fatalf("example reports %v, want nothing sent and drops\n%s", m, res.stdout)
+		t.Fatalf("example reports %v, want nothing sent and drops\n%s", m, res.Stdout)
 	}
-	if !strings.Contains(res.stderr, "records dropped") {
-		t.Errorf("stderr does not report the drops:\n%s", res.stderr)
+	if !strings.Contains(res.Stderr, "records dropped") {
+		t.Errorf("stderr does not report the drops:\n%s", res.Stderr)
 	}
 }

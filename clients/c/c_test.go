@@ -1,15 +1,13 @@
 // Package cclient_test holds the end-to-end tests of the C monitoring
 // client in clients/c. TestMain builds the library, the examples and the C
 // unit tests with make (gcc only; the C++ and Fortran examples when g++ and
-// gfortran exist) and the tracebridge binary; the tests run the programs
-// against a real `tracebridge serve` (or a bare TCP listener where the
+// gfortran exist); the tests run the programs against a real `tracebridge
+// serve` started by internal/bridgetest (or a bare TCP listener where the
 // bytes themselves are checked) and read the Kieker log back.
 package cclient_test
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -17,28 +15,23 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
-	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
-	srclog "github.com/tracebridge/tracebridge/internal/source/kiekerlog"
 )
 
-var (
-	buildDir string // make's output directory
-	tbBinary string // the tracebridge binary
-)
+// buildDir is make's output directory.
+var buildDir string
 
 func TestMain(m *testing.M) {
 	code, err := setup(m)
@@ -60,12 +53,7 @@ func setup(m *testing.M) (int, error) {
 	if out, err := mk.CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("make in clients/c: %v\n%s", err, out)
 	}
-	tbBinary = filepath.Join(dir, "tracebridge")
-	gb := exec.Command(goTool(), "build", "-o", tbBinary, "github.com/tracebridge/tracebridge/cmd/tracebridge")
-	if out, err := gb.CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("building tracebridge: %v\n%s", err, out)
-	}
-	code := m.Run()
+	code := bridgetest.Run(m)
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			return 1, err
@@ -74,170 +62,15 @@ func setup(m *testing.M) (int, error) {
 	return code, nil
 }
 
-func goTool() string {
-	if root := os.Getenv("GOROOT"); root != "" {
-		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
-			return p
-		}
-	}
-	return "go"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
-// ---- the bridge ----
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// bridge is one running `tracebridge serve` with a kieker-tcp receiver and
-// a Kieker log sink.
-type bridge struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	addr   string
-	port   string
-	logDir string
-	stderr *syncBuffer
-	done   chan struct{}
-	code   int
-}
-
-var (
-	listenLine = regexp.MustCompile(`receiver c \(kieker-tcp\) listening on (\S+)`)
-	sinkLine   = regexp.MustCompile(`sink \S+ \(kieker-log\) writing to (\S+)`)
-)
-
-// startBridge starts a bridge listening on listen (host:port, port 0 for
-// a free one) and waits until it is ready.
-func startBridge(t *testing.T, listen string) *bridge {
+// startBridge starts a bridge whose kieker-tcp receiver c listens on
+// listen (host:port, port 0 for a free one) and returns it with its port.
+func startBridge(t *testing.T, listen string) (*bridgetest.Process, string) {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := fmt.Sprintf("flush_interval: 100ms\nreceivers:\n  - {name: c, type: kieker-tcp, listen: %q}\nsinks:\n  - {type: kieker-log, path: logs}\n", listen)
-	cfgPath := filepath.Join(dir, "tracebridge.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	b := &bridge{t: t, stderr: &syncBuffer{}, done: make(chan struct{})}
-	b.cmd = exec.Command(tbBinary, "serve", "-c", cfgPath)
-	b.cmd.Dir = dir
-	b.cmd.Stderr = b.stderr
-	out, err := b.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(out)
-		signalled := false
-		for sc.Scan() {
-			line := sc.Text()
-			if m := listenLine.FindStringSubmatch(line); m != nil {
-				b.addr = m[1]
-			}
-			if m := sinkLine.FindStringSubmatch(line); m != nil {
-				b.logDir = filepath.Join(dir, m[1])
-			}
-			if !signalled && line == "tracebridge: ready" {
-				signalled = true
-				close(ready)
-			}
-		}
-		io.Copy(io.Discard, out)
-		if !signalled {
-			close(ready)
-		}
-		b.cmd.Wait()
-		b.code = b.cmd.ProcessState.ExitCode()
-		close(b.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-b.done:
-		default:
-			b.cmd.Process.Kill()
-			<-b.done
-		}
-	})
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("bridge did not start; stderr:\n%s", b.stderr.String())
-	}
-	if b.addr == "" || b.logDir == "" {
-		t.Fatalf("bridge printed no address or log directory; stderr:\n%s", b.stderr.String())
-	}
-	_, b.port, _ = net.SplitHostPort(b.addr)
-	return b
-}
-
-// stop sends SIGTERM and expects a clean exit.
-func (b *bridge) stop() {
-	b.t.Helper()
-	b.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-b.done:
-	case <-time.After(60 * time.Second):
-		b.t.Fatalf("bridge did not exit; stderr:\n%s", b.stderr.String())
-	}
-	if b.code != 0 {
-		b.t.Fatalf("bridge exited with %d; stderr:\n%s", b.code, b.stderr.String())
-	}
-}
-
-// kill ends the bridge with SIGKILL.
-func (b *bridge) kill() {
-	b.cmd.Process.Kill()
-	<-b.done
-}
-
-// records reads the bridge's log.
-func (b *bridge) records() []record.Record {
-	b.t.Helper()
-	r, err := srclog.Open(b.logDir, srclog.Options{})
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	var out []record.Record
-	err = r.Run(context.Background(), pipeline.ConsumerFunc(func(_ context.Context, bt *record.Batch) error {
-		for i := range bt.Records {
-			out = append(out, bt.Records[i].Clone())
-		}
-		return nil
-	}))
-	if err != nil {
-		b.t.Fatalf("reading the log: %v", err)
-	}
-	return out
+	p := bridgetest.StartConfig(t, bridgetest.LogConfig(fmt.Sprintf(`{name: c, type: kieker-tcp, listen: %q}`, listen)))
+	return p, p.Port("c")
 }
 
 // ---- programs ----
-
-type result struct {
-	stdout, stderr string
-	code           int
-	elapsed        time.Duration
-}
 
 // program returns the path of a built program. The C++ and Fortran
 // examples are built only when g++ and gfortran exist: without them the
@@ -256,30 +89,11 @@ func program(t *testing.T, name string) string {
 
 // run runs a built program with env added to a clean environment (no
 // TRACEBRIDGE_/KIEKER_ variables of the caller).
-func run(t *testing.T, name string, env []string, args ...string) result {
+func run(t *testing.T, name string, env []string, args ...string) bridgetest.Result {
 	t.Helper()
-	path := program(t, name)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, args...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TRACEBRIDGE_") && !strings.HasPrefix(kv, "KIEKER_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	start := time.Now()
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String(), elapsed: time.Since(start)}
-	if cmd.ProcessState != nil {
-		r.code = cmd.ProcessState.ExitCode()
-	}
-	if err != nil && r.code == 0 {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return r
+	cmd := exec.Command(program(t, name), args...)
+	cmd.Env = bridgetest.CleanEnv(env...)
+	return bridgetest.Exec(t, cmd)
 }
 
 // summary parses the key=value pairs of the output line starting with
@@ -453,15 +267,15 @@ func printedCalls(t *testing.T, out string) []call {
 // TestUnit runs the C unit tests (encoding, strings, ring, ids, symbols).
 func TestUnit(t *testing.T) {
 	r := run(t, "unit", nil)
-	if r.code != 0 || !strings.Contains(r.stdout, "unit: ok") {
-		t.Fatalf("unit tests failed (exit %d):\n%s%s", r.code, r.stdout, r.stderr)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "unit: ok") {
+		t.Fatalf("unit tests failed (exit %d):\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
 
 // TestManual runs the manual-probe example, linked statically and against
 // the shared library, and checks every trace in the log.
 func TestManual(t *testing.T) {
-	b := startBridge(t, "127.0.0.1:0")
+	b, port := startBridge(t, "127.0.0.1:0")
 	from := time.Now().Add(-time.Second)
 	type runInfo struct {
 		name, session   string
@@ -470,16 +284,16 @@ func TestManual(t *testing.T) {
 	runs := []runInfo{{"manual", "manual-static", 4, 25}, {"manual_shared", "manual-shared", 2, 10}}
 	sums := map[string]map[string]int64{}
 	for _, ri := range runs {
-		r := run(t, ri.name, []string{"TRACEBRIDGE_PORT=" + b.port, "TRACEBRIDGE_SESSION=" + ri.session},
+		r := run(t, ri.name, []string{"TRACEBRIDGE_PORT=" + port, "TRACEBRIDGE_SESSION=" + ri.session},
 			strconv.Itoa(ri.threads), strconv.Itoa(ri.orders))
-		if r.code != 0 {
-			t.Fatalf("%s exited %d:\n%s%s", ri.name, r.code, r.stdout, r.stderr)
+		if r.Code != 0 {
+			t.Fatalf("%s exited %d:\n%s%s", ri.name, r.Code, r.Stdout, r.Stderr)
 		}
-		sums[ri.name] = summary(t, r.stdout, "manual: ")
+		sums[ri.name] = summary(t, r.Stdout, "manual: ")
 	}
-	b.stop()
+	b.Stop()
 	to := time.Now().Add(time.Second)
-	set := tracesOf(b.records())
+	set := tracesOf(bridgetest.ReadLog(t, b.LogDir))
 	ids := map[int64]bool{}
 	for _, ri := range runs {
 		t.Run(ri.name, func(t *testing.T) {
@@ -571,7 +385,7 @@ func TestManual(t *testing.T) {
 // the symbol tables (static functions, PIE and non-PIE executables, C++
 // demangling, Fortran modules), class signatures, exclusion.
 func TestAutomatic(t *testing.T) {
-	b := startBridge(t, "127.0.0.1:0")
+	b, port := startBridge(t, "127.0.0.1:0")
 	from := time.Now().Add(-time.Second)
 	type example struct {
 		name, program string
@@ -589,26 +403,26 @@ func TestAutomatic(t *testing.T) {
 		}},
 		{name: "auto_fortran", program: "auto_fortran", classes: map[string]string{"shapes::fact": "shapes", "shapes::area": "shapes", "walk_": "auto_fortran"}},
 	}
-	outs := map[string]result{}
+	outs := map[string]bridgetest.Result{}
 	for _, ex := range examples {
 		if _, err := os.Stat(filepath.Join(buildDir, ex.program)); err != nil {
 			continue // skipped below
 		}
-		env := append([]string{"TRACEBRIDGE_PORT=" + b.port, "TRACEBRIDGE_SESSION=" + ex.name}, ex.env...)
+		env := append([]string{"TRACEBRIDGE_PORT=" + port, "TRACEBRIDGE_SESSION=" + ex.name}, ex.env...)
 		r := run(t, ex.program, env, ex.args...)
-		if r.code != 0 {
-			t.Fatalf("%s exited %d:\n%s%s", ex.name, r.code, r.stdout, r.stderr)
+		if r.Code != 0 {
+			t.Fatalf("%s exited %d:\n%s%s", ex.name, r.Code, r.Stdout, r.Stderr)
 		}
 		outs[ex.name] = r
 	}
-	b.stop()
+	b.Stop()
 	to := time.Now().Add(time.Second)
-	set := tracesOf(b.records())
+	set := tracesOf(bridgetest.ReadLog(t, b.LogDir))
 	for _, ex := range examples {
 		t.Run(ex.name, func(t *testing.T) {
 			program(t, ex.program)
 			r := outs[ex.name]
-			want := printedCalls(t, r.stdout)
+			want := printedCalls(t, r.Stdout)
 			if ex.exclude != "" {
 				var kept []call
 				for _, c := range want {
@@ -629,7 +443,7 @@ func TestAutomatic(t *testing.T) {
 				}
 			}
 			if len(want) == 0 {
-				t.Fatalf("the program printed no calls:\n%s", r.stdout)
+				t.Fatalf("the program printed no calls:\n%s", r.Stdout)
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("call tree in the log differs from the one the program ran (-want +got):\n%s", diff)
@@ -656,18 +470,18 @@ func TestAutomatic(t *testing.T) {
 
 // TestFork: a forked child monitors with its own connection and trace ids.
 func TestFork(t *testing.T) {
-	b := startBridge(t, "127.0.0.1:0")
-	r := run(t, "fork", []string{"TRACEBRIDGE_PORT=" + b.port, "TRACEBRIDGE_SESSION=fork"})
-	if r.code != 0 {
-		t.Fatalf("fork exited %d:\n%s%s", r.code, r.stdout, r.stderr)
+	b, port := startBridge(t, "127.0.0.1:0")
+	r := run(t, "fork", []string{"TRACEBRIDGE_PORT=" + port, "TRACEBRIDGE_SESSION=fork"})
+	if r.Code != 0 {
+		t.Fatalf("fork exited %d:\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
-	parent := summary(t, r.stdout, "fork parent: ")
-	child := summary(t, r.stdout, "fork child: ")
-	b.stop()
+	parent := summary(t, r.Stdout, "fork parent: ")
+	child := summary(t, r.Stdout, "fork child: ")
+	b.Stop()
 	if parent["sent"] != 9 || parent["dropped"] != 0 || child["sent"] != 9 || child["dropped"] != 0 || child["unbalanced"] != 1 {
 		t.Fatalf("parent %v child %v", parent, child)
 	}
-	traces := tracesOf(b.records()).session("fork")
+	traces := tracesOf(bridgetest.ReadLog(t, b.LogDir)).session("fork")
 	if len(traces) != 4 {
 		t.Fatalf("%d traces, want 1 of the parent and 3 of the child", len(traces))
 	}
@@ -711,13 +525,13 @@ func TestNoBridge(t *testing.T) {
 				env = append(env, "TRACEBRIDGE_QUIET=1")
 			}
 			r := run(t, tc.program, env, tc.args...)
-			if r.code != 0 {
-				t.Fatalf("exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+			if r.Code != 0 {
+				t.Fatalf("exit %d:\n%s%s", r.Code, r.Stdout, r.Stderr)
 			}
-			if r.elapsed > 10*time.Second {
-				t.Errorf("took %v", r.elapsed)
+			if r.Elapsed > 10*time.Second {
+				t.Errorf("took %v", r.Elapsed)
 			}
-			s := summary(t, r.stdout, tc.prefix)
+			s := summary(t, r.Stdout, tc.prefix)
 			if s["sent"] != 0 || s["dropped"] == 0 {
 				t.Errorf("summary %v: want nothing sent, records dropped", s)
 			}
@@ -725,15 +539,15 @@ func TestNoBridge(t *testing.T) {
 				t.Errorf("dropped %d of %d records", s["dropped"], s["records"])
 			}
 			note := "cannot connect to 127.0.0.1:" + port
-			if got := strings.Count(r.stderr, note); tc.quiet && r.stderr != "" || !tc.quiet && got != 1 {
-				t.Errorf("stderr (quiet=%v) should hold the note once or be empty:\n%s", tc.quiet, r.stderr)
+			if got := strings.Count(r.Stderr, note); tc.quiet && r.Stderr != "" || !tc.quiet && got != 1 {
+				t.Errorf("stderr (quiet=%v) should hold the note once or be empty:\n%s", tc.quiet, r.Stderr)
 			}
 		})
 	}
 	// Kieker's variables are honoured too.
 	r := run(t, "manual", []string{"KIEKER_HOSTNAME=127.0.0.1", "KIEKER_PORT=" + port}, "1", "1")
-	if !strings.Contains(r.stderr, "cannot connect to 127.0.0.1:"+port) {
-		t.Errorf("KIEKER_PORT ignored:\n%s", r.stderr)
+	if !strings.Contains(r.Stderr, "cannot connect to 127.0.0.1:"+port) {
+		t.Errorf("KIEKER_PORT ignored:\n%s", r.Stderr)
 	}
 }
 
@@ -753,9 +567,9 @@ func TestDisabled(t *testing.T) {
 	}()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	r := run(t, "auto", []string{"TRACEBRIDGE_PORT=" + port, "TRACEBRIDGE_ENABLED=0"}, "1")
-	s := summary(t, r.stdout, "auto: ")
-	if r.code != 0 || s["sent"] != 0 || s["dropped"] != 0 || r.stderr != "" {
-		t.Fatalf("exit %d, summary %v, stderr %q", r.code, s, r.stderr)
+	s := summary(t, r.Stdout, "auto: ")
+	if r.Code != 0 || s["sent"] != 0 || s["dropped"] != 0 || r.Stderr != "" {
+		t.Fatalf("exit %d, summary %v, stderr %q", r.Code, s, r.Stderr)
 	}
 	select {
 	case <-accepted:
@@ -768,8 +582,7 @@ func TestDisabled(t *testing.T) {
 // the program keeps running, counts what it dropped, reconnects to a new
 // bridge on the same port with a fresh string registry, and finishes.
 func TestBridgeKilledMidRun(t *testing.T) {
-	first := startBridge(t, "127.0.0.1:0")
-	port := first.port
+	first, port := startBridge(t, "127.0.0.1:0")
 	path := program(t, "manual")
 	cmd := exec.Command(path, "2", "2500", "600")
 	cmd.Env = append(os.Environ(), "TRACEBRIDGE_PORT="+port, "TRACEBRIDGE_SESSION=killed", "TRACEBRIDGE_RECONNECT_MAX_MS=200")
@@ -781,9 +594,9 @@ func TestBridgeKilledMidRun(t *testing.T) {
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	time.Sleep(400 * time.Millisecond)
-	first.kill()
+	first.Kill()
 	time.Sleep(400 * time.Millisecond)
-	second := startBridge(t, "127.0.0.1:"+port)
+	second, _ := startBridge(t, "127.0.0.1:"+port)
 	select {
 	case err := <-waited:
 		if err != nil {
@@ -793,7 +606,7 @@ func TestBridgeKilledMidRun(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatal("program hangs after the bridge was killed")
 	}
-	second.stop()
+	second.Stop()
 	s := summary(t, out.String(), "manual: ")
 	if s["dropped"] == 0 || s["sent"] == 0 || s["connects"] < 2 {
 		t.Fatalf("summary %v: want records sent and dropped over two connections", s)
@@ -803,7 +616,7 @@ func TestBridgeKilledMidRun(t *testing.T) {
 	}
 	// The second bridge decoded a fresh, well-formed stream: every trace
 	// that starts there is complete.
-	set := tracesOf(second.records())
+	set := tracesOf(bridgetest.ReadLog(t, second.LogDir))
 	complete := 0
 	for _, id := range set.order {
 		tr := set.byID[id]
@@ -923,11 +736,11 @@ func walkStream(t *testing.T, b []byte) ([]string, int) {
 func TestStreamBytes(t *testing.T) {
 	c := newCapture(t, 2000)
 	r := run(t, "manual", []string{"TRACEBRIDGE_PORT=" + c.port(), "TRACEBRIDGE_RECONNECT_MIN_MS=20"}, "1", "400", "500")
-	if r.code != 0 {
-		t.Fatalf("exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	if r.Code != 0 {
+		t.Fatalf("exit %d:\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	c.close()
-	s := summary(t, r.stdout, "manual: ")
+	s := summary(t, r.Stdout, "manual: ")
 	if len(c.conns) != 2 || s["connects"] != 2 {
 		t.Fatalf("%d connections captured, client counted %d", len(c.conns), s["connects"])
 	}
@@ -979,10 +792,10 @@ func TestELFFuzz(t *testing.T) {
 	for i, seed := range []string{"unit", "libtracebridge.so", "auto_nopie"} {
 		t.Run(seed, func(t *testing.T) {
 			r := run(t, "elffuzz", []string{"TRACEBRIDGE_ENABLED=0"}, filepath.Join(buildDir, seed), iterations, strconv.Itoa(1000+i))
-			if r.code != 0 || !strings.Contains(r.stdout, "elffuzz: ") {
-				t.Fatalf("exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+			if r.Code != 0 || !strings.Contains(r.Stdout, "elffuzz: ") {
+				t.Fatalf("exit %d:\n%s%s", r.Code, r.Stdout, r.Stderr)
 			}
-			t.Log(strings.TrimSpace(r.stdout))
+			t.Log(strings.TrimSpace(r.Stdout))
 		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	gostomp "github.com/go-stomp/stomp/v3"
 	natsgo "github.com/nats-io/nats.go"
 
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/servicetest"
 	"github.com/tracebridge/tracebridge/internal/shared"
 )
@@ -46,15 +47,15 @@ func TestPerlProbeFramesThroughRabbitMQ(t *testing.T) {
 
 	dir := t.TempDir()
 	writeFile(t, dir+"/perl.map", perlMap)
-	p := startBridge(t, dir, "-t", "jms-client", "-l", "stomp://127.0.0.1:61613", "-u", "guest", "-w", "guest",
+	p := bridgetest.Start(t, dir, "-t", "jms-client", "-l", "stomp://127.0.0.1:61613", "-u", "guest", "-w", "guest",
 		"--destination", dest, "-m", "perl.map", "--data-dir", "logs", "-v", "251")
 	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(p.stdout.String(), "received 251 records") && time.Now().Before(deadline) {
+	for !strings.Contains(p.Stdout(), "received 251 records") && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(1500 * time.Millisecond) // a flush: acknowledged
-	p.stop()
-	recs := readLog(t, p.logDir)
+	p.Stop()
+	recs := bridgetest.ReadLogSkipBad(t, p.LogDir)
 	counts := countByType(recs)
 	if counts["TraceMetadata"] != 1 || counts["BeforeOperationEvent"] != 125 || counts["AfterOperationEvent"] != 125 {
 		t.Fatalf("counts %v", counts)
@@ -65,7 +66,7 @@ func TestPerlProbeFramesThroughRabbitMQ(t *testing.T) {
 			t.Fatalf("record %d has orderIndex %d", i, r.Values[2].Int())
 		}
 	}
-	if strings.Contains(p.stdout.String()+p.stderr.String(), "guest@") {
+	if strings.Contains(p.Stdout()+p.Stderr(), "guest@") {
 		t.Error("credentials in the output")
 	}
 }
@@ -84,7 +85,7 @@ func TestBrokerKillAndRestart(t *testing.T) {
 	defer pub.Disconnect()
 	const n = 8000
 	dir := t.TempDir()
-	cfg := writeConfig(t, dir, fmt.Sprintf(`
+	cfg := bridgetest.WriteConfig(t, dir, fmt.Sprintf(`
 flush_interval: 100ms
 receivers: [{type: stomp-client, url: "stomp://guest:guest@127.0.0.1:61613", destination: %q}]
 sinks: [{type: kieker-log, path: logs}]
@@ -94,26 +95,25 @@ sinks: [{type: kieker-log, path: logs}]
 			pub.Send(dest, "text/plain", fmt.Appendf(nil, "1;%d;42;%d;op();a.B", 1000+i, i))
 		}
 	}()
-	p1 := startBridge(t, dir, "-c", cfg)
+	p1 := bridgetest.Start(t, dir, "-c", cfg)
 	time.Sleep(700 * time.Millisecond)
-	p1.cmd.Process.Kill()
-	<-p1.done
-	first := len(readLog(t, p1.logDir))
-	p2 := startBridge(t, dir, "-c", cfg)
+	p1.Kill()
+	first := len(bridgetest.ReadLogSkipBad(t, p1.LogDir))
+	p2 := bridgetest.Start(t, dir, "-c", cfg)
 	seen := map[int64]bool{}
 	deadline := time.Now().Add(60 * time.Second)
 	for len(seen) < n && time.Now().Before(deadline) {
 		time.Sleep(300 * time.Millisecond)
 		clear(seen)
-		for _, d := range []string{p1.logDir, p2.logDir} {
-			for _, r := range readLog(t, d) {
+		for _, d := range []string{p1.LogDir, p2.LogDir} {
+			for _, r := range bridgetest.ReadLogSkipBad(t, d) {
 				if r.Type.ShortName() == "BeforeOperationEvent" {
 					seen[r.Values[2].Int()] = true
 				}
 			}
 		}
 	}
-	p2.stop()
+	p2.Stop()
 	if len(seen) != n {
 		t.Fatalf("%d of %d messages in the two logs (first run wrote %d records before kill -9)", len(seen), n, first)
 	}
@@ -124,11 +124,11 @@ sinks: [{type: kieker-log, path: logs}]
 // publishes over NATS and MQTT.
 func TestEmbeddedBrokerServe(t *testing.T) {
 	dir := t.TempDir()
-	p := startBridge(t, dir, "-t", "jms-embedded", "-p", "0", "--mqtt-port", "0", "--data-dir", "data", "-v", "400")
-	where := p.receivers["broker-embedded"]
-	m := regexpFind(p.stdout.String(), `listening on nats://(\S+) and mqtt://(\S+)`)
+	p := bridgetest.Start(t, dir, "-t", "jms-embedded", "-p", "0", "--mqtt-port", "0", "--data-dir", "data", "-v", "400")
+	where := p.Receivers["broker-embedded"]
+	m := regexpFind(p.Stdout(), `listening on nats://(\S+) and mqtt://(\S+)`)
 	if m == nil {
-		t.Fatalf("no broker addresses: %q\n%s", where, p.stdout.String())
+		t.Fatalf("no broker addresses: %q\n%s", where, p.Stdout())
 	}
 	nc, err := natsgo.Connect("nats://" + m[1])
 	if err != nil {
@@ -148,11 +148,11 @@ func TestEmbeddedBrokerServe(t *testing.T) {
 	}
 	mc.Disconnect(100)
 	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(p.stdout.String(), "received 400 records") && time.Now().Before(deadline) {
+	for !strings.Contains(p.Stdout(), "received 400 records") && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	p.stop()
-	if got := tracesIn(t, readLog(t, p.logDir))[5]; got != 400 {
+	p.Stop()
+	if got := tracesIn(t, bridgetest.ReadLogSkipBad(t, p.LogDir))[5]; got != 400 {
 		t.Fatalf("%d of 400 records through the embedded broker", got)
 	}
 	if _, err := os.Stat(dir + "/data/broker"); err != nil {

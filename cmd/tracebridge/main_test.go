@@ -4,32 +4,12 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"testing"
+
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
 )
 
-// binary is the tracebridge binary the end-to-end tests run, built once.
-var tbBinary string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tracebridge-bin-")
-	if err != nil {
-		panic(err)
-	}
-	tbBinary = filepath.Join(dir, "tracebridge")
-	if runtime.GOOS == "windows" {
-		tbBinary += ".exe"
-	}
-	build := exec.Command("go", "build", "-o", tbBinary, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		panic("building tracebridge: " + err.Error())
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(bridgetest.Run(m)) }
 
 // result is what one run of the binary produced.
 type result struct {
@@ -40,7 +20,7 @@ type result struct {
 // tb runs the tracebridge binary with args.
 func tb(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(tbBinary, args...)
+	cmd := exec.Command(bridgetest.Binary(t), args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

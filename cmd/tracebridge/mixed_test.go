@@ -21,6 +21,7 @@ import (
 	gostomp "github.com/go-stomp/stomp/v3"
 	natsgo "github.com/nats-io/nats.go"
 
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/servicetest"
 )
 
@@ -77,7 +78,7 @@ func TestSeveralBrokerAndTCPReceivers(t *testing.T) {
 	topic := fmt.Sprintf("tracebridge/mixed/%d", n)
 	tlsAddr, ca := tlsProxy(t, servicetest.RabbitSTOMP)
 	dir := t.TempDir()
-	p := startBridge(t, dir, "-c", writeConfig(t, dir, fmt.Sprintf(`
+	p := bridgetest.Start(t, dir, "-c", bridgetest.WriteConfig(t, dir, fmt.Sprintf(`
 receivers:
   - {name: stomp, type: stomp-client, url: "stomp+ssl://%s", user: guest, password: guest, destination: %q, tls_ca: %q}
   - {name: nats, type: nats-client, url: "nats://%s", destination: %q, stream: "TBMIXED%d"}
@@ -113,17 +114,17 @@ sinks: [{type: kieker-log, path: logs}]
 		mc.Publish(topic, 1, false, ev(3, i)).WaitTimeout(5 * time.Second)
 	}
 	mc.Disconnect(100)
-	send(t, p.receivers["kdb"], kdbEvents(t, 4, 0, 100))
+	send(t, p.Receivers["kdb"], kdbEvents(t, 4, 0, 100))
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if regexpFind(p.stdout.String(), `received 400 records`) != nil {
+		if regexpFind(p.Stdout(), `received 400 records`) != nil {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	p.stop()
+	p.Stop()
 	traces := map[int64]int{}
-	for _, r := range readLog(t, p.logDir) {
+	for _, r := range bridgetest.ReadLogSkipBad(t, p.LogDir) {
 		if r.Type.ShortName() == "BeforeOperationEvent" {
 			traces[r.Values[1].Int()]++
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/codec/jsonl"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/shared"
@@ -33,30 +34,30 @@ func jsonWithout(recs []record.Record, metadata bool) []string {
 // is replayed straight into B over Kieker TCP. Both arrive intact.
 func TestReplayAndForwardChain(t *testing.T) {
 	log := shared.Path(t, "kieker-logs", "kieker-2.0-binary-event-trace")
-	orig := readLog(t, log)
+	orig := bridgetest.ReadLogSkipBad(t, log)
 
 	dirB := t.TempDir()
-	b := startBridge(t, dirB, "-c", writeConfig(t, dirB, `
+	b := bridgetest.Start(t, dirB, "-c", bridgetest.WriteConfig(t, dirB, `
 receivers: [{name: in, type: kieker-tcp, listen: "127.0.0.1:0"}]
 sinks: [{type: kieker-log, path: logs}]
 `))
 	dirA := t.TempDir()
-	a := startBridge(t, dirA, "-c", writeConfig(t, dirA, fmt.Sprintf(`
+	a := bridgetest.Start(t, dirA, "-c", bridgetest.WriteConfig(t, dirA, fmt.Sprintf(`
 receivers: [{name: in, type: tcp-server, listen: "127.0.0.1:0"}]
 sinks:
   - {type: kieker-log, path: logs}
   - {type: forward, url: "kieker-tcp://%s"}
-`, b.receivers["in"])))
+`, b.Receivers["in"])))
 
-	r := ok(t, "replay", log, "--to", "kdb-tcp://"+a.receivers["in"], "--rate", "2000")
+	r := ok(t, "replay", log, "--to", "kdb-tcp://"+a.Receivers["in"], "--rate", "2000")
 	if !strings.Contains(r.stdout, "replayed 404 records") {
 		t.Fatalf("replay said %q", r.stdout)
 	}
 	time.Sleep(300 * time.Millisecond)
-	a.stop() // flushes the forward sink
-	ok(t, "replay", log, "--to", "kieker-tcp://"+b.receivers["in"])
+	a.Stop() // flushes the forward sink
+	ok(t, "replay", log, "--to", "kieker-tcp://"+b.Receivers["in"])
 	time.Sleep(300 * time.Millisecond)
-	b.stop()
+	b.Stop()
 
 	// KDB has no logging timestamps: compare values only.
 	stripTS := func(recs []record.Record) []record.Record {
@@ -65,11 +66,11 @@ sinks:
 		}
 		return recs
 	}
-	viaKDB := jsonWithout(stripTS(readLog(t, a.logDir)), false)
+	viaKDB := jsonWithout(stripTS(bridgetest.ReadLogSkipBad(t, a.LogDir)), false)
 	if d := cmp.Diff(jsonWithout(orig, false)[0:], viaKDB); d != "" {
 		t.Fatalf("bridge A's log differs from the replayed log (-want +got):\n%s", d)
 	}
-	inB := readLog(t, b.logDir)
+	inB := bridgetest.ReadLogSkipBad(t, b.LogDir)
 	// B holds its own metadata record, what A forwarded (the 404 records
 	// A received), then the direct replay.
 	if len(inB) != 1+404+404 {

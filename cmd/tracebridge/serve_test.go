@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -18,160 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
-	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/shared"
-	srclog "github.com/tracebridge/tracebridge/internal/source/kiekerlog"
 )
-
-// bridgeProc is a running `tracebridge serve`.
-type bridgeProc struct {
-	t         *testing.T
-	cmd       *exec.Cmd
-	receivers map[string]string // receiver name → address
-	logDir    string
-	metrics   string
-	stdout    *syncBuffer
-	stderr    *syncBuffer
-	done      chan struct{}
-	exitCode  int
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-var (
-	listenLine = regexp.MustCompile(`receiver (\S+) \(\S+\) (?:listening on|connecting to|consuming from) (\S+)`)
-	sinkLine   = regexp.MustCompile(`sink \S+ \(kieker-log\) writing to (\S+)`)
-	metricLine = regexp.MustCompile(`metrics on http://(\S+)/metrics`)
-)
-
-// startBridge runs tracebridge serve with args in dir and waits until it
-// has printed where it listens and writes.
-func startBridge(t *testing.T, dir string, args ...string) *bridgeProc {
-	t.Helper()
-	p := &bridgeProc{t: t, receivers: map[string]string{}, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(tbBinary, append([]string{"serve"}, args...)...)
-	p.cmd.Dir = dir
-	pr, pw := io.Pipe()
-	p.cmd.Stdout = io.MultiWriter(p.stdout, pw) // the buffer first: "ready" implies it holds every line before
-	p.cmd.Stderr = p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.cmd.Wait()
-		p.exitCode = p.cmd.ProcessState.ExitCode()
-		pw.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(pr)
-		signalled := false
-		for sc.Scan() {
-			line := sc.Text()
-			if m := listenLine.FindStringSubmatch(line); m != nil {
-				p.receivers[m[1]] = m[2]
-			}
-			if m := metricLine.FindStringSubmatch(line); m != nil {
-				p.metrics = m[1]
-			}
-			if m := sinkLine.FindStringSubmatch(line); m != nil && p.logDir == "" {
-				if !filepath.IsAbs(m[1]) {
-					p.logDir = filepath.Join(dir, m[1])
-				} else {
-					p.logDir = m[1]
-				}
-			}
-			if !signalled && line == "tracebridge: ready" {
-				signalled = true
-				close(ready)
-			}
-		}
-		io.Copy(io.Discard, pr)
-		if !signalled {
-			close(ready)
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("bridge did not start; stderr:\n%s", p.stderr.String())
-	}
-	return p
-}
-
-// stop sends SIGTERM and waits for a clean exit.
-func (p *bridgeProc) stop() {
-	p.t.Helper()
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	p.wait(0)
-}
-
-func (p *bridgeProc) wait(wantCode int) {
-	p.t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(60 * time.Second):
-		p.t.Fatalf("bridge did not exit; stderr:\n%s", p.stderr.String())
-	}
-	if p.exitCode != wantCode {
-		p.t.Fatalf("bridge exited with %d, want %d; stderr:\n%s", p.exitCode, wantCode, p.stderr.String())
-	}
-}
-
-// writeConfig writes a YAML configuration into dir.
-func writeConfig(t *testing.T, dir, yaml string) string {
-	t.Helper()
-	p := filepath.Join(dir, "tracebridge.yaml")
-	writeFile(t, p, yaml)
-	return p
-}
-
-// readLog reads every record of a log directory with the log reader.
-func readLog(t *testing.T, dir string) []record.Record {
-	t.Helper()
-	r, err := srclog.Open(dir, srclog.Options{SkipBad: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []record.Record
-	err = r.Run(context.Background(), pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
-		for i := range b.Records {
-			out = append(out, b.Records[i].Clone())
-		}
-		return nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 func countByType(recs []record.Record) map[string]int {
 	m := map[string]int{}
@@ -272,12 +121,12 @@ sinks:
 // log back.
 func TestServeEveryDialectAndSIGTERM(t *testing.T) {
 	dir := t.TempDir()
-	p := startBridge(t, dir, "-c", writeConfig(t, dir, twoReceivers), "-s")
+	p := bridgetest.Start(t, dir, "-c", bridgetest.WriteConfig(t, dir, twoReceivers), "-s")
 	var wg sync.WaitGroup
 	for c := 0; c < 6; c++ {
 		wg.Add(2)
-		go func() { defer wg.Done(); send(t, p.receivers["kdb"], kdbEvents(t, int64(c), 0, 3000)) }()
-		go func() { defer wg.Done(); send(t, p.receivers["kieker"], kiekerEvents(t, int64(100+c), 3000)) }()
+		go func() { defer wg.Done(); send(t, p.Receivers["kdb"], kdbEvents(t, int64(c), 0, 3000)) }()
+		go func() { defer wg.Done(); send(t, p.Receivers["kieker"], kiekerEvents(t, int64(100+c), 3000)) }()
 	}
 	wg.Wait()
 	// Every stream captured from a real writer, whole.
@@ -286,10 +135,10 @@ func TestServeEveryDialectAndSIGTERM(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		send(t, p.receivers["kieker"], b)
+		send(t, p.Receivers["kieker"], b)
 	}
-	p.stop()
-	recs := readLog(t, p.logDir)
+	p.Stop()
+	recs := bridgetest.ReadLogSkipBad(t, p.LogDir)
 	traces := tracesIn(t, recs)
 	for c := int64(0); c < 6; c++ {
 		if traces[c] != 3000 || traces[100+c] != 3000 {
@@ -301,18 +150,18 @@ func TestServeEveryDialectAndSIGTERM(t *testing.T) {
 	if counts["BeforeOperationEvent"] != 36000+725 || counts["CPUUtilizationRecord"] != 1 || counts["TraceMetadata"] != 25+25+1+1 {
 		t.Errorf("counts %v", counts)
 	}
-	if !strings.Contains(p.stdout.String(), "ns per record") {
-		t.Errorf("-s printed no statistics:\n%s", p.stdout.String())
+	if !strings.Contains(p.Stdout(), "ns per record") {
+		t.Errorf("-s printed no statistics:\n%s", p.Stdout())
 	}
 }
 
 func TestServeDualSocket(t *testing.T) {
 	dir := t.TempDir()
-	p := startBridge(t, dir, "-c", writeConfig(t, dir, twoReceivers))
-	addrs := strings.Fields(strings.NewReplacer("(registry", "", ")", "").Replace(p.receivers["dual"]))
+	p := bridgetest.Start(t, dir, "-c", bridgetest.WriteConfig(t, dir, twoReceivers))
+	addrs := strings.Fields(strings.NewReplacer("(registry", "", ")", "").Replace(p.Receivers["dual"]))
 	_ = addrs
 	// The dual receiver's line is "ADDR (registry ADDR)"; find both.
-	out := p.stdout.String()
+	out := p.Stdout()
 	m := regexp.MustCompile(`receiver dual \(kieker-tcp-dual\) listening on (\S+) \(registry (\S+)\)`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("no dual addresses in:\n%s", out)
@@ -340,9 +189,9 @@ func TestServeDualSocket(t *testing.T) {
 	send(t, m[2], entries)
 	<-recDone
 	time.Sleep(300 * time.Millisecond)
-	p.stop()
-	if got := tracesIn(t, readLog(t, p.logDir))[7]; got != 500 {
-		t.Fatalf("%d records through the dual-socket receiver, want 500; stderr:\n%s", got, p.stderr.String())
+	p.Stop()
+	if got := tracesIn(t, bridgetest.ReadLogSkipBad(t, p.LogDir))[7]; got != 500 {
+		t.Fatalf("%d records through the dual-socket receiver, want 500; stderr:\n%s", got, p.Stderr())
 	}
 }
 
@@ -350,42 +199,42 @@ func TestServeDualSocket(t *testing.T) {
 // a client that disconnects mid-record close only their own connection.
 func TestServeBadClientsAmongGood(t *testing.T) {
 	dir := t.TempDir()
-	p := startBridge(t, dir, "-c", writeConfig(t, dir, twoReceivers))
+	p := bridgetest.Start(t, dir, "-c", bridgetest.WriteConfig(t, dir, twoReceivers))
 	good := kdbEvents(t, 1, 0, 2000)
 	var wg sync.WaitGroup
 	for c := 0; c < 4; c++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); send(t, p.receivers["kdb"], kdbEvents(t, int64(10+c), 0, 2000)) }()
+		go func() { defer wg.Done(); send(t, p.Receivers["kdb"], kdbEvents(t, int64(10+c), 0, 2000)) }()
 	}
 	// 50 good records, then an unknown type id.
 	bad := append(kdbEvents(t, 2, 0, 50), 0, 0, 0, 99, 1, 2, 3)
-	send(t, p.receivers["kdb"], bad)
+	send(t, p.Receivers["kdb"], bad)
 	// 30 good records, then a string length far over the limit.
 	huge := append(kdbEvents(t, 3, 0, 30), 0, 0, 0, 1)
 	huge = binary.BigEndian.AppendUint64(huge, 1)
 	huge = binary.BigEndian.AppendUint64(huge, 1)
 	huge = binary.BigEndian.AppendUint32(huge, 0)
 	huge = binary.BigEndian.AppendUint32(huge, 0x7fffffff)
-	send(t, p.receivers["kdb"], huge)
+	send(t, p.Receivers["kdb"], huge)
 	// 20 good records and half of one, then the client hangs up.
 	cut := kdbEvents(t, 4, 0, 21)
-	send(t, p.receivers["kdb"], cut[:len(cut)-9])
+	send(t, p.Receivers["kdb"], cut[:len(cut)-9])
 	// Kieker's own writer breaks non-ASCII strings.
 	uni, _ := os.ReadFile(shared.Path(t, "kieker-streams", "java-tcp-unicode.bin"))
-	send(t, p.receivers["kieker"], uni)
+	send(t, p.Receivers["kieker"], uni)
 	wg.Wait()
-	send(t, p.receivers["kdb"], good)
+	send(t, p.Receivers["kdb"], good)
 	time.Sleep(200 * time.Millisecond)
-	p.stop()
+	p.Stop()
 
-	traces := tracesIn(t, readLog(t, p.logDir))
+	traces := tracesIn(t, bridgetest.ReadLogSkipBad(t, p.LogDir))
 	want := map[int64]int{1: 2000, 2: 50, 3: 30, 4: 20, 10: 2000, 11: 2000, 12: 2000, 13: 2000}
 	for tr, n := range want {
 		if traces[tr] != n {
 			t.Errorf("trace %d: %d records, want %d", tr, traces[tr], n)
 		}
 	}
-	logs := p.stderr.String()
+	logs := p.Stderr()
 	for _, want := range []string{"unknown type id 99", "over the limit", "inside a record", "UTF-16", "peer=127.0.0.1:", "offset="} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("log lacks %q:\n%s", want, logs)
@@ -400,12 +249,11 @@ func TestServeKillAfterFlush(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			dir := t.TempDir()
 			cfg := strings.Replace(twoReceivers, "path: logs", "path: logs, format: "+format+", compression: gzip", 1)
-			p := startBridge(t, dir, "-c", writeConfig(t, dir, cfg))
-			send(t, p.receivers["kdb"], kdbEvents(t, 5, 0, 5000))
+			p := bridgetest.Start(t, dir, "-c", bridgetest.WriteConfig(t, dir, cfg))
+			send(t, p.Receivers["kdb"], kdbEvents(t, 5, 0, 5000))
 			time.Sleep(600 * time.Millisecond) // several 100ms flushes
-			p.cmd.Process.Kill()
-			<-p.done
-			if got := tracesIn(t, readLog(t, p.logDir))[5]; got != 5000 {
+			p.Kill()
+			if got := tracesIn(t, bridgetest.ReadLogSkipBad(t, p.LogDir))[5]; got != 5000 {
 				t.Fatalf("%d of 5000 records after kill -9", got)
 			}
 		})
@@ -416,10 +264,10 @@ func TestServeKillAfterFlush(t *testing.T) {
 // connection closes.
 func TestServeSingleServerEnds(t *testing.T) {
 	dir := t.TempDir()
-	p := startBridge(t, dir, "-t", "tcp-single-server", "-p", "0", "--data-dir", "logs")
-	send(t, p.receivers["tcp-single-server"], kdbEvents(t, 9, 0, 700))
-	p.wait(0)
-	if got := tracesIn(t, readLog(t, p.logDir))[9]; got != 700 {
+	p := bridgetest.Start(t, dir, "-t", "tcp-single-server", "-p", "0", "--data-dir", "logs")
+	send(t, p.Receivers["tcp-single-server"], kdbEvents(t, 9, 0, 700))
+	p.Wait(0)
+	if got := tracesIn(t, bridgetest.ReadLogSkipBad(t, p.LogDir))[9]; got != 700 {
 		t.Fatalf("%d records", got)
 	}
 }
@@ -442,7 +290,7 @@ func TestServeClientAgainstRestartingServer(t *testing.T) {
 		c.Close()
 	}
 	dir := t.TempDir()
-	p := startBridge(t, dir, "-t", "tcp-client", "-h", "127.0.0.1", "-p", fmt.Sprint(addr.Port), "--respawn", "--data-dir", "logs")
+	p := bridgetest.Start(t, dir, "-t", "tcp-client", "-h", "127.0.0.1", "-p", fmt.Sprint(addr.Port), "--respawn", "--data-dir", "logs")
 	serveOnce(ln, kdbEvents(t, 20, 0, 1000))
 	ln.Close()
 	time.Sleep(300 * time.Millisecond) // the provider is down; the bridge retries
@@ -453,8 +301,8 @@ func TestServeClientAgainstRestartingServer(t *testing.T) {
 	defer ln.Close()
 	serveOnce(ln, kdbEvents(t, 20, 1000, 1000))
 	time.Sleep(300 * time.Millisecond)
-	p.stop()
-	if got := tracesIn(t, readLog(t, p.logDir))[20]; got != 2000 {
+	p.Stop()
+	if got := tracesIn(t, bridgetest.ReadLogSkipBad(t, p.LogDir))[20]; got != 2000 {
 		t.Fatalf("%d of 2000 records across the provider's restart", got)
 	}
 }
@@ -476,14 +324,14 @@ func TestServeExitCodes(t *testing.T) {
 		code int
 	}{
 		{[]string{"-t", "tcp-server", "-p", "0", "-m", badMap}, exitMapping},
-		{[]string{"-c", writeConfig(t, dir, "receivers: [{type: nope}]\n")}, exitConfig},
+		{[]string{"-c", bridgetest.WriteConfig(t, dir, "receivers: [{type: nope}]\n")}, exitConfig},
 		{[]string{"-t", "tcp-server", "-p", fmt.Sprint(busy.Addr().(*net.TCPAddr).Port)}, exitComm},
 		{[]string{"-t", "tcp-client", "-h", "127.0.0.1", "-p", fmt.Sprint(closedPort)}, exitComm},
 		{[]string{"-t", "tcp-server"}, exitUsage},
 		{[]string{"-t", "carrier-pigeon", "-p", "1"}, exitUsage},
 		{[]string{"--no-such-flag"}, exitUsage},
 	} {
-		cmd := exec.Command(tbBinary, append([]string{"serve", "--data-dir", filepath.Join(dir, "logs")}, tc.args...)...)
+		cmd := exec.Command(bridgetest.Binary(t), append([]string{"serve", "--data-dir", filepath.Join(dir, "logs")}, tc.args...)...)
 		cmd.Dir = dir
 		out, _ := cmd.CombinedOutput()
 		if code := cmd.ProcessState.ExitCode(); code != tc.code {
@@ -494,14 +342,14 @@ func TestServeExitCodes(t *testing.T) {
 
 func TestServeMetrics(t *testing.T) {
 	dir := t.TempDir()
-	p := startBridge(t, dir, "-c", writeConfig(t, dir, twoReceivers), "--metrics", "127.0.0.1:0")
-	send(t, p.receivers["kdb"], kdbEvents(t, 1, 0, 1234))
-	send(t, p.receivers["kdb"], []byte{0, 0, 0, 42})
+	p := bridgetest.Start(t, dir, "-c", bridgetest.WriteConfig(t, dir, twoReceivers), "--metrics", "127.0.0.1:0")
+	send(t, p.Receivers["kdb"], kdbEvents(t, 1, 0, 1234))
+	send(t, p.Receivers["kdb"], []byte{0, 0, 0, 42})
 	time.Sleep(300 * time.Millisecond)
-	if p.metrics == "" {
-		t.Fatalf("no metrics address printed:\n%s", p.stdout.String())
+	if p.Metrics == "" {
+		t.Fatalf("no metrics address printed:\n%s", p.Stdout())
 	}
-	c, err := net.Dial("tcp", p.metrics)
+	c, err := net.Dial("tcp", p.Metrics)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,7 +368,7 @@ func TestServeMetrics(t *testing.T) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
-	p.stop()
+	p.Stop()
 }
 
 func TestServeDaemon(t *testing.T) {
@@ -560,22 +408,22 @@ kieker.monitoring.writer.filesystem.FileWriter.logStreamHandler=kieker.monitorin
 kieker.monitoring.writer.filesystem.FileWriter.maxEntriesInFile=1000
 kieker.monitoring.writer.filesystem.FileWriter.compression=kieker.monitoring.writer.compression.GZipCompressionFilter
 `)
-	p := startBridge(t, dir, "-t", "tcp-server", "-p", "0", "-m", "mapping.txt", "-L", shared.Path(t, "kieker-irl", "tools", "opad"),
+	p := bridgetest.Start(t, dir, "-t", "tcp-server", "-p", "0", "-m", "mapping.txt", "-L", shared.Path(t, "kieker-irl", "tools", "opad"),
 		"-k", "kieker.monitoring.properties", "-s", "-v", "1000")
-	send(t, p.receivers["tcp-server"], kdbEvents(t, 3, 0, 2500))
+	send(t, p.Receivers["tcp-server"], kdbEvents(t, 3, 0, 2500))
 	time.Sleep(300 * time.Millisecond)
-	p.stop()
-	if !strings.HasPrefix(p.logDir, filepath.Join(dir, "klogs")) || !strings.HasSuffix(p.logDir, "-UTC-lab-BRIDGE") {
-		t.Errorf("log directory %s", p.logDir)
+	p.Stop()
+	if !strings.HasPrefix(p.LogDir, filepath.Join(dir, "klogs")) || !strings.HasSuffix(p.LogDir, "-UTC-lab-BRIDGE") {
+		t.Errorf("log directory %s", p.LogDir)
 	}
-	files, _ := filepath.Glob(filepath.Join(p.logDir, "*.dat.gz"))
+	files, _ := filepath.Glob(filepath.Join(p.LogDir, "*.dat.gz"))
 	if len(files) != 3 { // 2501 records, 1000 per file
 		t.Errorf("data files %v, want 3 gzip-compressed ASCII files", files)
 	}
-	if got := tracesIn(t, readLog(t, p.logDir))[3]; got != 2500 {
+	if got := tracesIn(t, bridgetest.ReadLogSkipBad(t, p.LogDir))[3]; got != 2500 {
 		t.Errorf("%d records", got)
 	}
-	out := p.stdout.String()
+	out := p.Stdout()
 	for _, want := range []string{"received 1000 records\nreceived 2000 records\n", "records per second"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
@@ -588,18 +436,18 @@ kieker.monitoring.writer.filesystem.FileWriter.compression=kieker.monitoring.wri
 // ./tracebridge-data.
 func TestServeEmbeddedDefault(t *testing.T) {
 	dir := t.TempDir()
-	p := startBridge(t, dir)
-	if p.receivers["kieker-tcp"] != "127.0.0.1:10133" || p.receivers["tcp-server"] != "127.0.0.1:10144" {
-		t.Fatalf("receivers %v; stderr:\n%s", p.receivers, p.stderr.String())
+	p := bridgetest.Start(t, dir)
+	if p.Receivers["kieker-tcp"] != "127.0.0.1:10133" || p.Receivers["tcp-server"] != "127.0.0.1:10144" {
+		t.Fatalf("receivers %v; stderr:\n%s", p.Receivers, p.Stderr())
 	}
-	send(t, p.receivers["kieker-tcp"], kiekerEvents(t, 1, 100))
-	send(t, p.receivers["tcp-server"], kdbEvents(t, 2, 0, 100))
+	send(t, p.Receivers["kieker-tcp"], kiekerEvents(t, 1, 100))
+	send(t, p.Receivers["tcp-server"], kdbEvents(t, 2, 0, 100))
 	time.Sleep(200 * time.Millisecond)
-	p.stop()
-	if !strings.HasPrefix(p.logDir, filepath.Join(dir, "tracebridge-data")+"/") {
-		t.Fatalf("log in %s", p.logDir)
+	p.Stop()
+	if !strings.HasPrefix(p.LogDir, filepath.Join(dir, "tracebridge-data")+"/") {
+		t.Fatalf("log in %s", p.LogDir)
 	}
-	traces := tracesIn(t, readLog(t, p.logDir))
+	traces := tracesIn(t, bridgetest.ReadLogSkipBad(t, p.LogDir))
 	if traces[1] != 100 || traces[2] != 100 {
 		t.Fatalf("traces %v", traces)
 	}

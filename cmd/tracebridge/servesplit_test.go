@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
 	"github.com/tracebridge/tracebridge/internal/record"
 )
@@ -43,12 +44,12 @@ func TestServeSplitStage(t *testing.T) {
 	event(record.AfterOperationEvent, 5, "void m()", "a.b.X")
 
 	dir := t.TempDir()
-	p := startBridge(t, dir, "-t", "tcp-server", "-p", "0", "--split", "package:2", "--data-dir", "logs")
-	send(t, p.receivers["tcp-server"], wire)
+	p := bridgetest.Start(t, dir, "-t", "tcp-server", "-p", "0", "--split", "package:2", "--data-dir", "logs")
+	send(t, p.Receivers["tcp-server"], wire)
 	time.Sleep(300 * time.Millisecond)
-	p.stop()
+	p.Stop()
 	var traces []string
-	for _, r := range readLog(t, p.logDir) {
+	for _, r := range bridgetest.ReadLogSkipBad(t, p.LogDir) {
 		if r.Type.Name == record.TraceMetadata {
 			traces = append(traces, r.Values[0].Format(record.Long)+"<-"+r.Values[4].Format(record.Long)+"@"+r.Values[5].Format(record.Int))
 		}
@@ -56,9 +57,9 @@ func TestServeSplitStage(t *testing.T) {
 	if len(traces) != 2 || !strings.HasSuffix(traces[1], "<-77@1") {
 		t.Fatalf("partial traces %v, want the root and a child of 77 at orderIndex 1", traces)
 	}
-	merged := strings.TrimSpace(ok(t, "split", "--merge", p.logDir, filepath.Join(dir, "merged")).stdout)
+	merged := strings.TrimSpace(ok(t, "split", "--merge", p.LogDir, filepath.Join(dir, "merged")).stdout)
 	var got []string
-	for _, r := range readLog(t, lastLine(merged)) {
+	for _, r := range bridgetest.ReadLogSkipBad(t, lastLine(merged)) {
 		if r.Type.Name != record.KiekerMetadataRecord {
 			got = append(got, r.Type.ShortName()+" "+r.Values[0].Format(record.Long)+" "+r.Values[2].Format(record.Int))
 		}

@@ -32,6 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/lograte"
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -171,7 +172,7 @@ type Bridge struct {
 	started   atomic.Int64 // unix nanos
 	stopped   atomic.Int64
 
-	errLimiter limiter
+	sinkErrs lograte.Limiter // sink failures: sinkErrsPerSecond lines a second
 
 	pmu     sync.Mutex
 	pending []func(error) // Done callbacks waiting for the next flush
@@ -197,7 +198,7 @@ func New(s Settings) *Bridge {
 	if s.AckInterval <= 0 {
 		s.AckInterval = 20 * time.Millisecond
 	}
-	return &Bridge{set: s, log: s.Logger}
+	return &Bridge{set: s, log: s.Logger, sinkErrs: lograte.Limiter{PerSecond: sinkErrsPerSecond}}
 }
 
 // SetListenerUpdateInterval sets how many records pass between listener
@@ -432,15 +433,12 @@ func (b *Bridge) deliver(ctx context.Context, batch *record.Batch) error {
 	return errors.Join(errs...)
 }
 
-// sinkError logs sink failures, at most a few per second.
+// sinkErrsPerSecond is how many sink failures are logged a second.
+const sinkErrsPerSecond = 5
+
+// sinkError logs sink failures, at most sinkErrsPerSecond a second.
 func (b *Bridge) sinkError(err error) {
-	if n, ok := b.errLimiter.allow(); ok {
-		if n > 0 {
-			b.log.Error("sink failed", "err", err, "suppressed", n)
-		} else {
-			b.log.Error("sink failed", "err", err)
-		}
-	}
+	b.sinkErrs.Log(context.Background(), b.log, slog.LevelError, "sink failed", "err", err)
 }
 
 func (b *Bridge) flusher(stop <-chan struct{}, done chan<- struct{}) {
@@ -511,31 +509,4 @@ func callAll(fs []func(error), err error) {
 	for _, f := range fs {
 		f(err)
 	}
-}
-
-// limiter allows a few events per second and counts the ones it swallows.
-type limiter struct {
-	mu         sync.Mutex
-	window     time.Time
-	n          int
-	suppressed int
-}
-
-const perSecond = 5
-
-func (l *limiter) allow() (suppressed int, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	if now.Sub(l.window) >= time.Second {
-		l.window, l.n = now, 0
-	}
-	if l.n >= perSecond {
-		l.suppressed++
-		return 0, false
-	}
-	l.n++
-	s := l.suppressed
-	l.suppressed = 0
-	return s, true
 }

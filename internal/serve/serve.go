@@ -25,6 +25,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/config"
 	"github.com/tracebridge/tracebridge/internal/irl"
 	"github.com/tracebridge/tracebridge/internal/logdir"
+	"github.com/tracebridge/tracebridge/internal/lograte"
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -541,38 +542,18 @@ func (s *Server) addSplit(specs []string, cat *record.Catalog, log *slog.Logger)
 	if err != nil {
 		return classify(ErrConfig, fmt.Errorf("split: %w", err))
 	}
-	var limit malformedLog
+	limit := &lograte.Limiter{PerSecond: unsplitPerSecond}
 	s.Bridge.AddStage(func(next pipeline.Consumer) pipeline.Consumer {
 		return split.New(b, next, split.Options{
 			Catalog: cat,
 			OnMalformed: func(m split.Malformed) {
-				if n, ok := limit.allow(); ok {
-					log.Warn("trace passed through unsplit", "trace_id", m.TraceID, "reason", m.Reason, "suppressed", n)
-				}
+				limit.Log(context.Background(), log, slog.LevelWarn, "trace passed through unsplit", "trace_id", m.TraceID, "reason", m.Reason)
 			},
 		})
 	})
 	return nil
 }
 
-// malformedLog allows a few log lines per second (runs on one goroutine).
-type malformedLog struct {
-	window     time.Time
-	n          int
-	suppressed int
-}
-
-func (l *malformedLog) allow() (int, bool) {
-	now := time.Now()
-	if now.Sub(l.window) >= time.Second {
-		l.window, l.n = now, 0
-	}
-	if l.n >= 5 {
-		l.suppressed++
-		return 0, false
-	}
-	l.n++
-	n := l.suppressed
-	l.suppressed = 0
-	return n, true
-}
+// unsplitPerSecond is how many traces passed through unsplit are logged a
+// second.
+const unsplitPerSecond = 5

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/backoff"
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/metrics"
@@ -125,7 +126,7 @@ type Sink struct {
 	lost     int    // accepted records dropped since the last Flush
 	lostErr  error  // why the first of them was dropped
 	dialing  chan dialResult
-	backoff  time.Duration // wait after the next failed dial; 0: none failed yet
+	back     backoff.Exponential // wait after the next failed dial; Reset on a connect or a loss
 	nextDial time.Time
 	state    state
 	lastErr  error     // why the target is down
@@ -194,7 +195,8 @@ func New(cfg Config, set Settings) (*Sink, error) {
 	case cfg.MaxRegistryEntries < 0:
 		return nil, fmt.Errorf("forward to %s: negative registry limit %d", t, cfg.MaxRegistryEntries)
 	}
-	s := &Sink{cfg: cfg, target: t, log: set.Logger, met: set.Metrics, dial: (&net.Dialer{}).DialContext}
+	s := &Sink{cfg: cfg, target: t, log: set.Logger, met: set.Metrics, dial: (&net.Dialer{}).DialContext,
+		back: backoff.Exponential{Min: cfg.BackoffMin, Max: cfg.BackoffMax}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -447,7 +449,7 @@ func (s *Sink) lose(err error) (n, earlier int) {
 	s.lastErr = err
 	s.downAt = time.Now()
 	s.downDrop = 0
-	s.backoff = 0
+	s.back.Reset()
 	s.nextDial = time.Time{} // the first attempt after a loss is immediate
 	s.log.Warn("forward: connection lost", "target", s.target.String(), "error", err)
 	return n, earlier
@@ -518,7 +520,7 @@ func (s *Sink) install(c net.Conn) {
 	s.link = l
 	s.cur.Store(l)
 	s.connects.Add(1)
-	s.backoff = 0
+	s.back.Reset()
 	s.wg.Add(1)
 	go s.watch(l)
 	switch s.state {
@@ -548,12 +550,7 @@ func (s *Sink) watch(l *link) {
 
 // dialFailed schedules the next attempt.
 func (s *Sink) dialFailed(err error) {
-	if s.backoff == 0 {
-		s.backoff = s.cfg.BackoffMin
-	} else {
-		s.backoff = min(2*s.backoff, s.cfg.BackoffMax)
-	}
-	s.nextDial = time.Now().Add(s.backoff)
+	s.nextDial = time.Now().Add(s.back.Next())
 	s.lastErr = err
 	if s.state != stateDown { // never connected, or a rotation's new connection failed
 		s.state = stateDown

@@ -2,10 +2,11 @@
 // MQTT, the embedded broker) share: turning messages into record batches
 // (KDB text or binary, one or many records per message), acknowledging a
 // message only once its records are durable in every sink, handling
-// malformed messages (logged with the message id and reason, counted,
-// copied to a dead-letter destination if one is configured, and
-// acknowledged so they do not loop), and reconnecting with capped
-// exponential back-off while logging each state change once.
+// malformed messages (logged with the message id and reason, at most ten
+// lines a second, counted, copied to a dead-letter destination if one is
+// configured, and acknowledged so they do not loop), and logging each
+// state change of a connection once. The receivers reconnect with the
+// back-off of package backoff.
 //
 // Delivery is at-least-once: a message is acknowledged from the batch's
 // Done callback (see record.Batch), which the bridge calls after the sinks
@@ -34,6 +35,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
+	"github.com/tracebridge/tracebridge/internal/lograte"
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -147,7 +149,7 @@ type Batcher struct {
 	batch *record.Batch
 	first time.Time // arrival of the batch's first message
 	acks  []Message
-	limit rateLimit
+	limit lograte.Limiter // malformed messages: malformedPerSecond lines a second
 
 	unsettled atomic.Int64  // batches handed on whose Done has not run
 	unacked   atomic.Int64  // messages held or handed on, not yet settled
@@ -176,6 +178,7 @@ func NewBatcher(cfg Config, set Settings, out pipeline.Consumer) *Batcher {
 		text:    kdb.NewTextDecoder(cfg.Mapping, cfg.Options),
 		bin:     kdb.NewDecoder(cfg.Mapping, cfg.Options),
 		batch:   &record.Batch{},
+		limit:   lograte.Limiter{PerSecond: malformedPerSecond},
 		settled: make(chan struct{}, 1),
 	}
 	b.emit, _ = out.(pipeline.Emitter)
@@ -251,13 +254,12 @@ func (b *Batcher) malformed(m Message, err error) {
 			attrs = append(attrs, "dead_lettered", true)
 		}
 	}
-	if n, ok := b.limit.allow(); ok {
-		if n > 0 {
-			attrs = append(attrs, "suppressed", n)
-		}
-		b.log.Warn("malformed message acknowledged", attrs...)
-	}
+	b.limit.Log(context.Background(), b.log, slog.LevelWarn, "malformed message acknowledged", attrs...)
 }
+
+// malformedPerSecond is how many malformed messages a Batcher logs a
+// second.
+const malformedPerSecond = 10
 
 // Due reports whether the current batch has waited MaxDelay.
 func (b *Batcher) Due(now time.Time) bool {
@@ -378,44 +380,6 @@ func settleCumulative(msgs []Message, err error) {
 	}
 }
 
-// Backoff is a capped exponential back-off: Next returns Min, doubling up
-// to Max; Reset starts over.
-type Backoff struct {
-	Min, Max time.Duration
-	cur      time.Duration
-}
-
-// Next returns the next wait.
-func (b *Backoff) Next() time.Duration {
-	if b.Min <= 0 {
-		b.Min = 100 * time.Millisecond
-	}
-	if b.Max <= 0 {
-		b.Max = 30 * time.Second
-	}
-	if b.cur == 0 {
-		b.cur = b.Min
-	} else {
-		b.cur = min(2*b.cur, b.Max)
-	}
-	return b.cur
-}
-
-// Reset starts over at Min.
-func (b *Backoff) Reset() { b.cur = 0 }
-
-// Sleep waits d or until ctx is done; it reports whether d passed.
-func Sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 // State logs a connection's state changes once each: Up after a successful
 // connect, Down with the reason when it fails or is lost. Repeated failures
 // while down are not logged again.
@@ -459,28 +423,6 @@ func (s *State) Down(err error) {
 
 // ErrStopped is returned by sources whose context ended.
 var ErrStopped = errors.New("stopped")
-
-// rateLimit allows a few log lines per second.
-type rateLimit struct {
-	window     time.Time
-	n          int
-	suppressed int
-}
-
-func (l *rateLimit) allow() (int, bool) {
-	now := time.Now()
-	if now.Sub(l.window) >= time.Second {
-		l.window, l.n = now, 0
-	}
-	if l.n >= 10 {
-		l.suppressed++
-		return 0, false
-	}
-	l.n++
-	s := l.suppressed
-	l.suppressed = 0
-	return s, true
-}
 
 // SetDeadLetter replaces the dead-letter function (sources set it per
 // connection, since it sends through the current connection).

@@ -94,21 +94,6 @@ func TestDueAndEmitter(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
-	b := Backoff{Min: time.Millisecond, Max: 5 * time.Millisecond}
-	var got []time.Duration
-	for range 5 {
-		got = append(got, b.Next())
-	}
-	if got[0] != time.Millisecond || got[3] != 5*time.Millisecond || got[4] != 5*time.Millisecond {
-		t.Fatalf("%v", got)
-	}
-	b.Reset()
-	if b.Next() != time.Millisecond {
-		t.Fatal("reset")
-	}
-}
-
 func TestParseFormat(t *testing.T) {
 	for s, want := range map[string]Format{"": Auto, "auto": Auto, "text": Text, "binary": Binary} {
 		if f, err := ParseFormat(s); err != nil || f != want {

@@ -13,6 +13,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/tracebridge/tracebridge/internal/backoff"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/source/broker"
 )
@@ -100,10 +101,10 @@ func New(cfg Config, set broker.Settings) (*Receiver, error) {
 		r.cfg.ClientID = DefaultClientID
 	}
 	if r.cfg.BackoffMax <= 0 {
-		r.cfg.BackoffMax = 30 * time.Second
+		r.cfg.BackoffMax = backoff.DefaultMax
 	}
 	if r.cfg.BackoffMin <= 0 {
-		r.cfg.BackoffMin = 100 * time.Millisecond
+		r.cfg.BackoffMin = backoff.DefaultMin
 	}
 	if r.cfg.Inflight == 0 {
 		r.cfg.Inflight = DefaultInflight
@@ -134,7 +135,7 @@ func (r *Receiver) Run(ctx context.Context, out pipeline.Consumer) error {
 			return t.Error()
 		})
 	}
-	back := broker.Backoff{Min: r.cfg.BackoffMin, Max: r.cfg.BackoffMax}
+	back := backoff.Exponential{Min: r.cfg.BackoffMin, Max: r.cfg.BackoffMax}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	var err error
@@ -165,7 +166,7 @@ loop:
 			if rn.acked.Swap(false) {
 				back.Reset()
 			}
-			if !broker.Sleep(ctx, back.Next()) {
+			if !backoff.Sleep(ctx, back.Next()) {
 				break loop
 			}
 			c = rn.connect()

@@ -8,10 +8,11 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/tracebridge/tracebridge/internal/lograte"
 )
 
 // ServerConfig configures the embedded broker.
@@ -106,7 +107,7 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("embedded broker: %w", err)
 	}
 	if cfg.Logger != nil {
-		ns.SetLoggerV2(&serverLog{log: cfg.Logger}, false, false, false)
+		ns.SetLoggerV2(newServerLog(cfg.Logger), false, false, false)
 	}
 	go ns.Start()
 	if !ns.ReadyForConnections(15 * time.Second) {
@@ -142,37 +143,22 @@ func (s *Server) Shutdown() {
 }
 
 // serverLog passes the embedded server's warnings and errors to slog, at
-// most a few per second (a flood of drops is summarised), and drops its
-// notices, debug and trace lines.
+// most serverLogPerSecond a second (a flood of drops is summarised by the
+// "suppressed" attribute of the next line), and drops its notices, debug
+// and trace lines. The server calls it from many goroutines.
 type serverLog struct {
-	log *slog.Logger
+	log   *slog.Logger
+	limit lograte.Limiter
+}
 
-	mu         sync.Mutex
-	window     time.Time
-	n          int
-	suppressed int
+const serverLogPerSecond = 5
+
+func newServerLog(log *slog.Logger) *serverLog {
+	return &serverLog{log: log, limit: lograte.Limiter{PerSecond: serverLogPerSecond}}
 }
 
 func (l *serverLog) emit(level slog.Level, format string, v []any) {
-	l.mu.Lock()
-	now := time.Now()
-	if now.Sub(l.window) >= time.Second {
-		l.window, l.n = now, 0
-	}
-	if l.n >= 5 {
-		l.suppressed++
-		l.mu.Unlock()
-		return
-	}
-	l.n++
-	suppressed := l.suppressed
-	l.suppressed = 0
-	l.mu.Unlock()
-	attrs := []any{"component", "embedded-broker"}
-	if suppressed > 0 {
-		attrs = append(attrs, "suppressed", suppressed)
-	}
-	l.log.Log(context.Background(), level, fmt.Sprintf(format, v...), attrs...)
+	l.limit.Log(context.Background(), l.log, level, fmt.Sprintf(format, v...), "component", "embedded-broker")
 }
 
 func (l *serverLog) Noticef(string, ...any)         {}

@@ -33,6 +33,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tracebridge/tracebridge/internal/backoff"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/source/broker"
 )
@@ -133,7 +134,7 @@ func New(cfg Config, set broker.Settings) (*Receiver, error) {
 func (r *Receiver) Target() string { return r.state.Target }
 
 func (r *Receiver) connect() (*natsgo.Conn, error) {
-	back := broker.Backoff{Min: r.cfg.BackoffMin, Max: r.cfg.BackoffMax}
+	back := backoff.Exponential{Min: r.cfg.BackoffMin, Max: r.cfg.BackoffMax}
 	opts := []natsgo.Option{
 		natsgo.Name("tracebridge " + r.cfg.Name),
 		natsgo.MaxReconnects(-1),
@@ -217,7 +218,7 @@ func (r *Receiver) Run(ctx context.Context, out pipeline.Consumer) error {
 // consume sets up JetStream (retrying while the server is unreachable) and
 // fetches until ctx ends.
 func (r *Receiver) consume(ctx context.Context, nc *natsgo.Conn, b *broker.Batcher) error {
-	back := broker.Backoff{Min: r.cfg.BackoffMin, Max: r.cfg.BackoffMax}
+	back := backoff.Exponential{Min: r.cfg.BackoffMin, Max: r.cfg.BackoffMax}
 	var cons jetstream.Consumer
 	for {
 		var err error
@@ -233,7 +234,7 @@ func (r *Receiver) consume(ctx context.Context, nc *natsgo.Conn, b *broker.Batch
 			return nil
 		}
 		r.state.Down(err)
-		if !broker.Sleep(ctx, back.Next()) {
+		if !backoff.Sleep(ctx, back.Next()) {
 			return nil
 		}
 	}
@@ -244,7 +245,7 @@ func (r *Receiver) consume(ctx context.Context, nc *natsgo.Conn, b *broker.Batch
 			if ctx.Err() != nil {
 				return nil
 			}
-			if !broker.Sleep(ctx, back.Next()) {
+			if !backoff.Sleep(ctx, back.Next()) {
 				return nil
 			}
 			continue
@@ -258,7 +259,7 @@ func (r *Receiver) consume(ctx context.Context, nc *natsgo.Conn, b *broker.Batch
 			if ctx.Err() != nil {
 				return nil
 			}
-			broker.Sleep(ctx, back.Next())
+			backoff.Sleep(ctx, back.Next())
 		} else {
 			back.Reset()
 		}

@@ -33,6 +33,7 @@ import (
 	gostomp "github.com/go-stomp/stomp/v3"
 	"github.com/go-stomp/stomp/v3/frame"
 
+	"github.com/tracebridge/tracebridge/internal/backoff"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/source/broker"
 )
@@ -138,7 +139,7 @@ func (r *Receiver) Run(ctx context.Context, out pipeline.Consumer) error {
 	bc := r.cfg.Batch
 	bc.Cumulative = true
 	b := broker.NewBatcher(bc, r.set, out)
-	back := broker.Backoff{Min: r.cfg.BackoffMin, Max: r.cfg.BackoffMax}
+	back := backoff.Exponential{Min: r.cfg.BackoffMin, Max: r.cfg.BackoffMax}
 	for ctx.Err() == nil {
 		err := r.session(ctx, b, &back)
 		if ctx.Err() != nil {
@@ -148,7 +149,7 @@ func (r *Receiver) Run(ctx context.Context, out pipeline.Consumer) error {
 			return err
 		}
 		r.state.Down(err)
-		if !broker.Sleep(ctx, back.Next()) {
+		if !backoff.Sleep(ctx, back.Next()) {
 			break
 		}
 	}
@@ -200,7 +201,7 @@ func (r *Receiver) dial(ctx context.Context) (*gostomp.Conn, net.Conn, error) {
 
 // session connects, subscribes and consumes until the connection fails or
 // ctx ends.
-func (r *Receiver) session(ctx context.Context, b *broker.Batcher, back *broker.Backoff) error {
+func (r *Receiver) session(ctx context.Context, b *broker.Batcher, back *backoff.Exponential) error {
 	conn, nc, err := r.dial(ctx)
 	if err != nil {
 		return err

@@ -3,49 +3,32 @@ package tcp
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
+
+	"github.com/tracebridge/tracebridge/internal/lograte"
 )
 
-// rateLog logs at most perSecond lines per one-second window; further
-// lines in the window are counted and reported in one "suppressed" line
-// when the next line is logged after the window, or on flush. It is safe
-// for concurrent use.
+// rateLog logs at most perSecond lines per one-second window (see
+// lograte.Limiter); further lines in the window are counted and reported in
+// one "more connection faults suppressed" line when the next line is logged
+// after the window, or on flush. It is safe for concurrent use.
 type rateLog struct {
-	log       *slog.Logger
-	receiver  string
-	perSecond int
-	now       func() time.Time
-
-	mu         sync.Mutex
-	window     time.Time
-	n          int
-	suppressed int
+	log      *slog.Logger
+	receiver string
+	limit    lograte.Limiter
+	now      func() time.Time
 }
 
 func newRateLog(log *slog.Logger, receiver string, perSecond int) *rateLog {
-	return &rateLog{log: log, receiver: receiver, perSecond: perSecond, now: time.Now}
+	return &rateLog{log: log, receiver: receiver, limit: lograte.Limiter{PerSecond: perSecond}, now: time.Now}
 }
 
 // warn logs msg with attrs at warning level unless the window's budget is
 // spent.
 func (l *rateLog) warn(msg string, attrs ...slog.Attr) {
-	now := l.now()
-	l.mu.Lock()
-	var flushed int
-	if now.Sub(l.window) >= time.Second {
-		flushed = l.suppressed
-		l.window, l.n, l.suppressed = now, 0, 0
-	}
-	ok := l.n < l.perSecond
-	if ok {
-		l.n++
-	} else {
-		l.suppressed++
-	}
-	l.mu.Unlock()
-	if flushed > 0 {
-		l.report(flushed)
+	suppressed, ok := l.limit.AllowAt(l.now())
+	if suppressed > 0 {
+		l.report(suppressed)
 	}
 	if ok {
 		l.log.LogAttrs(context.Background(), slog.LevelWarn, msg, attrs...)
@@ -54,11 +37,7 @@ func (l *rateLog) warn(msg string, attrs ...slog.Attr) {
 
 // flush reports lines suppressed in the current window.
 func (l *rateLog) flush() {
-	l.mu.Lock()
-	n := l.suppressed
-	l.suppressed = 0
-	l.mu.Unlock()
-	if n > 0 {
+	if n := l.limit.TakeSuppressed(); n > 0 {
 		l.report(n)
 	}
 }

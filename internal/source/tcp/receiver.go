@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/backoff"
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -254,7 +255,9 @@ const backlogGrace = 50 * time.Millisecond
 
 // accept serves the connections of one listener until it is closed.
 func (r *Receiver) accept(ctx context.Context, ln net.Listener, newDec func() Decoder, role string, em *emitter, cancel context.CancelFunc) {
-	var delay time.Duration
+	// Out of file descriptors and the like: back off as net/http does,
+	// then go on.
+	back := backoff.Exponential{Min: 5 * time.Millisecond, Max: time.Second}
 	taken := false // SingleServer: the one connection came
 	for {
 		nc, err := ln.Accept()
@@ -262,16 +265,13 @@ func (r *Receiver) accept(ctx context.Context, ln net.Listener, newDec func() De
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded) {
 				return
 			}
-			// Out of file descriptors and the like: back off as net/http
-			// does, then go on.
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
 			r.rejects.warn("accept failed", slog.String("receiver", r.cfg.Name), slog.Any("err", err))
-			if !sleep(ctx, delay) {
+			if !backoff.Sleep(ctx, back.Next()) {
 				return
 			}
 			continue
 		}
-		delay = 0
+		back.Reset()
 		switch {
 		case r.cfg.Mode == SingleServer && taken:
 			r.reject(nc, "connection refused: the single server is serving another connection")
@@ -310,7 +310,7 @@ func (r *Receiver) reject(nc net.Conn, msg string) {
 // runClient connects out, with Respawn again and again, until ctx is done.
 func (r *Receiver) runClient(ctx context.Context, em *emitter) error {
 	addr := r.cfg.Address
-	delay := r.cfg.BackoffMin
+	back := backoff.Exponential{Min: r.cfg.BackoffMin, Max: r.cfg.BackoffMax}
 	down := false // "cannot connect" was logged and no connect succeeded since
 	dialer := net.Dialer{Timeout: r.cfg.DialTimeout}
 	for {
@@ -326,13 +326,13 @@ func (r *Receiver) runClient(ctx context.Context, em *emitter) error {
 				r.log.Warn("cannot connect; retrying with back-off", "receiver", r.cfg.Name, "peer", addr, "err", err)
 				down = true
 			}
-			if !sleep(ctx, delay) {
+			if !backoff.Sleep(ctx, back.Next()) {
 				return nil
 			}
-			delay = min(2*delay, r.cfg.BackoffMax)
 			continue
 		}
-		down, delay = false, r.cfg.BackoffMin
+		down = false
+		back.Reset()
 		r.log.Info("connected", "receiver", r.cfg.Name, "peer", addr)
 		r.open.Add(1)
 		done := r.start(nc, r.cfg.NewDecoder(), "", em, nil)
@@ -345,10 +345,9 @@ func (r *Receiver) runClient(ctx context.Context, em *emitter) error {
 			return nil
 		}
 		r.log.Info("connection ended; reconnecting", "receiver", r.cfg.Name, "peer", addr)
-		if !sleep(ctx, delay) {
+		if !backoff.Sleep(ctx, back.Next()) {
 			return nil
 		}
-		delay = min(2*delay, r.cfg.BackoffMax)
 	}
 }
 
@@ -569,18 +568,6 @@ func (r *Receiver) shutdown() {
 	}
 	r.cmu.Unlock()
 	r.wg.Wait()
-}
-
-// sleep waits d or until ctx is done; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // emitter hands batches to the consumer: with Emit when it is a
