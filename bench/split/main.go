@@ -4,7 +4,10 @@
 // For each size it generates a Kieker binary log holding a single trace of
 // that many bytes, runs `tracebridge split --boundary SPEC IN OUT` on it
 // as a child process, and prints the input rate (MB/s of input over wall
-// time), the CPU time and the child's peak RSS. Generated logs and the
+// time), the CPU time and the child's peak RSS. As a baseline measured in
+// the same run it copies the input's data files into one file (read and
+// write with 1 MiB buffers, no splitting), and prints the split's rate as
+// a ratio of the copy's: the disk and page cache bound both. Generated logs and the
 // split output are deleted after each size unless -keep is given. With
 // -verify it also runs `tracebridge split --merge` on the output and checks
 // that the merged log has the generated number of records.
@@ -115,6 +118,7 @@ type result struct {
 	size     int64
 	gen      *generated
 	wall     time.Duration
+	copyWall time.Duration // the raw copy baseline
 	cpu      time.Duration
 	peakRSS  int64
 	partial  int64
@@ -168,6 +172,12 @@ func runSize(ctx context.Context, o *options, bin, dir string, size int64, stder
 		return nil, err
 	}
 	settleDisk()
+	fmt.Fprintf(stderr, "split: %d records (%s); copying them as a baseline…\n", g.records, formatSize(g.bytes))
+	copyWall, err := copyBaseline(g.dir, filepath.Join(work, "copy"))
+	if err != nil {
+		return nil, fmt.Errorf("baseline copy: %w", err)
+	}
+	settleDisk()
 	fmt.Fprintf(stderr, "split: %d records (%s); splitting with --boundary %s…\n", g.records, formatSize(g.bytes), o.boundary)
 	out := filepath.Join(work, "out")
 	cmd := exec.CommandContext(ctx, bin, "split", "--boundary", o.boundary, g.dir, out)
@@ -181,7 +191,7 @@ func runSize(ctx context.Context, o *options, bin, dir string, size int64, stder
 	if err != nil {
 		return nil, fmt.Errorf("tracebridge split: %v\n%s", err, serr.String())
 	}
-	r := &result{size: size, gen: g, wall: wall}
+	r := &result{size: size, gen: g, wall: wall, copyWall: copyWall}
 	r.cpu, r.peakRSS = usage(cmd.ProcessState)
 	m := summaryRE.FindStringSubmatch(serr.String())
 	if m == nil {
@@ -214,6 +224,43 @@ func runSize(ctx context.Context, o *options, bin, dir string, size int64, stder
 	return r, nil
 }
 
+// copyBaseline copies the data files of the log directory in into the
+// file out (1 MiB reads and writes, each through the page cache as the
+// split's are; no copy_file_range shortcut), syncs nothing, removes out and
+// returns the time the copy took.
+func copyBaseline(in, out string) (time.Duration, error) {
+	files, err := filepath.Glob(filepath.Join(in, "*.bin"))
+	if err != nil || len(files) == 0 {
+		return 0, fmt.Errorf("no data files in %s (%v)", in, err)
+	}
+	buf := make([]byte, 1<<20)
+	start := time.Now()
+	w, err := os.Create(out)
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(out)
+	for _, name := range files {
+		r, err := os.Open(name)
+		if err != nil {
+			w.Close()
+			return 0, err
+		}
+		// Plain Reader and Writer: io.CopyBuffer must not take the
+		// kernel's file-to-file shortcut.
+		_, err = io.CopyBuffer(struct{ io.Writer }{w}, struct{ io.Reader }{r}, buf)
+		r.Close()
+		if err != nil {
+			w.Close()
+			return 0, err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
 var (
 	summaryRE = regexp.MustCompile(`\((\d+) cut\)[^\n]*\n[^\n]*?(\d+) records in, (\d+) out`)
 	recordsRE = regexp.MustCompile(`(\d+) records in, (\d+) out`)
@@ -221,12 +268,13 @@ var (
 
 func reportResults(w io.Writer, boundary string, rs []result) int {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "input\trecords\tpartial traces\trecords out\twall s\tMB/s\tCPU s\tMB/CPU-s\tpeak RSS MiB\t\n")
+	fmt.Fprintf(tw, "input\trecords\tpartial traces\trecords out\twall s\tMB/s\tcopy MB/s\tsplit/copy\tCPU s\tMB/CPU-s\tpeak RSS MiB\t\n")
 	for _, r := range rs {
 		mb := float64(r.gen.bytes) / 1e6
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.1f\t%.2f\t%.1f\t%.1f\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.1f\t%.1f\t%.3f\t%.2f\t%.1f\t%.1f\t\n",
 			formatSize(r.gen.bytes), r.gen.records, r.partial, r.outRecs, r.wall.Seconds(),
-			mb/r.wall.Seconds(), r.cpu.Seconds(), mb/r.cpu.Seconds(), float64(r.peakRSS)/(1<<20))
+			mb/r.wall.Seconds(), mb/r.copyWall.Seconds(), r.copyWall.Seconds()/r.wall.Seconds(),
+			r.cpu.Seconds(), mb/r.cpu.Seconds(), float64(r.peakRSS)/(1<<20))
 	}
 	tw.Flush()
 	for _, r := range rs {

@@ -176,7 +176,8 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		// Reading and splitting on this goroutine, encoding and writing on
-		// another: two cores.
+		// another (whose write system calls overlap the encoding, see
+		// logdir.Files): two cores.
 		out := newHandoff(ctx, w, 4)
 		var stage interface {
 			pipeline.Consumer

@@ -2,7 +2,6 @@ package logdir
 
 import (
 	"archive/zip"
-	"bufio"
 	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
@@ -36,7 +35,8 @@ type Options struct {
 	// means no limit.
 	MaxLogFiles int
 	// BufferSize is the write buffer in front of each file. 0 means
-	// Kieker's default 65536.
+	// Kieker's default 65536. Files keeps two buffers of at least 1 MiB
+	// each, so that one is written to the file while the other fills.
 	BufferSize int
 	// Now gives the time in data file names; nil means time.Now.
 	Now func() time.Time
@@ -86,7 +86,7 @@ type Files struct {
 	file    *os.File
 	path    string
 	cw      countWriter
-	bw      *bufio.Writer
+	bw      *overlapWriter
 	comp    compressor
 	entries int
 	created int
@@ -248,6 +248,7 @@ func (f *Files) finish() error {
 	if f.err == nil {
 		errs = append(errs, f.bw.Flush())
 	}
+	f.bw.Reset(nil) // no write in flight when the file closes
 	errs = append(errs, f.file.Close())
 	f.kept = append(f.kept, keptFile{path: f.path, size: f.cw.n})
 	f.keptBytes += f.cw.n
@@ -277,7 +278,7 @@ func (f *Files) rotate() error {
 	f.file, f.path, f.entries = file, p, 0
 	f.cw = countWriter{w: file}
 	if f.bw == nil {
-		f.bw = bufio.NewWriterSize(&f.cw, f.opt.BufferSize)
+		f.bw = newOverlapWriter(&f.cw, f.opt.BufferSize)
 	} else {
 		f.bw.Reset(&f.cw)
 	}
@@ -291,7 +292,7 @@ func (f *Files) rotate() error {
 
 // full reports whether the current file reached MaxLogSize.
 func (f *Files) full() bool {
-	return f.maxBytes > 0 && f.cw.n+int64(f.bw.Buffered()) >= f.maxBytes
+	return f.maxBytes > 0 && f.bw.Total() >= f.maxBytes
 }
 
 // retain deletes the oldest finished files beyond MaxLogFiles.
