@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
@@ -49,15 +48,16 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	// Fail fast when nobody listens; later outages are waited out.
-	probe, err := net.DialTimeout("tcp", target.Addr, 5*time.Second)
-	if err != nil {
-		return withCode(exitComm, fmt.Errorf("replay: %s: %w", target, err))
-	}
-	probe.Close()
 	sink, err := forward.New(forward.Config{URL: *to, Mapping: m, Catalog: cat, Block: true}, forward.Settings{})
 	if err != nil {
 		return usagef("replay: %v", err)
+	}
+	// Fail fast when nobody listens (later outages are waited out). The
+	// connection made here carries the records: a single-connection
+	// receiver must not see a connection of its own before them.
+	if err := sink.Connect(ctx); err != nil {
+		sink.Close()
+		return withCode(exitComm, fmt.Errorf("replay: %w", err))
 	}
 	var sent int64
 	count := pipeline.ConsumerFunc(func(ctx context.Context, b *record.Batch) error {

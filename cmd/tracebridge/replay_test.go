@@ -118,3 +118,51 @@ func TestReplayErrors(t *testing.T) {
 		t.Errorf("malformed log: exit %d, want %d (%s)", r.code, exitData, r.stderr)
 	}
 }
+
+// TestReplayIntoSingleServer: a tcp-single-server takes one connection and
+// ends when it closes, so replay's connection must be the one that carries
+// the records (no connection of its own to check the target first).
+func TestReplayIntoSingleServer(t *testing.T) {
+	log := shared.Path(t, "kieker-logs", "kieker-2.0-binary-event-trace")
+	dir := t.TempDir()
+	b := bridgetest.Start(t, dir, "-c", bridgetest.WriteConfig(t, dir, `
+receivers: [{name: in, type: tcp-single-server, listen: "127.0.0.1:0"}]
+sinks: [{type: kieker-log, path: logs}]
+`))
+	r := ok(t, "replay", log, "--to", "kdb-tcp://"+b.Addr("in"))
+	if !strings.Contains(r.stdout, "replayed 404 records") {
+		t.Fatalf("replay said %q", r.stdout)
+	}
+	b.Wait(0) // the one connection ended: so does the bridge
+	want := len(jsonWithout(bridgetest.ReadLogSkipBad(t, log), false))
+	if n := len(jsonWithout(bridgetest.ReadLogSkipBad(t, b.LogDir), false)); n != want {
+		t.Fatalf("the single server's log holds %d records, want %d", n, want)
+	}
+}
+
+// TestReplayToReceiverThatHangsUp: a receiver that closes every connection
+// at once has not read the records; replay must not report them replayed.
+func TestReplayToReceiverThatHangsUp(t *testing.T) {
+	log := shared.Path(t, "kieker-logs", "kieker-2.0-binary-event-trace")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	r := tb(t, "replay", log, "--to", "kdb-tcp://"+ln.Addr().String())
+	if r.code != exitComm {
+		t.Fatalf("replay to a receiver that hangs up: exit %d, want %d\nstdout: %s\nstderr: %s", r.code, exitComm, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, "replayed") {
+		t.Fatalf("replay claims success: %s", r.stdout)
+	}
+}

@@ -229,7 +229,7 @@ func (c *Config) Normalize() error {
 		errs = append(errs, errors.New("no receivers"))
 	}
 	if len(c.Sinks) == 0 {
-		errs = append(errs, errors.New("no sinks"))
+		errs = append(errs, errors.New("no sinks (a configuration file names its sinks; add `sinks: [{type: kieker-log}]` for a Kieker log under data_dir)"))
 	}
 	seen := map[string]bool{}
 	name := func(n, typ string) string {

@@ -90,7 +90,7 @@ func ParseCompression(s string) (Compression, error) {
 		return None, fmt.Errorf("compression %q: want none, deflate, gzip, zip, xz or a Kieker compression filter class", s)
 	}
 	if c == BZip2 {
-		return None, fmt.Errorf("compression %q: bzip2 output not supported; reading works: %w", s, ErrUnsupported)
+		return None, fmt.Errorf("compression %q: %w: tracebridge reads bzip2 logs but does not write them; choose deflate, gzip, zip or xz", s, ErrUnsupported)
 	}
 	return c, nil
 }
@@ -181,7 +181,7 @@ var (
 	// ErrUnsupported: valid data using a feature this package does not
 	// implement (an xz filter other than LZMA2, zip encryption or a zip
 	// method other than stored and deflate), or bzip2 output.
-	ErrUnsupported = errors.New("not supported")
+	ErrUnsupported = errors.New("unsupported")
 	// ErrLimit: the data needs more memory than a configured Limits value
 	// allows.
 	ErrLimit = errors.New("over the limit")

@@ -115,7 +115,7 @@ func NewFiles(opt Options) (*Files, error) {
 	switch opt.Compression {
 	case None, Deflate, Gzip, Zip, XZ:
 	case BZip2:
-		return nil, fmt.Errorf("logdir: bzip2 output not supported; reading works: %w", ErrUnsupported)
+		return nil, fmt.Errorf("logdir: %w: tracebridge reads bzip2 logs but does not write them; choose deflate, gzip, zip or xz", ErrUnsupported)
 	default:
 		return nil, fmt.Errorf("logdir: unknown compression %v", opt.Compression)
 	}

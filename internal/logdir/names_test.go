@@ -150,7 +150,7 @@ func TestParseCompression(t *testing.T) {
 		})
 	}
 	_, err := ParseCompression("kieker.monitoring.writer.compression.BZip2CompressionFilter")
-	if want := "bzip2 output not supported; reading works"; err == nil || !strings.Contains(err.Error(), want) {
+	if want := "reads bzip2 logs but does not write them"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("bzip2 error %v does not say %q", err, want)
 	}
 }

@@ -214,7 +214,7 @@ func (d *Decoder) hint(err error) error {
 	if d.javaCount {
 		e.Msg += fmt.Sprintf("; the registry entry for id %d at offset %d holds non-ASCII text and JavaCharCount is set: if this stream comes from a writer that sends byte lengths (Kieker's Python or C pack), decode it without JavaCharCount", d.suspect.id, d.suspect.off)
 	} else {
-		e.Msg += fmt.Sprintf("; the registry entry for id %d at offset %d holds non-ASCII text: most likely the stream comes from Kieker's Java writer, which sends the UTF-16 char count instead of the byte count as the length and so mis-frames everything after it (set JavaCharCount to decode such a stream)", d.suspect.id, d.suspect.off)
+		e.Msg += fmt.Sprintf("; the registry entry for id %d at offset %d holds non-ASCII text: most likely the stream comes from Kieker's Java writer, which sends the UTF-16 char count instead of the byte count as the length and so mis-frames everything after it (decode such a stream with `java_char_count: true` on the receiver in the YAML configuration; in Go: JavaCharCount)", d.suspect.id, d.suspect.off)
 	}
 	e.kinds = append(e.kinds, ErrJavaCharCount)
 	return e

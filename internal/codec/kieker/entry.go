@@ -99,7 +99,7 @@ func (e *entryReader) read(p []byte, off int64) (n int, id int32, val []byte, er
 // send the UTF-16 char count of a string as the length of its UTF-8 bytes.
 func invalidEntry(off int64, id int32, val []byte) error {
 	if cutAtEnd(val) {
-		return offsetError(off, fmt.Sprintf("registry entry for id %d: its %d bytes are not valid UTF-8 (a multi-byte sequence is cut at the end): most likely the stream comes from Kieker's Java writer, which sends the UTF-16 char count instead of the byte count as the length (set JavaCharCount to decode such a stream)", id, len(val)), ErrMalformed, ErrJavaCharCount)
+		return offsetError(off, fmt.Sprintf("registry entry for id %d: its %d bytes are not valid UTF-8 (a multi-byte sequence is cut at the end): most likely the stream comes from Kieker's Java writer, which sends the UTF-16 char count instead of the byte count as the length (decode such a stream with `java_char_count: true` on the receiver in the YAML configuration; in Go: JavaCharCount)", id, len(val)), ErrMalformed, ErrJavaCharCount)
 	}
 	return offsetError(off, fmt.Sprintf("registry entry for id %d: its %d bytes are not valid UTF-8", id, len(val)), ErrMalformed)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -79,7 +80,7 @@ var (
 	// ErrDropped is wrapped by the errors of Consume and Flush when records
 	// were dropped because the target could not be reached or the
 	// connection was lost.
-	ErrDropped = errors.New("records dropped")
+	ErrDropped = errors.New("dropped")
 	// ErrClosed is returned by Consume after Close (and by a blocked
 	// Consume that Close interrupted).
 	ErrClosed = errors.New("forward sink closed")
@@ -145,10 +146,12 @@ const (
 
 // link is one connection.
 type link struct {
-	conn net.Conn
-	enc  *kieker.Encoder // kieker-tcp: the connection's string registry
-	gone atomic.Bool     // the peer closed it (or reading failed)
-	err  error           // why; written before gone is set
+	conn  net.Conn
+	enc   *kieker.Encoder // kieker-tcp: the connection's string registry
+	gone  atomic.Bool     // the peer closed it (or reading failed)
+	err   error           // why; written before gone is set
+	done  chan struct{}   // closed when watch returns
+	wrote bool            // records were written on it; s.mu
 }
 
 type dialResult struct {
@@ -259,7 +262,7 @@ func (s *Sink) consumeNow(ctx context.Context, b *record.Batch) error {
 			n := b.Len()
 			s.drop(n)
 			s.downDrop += int64(n)
-			return fmt.Errorf("forward to %s: not connected, %d records dropped: %w: %w", s.target, n, ErrDropped, s.downErr())
+			return fmt.Errorf("forward to %s: not connected, %d records %w: %w", s.target, n, ErrDropped, s.downErr())
 		}
 	}
 	skipped := 0
@@ -293,7 +296,7 @@ func (s *Sink) lostBatch(err error, rest, skipped int) error {
 	n += rest
 	s.drop(n + skipped)
 	s.downDrop += int64(n)
-	return fmt.Errorf("forward to %s: connection lost, %d records of the batch dropped: %w: %w", s.target, n-earlier, ErrDropped, err)
+	return fmt.Errorf("forward to %s: connection lost, %d records of the batch %w: %w", s.target, n-earlier, ErrDropped, err)
 }
 
 // consumeBlocking is Consume with Block. s.mu is held.
@@ -417,6 +420,7 @@ func (s *Sink) write() error {
 	if _, err := l.conn.Write(s.buf); err != nil {
 		return err
 	}
+	l.wrote = true
 	s.sent.Add(int64(s.pending))
 	s.buf = s.buf[:0]
 	s.pending, s.accepted = 0, 0
@@ -481,7 +485,7 @@ func (s *Sink) takeLost(when string) error {
 	}
 	n, err := s.lost, s.lostErr
 	s.lost, s.lostErr = 0, nil
-	return fmt.Errorf("forward to %s: %s, %d records buffered since the last flush were dropped: %w: %w", s.target, when, n, ErrDropped, err)
+	return fmt.Errorf("forward to %s: %s, %d records buffered since the last flush were %w: %w", s.target, when, n, ErrDropped, err)
 }
 
 // rotate replaces a kieker-tcp connection whose registry is full. The
@@ -513,7 +517,7 @@ func (s *Sink) closeLink() {
 
 // install makes c the connection.
 func (s *Sink) install(c net.Conn) {
-	l := &link{conn: c}
+	l := &link{conn: c, done: make(chan struct{})}
 	if s.target.Protocol == Kieker {
 		l.enc = kieker.NewEncoder(kieker.EncoderOptions{Inline: true})
 	}
@@ -538,6 +542,7 @@ func (s *Sink) install(c net.Conn) {
 // the peer closes it. Whatever the peer sends is discarded.
 func (s *Sink) watch(l *link) {
 	defer s.wg.Done()
+	defer close(l.done)
 	var buf [512]byte
 	for {
 		if _, err := l.conn.Read(buf[:]); err != nil {
@@ -658,6 +663,59 @@ func (s *Sink) Flush() error {
 	return s.takeLost("flush")
 }
 
+// closeWait bounds how long Close waits for the receiver to close its end
+// of the connection after the sink closed its own for writing.
+const closeWait = 2 * time.Second
+
+// endStream closes l for writing and waits, up to closeWait, until the
+// receiver closes its end, as receivers do once they have read everything.
+// A receiver that had closed its end already, or that resets the
+// connection, may not have read every record written: that is an error. A
+// receiver that keeps its end open tells nothing; that is not.
+func (s *Sink) endStream(l *link) error {
+	if l.gone.Load() {
+		return fmt.Errorf("forward to %s: records may be %w: the receiver closed the connection before the end of the stream (%v), so it may not have read them all", s.target, ErrDropped, l.err)
+	}
+	cw, ok := l.conn.(interface{ CloseWrite() error })
+	if !ok {
+		return nil
+	}
+	if err := cw.CloseWrite(); err != nil {
+		return fmt.Errorf("forward to %s: ending the stream: %w", s.target, err)
+	}
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-l.done:
+	case <-t.C:
+		return nil
+	}
+	if errors.Is(l.err, io.EOF) {
+		return nil
+	}
+	return fmt.Errorf("forward to %s: records may be %w: the receiver reset the connection at the end of the stream (%v), so it may not have read them all", s.target, ErrDropped, l.err)
+}
+
+// Connect dials the target now, unless the sink holds an open connection,
+// and returns the dial's error: for callers that want to fail at once when
+// nobody listens (later outages are handled as the package comment says).
+func (s *Sink) Connect(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("forward to %s: %w", s.target, ErrClosed)
+	}
+	s.checkLink()
+	if s.link != nil {
+		return nil
+	}
+	s.nextDial = time.Time{}
+	if err := s.connectBlocking(ctx); err != nil {
+		return fmt.Errorf("forward to %s: %w", s.target, err)
+	}
+	return nil
+}
+
 // Close flushes, closes the connection and stops the sink's goroutines. It
 // interrupts a Consume blocked waiting for the target. Like Flush, it
 // returns an error wrapping ErrDropped when records of batches whose
@@ -678,6 +736,9 @@ func (s *Sink) Close() error {
 		}
 	}
 	err := s.takeLost("closing")
+	if l := s.link; l != nil && l.wrote {
+		err = errors.Join(err, s.endStream(l))
+	}
 	s.buf, s.pending, s.accepted = nil, 0, 0
 	s.closeLink()
 	if s.dialing != nil {

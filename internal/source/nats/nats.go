@@ -142,7 +142,10 @@ func (r *Receiver) connect() (*natsgo.Conn, error) {
 		natsgo.CustomReconnectDelay(func(int) time.Duration { return back.Next() }),
 		natsgo.ConnectHandler(func(*natsgo.Conn) { back.Reset(); r.state.Up() }),
 		natsgo.ReconnectHandler(func(*natsgo.Conn) { back.Reset(); r.state.Up() }),
-		natsgo.DisconnectErrHandler(func(_ *natsgo.Conn, err error) {
+		natsgo.DisconnectErrHandler(func(c *natsgo.Conn, err error) {
+			if err == nil && c.IsClosed() {
+				return // Run closed it: shutdown, not an outage
+			}
 			if err == nil {
 				err = errors.New("disconnected")
 			}

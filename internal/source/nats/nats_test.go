@@ -56,6 +56,36 @@ func publishJS(t *testing.T, url, subject string, from, n int) {
 	}
 }
 
+// waitStored waits until stream holds n messages.
+func waitStored(t *testing.T, url, stream string, n uint64) {
+	t.Helper()
+	nc, err := natsgo.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := js.Stream(ctx, stream)
+		if err != nil {
+			t.Fatalf("stream %s: %v", stream, err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			t.Fatalf("stream %s: %v", stream, err)
+		}
+		if info.State.Msgs >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream %s holds %d messages, want %d", stream, info.State.Msgs, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestJetStreamOnTheMachinesNATS consumes from the machine's NATS server;
 // records published before the receiver starts and while it runs arrive.
 func TestJetStreamOnTheMachinesNATS(t *testing.T) {
@@ -175,6 +205,10 @@ func TestEmbeddedBroker(t *testing.T) {
 		}
 	}
 	mc.Disconnect(100)
+	// The server acknowledges an MQTT QoS 1 publish once routed; the
+	// stream stores it a moment later. Wait for that before the restart,
+	// which is about what file storage keeps.
+	waitStored(t, "nats://"+srv.Addr(), DefaultStream, 300)
 	// Restart the broker itself: file storage keeps the messages.
 	srv.Shutdown()
 	srv, err = StartServer(ServerConfig{Port: 0, StoreDir: dir})

@@ -105,7 +105,7 @@ func (r *Receiver) listen(addr string) (net.Listener, error) {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("tcp receiver %s: %w %s: %w", r.cfg.Name, ErrListen, addr, err)
+		return nil, fmt.Errorf("%w %s: %w", ErrListen, addr, err)
 	}
 	return ln, nil
 }
