@@ -214,6 +214,14 @@ func (f *serveFlags) config() (*config.Config, error) {
 }
 
 func (f *serveFlags) receiver() (config.Receiver, error) {
+	for _, p := range []struct {
+		flag string
+		port int
+	}{{"-p", f.port}, {"--registry-port", f.registryPort}, {"--mqtt-port", f.mqttPort}} {
+		if p.port < -1 || p.port > 65535 {
+			return config.Receiver{}, usagef("serve: %s %d: a port is 0 to 65535", p.flag, p.port)
+		}
+	}
 	r := config.Receiver{Type: f.typ, Mapping: f.mapping, Respawn: f.respawn, URL: f.url, User: f.user, Password: f.password,
 		Destination: f.destination, DeadLetter: f.deadLetter, Encoding: f.encoding}
 	host := f.host

@@ -330,6 +330,7 @@ func TestServeExitCodes(t *testing.T) {
 		{[]string{"-t", "tcp-server"}, exitUsage},
 		{[]string{"-t", "carrier-pigeon", "-p", "1"}, exitUsage},
 		{[]string{"--no-such-flag"}, exitUsage},
+		{[]string{"-t", "tcp-server", "-p", "99999"}, exitUsage},
 	} {
 		cmd := exec.Command(bridgetest.Binary(t), append([]string{"serve", "--data-dir", filepath.Join(dir, "logs")}, tc.args...)...)
 		cmd.Dir = dir

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strconv"
 	"sync"
@@ -93,7 +94,7 @@ func New(cfg Config, set broker.Settings) (*Receiver, error) {
 			r.cfg.Password = p
 		}
 	}
-	r.broker = scheme + "://" + u.Hostname() + ":" + port
+	r.broker = scheme + "://" + net.JoinHostPort(u.Hostname(), port)
 	if r.cfg.Topic == "" {
 		r.cfg.Topic = DefaultTopic
 	}
@@ -109,7 +110,12 @@ func New(cfg Config, set broker.Settings) (*Receiver, error) {
 	if r.cfg.Inflight == 0 {
 		r.cfg.Inflight = DefaultInflight
 	}
-	r.state = &broker.State{Log: r.log, Receiver: cfg.Name, Target: r.broker + " " + r.cfg.Topic}
+	shown := "mqtt"
+	if scheme == "ssl" {
+		shown = "mqtts"
+	}
+	// The user's scheme, not paho's, in what the bridge prints and logs.
+	r.state = &broker.State{Log: r.log, Receiver: cfg.Name, Target: shown + "://" + net.JoinHostPort(u.Hostname(), port) + " " + r.cfg.Topic}
 	return r, nil
 }
 

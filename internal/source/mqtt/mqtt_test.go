@@ -97,7 +97,7 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 	r, _ := New(Config{URL: "mqtt://u:secret@h"}, broker.Settings{})
-	if strings.Contains(r.Target(), "secret") || r.Target() != "tcp://h:1883 kieker/tools/bridge" {
+	if strings.Contains(r.Target(), "secret") || r.Target() != "mqtt://h:1883 kieker/tools/bridge" {
 		t.Fatalf("target %q", r.Target())
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	gostomp "github.com/go-stomp/stomp/v3"
@@ -194,9 +195,33 @@ func (r *Receiver) dial(ctx context.Context) (*gostomp.Conn, net.Conn, error) {
 	c, err := gostomp.ConnectWithContext(ctx, nc, opts...)
 	if err != nil {
 		nc.Close()
-		return nil, nil, err
+		return nil, nil, brokerReason(err, r.cfg.User, r.cfg.Password)
 	}
 	return c, nc, nil
+}
+
+// brokerReason adds to a refused CONNECT the reason the broker gave in its
+// ERROR frame's body (RabbitMQ: "Bad CONNECT" with the body "Access
+// refused for user 'guest'"), one line, at most 200 bytes, with the
+// credentials blanked out: they never reach a log.
+func brokerReason(err error, secrets ...string) error {
+	var se gostomp.Error
+	if !errors.As(err, &se) || se.Frame == nil {
+		return err
+	}
+	body := strings.Join(strings.Fields(string(se.Frame.Body)), " ")
+	if body == "" {
+		return err
+	}
+	for _, c := range secrets {
+		if c != "" {
+			body = strings.ReplaceAll(body, c, "***")
+		}
+	}
+	if len(body) > 200 {
+		body = strings.ToValidUTF8(body[:200], "") + "…"
+	}
+	return fmt.Errorf("%w: %s", err, body)
 }
 
 // session connects, subscribes and consumes until the connection fails or

@@ -257,3 +257,23 @@ func TestURLAndCredentialsNeverLogged(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestRefusedLoginSaysWhy: a wrong password is retried like an outage, but
+// the error says what the broker said, without the credentials.
+func TestRefusedLoginSaysWhy(t *testing.T) {
+	servicetest.Require(t, servicetest.RabbitSTOMP, "RabbitMQ STOMP")
+	const password = "not-the-password-7f3a"
+	r := newReceiver(t, Config{URL: "stomp://guest:" + password + "@" + servicetest.RabbitSTOMP})
+	_, _, err := r.dial(t.Context())
+	if err == nil {
+		t.Fatal("a wrong password was accepted")
+	}
+	t.Logf("refused: %v", err)
+	msg := err.Error()
+	if !strings.Contains(msg, "Access refused") {
+		t.Errorf("error %q: want RabbitMQ's reason (Access refused)", msg)
+	}
+	if strings.Contains(msg, password) || strings.Contains(msg, "guest") {
+		t.Errorf("error %q shows the credentials", msg)
+	}
+}
