@@ -719,8 +719,11 @@ func (s *Sink) Connect(ctx context.Context) error {
 // Close flushes, closes the connection and stops the sink's goroutines. It
 // interrupts a Consume blocked waiting for the target. Like Flush, it
 // returns an error wrapping ErrDropped when records of batches whose
-// Consume returned nil were dropped since the last Flush. It is safe to call
-// twice; the second call does nothing.
+// Consume returned nil were dropped since the last Flush. It ends the
+// stream with a half-close and waits up to closeWait for the receiver to
+// close its end; a receiver that hung up before the end or resets the
+// connection is an error wrapping ErrDropped too (see endStream). It is
+// safe to call twice; the second call does nothing.
 func (s *Sink) Close() error {
 	s.cancel()
 	s.mu.Lock()
