@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -14,21 +13,15 @@ import (
 // Merger puts split traces back together: it reverses a Stage, passing
 // every other record on unchanged. See the package documentation.
 type Merger struct {
-	next  pipeline.Consumer
-	opt   Options
-	types typeCache
+	relay
 
-	mu       sync.Mutex
-	out      output
-	traces   map[int64]*mtrace // open traces by their own id
-	parts    map[int64]*mtrace // open traces by the id of any of their partial traces
-	lru      mtrace            // sentinel, most recent first
-	last     *mtrace
-	lastID   int64
-	fams     map[int64]*group // split OperationExecutionRecord families by member id
-	scratch  mergeScratch
-	stats    Stats
-	finished bool
+	traces  map[int64]*mtrace // open traces by their own id
+	parts   map[int64]*mtrace // open traces by the id of any of their partial traces
+	lru     mtrace            // sentinel, most recent first
+	last    *mtrace
+	lastID  int64
+	fams    map[int64]*group // split OperationExecutionRecord families by member id
+	scratch mergeScratch
 }
 
 var _ pipeline.Consumer = (*Merger)(nil)
@@ -37,7 +30,7 @@ var _ pipeline.Consumer = (*Merger)(nil)
 // the log was split with.
 func NewMerger(next pipeline.Consumer, o Options) *Merger {
 	o = o.withDefaults()
-	m := &Merger{next: next, opt: o, traces: map[int64]*mtrace{}, parts: map[int64]*mtrace{}, fams: map[int64]*group{}}
+	m := &Merger{relay: relay{next: next, opt: o}, traces: map[int64]*mtrace{}, parts: map[int64]*mtrace{}, fams: map[int64]*group{}}
 	m.lru.prev, m.lru.next = &m.lru, &m.lru
 	return m
 }
@@ -99,29 +92,6 @@ func (m *Merger) Finish(ctx context.Context) error {
 		m.end(t)
 	}
 	return m.flush(ctx)
-}
-
-// Stats returns the counts so far. It may be called from any goroutine.
-func (m *Merger) Stats() Stats {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.stats.clone()
-}
-
-func (m *Merger) flush(ctx context.Context) error {
-	m.out.drain()
-	n := m.out.batch.Len()
-	if n == 0 {
-		return nil
-	}
-	m.stats.RecordsOut += int64(n)
-	err := m.next.Consume(ctx, &m.out.batch)
-	m.out.reset()
-	return err
-}
-
-func (m *Merger) report(id int64, reason string) {
-	m.stats.malformed(Malformed{TraceID: id, Reason: reason}, m.opt.OnMalformed)
 }
 
 func (m *Merger) record(r *record.Record) {

@@ -3,7 +3,6 @@ package split
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -13,26 +12,20 @@ import (
 // boundary and passes every record on to the next consumer. See the
 // package documentation for the rules.
 type Stage struct {
-	next  pipeline.Consumer
-	opt   Options
-	res   *resolver
-	types typeCache
+	relay
+	res *resolver
 
-	mu       sync.Mutex
-	out      output
-	traces   map[int64]*trace
-	lru      trace // sentinel of the list of open traces, most recent first
-	last     *trace
-	frames   int
-	pool     []*trace
-	otraces  map[int64]*group
-	gaveUp   idSet // OER traces passed through unsplit
-	unknown  idSet // traces without TraceMetadata already reported
-	tmType   *record.Type
-	tmInfo   *typeInfo
-	scratch  oerScratch
-	stats    Stats
-	finished bool
+	traces  map[int64]*trace
+	lru     trace // sentinel of the list of open traces, most recent first
+	last    *trace
+	frames  int
+	pool    []*trace
+	otraces map[int64]*group
+	gaveUp  idSet // OER traces passed through unsplit
+	unknown idSet // traces without TraceMetadata already reported
+	tmType  *record.Type
+	tmInfo  *typeInfo
+	scratch oerScratch
 }
 
 var _ pipeline.Consumer = (*Stage)(nil)
@@ -41,7 +34,7 @@ var _ pipeline.Consumer = (*Stage)(nil)
 // the result to next.
 func New(b *Boundaries, next pipeline.Consumer, o Options) *Stage {
 	o = o.withDefaults()
-	s := &Stage{next: next, opt: o, res: newResolver(b), traces: map[int64]*trace{}, otraces: map[int64]*group{}}
+	s := &Stage{relay: relay{next: next, opt: o}, res: newResolver(b), traces: map[int64]*trace{}, otraces: map[int64]*group{}}
 	s.lru.prev, s.lru.next = &s.lru, &s.lru
 	s.tmType = o.Catalog.Lookup(record.TraceMetadata)
 	if s.tmType != nil {
@@ -147,28 +140,6 @@ func (s *Stage) Finish(ctx context.Context) error {
 // is held. Records come out in input order, so the held ones are always the
 // latest ones in. It is called on the goroutine that calls Consume.
 func (s *Stage) Held() int { return int(s.out.win.n) }
-
-func (s *Stage) Stats() Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stats.clone()
-}
-
-func (s *Stage) flush(ctx context.Context) error {
-	s.out.drain()
-	n := s.out.batch.Len()
-	if n == 0 {
-		return nil
-	}
-	s.stats.RecordsOut += int64(n)
-	err := s.next.Consume(ctx, &s.out.batch)
-	s.out.reset()
-	return err
-}
-
-func (s *Stage) report(id int64, reason string) {
-	s.stats.malformed(Malformed{TraceID: id, Reason: reason}, s.opt.OnMalformed)
-}
 
 func (s *Stage) record(r *record.Record) {
 	ti := s.types.get(r.Type)
