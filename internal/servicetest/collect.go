@@ -2,7 +2,9 @@ package servicetest
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,13 +79,13 @@ func (flushError) Error() string { return "flush refused (test)" }
 
 var errFlush = flushError{}
 
-// RunBridge runs a bridge with one source and the collector, flushing every
-// 50 ms. stop cancels it and returns Run's error.
-func RunBridge(tb testing.TB, src bridge.Source, sink *Collector) (stop func() error) {
+// RunBridge runs a bridge with one source and one sink (a Collector, a
+// RefusingSink), flushing every 50 ms. stop cancels it and returns Run's error.
+func RunBridge(tb testing.TB, src bridge.Source, sink pipeline.Sink) (stop func() error) {
 	tb.Helper()
 	br := bridge.New(bridge.Settings{FlushInterval: 50 * time.Millisecond})
 	br.AddSource("test", src)
-	br.AddSink("collector", sink)
+	br.AddSink("sink", sink)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- br.Run(ctx) }()
@@ -102,6 +104,55 @@ func RunBridge(tb testing.TB, src bridge.Source, sink *Collector) (stop func() e
 	}
 	tb.Cleanup(func() { stop() })
 	return stop
+}
+
+// RefusingSink refuses batches while Fail is set and keeps the orderIndex
+// (field 2) of the records it accepted. Its Flush always succeeds, so what
+// it accepted is durable: brokers must redeliver what it refused.
+type RefusingSink struct {
+	Fail    atomic.Bool
+	Refused atomic.Int64 // batches refused
+
+	mu   sync.Mutex
+	seen map[int64]bool
+}
+
+var _ pipeline.Sink = (*RefusingSink)(nil)
+
+// Consume refuses b while Fail is set, else notes its orderIndexes.
+func (s *RefusingSink) Consume(_ context.Context, b *record.Batch) error {
+	if s.Fail.Load() {
+		s.Refused.Add(1)
+		return errors.New("sink refused (test)")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[int64]bool{}
+	}
+	for i := range b.Records {
+		s.seen[ByOrderIndex(&b.Records[i])] = true
+	}
+	return nil
+}
+
+// Flush succeeds.
+func (s *RefusingSink) Flush() error { return nil }
+
+// Close succeeds.
+func (s *RefusingSink) Close() error { return nil }
+
+// Missing returns the orderIndexes in [from, to) not accepted yet.
+func (s *RefusingSink) Missing(from, to int) []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var m []int
+	for i := from; i < to; i++ {
+		if !s.seen[int64(i)] {
+			m = append(m, i)
+		}
+	}
+	return m
 }
 
 // ByOrderIndex keys a trace event by its orderIndex (field 2), for

@@ -175,7 +175,7 @@ func restartInFlight(t *testing.T, conf string, graceful bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := runBridge(t, r, sink)
+	stop := servicetest.RunBridge(t, r, sink)
 	var open sync.Once
 	openGate := func() { open.Do(func() { close(sink.gate) }) }
 	t.Cleanup(openGate)                // before stop (cleanups run last first)
