@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bench/internal/benchkit"
+	"github.com/tracebridge/tracebridge/internal/benchkit"
 )
 
 // Timeouts.

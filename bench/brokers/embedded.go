@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tracebridge/tracebridge/bench/internal/benchkit"
+	"github.com/tracebridge/tracebridge/internal/benchkit"
 	"github.com/tracebridge/tracebridge/internal/source/broker"
 	natssrc "github.com/tracebridge/tracebridge/internal/source/nats"
 )

@@ -32,6 +32,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tracebridge/tracebridge/internal/benchkit"
 )
 
 // The aims: the rate of the largest input, and peak RSS of the largest
@@ -141,13 +143,12 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 	}
 	bin := o.bin
 	if bin == "" {
-		bin = filepath.Join(dir, "tracebridge")
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/tracebridge/tracebridge/cmd/tracebridge")
-		build.Stdout, build.Stderr = stderr, stderr
-		if err := build.Run(); err != nil {
+		b, err := benchkit.Build(ctx, dir)
+		if err != nil {
 			fmt.Fprintln(stderr, "split: building tracebridge:", err)
 			return 1
 		}
+		bin = b
 	}
 	var results []result
 	for _, size := range o.sizes {
@@ -171,13 +172,13 @@ func runSize(ctx context.Context, o *options, bin, dir string, size int64, stder
 	if err != nil {
 		return nil, err
 	}
-	settleDisk()
+	benchkit.SettleDisk()
 	fmt.Fprintf(stderr, "split: %d records (%s); copying them as a baseline…\n", g.records, formatSize(g.bytes))
 	copyWall, err := copyBaseline(g.dir, filepath.Join(work, "copy"))
 	if err != nil {
 		return nil, fmt.Errorf("baseline copy: %w", err)
 	}
-	settleDisk()
+	benchkit.SettleDisk()
 	fmt.Fprintf(stderr, "split: %d records (%s); splitting with --boundary %s…\n", g.records, formatSize(g.bytes), o.boundary)
 	out := filepath.Join(work, "out")
 	cmd := exec.CommandContext(ctx, bin, "split", "--boundary", o.boundary, g.dir, out)

@@ -12,6 +12,3 @@ import (
 func usage(ps *os.ProcessState) (cpu time.Duration, peakRSS int64) {
 	return ps.UserTime() + ps.SystemTime(), 0
 }
-
-// settleDisk does nothing where there is no sync(2) to call.
-func settleDisk() {}

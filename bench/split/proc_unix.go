@@ -21,7 +21,3 @@ func usage(ps *os.ProcessState) (cpu time.Duration, peakRSS int64) {
 	}
 	return cpu, peakRSS
 }
-
-// settleDisk writes dirty pages out so that the writeback of the
-// generated log does not steal CPU from the measured run.
-func settleDisk() { syscall.Sync() }

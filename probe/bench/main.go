@@ -24,6 +24,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/benchkit"
 	"github.com/tracebridge/tracebridge/probe"
 )
 
@@ -69,16 +70,17 @@ func run(o options) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	ctx := context.Background()
 	if o.bin == "" {
-		if o.bin, err = buildBridge(dir); err != nil {
+		if o.bin, err = benchkit.Build(ctx, dir); err != nil {
 			return err
 		}
 	}
-	br, err := startBridge(o.bin, dir)
+	br, err := benchkit.Start(ctx, o.bin, dir, receiver)
 	if err != nil {
 		return err
 	}
-	defer br.kill()
+	defer br.Kill()
 
 	warm := max(o.calls/10, 1)
 	var delivered uint64 // records the writers sent to the bridge, all runs
@@ -86,7 +88,7 @@ func run(o options) error {
 		return func(o options, timed func(func())) (probe.Stats, error) {
 			// A long CloseTimeout: Close must deliver what the bridge has
 			// not read yet, however long that takes on a busy machine.
-			w, err := probe.NewWriter(probe.Config{Addr: br.addr, BufferEvents: buffer, CloseTimeout: time.Minute})
+			w, err := probe.NewWriter(probe.Config{Addr: br.Addr, BufferEvents: buffer, CloseTimeout: time.Minute})
 			if err != nil {
 				return probe.Stats{}, err
 			}
@@ -111,7 +113,7 @@ func run(o options) error {
 			return probe.Stats{}, nil
 		}},
 		{name: "(b) probes compiled in, switched off", run: func(o options, timed func(func())) (probe.Stats, error) {
-			w, err := probe.NewWriter(probe.Config{Addr: br.addr})
+			w, err := probe.NewWriter(probe.Config{Addr: br.Addr})
 			if err != nil {
 				return probe.Stats{}, err
 			}
@@ -162,11 +164,11 @@ func run(o options) error {
 			s.dropped += st.Dropped
 		}
 	}
-	got, err := br.waitReceived(int64(delivered))
+	got, err := waitReceived(br, int64(delivered))
 	if err != nil {
 		return err
 	}
-	if err := br.stop(); err != nil {
+	if _, err := br.Stop(); err != nil {
 		return err
 	}
 	report(o, scenarios, clockCost())

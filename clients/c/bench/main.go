@@ -26,13 +26,11 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,10 +38,9 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/benchkit"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	srclog "github.com/tracebridge/tracebridge/internal/source/kiekerlog"
@@ -88,20 +85,6 @@ func findDir(dir string) (string, error) {
 	return "", errors.New("cannot find clients/c; run from the repository root or give -dir")
 }
 
-func goTool() string {
-	if root := os.Getenv("GOROOT"); root != "" {
-		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
-			return p
-		}
-	}
-	return "go"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
 func run(calls, depth, runs int, dir string) error {
 	src, err := findDir(dir)
 	if err != nil {
@@ -116,15 +99,20 @@ func run(calls, depth, runs int, dir string) error {
 	if out, err := exec.Command("make", "-s", "-C", src, "O="+build, "bench").CombinedOutput(); err != nil {
 		return fmt.Errorf("make: %v\n%s", err, out)
 	}
-	tb := filepath.Join(tmp, "tracebridge")
-	if out, err := exec.Command(goTool(), "build", "-o", tb, "github.com/tracebridge/tracebridge/cmd/tracebridge").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	br, err := startBridge(tb, tmp)
+	ctx := context.Background()
+	tb, err := benchkit.Build(ctx, tmp)
 	if err != nil {
 		return err
 	}
-	defer br.kill()
+	br, err := benchkit.Start(ctx, tb, tmp, "    type: kieker-tcp\n    listen: \"127.0.0.1:0\"\n")
+	if err != nil {
+		return err
+	}
+	defer br.Kill()
+	_, port, err := net.SplitHostPort(br.Addr)
+	if err != nil {
+		return fmt.Errorf("the bridge's address %q: %w", br.Addr, err)
+	}
 
 	records := calls * depth * 2
 	ring := 1024
@@ -145,7 +133,7 @@ func run(calls, depth, runs int, dir string) error {
 	var sentTotal int64
 	for r := 0; r < runs; r++ {
 		for i, v := range variants {
-			s, err := runVariant(build, v, br.port)
+			s, err := runVariant(build, v, port)
 			if err != nil {
 				return fmt.Errorf("%s: %w", v.name, err)
 			}
@@ -153,10 +141,10 @@ func run(calls, depth, runs int, dir string) error {
 			sentTotal += s.total
 		}
 	}
-	if err := br.stop(); err != nil {
+	if _, err := br.Stop(); err != nil {
 		return err
 	}
-	logged, err := countEvents(br.logDir)
+	logged, err := countEvents(br.LogDir)
 	if err != nil {
 		return err
 	}
@@ -241,94 +229,4 @@ func countEvents(logDir string) (int64, error) {
 		return nil
 	}))
 	return n, err
-}
-
-// bridge is a running `tracebridge serve`.
-type bridge struct {
-	cmd    *exec.Cmd
-	port   string
-	logDir string
-	stderr bytes.Buffer
-	done   chan error
-}
-
-var (
-	listenLine = regexp.MustCompile(`receiver c \(kieker-tcp\) listening on \S+:(\d+)`)
-	sinkLine   = regexp.MustCompile(`sink \S+ \(kieker-log\) writing to (\S+)`)
-)
-
-func startBridge(bin, dir string) (*bridge, error) {
-	cfg := "receivers:\n  - {name: c, type: kieker-tcp, listen: \"127.0.0.1:0\"}\nsinks:\n  - {type: kieker-log, format: binary, path: logs}\n"
-	path := filepath.Join(dir, "tracebridge.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		return nil, err
-	}
-	b := &bridge{done: make(chan error, 1)}
-	b.cmd = exec.Command(bin, "serve", "-c", path)
-	b.cmd.Dir = dir
-	b.cmd.Stderr = &b.stderr
-	out, err := b.cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := b.cmd.Start(); err != nil {
-		return nil, err
-	}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(out)
-		closed := false
-		for sc.Scan() {
-			line := sc.Text()
-			if m := listenLine.FindStringSubmatch(line); m != nil {
-				b.port = m[1]
-			}
-			if m := sinkLine.FindStringSubmatch(line); m != nil {
-				b.logDir = filepath.Join(dir, m[1])
-			}
-			if line == "tracebridge: ready" && !closed {
-				closed = true
-				close(ready)
-			}
-		}
-		io.Copy(io.Discard, out)
-		if !closed {
-			close(ready)
-		}
-		b.done <- b.cmd.Wait()
-	}()
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		b.kill()
-		return nil, errors.New("the bridge did not start")
-	}
-	if b.port == "" || b.logDir == "" {
-		b.kill()
-		return nil, fmt.Errorf("the bridge printed no address: %s", b.stderr.String())
-	}
-	return b, nil
-}
-
-func (b *bridge) stop() error {
-	b.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-b.done:
-		b.done <- err
-		if err != nil {
-			return fmt.Errorf("bridge: %v\n%s", err, strings.TrimSpace(b.stderr.String()))
-		}
-		return nil
-	case <-time.After(60 * time.Second):
-		return errors.New("the bridge did not stop")
-	}
-}
-
-func (b *bridge) kill() {
-	select {
-	case err := <-b.done:
-		b.done <- err
-	default:
-		b.cmd.Process.Kill()
-	}
 }

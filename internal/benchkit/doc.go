@@ -1,10 +1,11 @@
-// Package benchkit holds what the end-to-end benchmarks under bench/
-// share: building tracebridge (Build, GoVersion), running `tracebridge
-// serve` as a child process and asking its metrics endpoint how many
-// records the sink consumed (Start, Bridge, PollStep), keeping the tail of
-// a child's standard error (Tail), reading a process's memory from /proc
-// (Memory, SettleDisk, SelfCPU), and generating Kieker Before/After events
-// that form call trees (Signatures, Events, Recorder).
+// Package benchkit holds what the benchmark programs share (bench/ingest,
+// bench/brokers, bench/split, probe/bench, clients/c/bench): building
+// tracebridge (Build, GoVersion), running `tracebridge serve` as a child
+// process and asking its metrics endpoint how many records the receiver
+// decoded or the sink consumed (Start, Bridge, PollStep), keeping the tail
+// of a child's standard error (Tail), reading a process's memory from
+// /proc (Memory, SettleDisk, SelfCPU), and generating Kieker Before/After
+// events that form call trees (Signatures, Events, Recorder).
 //
 // The bridge configuration Start writes has one receiver named
 // ReceiverName and one binary kieker-log sink named SinkName; the caller

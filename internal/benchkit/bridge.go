@@ -183,17 +183,9 @@ func (b *Bridge) Stderr() *Tail { return b.stderr }
 // SinkRecords asks the metrics endpoint how many records the sink has
 // consumed (tracebridge_sink_records_total{sink="log"}).
 func (b *Bridge) SinkRecords() (int64, error) {
-	resp, err := b.client.Get(b.Metrics)
+	body, err := b.metricsPage()
 	if err != nil {
 		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", b.Metrics, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s: %s", b.Metrics, resp.Status)
 	}
 	v, ok := counter(body, "tracebridge_sink_records_total", `sink="`+SinkName+`"`)
 	if !ok {
@@ -202,23 +194,67 @@ func (b *Bridge) SinkRecords() (int64, error) {
 	return int64(v), nil
 }
 
+// ReceivedRecords asks the metrics endpoint how many records the receiver
+// has decoded (tracebridge_records_received_total{receiver="in"}, summed
+// over the record types).
+func (b *Bridge) ReceivedRecords() (int64, error) {
+	body, err := b.metricsPage()
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	label := `receiver="` + ReceiverName + `"`
+	for rest := body; ; {
+		v, ok, after := nextSample(rest, "tracebridge_records_received_total", label)
+		if !ok {
+			break
+		}
+		sum, rest = sum+v, after
+	}
+	return int64(sum), nil
+}
+
+// metricsPage fetches the metrics endpoint's text exposition.
+func (b *Bridge) metricsPage() ([]byte, error) {
+	resp, err := b.client.Get(b.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.Metrics, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", b.Metrics, resp.Status)
+	}
+	return body, nil
+}
+
 // counter finds the sample of metric name whose labels include label in a
 // Prometheus text exposition and returns its value.
 func counter(body []byte, name, label string) (float64, bool) {
+	v, ok, _ := nextSample(body, name, label)
+	return v, ok
+}
+
+// nextSample finds the first sample of metric name whose labels include
+// label in body and returns its value and the rest of body after it.
+func nextSample(body []byte, name, label string) (v float64, ok bool, rest []byte) {
 	for len(body) > 0 {
 		var line []byte
 		line, body, _ = bytes.Cut(body, []byte("\n"))
-		rest, ok := bytes.CutPrefix(line, []byte(name))
-		if !ok || len(rest) == 0 {
+		r, ok := bytes.CutPrefix(line, []byte(name))
+		if !ok || len(r) == 0 {
 			continue
 		}
-		switch rest[0] {
+		switch r[0] {
 		case '{':
-			end := bytes.IndexByte(rest, '}')
-			if end < 0 || !bytes.Contains(rest[:end], []byte(label)) {
+			end := bytes.IndexByte(r, '}')
+			if end < 0 || !bytes.Contains(r[:end], []byte(label)) {
 				continue
 			}
-			rest = rest[end+1:]
+			r = r[end+1:]
 		case ' ':
 			if label != "" {
 				continue
@@ -226,7 +262,7 @@ func counter(body []byte, name, label string) (float64, bool) {
 		default: // a longer metric name
 			continue
 		}
-		f := strings.Fields(string(rest)) // value [timestamp]
+		f := strings.Fields(string(r)) // value [timestamp]
 		if len(f) == 0 {
 			continue
 		}
@@ -234,9 +270,9 @@ func counter(body []byte, name, label string) (float64, bool) {
 		if err != nil {
 			continue
 		}
-		return v, true
+		return v, true, body
 	}
-	return 0, false
+	return 0, false, nil
 }
 
 // Stop sends SIGTERM, waits for the bridge to exit (killing it after a
