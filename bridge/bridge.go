@@ -21,10 +21,11 @@ package bridge
 import (
 	"log/slog"
 
-	ibridge "github.com/tracebridge/tracebridge/internal/bridge"
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/config"
+	"github.com/tracebridge/tracebridge/internal/engine"
+	"github.com/tracebridge/tracebridge/internal/mapping"
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -34,23 +35,37 @@ import (
 	"github.com/tracebridge/tracebridge/internal/source/tcp"
 )
 
-// The bridge core (see internal/bridge for the full documentation).
+// The bridge core (see internal/engine for the full documentation).
 type (
 	// Bridge runs sources, stages and sinks.
-	Bridge = ibridge.Bridge
+	Bridge = engine.Engine
 	// Settings configure a Bridge: logger, metrics, queue size, flush
 	// interval, shutdown timeout, listener and its interval.
-	Settings = ibridge.Settings
+	Settings = engine.Settings
+	// SinkOptions say how a sink is fed: its policy (durable, the
+	// default, or best-effort) and its queue bound.
+	SinkOptions = engine.SinkOptions
 	// Source is a receiver: Run hands batches to out until ctx ends.
-	Source = ibridge.Source
+	Source = pipeline.Source
 	// SourceFunc adapts a function to Source.
-	SourceFunc = ibridge.SourceFunc
+	SourceFunc = pipeline.SourceFunc
 	// Stage wraps the next consumer.
-	Stage = ibridge.Stage
+	Stage = pipeline.Stage
 	// Listener hears about progress every ListenerInterval records.
-	Listener = ibridge.Listener
-	// Stats describe a run: records, elapsed time, ns per record.
-	Stats = ibridge.Stats
+	Listener = engine.Listener
+	// Stats describe a run: records, elapsed and active time, ns per
+	// record.
+	Stats = engine.Stats
+)
+
+// Sink policies.
+const (
+	// Durable sinks slow the bridge down rather than lose records, and
+	// acknowledgements wait for them.
+	Durable = pipeline.Durable
+	// BestEffort sinks never slow the bridge: when one falls behind, its
+	// oldest batch is dropped and counted.
+	BestEffort = pipeline.BestEffort
 )
 
 // Records and the contracts between the parts.
@@ -63,6 +78,9 @@ type (
 	Sink = pipeline.Sink
 	// Batch is a group of records.
 	Batch = record.Batch
+	// Origin says where a batch came from: receiver, peer, host,
+	// service, session.
+	Origin = record.Origin
 	// Record is one monitoring record: type, logging timestamp, values.
 	Record = record.Record
 	// Type is a record type; Field one of its fields; Value one value.
@@ -76,7 +94,7 @@ type (
 )
 
 // New returns an empty bridge.
-func New(s Settings) *Bridge { return ibridge.New(s) }
+func New(s Settings) *Bridge { return engine.New(s) }
 
 // NewMetrics returns a metrics registry to put in Settings.Metrics; its
 // Handler serves them.
@@ -111,14 +129,7 @@ func NewKiekerReceiver(cfg TCPReceiverConfig, logger *slog.Logger) (*TCPReceiver
 // mapping in mappingFile ("" for the default mapping of common Kieker
 // types). The zero Mode is a server.
 func NewKDBReceiver(cfg TCPReceiverConfig, mappingFile string, logger *slog.Logger) (*TCPReceiver, error) {
-	cat := record.Builtin()
-	var m *kdb.Mapping
-	var err error
-	if mappingFile == "" {
-		m, err = kdb.DefaultMapping(cat)
-	} else {
-		m, err = kdb.LoadMapping(mappingFile, cat)
-	}
+	m, err := mapping.Load(mappingFile, record.Builtin())
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,7 @@ package bridge_test
 import (
 	"testing"
 
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
-func sharedStream(t *testing.T) string { return shared.Path(t, "kieker-streams", "java-tcp.bin") }
+func sharedStream(t *testing.T) string { return testcorpus.Path(t, "kieker-streams", "java-tcp.bin") }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 // FuzzEncode drives the encoder with a script of events (string fields
@@ -35,7 +35,7 @@ func FuzzEncode(f *testing.F) {
 	f.Add([]byte{0, 1, 1, 1, 3, 0, 4, 1, 0, 2, 0, 5, 1, 1}, "op with ünïcödé", "cause\x00with\xffbad bytes")
 	f.Add([]byte{4, 4, 0, 0, 0, 0}, "", "")
 	// Names from real Kieker logs.
-	seedFromMaps(f, shared.Path(f, "kieker-logs"))
+	seedFromMaps(f, testcorpus.Path(f, "kieker-logs"))
 	f.Fuzz(func(t *testing.T, script []byte, a, b string) {
 		strs := [2]uint32{names.intern(a), names.intern(b)}
 		ops := [2][2]Op{{NewOp(a, b), NewOp(b, a)}, {NewOp(a, a), NewOp(b, b)}}

@@ -508,7 +508,7 @@ func (w *Writer) connect(ctx context.Context, force bool) bool {
 		w.nextDial = time.Now().Add(w.backoff)
 		if !w.down {
 			w.down = true
-			w.log("probe cannot reach the bridge", "addr", w.cfg.Addr, "error", err.Error())
+			w.log("probe cannot reach the bridge", "addr", w.cfg.Addr, "err", err.Error())
 		}
 		return false
 	}
@@ -538,7 +538,7 @@ func (w *Writer) disconnect(err error) {
 		w.lastErr = err
 		w.backoff = w.cfg.ReconnectMin
 		w.nextDial = time.Now().Add(w.backoff)
-		w.log("probe lost the connection to the bridge", "addr", w.cfg.Addr, "error", err.Error())
+		w.log("probe lost the connection to the bridge", "addr", w.cfg.Addr, "err", err.Error())
 	}
 }
 

@@ -16,7 +16,9 @@ import (
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
 	"github.com/tracebridge/tracebridge/internal/config"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/serve"
 	"github.com/tracebridge/tracebridge/internal/servicetest"
+	"github.com/tracebridge/tracebridge/internal/source/stomp"
 )
 
 // TestMain lets the test binary act as the embedded broker process, which
@@ -219,8 +221,19 @@ func TestReceiverConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := c.Receivers[0]
-			if path == pathSTOMP && (r.Password != o.stompPassword || r.Destination != "/queue/q" || r.URL != o.stompURL) {
-				t.Fatalf("stomp receiver %+v", r)
+			f := serve.DefaultFactories().Receiver(r.Type)
+			if f == nil {
+				t.Fatalf("unknown receiver type %q", r.Type)
+			}
+			pc := f.NewConfig()
+			if err := r.Decode(pc); err != nil {
+				t.Fatalf("%v\n%s", err, y)
+			}
+			if err := pc.Validate(); err != nil {
+				t.Fatalf("%v\n%s", err, y)
+			}
+			if sc, ok := pc.(*stomp.FactoryConfig); path == pathSTOMP && (!ok || sc.Password != o.stompPassword || sc.Destination != "/queue/q" || sc.URL != o.stompURL) {
+				t.Fatalf("stomp receiver %+v", pc)
 			}
 		})
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/servicetest"
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 const perlMap = "1=kieker.common.record.flow.trace.operation.BeforeOperationEvent\n2=kieker.common.record.flow.trace.operation.AfterOperationEvent\n3=kieker.common.record.flow.trace.Trace\n"
@@ -29,7 +29,7 @@ func TestPerlProbeFramesThroughRabbitMQ(t *testing.T) {
 	servicetest.Require(t, servicetest.RabbitSTOMP, "RabbitMQ STOMP")
 	dest := fmt.Sprintf("/queue/tracebridge-e2e-%d", rand.Int64())
 	servicetest.DeleteQueueAfter(t, dest)
-	frames, err := os.ReadFile(shared.Path(t, "kieker-streams", "perl-stomp.bin"))
+	frames, err := os.ReadFile(testcorpus.Path(t, "kieker-streams", "perl-stomp.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/tracebridge/tracebridge/internal/codec/jsonl"
@@ -45,9 +47,10 @@ func (s *skipReporter) report(err error) {
 }
 
 func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("cat", "cat [--json] [--skip-bad] [-L PATH…] LOGDIR…", stderr)
+	fs := newFlags("cat", "cat [--json] [--skip-bad] [--strict] [-L PATH…] LOGDIR…", stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object per record")
 	skipBad := fs.Bool("skip-bad", false, "skip malformed records instead of stopping, and report how many")
+	strict := fs.Bool("strict", false, "stop at a record whose type is not in the catalogue (by default such records are skipped and counted per type)")
 	var libs listFlag
 	fs.Var(&libs, "L", "IRL file or directory with more record types (repeatable, or ':'-separated)")
 	pos, err := parseArgs(fs, args)
@@ -79,15 +82,14 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return nil
 	})
 	skips := &skipReporter{w: stderr}
-	var skipped, tails int64
+	var sum readStats
 	for _, p := range pos {
-		r, err := kiekerlog.Open(p, kiekerlog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report})
+		r, err := kiekerlog.Open(p, kiekerlog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report, Strict: *strict})
 		if err != nil {
 			return err
 		}
 		err = r.Run(ctx, print)
-		skipped += r.Stats().Skipped
-		tails += r.Stats().SkippedTails
+		sum.add(r.Stats())
 		if err != nil {
 			return err
 		}
@@ -95,17 +97,44 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := out.Flush(); err != nil {
 		return err
 	}
-	reportSkipped(stderr, skipped, tails)
+	sum.report(stderr)
 	return nil
 }
 
-func reportSkipped(w io.Writer, skipped, tails int64) {
+// readStats sums what the log readers of a command skipped.
+type readStats struct {
+	skipped, tails int64
+	unknown        map[string]int64
+	unknownTails   []string
+}
+
+func (s *readStats) add(st kiekerlog.Stats) {
+	s.skipped += st.Skipped
+	s.tails += st.SkippedTails
+	for k, n := range st.Unknown {
+		if s.unknown == nil {
+			s.unknown = map[string]int64{}
+		}
+		s.unknown[k] += n
+	}
+	s.unknownTails = append(s.unknownTails, st.UnknownTails...)
+}
+
+// report says what was skipped: malformed records (--skip-bad), and once
+// per type the records whose type is not in the catalogue.
+func (s *readStats) report(w io.Writer) {
 	switch {
-	case skipped == 0:
-	case tails == 0:
-		fmt.Fprintf(w, "tracebridge: skipped %d malformed records\n", skipped)
+	case s.skipped == 0:
+	case s.tails == 0:
+		fmt.Fprintf(w, "tracebridge: skipped %d malformed records\n", s.skipped)
 	default:
-		fmt.Fprintf(w, "tracebridge: skipped %d malformed records; in %d of them the rest of the file could not be read\n", skipped, tails)
+		fmt.Fprintf(w, "tracebridge: skipped %d malformed records; in %d of them the rest of the file could not be read\n", s.skipped, s.tails)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.unknown)) {
+		fmt.Fprintf(w, "tracebridge: skipped %d records of type %s, which is not in the catalogue (describe it with -L FILE.irl; --strict stops at it)\n", s.unknown[name], name)
+	}
+	for _, t := range s.unknownTails {
+		fmt.Fprintf(w, "tracebridge: the rest of %s could not be read after a record of an unknown type (binary records carry no length)\n", t)
 	}
 }
 

@@ -5,16 +5,23 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 func TestIRLTypesWithL(t *testing.T) {
-	opad := shared.Path(t, "kieker-irl", "tools", "opad")
+	opad := testcorpus.Path(t, "kieker-irl", "tools", "opad")
 	log := filepath.Join("testdata", "opad-log")
 
+	// Without -L the unknown type is skipped and reported once with its
+	// count, and the rest of the log is read; --strict stops at it.
 	r := tb(t, "cat", log)
+	if r.code != 0 || !strings.Contains(r.stderr, "skipped 2 records of type kieker.tools.opad.record.NamedDoubleRecord") ||
+		strings.Count(r.stderr, "NamedDoubleRecord") != 1 || !strings.Contains(r.stdout, "KiekerMetadataRecord") {
+		t.Fatalf("without -L: exit %d, stdout %q, stderr %q; want exit 0 and one report of the unknown type", r.code, r.stdout, r.stderr)
+	}
+	r = tb(t, "cat", "--strict", log)
 	if r.code != exitData || !strings.Contains(r.stderr, "kieker.tools.opad.record.NamedDoubleRecord") {
-		t.Fatalf("without -L: exit %d, stderr %q; want exit 1 naming the unknown type", r.code, r.stderr)
+		t.Fatalf("--strict without -L: exit %d, stderr %q; want exit 1 naming the unknown type", r.code, r.stderr)
 	}
 
 	got := ok(t, "cat", "--json", "-L", opad, log).stdout
@@ -94,7 +101,7 @@ func TestMissingLog(t *testing.T) {
 // logs into twelve logs.
 func TestConvertWritesOneLogPerInputLog(t *testing.T) {
 	out := t.TempDir()
-	r := ok(t, "convert", "--to", "ascii", shared.Path(t, "kieker-logs", "kieker-2.0-compressed"), out)
+	r := ok(t, "convert", "--to", "ascii", testcorpus.Path(t, "kieker-logs", "kieker-2.0-compressed"), out)
 	dirs := strings.Fields(r.stdout)
 	if len(dirs) != 12 {
 		t.Fatalf("%d output logs, want 12:\n%s", len(dirs), r.stdout)

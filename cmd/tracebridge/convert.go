@@ -12,11 +12,12 @@ import (
 )
 
 func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("convert", "convert --to ascii|binary [--compress none|deflate|gzip|zip|xz] [--max-entries N] [--skip-bad] [-L PATH…] IN OUT", stderr)
+	fs := newFlags("convert", "convert --to ascii|binary [--compress none|deflate|gzip|zip|xz] [--max-entries N] [--skip-bad] [--strict] [-L PATH…] IN OUT", stderr)
 	to := fs.String("to", "", "output format: ascii or binary (required)")
 	compress := fs.String("compress", "none", "compression of the data files: none, deflate, gzip, zip or xz")
 	maxEntries := fs.Int("max-entries", logdir.DefaultMaxEntriesInFile, "records per data file (Kieker's maxEntriesInFile)")
 	skipBad := fs.Bool("skip-bad", false, "skip malformed records instead of stopping, and report how many")
+	strict := fs.Bool("strict", false, "stop at a record whose type is not in the catalogue (by default such records are skipped and counted per type)")
 	var libs listFlag
 	fs.Var(&libs, "L", "IRL file or directory with more record types (repeatable, or ':'-separated)")
 	pos, err := parseArgs(fs, args)
@@ -52,7 +53,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// One output log per input log: IN may hold several.
 	skips := &skipReporter{w: stderr}
 	for _, l := range logs {
-		r, err := srclog.Open(l.Path, srclog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report})
+		r, err := srclog.Open(l.Path, srclog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report, Strict: *strict})
 		if err != nil {
 			return err
 		}
@@ -74,7 +75,9 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		st := r.Stats()
 		fmt.Fprintf(stdout, "%s\n", w.Dir())
 		fmt.Fprintf(stderr, "tracebridge: converted %d records from %s (%d files) to %s\n", w.Records(), l.Path, st.Files, w.Dir())
-		reportSkipped(stderr, st.Skipped, st.SkippedTails)
+		var sum readStats
+		sum.add(st)
+		sum.report(stderr)
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/gen/gentest"
 	"github.com/tracebridge/tracebridge/internal/irl"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 // runGen runs the gen command as main would and returns its output and
@@ -98,7 +98,7 @@ func TestGenWritesFiles(t *testing.T) {
 
 	// --all: every built-in type; -L adds OPAD's; Kieker's IRL adds docs.
 	out = t.TempDir()
-	r = runGen(t, "--lang", "python", "--all", "-o", out, "-L", shared.Path(t, "kieker-irl", "tools", "opad"), "-L", shared.Path(t, "kieker-irl", "common"))
+	r = runGen(t, "--lang", "python", "--all", "-o", out, "-L", testcorpus.Path(t, "kieker-irl", "tools", "opad"), "-L", testcorpus.Path(t, "kieker-irl", "common"))
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -107,8 +107,8 @@ func TestGenWritesFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	src = string(b)
-	if n := strings.Count(src, "\nclass "); n != 67+5+2 { // and Registry and the base class Record
-		t.Errorf("%d classes, want 67 built-in and 5 of OPAD", n)
+	if n := strings.Count(src, "\nclass "); n != 68+5+2 { // and Registry and the base class Record
+		t.Errorf("%d classes, want 68 built-in and 5 of OPAD", n)
 	}
 	for _, want := range []string{"NO_SESSION_ID = '<no-session-id>'", "def callerObjectId(self):", "# Fraction of CPU wait time."} {
 		if !strings.Contains(src, want) {
@@ -127,7 +127,7 @@ func TestGenEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles and runs generated code")
 	}
-	opad := filepath.Join(shared.Path(t, "kieker-irl", "tools", "opad"), "model", "records", "opad", "OPAD.irl")
+	opad := filepath.Join(testcorpus.Path(t, "kieker-irl", "tools", "opad"), "model", "records", "opad", "OPAD.irl")
 	args := []string{opad, "BeforeOperationEvent", entryLevel, "kieker.common.record.flow.trace.Trace", "KiekerMetadataRecord"}
 	m, err := irl.Load(opad)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 // The record counts each shared log's PROVENANCE.txt gives.
@@ -50,10 +50,10 @@ var compressedVariants = []string{
 func allLogs(t *testing.T) map[string]map[string]int {
 	logs := map[string]map[string]int{}
 	for name, counts := range provenance {
-		logs[shared.Path(t, "kieker-logs", name)] = counts
+		logs[testcorpus.Path(t, "kieker-logs", name)] = counts
 	}
 	for _, v := range compressedVariants {
-		logs[shared.Path(t, "kieker-logs", "kieker-2.0-compressed", v)] = kieker20Counts
+		logs[testcorpus.Path(t, "kieker-logs", "kieker-2.0-compressed", v)] = kieker20Counts
 	}
 	return logs
 }
@@ -95,7 +95,7 @@ func TestCatReadsEverySharedLog(t *testing.T) {
 }
 
 func TestCatJSONShape(t *testing.T) {
-	r := ok(t, "cat", "--json", shared.Path(t, "kieker-logs", "kieker-2.0-ascii-event-trace"))
+	r := ok(t, "cat", "--json", testcorpus.Path(t, "kieker-logs", "kieker-2.0-ascii-event-trace"))
 	lines := strings.SplitN(r.stdout, "\n", 3)
 	wantMeta := `{"type":"kieker.common.record.misc.KiekerMetadataRecord","loggingTimestamp":-1,"fields":{"version":"2.0.4-SNAPSHOT","controllerName":"KIEKER","hostname":"realclients-host","experimentId":1,"debugMode":false,"timeOffset":0,"timeUnit":"NANOSECONDS","numberOfRecords":0}}`
 	if lines[0] != wantMeta {
@@ -167,7 +167,7 @@ func checkKiekerNames(t *testing.T, dir, ext string) {
 func TestRewriteReproducesKiekerASCII(t *testing.T) {
 	for _, name := range []string{"kieker-1.14-ascii-system-metrics", "kieker-1.15-ascii-applicationtracemetadata-teastore", "kieker-2.0-ascii-event-trace"} {
 		t.Run(name, func(t *testing.T) {
-			in := shared.Path(t, "kieker-logs", name)
+			in := testcorpus.Path(t, "kieker-logs", name)
 			out := strings.TrimSpace(ok(t, "convert", "--to", "ascii", in, t.TempDir()).stdout)
 			if got, want := datLines(t, out), datLines(t, in); !slices.Equal(got, want) {
 				t.Fatalf(".dat lines differ:\n%s", cmp.Diff(want, got))

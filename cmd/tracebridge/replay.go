@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
+	"github.com/tracebridge/tracebridge/internal/mapping"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/sink/forward"
@@ -40,7 +41,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var m *kdb.Mapping
 	if *mappingFile != "" {
-		if m, err = kdb.LoadMapping(*mappingFile, cat); err != nil {
+		if m, err = mapping.Load(*mappingFile, cat); err != nil {
 			return withCode(exitMapping, err)
 		}
 	}
@@ -88,7 +89,9 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if st.Dropped > 0 {
 		fmt.Fprintf(stderr, "tracebridge: %d records could not be sent (no id in the KDB mapping)\n", st.Dropped)
 	}
-	reportSkipped(stderr, r.Stats().Skipped, r.Stats().SkippedTails)
+	var sum readStats
+	sum.add(r.Stats())
+	sum.report(stderr)
 	return nil
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/codec/jsonl"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 // jsonWithout renders records as JSON lines, leaving out the metadata
@@ -33,7 +33,7 @@ func jsonWithout(recs []record.Record, metadata bool) []string {
 // A writes its own log and forwards over Kieker TCP to bridge B. The same log
 // is replayed straight into B over Kieker TCP. Both arrive intact.
 func TestReplayAndForwardChain(t *testing.T) {
-	log := shared.Path(t, "kieker-logs", "kieker-2.0-binary-event-trace")
+	log := testcorpus.Path(t, "kieker-logs", "kieker-2.0-binary-event-trace")
 	orig := bridgetest.ReadLogSkipBad(t, log)
 
 	dirB := t.TempDir()
@@ -86,7 +86,7 @@ sinks:
 }
 
 func TestReplayErrors(t *testing.T) {
-	log := shared.Path(t, "kieker-logs", "kieker-2.0-ascii-event-trace")
+	log := testcorpus.Path(t, "kieker-logs", "kieker-2.0-ascii-event-trace")
 	if r := tb(t, "replay", log, "--to", "http://x:1"); r.code != exitUsage {
 		t.Errorf("bad scheme: exit %d", r.code)
 	}
@@ -123,7 +123,7 @@ func TestReplayErrors(t *testing.T) {
 // ends when it closes, so replay's connection must be the one that carries
 // the records (no connection of its own to check the target first).
 func TestReplayIntoSingleServer(t *testing.T) {
-	log := shared.Path(t, "kieker-logs", "kieker-2.0-binary-event-trace")
+	log := testcorpus.Path(t, "kieker-logs", "kieker-2.0-binary-event-trace")
 	dir := t.TempDir()
 	b := bridgetest.Start(t, dir, "-c", bridgetest.WriteConfig(t, dir, `
 receivers: [{name: in, type: tcp-single-server, listen: "127.0.0.1:0"}]
@@ -143,7 +143,7 @@ sinks: [{type: kieker-log, path: logs}]
 // TestReplayToReceiverThatHangsUp: a receiver that closes every connection
 // at once has not read the records; replay must not report them replayed.
 func TestReplayToReceiverThatHangsUp(t *testing.T) {
-	log := shared.Path(t, "kieker-logs", "kieker-2.0-binary-event-trace")
+	log := testcorpus.Path(t, "kieker-logs", "kieker-2.0-binary-event-trace")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

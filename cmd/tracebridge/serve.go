@@ -118,17 +118,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return serveError(err)
 	}
 	for _, r := range srv.Receivers {
-		verb := "listening on"
-		switch r.Type {
-		case config.TCPClient:
-			verb = "connecting to"
-		case config.StompClient, config.NATSClient, config.MQTTClient:
-			verb = "consuming from"
-		}
-		fmt.Fprintf(stdout, "tracebridge: receiver %s (%s) %s %s\n", r.Name, r.Type, verb, r.Where)
+		fmt.Fprintf(stdout, "tracebridge: receiver %s (%s) %s\n", r.Name, r.Type, r.Where)
 	}
 	for _, s := range srv.Sinks {
-		fmt.Fprintf(stdout, "tracebridge: sink %s (%s) writing to %s\n", s.Name, s.Type, s.Where)
+		note := ""
+		if s.Policy != "durable" {
+			note = " (" + s.Policy + ")"
+		}
+		fmt.Fprintf(stdout, "tracebridge: sink %s (%s) %s%s\n", s.Name, s.Type, s.Where, note)
 	}
 	if srv.MetricsAddr != "" {
 		fmt.Fprintf(stdout, "tracebridge: metrics on http://%s/metrics\n", srv.MetricsAddr)
@@ -143,7 +140,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	runErr := srv.Run(ctx)
 	if f.stats {
-		st := srv.Bridge.Stats()
+		st := srv.Engine.Stats()
 		fmt.Fprintf(stdout, "tracebridge: run time %.3f s, %d records, %.1f ns per record, %.0f records per second\n",
 			st.Elapsed.Seconds(), st.Records, st.NanosPerRecord(), st.RecordsPerSecond())
 	}
@@ -181,8 +178,8 @@ func (f *serveFlags) config() (*config.Config, error) {
 		cfg = c
 		if f.kiekerProps != "" {
 			for i := range cfg.Sinks {
-				if cfg.Sinks[i].Type == config.KiekerLog && cfg.Sinks[i].KiekerProperties == "" {
-					cfg.Sinks[i].KiekerProperties = f.kiekerProps
+				if cfg.Sinks[i].Type == "kieker-log" && !cfg.Sinks[i].Has("kieker_properties") {
+					cfg.Sinks[i].Set("kieker_properties", f.kiekerProps)
 				}
 			}
 		}
@@ -195,12 +192,12 @@ func (f *serveFlags) config() (*config.Config, error) {
 			return nil, err
 		}
 		cfg = &config.Config{
-			Receivers: []config.Receiver{r},
-			Sinks:     []config.Sink{{Type: config.KiekerLog, KiekerProperties: f.kiekerProps}},
+			Receivers: []config.Component{r},
+			Sinks:     []config.Component{config.NewComponent("kieker-log", map[string]any{"kieker_properties": f.kiekerProps})},
 		}
 	default:
 		cfg = config.Default()
-		cfg.Sinks[0].KiekerProperties = f.kiekerProps
+		cfg.Sinks[0].Set("kieker_properties", f.kiekerProps)
 	}
 	if f.dataDir != "" {
 		cfg.DataDir = f.dataDir
@@ -213,25 +210,34 @@ func (f *serveFlags) config() (*config.Config, error) {
 	return cfg, nil
 }
 
-func (f *serveFlags) receiver() (config.Receiver, error) {
+// receiver describes the receiver of KDB's command line.
+func (f *serveFlags) receiver() (config.Component, error) {
 	for _, p := range []struct {
 		flag string
 		port int
 	}{{"-p", f.port}, {"--registry-port", f.registryPort}, {"--mqtt-port", f.mqttPort}} {
 		if p.port < -1 || p.port > 65535 {
-			return config.Receiver{}, usagef("serve: %s %d: a port is 0 to 65535", p.flag, p.port)
+			return config.Component{}, usagef("serve: %s %d: a port is 0 to 65535", p.flag, p.port)
 		}
 	}
-	r := config.Receiver{Type: f.typ, Mapping: f.mapping, Respawn: f.respawn, URL: f.url, User: f.user, Password: f.password,
-		Destination: f.destination, DeadLetter: f.deadLetter, Encoding: f.encoding}
+	keys := map[string]any{"mapping": f.mapping}
+	broker := func() {
+		for k, v := range map[string]any{"user": f.user, "password": f.password, "destination": f.destination,
+			"dead_letter": f.deadLetter, "encoding": f.encoding} {
+			keys[k] = v
+		}
+	}
+	r := func() config.Component { return config.NewComponent(f.typ, keys) }
 	host := f.host
 	switch f.typ {
-	case "jms-client", config.StompClient, config.NATSClient, config.MQTTClient:
+	case "jms-client", "stomp-client", "nats-client", "mqtt-client":
 		if f.url == "" {
-			return r, usagef("serve: -t %s needs -l URL", f.typ)
+			return config.Component{}, usagef("serve: -t %s needs -l URL", f.typ)
 		}
-		return r, nil
-	case "jms-embedded", config.BrokerEmbedded:
+		broker()
+		keys["url"] = f.url
+		return r(), nil
+	case "jms-embedded", "broker-embedded":
 		if host == "" {
 			host = "127.0.0.1"
 		}
@@ -239,36 +245,44 @@ func (f *serveFlags) receiver() (config.Receiver, error) {
 		if port < 0 {
 			port = 4222
 		}
-		r.Listen = net.JoinHostPort(host, strconv.Itoa(port))
+		broker()
+		keys["listen"] = net.JoinHostPort(host, strconv.Itoa(port))
 		if f.mqttPort >= 0 {
-			r.MQTTListen = net.JoinHostPort(host, strconv.Itoa(f.mqttPort))
+			keys["mqtt_listen"] = net.JoinHostPort(host, strconv.Itoa(f.mqttPort))
 		}
-		return r, nil
-	case config.TCPClient:
+		return r(), nil
+	case "tcp-client":
 		if host == "" || f.port <= 0 {
-			return r, usagef("serve: -t tcp-client needs -h HOST and -p PORT")
+			return config.Component{}, usagef("serve: -t tcp-client needs -h HOST and -p PORT")
 		}
-		r.Connect = net.JoinHostPort(host, strconv.Itoa(f.port))
-		return r, nil
-	case config.TCPServer, "kdb-tcp", config.TCPSingleServer, config.KiekerTCP, config.KiekerTCPDual:
+		keys["connect"] = net.JoinHostPort(host, strconv.Itoa(f.port))
+		keys["respawn"] = f.respawn
+		return r(), nil
+	case "tcp-server", "kdb-tcp", "tcp-single-server", "kieker-tcp", "kieker-tcp-dual":
 	default:
-		return r, usagef("serve: unknown type %q", f.typ)
+		return config.Component{}, usagef("serve: unknown type %q", f.typ)
 	}
 	if f.respawn {
-		return r, usagef("serve: --respawn is for -t tcp-client")
+		return config.Component{}, usagef("serve: --respawn is for -t tcp-client")
 	}
 	if host == "" {
 		host = "127.0.0.1"
 	}
 	if f.port < 0 {
-		return r, usagef("serve: -t %s needs -p PORT", f.typ)
+		return config.Component{}, usagef("serve: -t %s needs -p PORT", f.typ)
 	}
-	r.Listen = net.JoinHostPort(host, strconv.Itoa(f.port))
-	if f.typ == config.KiekerTCPDual {
+	keys["listen"] = net.JoinHostPort(host, strconv.Itoa(f.port))
+	if f.typ == "kieker-tcp-dual" {
 		if f.registryPort < 0 {
-			return r, usagef("serve: -t kieker-tcp-dual needs --registry-port PORT")
+			return config.Component{}, usagef("serve: -t kieker-tcp-dual needs --registry-port PORT")
 		}
-		r.RegistryListen = net.JoinHostPort(host, strconv.Itoa(f.registryPort))
+		keys["registry_listen"] = net.JoinHostPort(host, strconv.Itoa(f.registryPort))
 	}
-	return r, nil
+	if f.typ == "kieker-tcp" || f.typ == "kieker-tcp-dual" {
+		delete(keys, "mapping")
+		if f.mapping != "" {
+			return config.Component{}, usagef("serve: -m is for the KDB receivers, not -t %s", f.typ)
+		}
+	}
+	return r(), nil
 }

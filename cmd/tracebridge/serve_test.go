@@ -19,7 +19,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 func countByType(recs []record.Record) map[string]int {
@@ -131,7 +131,7 @@ func TestServeEveryDialectAndSIGTERM(t *testing.T) {
 	wg.Wait()
 	// Every stream captured from a real writer, whole.
 	for _, name := range []string{"java-tcp.bin", "java-tcp-lts.bin", "python-tcp.bin", "c-tcp.bin", "c-gccprof-tcp.bin", "c-basic-example.bin"} {
-		b, err := os.ReadFile(shared.Path(t, "kieker-streams", name))
+		b, err := os.ReadFile(testcorpus.Path(t, "kieker-streams", name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +220,7 @@ func TestServeBadClientsAmongGood(t *testing.T) {
 	cut := kdbEvents(t, 4, 0, 21)
 	send(t, p.Receivers["kdb"], cut[:len(cut)-9])
 	// Kieker's own writer breaks non-ASCII strings.
-	uni, _ := os.ReadFile(shared.Path(t, "kieker-streams", "java-tcp-unicode.bin"))
+	uni, _ := os.ReadFile(testcorpus.Path(t, "kieker-streams", "java-tcp-unicode.bin"))
 	send(t, p.Receivers["kieker"], uni)
 	wg.Wait()
 	send(t, p.Receivers["kdb"], good)
@@ -409,7 +409,7 @@ kieker.monitoring.writer.filesystem.FileWriter.logStreamHandler=kieker.monitorin
 kieker.monitoring.writer.filesystem.FileWriter.maxEntriesInFile=1000
 kieker.monitoring.writer.filesystem.FileWriter.compression=kieker.monitoring.writer.compression.GZipCompressionFilter
 `)
-	p := bridgetest.Start(t, dir, "-t", "tcp-server", "-p", "0", "-m", "mapping.txt", "-L", shared.Path(t, "kieker-irl", "tools", "opad"),
+	p := bridgetest.Start(t, dir, "-t", "tcp-server", "-p", "0", "-m", "mapping.txt", "-L", testcorpus.Path(t, "kieker-irl", "tools", "opad"),
 		"-k", "kieker.monitoring.properties", "-s", "-v", "1000")
 	send(t, p.Receivers["tcp-server"], kdbEvents(t, 3, 0, 2500))
 	time.Sleep(300 * time.Millisecond)

@@ -152,7 +152,7 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	start := time.Now()
 	var sum split.Stats
-	var skipped, tails int64
+	var read readStats
 	for i, l := range logs {
 		bin := binary
 		if bin == nil {
@@ -203,15 +203,13 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "%s\n", w.Dir())
 		bar.resume()
 		add(&sum, stage.Stats())
-		st := readers[i].Stats()
-		skipped += st.Skipped
-		tails += st.SkippedTails
+		read.add(readers[i].Stats())
 	}
 	bar.stop()
 	elapsed := time.Since(start)
 	printSummary(stderr, f.merge, sum, total, elapsed)
 	mal.summary(sum)
-	reportSkipped(stderr, skipped, tails)
+	read.report(stderr)
 	return nil
 }
 
@@ -419,47 +417,36 @@ func formatDuration(d time.Duration) string {
 
 // handoff passes batches on to a consumer running on a goroutine of its
 // own, so that reading and splitting use one core and encoding and writing
-// another. Consume copies the caller's batch (which the caller reuses when
-// Consume returns) into one of a few buffers, queues it and returns; the
-// first error of the consumer is returned by the next Consume and by
-// Close.
+// another: a pipeline.Queue in front of the consumer. Consume copies the
+// caller's batch (which the caller reuses when Consume returns) and queues
+// it; the first error of the consumer is returned by the next Consume and
+// by Close, and what is queued after it is dropped.
 type handoff struct {
-	queue chan *handoffBuf
-	free  chan *handoffBuf
-	done  chan struct{}
-
-	arrays map[*record.Type]bool // types with array fields; Consume's goroutine only
+	q    *pipeline.Queue
+	done chan struct{}
 
 	mu  sync.Mutex
 	err error
 }
 
-// handoffBuf is a batch whose values live in vals, reused without clearing
-// (every value is overwritten before it is read).
-type handoffBuf struct {
-	batch record.Batch
-	vals  []record.Value
-}
-
 func newHandoff(ctx context.Context, next pipeline.Consumer, depth int) *handoff {
-	h := &handoff{queue: make(chan *handoffBuf, depth), free: make(chan *handoffBuf, depth+1), done: make(chan struct{})}
-	for range depth + 1 {
-		h.free <- &handoffBuf{}
-	}
+	h := &handoff{done: make(chan struct{})}
+	guarded := pipeline.ConsumerFunc(func(ctx context.Context, b *record.Batch) error {
+		if h.failed() != nil {
+			return nil
+		}
+		return next.Consume(ctx, b)
+	})
+	h.q = pipeline.NewQueue(depth, guarded, func(err error) {
+		h.mu.Lock()
+		if h.err == nil {
+			h.err = err
+		}
+		h.mu.Unlock()
+	})
 	go func() {
 		defer close(h.done)
-		for b := range h.queue {
-			if h.failed() == nil {
-				if err := next.Consume(ctx, &b.batch); err != nil {
-					h.mu.Lock()
-					h.err = err
-					h.mu.Unlock()
-				}
-			}
-			b.batch.Records = b.batch.Records[:0]
-			b.vals = b.vals[:0]
-			h.free <- b
-		}
+		h.q.Run(ctx)
 	}()
 	return h
 }
@@ -474,60 +461,13 @@ func (h *handoff) Consume(ctx context.Context, b *record.Batch) error {
 	if err := h.failed(); err != nil {
 		return err
 	}
-	var buf *handoffBuf
-	select {
-	case buf = <-h.free:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	n := 0
-	for i := range b.Records {
-		n += len(b.Records[i].Values)
-	}
-	if cap(buf.vals) < n {
-		buf.vals = make([]record.Value, 0, n+n/4)
-	}
-	recs := buf.batch.Records[:0]
-	if cap(recs) < len(b.Records) {
-		recs = make([]record.Record, 0, len(b.Records)+len(b.Records)/4)
-	}
-	for i := range b.Records {
-		r := &b.Records[i]
-		l := len(buf.vals)
-		buf.vals = buf.vals[:l+len(r.Values)]
-		v := buf.vals[l:len(buf.vals):len(buf.vals)]
-		copy(v, r.Values)
-		if h.hasArrays(r.Type) {
-			// Arrays may live in the caller's arena: give them their own.
-			v = r.Clone().Values
-		}
-		recs = recs[:i+1] // filled field by field: cheaper than appending a Record
-		c := &recs[i]
-		c.Type, c.LoggingTimestamp, c.Values = r.Type, r.LoggingTimestamp, v
-	}
-	buf.batch.Records = recs
-	h.queue <- buf
-	return nil
-}
-
-func (h *handoff) hasArrays(t *record.Type) bool {
-	a, ok := h.arrays[t]
-	if !ok {
-		for _, f := range t.Fields {
-			a = a || f.Array
-		}
-		if h.arrays == nil || len(h.arrays) > 4096 {
-			h.arrays = map[*record.Type]bool{}
-		}
-		h.arrays[t] = a
-	}
-	return a
+	return h.q.Consume(ctx, b)
 }
 
 // Close waits for the queued batches to be consumed. It must be called
 // once, after the last Consume.
 func (h *handoff) Close() error {
-	close(h.queue)
+	h.q.Close()
 	<-h.done
 	return h.failed()
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 // needSplit skips end-to-end tests until main.go dispatches the split
@@ -53,7 +53,7 @@ func TestSplitCommand(t *testing.T) {
 		{"kieker-1.8-ascii-operationexecution", "package:3", ".dat", "0", false},
 	} {
 		t.Run(tc.log, func(t *testing.T) {
-			in := shared.Path(t, "kieker-logs", tc.log)
+			in := testcorpus.Path(t, "kieker-logs", tc.log)
 			tmp := t.TempDir()
 			r := ok(t, "split", "--boundary", tc.spec, in, filepath.Join(tmp, "split"))
 			dir := strings.TrimSpace(r.stdout)
@@ -105,7 +105,7 @@ func TestSplitEveryLog(t *testing.T) {
 
 func TestSplitErrors(t *testing.T) {
 	dir := t.TempDir()
-	log := shared.Path(t, "kieker-logs", "kieker-1.10-ascii-event-trace")
+	log := testcorpus.Path(t, "kieker-logs", "kieker-1.10-ascii-event-trace")
 	badMap := filepath.Join(dir, "bad.map")
 	writeFile(t, badMap, "a=b\nno-equals\n")
 	for _, tc := range []struct {

@@ -354,3 +354,16 @@ func GoVersion(bin string) string {
 	}
 	return "unknown"
 }
+
+// Metric fetches the metrics endpoint at addr (host:port) and returns the
+// value of the sample of metric name whose labels include label (e.g.
+// `sink="log"`); ok is false when there is no such sample.
+func Metric(addr, name, label string) (v float64, ok bool, err error) {
+	b := &Bridge{Metrics: "http://" + addr + "/metrics", client: &http.Client{Timeout: 10 * time.Second}}
+	body, err := b.metricsPage()
+	if err != nil {
+		return 0, false, err
+	}
+	v, ok = counter(body, name, label)
+	return v, ok, nil
+}

@@ -233,3 +233,6 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// Pid returns the process id of the bridge.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }

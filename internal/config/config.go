@@ -6,14 +6,20 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
+	"reflect"
+	"sort"
+	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/tracebridge/tracebridge/internal/pipeline"
 )
 
 // Config is everything a user sets for `tracebridge serve`: the receivers,
-// the sinks, and the bridge's own settings. A YAML file (-c) holds one;
-// KDB's command-line flags and Kieker's properties files map onto it.
+// stages and sinks, and the bridge's own settings. A YAML file (-c) holds
+// one; KDB's command-line flags and Kieker's properties files map onto it.
+// Each component keeps its own keys: its factory decodes them (see
+// Component.Decode).
 type Config struct {
 	// DataDir is where logs go unless a sink says otherwise
 	// (default ./tracebridge-data).
@@ -23,160 +29,217 @@ type Config struct {
 	Metrics string `yaml:"metrics"`
 	// Libraries are IRL files or directories with more record types.
 	Libraries []string `yaml:"libraries"`
-	// QueueBatches bounds the batches waiting between receivers and sinks.
+	// QueueBatches bounds the batches waiting between receivers and
+	// stages, and is the default bound of each sink's queue.
 	QueueBatches int `yaml:"queue_batches"`
 	// FlushInterval: how often sinks are flushed (default 1s).
-	FlushInterval Duration `yaml:"flush_interval"`
+	FlushInterval pipeline.Duration `yaml:"flush_interval"`
 	// ShutdownTimeout bounds draining on SIGTERM (default 30s).
-	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	ShutdownTimeout pipeline.Duration `yaml:"shutdown_timeout"`
 
 	// Split cuts huge traces into linked partial traces at these
 	// component boundaries (package:N, regex:…, map:FILE) between the
-	// receivers and the sinks.
+	// receivers and the sinks: shorthand for a split stage before the
+	// stages listed under stages.
 	Split []string `yaml:"split"`
 
-	Receivers []Receiver `yaml:"receivers"`
-	Sinks     []Sink     `yaml:"sinks"`
+	Receivers []Component `yaml:"receivers"`
+	Stages    []Component `yaml:"stages"`
+	Sinks     []Component `yaml:"sinks"`
 }
 
-// Receiver types.
-const (
-	TCPServer       = "tcp-server"        // KDB binary, many clients (alias kdb-tcp)
-	TCPSingleServer = "tcp-single-server" // KDB binary, one connection; the bridge ends with it
-	TCPClient       = "tcp-client"        // KDB binary, connects out
-	KiekerTCP       = "kieker-tcp"        // Kieker's single-socket TCP, many clients
-	KiekerTCPDual   = "kieker-tcp-dual"   // Kieker's dual-socket TCP (records + registry ports)
-	StompClient     = "stomp-client"      // a STOMP broker (alias jms-client)
-	BrokerEmbedded  = "broker-embedded"   // the embedded NATS/JetStream (+MQTT) broker (alias jms-embedded)
-	NATSClient      = "nats-client"       // a NATS server (JetStream when available)
-	MQTTClient      = "mqtt-client"       // an MQTT broker
-)
+// Component is one receiver, stage or sink of the configuration: the keys
+// every component has (type, name; for sinks policy and queue_batches) and
+// the rest of its YAML node, which the component's own configuration
+// struct decodes.
+type Component struct {
+	Type string
+	Name string
+	// Policy is a sink's delivery policy: durable or best-effort (empty:
+	// the sink type's default).
+	Policy string
+	// QueueBatches bounds a sink's queue (0: the top-level queue_batches).
+	QueueBatches int
 
-// Sink types.
-const (
-	KiekerLog = "kieker-log"
-	Forward   = "forward"
-)
-
-// Receiver configures one receiver.
-type Receiver struct {
-	// Name labels logs and metrics (default: the type, numbered if repeated).
-	Name string `yaml:"name"`
-	Type string `yaml:"type"`
-	// Listen is host:port for servers; Connect is host:port for clients.
-	Listen string `yaml:"listen"`
-	// RegistryListen is the registry port of kieker-tcp-dual.
-	RegistryListen string `yaml:"registry_listen"`
-	Connect        string `yaml:"connect"`
-	// Respawn makes a client reconnect with back-off.
-	Respawn bool `yaml:"respawn"`
-	// Format of a tcp-client's stream: kdb (default) or kieker.
-	Format string `yaml:"format"`
-	// Mapping is the KDB mapping file (id=class); empty: the default
-	// mapping of common Kieker types.
-	Mapping string `yaml:"mapping"`
-
-	// Limits (0: defaults).
-	MaxConnections int `yaml:"max_connections"`
-	MaxStringLen   int `yaml:"max_string_len"`
-	MaxRecordSize  int `yaml:"max_record_size"`
-	MaxArrayLen    int `yaml:"max_array_len"`
-	ReadBuffer     int `yaml:"read_buffer"`
-	// DrainTimeout: at shutdown a connection is read until its peer has
-	// sent nothing for this long (an idle timeout; default 1 s); the whole
-	// drain is bounded by shutdown_timeout.
-	DrainTimeout Duration `yaml:"drain_timeout"`
-
-	// Brokers (stomp-client, nats-client, mqtt-client): the broker URL
-	// (stomp://, stomp+ssl://, nats://, mqtt://, mqtts://) and credentials
-	// (never logged). broker-embedded listens on Listen (NATS) and, if set,
-	// MQTTListen.
-	URL        string `yaml:"url"`
-	User       string `yaml:"user"`
-	Password   string `yaml:"password"`
-	MQTTListen string `yaml:"mqtt_listen"`
-	// Destination: the STOMP destination (default
-	// /queue/kieker.tools.bridge), NATS subject (kieker.tools.bridge) or
-	// MQTT topic (kieker/tools/bridge).
-	Destination string `yaml:"destination"`
-	// DeadLetter: where malformed messages are copied (same kind of name
-	// as Destination); empty: nowhere (they are logged and acknowledged).
-	DeadLetter string `yaml:"dead_letter"`
-	// Encoding of message bodies: auto (default; text/* content types and
-	// bodies starting with a digit are KDB text), text or binary.
-	Encoding string `yaml:"encoding"`
-	// Prefetch: unacknowledged messages the broker may send ahead (STOMP;
-	// NATS: max ack pending; MQTT: the broker's in-flight window, 20 by
-	// Mosquitto's default — a batch is handed on when it is reached).
-	Prefetch int `yaml:"prefetch"`
-	// VHost is the STOMP host header (RabbitMQ virtual host, default /).
-	VHost string `yaml:"vhost"`
-	// TLSCA is a PEM file of the certificate authorities trusted for
-	// stomp+ssl:// (default: the system's).
-	TLSCA string `yaml:"tls_ca"`
-	// Stream and Durable name NATS JetStream's stream (KIEKER) and
-	// consumer (tracebridge); ClientID MQTT's persistent session
-	// (tracebridge).
-	Stream   string `yaml:"stream"`
-	Durable  string `yaml:"durable"`
-	ClientID string `yaml:"client_id"`
-
-	// JavaCharCount decodes registry entries of Kieker's Java writers,
-	// which send UTF-16 char counts (non-ASCII strings otherwise fail).
-	JavaCharCount bool `yaml:"java_char_count"`
-	// TimestampUnit of the incoming timestamps: ns (default), us, ms or s;
-	// other units are converted to nanoseconds (Kieker's C language pack
-	// sends microseconds).
-	TimestampUnit string `yaml:"timestamp_unit"`
+	node *yaml.Node // a mapping without the keys above
+	line int
 }
 
-// Sink configures one sink.
-type Sink struct {
-	Name string `yaml:"name"`
-	Type string `yaml:"type"`
-
-	// kieker-log: the directory in which the log directory is created
-	// (default: the properties file's customStoragePath, else DataDir),
-	// ascii or binary (default binary), compression,
-	// Kieker's rotation keys, names for the directory and metadata record.
-	Path                string `yaml:"path"`
-	Format              string `yaml:"format"`
-	Compression         string `yaml:"compression"`
-	MaxEntriesInFile    int    `yaml:"max_entries_in_file"`
-	MaxLogSize          int    `yaml:"max_log_size"`
-	MaxLogFiles         int    `yaml:"max_log_files"`
-	BufferSize          int    `yaml:"buffer_size"`
-	Hostname            string `yaml:"hostname"`
-	ControllerName      string `yaml:"controller_name"`
-	Metadata            *bool  `yaml:"metadata"`
-	SetLoggingTimestamp bool   `yaml:"set_logging_timestamp"`
-	FlushEachBatch      bool   `yaml:"flush"`
-	// KiekerProperties is a kieker.monitoring.properties file whose
-	// FileWriter keys configure this sink (applied first; the keys above
-	// override it).
-	KiekerProperties string `yaml:"kieker_properties"`
-
-	// forward: kieker-tcp://host:port or kdb-tcp://host:port, and the KDB
-	// mapping for kdb-tcp.
-	URL     string `yaml:"url"`
-	Mapping string `yaml:"mapping"`
+// UnmarshalYAML takes the common keys and keeps the rest.
+func (c *Component) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: a component is a mapping (type: …, …)", n.Line)
+	}
+	rest := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: n.Line, Column: n.Column}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		var err error
+		switch k.Value {
+		case "type":
+			err = v.Decode(&c.Type)
+		case "name":
+			err = v.Decode(&c.Name)
+		case "policy":
+			err = v.Decode(&c.Policy)
+		case "queue_batches":
+			err = v.Decode(&c.QueueBatches)
+		default:
+			rest.Content = append(rest.Content, k, v)
+		}
+		if err != nil {
+			return fmt.Errorf("line %d: %s: %w", k.Line, k.Value, err)
+		}
+	}
+	c.node, c.line = rest, n.Line
+	return nil
 }
 
-// Duration is a time.Duration written as "1s", "250ms" in YAML.
-type Duration time.Duration
+// MarshalYAML writes the component back as one mapping.
+func (c Component) MarshalYAML() (any, error) {
+	n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	add := func(k string, v any) {
+		var vn yaml.Node
+		_ = vn.Encode(v)
+		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, &vn)
+	}
+	add("type", c.Type)
+	if c.Name != "" {
+		add("name", c.Name)
+	}
+	if c.Policy != "" {
+		add("policy", c.Policy)
+	}
+	if c.QueueBatches != 0 {
+		add("queue_batches", c.QueueBatches)
+	}
+	if c.node != nil {
+		n.Content = append(n.Content, c.node.Content...)
+	}
+	return n, nil
+}
 
-// UnmarshalYAML parses a Go duration string.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	var s string
-	if err := n.Decode(&s); err != nil {
+// NewComponent returns a component of type typ with the given keys, as if
+// read from YAML (the command line builds its receivers this way).
+// Settings with a zero value are left out.
+func NewComponent(typ string, settings map[string]any) Component {
+	c := Component{Type: typ, node: &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}}
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		c.Set(k, settings[k])
+	}
+	return c
+}
+
+// Set sets key to v (a zero v is ignored), replacing an earlier value.
+func (c *Component) Set(key string, v any) {
+	if v == nil || reflect.ValueOf(v).IsZero() {
+		return
+	}
+	var vn yaml.Node
+	if err := vn.Encode(v); err != nil {
+		return
+	}
+	if c.node == nil {
+		c.node = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	}
+	for i := 0; i+1 < len(c.node.Content); i += 2 {
+		if c.node.Content[i].Value == key {
+			c.node.Content[i+1] = &vn
+			return
+		}
+	}
+	c.node.Content = append(c.node.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, &vn)
+}
+
+// Has reports whether the component sets key.
+func (c *Component) Has(key string) bool {
+	if c.node == nil {
+		return false
+	}
+	for i := 0; i+1 < len(c.node.Content); i += 2 {
+		if c.node.Content[i].Value == key {
+			return true
+		}
+	}
+	return false
+}
+
+// Decode decodes the component's keys into cfg, a pointer to the
+// component's configuration struct (holding its defaults). A key the
+// struct does not know is an error naming the key, its line and the keys
+// the component knows.
+func (c *Component) Decode(cfg any) error {
+	if c.node == nil || len(c.node.Content) == 0 {
+		return nil
+	}
+	if err := checkKeys(c.node, reflect.TypeOf(cfg)); err != nil {
 		return err
 	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
+	return c.node.Decode(cfg)
+}
+
+// checkKeys reports keys of a mapping node that struct type t has no field
+// for, looking into nested structs (and inline ones).
+func checkKeys(n *yaml.Node, t reflect.Type) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
-	*d = Duration(v)
+	if t.Kind() != reflect.Struct || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[yaml.Unmarshaler]()) {
+		return nil // the type decodes itself
+	}
+	known := map[string]reflect.Type{}
+	collectKeys(t, known)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		ft, ok := known[k.Value]
+		if !ok {
+			names := make([]string, 0, len(known))
+			for name := range known {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			return fmt.Errorf("line %d: unknown key %q (known keys: %s)", k.Line, k.Value, strings.Join(names, ", "))
+		}
+		if err := checkKeys(v, ft); err != nil {
+			return fmt.Errorf("%s: %w", k.Value, err)
+		}
+	}
 	return nil
+}
+
+func collectKeys(t reflect.Type, into map[string]reflect.Type) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if strings.Contains(opts, "inline") {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				collectKeys(ft, into)
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		into[name] = f.Type
+	}
 }
 
 // Load reads a YAML configuration file. Unknown keys are errors (a typo
@@ -204,22 +267,26 @@ func Parse(b []byte) (*Config, error) {
 	return &c, nil
 }
 
+// Marshal writes the configuration as YAML.
+func (c *Config) Marshal() ([]byte, error) { return yaml.Marshal(c) }
+
 // Default is the embedded default: a Kieker TCP receiver on
 // 127.0.0.1:10133 (Kieker's writers and language packs connect to it), a
 // KDB binary receiver on 127.0.0.1:10144 with the default mapping, and a
 // binary Kieker log under ./tracebridge-data.
 func Default() *Config {
 	return &Config{
-		Receivers: []Receiver{
-			{Type: KiekerTCP, Listen: "127.0.0.1:10133"},
-			{Type: TCPServer, Listen: "127.0.0.1:10144"},
+		Receivers: []Component{
+			NewComponent("kieker-tcp", map[string]any{"listen": "127.0.0.1:10133"}),
+			NewComponent("tcp-server", map[string]any{"listen": "127.0.0.1:10144"}),
 		},
-		Sinks: []Sink{{Type: KiekerLog}},
+		Sinks: []Component{NewComponent("kieker-log", nil)},
 	}
 }
 
-// Normalize fills in defaults (data directory, names) and checks the
-// configuration, returning every problem found.
+// Normalize fills in defaults (data directory, names) and checks what the
+// configuration says about itself (the components check their own keys
+// when they are built), returning every problem found.
 func (c *Config) Normalize() error {
 	if c.DataDir == "" {
 		c.DataDir = "./tracebridge-data"
@@ -241,97 +308,32 @@ func (c *Config) Normalize() error {
 		}
 		return n
 	}
-	for i := range c.Receivers {
-		r := &c.Receivers[i]
-		switch r.Type {
-		case "kdb-tcp":
-			r.Type = TCPServer
-		case "jms-client":
-			r.Type = StompClient
-		case "jms-embedded":
-			r.Type = BrokerEmbedded
-		}
-		r.Name = name(r.Name, r.Type)
-		if seen[r.Name] {
-			errs = append(errs, fmt.Errorf("receiver %s: name used twice", r.Name))
-		}
-		seen[r.Name] = true
-		if err := r.check(); err != nil {
-			errs = append(errs, fmt.Errorf("receiver %s: %w", r.Name, err))
-		}
-	}
-	for i := range c.Sinks {
-		s := &c.Sinks[i]
-		s.Name = name(s.Name, s.Type)
-		if seen[s.Name] {
-			errs = append(errs, fmt.Errorf("sink %s: name used twice", s.Name))
-		}
-		seen[s.Name] = true
-		if err := s.check(); err != nil {
-			errs = append(errs, fmt.Errorf("sink %s: %w", s.Name, err))
+	for _, list := range []struct {
+		what  string
+		comps []Component
+	}{{"receiver", c.Receivers}, {"stage", c.Stages}, {"sink", c.Sinks}} {
+		for i := range list.comps {
+			x := &list.comps[i]
+			if x.Type == "" {
+				errs = append(errs, fmt.Errorf("%s %d (line %d): type missing", list.what, i+1, x.line))
+				continue
+			}
+			x.Name = name(x.Name, x.Type)
+			if seen[x.Name] {
+				errs = append(errs, fmt.Errorf("%s %s: name used twice", list.what, x.Name))
+			}
+			seen[x.Name] = true
+			if x.Policy != "" {
+				if list.what != "sink" {
+					errs = append(errs, fmt.Errorf("%s %s: policy is a key of sinks", list.what, x.Name))
+				} else if _, err := pipeline.ParsePolicy(x.Policy); err != nil {
+					errs = append(errs, fmt.Errorf("sink %s: %w", x.Name, err))
+				}
+			}
+			if x.QueueBatches != 0 && list.what != "sink" {
+				errs = append(errs, fmt.Errorf("%s %s: queue_batches is a key of sinks", list.what, x.Name))
+			}
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func (r *Receiver) check() error {
-	switch r.Type {
-	case TCPServer, TCPSingleServer, KiekerTCP:
-		if r.Listen == "" {
-			return errors.New("listen address missing")
-		}
-	case KiekerTCPDual:
-		if r.Listen == "" || r.RegistryListen == "" {
-			return errors.New("listen and registry_listen addresses are both needed")
-		}
-	case TCPClient:
-		if r.Connect == "" {
-			return errors.New("connect address missing")
-		}
-		if r.Format != "" && r.Format != "kdb" && r.Format != "kieker" {
-			return fmt.Errorf("format %q: want kdb or kieker", r.Format)
-		}
-	case StompClient, NATSClient, MQTTClient:
-		if r.URL == "" {
-			return errors.New("url missing")
-		}
-	case BrokerEmbedded:
-		if r.Listen == "" {
-			return errors.New("listen address missing")
-		}
-	case "":
-		return errors.New("type missing")
-	default:
-		return fmt.Errorf("unknown type %q (want %s, %s, %s, %s, %s, %s, %s, %s or %s)", r.Type,
-			TCPServer, TCPSingleServer, TCPClient, KiekerTCP, KiekerTCPDual, StompClient, BrokerEmbedded, NATSClient, MQTTClient)
-	}
-	switch r.Encoding {
-	case "", "auto", "text", "binary":
-	default:
-		return fmt.Errorf("encoding %q: want auto, text or binary", r.Encoding)
-	}
-	switch r.TimestampUnit {
-	case "", "ns", "us", "ms", "s":
-	default:
-		return fmt.Errorf("timestamp_unit %q: want ns, us, ms or s", r.TimestampUnit)
-	}
-	return nil
-}
-
-func (s *Sink) check() error {
-	switch s.Type {
-	case KiekerLog:
-		if s.Format != "" && s.Format != "ascii" && s.Format != "binary" {
-			return fmt.Errorf("format %q: want ascii or binary", s.Format)
-		}
-	case Forward:
-		if s.URL == "" {
-			return errors.New("url missing (kieker-tcp://host:port or kdb-tcp://host:port)")
-		}
-	case "":
-		return errors.New("type missing")
-	default:
-		return fmt.Errorf("unknown type %q (want %s or %s)", s.Type, KiekerLog, Forward)
-	}
-	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracebridge/tracebridge/internal/pipeline"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -24,8 +26,7 @@ sinks:
   - type: kieker-log
     format: ascii
     compression: gzip
-  - type: forward
-    url: kieker-tcp://10.0.0.1:10133
+  - {type: forward, url: "kieker-tcp://10.0.0.1:10133", policy: best-effort, queue_batches: 8}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -33,23 +34,68 @@ sinks:
 	if err := c.Normalize(); err != nil {
 		t.Fatal(err)
 	}
-	if c.FlushInterval != Duration(250*time.Millisecond) || c.Receivers[1].Type != TCPServer {
+	if c.FlushInterval != pipeline.Duration(250*time.Millisecond) || c.Receivers[1].Type != "kdb-tcp" {
 		t.Fatalf("%+v", c)
 	}
 	if c.Receivers[0].Name != "kieker-tcp" || c.Receivers[2].Name != "kieker-tcp-2" {
 		t.Errorf("names %q %q", c.Receivers[0].Name, c.Receivers[2].Name)
+	}
+	if s := c.Sinks[1]; s.Policy != "best-effort" || s.QueueBatches != 8 || !s.Has("url") || s.Has("policy") {
+		t.Errorf("forward sink %+v", s)
+	}
+	var kl struct {
+		Format      string `yaml:"format"`
+		Compression string `yaml:"compression"`
+	}
+	if err := c.Sinks[0].Decode(&kl); err != nil || kl.Format != "ascii" || kl.Compression != "gzip" {
+		t.Errorf("kieker-log keys %+v %v", kl, err)
+	}
+}
+
+// TestComponentUnknownKey: a key the component's configuration does not
+// know is an error naming the key and its line, also inside nested and
+// inline structs.
+func TestComponentUnknownKey(t *testing.T) {
+	type TLS struct {
+		Cert string `yaml:"cert"`
+	}
+	type Common struct {
+		Mapping string `yaml:"mapping"`
+	}
+	type cfg struct {
+		Listen string `yaml:"listen"`
+		TLS    TLS    `yaml:"tls"`
+		Common `yaml:",inline"`
+	}
+	c, err := Parse([]byte("receivers:\n  - type: x\n    listen: a\n    mapping: m\n    tls: {cert: c}\n  - type: x\n    lisen: a\n  - type: x\n    tls: {certs: c}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok cfg
+	if err := c.Receivers[0].Decode(&ok); err != nil || ok.Listen != "a" || ok.Mapping != "m" || ok.TLS.Cert != "c" {
+		t.Fatalf("%+v %v", ok, err)
+	}
+	var bad cfg
+	err = c.Receivers[1].Decode(&bad)
+	if err == nil || !strings.Contains(err.Error(), `line 7: unknown key "lisen"`) || !strings.Contains(err.Error(), "listen, mapping, tls") {
+		t.Errorf("typo: %v", err)
+	}
+	err = c.Receivers[2].Decode(&bad)
+	if err == nil || !strings.Contains(err.Error(), `tls: line 9: unknown key "certs"`) {
+		t.Errorf("nested typo: %v", err)
 	}
 }
 
 func TestConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"receivers: [{type: tcp-server, listen: x}]\nsinks: [{type: kieker-log}]\nbogus: 1\n", "field bogus not found"},
-		{"receivers: [{type: udp}]\nsinks: [{type: kieker-log}]\n", `unknown type "udp"`},
-		{"receivers: [{type: tcp-client}]\nsinks: [{type: kieker-log}]\n", "connect address missing"},
-		{"receivers: [{type: tcp-server, listen: x}]\nsinks: [{type: forward}]\n", "url missing"},
-		{"receivers: [{type: tcp-server, listen: x, timestamp_unit: days}]\nsinks: [{type: kieker-log}]\n", "timestamp_unit"},
-		{"flush_interval: soon\n", "invalid duration"},
+		{"receivers: [{listen: x}]\nsinks: [{type: kieker-log}]\n", "type missing"},
+		{"receivers: [{type: tcp-server, listen: x, policy: durable}]\nsinks: [{type: kieker-log}]\n", "policy is a key of sinks"},
+		{"receivers: [{type: tcp-server, listen: x}]\nsinks: [{type: kieker-log, policy: sometimes}]\n", `policy "sometimes"`},
+		{"receivers: [{type: tcp-server, name: a}]\nsinks: [{type: kieker-log, name: a}]\n", "name used twice"},
+		{"flush_interval: soon\n", "duration"},
 		{"{}\n", "no receivers"},
+		{"receivers: [x]\n", "a component is a mapping"},
 	} {
 		c, err := Parse([]byte(tc.yaml))
 		if err == nil {
@@ -61,50 +107,29 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-func TestApplyKiekerProperties(t *testing.T) {
-	p, err := ParseProperties("k.properties", strings.NewReader(`
-kieker.monitoring.name=BRIDGE
-kieker.monitoring.hostname=lab
-kieker.monitoring.metadata=false
-kieker.monitoring.setLoggingTimestamp=true
-kieker.monitoring.writer=kieker.monitoring.writer.filesystem.FileWriter
-kieker.monitoring.writer.filesystem.FileWriter.customStoragePath=/data/logs
-kieker.monitoring.writer.filesystem.FileWriter.charsetName=UTF-8
-kieker.monitoring.writer.filesystem.FileWriter.maxEntriesInFile=5000
-kieker.monitoring.writer.filesystem.FileWriter.maxLogSize=-1
-kieker.monitoring.writer.filesystem.FileWriter.maxLogFiles=10
-kieker.monitoring.writer.filesystem.FileWriter.logStreamHandler=kieker.monitoring.writer.filesystem.TextLogStreamHandler
-kieker.monitoring.writer.filesystem.FileWriter.flush=true
-kieker.monitoring.writer.filesystem.FileWriter.bufferSize=81920
-kieker.monitoring.writer.filesystem.FileWriter.compression=kieker.monitoring.writer.compression.GZipCompressionFilter
-`))
+// TestNewComponentRoundTrip: a component built from code (the command
+// line) decodes like one read from YAML and marshals back.
+func TestNewComponentRoundTrip(t *testing.T) {
+	c := NewComponent("tcp-client", map[string]any{"connect": "h:1", "respawn": true, "mapping": ""})
+	c.Set("format", "kieker")
+	var got struct {
+		Connect string `yaml:"connect"`
+		Respawn bool   `yaml:"respawn"`
+		Format  string `yaml:"format"`
+	}
+	if err := c.Decode(&got); err != nil || got.Connect != "h:1" || !got.Respawn || got.Format != "kieker" || c.Has("mapping") {
+		t.Fatalf("%+v %v", got, err)
+	}
+	cfg := &Config{Receivers: []Component{c}, Sinks: []Component{NewComponent("kieker-log", nil)}}
+	out, err := cfg.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s Sink
-	if err := ApplyKiekerProperties(p, &s); err != nil {
-		t.Fatal(err)
+	back, err := Parse(out)
+	if err != nil {
+		t.Fatalf("%s: %v", out, err)
 	}
-	if s.ControllerName != "BRIDGE" || s.Hostname != "lab" || s.Metadata == nil || *s.Metadata || !s.SetLoggingTimestamp ||
-		s.Path != "/data/logs" || s.MaxEntriesInFile != 5000 || s.MaxLogSize != -1 || s.MaxLogFiles != 10 ||
-		s.Format != "ascii" || !s.FlushEachBatch || s.BufferSize != 81920 || !strings.HasSuffix(s.Compression, "GZipCompressionFilter") {
-		t.Fatalf("%+v", s)
-	}
-
-	legacy, _ := ParseProperties("old", strings.NewReader("kieker.monitoring.writer=kieker.monitoring.writer.filesystem.AsyncBinaryFsWriter\nkieker.monitoring.writer.filesystem.AsyncBinaryFsWriter.customStoragePath=/old\n"))
-	s = Sink{}
-	if err := ApplyKiekerProperties(legacy, &s); err != nil || s.Format != "binary" || s.Path != "/old" {
-		t.Fatalf("legacy writer: %+v %v", s, err)
-	}
-
-	for _, bad := range []string{
-		"kieker.monitoring.writer=kieker.monitoring.writer.tcp.SingleSocketTcpWriter\n",
-		"kieker.monitoring.writer.filesystem.FileWriter.maxEntriesInFile=lots\n",
-		"kieker.monitoring.writer.filesystem.FileWriter.charsetName=ISO-8859-1\n",
-	} {
-		p, _ := ParseProperties("bad", strings.NewReader(bad))
-		if err := ApplyKiekerProperties(p, &Sink{}); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
+	if back.Receivers[0].Type != "tcp-client" || !back.Receivers[0].Has("respawn") {
+		t.Fatalf("%s", out)
 	}
 }

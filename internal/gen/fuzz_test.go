@@ -10,7 +10,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/irl"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 // FuzzGenerate feeds arbitrary IRL to the generator: whatever IRL loads
@@ -25,7 +25,7 @@ func FuzzGenerate(f *testing.F) {
 		}
 		f.Add(string(b))
 	}
-	for _, dir := range []string{shared.Path(f, "kieker-irl", "common"), shared.Path(f, "kieker-irl", "tools")} {
+	for _, dir := range []string{testcorpus.Path(f, "kieker-irl", "common"), testcorpus.Path(f, "kieker-irl", "tools")} {
 		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".irl") {
 				b, err := os.ReadFile(path)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/irl"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -380,5 +380,5 @@ func TestLiterals(t *testing.T) {
 // kiekerIRL returns the directory of Kieker's own record descriptions.
 func kiekerIRL(t testing.TB) string {
 	t.Helper()
-	return shared.Path(t, "kieker-irl", "common")
+	return testcorpus.Path(t, "kieker-irl", "common")
 }

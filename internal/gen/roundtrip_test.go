@@ -9,7 +9,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/gen/gentest"
 	"github.com/tracebridge/tracebridge/internal/irl"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 // proofTypes returns Kieker's 67 built-in types (described by Kieker's own
@@ -19,8 +19,8 @@ import (
 func proofTypes(t *testing.T) ([]gen.Type, []*record.Type, *record.Catalog) {
 	t.Helper()
 	m, err := irl.Load(
-		shared.Path(t, "kieker-irl", "common"),
-		shared.Path(t, "kieker-irl", "tools", "opad"),
+		testcorpus.Path(t, "kieker-irl", "common"),
+		testcorpus.Path(t, "kieker-irl", "tools", "opad"),
 		filepath.Join("testdata", "allkinds.irl"))
 	if err != nil {
 		t.Fatal(err)
@@ -38,8 +38,8 @@ func proofTypes(t *testing.T) ([]gen.Type, []*record.Type, *record.Catalog) {
 		types = append(types, gt)
 	}
 	builtin := record.Builtin().Types()
-	if len(builtin) != 67 {
-		t.Fatalf("%d built-in types, want 67", len(builtin))
+	if len(builtin) != 68 {
+		t.Fatalf("%d built-in types, want 68", len(builtin))
 	}
 	for _, rt := range builtin {
 		add(rt)
@@ -49,8 +49,8 @@ func proofTypes(t *testing.T) ([]gen.Type, []*record.Type, *record.Catalog) {
 			add(cat.Lookup(d.FullName()))
 		}
 	}
-	if len(types) != 67+5+3 {
-		t.Fatalf("%d types, want 67 built-in, 5 of OPAD and 3 of allkinds.irl", len(types))
+	if len(types) != 68+5+3 {
+		t.Fatalf("%d types, want 68 built-in, 5 of OPAD and 3 of allkinds.irl", len(types))
 	}
 	rts := make([]*record.Type, len(types))
 	for i, gt := range types {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 func BenchmarkParse(b *testing.B) {
@@ -31,7 +31,7 @@ func BenchmarkParse(b *testing.B) {
 }
 
 func BenchmarkLoadInto(b *testing.B) {
-	dir := shared.Path(b, "kieker-irl")
+	dir := testcorpus.Path(b, "kieker-irl")
 	var size int64
 	for _, name := range corpusFiles(b) {
 		fi, err := os.Stat(name)

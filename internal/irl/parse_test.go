@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 // ignorePos compares syntax trees without their positions.
@@ -20,7 +20,7 @@ var ignorePos = cmpopts.IgnoreTypes(Pos{})
 func corpusFiles(tb testing.TB) []string {
 	tb.Helper()
 	var files []string
-	root := shared.Path(tb, "kieker-irl")
+	root := testcorpus.Path(tb, "kieker-irl")
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".irl") {
 			files = append(files, path)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 // fuzzLimits keep each try small: 4 KiB buffers (so that entries and
@@ -75,7 +75,7 @@ func FuzzOpen(f *testing.F) {
 		f.Add(buildZip(f, entries, false))
 	}
 	// Kieker's own compressed files.
-	files, _ := filepath.Glob(shared.Path(f, "kieker-logs", "kieker-2.0-compressed", "*", "*", "kieker-*"))
+	files, _ := filepath.Glob(testcorpus.Path(f, "kieker-logs", "kieker-2.0-compressed", "*", "*", "kieker-*"))
 	for _, p := range files {
 		f.Add(mustReadTB(f, p))
 	}

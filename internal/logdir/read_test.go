@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 // readAll reads a data file whole, failing the test on an error.
@@ -43,7 +43,7 @@ func nonEmptyLines(b []byte) int {
 }
 
 func TestDiscoverCorpus(t *testing.T) {
-	root := shared.Path(t, "kieker-logs")
+	root := testcorpus.Path(t, "kieker-logs")
 	logs, err := Discover(root)
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ func TestCompressedCorpus(t *testing.T) {
 	binarySize := int64(-1)
 	for _, tt := range tests {
 		t.Run(tt.sample, func(t *testing.T) {
-			logs, err := Discover(shared.Path(t, "kieker-logs", tt.sample))
+			logs, err := Discover(testcorpus.Path(t, "kieker-logs", tt.sample))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ulikunitz/xz"
 
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 // sampleASCII returns n Kieker-like ASCII lines.
@@ -184,7 +184,7 @@ func TestTruncatedEverywhere(t *testing.T) {
 func TestTruncatedCorpus(t *testing.T) {
 	for _, sample := range []string{"bzip2-ascii", "deflate-binary", "gzip-ascii", "zip-binary", "xz-binary"} {
 		t.Run(sample, func(t *testing.T) {
-			logs, err := Discover(shared.Path(t, "kieker-logs", "kieker-2.0-compressed", sample))
+			logs, err := Discover(testcorpus.Path(t, "kieker-logs", "kieker-2.0-compressed", sample))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -35,6 +35,8 @@ type Registry struct {
 	sinkErrors   *prometheus.CounterVec
 	sinkRecords  *prometheus.CounterVec
 	dropped      *prometheus.CounterVec
+	overflow     *prometheus.CounterVec
+	sinkQueue    *prometheus.GaugeVec
 
 	queueFn func() float64
 	mu      sync.Mutex
@@ -86,8 +88,14 @@ func New() *Registry {
 	r.dropped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tracebridge_sink_dropped_records_total", Help: "Records a sink dropped (e.g. a forward target unreachable), by sink.",
 	}, []string{"sink"})
+	r.overflow = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tracebridge_sink_overflow_records_total", Help: "Records a best-effort sink lost because its queue was full (the oldest batch is dropped), by sink.",
+	}, []string{"sink"})
+	r.sinkQueue = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "tracebridge_sink_queue_batches", Help: "Batches waiting in a sink's queue, by sink.",
+	}, []string{"sink"})
 	r.reg.MustRegister(r.records, r.bytes, r.decodeErrors, r.connections, r.connTotal, r.rejected,
-		r.queueDepth, r.sinkLatency, r.sinkErrors, r.sinkRecords, r.dropped,
+		r.queueDepth, r.sinkLatency, r.sinkErrors, r.sinkRecords, r.dropped, r.overflow, r.sinkQueue,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
 }
@@ -133,10 +141,12 @@ func (r *Registry) Sink(name string) *Sink {
 		return nil
 	}
 	return &Sink{
-		latency: r.sinkLatency.WithLabelValues(name),
-		errors:  r.sinkErrors.WithLabelValues(name),
-		records: r.sinkRecords.WithLabelValues(name),
-		dropped: r.dropped.WithLabelValues(name),
+		latency:  r.sinkLatency.WithLabelValues(name),
+		errors:   r.sinkErrors.WithLabelValues(name),
+		records:  r.sinkRecords.WithLabelValues(name),
+		dropped:  r.dropped.WithLabelValues(name),
+		overflow: r.overflow.WithLabelValues(name),
+		queued:   r.sinkQueue.WithLabelValues(name),
 	}
 }
 
@@ -249,10 +259,29 @@ func (r *Receiver) ConnRejected() {
 
 // Sink counts what one sink does.
 type Sink struct {
-	latency prometheus.Observer
-	errors  prometheus.Counter
-	records prometheus.Counter
-	dropped prometheus.Counter
+	latency  prometheus.Observer
+	errors   prometheus.Counter
+	records  prometheus.Counter
+	dropped  prometheus.Counter
+	overflow prometheus.Counter
+	queued   prometheus.Gauge
+}
+
+// Overflow counts records a best-effort sink lost because it fell behind.
+func (s *Sink) Overflow(n int) {
+	if s != nil && n > 0 {
+		s.overflow.Add(float64(n))
+	}
+}
+
+// OverflowCounter exposes the overflow counter (tests).
+func (s *Sink) OverflowCounter() prometheus.Counter { return s.overflow }
+
+// Queued sets the number of batches waiting in the sink's queue.
+func (s *Sink) Queued(n int) {
+	if s != nil {
+		s.queued.Set(float64(n))
+	}
 }
 
 // Consumed records one batch of n records that took d; err marks a failure.

@@ -1,18 +1,36 @@
-// Package pipeline defines the contracts between sources, stages and sinks
-// and the small adapters around them.
+// Package pipeline defines the contracts between sources, stages and sinks,
+// the factories that build them from their configuration, and the bounded
+// batch queue.
 //
-// Data flows source → decode → stage → sink. Sources decode bytes into
-// record batches and hand each batch to a Consumer. A stage is a Consumer
-// that wraps the next Consumer; a sink is a Consumer that can be flushed and
-// closed.
+// Data flows source → decode → stage → sink. A Source decodes bytes into
+// record batches and hands each batch to a Consumer. A Stage wraps the next
+// Consumer. A Sink is a Consumer that can be flushed and closed. The engine
+// (internal/engine) runs them: one goroutine per source, one drain
+// goroutine that owns the stages, and one goroutine with its own queue per
+// sink (the fan-out).
 //
 // Ownership: a batch passed to Consume belongs to the caller. The consumer
 // may read it until Consume returns and must not keep the batch, its
 // Records slice or their Values afterwards; to keep a record it calls
-// Record.Clone. Strings inside values are immutable and may be kept.
+// Record.Clone. Strings inside values are immutable and may be kept. A
+// batch passed to Emit changes hands: the callee owns it and gives back an
+// empty one.
 //
 // Back-pressure: Consume may block (a slow disk); a source then stops
 // reading its input, so memory stays bounded by the batches in flight.
+//
+// Components: every receiver, stage and sink type has a factory
+// (ReceiverFactory, StageFactory, SinkFactory) in its own package: its type
+// name, its own configuration struct with defaults (decoded from its YAML
+// node, validated by its Validate method) and a constructor that takes that
+// configuration plus the shared Settings. `tracebridge serve` builds from
+// one explicit list of factories (internal/serve.DefaultFactories); adding
+// a component is one package plus one line there.
+//
+// Import rules: components import this package, the record model, codecs
+// and helpers; never the engine, internal/serve, internal/config or the
+// public bridge package. Stages never import sinks or sources; sources
+// never import sinks.
 package pipeline
 
 import (
@@ -34,7 +52,54 @@ type ConsumerFunc func(ctx context.Context, b *record.Batch) error
 // Consume calls f(ctx, b).
 func (f ConsumerFunc) Consume(ctx context.Context, b *record.Batch) error { return f(ctx, b) }
 
-// Sink is a Consumer at the end of a pipeline.
+// Source is a receiver at work. Run hands decoded batches to out until ctx
+// is cancelled or the source ends by itself (a single-connection server
+// whose connection closed); it returns nil then. After ctx is cancelled a
+// source still hands on what its peers already sent (using a context that
+// is not cancelled), then returns. An error from Run ends the whole bridge.
+//
+// out also implements Emitter; sources that fill batches of their own hand
+// them on with Emit and keep filling the batch it returns.
+type Source interface {
+	Run(ctx context.Context, out Consumer) error
+}
+
+// SourceFunc adapts a function to Source.
+type SourceFunc func(ctx context.Context, out Consumer) error
+
+// Run calls f.
+func (f SourceFunc) Run(ctx context.Context, out Consumer) error { return f(ctx, out) }
+
+// Stage wraps the next consumer (trace splitting, filters, …). The
+// consumer it returns runs on the engine's drain goroutine only, so it
+// needs no locking of its own state. It may implement Flusher, Finisher
+// and Holder.
+type Stage func(next Consumer) Consumer
+
+// Flusher is a stage that holds records back (waiting for the rest of a
+// trace): the engine calls Flush between batches every 100 ms, so held
+// records move on while input pauses.
+type Flusher interface {
+	Flush(ctx context.Context) error
+}
+
+// Finisher is a stage that must hand on what it still holds at the end:
+// the engine calls Finish once after the last batch, before the sinks are
+// closed, on the drain goroutine.
+type Finisher interface {
+	Finish(ctx context.Context) error
+}
+
+// Holder is a stage that may hold records back, in input order: Held
+// returns how many it holds now. Sources' Done callbacks wait until the
+// stage has handed their records on.
+type Holder interface {
+	Held() int
+}
+
+// Sink is a Consumer at the end of a pipeline. The engine calls Consume
+// from one goroutine of the sink's own, Flush from another (a sink must
+// allow Flush concurrently with Consume), and Close once after both.
 type Sink interface {
 	Consumer
 	// Flush makes every record consumed so far durable (written to the
@@ -42,4 +107,12 @@ type Sink interface {
 	Flush() error
 	// Close flushes and releases the sink. It is safe to call twice.
 	Close() error
+}
+
+// Aborter is a sink whose Consume may block for long (a peer that stopped
+// reading). Abort, called from another goroutine at shutdown, makes a
+// blocked Consume return soon so that Close can run; records not sent are
+// dropped and counted.
+type Aborter interface {
+	Abort()
 }

@@ -35,6 +35,7 @@ type Emitter interface {
 type Queue struct {
 	ch      chan *record.Batch
 	next    Consumer
+	emit    Emitter // next, if it takes ownership of batches
 	onError func(error)
 	pool    sync.Pool
 	depth   atomic.Int64
@@ -63,11 +64,14 @@ const maxPooledRecords = 1 << 16
 
 // NewQueue returns a queue of capacity batches in front of next. onError
 // hears about every error next returns (nil: ignored); Run goes on after it.
+// If next is also an Emitter, Run hands batches over with Emit (no copy).
 func NewQueue(capacity int, next Consumer, onError func(error)) *Queue {
 	if capacity < 1 {
 		capacity = 1
 	}
+	emit, _ := next.(Emitter)
 	return &Queue{
+		emit:    emit,
 		ch:      make(chan *record.Batch, capacity),
 		next:    next,
 		onError: onError,
@@ -86,7 +90,9 @@ func (q *Queue) NewBatch() *record.Batch {
 	return &record.Batch{}
 }
 
-func (q *Queue) recycle(b *record.Batch) {
+// Recycle returns a batch the caller owns (one taken from the queue, or
+// from NewBatch) to the queue's pool.
+func (q *Queue) Recycle(b *record.Batch) {
 	if b.Len() > maxPooledRecords {
 		return
 	}
@@ -117,8 +123,9 @@ func (q *Queue) Consume(ctx context.Context, b *record.Batch) error {
 		c.AddRecord(&b.Records[i])
 	}
 	c.Done = append(c.Done, b.TakeDone()...)
+	c.Origin = b.Origin
 	if err := q.send(ctx, c); err != nil {
-		q.recycle(c)
+		q.Recycle(c)
 		return err
 	}
 	return nil
@@ -169,10 +176,21 @@ func (q *Queue) Run(ctx context.Context) {
 				return
 			}
 			q.depth.Add(-1)
+			if q.emit != nil {
+				// The consumer takes the batch and gives back one to reuse.
+				nb, err := q.emit.Emit(ctx, b)
+				if err != nil && q.onError != nil {
+					q.onError(err)
+				}
+				if nb != nil {
+					q.Recycle(nb)
+				}
+				continue
+			}
 			if err := q.next.Consume(ctx, b); err != nil && q.onError != nil {
 				q.onError(err)
 			}
-			q.recycle(b)
+			q.Recycle(b)
 		case <-q.aborted:
 			return
 		}

@@ -19,7 +19,36 @@ type Batch struct {
 	// messages in them. Reset drops callbacks that were not taken.
 	Done []func(error)
 
+	// Origin says where the records came from. Sources set it (the engine
+	// fills in the receiver's name); stages and sinks read it. Reset
+	// clears it.
+	Origin Origin
+
 	arena []Value
+	lists []List // array values of the batch's records point into it
+}
+
+// Origin is where a batch came from, in the spirit of OpenTelemetry's
+// Resource: the receiver that decoded it, the peer it read from, and what
+// the source knows of the monitored program (host, service, session). Any
+// field may be empty when the source does not know it. A batch from one
+// connection has one origin; a broker receiver's batch may mix messages of
+// several publishers and then leaves Host empty.
+type Origin struct {
+	// Receiver is the name of the receiver (logs, metrics).
+	Receiver string
+	// Peer is the remote address, file or broker the records were read
+	// from.
+	Peer string
+	// Host is the monitored host: Kieker's hostname (from the
+	// KiekerMetadataRecord or TraceMetadata), a ZICO HELLO hostname, an
+	// OTLP resource's host.name.
+	Host string
+	// Service is the monitored service or application (OTLP
+	// service.name, Kieker's controller name).
+	Service string
+	// Session identifies the connection or session within the receiver.
+	Session string
 }
 
 const minArena = 256
@@ -35,6 +64,9 @@ func (b *Batch) Reset() {
 	b.Done = b.Done[:0]
 	clear(b.arena)
 	b.arena = b.arena[:0]
+	clear(b.lists)
+	b.lists = b.lists[:0]
+	b.Origin = Origin{}
 }
 
 // TakeDone removes the batch's Done callbacks and returns them.
@@ -56,12 +88,40 @@ func (b *Batch) Add(t *Type, loggingTimestamp int64) *Record {
 	return &b.Records[len(b.Records)-1]
 }
 
-// AddRecord appends a copy of r (values copied into the batch's arena).
+// AddRecord appends a copy of r (values, array items included, copied
+// into the batch's arena), so the copy lives as long as the batch whatever
+// becomes of r.
 func (b *Batch) AddRecord(r *Record) {
 	vals := b.values(len(r.Values))
 	copy(vals, r.Values)
+	for i := range vals {
+		if l := vals[i].list; l != nil {
+			vals[i] = b.NewList(l.Elem, len(l.Items))
+			copy(vals[i].list.Items, l.Items)
+		}
+	}
 	b.Records = append(b.Records, Record{Type: r.Type, LoggingTimestamp: r.LoggingTimestamp, Values: vals})
 }
+
+// NewList returns an array value of n zero items of kind elem for the
+// caller to fill through List().Items. The list and its items live in the
+// batch's arena (valid until Reset), so decoding array fields allocates
+// nothing per record once the batch has grown to its working size.
+func (b *Batch) NewList(elem Kind, n int) Value {
+	if len(b.lists) == cap(b.lists) {
+		// A new block; lists handed out keep the old one alive until
+		// the next Reset, so their addresses never change.
+		b.lists = make([]List, 0, max(minLists, 2*cap(b.lists)))
+	}
+	var items []Value
+	if n > 0 {
+		items = b.values(n)
+	}
+	b.lists = append(b.lists, List{Elem: elem, Items: items})
+	return Value{list: &b.lists[len(b.lists)-1]}
+}
+
+const minLists = 16
 
 // Truncate drops the records from index n on. Decoders use it to take back
 // a record whose bytes turned out to be incomplete. The arena space of the
@@ -92,4 +152,56 @@ func (b *Batch) values(n int) []Value {
 	start := len(b.arena)
 	b.arena = b.arena[:start+n]
 	return b.arena[start : start+n : start+n]
+}
+
+// hostTypes are the built-in types that name the monitored host in a
+// string field hostname.
+var hostTypes = map[string]bool{
+	KiekerMetadataRecord: true, TraceMetadata: true, ApplicationTraceMetadata: true,
+	OperationExecutionRecord: true, Prefix + "misc.ThreadMetaData": true, Prefix + "misc.HostApplicationMetaData": true,
+}
+
+// HostLearner finds the monitored host of a connection in its records
+// (Kieker's metadata record, TraceMetadata, an OperationExecutionRecord).
+// It remembers types that do not name a host, so a stream of such records
+// costs a pointer comparison per record; once the host is found it costs
+// nothing. One learner serves one connection.
+type HostLearner struct {
+	no    [8]*Type // types without a hostname, most recent first
+	found bool
+}
+
+// Learn sets o.Host from the first record of b (from index from on) that
+// names its host, unless the host is already known.
+func (h *HostLearner) Learn(o *Origin, b *Batch, from int) {
+	if h.found {
+		return
+	}
+	for i := from; i < len(b.Records); i++ {
+		r := &b.Records[i]
+		if h.skip(r.Type) {
+			continue
+		}
+		if !hostTypes[r.Type.Name] {
+			copy(h.no[1:], h.no[:])
+			h.no[0] = r.Type
+			continue
+		}
+		if j := r.Type.FieldIndex("hostname"); j >= 0 && j < len(r.Values) && r.Type.Fields[j].Kind == String {
+			if host := r.Values[j].Str(); host != "" {
+				o.Host = host
+				h.found = true
+				return
+			}
+		}
+	}
+}
+
+func (h *HostLearner) skip(t *Type) bool {
+	for _, n := range h.no {
+		if n == t {
+			return true
+		}
+	}
+	return false
 }

@@ -13,6 +13,7 @@ const Prefix = "kieker.common.record."
 // Names of the types the rest of tracebridge refers to directly.
 const (
 	KiekerMetadataRecord      = Prefix + "misc.KiekerMetadataRecord"
+	RegistryRecord            = Prefix + "misc.RegistryRecord"
 	TraceMetadata             = Prefix + "flow.trace.TraceMetadata"
 	ApplicationTraceMetadata  = Prefix + "flow.trace.ApplicationTraceMetadata"
 	BeforeOperationEvent      = Prefix + "flow.trace.operation.BeforeOperationEvent"
@@ -132,6 +133,7 @@ func buildBuiltin() {
 		{"misc.EmptyRecord", nil},
 		{"misc.HostApplicationMetaData", fields(fs("systemName"), fs("ipAddress"), fs("hostname"), fs("applicationName"))},
 		{"misc.KiekerMetadataRecord", fields(fs("version"), fs("controllerName"), fs("hostname"), fi("experimentId"), fb("debugMode"), fl("timeOffset"), fs("timeUnit"), fl("numberOfRecords"))},
+		{"misc.RegistryRecord", fields(fi("id"), fs("string"))},
 		{"misc.OperationCallEvent", fields(fs("sourceComponent"), fs("sourceOperation"), fs("targetComponent"), fs("targetOperation"))},
 		{"misc.ThreadMetaData", fields(fs("hostname"), fl("threadId"))},
 		{"misc.TimestampRecord", fields(fl("timestamp"))},

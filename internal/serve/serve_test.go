@@ -1,28 +1,43 @@
 package serve
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/tracebridge/tracebridge/internal/config"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
 )
+
+func parse(t *testing.T, yaml string) *config.Config {
+	t.Helper()
+	c, err := config.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
 
 func TestBuildDefaultLikeConfig(t *testing.T) {
 	dir := t.TempDir()
-	cfg := &config.Config{
-		DataDir: dir,
-		Metrics: "127.0.0.1:0",
-		Receivers: []config.Receiver{
-			{Type: config.KiekerTCP, Listen: "127.0.0.1:0", TimestampUnit: "us"},
-			{Type: config.TCPServer, Listen: "127.0.0.1:0"},
-			{Type: config.KiekerTCPDual, Listen: "127.0.0.1:0", RegistryListen: "127.0.0.1:0"},
-		},
-		Sinks: []config.Sink{{Type: config.KiekerLog}},
-	}
+	cfg := parse(t, `
+metrics: 127.0.0.1:0
+receivers:
+  - {type: kieker-tcp, listen: "127.0.0.1:0", timestamp_unit: us}
+  - {type: tcp-server, listen: "127.0.0.1:0"}
+  - {type: kieker-tcp-dual, listen: "127.0.0.1:0", registry_listen: "127.0.0.1:0"}
+sinks:
+  - {type: kieker-log}
+  - {type: forward, url: "kieker-tcp://127.0.0.1:1", policy: best-effort}
+`)
+	cfg.DataDir = dir
 	s, err := Build(cfg, Settings{})
 	if err != nil {
 		t.Fatal(err)
@@ -31,8 +46,11 @@ func TestBuildDefaultLikeConfig(t *testing.T) {
 	if len(s.Receivers) != 3 || !strings.Contains(s.Receivers[2].Where, "registry") || s.MetricsAddr == "" {
 		t.Fatalf("%+v %q", s.Receivers, s.MetricsAddr)
 	}
-	if filepath.Dir(s.Sinks[0].Where) != dir {
-		t.Fatalf("log %s not under %s", s.Sinks[0].Where, dir)
+	if where := strings.TrimPrefix(s.Sinks[0].Where, "writing to "); filepath.Dir(where) != dir {
+		t.Fatalf("log %s not under %s", where, dir)
+	}
+	if s.Sinks[0].Policy != "durable" || s.Sinks[1].Policy != "best-effort" {
+		t.Fatalf("policies %+v", s.Sinks)
 	}
 }
 
@@ -43,44 +61,120 @@ func TestBuildErrorClasses(t *testing.T) {
 	busy, _ := net.Listen("tcp", "127.0.0.1:0")
 	defer busy.Close()
 	for _, tc := range []struct {
-		cfg   config.Config
+		yaml  string
 		class error
+		want  string
 	}{
-		{config.Config{Receivers: []config.Receiver{{Type: config.TCPServer, Listen: "127.0.0.1:0", Mapping: badMap}}, Sinks: []config.Sink{{Type: config.KiekerLog, Path: dir}}}, ErrMapping},
-		{config.Config{Receivers: []config.Receiver{{Type: config.TCPServer, Listen: busy.Addr().String()}}, Sinks: []config.Sink{{Type: config.KiekerLog, Path: dir}}}, ErrComm},
-		{config.Config{Receivers: []config.Receiver{{Type: "x"}}, Sinks: []config.Sink{{Type: config.KiekerLog}}}, ErrConfig},
-		{config.Config{Receivers: []config.Receiver{{Type: config.TCPServer, Listen: "127.0.0.1:0"}}, Sinks: []config.Sink{{Type: config.KiekerLog, Path: dir, Compression: "bzip2"}}}, ErrConfig},
-		{config.Config{Libraries: []string{badMap}, Receivers: []config.Receiver{{Type: config.TCPServer, Listen: "127.0.0.1:0"}}, Sinks: []config.Sink{{Type: config.KiekerLog, Path: dir}}}, ErrConfig},
+		{"receivers: [{type: tcp-server, listen: '127.0.0.1:0', mapping: " + badMap + "}]\nsinks: [{type: kieker-log, path: " + dir + "}]", ErrMapping, "does.not.Exist"},
+		{"receivers: [{type: tcp-server, listen: '" + busy.Addr().String() + "'}]\nsinks: [{type: kieker-log, path: " + dir + "}]", ErrComm, "address already in use"},
+		{"receivers: [{type: x}]\nsinks: [{type: kieker-log}]", ErrConfig, `unknown type "x"`},
+		{"receivers: [{type: tcp-server, listen: '127.0.0.1:0'}]\nsinks: [{type: kieker-log, path: " + dir + ", compression: bzip2}]", ErrConfig, "bzip2"},
+		{"libraries: [" + badMap + "]\nreceivers: [{type: tcp-server, listen: '127.0.0.1:0'}]\nsinks: [{type: kieker-log, path: " + dir + "}]", ErrConfig, "record types"},
+		{"receivers: [{type: tcp-server, lisen: '127.0.0.1:0'}]\nsinks: [{type: kieker-log}]", ErrConfig, `receiver tcp-server (tcp-server): line 1: unknown key "lisen"`},
+		{"receivers: [{type: tcp-client}]\nsinks: [{type: kieker-log}]", ErrConfig, "connect address missing"},
+		{"receivers: [{type: tcp-server, listen: x, timestamp_unit: days}]\nsinks: [{type: kieker-log}]", ErrConfig, "timestamp_unit"},
+		{"receivers: [{type: tcp-server, listen: x}]\nsinks: [{type: forward}]", ErrConfig, "url missing"},
+		{"receivers: [{type: tcp-server, listen: x}]\nstages: [{type: split}]\nsinks: [{type: kieker-log}]", ErrConfig, "boundaries missing"},
 	} {
-		cfg := tc.cfg
-		_, err := Build(&cfg, Settings{})
-		if !errors.Is(err, tc.class) {
-			t.Errorf("%+v: error %v, want class %v", tc.cfg.Receivers, err, tc.class)
+		cfg := parse(t, tc.yaml)
+		_, err := Build(cfg, Settings{})
+		if !errors.Is(err, tc.class) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s:\nerror %v, want class %v and %q", tc.yaml, err, tc.class, tc.want)
 		}
 	}
 }
 
-func TestKiekerPropertiesUnderSinkKeys(t *testing.T) {
-	dir := t.TempDir()
-	props := filepath.Join(dir, "kieker.monitoring.properties")
-	os.WriteFile(props, []byte(`kieker.monitoring.name=FROMPROPS
-kieker.monitoring.writer.filesystem.FileWriter.logStreamHandler=kieker.monitoring.writer.filesystem.TextLogStreamHandler
-kieker.monitoring.writer.filesystem.FileWriter.maxEntriesInFile=77
-kieker.monitoring.writer.filesystem.FileWriter.customStoragePath=/from/props
-`), 0o644)
-	kc, err := kiekerLogConfig(&config.Sink{Type: config.KiekerLog, KiekerProperties: props, Path: dir, MaxEntriesInFile: 5}, "data")
+// toyConfig, toyReceiver and toySink prove the component contract: a
+// receiver and a sink added through the factory list alone.
+type toyConfig struct {
+	Count  int    `yaml:"count"`
+	Prefix string `yaml:"prefix"`
+}
+
+func (c *toyConfig) Validate() error {
+	if c.Count <= 0 {
+		return errors.New("count must be positive")
+	}
+	return nil
+}
+
+type toyReceiver struct {
+	n   int
+	set pipeline.Settings
+}
+
+func (r *toyReceiver) Where() string { return "generating " + r.set.Name }
+func (r *toyReceiver) Close() error  { return nil }
+func (r *toyReceiver) Run(ctx context.Context, out pipeline.Consumer) error {
+	typ := r.set.Catalog.Lookup(record.TraceMetadata)
+	var b record.Batch
+	for i := range r.n {
+		b.Add(typ, int64(i)).Values[0] = record.IntValue(int64(i))
+	}
+	b.Origin.Host = "toy-host"
+	return out.Consume(ctx, &b)
+}
+
+type toySink struct {
+	mu      sync.Mutex
+	prefix  string
+	records int
+	origins []record.Origin
+	closed  bool
+}
+
+func (s *toySink) Where() string { return "memory" }
+func (s *toySink) Flush() error  { return nil }
+func (s *toySink) Close() error  { s.mu.Lock(); s.closed = true; s.mu.Unlock(); return nil }
+func (s *toySink) Consume(_ context.Context, b *record.Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.records += b.Len()
+	s.origins = append(s.origins, b.Origin)
+	return nil
+}
+
+func TestToyComponentsThroughFactories(t *testing.T) {
+	sink := &toySink{}
+	f := DefaultFactories()
+	f.Receivers = append(f.Receivers, pipeline.NewReceiverFactory("toy", func() *toyConfig { return &toyConfig{Count: 1} },
+		func(c *toyConfig, set pipeline.Settings) (pipeline.Receiver, error) {
+			return &toyReceiver{n: c.Count, set: set}, nil
+		}))
+	f.Sinks = append(f.Sinks, pipeline.NewSinkFactory("toy-sink", pipeline.BestEffort, func() *toyConfig { return &toyConfig{Count: 1} },
+		func(c *toyConfig, set pipeline.Settings) (pipeline.BuiltSink, error) {
+			sink.prefix = c.Prefix
+			return sink, nil
+		}))
+
+	cfg := parse(t, "receivers: [{type: toy, name: gen, count: 7}]\nsinks: [{type: toy-sink, prefix: p}]\n")
+	cfg.DataDir = t.TempDir()
+	s, err := Build(cfg, Settings{Factories: f})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kc.Binary || kc.ControllerName != "FROMPROPS" || kc.Path != dir || kc.MaxEntriesInFile != 5 || !kc.Metadata {
-		t.Fatalf("%+v", kc)
+	if s.Receivers[0].Where != "generating gen" || s.Sinks[0].Policy != "best-effort" {
+		t.Fatalf("%+v %+v", s.Receivers, s.Sinks)
 	}
-	// Without a path of its own the sink takes customStoragePath, and
-	// without either the data directory.
-	if kc, _ := kiekerLogConfig(&config.Sink{Type: config.KiekerLog, KiekerProperties: props}, "data"); kc.Path != "/from/props" || kc.MaxEntriesInFile != 77 {
-		t.Fatalf("%+v", kc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Run(ctx); err != nil {
+		t.Fatal(err)
 	}
-	if kc, _ := kiekerLogConfig(&config.Sink{Type: config.KiekerLog}, "data"); kc.Path != "data" {
-		t.Fatalf("%+v", kc)
+	if sink.records != 7 || sink.prefix != "p" || !sink.closed {
+		t.Fatalf("sink saw %d records, prefix %q, closed %v", sink.records, sink.prefix, sink.closed)
+	}
+	if o := sink.origins[0]; o.Receiver != "gen" || o.Host != "toy-host" {
+		t.Fatalf("origin %+v", o)
+	}
+
+	// The toy's own configuration is checked like any other.
+	_, err = Build(parse(t, "receivers: [{type: toy, count: 0}]\nsinks: [{type: toy-sink}]\n"), Settings{Factories: f})
+	if err == nil || !strings.Contains(err.Error(), "receiver toy (toy): count must be positive") {
+		t.Fatalf("invalid toy: %v", err)
+	}
+	_, err = Build(parse(t, "receivers: [{type: toy, cont: 3}]\nsinks: [{type: toy-sink}]\n"), Settings{Factories: f})
+	if err == nil || !strings.Contains(err.Error(), `unknown key "cont"`) {
+		t.Fatalf("typo in toy: %v", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracebridge/tracebridge/internal/bridge"
+	"github.com/tracebridge/tracebridge/internal/engine"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 )
@@ -81,9 +81,9 @@ var errFlush = flushError{}
 
 // RunBridge runs a bridge with one source and one sink (a Collector, a
 // RefusingSink), flushing every 50 ms. stop cancels it and returns Run's error.
-func RunBridge(tb testing.TB, src bridge.Source, sink pipeline.Sink) (stop func() error) {
+func RunBridge(tb testing.TB, src pipeline.Source, sink pipeline.Sink) (stop func() error) {
 	tb.Helper()
-	br := bridge.New(bridge.Settings{FlushInterval: 50 * time.Millisecond})
+	br := engine.New(engine.Settings{FlushInterval: 50 * time.Millisecond})
 	br.AddSource("test", src)
 	br.AddSink("sink", sink)
 	ctx, cancel := context.WithCancel(context.Background())

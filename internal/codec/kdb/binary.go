@@ -72,7 +72,7 @@ func (d *Decoder) Decode(buf []byte, b *record.Batch) (n int, err error) {
 			d.need, d.partial = -size, p
 			break
 		}
-		d.fill(p, rec[:size], b.Add(p.t, record.NoTimestamp).Values)
+		d.fill(p, rec[:size], b.Add(p.t, record.NoTimestamp).Values, b)
 		pos += size
 	}
 	d.off += int64(pos)
@@ -202,12 +202,12 @@ func (d *Decoder) recordErr(p *plan, field int, size int64) *Error {
 }
 
 // fill decodes a record that measure found complete.
-func (d *Decoder) fill(p *plan, rec []byte, vals []record.Value) {
+func (d *Decoder) fill(p *plan, rec []byte, vals []record.Value, b *record.Batch) {
 	pos := 4
 	for i := range p.fields {
 		f := &p.fields[i]
 		if f.array {
-			pos = d.fillArray(f.kind, rec, pos, &vals[i])
+			pos = d.fillArray(f.kind, rec, pos, &vals[i], b)
 			continue
 		}
 		switch f.kind {
@@ -251,13 +251,11 @@ func scalar(k record.Kind, rec []byte, pos int) (record.Value, int) {
 	return record.Value{}, pos
 }
 
-func (d *Decoder) fillArray(elem record.Kind, rec []byte, pos int, v *record.Value) int {
+func (d *Decoder) fillArray(elem record.Kind, rec []byte, pos int, v *record.Value, b *record.Batch) int {
 	n := int(binary.BigEndian.Uint32(rec[pos:]))
 	pos += 4
-	var items []record.Value
-	if n > 0 {
-		items = make([]record.Value, n)
-	}
+	list := b.NewList(elem, n)
+	items := list.List().Items
 	for j := range items {
 		if elem == record.String {
 			l := int(binary.BigEndian.Uint32(rec[pos:]))
@@ -268,7 +266,7 @@ func (d *Decoder) fillArray(elem record.Kind, rec []byte, pos int, v *record.Val
 		}
 		items[j], pos = scalar(elem, rec, pos)
 	}
-	*v = record.ListValue(elem, items)
+	*v = list
 	return pos
 }
 

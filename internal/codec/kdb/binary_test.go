@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 // encodeAll encodes records in the binary dialect.
@@ -31,8 +31,8 @@ func encodeAll(tb testing.TB, ids []int32, recs []record.Record) []byte {
 
 func TestBinaryRoundTripAllTypes(t *testing.T) {
 	m := allTypesMapping(t)
-	if m.Len() != 68 {
-		t.Fatalf("%d types mapped, want the 67 built-in ones and test.AllKinds", m.Len())
+	if m.Len() != 69 {
+		t.Fatalf("%d types mapped, want the 68 built-in ones and test.AllKinds", m.Len())
 	}
 	ids, recs := sampleRecords(m, false)
 	data := encodeAll(t, ids, recs)
@@ -453,7 +453,7 @@ func FuzzBinaryDecode(f *testing.F) {
 	f.Add(stream[:len(stream)-3])
 	// Bytes of other formats: Kieker's own TCP streams.
 	for _, name := range []string{"java-tcp.bin", "python-tcp.bin", "c-tcp.bin"} {
-		data, err := os.ReadFile(shared.Path(f, "kieker-streams", name))
+		data, err := os.ReadFile(testcorpus.Path(f, "kieker-streams", name))
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 // cmpOpts compares records by type name and bit-exact values.
@@ -63,7 +63,7 @@ func perlMapping(tb testing.TB) *Mapping {
 // perlMessages returns the 251 text messages of the Perl probes' run.
 func perlMessages(tb testing.TB) [][]byte {
 	tb.Helper()
-	data, err := os.ReadFile(shared.Path(tb, "kieker-streams", "perl-kdb-messages.txt"))
+	data, err := os.ReadFile(testcorpus.Path(tb, "kieker-streams", "perl-kdb-messages.txt"))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func perlMessages(tb testing.TB) [][]byte {
 // session of the same run (frames end with NUL, no content-length).
 func stompBodies(tb testing.TB) [][]byte {
 	tb.Helper()
-	data, err := os.ReadFile(shared.Path(tb, "kieker-streams", "perl-stomp.bin"))
+	data, err := os.ReadFile(testcorpus.Path(tb, "kieker-streams", "perl-stomp.bin"))
 	if err != nil {
 		tb.Fatal(err)
 	}

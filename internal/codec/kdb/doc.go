@@ -7,7 +7,7 @@
 // Lines "<id>=<fully.qualified.RecordClass>"; blank lines and lines starting
 // with '#' are skipped, spaces around id and name are trimmed, CRLF line ends
 // are tolerated. Class names resolve through a record.Catalog, legacy names
-// included. ParseMapping and LoadMapping read one, DefaultMapping builds the
+// included. ParseMapping reads one (internal/mapping loads files), DefaultMapping builds the
 // bridge's default table, (*Mapping).WriteTo writes one.
 //
 // # Binary dialect (TCP streams, broker byte messages)

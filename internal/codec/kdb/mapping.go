@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -166,16 +165,6 @@ func DefaultMapping(cat *record.Catalog) (*Mapping, error) {
 		types[int32(id+1)] = t
 	}
 	return NewMapping(types)
-}
-
-// LoadMapping reads the mapping file at path (see ParseMapping).
-func LoadMapping(path string, cat *record.Catalog) (*Mapping, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("mapping file: %w", err)
-	}
-	defer f.Close()
-	return ParseMapping(path, f, cat)
 }
 
 // ParseMapping reads a mapping file; name identifies it in errors. Every

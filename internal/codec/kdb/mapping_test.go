@@ -2,8 +2,6 @@ package kdb
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -69,30 +67,6 @@ func TestParseMappingErrors(t *testing.T) {
 				t.Fatalf("error %q, want %q", errString(err), tc.want)
 			}
 		})
-	}
-}
-
-func TestLoadMapping(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "kdb.map")
-	if err := os.WriteFile(path, []byte(perlMappingText), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	m, err := LoadMapping(path, record.Builtin())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Len() != 3 || m.Type(3).Name != record.TraceMetadata {
-		t.Fatalf("loaded %v", m)
-	}
-	if _, err := LoadMapping(filepath.Join(t.TempDir(), "missing.map"), record.Builtin()); err == nil || !strings.Contains(err.Error(), "missing.map") {
-		t.Fatalf("missing file: %v", err)
-	}
-	bad := filepath.Join(t.TempDir(), "bad.map")
-	if err := os.WriteFile(bad, []byte("1=no.Such"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := LoadMapping(bad, record.Builtin()); errString(err) != "mapping "+bad+": line 1: unknown record class no.Such" {
-		t.Fatalf("bad file: %v", err)
 	}
 }
 

@@ -171,7 +171,7 @@ func (d *TextDecoder) decodeRecord(msg []byte, pos int, b *record.Batch) (int, *
 		return 0, &Error{Offset: -1, Reason: fmt.Sprintf("unknown type id %d", id), Err: ErrUnknownID}
 	}
 	n := b.Len()
-	if err := d.fields(p, &z, b.Add(p.t, record.NoTimestamp).Values); err != nil {
+	if err := d.fields(p, &z, b.Add(p.t, record.NoTimestamp).Values, b); err != nil {
 		b.Truncate(n)
 		return 0, err
 	}
@@ -179,7 +179,7 @@ func (d *TextDecoder) decodeRecord(msg []byte, pos int, b *record.Batch) (int, *
 }
 
 // fields decodes the values of one record.
-func (d *TextDecoder) fields(p *plan, z *tokenizer, vals []record.Value) *Error {
+func (d *TextDecoder) fields(p *plan, z *tokenizer, vals []record.Value, b *record.Batch) *Error {
 	got, want := 0, len(p.fields) // values read, values expected so far
 	for i := range p.fields {
 		f := &p.fields[i]
@@ -214,8 +214,9 @@ func (d *TextDecoder) fields(p *plan, z *tokenizer, vals []record.Value) *Error 
 			return d.fieldErr(p, i, ErrLimit, "array length %d over the limit %d", n, d.lim.arr)
 		}
 		want += int(n)
-		var items []record.Value
-		for range n {
+		list := b.NewList(f.kind, int(n))
+		items := list.List().Items
+		for j := range items {
 			if z.done {
 				return d.countErr(p, got, want, i+1)
 			}
@@ -228,9 +229,9 @@ func (d *TextDecoder) fields(p *plan, z *tokenizer, vals []record.Value) *Error 
 			if err != nil {
 				return err
 			}
-			items = append(items, v)
+			items[j] = v
 		}
-		vals[i] = record.ListValue(f.kind, items)
+		vals[i] = list
 	}
 	if !z.done {
 		return d.countErr(p, got+z.count(), want, len(p.fields))

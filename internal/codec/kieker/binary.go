@@ -230,7 +230,9 @@ func (d *Decoder) frame(p []byte, cid int32, off int64, b *record.Batch) (int, e
 		}
 	}
 	if ci.typ == nil {
-		return 0, d.hint(offsetError(off, fmt.Sprintf("class id %d names %s, which is not in the catalogue", cid, ci.name), ErrUnknownType))
+		e := offsetError(off, fmt.Sprintf("class id %d names %s, which is not in the catalogue", cid, ci.name), ErrUnknownType)
+		e.Class = ci.name
+		return 0, d.hint(e)
 	}
 	if ci.size < 0 {
 		n, err := d.frameVar(p, ci, off, b)
@@ -346,7 +348,8 @@ func (d *Decoder) frameVar(p []byte, ci *classInfo, off int64, b *record.Batch) 
 		}
 		count := int(binary.BigEndian.Uint32(p[pos:]))
 		pos += 4
-		items := make([]record.Value, count)
+		list := b.NewList(k, count)
+		items := list.List().Items
 		for j := range items {
 			v, err := d.scalar(k, p[pos:], off, ci, i)
 			if err != nil {
@@ -356,7 +359,7 @@ func (d *Decoder) frameVar(p []byte, ci *classInfo, off int64, b *record.Batch) 
 			items[j] = v
 			pos += size
 		}
-		vals[i] = record.ListValue(k, items)
+		vals[i] = list
 	}
 	return n, nil
 }

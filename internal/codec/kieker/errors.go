@@ -49,6 +49,8 @@ type Error struct {
 	Line int
 	// Msg is the reason.
 	Msg string
+	// Class is the record class name of an ErrUnknownType error.
+	Class string
 
 	kinds []error
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 // Fuzz limits keep single inputs cheap.
@@ -66,8 +66,8 @@ func FuzzBinaryDecode(f *testing.F) {
 			f.Add(piece, uint8(3), uint64(2))
 		}
 	}
-	streams, _ := filepath.Glob(shared.Path(f, "kieker-streams", "*-tcp*.bin"))
-	streams = append(streams, shared.Path(f, "kieker-streams", "c-basic-example.bin"))
+	streams, _ := filepath.Glob(testcorpus.Path(f, "kieker-streams", "*-tcp*.bin"))
+	streams = append(streams, testcorpus.Path(f, "kieker-streams", "c-basic-example.bin"))
 	for i, p := range streams {
 		for _, piece := range seedPieces(readFile(f, p)) {
 			f.Add(piece, uint8(1), uint64(i))
@@ -164,7 +164,7 @@ func chunkings(data []byte, seed uint64) []chunker {
 func FuzzRegistryDecode(f *testing.F) {
 	// Seeds: the registry entries of the real TCP streams, re-written
 	// without markers as the dual-socket writers send them.
-	streams, _ := filepath.Glob(shared.Path(f, "kieker-streams", "*-tcp*.bin"))
+	streams, _ := filepath.Glob(testcorpus.Path(f, "kieker-streams", "*-tcp*.bin"))
 	for i, p := range streams {
 		d := NewDecoder(Options{Inline: true, JavaCharCount: strings.Contains(p, "unicode")})
 		feedBinary(d, readFile(f, p), whole)
@@ -343,8 +343,8 @@ func FuzzTextDecode(f *testing.F) {
 }
 
 func FuzzMap(f *testing.F) {
-	maps, _ := filepath.Glob(shared.Path(f, "kieker-logs", "*", "*", "kieker.map"))
-	more, _ := filepath.Glob(shared.Path(f, "kieker-logs", "*", "*", "*", "kieker.map"))
+	maps, _ := filepath.Glob(testcorpus.Path(f, "kieker-logs", "*", "*", "kieker.map"))
+	more, _ := filepath.Glob(testcorpus.Path(f, "kieker-logs", "*", "*", "*", "kieker.map"))
 	for _, p := range append(maps, more...) {
 		f.Add(readFile(f, p))
 	}

@@ -10,13 +10,13 @@ import (
 	"testing"
 
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 // corpus reads a file of the shared corpus.
 func corpus(t testing.TB, elem ...string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(shared.Path(t, elem...))
+	data, err := os.ReadFile(testcorpus.Path(t, elem...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func corpus(t testing.TB, elem ...string) []byte {
 func logDir(t testing.TB, name string) string {
 	t.Helper()
 	var dir string
-	root := shared.Path(t, "kieker-logs", name)
+	root := testcorpus.Path(t, "kieker-logs", name)
 	err := filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
 		if err == nil && e.Name() == "kieker.map" {
 			dir = filepath.Dir(p)

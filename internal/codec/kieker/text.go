@@ -101,7 +101,9 @@ func (d *LineDecoder) Decode(line []byte, lineNo int, b *record.Batch) error {
 		}
 	}
 	if ci.typ == nil {
-		return lineError(lineNo, fmt.Sprintf("type id %d names %s, which is not in the catalogue", id, ci.name), ErrUnknownType)
+		e := lineError(lineNo, fmt.Sprintf("type id %d names %s, which is not in the catalogue", id, ci.name), ErrUnknownType)
+		e.Class = ci.name
+		return e
 	}
 	tsv, ok := c.next()
 	if !ok {
@@ -114,7 +116,7 @@ func (d *LineDecoder) Decode(line []byte, lineNo int, b *record.Batch) error {
 	mark := b.Len()
 	vals := b.Add(ci.typ, ts).Values
 	body := c
-	err := d.fields(&c, ci.typ.Fields, nil, vals, lineNo)
+	err := d.fields(&c, ci.typ.Fields, nil, vals, lineNo, b)
 	if err == nil && c.more {
 		err = errTooMany
 	}
@@ -125,7 +127,7 @@ func (d *LineDecoder) Decode(line []byte, lineNo int, b *record.Batch) error {
 	for _, l := range ci.typ.Legacy {
 		clear(vals)
 		lc := body
-		if d.fields(&lc, l.Fields, l.Target, vals, lineNo) == nil && !lc.more {
+		if d.fields(&lc, l.Fields, l.Target, vals, lineNo, b) == nil && !lc.more {
 			return nil
 		}
 	}
@@ -146,13 +148,13 @@ var (
 
 // fields decodes the values of fields from c into vals (target[i] is the
 // index in vals of wire field i, or -1 to drop it; nil means identity).
-func (d *LineDecoder) fields(c *cursor, fields []record.Field, target []int, vals []record.Value, lineNo int) error {
+func (d *LineDecoder) fields(c *cursor, fields []record.Field, target []int, vals []record.Value, lineNo int, b *record.Batch) error {
 	c.expected = len(fields)
 	for i, f := range fields {
 		var v record.Value
 		var err error
 		if f.Array {
-			v, err = d.array(c, f, lineNo)
+			v, err = d.array(c, f, lineNo, b)
 		} else {
 			v, err = d.value(c, f, f.Kind, lineNo)
 		}
@@ -170,7 +172,7 @@ func (d *LineDecoder) fields(c *cursor, fields []record.Field, target []int, val
 	return nil
 }
 
-func (d *LineDecoder) array(c *cursor, f record.Field, lineNo int) (record.Value, error) {
+func (d *LineDecoder) array(c *cursor, f record.Field, lineNo int, b *record.Batch) (record.Value, error) {
 	raw, ok := c.next()
 	if !ok {
 		return record.Value{}, errTooFew
@@ -183,7 +185,8 @@ func (d *LineDecoder) array(c *cursor, f record.Field, lineNo int) (record.Value
 		return record.Value{}, lineError(lineNo, fmt.Sprintf("field %s: array length %d over the limit %d", f.Name, n, d.maxArr), ErrLimit)
 	}
 	c.expected += int(n)
-	items := make([]record.Value, n)
+	list := b.NewList(f.Kind, int(n))
+	items := list.List().Items
 	for j := range items {
 		v, err := d.value(c, f, f.Kind, lineNo)
 		if err != nil {
@@ -191,7 +194,7 @@ func (d *LineDecoder) array(c *cursor, f record.Field, lineNo int) (record.Value
 		}
 		items[j] = v
 	}
-	return record.ListValue(f.Kind, items), nil
+	return list, nil
 }
 
 // value decodes the next value of kind k.

@@ -31,6 +31,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/gen"
+	"github.com/tracebridge/tracebridge/internal/mapping"
 	"github.com/tracebridge/tracebridge/internal/record"
 )
 
@@ -205,7 +206,7 @@ func perlCompile(t testing.TB, perl, dir, file string) {
 func Check(t testing.TB, mappingFile, out string, cat *record.Catalog, types []*record.Type) {
 	t.Helper()
 	want := gen.Samples(types)
-	m, err := kdb.LoadMapping(mappingFile, cat)
+	m, err := mapping.Load(mappingFile, cat)
 	if err != nil {
 		t.Fatalf("mapping: %v", err)
 	}

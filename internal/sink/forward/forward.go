@@ -401,7 +401,7 @@ func (s *Sink) warnOnce(t *record.Type, msg string, err error) {
 	s.warned[name] = true
 	attrs := []any{"target", s.target.String(), "type", name}
 	if err != nil {
-		attrs = append(attrs, "error", err)
+		attrs = append(attrs, "err", err)
 	}
 	s.log.Warn("forward: "+msg, attrs...)
 }
@@ -455,7 +455,7 @@ func (s *Sink) lose(err error) (n, earlier int) {
 	s.downDrop = 0
 	s.back.Reset()
 	s.nextDial = time.Time{} // the first attempt after a loss is immediate
-	s.log.Warn("forward: connection lost", "target", s.target.String(), "error", err)
+	s.log.Warn("forward: connection lost", "target", s.target.String(), "err", err)
 	return n, earlier
 }
 
@@ -560,7 +560,7 @@ func (s *Sink) dialFailed(err error) {
 	if s.state != stateDown { // never connected, or a rotation's new connection failed
 		s.state = stateDown
 		s.downAt = time.Now()
-		s.log.Warn("forward: target unreachable; retrying in the background", "target", s.target.String(), "error", err)
+		s.log.Warn("forward: target unreachable; retrying in the background", "target", s.target.String(), "err", err)
 	}
 }
 

@@ -16,8 +16,8 @@ import (
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/shared"
 	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 func TestParseURL(t *testing.T) {
@@ -101,7 +101,7 @@ func TestNewConfigErrors(t *testing.T) {
 // records read (for kdb-tcp without the logging timestamp, which the
 // dialect does not carry).
 func TestCorpus(t *testing.T) {
-	root := shared.Path(t, "kieker-logs")
+	root := testcorpus.Path(t, "kieker-logs")
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestCorpus(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					r, err := kiekerlog.Open(shared.Path(t, "kieker-logs", name), kiekerlog.Options{Catalog: cat, BatchSize: 100})
+					r, err := kiekerlog.Open(testcorpus.Path(t, "kieker-logs", name), kiekerlog.Options{Catalog: cat, BatchSize: 100})
 					if err != nil {
 						t.Fatal(err)
 					}

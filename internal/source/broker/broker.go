@@ -93,6 +93,8 @@ const SettleWait = 5 * time.Second
 type Config struct {
 	// Name is the receiver's name (logs, metrics).
 	Name string
+	// Peer names the broker and destination in the batches' origin.
+	Peer string
 	// Mapping gives the record ids of both KDB dialects.
 	Mapping *kdb.Mapping
 	// Options carries the decoders' limits.
@@ -316,6 +318,7 @@ func (b *Batcher) Flush(ctx context.Context) error {
 		}
 	}
 	b.batch.Done = append(b.batch.Done, done)
+	b.batch.Origin = record.Origin{Receiver: b.cfg.Name, Peer: b.cfg.Peer}
 	var err error
 	if b.emit != nil {
 		var nb *record.Batch

@@ -16,6 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
@@ -38,6 +41,13 @@ type Options struct {
 	BatchSize int
 	// ReadBufferSize is the size of the read buffer (default 256 KiB).
 	ReadBufferSize int
+	// Strict stops at a record whose type is not in the catalogue, as at
+	// any malformed record. Otherwise such records are skipped and counted
+	// per type (Stats.Unknown), as Kieker's own reader does, and the rest
+	// of the log is read; in a binary file, whose records carry no length,
+	// the rest of that file cannot be framed and is skipped
+	// (Stats.UnknownTails).
+	Strict bool
 }
 
 // Stats count what a Reader did.
@@ -50,6 +60,12 @@ type Stats struct {
 	// lines, truncated compressed streams).
 	Skipped      int64
 	SkippedTails int64
+	// Unknown counts the records skipped because their type is not in
+	// the catalogue, by class name (without Strict). UnknownTails names
+	// the binary files whose rest was skipped after such a record, with
+	// the offset.
+	Unknown      map[string]int64
+	UnknownTails []string
 }
 
 // Reader reads the Kieker logs found under one path.
@@ -60,6 +76,10 @@ type Reader struct {
 
 	records, skipped, tails atomic.Int64
 	files                   atomic.Int64
+
+	umu          sync.Mutex
+	unknown      map[string]int64
+	unknownTails []string
 }
 
 // Open finds the logs under path (a log directory, a directory of logs, or
@@ -104,7 +124,33 @@ func (r *Reader) Consumed() int64 {
 
 // Stats returns the counts so far.
 func (r *Reader) Stats() Stats {
-	return Stats{Logs: len(r.logs), Files: int(r.files.Load()), Records: r.records.Load(), Skipped: r.skipped.Load(), SkippedTails: r.tails.Load()}
+	st := Stats{Logs: len(r.logs), Files: int(r.files.Load()), Records: r.records.Load(), Skipped: r.skipped.Load(), SkippedTails: r.tails.Load()}
+	r.umu.Lock()
+	defer r.umu.Unlock()
+	if len(r.unknown) > 0 {
+		st.Unknown = maps.Clone(r.unknown)
+		st.UnknownTails = slices.Clone(r.unknownTails)
+	}
+	return st
+}
+
+// unknownType counts a record of a type not in the catalogue and reports
+// whether it was (err is such an error and Strict is off).
+func (r *Reader) unknownType(err error, tail string) bool {
+	var ke *kieker.Error
+	if r.opts.Strict || !errors.Is(err, kieker.ErrUnknownType) || !errors.As(err, &ke) {
+		return false
+	}
+	r.umu.Lock()
+	defer r.umu.Unlock()
+	if r.unknown == nil {
+		r.unknown = map[string]int64{}
+	}
+	r.unknown[ke.Class]++
+	if tail != "" {
+		r.unknownTails = append(r.unknownTails, fmt.Sprintf("%s from offset %d", tail, ke.Offset))
+	}
+	return true
 }
 
 // Run reads every record and hands them to next in batches. It stops at the
@@ -230,6 +276,12 @@ func (x *run) stream(s *logdir.Stream, name string, decode func([]byte, *record.
 			}
 			if err == nil {
 				break
+			}
+			if text && used > 0 && x.r.unknownType(err, "") {
+				continue // the line of an unknown type is skipped
+			}
+			if !text && x.r.unknownType(err, name) {
+				return x.maybeFlush() // the rest of the file cannot be framed
 			}
 			if !text || used == 0 {
 				// The rest of the file cannot be framed again.

@@ -10,7 +10,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	"github.com/tracebridge/tracebridge/internal/bridge"
+	"github.com/tracebridge/tracebridge/internal/engine"
 	"github.com/tracebridge/tracebridge/internal/servicetest"
 	"github.com/tracebridge/tracebridge/internal/source/broker"
 )
@@ -30,7 +30,7 @@ func burst(t testing.TB, addr string, n, inflight int, ackInterval time.Duration
 		t.Fatal(err)
 	}
 	sink := &servicetest.Collector{}
-	br := bridge.New(bridge.Settings{FlushInterval: 50 * time.Millisecond, AckInterval: ackInterval})
+	br := engine.New(engine.Settings{FlushInterval: 50 * time.Millisecond, AckInterval: ackInterval})
 	br.AddSource("mqtt", r)
 	br.AddSink("collector", sink)
 	ctx, cancel := context.WithCancel(context.Background())

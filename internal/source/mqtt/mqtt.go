@@ -128,6 +128,7 @@ func (r *Receiver) Run(ctx context.Context, out pipeline.Consumer) error {
 	if bc.Window == 0 && r.cfg.Inflight > 0 {
 		bc.Window = r.cfg.Inflight
 	}
+	bc.Peer = r.state.Target
 	b := broker.NewBatcher(bc, r.set, out)
 	rn := &run{r: r, ctx: ctx, msgs: make(chan delivery, 1024), redo: make(chan struct{}, 1)}
 	c := rn.connect()

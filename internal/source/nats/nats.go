@@ -197,7 +197,9 @@ func (r *Receiver) Run(ctx context.Context, out pipeline.Consumer) error {
 		return err
 	}
 	defer nc.Close()
-	b := broker.NewBatcher(r.cfg.Batch, r.set, out)
+	bc := r.cfg.Batch
+	bc.Peer = r.state.Target
+	b := broker.NewBatcher(bc, r.set, out)
 	if r.cfg.DeadLetter != "" {
 		b.SetDeadLetter(func(m broker.Message, reason error) error {
 			msg := natsgo.NewMsg(r.cfg.DeadLetter)

@@ -139,6 +139,7 @@ func (r *Receiver) Target() string { return r.state.Target }
 func (r *Receiver) Run(ctx context.Context, out pipeline.Consumer) error {
 	bc := r.cfg.Batch
 	bc.Cumulative = true
+	bc.Peer = r.state.Target
 	b := broker.NewBatcher(bc, r.set, out)
 	back := backoff.Exponential{Min: r.cfg.BackoffMin, Max: r.cfg.BackoffMax}
 	for ctx.Err() == nil {

@@ -15,8 +15,8 @@ import (
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/servicetest"
-	"github.com/tracebridge/tracebridge/internal/shared"
 	"github.com/tracebridge/tracebridge/internal/source/broker"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 var cat = record.Builtin()
@@ -31,7 +31,7 @@ func perlMapping(t *testing.T) *kdb.Mapping {
 }
 
 func perlMessages(t *testing.T) [][]byte {
-	f, err := os.Open(shared.Path(t, "kieker-streams", "perl-kdb-messages.txt"))
+	f, err := os.Open(testcorpus.Path(t, "kieker-streams", "perl-kdb-messages.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

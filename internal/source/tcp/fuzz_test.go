@@ -14,7 +14,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 // chunkReader returns data in pieces whose sizes next chooses, then EOF.
@@ -98,7 +98,7 @@ func checkChunking(t *testing.T, newDec func() Decoder, data []byte, seed uint64
 
 // fuzzSeeds adds every file of the corpus directory dir.
 func fuzzSeeds(f *testing.F, dir string, keep func(name string) bool) {
-	d := shared.Path(f, dir)
+	d := testcorpus.Path(f, dir)
 	entries, err := os.ReadDir(d)
 	if err != nil {
 		f.Fatal(err)

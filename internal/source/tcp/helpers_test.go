@@ -22,7 +22,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/shared"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 func TestMain(m *testing.M) {
@@ -270,7 +270,7 @@ func waitClosed(t testing.TB, c net.Conn, timeout time.Duration) {
 
 func corpus(t testing.TB, elem ...string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(shared.Path(t, elem...))
+	data, err := os.ReadFile(testcorpus.Path(t, elem...))
 	if err != nil {
 		t.Fatal(err)
 	}

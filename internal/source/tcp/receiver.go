@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,7 @@ type Receiver struct {
 	fatal error // why the receiver stopped by itself (consumer closed)
 
 	bytes, records, accepted, open, rejected, decodeErrors atomic.Int64
+	sessions                                               atomic.Int64 // connections served, numbering their sessions
 }
 
 // Stats are a receiver's running totals.
@@ -381,6 +383,10 @@ func (r *Receiver) serve(nc net.Conn, dec Decoder, role string, em *emitter, onE
 	}()
 	peer := nc.RemoteAddr().String()
 	r.log.Debug("connection opened", "receiver", r.cfg.Name, "peer", peer, "role", role)
+	// The batches' origin: this connection, and the monitored host once a
+	// record names it.
+	origin := record.Origin{Receiver: r.cfg.Name, Peer: peer, Session: strconv.FormatInt(r.sessions.Add(1), 10)}
+	var hosts record.HostLearner
 	s := &stream{
 		rd:           nc,
 		dec:          dec,
@@ -395,7 +401,11 @@ func (r *Receiver) serve(nc net.Conn, dec Decoder, role string, em *emitter, onE
 			r.met.Bytes(n)
 		},
 		beforeRead: func() { r.setDeadline(nc) },
-		handOn:     func(b *record.Batch) (*record.Batch, error) { return r.handOn(em, peer, b) },
+		handOn: func(b *record.Batch) (*record.Batch, error) {
+			hosts.Learn(&origin, b, 0)
+			b.Origin = origin
+			return r.handOn(em, peer, b)
+		},
 	}
 	if e, ok := em.out.(interface{ NewBatch() *record.Batch }); ok {
 		s.batch = e.NewBatch()

@@ -2,20 +2,21 @@ package split
 
 import (
 	"context"
+	"github.com/tracebridge/tracebridge/internal/trace"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/shared"
 	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 // corpusLogs returns every log of the shared corpus: the Kieker logs and
 // each compressed variant.
 func corpusLogs(t testing.TB) []string {
-	root := shared.Path(t, "kieker-logs")
+	root := testcorpus.Path(t, "kieker-logs")
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +76,7 @@ var corpusSpecs = []string{
 func TestCorpusSplitMerge(t *testing.T) {
 	cut := map[string]int64{}
 	for _, path := range corpusLogs(t) {
-		name, _ := filepath.Rel(shared.Path(t, "kieker-logs"), path)
+		name, _ := filepath.Rel(testcorpus.Path(t, "kieker-logs"), path)
 		in := readLog(t, path)
 		for _, spec := range corpusSpecs {
 			t.Run(name+"/"+spec, func(t *testing.T) {
@@ -99,7 +100,7 @@ func TestCorpusSplitMerge(t *testing.T) {
 	// The 2.0 logs call one class only; with each method taken for a class
 	// of its own their real trace shapes are cut too.
 	for _, path := range corpusLogs(t) {
-		name, _ := filepath.Rel(shared.Path(t, "kieker-logs"), path)
+		name, _ := filepath.Rel(testcorpus.Path(t, "kieker-logs"), path)
 		in := methodsAsClasses(readLog(t, path))
 		b := mustParse(t, `regex:.*\.catalogLookup .*\.getBook;package:1`)
 		sp := splitRecs(t, b, in, []int{33}, Options{})
@@ -136,17 +137,17 @@ func TestCorpusMergeUnsplit(t *testing.T) {
 // methodsAsClasses replaces each event's classSignature by its qualified
 // method name (a.b.C.m), so that every method is a class of its own.
 func methodsAsClasses(recs []record.Record) []record.Record {
-	var tc typeCache
+	var tc trace.TypeCache
 	out := make([]record.Record, len(recs))
 	for i, r := range recs {
 		out[i] = r.Clone()
-		ti := tc.get(r.Type)
-		if (ti.role == roleBefore || ti.role == roleAfter) && ti.op >= 0 {
-			o := r.Values[ti.op].Str()
+		ti := tc.Get(r.Type)
+		if (ti.Role == trace.RoleBefore || ti.Role == trace.RoleAfter) && ti.Op >= 0 {
+			o := r.Values[ti.Op].Str()
 			if k := strings.IndexByte(o, '('); k >= 0 {
 				o = o[:k]
 			}
-			out[i].Values[ti.class] = record.StringValue(o[strings.LastIndexByte(o, ' ')+1:])
+			out[i].Values[ti.Class] = record.StringValue(o[strings.LastIndexByte(o, ' ')+1:])
 		}
 	}
 	return out

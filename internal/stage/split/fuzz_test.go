@@ -2,6 +2,7 @@ package split
 
 import (
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/trace"
 	"hash/fnv"
 	"testing"
 
@@ -93,7 +94,7 @@ func program(data []byte) (recs []record.Record, spec string, o Options, sizes [
 // the program's few), for seeds.
 func ops(header [2]byte, recs []record.Record) []byte {
 	out := header[:]
-	var tc typeCache
+	var tc trace.TypeCache
 	traces := map[int64]byte{}
 	slot := func(id int64) byte {
 		if s, ok := traces[id]; ok {
@@ -103,24 +104,24 @@ func ops(header [2]byte, recs []record.Record) []byte {
 		traces[id] = s
 		return s
 	}
-	classByte := func(r *record.Record, ti *typeInfo) byte {
+	classByte := func(r *record.Record, ti *trace.TypeInfo) byte {
 		h := fnv.New32a()
-		h.Write([]byte(str(r, ti.class)))
+		h.Write([]byte(str(r, ti.Class)))
 		return byte(h.Sum32() % uint32(len(fuzzClasses)-1))
 	}
 	for i := range recs {
 		r := &recs[i]
-		ti := tc.get(r.Type)
-		switch ti.role {
-		case roleMeta:
-			out = append(out, 0, slot(r.Values[ti.traceID].Int()), 0)
-		case roleBefore:
-			out = append(out, 1, slot(r.Values[ti.traceID].Int()), classByte(r, ti))
-		case roleAfter:
-			out = append(out, 4, slot(r.Values[ti.traceID].Int()), 0)
-		case roleEvent:
-			out = append(out, 7, slot(r.Values[ti.traceID].Int()), classByte(r, ti))
-		case roleOER:
+		ti := tc.Get(r.Type)
+		switch ti.Role {
+		case trace.RoleMeta:
+			out = append(out, 0, slot(r.Values[ti.TraceID].Int()), 0)
+		case trace.RoleBefore:
+			out = append(out, 1, slot(r.Values[ti.TraceID].Int()), classByte(r, ti))
+		case trace.RoleAfter:
+			out = append(out, 4, slot(r.Values[ti.TraceID].Int()), 0)
+		case trace.RoleEvent:
+			out = append(out, 7, slot(r.Values[ti.TraceID].Int()), classByte(r, ti))
+		case trace.RoleOER:
 			out = append(out, 9, 0x40, 0)
 		default:
 			out = append(out, 10, 0, 0)

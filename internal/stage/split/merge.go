@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/trace"
 	"slices"
 
 	"github.com/tracebridge/tracebridge/internal/pipeline"
@@ -63,6 +64,7 @@ type mpart struct {
 func (m *Merger) Consume(ctx context.Context, b *record.Batch) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	defer m.publish()
 	if m.finished {
 		return ErrFinished
 	}
@@ -78,6 +80,7 @@ func (m *Merger) Consume(ctx context.Context, b *record.Batch) error {
 func (m *Merger) Finish(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	defer m.publish()
 	if m.finished {
 		return nil
 	}
@@ -95,13 +98,13 @@ func (m *Merger) Finish(ctx context.Context) error {
 }
 
 func (m *Merger) record(r *record.Record) {
-	ti := m.types.get(r.Type)
-	switch ti.role {
-	case roleNone:
+	ti := m.types.Get(r.Type)
+	switch ti.Role {
+	case trace.RoleNone:
 		m.out.share(r)
-	case roleMeta:
+	case trace.RoleMeta:
 		m.meta(r, ti)
-	case roleOER:
+	case trace.RoleOER:
 		m.oer(r, ti)
 	default:
 		m.event(r, ti)
@@ -111,10 +114,10 @@ func (m *Merger) record(r *record.Record) {
 	}
 }
 
-func (m *Merger) meta(r *record.Record, ti *typeInfo) {
-	id := r.Values[ti.traceID].Int()
-	pid := r.Values[ti.parentTraceID].Int()
-	po := int32(r.Values[ti.parentOrderID].Int())
+func (m *Merger) meta(r *record.Record, ti *trace.TypeInfo) {
+	id := r.Values[ti.TraceID].Int()
+	pid := r.Values[ti.ParentTraceID].Int()
+	po := int32(r.Values[ti.ParentOrderID].Int())
 	if id == childID(pid, po) {
 		if m.eventChild(id, pid, po) || m.oerChild(r, id, pid, po) {
 			return
@@ -187,8 +190,8 @@ func (m *Merger) end(t *mtrace) {
 	}
 }
 
-func (m *Merger) event(r *record.Record, ti *typeInfo) {
-	id := r.Values[ti.traceID].Int()
+func (m *Merger) event(r *record.Record, ti *trace.TypeInfo) {
+	id := r.Values[ti.TraceID].Int()
 	t := m.last
 	if t == nil || m.lastID != id {
 		t = m.parts[id]
@@ -204,10 +207,10 @@ func (m *Merger) event(r *record.Record, ti *typeInfo) {
 		lvl--
 	}
 	p := &t.parts[lvl]
-	out := int32(r.Values[ti.orderIndex].Int())
+	out := int32(r.Values[ti.OrderIndex].Int())
 	if p.expectRoot {
 		p.expectRoot = false
-		if ti.role == roleBefore && out == 0 {
+		if ti.Role == trace.RoleBefore && out == 0 {
 			// The child's copy of the crossing Before.
 			p.depth, p.lastOut, p.lastBefore = 1, 0, true
 			return
@@ -215,7 +218,7 @@ func (m *Merger) event(r *record.Record, ti *typeInfo) {
 	}
 	if p.pendingLeaf {
 		p.pendingLeaf = false
-		if ti.role == roleAfter && out == p.lastOut+1 {
+		if ti.Role == trace.RoleAfter && out == p.lastOut+1 {
 			// The parent's copy of the After that closed the child: it
 			// closes the leaf call here too.
 			p.shift = p.pendingOrig - out
@@ -229,16 +232,16 @@ func (m *Merger) event(r *record.Record, ti *typeInfo) {
 		m.out.share(r)
 	} else {
 		c := m.out.add(r)
-		c.Values[ti.traceID] = record.IntValue(t.id)
-		c.Values[ti.orderIndex] = record.IntValue(int64(orig))
+		c.Values[ti.TraceID] = record.IntValue(t.id)
+		c.Values[ti.OrderIndex] = record.IntValue(int64(orig))
 	}
-	p.lastOut, p.lastBefore = out, ti.role == roleBefore
-	switch ti.role {
-	case roleBefore:
+	p.lastOut, p.lastBefore = out, ti.Role == trace.RoleBefore
+	switch ti.Role {
+	case trace.RoleBefore:
 		t.depth++
 		p.depth++
 		m.stats.MaxDepth = max(m.stats.MaxDepth, int(min(t.depth, 1<<30)))
-	case roleAfter:
+	case trace.RoleAfter:
 		t.depth--
 		p.depth--
 		if lvl > 0 && lvl == len(t.parts)-1 && p.depth == 0 {
@@ -277,9 +280,9 @@ func (m *Merger) oerChild(r *record.Record, id, pid int64, po int32) bool {
 	return true
 }
 
-func (m *Merger) oer(r *record.Record, ti *typeInfo) {
-	id := r.Values[ti.traceID].Int()
-	ess := r.Values[ti.ess].Int()
+func (m *Merger) oer(r *record.Record, ti *trace.TypeInfo) {
+	id := r.Values[ti.TraceID].Int()
+	ess := r.Values[ti.ESS].Int()
 	f := m.fams[id]
 	if f == nil {
 		m.out.share(r)
@@ -362,14 +365,14 @@ func (m *Merger) resolve(f *group) {
 	var metas []uint64
 	for _, pos := range f.seqs {
 		r := &w.at(pos).rec
-		ti := m.types.get(r.Type)
-		if ti.role == roleMeta {
+		ti := m.types.Get(r.Type)
+		if ti.Role == trace.RoleMeta {
 			metas = append(metas, pos)
 			continue
 		}
 		slots = append(slots, mslot{
-			part: index[r.Values[ti.traceID].Int()],
-			eoi:  int32(r.Values[ti.eoi].Int()), ess: int32(r.Values[ti.ess].Int()),
+			part: index[r.Values[ti.TraceID].Int()],
+			eoi:  int32(r.Values[ti.EOI].Int()), ess: int32(r.Values[ti.ESS].Int()),
 			pos: pos,
 		})
 	}
@@ -450,7 +453,7 @@ func (m *Merger) resolve(f *group) {
 			e.drop = true
 			continue
 		}
-		patchOER(&e.rec, m.types.get(e.rec.Type), f.root, p.eoi, p.ess)
+		patchOER(&e.rec, m.types.Get(e.rec.Type), f.root, p.eoi, p.ess)
 	}
 	m.stats.TracesIn += int64(nparts)
 	m.stats.TracesOut++

@@ -2,6 +2,7 @@ package split
 
 import (
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/trace"
 
 	"github.com/tracebridge/tracebridge/internal/record"
 )
@@ -35,9 +36,9 @@ type opart struct {
 	nest    int
 }
 
-func (s *Stage) oer(r *record.Record, ti *typeInfo) {
-	id := r.Values[ti.traceID].Int()
-	eoi, ess := r.Values[ti.eoi].Int(), r.Values[ti.ess].Int()
+func (s *Stage) oer(r *record.Record, ti *trace.TypeInfo) {
+	id := r.Values[ti.TraceID].Int()
+	eoi, ess := r.Values[ti.EOI].Int(), r.Values[ti.ESS].Int()
 	if id == -1 || eoi < 0 || ess < 0 || s.gaveUp.has(id) {
 		s.out.share(r) // not part of a trace, or passed through unsplit
 		return
@@ -130,14 +131,14 @@ func (s *Stage) resolveOER(g *group) {
 	sc.nodes = resize(sc.nodes, n)
 	for k, pos := range g.seqs {
 		r := &w.at(pos).rec
-		ti := s.types.get(r.Type)
-		eoi, ess := r.Values[ti.eoi].Int(), r.Values[ti.ess].Int()
+		ti := s.types.Get(r.Type)
+		eoi, ess := r.Values[ti.EOI].Int(), r.Values[ti.ESS].Int()
 		if eoi >= int64(n) || sc.byEoi[eoi] >= 0 {
 			s.report(g.root, fmt.Sprintf("eoi %d of %d records: the eoi values are not 0 to %d", eoi, n, n-1))
 			return
 		}
 		sc.byEoi[eoi] = int32(k)
-		sc.nodes[k] = onode{pos: pos, eoi: int32(eoi), ess: int32(ess), c: s.res.operation(str(r, ti.op))}
+		sc.nodes[k] = onode{pos: pos, eoi: int32(eoi), ess: int32(ess), c: s.res.operation(str(r, ti.Op))}
 	}
 	// The tree: in eoi order each ess is at most one deeper than the one
 	// before; the caller is the last record one level up.
@@ -176,7 +177,7 @@ func (s *Stage) resolveOER(g *group) {
 		k := sc.byEoi[i]
 		nd := &sc.nodes[k]
 		e := w.at(nd.pos)
-		ti := s.types.get(e.rec.Type)
+		ti := s.types.Get(e.rec.Type)
 		if nd.parent < 0 {
 			nd.part = 0
 			parts[0].counter = 1
@@ -208,29 +209,29 @@ func (s *Stage) resolveOER(g *group) {
 	sc.parts = parts
 }
 
-func patchOER(r *record.Record, ti *typeInfo, id int64, eoi, ess int32) {
-	r.Values[ti.traceID] = record.IntValue(id)
-	r.Values[ti.eoi] = record.IntValue(int64(eoi))
-	r.Values[ti.ess] = record.IntValue(int64(ess))
+func patchOER(r *record.Record, ti *trace.TypeInfo, id int64, eoi, ess int32) {
+	r.Values[ti.TraceID] = record.IntValue(id)
+	r.Values[ti.EOI] = record.IntValue(int64(eoi))
+	r.Values[ti.ESS] = record.IntValue(int64(ess))
 }
 
 // oerMeta announces a partial OperationExecutionRecord trace: a
 // TraceMetadata with the session and host of its root record, threadId -1
 // (unknown) and the link to its parent.
-func (s *Stage) oerMeta(root *record.Record, ti *typeInfo, id, parent int64, order int32, loggingTimestamp int64) record.Record {
+func (s *Stage) oerMeta(root *record.Record, ti *trace.TypeInfo, id, parent int64, order int32, loggingTimestamp int64) record.Record {
 	m := record.Record{Type: s.tmType, LoggingTimestamp: loggingTimestamp, Values: make([]record.Value, len(s.tmType.Fields))}
 	mi := s.tmInfo
-	m.Values[mi.traceID] = record.IntValue(id)
-	m.Values[mi.parentTraceID] = record.IntValue(parent)
-	m.Values[mi.parentOrderID] = record.IntValue(int64(order))
-	if i := field(s.tmType, "threadId", record.Long); i >= 0 {
+	m.Values[mi.TraceID] = record.IntValue(id)
+	m.Values[mi.ParentTraceID] = record.IntValue(parent)
+	m.Values[mi.ParentOrderID] = record.IntValue(int64(order))
+	if i := trace.Field(s.tmType, "threadId", record.Long); i >= 0 {
 		m.Values[i] = record.IntValue(-1)
 	}
-	if i := field(s.tmType, "sessionId", record.String); i >= 0 && ti.session >= 0 {
-		m.Values[i] = root.Values[ti.session]
+	if i := trace.Field(s.tmType, "sessionId", record.String); i >= 0 && ti.Session >= 0 {
+		m.Values[i] = root.Values[ti.Session]
 	}
-	if i := field(s.tmType, "hostname", record.String); i >= 0 && ti.host >= 0 {
-		m.Values[i] = root.Values[ti.host]
+	if i := trace.Field(s.tmType, "hostname", record.String); i >= 0 && ti.Host >= 0 {
+		m.Values[i] = root.Values[ti.Host]
 	}
 	return m
 }

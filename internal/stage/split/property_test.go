@@ -2,6 +2,7 @@ package split
 
 import (
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/trace"
 	"math/rand/v2"
 	"sort"
 	"testing"
@@ -127,12 +128,12 @@ func damage(rng *rand.Rand, recs []record.Record) []record.Record {
 // after it, and children linked to their parents.
 func checkSplit(t *testing.T, name string, b *Boundaries, in, out []record.Record) {
 	t.Helper()
-	var tc typeCache
+	var tc trace.TypeCache
 	res := newResolver(b)
 	others := func(recs []record.Record) []record.Record {
 		var o []record.Record
 		for _, r := range recs {
-			if tc.get(r.Type).role == roleNone {
+			if tc.Get(r.Type).Role == trace.RoleNone {
 				o = append(o, r)
 			}
 		}
@@ -149,11 +150,11 @@ func checkSplit(t *testing.T, name string, b *Boundaries, in, out []record.Recor
 	events := map[int64][]record.Record{}
 	var order []int64
 	for i, r := range out {
-		ti := tc.get(r.Type)
-		switch ti.role {
-		case roleMeta:
-			id := r.Values[ti.traceID].Int()
-			l := link{r.Values[ti.parentTraceID].Int(), int32(r.Values[ti.parentOrderID].Int())}
+		ti := tc.Get(r.Type)
+		switch ti.Role {
+		case trace.RoleMeta:
+			id := r.Values[ti.TraceID].Int()
+			l := link{r.Values[ti.ParentTraceID].Int(), int32(r.Values[ti.ParentOrderID].Int())}
 			metas[id] = l
 			if id == childID(l.parent, l.order) {
 				// The leaf Before is the last event written to the parent.
@@ -162,14 +163,14 @@ func checkSplit(t *testing.T, name string, b *Boundaries, in, out []record.Recor
 					break // a partial OperationExecutionRecord trace: checkOERSplit
 				}
 				last := pe[len(pe)-1]
-				lti := tc.get(last.Type)
-				if lti.role != roleBefore || int32(last.Values[lti.orderIndex].Int()) != l.order {
+				lti := tc.Get(last.Type)
+				if lti.Role != trace.RoleBefore || int32(last.Values[lti.OrderIndex].Int()) != l.order {
 					t.Fatalf("%s: record %d: partial trace %d does not follow its leaf Before", name, i, id)
 				}
 			}
 			order = append(order, id)
-		case roleBefore, roleAfter, roleEvent:
-			id := r.Values[ti.traceID].Int()
+		case trace.RoleBefore, trace.RoleAfter, trace.RoleEvent:
+			id := r.Values[ti.TraceID].Int()
 			events[id] = append(events[id], r)
 		}
 	}
@@ -187,21 +188,21 @@ func checkSplit(t *testing.T, name string, b *Boundaries, in, out []record.Recor
 		}
 		var stack []open
 		for k, e := range evs {
-			ti := tc.get(e.Type)
-			oi := int32(e.Values[ti.orderIndex].Int())
-			first := int32(evs[0].Values[tc.get(evs[0].Type).orderIndex].Int())
+			ti := tc.Get(e.Type)
+			oi := int32(e.Values[ti.OrderIndex].Int())
+			first := int32(evs[0].Values[tc.Get(evs[0].Type).OrderIndex].Int())
 			if child && first != 0 {
 				t.Fatalf("%s: partial trace %d starts at orderIndex %d", name, id, first)
 			}
 			if oi != first+int32(k) {
 				t.Fatalf("%s: trace %d: event %d has orderIndex %d, want %d", name, id, k, oi, first+int32(k))
 			}
-			if len(stack) > 0 && stack[len(stack)-1].leaf && !(ti.role == roleAfter) {
+			if len(stack) > 0 && stack[len(stack)-1].leaf && !(ti.Role == trace.RoleAfter) {
 				t.Fatalf("%s: trace %d: leaf at orderIndex %d has events inside it", name, id, stack[len(stack)-1].oi)
 			}
-			switch ti.role {
-			case roleBefore:
-				c := res.event(str(&e, ti.class), str(&e, ti.op))
+			switch ti.Role {
+			case trace.RoleBefore:
+				c := res.event(str(&e, ti.Class), str(&e, ti.Op))
 				leaf := false
 				if len(stack) > 0 && stack[len(stack)-1].c != c {
 					leaf = true
@@ -211,7 +212,7 @@ func checkSplit(t *testing.T, name string, b *Boundaries, in, out []record.Recor
 					}
 				}
 				stack = append(stack, open{c: c, oi: oi, leaf: leaf})
-			case roleAfter:
+			case trace.RoleAfter:
 				if len(stack) == 0 {
 					t.Fatalf("%s: trace %d: After at orderIndex %d without Before", name, id, oi)
 				}
@@ -229,7 +230,7 @@ func checkSplit(t *testing.T, name string, b *Boundaries, in, out []record.Recor
 // (partial) trace has eoi 0…n-1 and a tree of ess from 0, and no call
 // inside one crosses a boundary unless it is the leaf of a partial trace.
 func checkOERSplit(t *testing.T, name string, b *Boundaries, out []record.Record) {
-	var tc typeCache
+	var tc trace.TypeCache
 	res := newResolver(b)
 	type node struct {
 		eoi, ess int32
@@ -238,13 +239,13 @@ func checkOERSplit(t *testing.T, name string, b *Boundaries, out []record.Record
 	traces := map[int64][]node{}
 	kids := map[int64]bool{}
 	for _, r := range out {
-		ti := tc.get(r.Type)
-		switch ti.role {
-		case roleMeta:
-			kids[r.Values[ti.traceID].Int()] = true
-		case roleOER:
-			id := r.Values[ti.traceID].Int()
-			traces[id] = append(traces[id], node{int32(r.Values[ti.eoi].Int()), int32(r.Values[ti.ess].Int()), res.operation(str(&r, ti.op))})
+		ti := tc.Get(r.Type)
+		switch ti.Role {
+		case trace.RoleMeta:
+			kids[r.Values[ti.TraceID].Int()] = true
+		case trace.RoleOER:
+			id := r.Values[ti.TraceID].Int()
+			traces[id] = append(traces[id], node{int32(r.Values[ti.EOI].Int()), int32(r.Values[ti.ESS].Int()), res.operation(str(&r, ti.Op))})
 		}
 	}
 	for id, nodes := range traces {

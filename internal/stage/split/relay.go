@@ -2,6 +2,7 @@ package split
 
 import (
 	"context"
+	"github.com/tracebridge/tracebridge/internal/trace"
 	"sync"
 
 	"github.com/tracebridge/tracebridge/internal/pipeline"
@@ -13,19 +14,35 @@ import (
 type relay struct {
 	next  pipeline.Consumer
 	opt   Options
-	types typeCache
+	types trace.TypeCache
 
-	mu       sync.Mutex
+	mu       sync.Mutex // held by Consume, Flush and Finish
 	out      output
 	stats    Stats
 	finished bool
+
+	// snap is what Stats returns: stats as they were when the last call
+	// of Consume, Flush or Finish returned. It has a lock of its own, so
+	// Stats never waits for the next consumer (a disk).
+	smu  sync.Mutex
+	snap Stats
 }
 
-// Stats returns the counts so far. It may be called from any goroutine.
+// Stats returns the counts as of the end of the last Consume, Flush or
+// Finish. It may be called from any goroutine and never blocks on the
+// stage's work.
 func (r *relay) Stats() Stats {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.stats.clone()
+	r.smu.Lock()
+	defer r.smu.Unlock()
+	return r.snap.clone()
+}
+
+// publish makes the current counts visible to Stats. r.mu is held.
+// MalformedIDs only grows, so the snapshot may share its array.
+func (r *relay) publish() {
+	r.smu.Lock()
+	r.snap = r.stats
+	r.smu.Unlock()
 }
 
 // flush passes on the records the window has released. r.mu is held.

@@ -3,6 +3,7 @@ package split
 import (
 	"context"
 	"fmt"
+	"github.com/tracebridge/tracebridge/internal/trace"
 
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -15,16 +16,16 @@ type Stage struct {
 	relay
 	res *resolver
 
-	traces  map[int64]*trace
-	lru     trace // sentinel of the list of open traces, most recent first
-	last    *trace
+	traces  map[int64]*etrace
+	lru     etrace // sentinel of the list of open traces, most recent first
+	last    *etrace
 	frames  int
-	pool    []*trace
+	pool    []*etrace
 	otraces map[int64]*group
 	gaveUp  idSet // OER traces passed through unsplit
 	unknown idSet // traces without TraceMetadata already reported
 	tmType  *record.Type
-	tmInfo  *typeInfo
+	tmInfo  *trace.TypeInfo
 	scratch oerScratch
 }
 
@@ -34,12 +35,12 @@ var _ pipeline.Consumer = (*Stage)(nil)
 // the result to next.
 func New(b *Boundaries, next pipeline.Consumer, o Options) *Stage {
 	o = o.withDefaults()
-	s := &Stage{relay: relay{next: next, opt: o}, res: newResolver(b), traces: map[int64]*trace{}, otraces: map[int64]*group{}}
+	s := &Stage{relay: relay{next: next, opt: o}, res: newResolver(b), traces: map[int64]*etrace{}, otraces: map[int64]*group{}}
 	s.lru.prev, s.lru.next = &s.lru, &s.lru
 	s.tmType = o.Catalog.Lookup(record.TraceMetadata)
 	if s.tmType != nil {
-		s.tmInfo = classify(s.tmType)
-		if s.tmInfo.role != roleMeta {
+		s.tmInfo = trace.Classify(s.tmType)
+		if s.tmInfo.Role != trace.RoleMeta {
 			s.tmType, s.tmInfo = nil, nil
 		}
 	}
@@ -47,11 +48,11 @@ func New(b *Boundaries, next pipeline.Consumer, o Options) *Stage {
 }
 
 // trace is the state of one open event trace.
-type trace struct {
+type etrace struct {
 	id      int64
 	meta    record.Record // the trace's TraceMetadata (values owned)
 	metaBuf [8]record.Value
-	mi      *typeInfo
+	mi      *trace.TypeInfo
 	started bool
 	nextIn  int32 // orderIndex the next event must have
 	depth   int64 // open calls (Before minus After events)
@@ -59,7 +60,7 @@ type trace struct {
 	frames  []frame
 	parts   []part // open partial traces; parts[0] is the trace itself
 
-	prev, next *trace // the LRU list
+	prev, next *etrace // the LRU list
 }
 
 // frame is an open call: its component and whether it opened a partial
@@ -84,6 +85,7 @@ type part struct {
 func (s *Stage) Consume(ctx context.Context, b *record.Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.publish()
 	if s.finished {
 		return ErrFinished
 	}
@@ -100,6 +102,7 @@ func (s *Stage) Consume(ctx context.Context, b *record.Batch) error {
 func (s *Stage) Flush(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.publish()
 	if s.finished {
 		return nil
 	}
@@ -114,6 +117,7 @@ func (s *Stage) Flush(ctx context.Context) error {
 func (s *Stage) Finish(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.publish()
 	if s.finished {
 		return nil
 	}
@@ -142,13 +146,13 @@ func (s *Stage) Finish(ctx context.Context) error {
 func (s *Stage) Held() int { return int(s.out.win.n) }
 
 func (s *Stage) record(r *record.Record) {
-	ti := s.types.get(r.Type)
-	switch ti.role {
-	case roleNone:
+	ti := s.types.Get(r.Type)
+	switch ti.Role {
+	case trace.RoleNone:
 		s.out.share(r)
-	case roleMeta:
+	case trace.RoleMeta:
 		s.meta(r, ti)
-	case roleOER:
+	case trace.RoleOER:
 		s.oer(r, ti)
 	default:
 		s.event(r, ti)
@@ -159,12 +163,12 @@ func (s *Stage) record(r *record.Record) {
 }
 
 // meta starts a trace.
-func (s *Stage) meta(r *record.Record, ti *typeInfo) {
+func (s *Stage) meta(r *record.Record, ti *trace.TypeInfo) {
 	s.out.share(r)
 	s.stats.TracesIn++
 	s.stats.TracesOut++
 	s.stats.MaxNesting = max(s.stats.MaxNesting, 1)
-	id := r.Values[ti.traceID].Int()
+	id := r.Values[ti.TraceID].Int()
 	if old := s.traces[id]; old != nil {
 		if old.depth > 0 && !old.flat {
 			s.report(id, "TraceMetadata repeated while the trace was open")
@@ -194,17 +198,17 @@ func (s *Stage) meta(r *record.Record, ti *typeInfo) {
 	s.last = t
 }
 
-func (s *Stage) newTrace() *trace {
+func (s *Stage) newTrace() *etrace {
 	if n := len(s.pool); n > 0 {
 		t := s.pool[n-1]
 		s.pool = s.pool[:n-1]
 		return t
 	}
-	return &trace{}
+	return &etrace{}
 }
 
 // end forgets a trace.
-func (s *Stage) end(t *trace) {
+func (s *Stage) end(t *etrace) {
 	delete(s.traces, t.id)
 	t.prev.next, t.next.prev = t.next, t.prev
 	s.frames -= len(t.frames)
@@ -218,13 +222,13 @@ func (s *Stage) end(t *trace) {
 	if cap(parts) > 64 {
 		parts = nil
 	}
-	*t = trace{frames: frames, parts: parts}
+	*t = etrace{frames: frames, parts: parts}
 	if len(s.pool) < 1024 {
 		s.pool = append(s.pool, t)
 	}
 }
 
-func (s *Stage) pushFront(t *trace) {
+func (s *Stage) pushFront(t *etrace) {
 	t.prev, t.next = &s.lru, s.lru.next
 	s.lru.next.prev = t
 	s.lru.next = t
@@ -233,7 +237,7 @@ func (s *Stage) pushFront(t *trace) {
 // flatten passes the rest of t through unsplit: its events go to the
 // trace itself with the orderIndex shift in effect there, so merging (which
 // tracks the same shift) restores them, and no partial trace is opened.
-func (s *Stage) flatten(t *trace, reason string) {
+func (s *Stage) flatten(t *etrace, reason string) {
 	s.report(t.id, reason)
 	t.flat = true
 	s.frames -= len(t.frames)
@@ -241,8 +245,8 @@ func (s *Stage) flatten(t *trace, reason string) {
 	t.parts = t.parts[:1]
 }
 
-func (s *Stage) event(r *record.Record, ti *typeInfo) {
-	id := r.Values[ti.traceID].Int()
+func (s *Stage) event(r *record.Record, ti *trace.TypeInfo) {
+	id := r.Values[ti.TraceID].Int()
 	t := s.last
 	if t == nil || t.id != id {
 		t = s.traces[id]
@@ -260,16 +264,16 @@ func (s *Stage) event(r *record.Record, ti *typeInfo) {
 		t.prev.next, t.next.prev = t.next, t.prev
 		s.pushFront(t)
 	}
-	oi := int32(r.Values[ti.orderIndex].Int())
+	oi := int32(r.Values[ti.OrderIndex].Int())
 	if !t.flat {
 		switch {
 		case t.started && oi != t.nextIn:
 			s.flatten(t, fmt.Sprintf("orderIndex %d where %d was expected", oi, t.nextIn))
-		case ti.role == roleAfter && len(t.frames) == 0:
+		case ti.Role == trace.RoleAfter && len(t.frames) == 0:
 			s.flatten(t, fmt.Sprintf("After event (orderIndex %d) without its Before", oi))
-		case ti.role == roleBefore && len(t.frames) >= s.opt.MaxDepth:
+		case ti.Role == trace.RoleBefore && len(t.frames) >= s.opt.MaxDepth:
 			s.flatten(t, fmt.Sprintf("more than %d nested calls (the depth limit)", s.opt.MaxDepth))
-		case ti.role == roleBefore && s.frames >= s.opt.MaxFrames:
+		case ti.Role == trace.RoleBefore && s.frames >= s.opt.MaxFrames:
 			s.flatten(t, fmt.Sprintf("more than %d calls open in all traces (the frame limit)", s.opt.MaxFrames))
 		}
 	}
@@ -277,10 +281,10 @@ func (s *Stage) event(r *record.Record, ti *typeInfo) {
 	t.nextIn = oi + 1
 	if t.flat {
 		s.emit(r, ti, t.id, oi-t.parts[0].shift)
-		switch ti.role {
-		case roleBefore:
+		switch ti.Role {
+		case trace.RoleBefore:
 			t.depth++
-		case roleAfter:
+		case trace.RoleAfter:
 			t.depth--
 			if t.depth <= 0 {
 				s.end(t)
@@ -289,9 +293,9 @@ func (s *Stage) event(r *record.Record, ti *typeInfo) {
 		return
 	}
 	p := &t.parts[len(t.parts)-1]
-	switch ti.role {
-	case roleBefore:
-		c := s.res.event(str(r, ti.class), str(r, ti.op))
+	switch ti.Role {
+	case trace.RoleBefore:
+		c := s.res.event(str(r, ti.Class), str(r, ti.Op))
 		out := oi - p.shift
 		s.emit(r, ti, p.id, out)
 		cross := len(t.frames) > 0 && t.frames[len(t.frames)-1].c != c
@@ -308,7 +312,7 @@ func (s *Stage) event(r *record.Record, ti *typeInfo) {
 		s.frames++
 		t.depth++
 		s.stats.MaxDepth = max(s.stats.MaxDepth, len(t.frames))
-	case roleAfter:
+	case trace.RoleAfter:
 		f := t.frames[len(t.frames)-1]
 		t.frames = t.frames[:len(t.frames)-1]
 		s.frames--
@@ -330,25 +334,25 @@ func (s *Stage) event(r *record.Record, ti *typeInfo) {
 }
 
 // emit passes on a copy of the event r with its traceId and orderIndex set.
-func (s *Stage) emit(r *record.Record, ti *typeInfo, id int64, oi int32) {
-	if r.Values[ti.traceID].Int() == id && r.Values[ti.orderIndex].Int() == int64(oi) {
+func (s *Stage) emit(r *record.Record, ti *trace.TypeInfo, id int64, oi int32) {
+	if r.Values[ti.TraceID].Int() == id && r.Values[ti.OrderIndex].Int() == int64(oi) {
 		s.out.share(r)
 		return
 	}
 	c := s.out.add(r)
-	c.Values[ti.traceID] = record.IntValue(id)
-	c.Values[ti.orderIndex] = record.IntValue(int64(oi))
+	c.Values[ti.TraceID] = record.IntValue(id)
+	c.Values[ti.OrderIndex] = record.IntValue(int64(oi))
 }
 
 // childMeta announces a partial trace: a copy of the trace's metadata
 // (same thread, session, host, application) with its own id and the link
 // to its parent.
-func (s *Stage) childMeta(t *trace, id, parent int64, order int32, loggingTimestamp int64) {
+func (s *Stage) childMeta(t *etrace, id, parent int64, order int32, loggingTimestamp int64) {
 	m := s.out.addNew(t.meta.Type, loggingTimestamp)
 	copy(m.Values, t.meta.Values)
-	m.Values[t.mi.traceID] = record.IntValue(id)
-	m.Values[t.mi.parentTraceID] = record.IntValue(parent)
-	m.Values[t.mi.parentOrderID] = record.IntValue(int64(order))
+	m.Values[t.mi.TraceID] = record.IntValue(id)
+	m.Values[t.mi.ParentTraceID] = record.IntValue(parent)
+	m.Values[t.mi.ParentOrderID] = record.IntValue(int64(order))
 }
 
 func str(r *record.Record, i int) string {

@@ -3,12 +3,14 @@ package split
 import (
 	"context"
 	"errors"
+	"github.com/tracebridge/tracebridge/internal/trace"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 )
 
@@ -285,7 +287,7 @@ func TestSplitOER(t *testing.T) {
 	c := childID(id, 1)
 	patch := func(r record.Record, id int64, eoi, ess int32) record.Record {
 		r = r.Clone()
-		patchOER(&r, classify(tOER), id, eoi, ess)
+		patchOER(&r, trace.Classify(tOER), id, eoi, ess)
 		return r
 	}
 	meta := rec(tTM, 6, iv(c), iv(-1), sv("sess"), sv("host"), iv(id), iv(1))
@@ -431,5 +433,41 @@ func TestSplitOERHold(t *testing.T) {
 	}
 	if len(col.recs) != 2 || len(reports) != 1 || !strings.Contains(reports[0].Reason, "hold limit") {
 		t.Fatalf("after MaxHold: %d records, reports %v", len(col.recs), reports)
+	}
+}
+
+// TestStatsDoNotWaitForTheNextConsumer: Stats answers while the next
+// consumer (a disk) is busy with what Consume handed it.
+func TestStatsDoNotWaitForTheNextConsumer(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once bool
+	next := pipeline.ConsumerFunc(func(context.Context, *record.Batch) error {
+		if !once {
+			once = true
+			close(entered)
+			<-release
+		}
+		return nil
+	})
+	s := New(mustParse(t, "package:1"), next, Options{})
+	var b record.Batch
+	r := tm(1, 7, 1, -1)
+	b.AddRecord(&r)
+	done := make(chan error)
+	go func() { done <- s.Consume(context.Background(), &b) }()
+	<-entered
+	got := make(chan Stats)
+	go func() { got <- s.Stats() }()
+	select {
+	case <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stats waited for the next consumer")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.RecordsIn != 1 || st.RecordsOut != 1 {
+		t.Fatalf("stats after Consume: %+v", st)
 	}
 }

@@ -1,4 +1,6 @@
-package config
+// Package properties parses Java properties files (Kieker's
+// kieker.monitoring.properties).
+package properties
 
 import (
 	"bufio"
@@ -22,21 +24,21 @@ func (p *Properties) Get(key string) (string, bool) {
 	return v, ok
 }
 
-// LoadProperties reads a properties file.
-func LoadProperties(path string) (*Properties, error) {
+// Load reads a properties file.
+func Load(path string) (*Properties, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ParseProperties(path, f)
+	return Parse(path, f)
 }
 
-// ParseProperties parses the java.util.Properties text format: `key=value`,
+// Parse parses the java.util.Properties text format: `key=value`,
 // `key: value` or `key value`; `#` and `!` comment lines; a backslash at
 // the end of a line continues it; \t \n \r \f \uXXXX escapes; any other
 // escaped character stands for itself. name is used in error messages.
-func ParseProperties(name string, r io.Reader) (*Properties, error) {
+func Parse(name string, r io.Reader) (*Properties, error) {
 	p := &Properties{Values: map[string]string{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)

@@ -1,4 +1,4 @@
-package config
+package properties
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestParseProperties(t *testing.T) {
+func TestParse(t *testing.T) {
 	src := `# Kieker settings
 ! another comment
 kieker.monitoring.name=KIEKER
@@ -20,7 +20,7 @@ path=C:\\logs\\kieker
 uni=caf\u00e9
 empty=
 `
-	p, err := ParseProperties("t.properties", strings.NewReader(src))
+	p, err := Parse("t.properties", strings.NewReader(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ empty=
 }
 
 func TestParsePropertiesError(t *testing.T) {
-	_, err := ParseProperties("bad.properties", strings.NewReader("a=1\nb=\\u12\n"))
+	_, err := Parse("bad.properties", strings.NewReader("a=1\nb=\\u12\n"))
 	if err == nil || !strings.Contains(err.Error(), "bad.properties:2") {
 		t.Fatalf("error %v does not name the line", err)
 	}

@@ -1,11 +1,11 @@
-// Package shared locates the project's shared, read-only test corpus: real
+// Package testcorpus locates the project's shared, read-only test corpus: real
 // Kieker logs, captured byte streams and Kieker's record descriptions that
 // live beside the repository in ../shared (never copied into it).
 //
 // Tests call Dir (or Path) to find it. The corpus is found through the
 // TRACEBRIDGE_SHARED environment variable, else by walking up from the
 // working directory to a directory whose sibling "shared" holds FORMATS.md.
-package shared
+package testcorpus
 
 import (
 	"os"

@@ -1,0 +1,74 @@
+//go:build !race
+
+package kdb
+
+import (
+	"testing"
+
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+var arrayType = record.MustType("test.ArrayRecord",
+	record.Field{Name: "id", Kind: record.Long},
+	record.Field{Name: "samples", Kind: record.Long, Array: true},
+	record.Field{Name: "tags", Kind: record.String, Array: true})
+
+func arrayRecords(n int) []record.Record {
+	recs := make([]record.Record, n)
+	for i := range recs {
+		recs[i] = record.Record{Type: arrayType, LoggingTimestamp: record.NoTimestamp, Values: []record.Value{
+			record.IntValue(int64(i)),
+			record.ListValue(record.Long, []record.Value{record.IntValue(1), record.IntValue(int64(i)), record.IntValue(3)}),
+			record.ListValue(record.String, []record.Value{record.StringValue("alpha"), record.StringValue("beta")}),
+		}}
+	}
+	return recs
+}
+
+// TestBinaryArraysAllocs: array fields live in the batch's arena, so
+// array-typed records decode without allocating per record (strings are
+// interned).
+func TestBinaryArraysAllocs(t *testing.T) {
+	const n = 1000
+	m, err := NewMapping(map[int32]*record.Type{7: arrayType})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := arrayRecords(n)
+	var data, text []byte
+	for i := range recs {
+		if data, err = AppendBinary(data, 7, &recs[i]); err != nil {
+			t.Fatal(err)
+		}
+		if text, err = AppendText(text, 7, &recs[i]); err != nil {
+			t.Fatal(err)
+		}
+		text = append(text, '\n')
+	}
+	d := NewDecoder(m, Options{})
+	td := NewTextDecoder(m, Options{})
+	var b record.Batch
+	for name, decode := range map[string]func(){
+		"binary": func() {
+			b.Reset()
+			d.Reset()
+			if k, err := d.Decode(data, &b); err != nil || k != len(data) {
+				t.Fatalf("%d, %v", k, err)
+			}
+		},
+		"text": func() {
+			b.Reset()
+			if _, err := td.DecodeMessage(text, &b); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		decode()
+		if b.Len() != n || !b.Records[n-1].Equal(&recs[n-1]) {
+			t.Fatalf("%s: decoded %d records, last %v", name, b.Len(), b.Records[b.Len()-1].Values)
+		}
+		if per := testing.AllocsPerRun(20, decode) / n; per >= 0.1 {
+			t.Errorf("%s: %.3f allocations per record, want < 0.1", name, per)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+//go:build !race
+
+package kieker
+
+import (
+	"testing"
+
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// arrayType has array fields of a numeric and of the string kind.
+var arrayType = record.MustType("test.ArrayRecord",
+	record.Field{Name: "id", Kind: record.Long},
+	record.Field{Name: "samples", Kind: record.Long, Array: true},
+	record.Field{Name: "tags", Kind: record.String, Array: true})
+
+func arrayRecords(n int) []record.Record {
+	recs := make([]record.Record, n)
+	for i := range recs {
+		recs[i] = record.Record{Type: arrayType, LoggingTimestamp: int64(i), Values: []record.Value{
+			record.IntValue(int64(i)),
+			record.ListValue(record.Long, []record.Value{record.IntValue(1), record.IntValue(int64(i)), record.IntValue(3)}),
+			record.ListValue(record.String, []record.Value{record.StringValue("alpha"), record.StringValue("beta")}),
+		}}
+	}
+	return recs
+}
+
+func arrayCatalog(t *testing.T) *record.Catalog {
+	cat := record.Builtin()
+	if err := cat.Add(arrayType); err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+// TestDecodeArraysAllocs: array fields live in the batch's arena, so a
+// binary stream of array-typed records decodes without allocating per
+// record once the batch has grown.
+func TestDecodeArraysAllocs(t *testing.T) {
+	const n = 2000
+	recs := arrayRecords(n)
+	e := NewEncoder(EncoderOptions{})
+	var data []byte
+	for i := range recs {
+		var err error
+		if data, err = e.Append(data, &recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	strs := NewStrings(0)
+	for _, en := range e.NewEntries() {
+		if err := strs.Set(en.ID, en.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := NewDecoder(Options{Strings: strs, Catalog: arrayCatalog(t)})
+	var b record.Batch
+	decode := func() {
+		b.Reset()
+		if m, err := d.Decode(data, &b); err != nil || m != len(data) {
+			t.Fatalf("%d %v", m, err)
+		}
+	}
+	decode()
+	if !b.Records[n-1].Equal(&recs[n-1]) {
+		t.Fatalf("decoded %v, want %v", b.Records[n-1].Values, recs[n-1].Values)
+	}
+	if per := testing.AllocsPerRun(20, decode) / n; per >= 0.1 {
+		t.Errorf("%.3f allocations per record, want < 0.1", per)
+	}
+}
+
+// TestDecodeTextArraysAllocs: the same for .dat lines.
+func TestDecodeTextArraysAllocs(t *testing.T) {
+	const n = 2000
+	recs := arrayRecords(n)
+	var data []byte
+	for i := range recs {
+		data = AppendLine(data, 1, &recs[i])
+	}
+	strs := NewStrings(0)
+	if err := strs.Set(1, arrayType.Name); err != nil {
+		t.Fatal(err)
+	}
+	d := NewTextDecoder(TextOptions{Strings: strs, Catalog: arrayCatalog(t)})
+	var b record.Batch
+	decode := func() {
+		b.Reset()
+		if m, err := d.Decode(data, &b); err != nil || m != len(data) {
+			t.Fatalf("%d %v", m, err)
+		}
+	}
+	decode()
+	if b.Len() != n || !b.Records[n-1].Equal(&recs[n-1]) {
+		t.Fatalf("decoded %d records, last %v", b.Len(), b.Records[b.Len()-1].Values)
+	}
+	if per := testing.AllocsPerRun(20, decode) / n; per >= 0.1 {
+		t.Errorf("%.3f allocations per record, want < 0.1", per)
+	}
+}

@@ -1,0 +1,488 @@
+// Package engine is tracebridge's core, the role of the Kieker Data
+// Bridge's ServiceContainer: it runs sources (receivers), passes what they
+// decode through stages to sinks, reports progress, and shuts down without
+// losing what was received. internal/serve builds an engine from a
+// configuration; the public package bridge lets Go programs embed one.
+//
+// Goroutines: Run starts one goroutine per source (which starts its own per
+// connection); sources hand batches to one bounded queue. One drain
+// goroutine takes batches off that queue, runs the stages (which therefore
+// need no locks) and hands every batch to the fan-out. The fan-out gives
+// each sink a queue and a goroutine of its own, so a slow sink does not
+// stall the others: a durable sink whose queue is full makes the fan-out
+// wait (back-pressure reaches the sources); a best-effort sink whose queue
+// is full loses its oldest batch, counted. A sink's goroutine alone calls
+// its Consume; a second goroutine per sink flushes it every FlushInterval
+// (sinks allow Flush concurrently with Consume); Close is called once both
+// have ended.
+//
+// Delivery: a source that must know when its records are safe (a broker
+// source acknowledging messages) attaches callbacks to a batch
+// (record.Batch.Done). They are called once every durable sink has
+// consumed the batch and flushed it (about one AckInterval later), or with
+// the error when a durable sink failed. Best-effort sinks are not waited
+// for. With a negative FlushInterval they wait for Close.
+//
+// Shutdown: when Run's context is cancelled, sources stop accepting and
+// drain what their peers already sent; once every source has returned, the
+// queue is drained through the stages into the sinks' queues, the sinks
+// drain their queues, and are flushed and closed. Durable sinks get
+// Settings.ShutdownTimeout; best-effort sinks BestEffortGrace, then a sink
+// that implements pipeline.Aborter is aborted.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/lograte"
+	"github.com/tracebridge/tracebridge/internal/metrics"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// heldTracker releases batches' Done callbacks once the stages have handed
+// every record of the batch on. Stages keep input order, so with in
+// records consumed so far and h held, the first in-h have been handed on.
+// It runs on the drain goroutine.
+type heldTracker struct {
+	holders []pipeline.Holder
+	in      int64
+	waiting []waitingDone
+}
+
+type waitingDone struct {
+	upto int64 // the batch's last record, counted from the start
+	done []func(error)
+}
+
+func (t *heldTracker) add(done []func(error), n int) {
+	t.in += int64(n)
+	if len(done) > 0 {
+		t.waiting = append(t.waiting, waitingDone{upto: t.in, done: done})
+	}
+}
+
+// released returns the callbacks of the batches no record of which is held.
+func (t *heldTracker) released() []func(error) {
+	if len(t.waiting) == 0 {
+		return nil
+	}
+	var held int64
+	for _, h := range t.holders {
+		held += int64(h.Held())
+	}
+	passed := t.in - held
+	var out []func(error)
+	i := 0
+	for ; i < len(t.waiting) && t.waiting[i].upto <= passed; i++ {
+		out = append(out, t.waiting[i].done...)
+	}
+	t.waiting = append(t.waiting[:0], t.waiting[i:]...)
+	return out
+}
+
+const stageTick = 100 * time.Millisecond
+
+// BestEffortGrace is how long shutdown waits for a best-effort sink to
+// drain its queue before aborting it.
+const BestEffortGrace = 2 * time.Second
+
+// Listener hears about progress: count is the number of records handed to
+// the sinks so far; message is empty for periodic updates.
+type Listener func(count int64, message string)
+
+// Settings configure an Engine. Zero values mean the defaults.
+type Settings struct {
+	Logger  *slog.Logger
+	Metrics *metrics.Registry
+
+	// QueueBatches bounds the batches waiting between sources and stages,
+	// and is the default bound of each sink's queue (default 64). With
+	// the sources' batch sizes it bounds memory (docs/ARCHITECTURE.md).
+	QueueBatches int
+	// FlushInterval is how often sinks are flushed (default 1 s); after
+	// a kill -9, records handed to the sinks before the last flush are
+	// readable. Negative: only at shutdown.
+	FlushInterval time.Duration
+	// ShutdownTimeout bounds draining after cancellation (default 30 s).
+	ShutdownTimeout time.Duration
+	// AckInterval: while sources wait for Done callbacks (brokers waiting
+	// to acknowledge), durable sinks are flushed this often instead
+	// (default 20 ms), so a broker's window of unacknowledged messages
+	// keeps moving.
+	AckInterval time.Duration
+
+	// Listener is called every ListenerInterval records (default 100, as
+	// KDB's ServiceContainer does).
+	Listener         Listener
+	ListenerInterval int64
+}
+
+// SinkOptions say how the engine feeds a sink.
+type SinkOptions struct {
+	// Policy: durable (the default) or best-effort.
+	Policy pipeline.Policy
+	// QueueBatches bounds the sink's queue (default
+	// Settings.QueueBatches).
+	QueueBatches int
+}
+
+type namedSource struct {
+	name string
+	src  pipeline.Source
+}
+
+type namedSink struct {
+	name string
+	sink pipeline.Sink
+	opts SinkOptions
+	met  *metrics.Sink
+}
+
+// Engine runs sources, stages and sinks. Add them before Run.
+type Engine struct {
+	set     Settings
+	log     *slog.Logger
+	sources []namedSource
+	stages  []pipeline.Stage
+	sinks   []namedSink
+
+	delivered atomic.Int64
+	started   atomic.Int64 // unix nanos
+	stopped   atomic.Int64
+	first     atomic.Int64 // unix nanos of the first record handed to the sinks
+	last      atomic.Int64 // and of the last
+
+	sinkErrs lograte.Limiter // sink failures: sinkErrsPerSecond lines a second
+}
+
+// New returns an empty engine.
+func New(s Settings) *Engine {
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	if s.QueueBatches <= 0 {
+		s.QueueBatches = 64
+	}
+	if s.FlushInterval == 0 {
+		s.FlushInterval = time.Second
+	}
+	if s.ShutdownTimeout <= 0 {
+		s.ShutdownTimeout = 30 * time.Second
+	}
+	if s.ListenerInterval <= 0 {
+		s.ListenerInterval = 100
+	}
+	if s.AckInterval <= 0 {
+		s.AckInterval = 20 * time.Millisecond
+	}
+	return &Engine{set: s, log: s.Logger, sinkErrs: lograte.Limiter{PerSecond: sinkErrsPerSecond}}
+}
+
+// SetListenerUpdateInterval sets how many records pass between listener
+// calls (KDB's setListenerUpdateInterval). Call before Run.
+func (e *Engine) SetListenerUpdateInterval(n int64) {
+	if n > 0 {
+		e.set.ListenerInterval = n
+	}
+}
+
+// AddSource adds a receiver under a name (used in logs, metrics and the
+// batches' origin).
+func (e *Engine) AddSource(name string, s pipeline.Source) {
+	e.sources = append(e.sources, namedSource{name, s})
+}
+
+// AddStage adds a stage; stages run in the order added, before the sinks.
+func (e *Engine) AddStage(s pipeline.Stage) { e.stages = append(e.stages, s) }
+
+// AddSink adds a sink; every batch goes to every sink. Without options the
+// sink is durable with the default queue bound.
+func (e *Engine) AddSink(name string, s pipeline.Sink, opts ...SinkOptions) {
+	var o SinkOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.QueueBatches <= 0 {
+		o.QueueBatches = e.set.QueueBatches
+	}
+	e.sinks = append(e.sinks, namedSink{name: name, sink: s, opts: o, met: e.set.Metrics.Sink(name)})
+}
+
+// Stats describe a run.
+type Stats struct {
+	Records int64         // handed to the sinks
+	Elapsed time.Duration // from Run's start to its end (or now)
+	// Active is the time from the first record handed to the sinks to
+	// the last (0 with fewer than two batches): the time the bridge was
+	// busy, without the idle time before and after.
+	Active time.Duration
+}
+
+// NanosPerRecord returns the active time per record (the run time when
+// the active time is unknown; 0 without records).
+func (s Stats) NanosPerRecord() float64 {
+	if s.Records == 0 {
+		return 0
+	}
+	return float64(s.busy().Nanoseconds()) / float64(s.Records)
+}
+
+// RecordsPerSecond returns the throughput over the active time.
+func (s Stats) RecordsPerSecond() float64 {
+	d := s.busy()
+	if d <= 0 {
+		return 0
+	}
+	return float64(s.Records) / d.Seconds()
+}
+
+func (s Stats) busy() time.Duration {
+	if s.Active > 0 {
+		return s.Active
+	}
+	return s.Elapsed
+}
+
+// Stats returns the counts so far.
+func (e *Engine) Stats() Stats {
+	start := e.started.Load()
+	if start == 0 {
+		return Stats{}
+	}
+	end := e.stopped.Load()
+	if end == 0 {
+		end = time.Now().UnixNano()
+	}
+	st := Stats{Records: e.delivered.Load(), Elapsed: time.Duration(end - start)}
+	if f, l := e.first.Load(), e.last.Load(); f > 0 && l > f {
+		st.Active = time.Duration(l - f)
+	}
+	return st
+}
+
+// Run runs the engine until ctx is cancelled, every source has ended by
+// itself, or a source fails. It returns the first source error, joined with
+// sink flush/close errors. Sinks are closed when Run returns.
+func (e *Engine) Run(ctx context.Context) error {
+	if len(e.sources) == 0 {
+		return errors.New("bridge: no sources")
+	}
+	if len(e.sinks) == 0 {
+		return errors.New("bridge: no sinks")
+	}
+	e.started.Store(time.Now().UnixNano())
+	defer func() { e.stopped.Store(time.Now().UnixNano()) }()
+
+	fan := newFanout(e)
+	var chain pipeline.Consumer = fan
+	built := make([]pipeline.Consumer, len(e.stages))
+	for i := len(e.stages) - 1; i >= 0; i-- {
+		chain = e.stages[i](chain)
+		built[i] = chain
+	}
+	// Sources' Done callbacks are taken off before the stages see the
+	// batch and travel through the durable sinks' queues behind its
+	// records once the stages have handed them on.
+	var holders []pipeline.Holder
+	for _, st := range built {
+		if h, ok := st.(pipeline.Holder); ok {
+			holders = append(holders, h)
+		}
+	}
+	head := &head{fan: fan, chain: chain, direct: len(built) == 0, track: &heldTracker{holders: holders}}
+	q := pipeline.NewQueue(e.set.QueueBatches, head, e.sinkError)
+	fan.recycle, fan.newBatch = q.Recycle, q.NewBatch
+	e.set.Metrics.SetQueueDepth(q.Depth)
+	q.OnTick(stageTick, func(ctx context.Context) {
+		for _, st := range built {
+			if f, ok := st.(pipeline.Flusher); ok {
+				if err := f.Flush(ctx); err != nil {
+					e.sinkError(err)
+				}
+			}
+		}
+		fan.settle(ctx, head.track.released(), nil)
+	})
+
+	drainCtx := context.WithoutCancel(ctx)
+	fan.start(drainCtx)
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		q.Run(drainCtx)
+		// Stages hand on what they still hold, first stage first, on the
+		// goroutine that owns them.
+		for _, st := range built {
+			if f, ok := st.(pipeline.Finisher); ok {
+				if err := f.Finish(drainCtx); err != nil {
+					e.sinkError(err)
+				}
+			}
+		}
+		fan.settle(drainCtx, head.track.released(), nil)
+	}()
+
+	srcCtx, cancelSources := context.WithCancel(ctx)
+	defer cancelSources()
+	var aborted atomic.Bool
+	var (
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		firstErr error
+	)
+	for _, s := range e.sources {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.src.Run(srcCtx, stamp{q: q, name: s.name})
+			if errors.Is(err, pipeline.ErrClosed) && aborted.Load() {
+				err = nil // the shutdown timeout aborted the queue; logged there
+			}
+			if err != nil && !errors.Is(err, context.Canceled) {
+				errMu.Lock()
+				if firstErr == nil {
+					firstErr = fmt.Errorf("receiver %s: %w", s.name, err)
+				}
+				errMu.Unlock()
+				cancelSources() // one failing receiver ends the bridge
+			}
+		}()
+	}
+	sourcesDone := make(chan struct{})
+	go func() { wg.Wait(); close(sourcesDone) }()
+
+	// Wait for the sources to end, bounding the drain once shutdown began.
+	select {
+	case <-sourcesDone:
+	case <-srcCtx.Done():
+		select {
+		case <-sourcesDone:
+		case <-time.After(e.set.ShutdownTimeout):
+			e.log.Error("shutdown timeout: receivers did not finish draining; aborting", "timeout", e.set.ShutdownTimeout)
+			aborted.Store(true)
+			q.Abort()
+			<-sourcesDone
+		}
+	}
+	deadline := time.Now().Add(e.set.ShutdownTimeout)
+	q.Close()
+	select {
+	case <-drained:
+	case <-time.After(time.Until(deadline)):
+		e.log.Error("shutdown timeout: sinks did not drain the queue; aborting", "timeout", e.set.ShutdownTimeout, "queued_batches", q.Depth())
+		q.Abort()
+		fan.abort()
+		select {
+		case <-drained:
+		case <-time.After(time.Second):
+			// A durable sink is stuck inside Consume: its goroutine
+			// cannot be stopped, and closing the sinks under it is not
+			// safe.
+			return errors.Join(firstErr, errors.New("bridge: a sink is stuck; records still queued were lost"))
+		}
+	}
+	closeErrs := fan.stop(deadline)
+	if l := e.set.Listener; l != nil {
+		l(e.delivered.Load(), "stopped")
+	}
+	return errors.Join(append([]error{firstErr}, closeErrs...)...)
+}
+
+// head is the consumer the queue drains into: it takes the batch's Done
+// callbacks off, runs the stages (or, without stages, hands the batch to
+// the fan-out without copying) and settles the callbacks the stages have
+// released. It runs on the drain goroutine.
+type head struct {
+	fan    *fanout
+	chain  pipeline.Consumer
+	direct bool
+	track  *heldTracker
+}
+
+func (h *head) Consume(ctx context.Context, b *record.Batch) error {
+	done := b.TakeDone()
+	n := b.Len()
+	err := h.chain.Consume(ctx, b)
+	h.after(ctx, done, n, err)
+	return err
+}
+
+func (h *head) Emit(ctx context.Context, b *record.Batch) (*record.Batch, error) {
+	if !h.direct {
+		return b, h.Consume(ctx, b)
+	}
+	done := b.TakeDone()
+	n := b.Len()
+	nb, err := h.fan.Emit(ctx, b)
+	h.after(ctx, done, n, err)
+	return nb, err
+}
+
+func (h *head) after(ctx context.Context, done []func(error), n int, err error) {
+	if err != nil {
+		callAll(done, err)
+	} else {
+		h.track.add(done, n)
+	}
+	h.fan.settle(ctx, h.track.released(), nil)
+}
+
+// stamp hands a source's batches to the queue with the receiver's name in
+// their origin.
+type stamp struct {
+	q    *pipeline.Queue
+	name string
+}
+
+func (s stamp) Consume(ctx context.Context, b *record.Batch) error {
+	if b.Origin.Receiver == "" {
+		b.Origin.Receiver = s.name
+	}
+	return s.q.Consume(ctx, b)
+}
+
+// NewBatch returns an empty batch from the queue's pool.
+func (s stamp) NewBatch() *record.Batch { return s.q.NewBatch() }
+
+func (s stamp) Emit(ctx context.Context, b *record.Batch) (*record.Batch, error) {
+	if b.Origin.Receiver == "" {
+		b.Origin.Receiver = s.name
+	}
+	return s.q.Emit(ctx, b)
+}
+
+// sinkErrsPerSecond is how many sink failures are logged a second.
+const sinkErrsPerSecond = 5
+
+// sinkError logs sink failures, at most sinkErrsPerSecond a second.
+func (e *Engine) sinkError(err error) {
+	e.sinkErrs.Log(context.Background(), e.log, slog.LevelError, "sink failed", "err", err)
+}
+
+// count notes n records handed to the sinks and tells the listener.
+func (e *Engine) count(n int64) {
+	now := time.Now().UnixNano()
+	e.first.CompareAndSwap(0, now)
+	e.last.Store(now)
+	before := e.delivered.Load()
+	after := e.delivered.Add(n)
+	if l := e.set.Listener; l != nil {
+		iv := e.set.ListenerInterval
+		for c := (before/iv + 1) * iv; c <= after; c += iv {
+			l(c, "")
+		}
+	}
+}
+
+func callAll(fs []func(error), err error) {
+	for _, f := range fs {
+		f(err)
+	}
+}

@@ -1,0 +1,366 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/lograte"
+	"github.com/tracebridge/tracebridge/internal/metrics"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// fanout hands every batch to every sink through a queue and a goroutine
+// per sink (a runner). The drain goroutine calls Consume, Emit and settle;
+// the runners consume.
+//
+// A batch is shared by all runners (an item counts the runners still
+// holding it) and goes back to the engine's batch pool when the last one
+// is done with it. Done callbacks travel as markers through the durable
+// runners' queues behind the records they cover, and are called once
+// every durable runner has flushed past them.
+type fanout struct {
+	e        *Engine
+	runners  []*runner
+	durable  int
+	recycle  func(*record.Batch)
+	newBatch func() *record.Batch
+	items    sync.Pool
+
+	aborted   chan struct{}
+	abortOnce sync.Once
+}
+
+// item is a batch shared by the runners.
+type item struct {
+	batch *record.Batch
+	refs  atomic.Int32
+	f     *fanout
+}
+
+func (it *item) release() {
+	if it.refs.Add(-1) == 0 {
+		it.f.recycle(it.batch)
+		it.batch = nil
+		it.f.items.Put(it)
+	}
+}
+
+// marker carries Done callbacks through the durable runners.
+type marker struct {
+	done    []func(error)
+	pending atomic.Int32 // durable runners that have not flushed past it
+	mu      sync.Mutex
+	err     error
+}
+
+func (m *marker) durableDone(err error) {
+	if err != nil {
+		m.mu.Lock()
+		if m.err == nil {
+			m.err = err
+		}
+		m.mu.Unlock()
+	}
+	if m.pending.Add(-1) == 0 {
+		m.mu.Lock()
+		err := m.err
+		m.mu.Unlock()
+		callAll(m.done, err)
+	}
+}
+
+// entry is one element of a runner's queue: a batch or a marker.
+type entry struct {
+	it *item
+	mk *marker
+}
+
+func newFanout(e *Engine) *fanout {
+	f := &fanout{e: e, aborted: make(chan struct{})}
+	for _, s := range e.sinks {
+		r := &runner{
+			e:      e,
+			name:   s.name,
+			sink:   s.sink,
+			policy: s.opts.Policy,
+			ch:     make(chan entry, s.opts.QueueBatches),
+			met:    s.met,
+			done:   make(chan struct{}),
+			drops:  lograte.Limiter{PerSecond: 1},
+		}
+		if r.policy == pipeline.Durable {
+			f.durable++
+		}
+		f.runners = append(f.runners, r)
+	}
+	f.recycle = func(*record.Batch) {}
+	f.newBatch = func() *record.Batch { return &record.Batch{} }
+	return f
+}
+
+func (f *fanout) start(ctx context.Context) {
+	for _, r := range f.runners {
+		go r.run(ctx)
+	}
+}
+
+// Consume copies b (the caller keeps it) and hands the copy to every sink.
+func (f *fanout) Consume(ctx context.Context, b *record.Batch) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	c := f.newBatch()
+	for i := range b.Records {
+		c.AddRecord(&b.Records[i])
+	}
+	c.Origin = b.Origin
+	return f.dispatch(ctx, c)
+}
+
+// Emit takes b and hands it to every sink; it returns an empty batch.
+func (f *fanout) Emit(ctx context.Context, b *record.Batch) (*record.Batch, error) {
+	if b.Len() == 0 {
+		return b, nil
+	}
+	err := f.dispatch(ctx, b)
+	return f.newBatch(), err
+}
+
+func (f *fanout) dispatch(ctx context.Context, b *record.Batch) error {
+	n := b.Len()
+	it, _ := f.items.Get().(*item)
+	if it == nil {
+		it = &item{f: f}
+	}
+	it.batch = b
+	it.refs.Store(int32(len(f.runners)))
+	var errs []error
+	for _, r := range f.runners {
+		if err := r.put(ctx, entry{it: it}, f.aborted); err != nil {
+			it.release()
+			errs = append(errs, err)
+		}
+	}
+	f.e.count(int64(n))
+	return errors.Join(errs...)
+}
+
+// settle sends done callbacks behind the records handed on so far: they
+// are called once every durable sink has flushed those records (at once
+// when there is no durable sink), or at once with err.
+func (f *fanout) settle(ctx context.Context, done []func(error), err error) {
+	if len(done) == 0 {
+		return
+	}
+	if err != nil || f.durable == 0 {
+		callAll(done, err)
+		return
+	}
+	mk := &marker{done: done}
+	mk.pending.Store(int32(f.durable))
+	for _, r := range f.runners {
+		if r.policy != pipeline.Durable {
+			continue
+		}
+		if err := r.put(ctx, entry{mk: mk}, f.aborted); err != nil {
+			mk.durableDone(err)
+		}
+	}
+}
+
+// abort unblocks a dispatch waiting for a full durable queue.
+func (f *fanout) abort() { f.abortOnce.Do(func() { close(f.aborted) }) }
+
+// stop ends the runners once the drain goroutine is done: each drains its
+// queue, flushes and is closed. Durable sinks may take until deadline,
+// best-effort sinks BestEffortGrace; then a sink that can be aborted is.
+// A sink still stuck is left alone (closing it under its own goroutine is
+// not safe) and reported.
+func (f *fanout) stop(deadline time.Time) []error {
+	for _, r := range f.runners {
+		close(r.ch)
+	}
+	var errs []error
+	for _, r := range f.runners {
+		until := deadline
+		if grace := time.Now().Add(BestEffortGrace); r.policy == pipeline.BestEffort && grace.Before(until) {
+			until = grace
+		}
+		if !r.wait(until) {
+			if a, ok := r.sink.(pipeline.Aborter); ok {
+				a.Abort()
+			}
+			if !r.wait(time.Now().Add(time.Second)) {
+				err := fmt.Errorf("sink %s: still busy at shutdown; %d batches not delivered", r.name, len(r.ch))
+				f.e.log.Error("sink stuck at shutdown", "sink", r.name, "err", err)
+				errs = append(errs, err)
+				continue
+			}
+		}
+		if err := r.sink.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("sink %s: %w", r.name, err))
+		}
+	}
+	return errs
+}
+
+// runner owns one sink: its queue, the goroutine that calls its Consume,
+// and the goroutine that flushes it periodically (sinks allow Flush
+// concurrently with Consume, as the pipeline contract says).
+type runner struct {
+	e      *Engine
+	name   string
+	sink   pipeline.Sink
+	policy pipeline.Policy
+	ch     chan entry
+	met    *metrics.Sink
+	done   chan struct{} // closed when both goroutines have returned
+	drops  lograte.Limiter
+
+	failed  error // a Consume failed since the last marker; consuming goroutine only
+	dropped atomic.Int64
+
+	pmu     sync.Mutex
+	waiting []*marker // markers consumed since the last flush began
+}
+
+// put enqueues en. A durable runner waits while its queue is full; a
+// best-effort runner drops its oldest batch instead.
+func (r *runner) put(ctx context.Context, en entry, aborted <-chan struct{}) error {
+	if r.policy == pipeline.Durable {
+		select {
+		case r.ch <- en:
+			return nil
+		case <-aborted:
+			return pipeline.ErrClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for {
+		select {
+		case r.ch <- en:
+			return nil
+		default:
+		}
+		select {
+		case old := <-r.ch:
+			r.overflow(old)
+		default:
+		}
+	}
+}
+
+// overflow drops a batch a best-effort runner had no room for.
+func (r *runner) overflow(old entry) {
+	if old.it == nil {
+		return
+	}
+	n := old.it.batch.Len()
+	total := r.dropped.Add(int64(n))
+	r.met.Overflow(n)
+	r.drops.Log(context.Background(), r.e.log, slog.LevelWarn, "best-effort sink is behind; its oldest batch was dropped",
+		"sink", r.name, "records", n, "dropped_total", total)
+	old.it.release()
+}
+
+func (r *runner) wait(until time.Time) bool {
+	select {
+	case <-r.done:
+		return true
+	case <-time.After(time.Until(until)):
+		return false
+	}
+}
+
+// run consumes the queue until it is closed, then stops the flusher, which
+// flushes a last time.
+func (r *runner) run(ctx context.Context) {
+	defer close(r.done)
+	stop, flushed := make(chan struct{}), make(chan struct{})
+	go r.flusher(stop, flushed)
+	for en := range r.ch {
+		r.handle(ctx, en)
+		r.met.Queued(len(r.ch))
+	}
+	close(stop)
+	<-flushed
+}
+
+func (r *runner) handle(ctx context.Context, en entry) {
+	if it := en.it; it != nil {
+		n := it.batch.Len()
+		t0 := time.Now()
+		err := r.sink.Consume(ctx, it.batch)
+		r.met.Consumed(n, time.Since(t0), err)
+		if err != nil {
+			err = fmt.Errorf("sink %s: %w", r.name, err)
+			r.e.sinkError(err)
+			if r.failed == nil {
+				r.failed = err
+			}
+		}
+		it.release()
+	}
+	if mk := en.mk; mk != nil {
+		if r.failed != nil {
+			mk.durableDone(r.failed)
+			r.failed = nil
+			return
+		}
+		r.pmu.Lock()
+		r.waiting = append(r.waiting, mk)
+		r.pmu.Unlock()
+	}
+}
+
+// flusher flushes every FlushInterval, or every AckInterval while markers
+// wait, and once more when stop is closed.
+func (r *runner) flusher(stop <-chan struct{}, flushed chan<- struct{}) {
+	defer close(flushed)
+	set := r.e.set
+	var tick <-chan time.Time
+	if set.FlushInterval > 0 {
+		t := time.NewTicker(min(set.FlushInterval, set.AckInterval))
+		defer t.Stop()
+		tick = t.C
+	}
+	last := time.Now()
+	for {
+		select {
+		case <-stop:
+			r.flush()
+			return
+		case now := <-tick:
+			r.pmu.Lock()
+			waiting := len(r.waiting) > 0
+			r.pmu.Unlock()
+			if now.Sub(last) >= set.FlushInterval || waiting && now.Sub(last) >= set.AckInterval {
+				r.flush()
+				last = now
+			}
+		}
+	}
+}
+
+// flush flushes the sink and settles the markers consumed before it began.
+func (r *runner) flush() {
+	r.pmu.Lock()
+	waiting := r.waiting
+	r.waiting = nil
+	r.pmu.Unlock()
+	err := r.sink.Flush()
+	if err != nil {
+		err = fmt.Errorf("sink %s: flush: %w", r.name, err)
+		r.e.sinkError(err)
+	}
+	for _, mk := range waiting {
+		mk.durableDone(err)
+	}
+}

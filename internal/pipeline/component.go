@@ -1,0 +1,335 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/metrics"
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// Error classes of building a component, matching the Kieker Data
+// Bridge's exit codes: a mapping file (1), the configuration (2),
+// communication (3). Constructors wrap one of them.
+var (
+	ErrMapping = errors.New("mapping file")
+	ErrConfig  = errors.New("configuration")
+	ErrComm    = errors.New("communication")
+)
+
+type classified struct {
+	class error
+	err   error
+}
+
+func (e classified) Error() string   { return e.err.Error() }
+func (e classified) Unwrap() []error { return []error{e.class, e.err} }
+
+// Classify marks err as being of class (ErrMapping, ErrConfig or ErrComm);
+// nil stays nil, and an error that already has a class keeps it.
+func Classify(class, err error) error {
+	if err == nil || errors.Is(err, ErrMapping) || errors.Is(err, ErrConfig) || errors.Is(err, ErrComm) {
+		return err
+	}
+	return classified{class, err}
+}
+
+// Settings are what every component is given besides its own
+// configuration.
+type Settings struct {
+	// Name is the component's name in logs and metrics.
+	Name string
+	// Logger is never nil (a discarding logger at least).
+	Logger *slog.Logger
+	// Metrics may be nil (its handles are nil-safe).
+	Metrics *metrics.Registry
+	// DataDir is where components keep files unless told otherwise.
+	DataDir string
+	// Catalog holds the record types (built-in and IRL); shared, read-only
+	// once the pipeline runs.
+	Catalog *record.Catalog
+}
+
+// Config is a component's own configuration. Factories return a pointer to
+// a struct with defaults filled in; the YAML node is decoded into it (a key
+// the struct does not know is an error naming the key and the component),
+// then Validate checks it.
+type Config interface {
+	Validate() error
+}
+
+// Receiver is a source built by a factory.
+type Receiver interface {
+	Source
+	// Where says for people where the receiver listens, connects or
+	// consumes ("listening on 127.0.0.1:10133").
+	Where() string
+	// Close releases what the constructor acquired (bound ports, started
+	// servers) when Run is not going to run; after Run it is a no-op. It
+	// is safe to call twice.
+	Close() error
+}
+
+// BuiltSink is a sink built by a factory.
+type BuiltSink interface {
+	Sink
+	// Where says for people where the sink writes or sends.
+	Where() string
+}
+
+// ReceiverFactory builds one type of receiver.
+type ReceiverFactory interface {
+	// Type is the name in YAML (`type: kieker-tcp`) and on the command
+	// line (-t).
+	Type() string
+	// Aliases are other names of the type (KDB's jms-client …).
+	Aliases() []string
+	// NewConfig returns a configuration with the defaults.
+	NewConfig() Config
+	// NewReceiver builds a receiver; listeners are bound here, so a port
+	// in use fails before anything runs.
+	NewReceiver(cfg Config, set Settings) (Receiver, error)
+}
+
+// StageFactory builds one type of stage.
+type StageFactory interface {
+	Type() string
+	NewConfig() Config
+	NewStage(cfg Config, set Settings) (Stage, error)
+}
+
+// SinkFactory builds one type of sink.
+type SinkFactory interface {
+	Type() string
+	// Policy is the delivery policy of the type's sinks unless the
+	// configuration says otherwise.
+	Policy() Policy
+	NewConfig() Config
+	NewSink(cfg Config, set Settings) (BuiltSink, error)
+}
+
+// Policy is how the engine treats a sink that cannot keep up.
+type Policy uint8
+
+const (
+	// Durable sinks apply back-pressure: when a durable sink's queue is
+	// full the pipeline waits, slowing the sources. Acknowledgements to
+	// brokers and clients wait for every durable sink.
+	Durable Policy = iota
+	// BestEffort sinks never slow the pipeline: when a best-effort sink's
+	// queue is full its oldest batch is dropped and counted.
+	// Acknowledgements do not wait for it.
+	BestEffort
+)
+
+// String returns the policy's YAML name.
+func (p Policy) String() string {
+	if p == BestEffort {
+		return "best-effort"
+	}
+	return "durable"
+}
+
+// ParsePolicy maps a YAML name to a Policy.
+func ParsePolicy(s string) (Policy, error) {
+	switch s {
+	case "durable":
+		return Durable, nil
+	case "best-effort":
+		return BestEffort, nil
+	}
+	return 0, fmt.Errorf("policy %q: want durable or best-effort", s)
+}
+
+// Duration is a time.Duration written as "1s", "250ms" in YAML (Go's
+// syntax), or "7d" for days.
+type Duration time.Duration
+
+// UnmarshalText parses a Go duration string, or a whole number of days
+// with the suffix d.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes the duration in Go's syntax.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// ParseDuration is time.ParseDuration that also accepts days ("7d", "1d12h").
+func ParseDuration(s string) (time.Duration, error) {
+	if i := strings.IndexByte(s, 'd'); i > 0 {
+		var days int64
+		if _, err := fmt.Sscanf(s[:i], "%d", &days); err == nil && fmt.Sprint(days) == s[:i] {
+			rest := time.Duration(0)
+			if i+1 < len(s) {
+				r, err := time.ParseDuration(s[i+1:])
+				if err != nil {
+					return 0, err
+				}
+				rest = r
+			}
+			return time.Duration(days)*24*time.Hour + rest, nil
+		}
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("duration %q: want e.g. 250ms, 1s, 5m or 7d", s)
+	}
+	return v, nil
+}
+
+// Factories is the set of component types a bridge can build.
+type Factories struct {
+	Receivers []ReceiverFactory
+	Stages    []StageFactory
+	Sinks     []SinkFactory
+}
+
+// Receiver returns the factory of a receiver type (or alias), or nil.
+func (f *Factories) Receiver(typ string) ReceiverFactory {
+	for _, r := range f.Receivers {
+		if r.Type() == typ {
+			return r
+		}
+		for _, a := range r.Aliases() {
+			if a == typ {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// Stage returns the factory of a stage type, or nil.
+func (f *Factories) Stage(typ string) StageFactory {
+	for _, s := range f.Stages {
+		if s.Type() == typ {
+			return s
+		}
+	}
+	return nil
+}
+
+// Sink returns the factory of a sink type, or nil.
+func (f *Factories) Sink(typ string) SinkFactory {
+	for _, s := range f.Sinks {
+		if s.Type() == typ {
+			return s
+		}
+	}
+	return nil
+}
+
+// ReceiverTypes, StageTypes and SinkTypes list the type names, for
+// messages.
+func (f *Factories) ReceiverTypes() []string {
+	var out []string
+	for _, r := range f.Receivers {
+		out = append(out, r.Type())
+	}
+	return out
+}
+
+// StageTypes lists the stage type names.
+func (f *Factories) StageTypes() []string {
+	var out []string
+	for _, s := range f.Stages {
+		out = append(out, s.Type())
+	}
+	return out
+}
+
+// SinkTypes lists the sink type names.
+func (f *Factories) SinkTypes() []string {
+	var out []string
+	for _, s := range f.Sinks {
+		out = append(out, s.Type())
+	}
+	return out
+}
+
+// NewReceiverFactory returns a ReceiverFactory for a configuration type C
+// (a pointer to a struct): def returns the defaults, create builds the
+// receiver.
+func NewReceiverFactory[C Config](typ string, def func() C, create func(C, Settings) (Receiver, error), aliases ...string) ReceiverFactory {
+	return receiverFactory[C]{typ, aliases, def, create}
+}
+
+type receiverFactory[C Config] struct {
+	typ     string
+	aliases []string
+	def     func() C
+	create  func(C, Settings) (Receiver, error)
+}
+
+func (f receiverFactory[C]) Type() string      { return f.typ }
+func (f receiverFactory[C]) Aliases() []string { return f.aliases }
+func (f receiverFactory[C]) NewConfig() Config { return f.def() }
+func (f receiverFactory[C]) NewReceiver(cfg Config, set Settings) (Receiver, error) {
+	c, ok := cfg.(C)
+	if !ok {
+		return nil, Classify(ErrConfig, fmt.Errorf("receiver type %s: configuration of type %T", f.typ, cfg))
+	}
+	return f.create(c, set.withDefaults())
+}
+
+// NewStageFactory returns a StageFactory for a configuration type C.
+func NewStageFactory[C Config](typ string, def func() C, create func(C, Settings) (Stage, error)) StageFactory {
+	return stageFactory[C]{typ, def, create}
+}
+
+type stageFactory[C Config] struct {
+	typ    string
+	def    func() C
+	create func(C, Settings) (Stage, error)
+}
+
+func (f stageFactory[C]) Type() string      { return f.typ }
+func (f stageFactory[C]) NewConfig() Config { return f.def() }
+func (f stageFactory[C]) NewStage(cfg Config, set Settings) (Stage, error) {
+	c, ok := cfg.(C)
+	if !ok {
+		return nil, Classify(ErrConfig, fmt.Errorf("stage type %s: configuration of type %T", f.typ, cfg))
+	}
+	return f.create(c, set.withDefaults())
+}
+
+// NewSinkFactory returns a SinkFactory for a configuration type C.
+func NewSinkFactory[C Config](typ string, policy Policy, def func() C, create func(C, Settings) (BuiltSink, error)) SinkFactory {
+	return sinkFactory[C]{typ, policy, def, create}
+}
+
+type sinkFactory[C Config] struct {
+	typ    string
+	policy Policy
+	def    func() C
+	create func(C, Settings) (BuiltSink, error)
+}
+
+func (f sinkFactory[C]) Type() string      { return f.typ }
+func (f sinkFactory[C]) Policy() Policy    { return f.policy }
+func (f sinkFactory[C]) NewConfig() Config { return f.def() }
+func (f sinkFactory[C]) NewSink(cfg Config, set Settings) (BuiltSink, error) {
+	c, ok := cfg.(C)
+	if !ok {
+		return nil, Classify(ErrConfig, fmt.Errorf("sink type %s: configuration of type %T", f.typ, cfg))
+	}
+	return f.create(c, set.withDefaults())
+}
+
+func (s Settings) withDefaults() Settings {
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	if s.Catalog == nil {
+		s.Catalog = record.Builtin()
+	}
+	return s
+}

@@ -1,0 +1,68 @@
+package forward
+
+import (
+	"errors"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/mapping"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+)
+
+// Type is the sink type this package builds.
+const Type = "forward"
+
+// FactoryConfig is the YAML configuration of a forward sink.
+type FactoryConfig struct {
+	// URL: kieker-tcp://HOST:PORT or kdb-tcp://HOST:PORT.
+	URL string `yaml:"url"`
+	// Mapping is the KDB mapping file for kdb-tcp (default: the default
+	// mapping).
+	Mapping string `yaml:"mapping"`
+	// WriteTimeout bounds one write (default 30s).
+	WriteTimeout pipeline.Duration `yaml:"write_timeout"`
+}
+
+// Validate checks the configuration.
+func (c *FactoryConfig) Validate() error {
+	if c.URL == "" {
+		return errors.New("url missing (kieker-tcp://host:port or kdb-tcp://host:port)")
+	}
+	_, err := ParseURL(c.URL)
+	return err
+}
+
+// Factory returns the factory of forward sinks (durable by default; a
+// forward marked best-effort never slows the bridge).
+func Factory() pipeline.SinkFactory {
+	return pipeline.NewSinkFactory(Type, pipeline.Durable, func() *FactoryConfig { return &FactoryConfig{} },
+		func(c *FactoryConfig, set pipeline.Settings) (pipeline.BuiltSink, error) {
+			cfg := Config{URL: c.URL, Catalog: set.Catalog, WriteTimeout: time.Duration(c.WriteTimeout)}
+			if c.Mapping != "" {
+				m, err := mapping.Load(c.Mapping, set.Catalog)
+				if err != nil {
+					return nil, err
+				}
+				cfg.Mapping = m
+			}
+			s, err := New(cfg, Settings{Logger: set.Logger, Metrics: set.Metrics.Sink(set.Name)})
+			if err != nil {
+				return nil, pipeline.Classify(pipeline.ErrConfig, err)
+			}
+			return built{s}, nil
+		})
+}
+
+type built struct{ *Sink }
+
+func (b built) Where() string { return "sending to " + b.cfg.URL }
+
+// Abort makes a Consume blocked on a peer that stopped reading return: the
+// connection is closed under it and its records are dropped and counted.
+func (s *Sink) Abort() {
+	s.cancel()
+	if l := s.cur.Load(); l != nil {
+		l.conn.Close()
+	}
+}
+
+var _ pipeline.Aborter = (*Sink)(nil)
