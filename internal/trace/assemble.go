@@ -1,0 +1,842 @@
+package trace
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// Clock says what time the assembler's window counts in.
+type Clock uint8
+
+const (
+	// WallClock: a trace is complete Window after its last record arrived
+	// (a running bridge).
+	WallClock Clock = iota
+	// RecordClock: time is the latest timestamp in the records seen so
+	// far, so reading a log gives the same traces however fast it is read.
+	RecordClock
+)
+
+// Defaults of Options.
+const (
+	DefaultWindow        = 2 * time.Second
+	DefaultMaxOpenTraces = 100_000
+	DefaultMaxSpans      = 200_000
+)
+
+// Options configure an Assembler. Zero values mean the defaults.
+type Options struct {
+	// Window: a trace is complete Window after its last record (default
+	// 2 s).
+	Window time.Duration
+	Clock  Clock
+	// MaxOpenTraces bounds the traces assembled at once: beyond it the
+	// trace idle longest is emitted early (counted in Stats.Evicted).
+	MaxOpenTraces int
+	// MaxSpans bounds the spans (calls, executions) held for one trace:
+	// a trace that grows beyond it is emitted in parts (Trace.Part), each
+	// marked broken, so a huge trace streams through in bounded memory.
+	MaxSpans int
+	// Now is the wall clock (tests); nil means time.Now.
+	Now func() time.Time
+	// Emit receives every assembled trace; the trace belongs to it. It is
+	// called on the goroutine that calls Add, Tick or Flush.
+	Emit func(*Trace)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Window <= 0 {
+		o.Window = DefaultWindow
+	}
+	if o.MaxOpenTraces <= 0 {
+		o.MaxOpenTraces = DefaultMaxOpenTraces
+	}
+	if o.MaxSpans <= 0 {
+		o.MaxSpans = DefaultMaxSpans
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Emit == nil {
+		o.Emit = func(*Trace) {}
+	}
+	return o
+}
+
+// Stats count what an Assembler did.
+type Stats struct {
+	// Records counts the trace records taken (events, metadata, OERs,
+	// span records).
+	Records int64
+	// Traces counts the traces emitted (parts count one each), Spans
+	// their spans, Broken those marked broken.
+	Traces, Spans, Broken int64
+	// Untraced counts OperationExecutionRecords with traceId -1, which
+	// ran outside any trace (Kieker counts them too).
+	Untraced int64
+	// Evicted counts traces emitted early because of MaxOpenTraces,
+	// Parts the parts emitted because of MaxSpans.
+	Evicted, Parts int64
+	// Open is the number of traces being assembled now.
+	Open int
+}
+
+// Assembler builds traces from records arriving in any order: Kieker
+// trace events (TraceMetadata with parentTraceId/parentOrderId for thread
+// hops, Before/After/AfterFailed, Split, Join and Call events),
+// OperationExecutionRecords (eoi/ess, one traceId across processes) and
+// span records (SpanType: parent span ids across services). A trace is
+// complete Window after its last record; it is never rejected for being
+// incomplete: what is wrong with it is listed in Trace.Broken and it is
+// assembled as far as possible. Memory is bounded by MaxOpenTraces and
+// MaxSpans.
+//
+// An Assembler is used by one goroutine.
+type Assembler struct {
+	opt   Options
+	types TypeCache
+	st    Stats
+
+	fams    map[ID]*family
+	threads map[int64]*thread // Kieker thread traces by traceId
+	lru     family            // sentinel: most recently touched first
+	clock   int64             // RecordClock: latest record time (ns)
+}
+
+// NewAssembler returns an assembler.
+func NewAssembler(o Options) *Assembler {
+	a := &Assembler{opt: o.withDefaults(), fams: map[ID]*family{}, threads: map[int64]*thread{}}
+	a.lru.prev, a.lru.next = &a.lru, &a.lru
+	return a
+}
+
+// family is one trace being assembled: Kieker thread traces linked by
+// their metadata, OperationExecutionRecords, span records.
+type family struct {
+	id         ID
+	prev, next *family
+	touched    int64 // clock value at the last record (ns)
+	size       int   // events, executions and spans held
+
+	threads []*thread
+	oers    []oer
+	spans   []Span // span records, and Kieker calls already closed
+	part    int
+	broken  []string
+}
+
+// thread is one Kieker thread trace (one TraceMetadata's traceId).
+type thread struct {
+	kid    int64
+	fam    *family
+	meta   bool
+	parent int64 // parentTraceId (its own id or -1: a root)
+	porder int32 // parentOrderId
+	tid    string
+	host   string
+	sess   string
+	evs    []kev
+
+	// Replay state, kept across parts.
+	next     int32 // the orderIndex expected next
+	stack    []int32
+	spans    []Span // calls of this thread, open and closed, not yet emitted
+	attached bool   // the thread's roots have been hung under the parent
+	maxTS    int64
+}
+
+// kev is one Kieker event of a thread trace, as the assembler keeps it.
+type kev struct {
+	order      int32
+	role       Role
+	failed     bool
+	split      bool
+	join       bool
+	ts         int64
+	op, class  string
+	cause      string
+	cop, cclas string // CallOperationEvent's callee
+}
+
+// oer is one OperationExecutionRecord.
+type oer struct {
+	eoi, ess         int32
+	tin, tout        int64
+	op, host, sess   string
+	loggingTimestamp int64
+}
+
+// Stats returns the counts so far.
+func (a *Assembler) Stats() Stats {
+	s := a.st
+	s.Open = len(a.fams)
+	return s
+}
+
+// AddBatch adds every record of b; origin supplies the host of records
+// that do not name one.
+func (a *Assembler) AddBatch(b *record.Batch) {
+	for i := range b.Records {
+		a.Add(&b.Records[i], &b.Origin)
+	}
+	a.limit()
+}
+
+// Add adds one record (the assembler keeps what it needs; strings are
+// shared). Records that are not part of a trace are ignored.
+func (a *Assembler) Add(r *record.Record, origin *record.Origin) {
+	if r.Type == nil {
+		return
+	}
+	ti := a.types.Get(r.Type)
+	switch ti.Role {
+	case RoleMeta:
+		a.meta(r, ti)
+	case RoleBefore, RoleAfter, RoleEvent:
+		a.event(r, ti)
+	case RoleOER:
+		a.oer(r, ti, origin)
+	default:
+		if r.Type.Name == SpanTypeName {
+			a.span(r, origin)
+		}
+	}
+}
+
+func (a *Assembler) now(recordTime int64) int64 {
+	if a.opt.Clock == WallClock {
+		return a.opt.Now().UnixNano()
+	}
+	if recordTime > a.clock {
+		a.clock = recordTime
+	}
+	return a.clock
+}
+
+// family returns the open trace id (creating it) and marks it touched.
+func (a *Assembler) family(id ID, recordTime int64) *family {
+	f := a.fams[id]
+	if f == nil {
+		f = &family{id: id}
+		a.fams[id] = f
+	} else {
+		f.prev.next, f.next.prev = f.next, f.prev
+	}
+	f.touched = a.now(recordTime)
+	f.prev, f.next = &a.lru, a.lru.next
+	a.lru.next.prev = f
+	a.lru.next = f
+	return f
+}
+
+// thread returns Kieker thread trace kid, creating it (and its own
+// trace) when new.
+func (a *Assembler) thread(kid int64, recordTime int64) *thread {
+	th := a.threads[kid]
+	if th == nil {
+		th = &thread{kid: kid, parent: -1, porder: -1, next: 0}
+		th.fam = a.family(KiekerID(kid), recordTime)
+		th.fam.threads = append(th.fam.threads, th)
+		a.threads[kid] = th
+		return th
+	}
+	a.family(th.fam.id, recordTime)
+	return th
+}
+
+func (a *Assembler) meta(r *record.Record, ti *TypeInfo) {
+	a.st.Records++
+	v := r.Values
+	kid := v[ti.TraceID].Int()
+	th := a.thread(kid, 0)
+	th.meta = true
+	th.parent = v[ti.ParentTraceID].Int()
+	th.porder = int32(v[ti.ParentOrderID].Int())
+	if ti.ThreadID >= 0 {
+		th.tid = strconv.FormatInt(v[ti.ThreadID].Int(), 10)
+	}
+	if ti.Host >= 0 {
+		th.host = v[ti.Host].Str()
+	}
+	if ti.Session >= 0 {
+		th.sess = v[ti.Session].Str()
+	}
+	if th.parent == kid || th.parent == -1 {
+		return
+	}
+	// A thread (or sub-trace) of another trace: one tree with it.
+	pt := a.thread(th.parent, 0)
+	a.merge(pt.fam, th.fam)
+}
+
+// merge moves trace src into dst (src's records belong to dst's trace).
+func (a *Assembler) merge(dst, src *family) {
+	if dst == src {
+		return
+	}
+	for _, th := range src.threads {
+		th.fam = dst
+	}
+	dst.threads = append(dst.threads, src.threads...)
+	dst.oers = append(dst.oers, src.oers...)
+	dst.spans = append(dst.spans, src.spans...)
+	dst.broken = append(dst.broken, src.broken...)
+	dst.size += src.size
+	if src.touched > dst.touched {
+		dst.touched = src.touched
+	}
+	src.prev.next, src.next.prev = src.next, src.prev
+	delete(a.fams, src.id)
+}
+
+func (a *Assembler) event(r *record.Record, ti *TypeInfo) {
+	a.st.Records++
+	v := r.Values
+	e := kev{order: int32(v[ti.OrderIndex].Int()), role: ti.Role, failed: ti.Failed, split: ti.Split, join: ti.Join}
+	if ti.Timestamp >= 0 {
+		e.ts = v[ti.Timestamp].Int()
+	}
+	if ti.Op >= 0 {
+		e.op = v[ti.Op].Str()
+	}
+	if ti.Class >= 0 {
+		e.class = v[ti.Class].Str()
+	}
+	if ti.Cause >= 0 {
+		e.cause = v[ti.Cause].Str()
+	}
+	if ti.CalleeOp >= 0 {
+		e.cop = v[ti.CalleeOp].Str()
+	}
+	if ti.CalleeClass >= 0 {
+		e.cclas = v[ti.CalleeClass].Str()
+	}
+	th := a.thread(v[ti.TraceID].Int(), e.ts)
+	th.evs = append(th.evs, e)
+	th.fam.size++
+	if th.fam.size > a.opt.MaxSpans {
+		a.part(th.fam)
+	}
+}
+
+func (a *Assembler) oer(r *record.Record, ti *TypeInfo, origin *record.Origin) {
+	v := r.Values
+	kid := v[ti.TraceID].Int()
+	if kid == -1 {
+		a.st.Untraced++
+		return
+	}
+	a.st.Records++
+	o := oer{eoi: int32(v[ti.EOI].Int()), ess: int32(v[ti.ESS].Int()), op: v[ti.Op].Str(), loggingTimestamp: r.LoggingTimestamp}
+	if ti.Tin >= 0 {
+		o.tin = v[ti.Tin].Int()
+	}
+	if ti.Tout >= 0 {
+		o.tout = v[ti.Tout].Int()
+	}
+	if ti.Host >= 0 {
+		o.host = v[ti.Host].Str()
+	}
+	if o.host == "" && origin != nil {
+		o.host = origin.Host
+	}
+	if ti.Session >= 0 {
+		o.sess = v[ti.Session].Str()
+	}
+	var f *family
+	if th := a.threads[kid]; th != nil {
+		f = a.family(th.fam.id, o.tout)
+	} else {
+		f = a.family(KiekerID(kid), o.tout)
+	}
+	f.oers = append(f.oers, o)
+	f.size++
+	if f.size > a.opt.MaxSpans {
+		a.part(f)
+	}
+}
+
+func (a *Assembler) span(r *record.Record, origin *record.Origin) {
+	var s Span
+	id, ok := spanRecord(r, &s)
+	if !ok {
+		return
+	}
+	a.st.Records++
+	if s.Host == "" && origin != nil {
+		s.Host = origin.Host
+	}
+	f := a.family(id, s.End)
+	f.spans = append(f.spans, s)
+	f.size++
+	if f.size > a.opt.MaxSpans {
+		a.part(f)
+	}
+}
+
+// limit emits the traces idle longest while more than MaxOpenTraces are
+// open.
+func (a *Assembler) limit() {
+	for len(a.fams) > a.opt.MaxOpenTraces {
+		a.st.Evicted++
+		a.finish(a.lru.prev, true)
+	}
+}
+
+// Tick emits the traces idle for Window. A bridge calls it periodically;
+// with RecordClock the records' time decides.
+func (a *Assembler) Tick() {
+	a.limit()
+	now := a.clock
+	if a.opt.Clock == WallClock {
+		now = a.opt.Now().UnixNano()
+	}
+	w := int64(a.opt.Window)
+	for f := a.lru.prev; f != &a.lru && now-f.touched >= w; f = a.lru.prev {
+		a.finish(f, true)
+	}
+}
+
+// Flush emits every trace (the end of the input).
+func (a *Assembler) Flush() {
+	for f := a.lru.prev; f != &a.lru; f = a.lru.prev {
+		a.finish(f, true)
+	}
+}
+
+// part emits what a trace over MaxSpans holds so far, as one part; the
+// trace goes on (its open calls stay open).
+func (a *Assembler) part(f *family) {
+	a.st.Parts++
+	f.part++
+	f.broken = append(f.broken, fmt.Sprintf("part %d of a trace with more than %d spans (emitted in parts to bound memory)", f.part, a.opt.MaxSpans))
+	a.finish(f, false)
+}
+
+// finish assembles f and emits it; final ends the trace (open calls are
+// closed and reported), otherwise f keeps its open calls for the next
+// part.
+func (a *Assembler) finish(f *family, final bool) {
+	t := &Trace{ID: f.id, Broken: f.broken, Part: f.part}
+	if final && f.part > 0 {
+		t.Part = f.part + 1
+		t.Broken = append(t.Broken, fmt.Sprintf("last part (%d) of a trace with more than %d spans", f.part+1, a.opt.MaxSpans))
+	}
+	spans := f.spans
+	spans = append(spans, a.replayThreads(f, final, &t.Broken)...)
+	spans = append(spans, executions(f.id, f.oers, &t.Broken)...)
+	t.Spans = spans
+	tree(t)
+	a.st.Traces++
+	a.st.Spans += int64(len(t.Spans))
+	if len(t.Broken) > 0 {
+		a.st.Broken++
+	}
+	// Reset what was emitted.
+	f.spans, f.oers, f.broken, f.size = nil, nil, nil, 0
+	if final {
+		f.prev.next, f.next.prev = f.next, f.prev
+		delete(a.fams, f.id)
+		for _, th := range f.threads {
+			if a.threads[th.kid] == th {
+				delete(a.threads, th.kid)
+			}
+		}
+	} else {
+		for _, th := range f.threads {
+			f.size += len(th.stack)
+		}
+	}
+	a.opt.Emit(t)
+}
+
+// Kieker thread traces ------------------------------------------------
+
+// kiekerSpanID derives a call's span id from its thread trace and the
+// Before event's orderIndex (SplitMix64's finaliser of both).
+func kiekerSpanID(kid int64, order int32) SpanID {
+	x := uint64(kid)*0x9e3779b97f4a7c15 ^ uint64(uint32(order)) ^ 0x6a09e667f3bcc909
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	if x == 0 {
+		x = 1
+	}
+	return SpanID(x)
+}
+
+// replayThreads turns the buffered events of f's threads into calls,
+// parents first so that a child thread's roots hang under the call open
+// at its split point. It returns the calls to emit.
+func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Span {
+	if len(f.threads) == 0 {
+		return nil
+	}
+	byKid := make(map[int64]*thread, len(f.threads))
+	for _, th := range f.threads {
+		byKid[th.kid] = th
+	}
+	// Parents before children.
+	done := map[int64]bool{}
+	var order []*thread
+	var visit func(th *thread, depth int)
+	visit = func(th *thread, depth int) {
+		if done[th.kid] || depth > len(f.threads) {
+			return
+		}
+		done[th.kid] = true
+		if p := byKid[th.parent]; p != nil && p != th {
+			visit(p, depth+1)
+		}
+		order = append(order, th)
+	}
+	for _, th := range f.threads {
+		visit(th, 0)
+	}
+	var out []Span
+	for _, th := range order {
+		th.replay(broken)
+		a.attach(th, byKid, broken)
+	}
+	for _, th := range order {
+		keep := th.spans[:0]
+		open := map[int32]bool{}
+		for _, i := range th.stack {
+			open[i] = true
+		}
+		for i := range th.spans {
+			s := &th.spans[i]
+			if open[int32(i)] {
+				if !final {
+					keep = append(keep, *s)
+					continue
+				}
+				s.End = max(th.maxTS, s.Start)
+				s.Error = true
+				*broken = append(*broken, fmt.Sprintf("call %s (orderIndex %d of trace %d) never returned", s.Operation, s.OrderIndex, th.kid))
+			}
+			out = append(out, *s)
+		}
+		if final {
+			th.spans, th.stack = nil, nil
+			if !th.meta && len(th.evs) == 0 && len(out) > 0 {
+				*broken = append(*broken, fmt.Sprintf("no TraceMetadata for trace %d", th.kid))
+			}
+			continue
+		}
+		// Open calls stay, renumbered (the stack lists them in order).
+		th.spans = keep
+		for i := range th.stack {
+			th.stack[i] = int32(i)
+		}
+	}
+	return out
+}
+
+// replay consumes the thread's buffered events in orderIndex order.
+func (th *thread) replay(broken *[]string) {
+	evs := th.evs
+	th.evs = nil
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].order < evs[j].order })
+	seen := -1
+	for i := range evs {
+		e := &evs[i]
+		if e.ts > th.maxTS {
+			th.maxTS = e.ts
+		}
+		switch {
+		case int(e.order) == seen:
+			*broken = append(*broken, fmt.Sprintf("orderIndex %d of trace %d used twice", e.order, th.kid))
+		case e.order < th.next:
+			*broken = append(*broken, fmt.Sprintf("event orderIndex %d of trace %d arrived after its part was emitted", e.order, th.kid))
+			continue
+		case e.order > th.next:
+			*broken = append(*broken, fmt.Sprintf("orderIndex %d to %d of trace %d missing", th.next, e.order-1, th.kid))
+		}
+		seen = int(e.order)
+		th.next = e.order + 1
+		switch e.role {
+		case RoleBefore:
+			s := Span{
+				SpanID:    kiekerSpanID(th.kid, e.order),
+				Parent:    -1,
+				Operation: e.op, Component: e.class,
+				Host: th.host, Thread: th.tid, Session: th.sess,
+				Start: e.ts, End: e.ts,
+				OrderIndex: e.order, EOI: -1, ESS: -1, KiekerTrace: th.kid,
+				Source: FromEvents,
+			}
+			if e.class == "" {
+				s.Component = componentOf(e.op)
+			}
+			if n := len(th.stack); n > 0 {
+				s.ParentID = th.spans[th.stack[n-1]].SpanID
+			}
+			th.spans = append(th.spans, s)
+			th.stack = append(th.stack, int32(len(th.spans)-1))
+		case RoleAfter:
+			n := len(th.stack)
+			if n == 0 {
+				*broken = append(*broken, fmt.Sprintf("%s at orderIndex %d of trace %d returns from no open call", e.op, e.order, th.kid))
+				continue
+			}
+			s := &th.spans[th.stack[n-1]]
+			th.stack = th.stack[:n-1]
+			if s.Operation != e.op {
+				*broken = append(*broken, fmt.Sprintf("return from %s at orderIndex %d of trace %d, but %s (orderIndex %d) is the open call", e.op, e.order, th.kid, s.Operation, s.OrderIndex))
+			}
+			s.End = e.ts
+			if e.failed {
+				s.Error = true
+				s.Status = StatusError
+				s.StatusMessage = e.cause
+				s.Events = append(s.Events, Event{Name: "exception", Time: e.ts, Attributes: []Attr{{Key: "exception.type", Value: e.cause, Type: TypeString}}})
+			}
+			s.afterOrder = e.order
+		default:
+			n := len(th.stack)
+			if n == 0 {
+				continue
+			}
+			s := &th.spans[th.stack[n-1]]
+			ev := Event{Time: e.ts, Attributes: []Attr{{Key: "kieker.orderIndex", Value: strconv.Itoa(int(e.order)), Type: TypeInt}}}
+			switch {
+			case e.split:
+				ev.Name = "split"
+			case e.join:
+				ev.Name = "join"
+			case e.cop != "":
+				ev.Name = "call"
+				ev.Attributes = append(ev.Attributes, Attr{Key: "callee.operation", Value: e.cop, Type: TypeString}, Attr{Key: "callee.class", Value: e.cclas, Type: TypeString})
+			default:
+				ev.Name = e.op
+			}
+			s.Events = append(s.Events, ev)
+		}
+	}
+}
+
+// attach hangs the roots of a child thread under the parent's call that
+// was open at the split point (parentOrderId), or, when the split point is
+// unknown, under the innermost parent call whose time contains the child's
+// start.
+func (a *Assembler) attach(th *thread, byKid map[int64]*thread, broken *[]string) {
+	if th.attached || th.parent == -1 || th.parent == th.kid || !th.meta {
+		return
+	}
+	var roots []int
+	for i := range th.spans {
+		if th.spans[i].ParentID == 0 {
+			roots = append(roots, i)
+		}
+	}
+	if len(roots) == 0 {
+		return
+	}
+	th.attached = true
+	p := byKid[th.parent]
+	if p == nil {
+		*broken = append(*broken, fmt.Sprintf("trace %d names parent trace %d, which is missing", th.kid, th.parent))
+		return
+	}
+	var parent *Span
+	if th.porder >= 0 {
+		// The innermost call of p open at the split point: Before before
+		// it, After (if any) after it.
+		for i := range p.spans {
+			s := &p.spans[i]
+			if s.OrderIndex >= th.porder {
+				continue
+			}
+			if closedBefore(s, th.porder) {
+				continue
+			}
+			if parent == nil || s.OrderIndex > parent.OrderIndex {
+				parent = s
+			}
+		}
+	} else {
+		start := th.spans[roots[0]].Start
+		for i := range p.spans {
+			s := &p.spans[i]
+			if s.Start <= start && (s.End >= start || s.End == s.Start) && (parent == nil || s.Start >= parent.Start) {
+				parent = s
+			}
+		}
+	}
+	if parent == nil {
+		*broken = append(*broken, fmt.Sprintf("trace %d: no call of parent trace %d open at orderIndex %d", th.kid, th.parent, th.porder))
+		return
+	}
+	for _, i := range roots {
+		th.spans[i].ParentID = parent.SpanID
+	}
+}
+
+// closedBefore reports whether call s had returned before orderIndex o.
+func closedBefore(s *Span, o int32) bool { return s.afterOrder > 0 && s.afterOrder < o }
+
+// OperationExecutionRecords ------------------------------------------
+
+// executions turns the OERs of a trace into calls: eoi orders them, ess
+// gives the depth, so a call's caller is the last call one level up.
+func executions(id ID, oers []oer, broken *[]string) []Span {
+	if len(oers) == 0 {
+		return nil
+	}
+	sort.SliceStable(oers, func(i, j int) bool { return oers[i].eoi < oers[j].eoi })
+	kid, _ := id.Kieker()
+	out := make([]Span, 0, len(oers))
+	var stack []int // index in out at each depth
+	for i, o := range oers {
+		if i > 0 && o.eoi == oers[i-1].eoi {
+			*broken = append(*broken, fmt.Sprintf("eoi %d used twice", o.eoi))
+		} else if int(o.eoi) != i && (i == 0 || o.eoi != oers[i-1].eoi+1) {
+			*broken = append(*broken, fmt.Sprintf("eoi %d where %d was expected", o.eoi, i))
+		}
+		s := Span{
+			SpanID:    kiekerSpanID(kid, o.eoi) ^ 0x5555555555555555,
+			Parent:    -1,
+			Operation: o.op, Component: componentOf(o.op),
+			Host: o.host, Session: o.sess,
+			Start: o.tin, End: o.tout,
+			OrderIndex: -1, EOI: o.eoi, ESS: o.ess, KiekerTrace: kid,
+			Source: FromExecution,
+		}
+		if s.SpanID == 0 {
+			s.SpanID = 1
+		}
+		d := int(o.ess)
+		switch {
+		case d < 0:
+			*broken = append(*broken, fmt.Sprintf("eoi %d has ess %d", o.eoi, o.ess))
+			d = 0
+		case d > len(stack):
+			*broken = append(*broken, fmt.Sprintf("eoi %d has ess %d below no call at ess %d", o.eoi, o.ess, d-1))
+			d = len(stack)
+		}
+		stack = stack[:d]
+		if d > 0 {
+			s.ParentID = out[stack[d-1]].SpanID
+		}
+		out = append(out, s)
+		stack = append(stack, len(out)-1)
+	}
+	return out
+}
+
+// The tree -----------------------------------------------------------------
+
+// tree orders t's spans (roots by start, each followed by its subtree,
+// children by start then position), fills Parent and Depth, and reports
+// missing parents, duplicate ids, cycles and negative durations.
+func tree(t *Trace) {
+	n := len(t.Spans)
+	idx := make(map[SpanID]int, n)
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		if j, dup := idx[s.SpanID]; dup {
+			t.Broken = append(t.Broken, fmt.Sprintf("span id %s used twice (%s, %s)", s.SpanID, t.Spans[j].Operation, s.Operation))
+			continue
+		}
+		idx[s.SpanID] = i
+	}
+	parent := make([]int, n)
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		parent[i] = -1
+		if s.End < s.Start {
+			t.Broken = append(t.Broken, fmt.Sprintf("span %s (%s) ends %d ns before it starts", s.SpanID, s.Operation, s.Start-s.End))
+		}
+		if s.ParentID == 0 {
+			continue
+		}
+		if s.ParentID == s.SpanID {
+			t.Broken = append(t.Broken, fmt.Sprintf("span %s (%s) is its own parent", s.SpanID, s.Operation))
+			continue
+		}
+		j, ok := idx[s.ParentID]
+		if !ok {
+			t.Broken = append(t.Broken, fmt.Sprintf("span %s (%s): parent %s missing", s.SpanID, s.Operation, s.ParentID))
+			continue
+		}
+		parent[i] = j
+	}
+	// Break cycles: a span whose ancestors lead back to itself becomes a
+	// root.
+	state := make([]uint8, n) // 0 unvisited, 1 on the path, 2 done
+	for i := range n {
+		var path []int
+		j := i
+		for j >= 0 && state[j] == 0 {
+			state[j] = 1
+			path = append(path, j)
+			j = parent[j]
+		}
+		if j >= 0 && state[j] == 1 {
+			t.Broken = append(t.Broken, fmt.Sprintf("span %s (%s) is its own ancestor", t.Spans[j].SpanID, t.Spans[j].Operation))
+			parent[j] = -1
+		}
+		for _, k := range path {
+			state[k] = 2
+		}
+	}
+	children := make([][]int, n+1) // children[n]: the roots
+	for i := range n {
+		p := parent[i]
+		if p < 0 {
+			p = n
+		}
+		children[p] = append(children[p], i)
+	}
+	less := func(a, b int) int {
+		sa, sb := &t.Spans[a], &t.Spans[b]
+		switch {
+		case sa.Start != sb.Start:
+			return cmpInt64(sa.Start, sb.Start)
+		case sa.OrderIndex != sb.OrderIndex:
+			return cmpInt64(int64(sa.OrderIndex), int64(sb.OrderIndex))
+		case sa.EOI != sb.EOI:
+			return cmpInt64(int64(sa.EOI), int64(sb.EOI))
+		}
+		return cmpInt64(int64(a), int64(b))
+	}
+	for i := range children {
+		slices.SortFunc(children[i], less)
+	}
+	out := make([]Span, 0, n)
+	newIdx := make([]int32, n)
+	var walk func(i int, depth int32, p int32)
+	walk = func(i int, depth int32, p int32) {
+		s := t.Spans[i]
+		s.Parent, s.Depth = p, depth
+		newIdx[i] = int32(len(out))
+		out = append(out, s)
+		for _, c := range children[i] {
+			walk(c, depth+1, newIdx[i])
+		}
+	}
+	// Iterative depth is bounded by the span count; recursion depth by the
+	// tree depth (Kieker's MaxDepth-like limits keep it sane).
+	for _, r := range children[n] {
+		walk(r, 0, -1)
+	}
+	t.Spans = out
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
