@@ -19,30 +19,30 @@ const SpanTypeName = "tracebridge.trace.SpanRecord"
 
 // Field indexes of SpanType.
 const (
-	SpanTraceIDHigh = iota // long: high 64 bits of the 128-bit trace id
-	SpanTraceIDLow         // long: low 64 bits
-	SpanSpanID             // long
-	SpanParentID           // long: 0 for a root span
-	SpanName               // string: the operation (OTLP span name)
-	SpanService            // string: service.name
-	SpanHost               // string: host.name, else the service
-	SpanStart              // long: start, epoch ns
-	SpanEnd                // long: end, epoch ns
-	SpanKind               // byte: OTLP SpanKind (0–5)
-	SpanStatus             // byte: 0 unset, 1 ok, 2 error
-	SpanStatusMessage      // string
-	SpanScope              // string: instrumentation scope name
-	SpanComponent          // string: class or code.namespace ("" if none)
-	SpanThread             // string: thread.id or thread.name ("" if none)
-	SpanProcess            // string: process.pid ("" if none)
-	SpanAttributes         // string[]: key, value, key, value, … (values as text, see ValueType)
-	SpanAttributeTypes     // byte[]: the ValueType of each pair
-	SpanResource           // string[]: the other resource attributes, key, value, …
-	SpanResourceTypes      // byte[]
-	SpanEvents             // string[]: name, time (decimal epoch ns), attributes (JSON object), … per event
-	SpanLinks              // string[]: trace id (hex), span id (hex), trace state, attributes (JSON), … per link
-	SpanTraceState         // string: W3C tracestate
-	SpanFlags              // int: OTLP span flags
+	SpanTraceIDHigh    = iota // long: high 64 bits of the 128-bit trace id
+	SpanTraceIDLow            // long: low 64 bits
+	SpanSpanID                // long
+	SpanParentID              // long: 0 for a root span
+	SpanName                  // string: the operation (OTLP span name)
+	SpanService               // string: service.name
+	SpanHost                  // string: host.name, else the service
+	SpanStart                 // long: start, epoch ns
+	SpanEnd                   // long: end, epoch ns
+	SpanKind                  // byte: OTLP SpanKind (0–5)
+	SpanStatus                // byte: 0 unset, 1 ok, 2 error
+	SpanStatusMessage         // string
+	SpanScope                 // string: instrumentation scope name
+	SpanComponent             // string: class or code.namespace ("" if none)
+	SpanThread                // string: thread.id or thread.name ("" if none)
+	SpanProcess               // string: process.pid ("" if none)
+	SpanAttributes            // string[]: key, value, key, value, … (values as text, see ValueType)
+	SpanAttributeTypes        // byte[]: the ValueType of each pair
+	SpanResource              // string[]: the other resource attributes, key, value, …
+	SpanResourceTypes         // byte[]
+	SpanEvents                // string[]: name, time (decimal epoch ns), attributes (JSON object), … per event
+	SpanLinks                 // string[]: trace id (hex), span id (hex), trace state, attributes (JSON), … per link
+	SpanTraceState            // string: W3C tracestate
+	SpanFlags                 // int: OTLP span flags
 	spanFields
 )
 
@@ -294,7 +294,9 @@ func AttrJSON(a Attr) json.RawMessage {
 	return b
 }
 
-func isInfNaN(f float64) bool { return f != f || f > 1.7976931348623157e308 || f < -1.7976931348623157e308 }
+func isInfNaN(f float64) bool {
+	return f != f || f > 1.7976931348623157e308 || f < -1.7976931348623157e308
+}
 
 // ParseAttrsJSON decodes what AttrsJSON wrote (keys sorted).
 func ParseAttrsJSON(s string) []Attr {
