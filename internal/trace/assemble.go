@@ -319,7 +319,7 @@ func (a *Assembler) event(r *record.Record, ti *TypeInfo) {
 	th := a.thread(v[ti.TraceID].Int(), e.ts)
 	th.evs = append(th.evs, e)
 	th.fam.size++
-	if th.fam.size > a.opt.MaxSpans {
+	if th.fam.size >= a.opt.MaxSpans {
 		a.part(th.fam)
 	}
 }
@@ -356,7 +356,7 @@ func (a *Assembler) oer(r *record.Record, ti *TypeInfo, origin *record.Origin) {
 	}
 	f.oers = append(f.oers, o)
 	f.size++
-	if f.size > a.opt.MaxSpans {
+	if f.size >= a.opt.MaxSpans {
 		a.part(f)
 	}
 }
@@ -374,7 +374,7 @@ func (a *Assembler) span(r *record.Record, origin *record.Origin) {
 	f := a.family(id, s.End)
 	f.spans = append(f.spans, s)
 	f.size++
-	if f.size > a.opt.MaxSpans {
+	if f.size >= a.opt.MaxSpans {
 		a.part(f)
 	}
 }
@@ -571,7 +571,7 @@ func (th *thread) replay(broken *[]string) {
 				Host: th.host, Thread: th.tid, Session: th.sess,
 				Start: e.ts, End: e.ts,
 				OrderIndex: e.order, EOI: -1, ESS: -1, KiekerTrace: th.kid,
-				Source: FromEvents,
+				Kind: KindInternal, Source: FromEvents,
 			}
 			if e.class == "" {
 				s.Component = componentOf(e.op)
@@ -601,6 +601,30 @@ func (th *thread) replay(broken *[]string) {
 			}
 			s.afterOrder = e.order
 		default:
+			if e.cop != "" && !calledNext(evs[i+1:], e) {
+				// A call into code that is not instrumented: a call of
+				// no duration under the open call. (When the callee is
+				// instrumented, its Before follows and is the call.)
+				s := Span{
+					SpanID:    kiekerSpanID(th.kid, e.order),
+					Parent:    -1,
+					Operation: e.cop, Component: e.cclas,
+					Host: th.host, Thread: th.tid, Session: th.sess,
+					Start: e.ts, End: e.ts,
+					OrderIndex: e.order, EOI: -1, ESS: -1, KiekerTrace: th.kid,
+					Kind: KindInternal, Source: FromEvents,
+					Attributes: []Attr{{Key: "kieker.caller.operation", Value: e.op, Type: TypeString}, {Key: "kieker.caller.class", Value: e.class, Type: TypeString}},
+					afterOrder: e.order,
+				}
+				if s.Component == "" {
+					s.Component = componentOf(e.cop)
+				}
+				if n := len(th.stack); n > 0 {
+					s.ParentID = th.spans[th.stack[n-1]].SpanID
+				}
+				th.spans = append(th.spans, s)
+				continue
+			}
 			n := len(th.stack)
 			if n == 0 {
 				continue
@@ -621,6 +645,12 @@ func (th *thread) replay(broken *[]string) {
 			s.Events = append(s.Events, ev)
 		}
 	}
+}
+
+// calledNext reports whether the event after call event e is the Before
+// of its callee.
+func calledNext(rest []kev, e *kev) bool {
+	return len(rest) > 0 && rest[0].role == RoleBefore && rest[0].order == e.order+1 && rest[0].op == e.cop
 }
 
 // attach hangs the roots of a child thread under the parent's call that
@@ -708,7 +738,7 @@ func executions(id ID, oers []oer, broken *[]string) []Span {
 			Host: o.host, Session: o.sess,
 			Start: o.tin, End: o.tout,
 			OrderIndex: -1, EOI: o.eoi, ESS: o.ess, KiekerTrace: kid,
-			Source: FromExecution,
+			Kind: KindInternal, Source: FromExecution,
 		}
 		if s.SpanID == 0 {
 			s.SpanID = 1

@@ -1,0 +1,244 @@
+package trace
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// AppendJSON appends t as one JSON object (no newline):
+//
+//	{"traceId":"…","start":ns,"end":ns,"durationNs":n,"hosts":[…],
+//	 "spans":[{"spanId":"…","parentSpanId":"…"|null,"operation":"…",
+//	   "component":"…","host":"…","service":"…","thread":"…","start":ns,
+//	   "end":ns,"error":bool,"kind":"…","attributes":{…},"links":[…],
+//	   "events":[…]}],"broken":[…]}
+//
+// spanId is unique within the trace; operation is the full operation
+// signature as logged (Kieker) or the span name (OTLP). Kieker's positions
+// (traceId of the thread's part, orderIndex, eoi, ess, sessionId) appear
+// as kieker.* attributes.
+func AppendJSON(dst []byte, t *Trace) []byte {
+	dst = append(dst, `{"traceId":`...)
+	dst = strconv.AppendQuote(dst, t.ID.String())
+	dst = append(dst, `,"start":`...)
+	dst = strconv.AppendInt(dst, t.Start(), 10)
+	dst = append(dst, `,"end":`...)
+	dst = strconv.AppendInt(dst, t.End(), 10)
+	dst = append(dst, `,"durationNs":`...)
+	dst = strconv.AppendInt(dst, t.Duration(), 10)
+	dst = append(dst, `,"hosts":`...)
+	dst = appendStrings(dst, t.Hosts())
+	if t.Part > 0 {
+		dst = append(dst, `,"part":`...)
+		dst = strconv.AppendInt(dst, int64(t.Part), 10)
+	}
+	dst = append(dst, `,"spans":[`...)
+	for i := range t.Spans {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendSpanJSON(dst, &t.Spans[i])
+	}
+	dst = append(dst, `],"broken":`...)
+	dst = appendStrings(dst, t.Broken)
+	return append(dst, '}')
+}
+
+func appendSpanJSON(dst []byte, s *Span) []byte {
+	dst = append(dst, `{"spanId":`...)
+	dst = strconv.AppendQuote(dst, s.SpanID.String())
+	dst = append(dst, `,"parentSpanId":`...)
+	if s.ParentID == 0 {
+		dst = append(dst, "null"...)
+	} else {
+		dst = strconv.AppendQuote(dst, s.ParentID.String())
+	}
+	for _, kv := range [...]struct{ k, v string }{
+		{"operation", s.Operation}, {"component", s.Component}, {"host", s.Host},
+		{"service", s.Service}, {"thread", s.Thread},
+	} {
+		dst = append(dst, ',', '"')
+		dst = append(dst, kv.k...)
+		dst = append(dst, `":`...)
+		dst = appendString(dst, kv.v)
+	}
+	dst = append(dst, `,"start":`...)
+	dst = strconv.AppendInt(dst, s.Start, 10)
+	dst = append(dst, `,"end":`...)
+	dst = strconv.AppendInt(dst, s.End, 10)
+	dst = append(dst, `,"error":`...)
+	dst = strconv.AppendBool(dst, s.Error)
+	dst = append(dst, `,"kind":`...)
+	dst = strconv.AppendQuote(dst, s.Kind.String())
+	if s.StatusMessage != "" {
+		dst = append(dst, `,"statusMessage":`...)
+		dst = appendString(dst, s.StatusMessage)
+	}
+	dst = append(dst, `,"attributes":{`...)
+	n := 0
+	attr := func(a Attr) {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+		dst = appendString(dst, a.Key)
+		dst = append(dst, ':')
+		dst = append(dst, AttrJSON(a)...)
+	}
+	for _, a := range s.Attributes {
+		attr(a)
+	}
+	for _, a := range kiekerAttrs(s) {
+		attr(a)
+	}
+	dst = append(dst, `},"links":[`...)
+	for i, l := range s.Links {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"traceId":`...)
+		dst = strconv.AppendQuote(dst, l.TraceID.String())
+		dst = append(dst, `,"spanId":`...)
+		dst = strconv.AppendQuote(dst, l.SpanID.String())
+		dst = append(dst, `,"kind":`...)
+		dst = strconv.AppendQuote(dst, l.Kind.String())
+		dst = append(dst, '}')
+	}
+	dst = append(dst, ']')
+	if len(s.Events) > 0 {
+		dst = append(dst, `,"events":[`...)
+		for i, e := range s.Events {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"name":`...)
+			dst = appendString(dst, e.Name)
+			dst = append(dst, `,"time":`...)
+			dst = strconv.AppendInt(dst, e.Time, 10)
+			dst = append(dst, `,"attributes":`...)
+			dst = append(dst, AttrsJSON(e.Attributes)...)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
+}
+
+// kiekerAttrs are a Kieker call's positions as attributes.
+func kiekerAttrs(s *Span) []Attr {
+	switch s.Source {
+	case FromEvents:
+		out := []Attr{{Key: "kieker.traceId", Value: strconv.FormatInt(s.KiekerTrace, 10), Type: TypeInt},
+			{Key: "kieker.orderIndex", Value: strconv.Itoa(int(s.OrderIndex)), Type: TypeInt}}
+		if s.Session != "" {
+			out = append(out, Attr{Key: "kieker.sessionId", Value: s.Session, Type: TypeString})
+		}
+		return out
+	case FromExecution:
+		out := []Attr{{Key: "kieker.traceId", Value: strconv.FormatInt(s.KiekerTrace, 10), Type: TypeInt},
+			{Key: "kieker.eoi", Value: strconv.Itoa(int(s.EOI)), Type: TypeInt},
+			{Key: "kieker.ess", Value: strconv.Itoa(int(s.ESS)), Type: TypeInt}}
+		if s.Session != "" {
+			out = append(out, Attr{Key: "kieker.sessionId", Value: s.Session, Type: TypeString})
+		}
+		return out
+	}
+	return nil
+}
+
+// appendString appends s as a JSON string (without escaping <, > and &,
+// which only HTML needs).
+func appendString(dst []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	dst = append(dst, '"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			dst = append(dst, '\\', byte(r))
+		case r == '\n':
+			dst = append(dst, '\\', 'n')
+		case r == '\r':
+			dst = append(dst, '\\', 'r')
+		case r == '\t':
+			dst = append(dst, '\\', 't')
+		case r < 0x20 || r == 0x2028 || r == 0x2029:
+			dst = append(dst, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
+		case r == utf8.RuneError:
+			dst = append(dst, "\\ufffd"...)
+		default:
+			dst = utf8.AppendRune(dst, r)
+		}
+	}
+	return append(dst, '"')
+}
+
+func appendStrings(dst []byte, ss []string) []byte {
+	dst = append(dst, '[')
+	for i, s := range ss {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, s)
+	}
+	return append(dst, ']')
+}
+
+// WriteText writes t as an indented call tree: a heading with the trace id,
+// duration, hosts and span count, then one line per span with its
+// duration, host and thread (when known), the operation, and marks for
+// errors; then the reasons the trace is broken.
+func WriteText(w io.Writer, t *Trace) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "trace %s: %s, %d spans", t.ID, formatNs(t.Duration()), len(t.Spans))
+	if hs := t.Hosts(); len(hs) > 0 {
+		fmt.Fprintf(&b, ", hosts %s", strings.Join(hs, ", "))
+	}
+	if t.Part > 0 {
+		fmt.Fprintf(&b, ", part %d", t.Part)
+	}
+	b.WriteByte('\n')
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		b.WriteString(strings.Repeat("  ", int(s.Depth)+1))
+		fmt.Fprintf(&b, "%s ", formatNs(s.Duration()))
+		where := s.Host
+		if s.Service != "" && s.Service != s.Host {
+			where += "/" + s.Service
+		}
+		if s.Thread != "" {
+			where += " thread " + s.Thread
+		}
+		if where != "" {
+			fmt.Fprintf(&b, "[%s] ", strings.TrimSpace(where))
+		}
+		b.WriteString(s.Operation)
+		if s.Error {
+			b.WriteString("  ERROR")
+			if s.StatusMessage != "" {
+				b.WriteString(": " + s.StatusMessage)
+			}
+		}
+		b.WriteByte('\n')
+	}
+	for _, r := range t.Broken {
+		fmt.Fprintf(&b, "  broken: %s\n", r)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// formatNs renders a duration in ns with a unit that suits it.
+func formatNs(ns int64) string {
+	switch a := max(ns, -ns); {
+	case a >= 1e9:
+		return strconv.FormatFloat(float64(ns)/1e9, 'f', 3, 64) + " s"
+	case a >= 1e6:
+		return strconv.FormatFloat(float64(ns)/1e6, 'f', 3, 64) + " ms"
+	case a >= 1e3:
+		return strconv.FormatFloat(float64(ns)/1e3, 'f', 3, 64) + " µs"
+	}
+	return strconv.FormatInt(ns, 10) + " ns"
+}
