@@ -37,6 +37,10 @@ type Config struct {
 	// ShutdownTimeout bounds draining on SIGTERM (default 30s).
 	ShutdownTimeout pipeline.Duration `yaml:"shutdown_timeout"`
 
+	// Traces configures trace assembly (which runs when a sink needs
+	// traces: the trace store, OTLP spans into a Kieker log).
+	Traces Traces `yaml:"traces"`
+
 	// Split cuts huge traces into linked partial traces at these
 	// component boundaries (package:N, regex:…, map:FILE) between the
 	// receivers and the sinks: shorthand for a split stage before the
@@ -46,6 +50,18 @@ type Config struct {
 	Receivers []Component `yaml:"receivers"`
 	Stages    []Component `yaml:"stages"`
 	Sinks     []Component `yaml:"sinks"`
+}
+
+// Traces configures trace assembly.
+type Traces struct {
+	// Window: a trace is complete this long after its last span or
+	// record (default 2s).
+	Window pipeline.Duration `yaml:"window"`
+	// MaxOpenTraces bounds the traces assembled at once (default
+	// 100000); MaxSpans the spans held per trace (default 200000; a
+	// larger trace is handed on in parts).
+	MaxOpenTraces int `yaml:"max_open_traces"`
+	MaxSpans      int `yaml:"max_spans"`
 }
 
 // Component is one receiver, stage or sink of the configuration: the keys
@@ -297,6 +313,9 @@ func (c *Config) Normalize() error {
 	}
 	if len(c.Sinks) == 0 {
 		errs = append(errs, errors.New("no sinks (a configuration file names its sinks; add `sinks: [{type: kieker-log}]` for a Kieker log under data_dir)"))
+	}
+	if c.Traces.Window < 0 || c.Traces.MaxOpenTraces < 0 || c.Traces.MaxSpans < 0 {
+		errs = append(errs, errors.New("traces: window and limits must not be negative"))
 	}
 	seen := map[string]bool{}
 	name := func(n, typ string) string {

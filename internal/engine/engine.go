@@ -44,6 +44,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // heldTracker releases batches' Done callbacks once the stages have handed
@@ -122,6 +123,11 @@ type Settings struct {
 	// KDB's ServiceContainer does).
 	Listener         Listener
 	ListenerInterval int64
+
+	// Traces configures the trace assembly the engine runs when a sink
+	// takes traces (pipeline.TraceConsumer): window and limits. Its Emit,
+	// Clock and Sources are the engine's.
+	Traces trace.Options
 }
 
 // SinkOptions say how the engine feeds a sink.
@@ -160,6 +166,17 @@ type Engine struct {
 	last      atomic.Int64 // and of the last
 
 	sinkErrs lograte.Limiter // sink failures: sinkErrsPerSecond lines a second
+
+	tmu    sync.Mutex
+	tstats trace.Stats // the assembler's, as of its last tick
+}
+
+// TraceStats returns the trace assembler's counts as of its last tick
+// (zero when no sink takes traces).
+func (e *Engine) TraceStats() trace.Stats {
+	e.tmu.Lock()
+	defer e.tmu.Unlock()
+	return e.tstats
 }
 
 // New returns an empty engine.
@@ -281,7 +298,12 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer func() { e.stopped.Store(time.Now().UnixNano()) }()
 
 	fan := newFanout(e)
-	var chain pipeline.Consumer = fan
+	asm := e.assembler(fan)
+	var end endpoint = fan
+	if asm != nil {
+		end = asm
+	}
+	var chain pipeline.Consumer = end
 	built := make([]pipeline.Consumer, len(e.stages))
 	for i := len(e.stages) - 1; i >= 0; i-- {
 		chain = e.stages[i](chain)
@@ -296,7 +318,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			holders = append(holders, h)
 		}
 	}
-	head := &head{fan: fan, chain: chain, direct: len(built) == 0, track: &heldTracker{holders: holders}}
+	head := &head{fan: fan, end: end, chain: chain, direct: len(built) == 0, track: &heldTracker{holders: holders}}
 	q := pipeline.NewQueue(e.set.QueueBatches, head, e.sinkError)
 	fan.recycle, fan.newBatch = q.Recycle, q.NewBatch
 	e.set.Metrics.SetQueueDepth(q.Depth)
@@ -307,6 +329,9 @@ func (e *Engine) Run(ctx context.Context) error {
 					e.sinkError(err)
 				}
 			}
+		}
+		if asm != nil {
+			asm.tick(ctx, false)
 		}
 		fan.settle(ctx, head.track.released(), nil)
 	})
@@ -325,6 +350,9 @@ func (e *Engine) Run(ctx context.Context) error {
 					e.sinkError(err)
 				}
 			}
+		}
+		if asm != nil {
+			asm.tick(drainCtx, true)
 		}
 		fan.settle(drainCtx, head.track.released(), nil)
 	}()
@@ -401,9 +429,17 @@ func (e *Engine) Run(ctx context.Context) error {
 // released. It runs on the drain goroutine.
 type head struct {
 	fan    *fanout
+	end    endpoint // the fan-out, or the assembler in front of it
 	chain  pipeline.Consumer
 	direct bool
 	track  *heldTracker
+}
+
+// endpoint is what the stages hand on to: the fan-out, or the trace
+// assembler in front of it.
+type endpoint interface {
+	pipeline.Consumer
+	pipeline.Emitter
 }
 
 func (h *head) Consume(ctx context.Context, b *record.Batch) error {
@@ -420,7 +456,7 @@ func (h *head) Emit(ctx context.Context, b *record.Batch) (*record.Batch, error)
 	}
 	done := b.TakeDone()
 	n := b.Len()
-	nb, err := h.fan.Emit(ctx, b)
+	nb, err := h.end.Emit(ctx, b)
 	h.after(ctx, done, n, err)
 	return nb, err
 }

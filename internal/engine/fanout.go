@@ -13,6 +13,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // fanout hands every batch to every sink through a queue and a goroutine
@@ -75,9 +76,11 @@ func (m *marker) durableDone(err error) {
 	}
 }
 
-// entry is one element of a runner's queue: a batch or a marker.
+// entry is one element of a runner's queue: a batch, completed traces or
+// a marker.
 type entry struct {
 	it *item
+	tr []*trace.Trace
 	mk *marker
 }
 
@@ -94,6 +97,7 @@ func newFanout(e *Engine) *fanout {
 			done:   make(chan struct{}),
 			drops:  lograte.Limiter{PerSecond: 1},
 		}
+		r.tc, _ = s.sink.(pipeline.TraceConsumer)
 		if r.policy == pipeline.Durable {
 			f.durable++
 		}
@@ -149,6 +153,26 @@ func (f *fanout) dispatch(ctx context.Context, b *record.Batch) error {
 	}
 	f.e.count(int64(n))
 	return errors.Join(errs...)
+}
+
+// traces hands completed traces to every sink that takes traces of their
+// sources.
+func (f *fanout) traces(ctx context.Context, ts []*trace.Trace) {
+	for _, r := range f.runners {
+		if r.tc == nil {
+			continue
+		}
+		want := r.tc.TraceSources()
+		var mine []*trace.Trace
+		for _, t := range ts {
+			if len(t.Spans) == 0 || want.Has(t.Spans[0].Source) {
+				mine = append(mine, t)
+			}
+		}
+		if len(mine) > 0 {
+			r.put(ctx, entry{tr: mine}, f.aborted)
+		}
+	}
 }
 
 // settle sends done callbacks behind the records handed on so far: they
@@ -217,6 +241,7 @@ type runner struct {
 	e      *Engine
 	name   string
 	sink   pipeline.Sink
+	tc     pipeline.TraceConsumer // the sink, if it takes traces
 	policy pipeline.Policy
 	ch     chan entry
 	met    *metrics.Sink
@@ -259,6 +284,11 @@ func (r *runner) put(ctx context.Context, en entry, aborted <-chan struct{}) err
 
 // overflow drops a batch a best-effort runner had no room for.
 func (r *runner) overflow(old entry) {
+	if old.tr != nil {
+		r.drops.Log(context.Background(), r.e.log, slog.LevelWarn, "best-effort sink is behind; completed traces were dropped",
+			"sink", r.name, "traces", len(old.tr))
+		return
+	}
 	if old.it == nil {
 		return
 	}
@@ -307,6 +337,15 @@ func (r *runner) handle(ctx context.Context, en entry) {
 			}
 		}
 		it.release()
+	}
+	if en.tr != nil {
+		if err := r.tc.ConsumeTraces(ctx, en.tr); err != nil {
+			err = fmt.Errorf("sink %s: traces: %w", r.name, err)
+			r.e.sinkError(err)
+			if r.failed == nil {
+				r.failed = err
+			}
+		}
 	}
 	if mk := en.mk; mk != nil {
 		if r.failed != nil {

@@ -37,6 +37,7 @@ import (
 	"context"
 
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // Consumer receives batches of records.
@@ -115,4 +116,18 @@ type Sink interface {
 // dropped and counted.
 type Aborter interface {
 	Abort()
+}
+
+// TraceConsumer is a sink that also takes assembled traces. When a sink
+// implements it, the engine assembles traces from the records it hands on
+// (internal/trace.Assembler) and puts each completed trace into the queue
+// of every such sink, behind the records it was assembled from; there is
+// no second pipeline.
+type TraceConsumer interface {
+	// ConsumeTraces takes completed traces. They are shared by every
+	// trace consumer and must not be modified; they may be kept.
+	ConsumeTraces(ctx context.Context, ts []*trace.Trace) error
+	// TraceSources says which traces the sink wants (traces assembled
+	// only from other kinds of records are not built for it).
+	TraceSources() trace.Sources
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/tracebridge/tracebridge/internal/irl"
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
-	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/sink/forward"
 	"github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
 	"github.com/tracebridge/tracebridge/internal/source/mqtt"
@@ -29,6 +28,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/stage/split"
 	"github.com/tracebridge/tracebridge/internal/stage/throttle"
 	"github.com/tracebridge/tracebridge/internal/stage/timeunit"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // Error classes, matching the Kieker Data Bridge's exit codes: a mapping
@@ -99,7 +99,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 	if err := cfg.Normalize(); err != nil {
 		return nil, pipeline.Classify(ErrConfig, err)
 	}
-	cat := record.Builtin()
+	cat := trace.Types()
 	if len(cfg.Libraries) > 0 {
 		if _, err := irl.LoadInto(cat, cfg.Libraries...); err != nil {
 			return nil, pipeline.Classify(ErrConfig, fmt.Errorf("record types: %w", err))
@@ -115,6 +115,11 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		ShutdownTimeout:  time.Duration(cfg.ShutdownTimeout),
 		Listener:         set.Listener,
 		ListenerInterval: set.ListenerInterval,
+		Traces: trace.Options{
+			Window:        time.Duration(cfg.Traces.Window),
+			MaxOpenTraces: cfg.Traces.MaxOpenTraces,
+			MaxSpans:      cfg.Traces.MaxSpans,
+		},
 	})
 	ok := false
 	defer func() {

@@ -14,6 +14,8 @@ import (
 	"github.com/tracebridge/tracebridge/internal/config"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 func parse(t *testing.T, yaml string) *config.Config {
@@ -176,5 +178,84 @@ func TestToyComponentsThroughFactories(t *testing.T) {
 	_, err = Build(parse(t, "receivers: [{type: toy, cont: 3}]\nsinks: [{type: toy-sink}]\n"), Settings{Factories: f})
 	if err == nil || !strings.Contains(err.Error(), `unknown key "cont"`) {
 		t.Fatalf("typo in toy: %v", err)
+	}
+}
+
+// spanSource hands on span records of one trace across three services,
+// children before their parents.
+type spanSource struct{}
+
+func (spanSource) Where() string { return "spans" }
+func (spanSource) Close() error  { return nil }
+func (spanSource) Run(ctx context.Context, out pipeline.Consumer) error {
+	var b record.Batch
+	id := trace.ID{Hi: 0x0102030405060708, Lo: 0x1112131415161718}
+	for _, s := range []trace.Span{
+		{SpanID: 3, ParentID: 2, Operation: "SELECT items", Service: "db", Start: 30, End: 40},
+		{SpanID: 4, ParentID: 2, Operation: "cache.get", Service: "api", Start: 41, End: 45},
+		{SpanID: 2, ParentID: 1, Operation: "GET /items", Service: "api", Start: 20, End: 50},
+		{SpanID: 1, Operation: "GET /", Service: "web", Start: 10, End: 60, Kind: trace.KindServer},
+	} {
+		trace.AppendSpan(&b, id, &s)
+	}
+	return out.Consume(ctx, &b)
+}
+
+// TestSpansBecomeExecutionsInTheKiekerLog: spans reach the Kieker log as
+// OperationExecutionRecords once their trace is assembled, and the log
+// assembles into the same tree (span names as operations, services as
+// hosts).
+func TestSpansBecomeExecutionsInTheKiekerLog(t *testing.T) {
+	f := DefaultFactories()
+	f.Receivers = append(f.Receivers, pipeline.NewReceiverFactory("spans", func() *toyConfig { return &toyConfig{Count: 1} },
+		func(*toyConfig, pipeline.Settings) (pipeline.Receiver, error) { return spanSource{}, nil }))
+	dir := t.TempDir()
+	cfg := parse(t, "traces: {window: 50ms}\nreceivers: [{type: spans}]\nsinks: [{type: kieker-log, format: ascii}]\n")
+	cfg.DataDir = dir
+	s, err := Build(cfg, Settings{Factories: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := kiekerlog.Open(strings.TrimPrefix(s.Sinks[0].Where, "writing to "), kiekerlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []*trace.Trace
+	a := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Emit: func(tr *trace.Trace) { got = append(got, tr) }})
+	oers := 0
+	err = r.Run(ctx, pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
+		for i := range b.Records {
+			switch b.Records[i].Type.Name {
+			case record.OperationExecutionRecord:
+				oers++
+			case trace.SpanTypeName:
+				t.Error("a span record reached the Kieker log")
+			}
+		}
+		a.AddBatch(b)
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Flush()
+	if oers != 4 || len(got) != 1 || len(got[0].Broken) != 0 {
+		t.Fatalf("%d executions, %d traces %v", oers, len(got), got)
+	}
+	var shape []string
+	for _, sp := range got[0].Spans {
+		shape = append(shape, strings.Repeat(" ", int(sp.Depth))+sp.Operation+"@"+sp.Host)
+	}
+	want := []string{"GET /@web", " GET /items@api", "  SELECT items@db", "  cache.get@api"}
+	if strings.Join(shape, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("tree from the log:\n%s\nwant:\n%s", strings.Join(shape, "\n"), strings.Join(want, "\n"))
+	}
+	if sp := got[0].Spans[0]; sp.Session != "01020304050607081112131415161718" || sp.Start != 10 || sp.End != 60 {
+		t.Fatalf("root %+v", sp)
 	}
 }

@@ -47,6 +47,9 @@ type Options struct {
 	// Emit receives every assembled trace; the trace belongs to it. It is
 	// called on the goroutine that calls Add, Tick or Flush.
 	Emit func(*Trace)
+	// Sources limits what is assembled (zero: AllSources); records of the
+	// other kinds are ignored at the cost of a type check.
+	Sources Sources
 }
 
 func (o Options) withDefaults() Options {
@@ -64,6 +67,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Emit == nil {
 		o.Emit = func(*Trace) {}
+	}
+	if o.Sources == 0 {
+		o.Sources = AllSources
 	}
 	return o
 }
@@ -194,15 +200,22 @@ func (a *Assembler) Add(r *record.Record, origin *record.Origin) {
 		return
 	}
 	ti := a.types.Get(r.Type)
+	src := a.opt.Sources
 	switch ti.Role {
 	case RoleMeta:
-		a.meta(r, ti)
+		if src.Has(FromEvents) {
+			a.meta(r, ti)
+		}
 	case RoleBefore, RoleAfter, RoleEvent:
-		a.event(r, ti)
+		if src.Has(FromEvents) {
+			a.event(r, ti)
+		}
 	case RoleOER:
-		a.oer(r, ti, origin)
+		if src.Has(FromExecution) {
+			a.oer(r, ti, origin)
+		}
 	default:
-		if r.Type.Name == SpanTypeName {
+		if ti.Span && src.Has(FromSpan) {
 			a.span(r, origin)
 		}
 	}

@@ -38,6 +38,8 @@ type TypeInfo struct {
 	Failed bool
 	// Split and Join are set for Kieker's concurrency events.
 	Split, Join bool
+	// Span is set for tracebridge's span records (SpanType).
+	Span bool
 
 	// Events: traceId, orderIndex, timestamp, classSignature,
 	// operationSignature; TraceID also for metadata and OERs, Op for OERs.
@@ -87,6 +89,9 @@ func Classify(t *record.Type) *TypeInfo {
 		if ti.TraceID >= 0 && ti.ParentTraceID >= 0 && ti.ParentOrderID >= 0 {
 			ti.Role = RoleMeta
 		}
+		return ti
+	case SpanTypeName:
+		ti.Span = t.SameFields(SpanType)
 		return ti
 	case record.OperationExecutionRecord:
 		ti.Session = Field(t, "sessionId", record.String)

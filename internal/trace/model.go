@@ -216,6 +216,24 @@ func (s Source) String() string {
 	return "?"
 }
 
+// Sources is a set of Sources.
+type Sources uint8
+
+// Has reports whether s holds src.
+func (s Sources) Has(src Source) bool { return s&(1<<src) != 0 }
+
+// SourcesOf returns the set of the given sources.
+func SourcesOf(src ...Source) Sources {
+	var s Sources
+	for _, x := range src {
+		s |= 1 << x
+	}
+	return s
+}
+
+// AllSources holds every source.
+var AllSources = SourcesOf(FromEvents, FromExecution, FromSpan)
+
 // Span is one call, operation or OTLP span of a trace.
 type Span struct {
 	SpanID SpanID

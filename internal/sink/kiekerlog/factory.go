@@ -63,6 +63,7 @@ func Factory() pipeline.SinkFactory {
 			if err != nil {
 				return nil, pipeline.Classify(pipeline.ErrConfig, err)
 			}
+			kc.ConvertSpans = true
 			w, err := New(kc)
 			if err != nil {
 				return nil, pipeline.Classify(pipeline.ErrConfig, err)

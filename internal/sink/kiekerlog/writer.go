@@ -27,6 +27,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/logdir"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // Config configures a Writer. Its fields mirror Kieker's FileWriter keys.
@@ -82,6 +83,12 @@ type Config struct {
 
 	// Now gives the time for names and timestamps; nil means time.Now.
 	Now func() time.Time
+
+	// ConvertSpans writes spans (trace.SpanType records: OTLP, zorka)
+	// as Kieker's OperationExecutionRecords once their trace is
+	// assembled (ConsumeTraces), instead of as span records, so Kieker's
+	// own tools read them. serve's kieker-log sinks set it.
+	ConvertSpans bool
 }
 
 // Version is what the KiekerMetadataRecord written by tracebridge gives as
@@ -106,6 +113,10 @@ type Writer struct {
 	metaType  *record.Type
 	records   int64
 	rollovers int
+
+	oerType *record.Type
+	keep    []record.Record // Consume's records without span records (ConvertSpans)
+	oers    record.Batch    // ConsumeTraces' records
 }
 
 var _ pipeline.Sink = (*Writer)(nil)
@@ -228,7 +239,113 @@ func (w *Writer) Consume(_ context.Context, b *record.Batch) error {
 			return err
 		}
 	}
-	if err := w.write(b.Records); err != nil {
+	recs := b.Records
+	if w.cfg.ConvertSpans {
+		recs = w.withoutSpans(recs)
+	}
+	if err := w.write(recs); err != nil {
+		w.err = err
+		return err
+	}
+	if w.cfg.FlushEachBatch {
+		return w.flush()
+	}
+	return nil
+}
+
+// withoutSpans returns recs without span records (which ConsumeTraces
+// writes once their traces are assembled).
+func (w *Writer) withoutSpans(recs []record.Record) []record.Record {
+	i := 0
+	for i < len(recs) && recs[i].Type.Name != trace.SpanTypeName {
+		i++
+	}
+	if i == len(recs) {
+		return recs
+	}
+	w.keep = append(w.keep[:0], recs[:i]...)
+	for _, r := range recs[i+1:] {
+		if r.Type.Name != trace.SpanTypeName {
+			w.keep = append(w.keep, r)
+		}
+	}
+	return w.keep
+}
+
+var _ pipeline.TraceConsumer = (*Writer)(nil)
+
+// TraceSources: with ConvertSpans the writer takes the traces assembled
+// from span records (the others are in the log as their own records).
+func (w *Writer) TraceSources() trace.Sources {
+	if !w.cfg.ConvertSpans {
+		return 0
+	}
+	return trace.SourcesOf(trace.FromSpan)
+}
+
+// ConsumeTraces writes the spans of assembled traces as Kieker
+// OperationExecutionRecords: one traceId per trace (the low 64 bits of its
+// id), eoi in call order and ess the nesting depth (Kieker's executions),
+// tin and tout the span's start and end, operationSignature the span name
+// unchanged, hostname the span's service (its host when it names no
+// service), sessionId the trace's full id in hex. Kieker's own readers and
+// trace analysis read the result; what OperationExecutionRecords cannot
+// hold (kind, attributes, events, links, status) stays in the trace store.
+func (w *Writer) ConsumeTraces(_ context.Context, ts []*trace.Trace) error {
+	if !w.cfg.ConvertSpans {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return fmt.Errorf("kieker log %s: %w", w.dir, logdir.ErrClosed)
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if w.oerType == nil {
+		w.oerType = record.Builtin().Lookup(record.OperationExecutionRecord)
+	}
+	w.oers.Reset()
+	for _, t := range ts {
+		kid := int64(t.ID.Lo)
+		if kid == -1 { // -1 means "no trace" to Kieker
+			kid = int64(t.ID.Hi)
+		}
+		session := t.ID.Hex()
+		eoi := 0
+		for i := range t.Spans {
+			sp := &t.Spans[i]
+			if sp.Source != trace.FromSpan {
+				continue
+			}
+			host := sp.Service
+			if host == "" {
+				host = sp.Host
+			}
+			r := w.oers.Add(w.oerType, record.NoTimestamp)
+			v := r.Values
+			v[0] = record.StringValue(sp.Operation)
+			v[1] = record.StringValue(session)
+			v[2] = record.IntValue(kid)
+			v[3] = record.IntValue(sp.Start)
+			v[4] = record.IntValue(sp.End)
+			v[5] = record.StringValue(host)
+			v[6] = record.IntValue(int64(eoi))
+			v[7] = record.IntValue(int64(sp.Depth))
+			eoi++
+		}
+	}
+	if w.oers.Len() == 0 {
+		return nil
+	}
+	if w.files == nil {
+		if err := w.open(); err != nil {
+			w.err = err
+			return err
+		}
+	}
+	if err := w.write(w.oers.Records); err != nil {
 		w.err = err
 		return err
 	}

@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
+)
+
+// assembly builds traces from the records on their way to the fan-out and
+// hands every completed trace to the sinks that take traces, through the
+// same queues as the records (behind the records it was built from). It
+// runs on the drain goroutine.
+type assembly struct {
+	e       *Engine
+	a       *trace.Assembler
+	fan     *fanout
+	pending []*trace.Trace
+}
+
+// assembler returns the trace assembly the sinks ask for, or nil when no
+// sink takes traces.
+func (e *Engine) assembler(fan *fanout) *assembly {
+	var want trace.Sources
+	for _, s := range e.sinks {
+		if tc, ok := s.sink.(pipeline.TraceConsumer); ok {
+			want |= tc.TraceSources()
+		}
+	}
+	if want == 0 {
+		return nil
+	}
+	as := &assembly{e: e, fan: fan}
+	o := e.set.Traces
+	o.Clock = trace.WallClock
+	o.Sources = want
+	o.Emit = func(t *trace.Trace) { as.pending = append(as.pending, t) }
+	as.a = trace.NewAssembler(o)
+	return as
+}
+
+func (as *assembly) Consume(ctx context.Context, b *record.Batch) error {
+	as.a.AddBatch(b)
+	err := as.fan.Consume(ctx, b)
+	as.hand(ctx)
+	return err
+}
+
+func (as *assembly) Emit(ctx context.Context, b *record.Batch) (*record.Batch, error) {
+	as.a.AddBatch(b)
+	nb, err := as.fan.Emit(ctx, b)
+	as.hand(ctx)
+	return nb, err
+}
+
+// tick emits the traces whose window has passed (all of them at the end).
+func (as *assembly) tick(ctx context.Context, end bool) {
+	if end {
+		as.a.Flush()
+	} else {
+		as.a.Tick()
+	}
+	as.hand(ctx)
+	as.e.tmu.Lock()
+	as.e.tstats = as.a.Stats()
+	as.e.tmu.Unlock()
+}
+
+func (as *assembly) hand(ctx context.Context) {
+	if len(as.pending) == 0 {
+		return
+	}
+	ts := as.pending
+	as.pending = nil
+	as.fan.traces(ctx, ts)
+}
