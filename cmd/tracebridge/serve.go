@@ -64,7 +64,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	both(&f.user, "u", "user", "", "broker user name")
 	both(&f.password, "w", "password", "", "broker password (never logged)")
 	fs.StringVar(&f.destination, "destination", "", "STOMP destination, NATS subject or MQTT topic (defaults: /queue/kieker.tools.bridge, kieker.tools.bridge, kieker/tools/bridge)")
-	fs.StringVar(&f.deadLetter, "dead-letter", "", "where malformed broker messages are copied")
+	fs.StringVar(&f.deadLetter, "dead-letter", "", "broker destination receiving a copy of each malformed message: a STOMP destination (/queue/NAME), NATS subject or MQTT topic; not a file path")
 	fs.StringVar(&f.encoding, "encoding", "", "broker message bodies: auto (default), text or binary")
 	fs.IntVar(&f.mqttPort, "mqtt-port", -1, "broker-embedded: also listen for MQTT clients on this port")
 	both(&f.mapping, "m", "map", "", "KDB mapping file (id=class); default: common Kieker types")
