@@ -81,7 +81,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	skips := &skipReporter{w: stderr}
 	var skipped, tails int64
 	for _, p := range pos {
-		r, err := kiekerlog.Open(p, kiekerlog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report})
+		r, err := kiekerlog.Open(p, kiekerlog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report, OnCutEnd: warnCutEnd(stderr)})
 		if err != nil {
 			return err
 		}
@@ -97,6 +97,15 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	reportSkipped(stderr, skipped, tails)
 	return nil
+}
+
+// warnCutEnd warns about a log whose last data file ends early, as a
+// writer killed while writing leaves it (see kiekerlog.Options.OnCutEnd):
+// not an error, once per log, naming the file and the offset.
+func warnCutEnd(w io.Writer) func(error) {
+	return func(err error) {
+		fmt.Fprintf(w, "tracebridge: warning: %v: the log's last data file ends early, as a writer killed while writing leaves it; every complete record before that was read\n", err)
+	}
 }
 
 func reportSkipped(w io.Writer, skipped, tails int64) {

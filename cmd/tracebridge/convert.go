@@ -52,7 +52,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// One output log per input log: IN may hold several.
 	skips := &skipReporter{w: stderr}
 	for _, l := range logs {
-		r, err := srclog.Open(l.Path, srclog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report})
+		r, err := srclog.Open(l.Path, srclog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report, OnCutEnd: warnCutEnd(stderr)})
 		if err != nil {
 			return err
 		}

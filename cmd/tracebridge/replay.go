@@ -44,7 +44,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return withCode(exitMapping, err)
 		}
 	}
-	r, err := kiekerlog.Open(pos[0], kiekerlog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: (&skipReporter{w: stderr}).report})
+	r, err := kiekerlog.Open(pos[0], kiekerlog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: (&skipReporter{w: stderr}).report, OnCutEnd: warnCutEnd(stderr)})
 	if err != nil {
 		return err
 	}
