@@ -139,7 +139,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			srv.Close()
 			return withCode(exitConfig, err)
 		}
-		defer os.Remove(f.pidFile)
+		defer removePIDFile(f.pidFile)
 	}
 	runErr := srv.Run(ctx)
 	if f.stats {
