@@ -70,6 +70,16 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	start := time.Now()
 	runErr := r.Run(ctx, throttle.New(*rate, count))
 	closeErr := sink.Close()
+	st := sink.Stats()
+	if st.Unconfirmed > 0 {
+		// The receiver closed or reset a connection before the end of its
+		// stream: what was written on it may not have been read.
+		fmt.Fprintf(stderr, "tracebridge: replay: %d of the %d records sent may not have arrived: %s closed or reset the connection before the end of the stream (is it a %s receiver?)\n",
+			st.Unconfirmed, sent, target.Addr, target.Protocol)
+		if closeErr == nil {
+			closeErr = fmt.Errorf("replay to %s: %d records may not have arrived: %w", target, st.Unconfirmed, forward.ErrDropped)
+		}
+	}
 	if err := errors.Join(runErr, closeErr); err != nil {
 		if errors.Is(err, context.Canceled) {
 			fmt.Fprintf(stderr, "tracebridge: replay interrupted after %d records\n", sent)
@@ -81,7 +91,6 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return withCode(exitData, err)
 	}
-	st := sink.Stats()
 	d := time.Since(start)
 	fmt.Fprintf(stdout, "tracebridge: replayed %d records from %s to %s in %.3f s (%.0f records/s)\n",
 		sent-st.Dropped, pos[0], target, d.Seconds(), float64(sent-st.Dropped)/d.Seconds())
