@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/tracebridge/tracebridge/internal/logdir"
 	"github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
@@ -51,7 +53,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	// One output log per input log: IN may hold several.
 	skips := &skipReporter{w: stderr}
-	for _, l := range logs {
+	for i, l := range logs {
 		r, err := srclog.Open(l.Path, srclog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report, OnCutEnd: warnCutEnd(stderr)})
 		if err != nil {
 			return err
@@ -68,6 +70,9 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		runErr := r.Run(ctx, w)
 		closeErr := w.Close()
+		if ctx.Err() != nil {
+			return convertInterrupted(w, l.Path, i)
+		}
 		if err := errors.Join(runErr, closeErr); err != nil {
 			return err
 		}
@@ -77,4 +82,31 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		reportSkipped(stderr, st.Skipped, st.SkippedTails)
 	}
 	return nil
+}
+
+// convertInterrupted removes the incomplete output of w (it was converting
+// the log at in when Ctrl-C or SIGTERM came) and returns the error saying
+// what is left: the done logs converted before it are complete.
+func convertInterrupted(w *kiekerlog.Writer, in string, done int) error {
+	var removed, left []string
+	var errs []error
+	for _, d := range w.Dirs() {
+		if err := os.RemoveAll(d); err != nil {
+			left = append(left, d)
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, d)
+	}
+	msg := fmt.Sprintf("convert interrupted after %d records of %s", w.Records(), in)
+	if len(removed) > 0 {
+		msg += "; removed the incomplete output " + strings.Join(removed, ", ")
+	}
+	if len(left) > 0 {
+		msg += fmt.Sprintf("; could not remove the incomplete output %s (%v)", strings.Join(left, ", "), errors.Join(errs...))
+	}
+	if done > 0 {
+		msg += fmt.Sprintf("; the %d logs converted before it are complete (printed above)", done)
+	}
+	return withCode(exitInterrupted, errors.New(msg))
 }

@@ -159,9 +159,14 @@ func (x *run) flush() error {
 	return nil
 }
 
+// maybeFlush hands the batch on when it is full, and reports a cancelled
+// context: after every decoded buffer, so reading stops within one
+// buffer's worth of records.
 func (x *run) maybeFlush() error {
 	if x.batch.Len() >= x.r.opts.BatchSize {
-		return x.flush()
+		if err := x.flush(); err != nil {
+			return err
+		}
 	}
 	return x.ctx.Err()
 }

@@ -2,6 +2,7 @@ package kiekerlog_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -220,5 +221,35 @@ func benchRead(b *testing.B, dir string) {
 		if err := r.Run(context.Background(), pipeline.ConsumerFunc(func(context.Context, *record.Batch) error { return nil })); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestRunStopsWhenCancelled: a cancelled context stops Run within one read
+// buffer, even when every buffer fills a batch (the consumer never sees
+// the context, as a log writer does not).
+func TestRunStopsWhenCancelled(t *testing.T) {
+	dir := writeLog(t, t.TempDir(), true, 200_000)
+	r, err := kiekerlog.Open(dir, kiekerlog.Options{Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var before, after int
+	err = r.Run(ctx, pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
+		if ctx.Err() != nil {
+			after += b.Len()
+		} else {
+			before += b.Len()
+			cancel()
+		}
+		return nil
+	}))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v, want context.Canceled", err)
+	}
+	// A 256 KiB read buffer holds about 6500 of these 40-byte records.
+	if after > 10_000 {
+		t.Errorf("%d records handed on after the cancel (%d before)", after, before)
 	}
 }
