@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
@@ -29,6 +30,9 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if len(pos) != 1 || *to == "" {
 		return usagef("replay: want one LOGDIR and --to URL")
+	}
+	if *rate < 0 || math.IsNaN(*rate) || math.IsInf(*rate, 0) {
+		return usagef("replay: --rate %v: want records per second, or 0 for as fast as the target takes them", *rate)
 	}
 	target, err := forward.ParseURL(*to)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/tracebridge/tracebridge/internal/config"
 	"github.com/tracebridge/tracebridge/internal/serve"
@@ -226,8 +227,14 @@ func (f *serveFlags) receiver() (config.Receiver, error) {
 	host := f.host
 	switch f.typ {
 	case "jms-client", config.StompClient, config.NATSClient, config.MQTTClient:
+		example := map[string]string{"jms-client": "stomp://HOST:61613", config.StompClient: "stomp://HOST:61613",
+			config.NATSClient: "nats://HOST:4222", config.MQTTClient: "mqtt://HOST:1883"}[f.typ]
 		if f.url == "" {
-			return r, usagef("serve: -t %s needs -l URL", f.typ)
+			return r, usagef("serve: -t %s needs -l URL, such as %s", f.typ, example)
+		}
+		// Not echoed: it may hold a password.
+		if !strings.Contains(f.url, "://") {
+			return r, usagef("serve: -l: want a URL with its scheme, such as %s, not just HOST:PORT", example)
 		}
 		return r, nil
 	case "jms-embedded", config.BrokerEmbedded:

@@ -88,7 +88,9 @@ type Receiver struct {
 func New(cfg Config, set broker.Settings) (*Receiver, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("stomp receiver %s: url: %v", cfg.Name, redactErr(err, cfg.URL))
+		// "127.0.0.1:61613" (no scheme) fails here, with a reason that
+		// does not say what is wrong.
+		return nil, fmt.Errorf("stomp receiver %s: url: want stomp://HOST:PORT or stomp+ssl://HOST:PORT (%v)", cfg.Name, redactErr(err, cfg.URL))
 	}
 	r := &Receiver{cfg: cfg, set: set}
 	port := "61613"
@@ -98,7 +100,7 @@ func New(cfg Config, set broker.Settings) (*Receiver, error) {
 		r.useTLS = true
 		port = "61614"
 	default:
-		return nil, fmt.Errorf("stomp receiver %s: url scheme %q: want stomp:// or stomp+ssl://", cfg.Name, u.Scheme)
+		return nil, fmt.Errorf("stomp receiver %s: url scheme %q: want stomp://HOST:PORT or stomp+ssl://HOST:PORT", cfg.Name, u.Scheme)
 	}
 	if u.Hostname() == "" {
 		return nil, fmt.Errorf("stomp receiver %s: url %s has no host", cfg.Name, u.Redacted())

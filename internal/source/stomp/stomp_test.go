@@ -344,3 +344,14 @@ func TestRefusedDeadLetterDestination(t *testing.T) {
 		t.Fatalf("%d messages left in the queue", len(left))
 	}
 }
+
+// TestURLWithoutScheme: HOST:PORT alone (a YAML url without stomp://) is
+// refused with what a URL looks like, not url.Parse's reason.
+func TestURLWithoutScheme(t *testing.T) {
+	for _, u := range []string{"127.0.0.1:61613", "localhost:61613", "guest:s3cret@127.0.0.1:61613"} {
+		_, err := New(Config{Name: "x", URL: u}, broker.Settings{})
+		if err == nil || !strings.Contains(err.Error(), "want stomp://HOST:PORT") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("url %q: %v", u, err)
+		}
+	}
+}
