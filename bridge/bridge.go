@@ -49,7 +49,8 @@ type (
 	Stage = ibridge.Stage
 	// Listener hears about progress every ListenerInterval records.
 	Listener = ibridge.Listener
-	// Stats describe a run: records, elapsed time, ns per record.
+	// Stats describe a run: records, elapsed time, active time (first to
+	// last record) and the rates over it.
 	Stats = ibridge.Stats
 )
 

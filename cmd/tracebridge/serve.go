@@ -144,8 +144,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	runErr := srv.Run(ctx)
 	if f.stats {
 		st := srv.Bridge.Stats()
-		fmt.Fprintf(stdout, "tracebridge: run time %.3f s, %d records, %.1f ns per record, %.0f records per second\n",
-			st.Elapsed.Seconds(), st.Records, st.NanosPerRecord(), st.RecordsPerSecond())
+		// KDB's performance statistic, over the time records flowed
+		// (first to last), not the idle time around it.
+		fmt.Fprintf(stdout, "tracebridge: %d records in %.3f s active (first to last record; run time %.3f s), %.1f ns per record, %.0f records per second\n",
+			st.Records, st.Active.Seconds(), st.Elapsed.Seconds(), st.NanosPerRecord(), st.RecordsPerSecond())
 	}
 	return serveError(runErr)
 }

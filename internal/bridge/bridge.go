@@ -171,6 +171,8 @@ type Bridge struct {
 	delivered atomic.Int64
 	started   atomic.Int64 // unix nanos
 	stopped   atomic.Int64
+	first     atomic.Int64 // unix nanos: the first records reached the sinks
+	last      atomic.Int64 // unix nanos: the last records were delivered
 
 	sinkErrs lograte.Limiter // sink failures: sinkErrsPerSecond lines a second
 
@@ -226,22 +228,25 @@ func (b *Bridge) AddSink(name string, s pipeline.Sink) {
 type Stats struct {
 	Records int64         // handed to the sinks
 	Elapsed time.Duration // from Run's start to its end (or now)
+	// Active is the time from the first batch reaching the sinks to the
+	// last one delivered: the run without its idle start and end.
+	Active time.Duration
 }
 
-// NanosPerRecord returns the run time per record (0 without records).
+// NanosPerRecord returns the active time per record (0 without records).
 func (s Stats) NanosPerRecord() float64 {
 	if s.Records == 0 {
 		return 0
 	}
-	return float64(s.Elapsed.Nanoseconds()) / float64(s.Records)
+	return float64(s.Active.Nanoseconds()) / float64(s.Records)
 }
 
-// RecordsPerSecond returns the throughput over the run.
+// RecordsPerSecond returns the throughput over the active time.
 func (s Stats) RecordsPerSecond() float64 {
-	if s.Elapsed <= 0 {
+	if s.Active <= 0 {
 		return 0
 	}
-	return float64(s.Records) / s.Elapsed.Seconds()
+	return float64(s.Records) / s.Active.Seconds()
 }
 
 // Stats returns the counts so far.
@@ -254,7 +259,11 @@ func (b *Bridge) Stats() Stats {
 	if end == 0 {
 		end = time.Now().UnixNano()
 	}
-	return Stats{Records: b.delivered.Load(), Elapsed: time.Duration(end - start)}
+	st := Stats{Records: b.delivered.Load(), Elapsed: time.Duration(end - start)}
+	if first, last := b.first.Load(), b.last.Load(); first != 0 && last > first {
+		st.Active = time.Duration(last - first)
+	}
+	return st
 }
 
 // Run runs the bridge until ctx is cancelled, every source has ended by
@@ -413,6 +422,9 @@ func (b *Bridge) deliver(ctx context.Context, batch *record.Batch) error {
 	if n == 0 {
 		return nil
 	}
+	if b.first.Load() == 0 {
+		b.first.Store(time.Now().UnixNano())
+	}
 	var errs []error
 	for _, s := range b.sinks {
 		t0 := time.Now()
@@ -422,6 +434,7 @@ func (b *Bridge) deliver(ctx context.Context, batch *record.Batch) error {
 			errs = append(errs, fmt.Errorf("sink %s: %w", s.name, err))
 		}
 	}
+	b.last.Store(time.Now().UnixNano())
 	before := b.delivered.Load()
 	after := b.delivered.Add(n)
 	if l := b.set.Listener; l != nil {
