@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -153,4 +155,54 @@ func busyPort(t *testing.T, c, yaml string) string {
 		ln.Close()
 	}
 	return ""
+}
+
+// TestREADMEOverheadPerCall: README.md's benchmark table gives every
+// client's overhead per instrumented call (a method execution with its
+// Before and After event), the unit of Go's and C's figures, not per
+// record. For Python and Perl, whose READMEs measure MooBench calls of
+// depth 10 with 21 records (2.1 records per instrumented call), each
+// figure must be closer to the per-call overhead their own tables give than
+// to the per-record cost (a factor 2.1 apart; runs scatter less).
+func TestREADMEOverheadPerCall(t *testing.T) {
+	repo := filepath.Join("..", "..")
+	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile(`(?m)^\|[^\n]*MooBench[^\n]*$`).FindString(string(readme))
+	if row == "" || !strings.HasSuffix(row, "per instrumented call |") {
+		t.Fatalf("no MooBench row giving figures per instrumented call: %q", row)
+	}
+	for _, c := range []struct{ lang, readme, enabled string }{
+		{"Python", "clients/python/README.md", "probes sending to the bridge"},
+		{"Perl", "clients/perl/README.md", "wrapped, sending over TCP"},
+	} {
+		m := regexp.MustCompile(c.lang + ` ([\d.]+) µs`).FindStringSubmatch(row)
+		if m == nil {
+			t.Errorf("the MooBench row has no %s figure in µs: %s", c.lang, row)
+			continue
+		}
+		var got float64
+		fmt.Sscan(m[1], &got)
+		text, err := os.ReadFile(filepath.Join(repo, c.readme))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The third column is ns per method (sub): per instrumented call.
+		perCall := func(config string) float64 {
+			m := regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(config) + ` \| [^|]+ \| ([\d ]+) \|`).FindStringSubmatch(string(text))
+			if m == nil {
+				t.Fatalf("%s: no table row %q", c.readme, config)
+			}
+			var ns float64
+			fmt.Sscan(strings.ReplaceAll(m[1], " ", ""), &ns)
+			return ns
+		}
+		call := (perCall(c.enabled) - perCall("no instrumentation")) / 1000 // µs
+		record := call / 2.1
+		if math.Abs(math.Log(got/call)) >= math.Abs(math.Log(got/record)) {
+			t.Errorf("%s: %v µs is a figure per record (%s: %.2f µs per call, %.2f per record)", c.lang, got, c.readme, call, record)
+		}
+	}
 }
