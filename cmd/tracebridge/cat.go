@@ -31,11 +31,18 @@ func loadCatalog(paths []string) (*record.Catalog, error) {
 type skipReporter struct {
 	w     io.Writer
 	shown int
+	// bar, if it points to a progress bar, is cleared while a line is
+	// printed.
+	bar **progress
 }
 
 const maxShownSkips = 20
 
 func (s *skipReporter) report(err error) {
+	if s.bar != nil && *s.bar != nil {
+		(*s.bar).pause()
+		defer (*s.bar).resume()
+	}
 	s.shown++
 	if s.shown <= maxShownSkips {
 		fmt.Fprintf(s.w, "tracebridge: skipped: %v\n", err)

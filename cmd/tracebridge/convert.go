@@ -51,13 +51,34 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	// One output log per input log: IN may hold several.
-	skips := &skipReporter{w: stderr}
+	// One output log per input log: IN may hold several. On a terminal a
+	// progress bar shows the bytes read of all of them.
+	var bar *progress
+	skips := &skipReporter{w: stderr, bar: &bar}
+	warn := warnCutEnd(stderr)
+	cutEnd := func(err error) {
+		bar.pause()
+		warn(err)
+		bar.resume()
+	}
+	readers := make([]*srclog.Reader, len(logs))
+	var total int64
 	for i, l := range logs {
-		r, err := srclog.Open(l.Path, srclog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report, OnCutEnd: warnCutEnd(stderr)})
-		if err != nil {
+		if readers[i], err = srclog.Open(l.Path, srclog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report, OnCutEnd: cutEnd}); err != nil {
 			return err
 		}
+		total += readers[i].Size()
+	}
+	bar = startProgress(stderr, total, func() int64 {
+		var n int64
+		for _, r := range readers {
+			n += r.Consumed()
+		}
+		return n
+	})
+	defer bar.stop()
+	for i, l := range logs {
+		r := readers[i]
 		w, err := kiekerlog.New(kiekerlog.Config{
 			Path:             pos[1],
 			Binary:           binary,
@@ -71,15 +92,18 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		runErr := r.Run(ctx, w)
 		closeErr := w.Close()
 		if ctx.Err() != nil {
+			bar.stop()
 			return convertInterrupted(w, l.Path, i)
 		}
 		if err := errors.Join(runErr, closeErr); err != nil {
 			return err
 		}
 		st := r.Stats()
+		bar.pause()
 		fmt.Fprintf(stdout, "%s\n", w.Dir())
 		fmt.Fprintf(stderr, "tracebridge: converted %d records from %s (%d files) to %s\n", w.Records(), l.Path, st.Files, w.Dir())
 		reportSkipped(stderr, st.Skipped, st.SkippedTails)
+		bar.resume()
 	}
 	return nil
 }
