@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -157,5 +158,117 @@ func TestEmbeddedBrokerServe(t *testing.T) {
 	}
 	if _, err := os.Stat(dir + "/data/broker"); err != nil {
 		t.Fatalf("JetStream storage not under the data directory: %v", err)
+	}
+}
+
+// TestBadDeadLetterDestination: `--dead-letter ./dead-letters` is a path,
+// not a destination, and RabbitMQ refuses it ("Unknown destination"). The
+// refusal is reported once, with what a destination looks like, and turns
+// dead-lettering off: the bridge keeps its connection, every good message
+// reaches the log, the malformed ones are counted and acknowledged, and
+// nothing stays in the queue.
+func TestBadDeadLetterDestination(t *testing.T) {
+	servicetest.Require(t, servicetest.RabbitSTOMP, "RabbitMQ STOMP")
+	dest := fmt.Sprintf("/queue/tracebridge-dlq-%d", rand.Int64())
+	servicetest.DeleteQueueAfter(t, dest)
+	pub, err := gostomp.Dial("tcp", servicetest.RabbitSTOMP, gostomp.ConnOpt.Login("guest", "guest"), gostomp.ConnOpt.Host("/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Disconnect()
+	const good, bad = 300, 3
+	for i := 0; i < good; i++ {
+		if err := pub.Send(dest, "text/plain", fmt.Appendf(nil, "1;%d;7;%d;op();a.B", 1000+i, i)); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 == 50 {
+			pub.Send(dest, "text/plain", []byte("1;not-a-number;7;0;op();a.B"))
+		}
+	}
+	dir := t.TempDir()
+	p := bridgetest.Start(t, dir, "-t", "stomp-client", "-l", "stomp://127.0.0.1:61613", "-u", "guest", "-w", "guest",
+		"--destination", dest, "--dead-letter", "./dead-letters", "--data-dir", "logs", "--metrics", "127.0.0.1:0", "-v", fmt.Sprint(good))
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(p.Stdout(), fmt.Sprintf("received %d records", good)) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond) // a flush: acknowledged
+	metrics := scrape(t, p.Metrics)
+	p.Stop()
+	if got := tracesIn(t, bridgetest.ReadLogSkipBad(t, p.LogDir))[7]; got != good {
+		t.Fatalf("%d of %d good records in the log; stderr:\n%s", got, good, p.Stderr())
+	}
+	if want := fmt.Sprintf(`tracebridge_decode_errors_total{receiver="stomp-client"} %d`, bad); !strings.Contains(metrics, want) {
+		t.Errorf("metrics lack %s:\n%s", want, grepLines(metrics, "decode_errors"))
+	}
+	logs := p.Stderr()
+	if n := strings.Count(logs, `msg="dead-letter destination refused`); n != 1 {
+		t.Errorf("the refusal is reported %d times, want once:\n%s", n, logs)
+	}
+	for _, want := range []string{"./dead-letters", "/queue/", "dead-lettering is off"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log lacks %q:\n%s", want, logs)
+		}
+	}
+	if strings.Contains(logs, "reconnect") {
+		t.Errorf("the bridge reconnected:\n%s", logs)
+	}
+	if left := drainQueue(t, dest, 500*time.Millisecond); left != 0 {
+		t.Fatalf("%d messages left in the queue", left)
+	}
+}
+
+// scrape returns the text of the metrics endpoint at addr.
+func scrape(t *testing.T, addr string) string {
+	t.Helper()
+	if addr == "" {
+		t.Fatal("no metrics address")
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
+	body, _ := io.ReadAll(c)
+	return string(body)
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// drainQueue consumes what is left in a queue for a moment and returns how
+// many messages that was.
+func drainQueue(t *testing.T, dest string, wait time.Duration) int {
+	t.Helper()
+	c, err := gostomp.Dial("tcp", servicetest.RabbitSTOMP, gostomp.ConnOpt.Login("guest", "guest"), gostomp.ConnOpt.Host("/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Disconnect()
+	sub, err := c.Subscribe(dest, gostomp.AckAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	timeout := time.After(wait)
+	for {
+		select {
+		case m := <-sub.C:
+			if m == nil || m.Err != nil {
+				return n
+			}
+			n++
+		case <-timeout:
+			return n
+		}
 	}
 }

@@ -33,11 +33,18 @@ func loadCatalog(paths []string) (*record.Catalog, error) {
 type skipReporter struct {
 	w     io.Writer
 	shown int
+	// bar, if it points to a progress bar, is cleared while a line is
+	// printed.
+	bar **progress
 }
 
 const maxShownSkips = 20
 
 func (s *skipReporter) report(err error) {
+	if s.bar != nil && *s.bar != nil {
+		(*s.bar).pause()
+		defer (*s.bar).resume()
+	}
 	s.shown++
 	if s.shown <= maxShownSkips {
 		fmt.Fprintf(s.w, "tracebridge: skipped: %v\n", err)
@@ -84,7 +91,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	skips := &skipReporter{w: stderr}
 	var sum readStats
 	for _, p := range pos {
-		r, err := kiekerlog.Open(p, kiekerlog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report, Strict: *strict})
+		r, err := kiekerlog.Open(p, kiekerlog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report, Strict: *strict, OnCutEnd: warnCutEnd(stderr)})
 		if err != nil {
 			return err
 		}
@@ -99,6 +106,15 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	sum.report(stderr)
 	return nil
+}
+
+// warnCutEnd warns about a log whose last data file ends early, as a
+// writer killed while writing leaves it (see kiekerlog.Options.OnCutEnd):
+// not an error, once per log, naming the file and the offset.
+func warnCutEnd(w io.Writer) func(error) {
+	return func(err error) {
+		fmt.Fprintf(w, "tracebridge: warning: %v: the log's last data file ends early, as a writer killed while writing leaves it; every complete record before that was read\n", err)
+	}
 }
 
 // readStats sums what the log readers of a command skipped.

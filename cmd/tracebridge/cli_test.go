@@ -112,3 +112,28 @@ func TestConvertWritesOneLogPerInputLog(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandLineMistakes: values a new user gets wrong are command-line
+// errors (exit 4) that say what is expected.
+func TestCommandLineMistakes(t *testing.T) {
+	log := testcorpus.Path(t, "kieker-logs", "kieker-2.0-ascii-event-trace")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "-t", "stomp-client", "-l", "127.0.0.1:61613"}, "stomp://HOST:61613"},
+		{[]string{"serve", "-t", "jms-client", "-l", "guest:s3cret@127.0.0.1:61613"}, "stomp://HOST:61613"},
+		{[]string{"serve", "-t", "nats-client", "-l", "127.0.0.1:4222"}, "nats://HOST:4222"},
+		{[]string{"serve", "-t", "mqtt-client"}, "mqtt://HOST:1883"},
+		{[]string{"replay", log, "--to", "kieker-tcp://127.0.0.1:1", "--rate", "-5"}, "--rate -5"},
+		{[]string{"replay", log, "--to", "kieker-tcp://127.0.0.1:1", "--rate", "NaN"}, "--rate NaN"},
+	} {
+		r := tb(t, tc.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("tracebridge %v: exit %d, stderr %q; want exit %d saying %q", tc.args, r.code, r.stderr, exitUsage, tc.want)
+		}
+		if strings.Contains(r.stderr, "s3cret") || strings.Contains(r.stderr, "cannot contain colon") {
+			t.Errorf("tracebridge %v: stderr %q", tc.args, r.stderr)
+		}
+	}
+}

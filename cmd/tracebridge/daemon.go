@@ -34,7 +34,11 @@ func daemonize(args []string, pidFile, logFile string, stdout io.Writer) error {
 		return withCode(exitConfig, err)
 	}
 	defer devnull.Close()
-	os.Remove(pidFile)
+	// Refuse before starting anything: the PID file is another daemon's
+	// while its process runs (and never ours to remove).
+	if err := checkPIDFile(pidFile); err != nil {
+		return withCode(exitConfig, err)
+	}
 	cmd := exec.Command(exe, append([]string{"serve"}, args...)...)
 	cmd.Env = append(os.Environ(), daemonEnv+"=1")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, out, out
@@ -64,12 +68,55 @@ func daemonize(args []string, pidFile, logFile string, stdout io.Writer) error {
 	}
 }
 
+// checkPIDFile returns an error when the PID file at path names a running
+// process other than this one. A missing, unreadable or stale file (its
+// process is gone, as after kill -9) is no obstacle.
+func checkPIDFile(path string) error {
+	pid, err := readPIDFile(path)
+	if err != nil || pid <= 0 || pid == os.Getpid() || !processRuns(pid) {
+		return nil
+	}
+	return fmt.Errorf("PID file %s names process %d, which is running: is a tracebridge daemon already running? Stop it first, or give this one its own --pid-file", path, pid)
+}
+
+// processRuns reports whether process pid exists (signal 0: EPERM means
+// it exists but belongs to another user).
+func processRuns(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// writePIDFile writes this process's PID to path without ever replacing
+// a running process's file: the file is linked into place, which fails
+// when it exists; an existing stale file (its process gone) is replaced.
 func writePIDFile(path string) error {
-	tmp := path + ".tmp"
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
 	if err := os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 		return fmt.Errorf("PID file: %w", err)
 	}
-	return os.Rename(tmp, path)
+	defer os.Remove(tmp)
+	err := os.Link(tmp, path)
+	if err == nil || !errors.Is(err, os.ErrExist) {
+		if err != nil {
+			return fmt.Errorf("PID file: %w", err)
+		}
+		return nil
+	}
+	if err := checkPIDFile(path); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("PID file: %w", err)
+	}
+	return nil
+}
+
+// removePIDFile removes the PID file at path if it still holds this
+// process's PID: a file another process wrote since is not ours.
+func removePIDFile(path string) {
+	if pid, err := readPIDFile(path); err == nil && pid == os.Getpid() {
+		os.Remove(path)
+	}
 }
 
 func readPIDFile(path string) (int, error) {

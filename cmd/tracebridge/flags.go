@@ -65,3 +65,98 @@ func (l *listFlag) Set(v string) error {
 	}
 	return nil
 }
+
+// repeatFlag collects a repeatable flag's values as given.
+type repeatFlag []string
+
+func (r *repeatFlag) String() string { return strings.Join(*r, " ") }
+
+func (r *repeatFlag) Set(v string) error {
+	*r = append(*r, v)
+	return nil
+}
+
+// options defines a command's flags, each under a short name (KDB's) and a
+// long one, and prints them one line per option with its argument and its
+// real default, instead of flag.PrintDefaults' line per name.
+type options struct {
+	fs       *flag.FlagSet
+	synopsis string
+	list     []option
+}
+
+// option is one option for the usage text.
+type option struct {
+	short, long string // without dashes; short may be ""
+	arg         string // the argument's name; "" for a switch
+	help        string
+}
+
+func (o *options) add(short, long, arg, help string, define func(name string)) {
+	for _, n := range []string{short, long} {
+		if n != "" {
+			define(n)
+		}
+	}
+	o.list = append(o.list, option{short: short, long: long, arg: arg, help: help})
+}
+
+// str defines a string option; a non-empty default is shown.
+func (o *options) str(p *string, short, long, arg, def, help string) {
+	if def != "" {
+		help += " (default " + def + ")"
+	}
+	o.add(short, long, arg, help, func(n string) { o.fs.StringVar(p, n, def, help) })
+}
+
+// int defines an integer option. Its default, often a "not given" marker,
+// is not shown: help says what not giving it means.
+func (o *options) int(p *int, short, long, arg string, def int, help string) {
+	o.add(short, long, arg, help, func(n string) { o.fs.IntVar(p, n, def, help) })
+}
+
+// bool defines a switch.
+func (o *options) bool(p *bool, short, long, help string) {
+	o.add(short, long, "", help, func(n string) { o.fs.BoolVar(p, n, false, help) })
+}
+
+// value defines an option with its own flag.Value.
+func (o *options) value(v flag.Value, short, long, arg, help string) {
+	o.add(short, long, arg, help, func(n string) { o.fs.Var(v, n, help) })
+}
+
+// usageColumn is where the help text of an option starts.
+const usageColumn = 28
+
+// usage prints the synopsis and one line per option (wrapped at 80
+// columns).
+func (o *options) usage(w io.Writer) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: tracebridge %s\n\noptions:\n", o.synopsis)
+	for _, opt := range o.list {
+		names := "    --" + opt.long
+		if opt.short != "" {
+			names = "-" + opt.short + ", --" + opt.long
+		}
+		if opt.arg != "" {
+			names += " " + opt.arg
+		}
+		line := "  " + names
+		if len(line) >= usageColumn-1 {
+			b.WriteString(line + "\n")
+			line = ""
+		}
+		line += strings.Repeat(" ", usageColumn-len(line))
+		for i, word := range strings.Fields(opt.help) {
+			if i > 0 && len(line)+1+len(word) > 80 {
+				b.WriteString(line + "\n")
+				line = strings.Repeat(" ", usageColumn)
+			} else if i > 0 {
+				line += " "
+			}
+			line += word
+		}
+		b.WriteString(line + "\n")
+	}
+	io.WriteString(w, b.String())
+}

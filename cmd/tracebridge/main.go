@@ -28,6 +28,9 @@ const (
 	exitConfig  = 2
 	exitComm    = 3
 	exitUsage   = 4
+	// exitInterrupted: Ctrl-C or SIGTERM stopped a command that had not
+	// finished (128 + SIGINT, as shells report it).
+	exitInterrupted = 130
 )
 
 const topUsage = `tracebridge: a monitoring-data bridge and trace collector for programs in any language
@@ -52,6 +55,9 @@ var version = "0.1.0-dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal asks for a clean stop; a second one ends the
+	// program at once (the signals' default action).
+	context.AfterFunc(ctx, stop)
 	// TRACEBRIDGE_CPUPROFILE=FILE writes a Go CPU profile of the run (for
 	// performance work: `go tool pprof tracebridge FILE`).
 	if p := os.Getenv("TRACEBRIDGE_CPUPROFILE"); p != "" {

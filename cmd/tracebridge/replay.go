@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
@@ -31,6 +32,9 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(pos) != 1 || *to == "" {
 		return usagef("replay: want one LOGDIR and --to URL")
 	}
+	if *rate < 0 || math.IsNaN(*rate) || math.IsInf(*rate, 0) {
+		return usagef("replay: --rate %v: want records per second, or 0 for as fast as the target takes them", *rate)
+	}
 	target, err := forward.ParseURL(*to)
 	if err != nil {
 		return usagef("replay: --to: %v", err)
@@ -45,7 +49,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return withCode(exitMapping, err)
 		}
 	}
-	r, err := kiekerlog.Open(pos[0], kiekerlog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: (&skipReporter{w: stderr}).report})
+	r, err := kiekerlog.Open(pos[0], kiekerlog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: (&skipReporter{w: stderr}).report, OnCutEnd: warnCutEnd(stderr)})
 	if err != nil {
 		return err
 	}
@@ -71,6 +75,16 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	start := time.Now()
 	runErr := r.Run(ctx, throttle.New(*rate, count))
 	closeErr := sink.Close()
+	st := sink.Stats()
+	if st.Unconfirmed > 0 {
+		// The receiver closed or reset a connection before the end of its
+		// stream: what was written on it may not have been read.
+		fmt.Fprintf(stderr, "tracebridge: replay: %d of the %d records sent may not have arrived: %s closed or reset the connection before the end of the stream (is it a %s receiver?)\n",
+			st.Unconfirmed, sent, target.Addr, target.Protocol)
+		if closeErr == nil {
+			closeErr = fmt.Errorf("replay to %s: %d records may not have arrived: %w", target, st.Unconfirmed, forward.ErrDropped)
+		}
+	}
 	if err := errors.Join(runErr, closeErr); err != nil {
 		if errors.Is(err, context.Canceled) {
 			fmt.Fprintf(stderr, "tracebridge: replay interrupted after %d records\n", sent)
@@ -82,7 +96,6 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return withCode(exitData, err)
 	}
-	st := sink.Stats()
 	d := time.Since(start)
 	fmt.Fprintf(stdout, "tracebridge: replayed %d records from %s to %s in %.3f s (%.0f records/s)\n",
 		sent-st.Dropped, pos[0], target, d.Seconds(), float64(sent-st.Dropped)/d.Seconds())

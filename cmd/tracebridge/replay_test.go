@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -164,5 +165,29 @@ func TestReplayToReceiverThatHangsUp(t *testing.T) {
 	}
 	if strings.Contains(r.stdout, "replayed") {
 		t.Fatalf("replay claims success: %s", r.stdout)
+	}
+}
+
+// TestReplayIntoTheWrongReceiver replays KDB binary into the bridge's
+// Kieker TCP port: the receiver rejects the stream at offset 0 and writes
+// nothing, so replay must fail every time (it said "replayed 404 records"
+// in most runs when the receiver had read everything before it closed) and
+// say how many records may not have arrived.
+func TestReplayIntoTheWrongReceiver(t *testing.T) {
+	log := testcorpus.Path(t, "kieker-logs", "kieker-2.0-binary-event-trace")
+	dir := t.TempDir()
+	b := bridgetest.Start(t, dir, "-c", bridgetest.WriteConfig(t, dir, bridgetest.LogConfig(`{name: kieker, type: kieker-tcp, listen: "127.0.0.1:0"}`)))
+	for run := 0; run < 6; run++ {
+		r := tb(t, "replay", log, "--to", "kdb-tcp://"+b.Addr("kieker"))
+		if r.code != exitComm || strings.Contains(r.stdout, "replayed") {
+			t.Fatalf("run %d: exit %d, want %d without a claim of success\nstdout: %s\nstderr: %s", run, r.code, exitComm, r.stdout, r.stderr)
+		}
+		if !regexp.MustCompile(`\b404 records .*may not have arrived`).MatchString(r.stderr) {
+			t.Errorf("run %d: stderr does not say that 404 records may not have arrived:\n%s", run, r.stderr)
+		}
+	}
+	b.Stop()
+	if n := len(jsonWithout(bridgetest.ReadLog(t, b.LogDir), false)); n != 0 {
+		t.Errorf("the bridge wrote %d records", n)
 	}
 }

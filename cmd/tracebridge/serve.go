@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/tracebridge/tracebridge/internal/config"
 	"github.com/tracebridge/tracebridge/internal/serve"
@@ -36,61 +38,59 @@ type serveFlags struct {
 	url, user, password, destination, deadLetter, encoding                          string
 	port, registryPort, mqttPort, verbose                                           int
 	libs                                                                            listFlag
-	split                                                                           []string
-	stats, daemon, respawn                                                          bool
+	split                                                                           repeatFlag
+	stats, daemon, respawn, help                                                    bool
+}
+
+// serveFlagSet defines serve's options, KDB's under a short and a long
+// name each.
+func serveFlagSet(stderr io.Writer) (*flag.FlagSet, *serveFlags, *options) {
+	fs := newFlags("serve", serveSynopsis, stderr)
+	f := &serveFlags{}
+	o := &options{fs: fs, synopsis: serveSynopsis}
+	fs.Usage = func() { o.usage(stderr) }
+	o.str(&f.configFile, "c", "config", "FILE", "", "YAML configuration with receivers and sinks")
+	o.str(&f.typ, "t", "type", "TYPE", "", "receiver type: tcp-server, tcp-single-server, tcp-client, kieker-tcp, kieker-tcp-dual, stomp-client, broker-embedded, nats-client, mqtt-client")
+	o.str(&f.host, "h", "host", "HOST", "", "host to connect to (tcp-client) or listen on (servers and broker-embedded; default 127.0.0.1)")
+	o.int(&f.port, "p", "port", "PORT", -1, "port to listen on (servers: required, 0 picks a free one; broker-embedded: default 4222) or connect to (tcp-client)")
+	o.int(&f.registryPort, "", "registry-port", "PORT", -1, "registry port of kieker-tcp-dual (required with it)")
+	o.str(&f.url, "l", "url", "URL", "", "broker URL: stomp://HOST:61613, stomp+ssl://HOST:61614, nats://HOST:4222, mqtt://HOST:1883")
+	o.str(&f.user, "u", "user", "USER", "", "broker user name")
+	o.str(&f.password, "w", "password", "PASSWORD", "", "broker password (never logged)")
+	o.str(&f.destination, "", "destination", "NAME", "", "STOMP destination, NATS subject or MQTT topic (default /queue/kieker.tools.bridge, kieker.tools.bridge, kieker/tools/bridge)")
+	o.str(&f.deadLetter, "", "dead-letter", "DESTINATION", "", "broker destination receiving a copy of each malformed message: a STOMP destination (/queue/NAME), NATS subject or MQTT topic; not a file path")
+	o.str(&f.encoding, "", "encoding", "auto|text|binary", "", "broker message bodies (default auto: text/* content types and bodies starting with a digit are text)")
+	o.int(&f.mqttPort, "", "mqtt-port", "PORT", -1, "broker-embedded: also listen for MQTT clients on this port (default: no MQTT)")
+	o.str(&f.mapping, "m", "map", "FILE", "", "KDB mapping file of id=class lines (default: ids for common Kieker types)")
+	o.value(&f.libs, "L", "libraries", "PATHS", "IRL files or directories with more record types (repeatable, or ':'-separated)")
+	o.str(&f.kiekerProps, "k", "kieker", "FILE", "", "kieker.monitoring.properties configuring the Kieker log")
+	o.int(&f.verbose, "v", "verbose", "N", 0, "print 'received <count> records' every N records (default: never)")
+	o.bool(&f.stats, "s", "stats", "print the active time (first to last record), ns per record and records per second at the end")
+	o.bool(&f.daemon, "d", "daemon", "detach from the console; write a PID file")
+	o.bool(&f.respawn, "", "respawn", "tcp-client: reconnect with back-off when the connection fails")
+	o.value(&f.split, "", "split", "SPEC", "cut traces at component boundaries: package:N, regex:P…, map:FILE (repeatable)")
+	o.str(&f.dataDir, "", "data-dir", "DIR", "", "directory for logs (default ./tracebridge-data)")
+	o.str(&f.metrics, "", "metrics", "HOST:PORT", "", "serve Prometheus metrics on HOST:PORT")
+	o.str(&f.pidFile, "", "pid-file", "FILE", "tracebridge.pid", "PID file written with -d")
+	o.str(&f.logFile, "", "log-file", "FILE", "tracebridge.log", "where a daemon (-d) writes its output")
+	o.bool(&f.help, "", "help", "show this help (so does -h alone)")
+	return fs, f, o
 }
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", serveSynopsis, stderr)
-	var f serveFlags
-	both := func(p *string, short, long, def, usage string) {
-		fs.StringVar(p, short, def, usage)
-		fs.StringVar(p, long, def, usage)
-	}
-	bothInt := func(p *int, short, long string, def int, usage string) {
-		fs.IntVar(p, short, def, usage)
-		fs.IntVar(p, long, def, usage)
-	}
-	bothBool := func(p *bool, short, long string, usage string) {
-		fs.BoolVar(p, short, false, usage)
-		fs.BoolVar(p, long, false, usage)
-	}
-	both(&f.configFile, "c", "config", "", "YAML configuration with receivers and sinks")
-	both(&f.typ, "t", "type", "", "receiver type: tcp-server, tcp-single-server, tcp-client, kieker-tcp, kieker-tcp-dual, stomp-client, broker-embedded, nats-client, mqtt-client")
-	both(&f.host, "h", "host", "", "host to connect to (tcp-client) or listen on (servers; default 127.0.0.1)")
-	bothInt(&f.port, "p", "port", -1, "port to listen on (servers; 0 picks a free one) or connect to (tcp-client)")
-	fs.IntVar(&f.registryPort, "registry-port", -1, "registry port of kieker-tcp-dual")
-	both(&f.url, "l", "url", "", "broker URL: stomp://HOST:61613, stomp+ssl://…, nats://HOST:4222, mqtt://HOST:1883")
-	both(&f.user, "u", "user", "", "broker user name")
-	both(&f.password, "w", "password", "", "broker password (never logged)")
-	fs.StringVar(&f.destination, "destination", "", "STOMP destination, NATS subject or MQTT topic (defaults: /queue/kieker.tools.bridge, kieker.tools.bridge, kieker/tools/bridge)")
-	fs.StringVar(&f.deadLetter, "dead-letter", "", "where malformed broker messages are copied")
-	fs.StringVar(&f.encoding, "encoding", "", "broker message bodies: auto (default), text or binary")
-	fs.IntVar(&f.mqttPort, "mqtt-port", -1, "broker-embedded: also listen for MQTT clients on this port")
-	both(&f.mapping, "m", "map", "", "KDB mapping file (id=class); default: common Kieker types")
-	fs.Var(&f.libs, "L", "IRL files or directories with more record types (repeatable, or ':'-separated)")
-	fs.Var(&f.libs, "libraries", "same as -L")
-	both(&f.kiekerProps, "k", "kieker", "", "kieker.monitoring.properties configuring the Kieker log")
-	bothInt(&f.verbose, "v", "verbose", 0, "print 'received <count> records' every N records")
-	bothBool(&f.stats, "s", "stats", "print run time, ns per record and records per second at the end")
-	bothBool(&f.daemon, "d", "daemon", "detach from the console; write a PID file")
-	fs.BoolVar(&f.respawn, "respawn", false, "tcp-client: reconnect with back-off when the connection fails")
-	fs.Func("split", "cut traces at component boundaries: package:N, regex:P…, map:FILE (repeatable)", func(v string) error {
-		f.split = append(f.split, v)
+	fs, f, opts := serveFlagSet(stderr)
+	// -h is KDB's host flag; alone it asks for help, as for every command.
+	if len(args) == 1 && args[0] == "-h" {
+		opts.usage(stdout)
 		return nil
-	})
-	fs.StringVar(&f.dataDir, "data-dir", "", "directory for logs (default ./tracebridge-data)")
-	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics on HOST:PORT")
-	fs.StringVar(&f.pidFile, "pid-file", "tracebridge.pid", "PID file written with -d")
-	fs.StringVar(&f.logFile, "log-file", "tracebridge.log", "where a daemon (-d) writes its output")
-	fs.Bool("help", false, "show this help")
+	}
 	pos, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) || err == nil && f.help {
+		opts.usage(stdout)
+		return nil
+	}
 	if err != nil {
 		return err
-	}
-	if fs.Lookup("help").Value.String() == "true" {
-		fs.Usage()
-		return nil
 	}
 	if len(pos) > 0 {
 		return usagef("serve: unexpected arguments %v", pos)
@@ -136,13 +136,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			srv.Close()
 			return withCode(exitConfig, err)
 		}
-		defer os.Remove(f.pidFile)
+		defer removePIDFile(f.pidFile)
 	}
 	runErr := srv.Run(ctx)
 	if f.stats {
 		st := srv.Engine.Stats()
-		fmt.Fprintf(stdout, "tracebridge: run time %.3f s, %d records, %.1f ns per record, %.0f records per second\n",
-			st.Elapsed.Seconds(), st.Records, st.NanosPerRecord(), st.RecordsPerSecond())
+		// KDB's performance statistic, over the time records flowed
+		// (first to last), not the idle time around it.
+		fmt.Fprintf(stdout, "tracebridge: %d records in %.3f s active (first to last record; run time %.3f s), %.1f ns per record, %.0f records per second\n",
+			st.Records, st.Active.Seconds(), st.Elapsed.Seconds(), st.NanosPerRecord(), st.RecordsPerSecond())
 	}
 	return serveError(runErr)
 }
@@ -231,8 +233,14 @@ func (f *serveFlags) receiver() (config.Component, error) {
 	host := f.host
 	switch f.typ {
 	case "jms-client", "stomp-client", "nats-client", "mqtt-client":
+		example := map[string]string{"jms-client": "stomp://HOST:61613", "stomp-client": "stomp://HOST:61613",
+			"nats-client": "nats://HOST:4222", "mqtt-client": "mqtt://HOST:1883"}[f.typ]
 		if f.url == "" {
-			return config.Component{}, usagef("serve: -t %s needs -l URL", f.typ)
+			return config.Component{}, usagef("serve: -t %s needs -l URL, such as %s", f.typ, example)
+		}
+		// Not echoed: it may hold a password.
+		if !strings.Contains(f.url, "://") {
+			return config.Component{}, usagef("serve: -l: want a URL with its scheme, such as %s, not just HOST:PORT", example)
 		}
 		broker()
 		keys["url"] = f.url

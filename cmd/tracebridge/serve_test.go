@@ -453,3 +453,32 @@ func TestServeEmbeddedDefault(t *testing.T) {
 		t.Fatalf("traces %v", traces)
 	}
 }
+
+// TestServeStatsOverActiveTime: -s reports the time from the first record
+// to the last and the rates over it, not over the idle time around them.
+func TestServeStatsOverActiveTime(t *testing.T) {
+	p := bridgetest.Start(t, t.TempDir(), "-t", "tcp-server", "-p", "0", "--data-dir", "logs", "-s")
+	time.Sleep(time.Second) // idle before
+	send(t, p.Addr("tcp-server"), kdbEvents(t, 1, 0, 2000))
+	time.Sleep(1500 * time.Millisecond) // and after
+	p.Stop()
+	m := regexp.MustCompile(`tracebridge: (\d+) records in ([\d.]+) s active \(first to last record; run time ([\d.]+) s\), ([\d.]+) ns per record, (\d+) records per second`).FindStringSubmatch(p.Stdout())
+	if m == nil {
+		t.Fatalf("no statistics line:\n%s", p.Stdout())
+	}
+	var records, active, run, ns, rate float64
+	for i, v := range []*float64{&records, &active, &run, &ns, &rate} {
+		fmt.Sscan(m[i+1], v)
+	}
+	if records != 2000 || active > run-2 {
+		t.Fatalf("%v records, %v s active of %v s: want 2000 records, the 2.5 s of idleness not counted", records, active, run)
+	}
+	// The rates are taken over the active time (within the rounding of
+	// the printed figures).
+	if want := active * 1e9 / records; ns < want-1e6/records || ns > want+1e6/records {
+		t.Errorf("%v ns per record, want about %v", ns, want)
+	}
+	if active > 0.01 && (rate < 0.9*records/active || rate > 1.1*records/active) {
+		t.Errorf("%v records per second, want about %v", rate, records/active)
+	}
+}

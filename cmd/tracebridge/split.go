@@ -134,13 +134,20 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	skips := &skipReporter{w: stderr}
 	readers := make([]*srclog.Reader, len(logs))
 	var total int64
+	var bar *progress
+	warn := warnCutEnd(stderr)
+	cutEnd := func(err error) { // called while reading, once bar runs
+		bar.pause()
+		warn(err)
+		bar.resume()
+	}
 	for i, l := range logs {
-		if readers[i], err = srclog.Open(l.Path, srclog.Options{Catalog: cat, SkipBad: f.skipBad, OnSkip: skips.report}); err != nil {
+		if readers[i], err = srclog.Open(l.Path, srclog.Options{Catalog: cat, SkipBad: f.skipBad, OnSkip: skips.report, OnCutEnd: cutEnd}); err != nil {
 			return err
 		}
 		total += readers[i].Size()
 	}
-	bar := startProgress(stderr, total, func() int64 {
+	bar = startProgress(stderr, total, func() int64 {
 		var n int64
 		for _, r := range readers {
 			n += r.Consumed()

@@ -210,6 +210,22 @@ func (p *Process) Wait(code int) {
 	}
 }
 
+// Signal sends sig to the bridge.
+func (p *Process) Signal(sig os.Signal) {
+	p.cmd.Process.Signal(sig)
+}
+
+// Done is closed once the bridge has exited; ExitCode then returns its
+// code.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// ExitCode returns the exit code of the bridge, -1 when a signal ended it;
+// call it after Done is closed.
+func (p *Process) ExitCode() int {
+	<-p.done
+	return p.code
+}
+
 // Kill ends the bridge with SIGKILL and waits until it is gone.
 func (p *Process) Kill() {
 	p.cmd.Process.Kill()

@@ -99,6 +99,34 @@ func TestDeliversEverythingAndReportsProgress(t *testing.T) {
 	}
 }
 
+// TestStatsOverActiveTime: the rates of -s are taken over the time from
+// the first records to the last, not over idle time before and after.
+func TestStatsOverActiveTime(t *testing.T) {
+	br := New(Settings{})
+	br.AddSink("mem", &memSink{})
+	br.AddSource("gen", pipeline.SourceFunc(func(ctx context.Context, out pipeline.Consumer) error {
+		time.Sleep(300 * time.Millisecond) // idle before
+		if err := emit(ctx, out, 0, 1000, 100); err != nil {
+			return err
+		}
+		time.Sleep(300 * time.Millisecond) // and after
+		return nil
+	}))
+	if err := br.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := br.Stats()
+	if st.Records != 1000 || st.Active <= 0 || st.Active > st.Elapsed-500*time.Millisecond {
+		t.Fatalf("stats %+v: want the active time without the 600 ms of idleness", st)
+	}
+	if got, want := st.RecordsPerSecond(), 1000/st.Active.Seconds(); got != want {
+		t.Errorf("%v records per second, want %v (over the active time)", got, want)
+	}
+	if got, want := st.NanosPerRecord(), float64(st.Active.Nanoseconds())/1000; got != want {
+		t.Errorf("%v ns per record, want %v", got, want)
+	}
+}
+
 func TestCancelDrainsWhatWasReceived(t *testing.T) {
 	br := New(Settings{})
 	sink := &memSink{}

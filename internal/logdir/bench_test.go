@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"testing"
+	"time"
 )
 
 func BenchmarkRead(b *testing.B) {
@@ -44,6 +45,32 @@ func BenchmarkFilesWrite(b *testing.B) {
 					p = p[n:]
 				}
 				if err := f.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkFlush measures a Flush after a batch of 1000 records, with a
+// clock that lets every xz Flush end its stream (the most it costs: the
+// bridge flushes once a second, xz ends at most two streams a second).
+func BenchmarkFlush(b *testing.B) {
+	batch := sampleASCII(1000)
+	for _, c := range writable {
+		b.Run(c.String(), func(b *testing.B) {
+			f, err := NewFiles(Options{Dir: b.TempDir(), Compression: c, MaxEntriesInFile: -1, Now: stepClock(time.Second)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			b.SetBytes(int64(len(batch)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := f.Write(batch, 1000); err != nil {
+					b.Fatal(err)
+				}
+				if err := f.Flush(); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -16,16 +16,21 @@
 // compressed stream cut short returns all bytes it could decode and then
 // an *Error wrapping ErrTruncated. For xz that is every complete LZMA2
 // chunk: the chunk a crash interrupted is lost (tracebridge's own writer
-// ends a chunk on every Flush, so nothing flushed is lost; a Kieker-written
-// xz file cut short can lose up to one chunk). Log.Consumed counts the compressed
-// bytes read, for progress bars.
+// ends a stream or at least a chunk on every Flush, so nothing flushed is
+// lost; a Kieker-written xz file cut short can lose up to one chunk).
+// Whether a cut is a killed writer's expected end (the last data file of a
+// log) or malformed data (any other) is the caller's decision
+// (internal/source/kiekerlog). Log.Consumed counts the compressed bytes
+// read, for progress bars.
 //
 // Writing. DirName and DataFileName build Kieker ≥1.13/1.14 names;
 // ParseCompression reads tracebridge's and Kieker's compression names;
 // Files writes a log directory's data files with Kieker's rotation
 // (maxEntriesInFile) and retention (maxLogFiles, maxLogSize) and flushes
-// them so that a killed process leaves decodable files. The caller writes
-// kieker.map.
+// them so that a killed process leaves decodable files: gzip and xz end
+// their stream on Flush (gzip members, xz streams), deflate and zip, which
+// Kieker reads as one stream per file, sync-flush theirs (see Files). The
+// caller writes kieker.map.
 //
 // Concurrency: a Log may be shared; each Stream and each Files belongs to
 // one goroutine; Log.Consumed may be read from any goroutine.

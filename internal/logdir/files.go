@@ -70,12 +70,17 @@ const DefaultMaxEntriesInFile = 25000
 //
 // Durability: Flush hands everything written so far to the operating
 // system in a form a reader decodes even if the process is then killed
-// without Close: the write buffer is flushed after the compressor's sync
-// flush (gzip and zlib Flush; zip: the data file is a zip whose single
-// entry, named like the file without ".zip", is a streamed deflate entry
-// with a data descriptor, flush-synced; xz: the current LZMA2 chunk is
-// ended). Such a file reads as ErrTruncated after the flushed bytes until
-// Close (or rotation) completes it. Flush does not fsync.
+// without Close. gzip and xz end their stream on Flush: the file is then a
+// complete sequence of gzip members or xz streams (xz at most every
+// xzSealInterval; a Flush in between ends the current LZMA2 chunk). zlib
+// and zip keep one stream per file, because Kieker's readers read only the
+// first zlib stream and the first zip entry: Flush sync-flushes the deflate
+// stream (zip: the data file is a zip whose single entry, named like the
+// file without ".zip", is a streamed deflate entry with a data
+// descriptor), and such a file reads as ErrTruncated after the flushed
+// bytes until Close (or rotation) completes it, as does any file whose
+// process was killed while bytes after the last Flush were on their way.
+// Flush does not fsync.
 //
 // A Files is used by one goroutine.
 type Files struct {
@@ -282,7 +287,7 @@ func (f *Files) rotate() error {
 	} else {
 		f.bw.Reset(&f.cw)
 	}
-	f.comp, err = newCompressor(f.opt.Compression, f.bw, strings.TrimSuffix(name, ".zip"), now)
+	f.comp, err = newCompressor(f.opt.Compression, f.bw, strings.TrimSuffix(name, ".zip"), now, f.opt.Now)
 	if err != nil {
 		return fmt.Errorf("logdir: %s: %w", p, err)
 	}
@@ -311,19 +316,66 @@ func (f *Files) dropOldest() {
 	}
 }
 
-// newCompressor returns the compression stage writing to w, nil for None.
-func newCompressor(c Compression, w io.Writer, entryName string, now time.Time) (compressor, error) {
+// newCompressor returns the compression stage writing to w, nil for None;
+// clock (nil: time.Now) times xz's stream ends.
+func newCompressor(c Compression, w io.Writer, entryName string, now time.Time, clock func() time.Time) (compressor, error) {
 	switch c {
 	case Deflate:
 		return zlib.NewWriterLevel(w, zlib.DefaultCompression)
 	case Gzip:
-		return gzip.NewWriterLevel(w, gzip.DefaultCompression)
+		zw, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
+		if err != nil {
+			return nil, err
+		}
+		return &gzipWriter{zw: zw, w: w}, nil
 	case XZ:
-		return newXZWriter(w, xzWriterDict)
+		return newXZWriter(w, xzWriterDict, clock)
 	case Zip:
 		return newZipWriter(w, entryName, now)
 	}
 	return nil, nil
+}
+
+// gzipWriter ends its gzip member on every Flush that follows a Write, and
+// starts the next member with the next Write: the file is then a complete
+// multi-member gzip file, which gzip, Java's GZIPInputStream (Kieker) and
+// this package read whole. A member costs 18 bytes of header and trailer
+// and restarts the compressor's window.
+type gzipWriter struct {
+	zw     *gzip.Writer
+	w      io.Writer
+	dirty  bool // written since the member began
+	sealed bool // a member has been ended
+}
+
+func (g *gzipWriter) Write(p []byte) (int, error) {
+	if len(p) > 0 {
+		g.dirty = true
+	}
+	return g.zw.Write(p)
+}
+
+// Flush ends the current member.
+func (g *gzipWriter) Flush() error {
+	if !g.dirty {
+		return nil
+	}
+	if err := g.zw.Close(); err != nil {
+		return err
+	}
+	g.zw.Reset(g.w)
+	g.dirty, g.sealed = false, true
+	return nil
+}
+
+// Close ends the current member; a file without any data still gets one
+// (empty) member, so that it is a gzip file.
+func (g *gzipWriter) Close() error {
+	if g.sealed && !g.dirty {
+		return nil
+	}
+	g.sealed, g.dirty = true, false
+	return g.zw.Close()
 }
 
 // zipWriter writes a zip holding one streamed deflate entry (with a data

@@ -2,6 +2,7 @@ package logdir
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ulikunitz/xz"
 )
 
 // fixedClock returns a clock stuck at one instant, so that only the
@@ -260,62 +262,115 @@ func TestFilesMaxLogSize(t *testing.T) {
 }
 
 // TestFilesFlushCrash: after Flush, a copy of the file taken without Close
-// (as after kill -9) decodes to everything flushed; compressed files then
-// read as truncated.
+// (as after kill -9) decodes to everything flushed. gzip and xz files are
+// then complete (members or streams that other decoders read whole too);
+// deflate and zip files, and xz files flushed again within xzSealInterval,
+// read as truncated after the flushed bytes.
 func TestFilesFlushCrash(t *testing.T) {
 	for _, c := range writable {
 		for _, binary := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%v/binary=%v", c, binary), func(t *testing.T) {
-				dir := t.TempDir()
-				f, err := NewFiles(Options{Dir: dir, Binary: binary, Compression: c, Now: fixedClock()})
-				if err != nil {
-					t.Fatal(err)
+			for _, step := range []time.Duration{time.Second, 0} {
+				if step == 0 && c != XZ {
+					continue // only xz looks at the clock
 				}
-				defer f.Close()
-				var want []byte
-				for round := range 3 {
-					var rec []byte
-					if binary {
-						rec = sampleBinary(50 + round)
-					} else {
-						rec = sampleASCII(50 + round)
-					}
-					if err := f.Write(rec, 50); err != nil {
-						t.Fatal(err)
-					}
-					want = append(want, rec...)
-					if err := f.Flush(); err != nil {
-						t.Fatal(err)
-					}
-					snapshot, err := os.ReadFile(f.Current())
-					if err != nil {
-						t.Fatal(err)
-					}
-					s := NewStream(bytes.NewReader(snapshot), filepath.Base(f.Current()), Limits{})
-					got, err := io.ReadAll(s)
-					if !bytes.Equal(got, want) {
-						t.Fatalf("round %d: read %d bytes of %d flushed (error %v)", round, len(got), len(want), err)
-					}
-					if s.Format != (Format{c, !binary}) {
-						t.Errorf("format %v", s.Format)
-					}
-					switch {
-					case c == None && err != nil:
-						t.Errorf("plain file: %v", err)
-					case c != None && !errors.Is(err, ErrTruncated):
-						t.Errorf("unfinished %v file: %v, want ErrTruncated", c, err)
-					}
-				}
-				if err := f.Close(); err != nil {
-					t.Fatal(err)
-				}
-				got, _, err := decodeBytes(t, "closed", mustRead(t, f.Current()))
-				if err != nil || !bytes.Equal(got, want) {
-					t.Errorf("after Close: %d bytes of %d, %v", len(got), len(want), err)
-				}
-			})
+				t.Run(fmt.Sprintf("%v/binary=%v/flush every %v", c, binary, step), func(t *testing.T) {
+					testFlushCrash(t, c, binary, step)
+				})
+			}
 		}
 	}
+}
+
+// stepClock returns a clock that moves on by step at every reading.
+func stepClock(step time.Duration) func() time.Time {
+	t := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)
+	return func() time.Time {
+		t = t.Add(step)
+		return t
+	}
+}
+
+func testFlushCrash(t *testing.T, c Compression, binary bool, step time.Duration) {
+	dir := t.TempDir()
+	f, err := NewFiles(Options{Dir: dir, Binary: binary, Compression: c, Now: stepClock(step)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	complete := c == None || c == Gzip || c == XZ && step >= xzSealInterval
+	var want []byte
+	for round := range 3 {
+		var rec []byte
+		if binary {
+			rec = sampleBinary(50 + round)
+		} else {
+			rec = sampleASCII(50 + round)
+		}
+		if err := f.Write(rec, 50); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, rec...)
+		if err := f.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		snapshot, err := os.ReadFile(f.Current())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := NewStream(bytes.NewReader(snapshot), filepath.Base(f.Current()), Limits{})
+		got, err := io.ReadAll(s)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("round %d: read %d bytes of %d flushed (error %v)", round, len(got), len(want), err)
+		}
+		if s.Format != (Format{c, !binary}) {
+			t.Errorf("format %v", s.Format)
+		}
+		switch {
+		case complete && err != nil:
+			t.Errorf("round %d: flushed %v file: %v, want it complete", round, c, err)
+		case !complete && !errors.Is(err, ErrTruncated):
+			t.Errorf("round %d: unfinished %v file: %v, want ErrTruncated", round, c, err)
+		}
+		if complete && c != None {
+			// Other decoders read it whole too.
+			if got, err := otherDecoder(t, c, snapshot); err != nil || !bytes.Equal(got, want) {
+				t.Errorf("round %d: another %v decoder reads %d bytes of %d: %v", round, c, len(got), len(want), err)
+			}
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed := mustRead(t, f.Current())
+	got, _, err := decodeBytes(t, "closed", closed)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("after Close: %d bytes of %d, %v", len(got), len(want), err)
+	}
+	if c == Gzip || c == XZ {
+		if got, err := otherDecoder(t, c, closed); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("after Close, another %v decoder reads %d bytes of %d: %v", c, len(got), len(want), err)
+		}
+	}
+}
+
+// otherDecoder decodes gzip with the standard library and xz with
+// ulikunitz/xz's reader (not this package's).
+func otherDecoder(t *testing.T, c Compression, data []byte) ([]byte, error) {
+	t.Helper()
+	var r io.Reader
+	var err error
+	switch c {
+	case Gzip:
+		r, err = gzip.NewReader(bytes.NewReader(data))
+	case XZ:
+		r, err = xz.NewReader(bytes.NewReader(data))
+	default:
+		t.Fatalf("no other decoder for %v", c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(r)
 }
 
 func mustRead(t *testing.T, path string) []byte {

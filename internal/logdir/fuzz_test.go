@@ -23,7 +23,7 @@ const fuzzMaxOut = 1 << 20
 // smallXZ compresses with a 64 KiB dictionary, cheap to allocate per try.
 func smallXZ(data []byte) []byte {
 	var b bytes.Buffer
-	w, _ := newXZWriter(&b, 64<<10)
+	w, _ := newXZWriter(&b, 64<<10, nil)
 	w.Write(data)
 	w.Close()
 	return b.Bytes()

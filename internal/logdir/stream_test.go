@@ -41,7 +41,7 @@ func sampleBinary(n int) []byte {
 func compress(t testing.TB, c Compression, data []byte) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	w, err := newCompressor(c, &b, "entry.dat", time.Unix(0, 0))
+	w, err := newCompressor(c, &b, "entry.dat", time.Unix(0, 0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestTruncatedEverywhere(t *testing.T) {
 			if c == XZ {
 				// A small dictionary: every try allocates it.
 				var b bytes.Buffer
-				w, _ := newXZWriter(&b, 64<<10)
+				w, _ := newXZWriter(&b, 64<<10, nil)
 				w.Write(data)
 				w.Close()
 				full = b.Bytes()

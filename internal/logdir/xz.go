@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"hash/crc64"
 	"io"
+	"time"
 
 	"github.com/ulikunitz/xz/lzma"
 )
@@ -434,19 +435,28 @@ func appendUvarint(dst []byte, v uint64) []byte {
 	return append(dst, byte(v))
 }
 
-// xzWriter writes one xz stream holding one block (CRC-64 check, a single
-// LZMA2 filter). Flush ends the current LZMA2 chunk: the bytes written so
-// far then decode from the file, which reads as truncated until Close
-// writes the block's end, the index and the footer.
+// xzWriter writes xz streams, each holding one block (CRC-64 check, a
+// single LZMA2 filter). Flush makes everything written so far decodable
+// from the file: it ends the current stream (block end, index, footer), so
+// the file is then a complete sequence of xz streams that xz, Kieker's
+// XZInputStream and this package read whole, and the next Write starts a
+// new stream. Ending a stream costs a new LZMA2 coder (about 3 ms and 50
+// MB of memory for the 8 MiB dictionary), so a Flush within xzSealInterval
+// of the last one that ended a stream only ends the current LZMA2 chunk:
+// the bytes are decodable then too, and the file reads as truncated after
+// them until the next stream end, Close or rotation.
 type xzWriter struct {
-	w       io.Writer
-	dictCap int
-	lz      *lzma.Writer2
-	cw      countWriter
-	crc     hash.Hash64
-	usize   int64
-	started bool
-	closed  bool
+	w        io.Writer
+	dictCap  int
+	now      func() time.Time
+	lz       *lzma.Writer2
+	cw       countWriter
+	crc      hash.Hash64
+	usize    int64
+	started  bool      // the current stream has a block
+	sealed   bool      // a stream has been ended; the next one needs its header
+	lastSeal time.Time // when the last stream ended (or the writer began)
+	closed   bool
 }
 
 // xzWriterDict is the dictionary of files tracebridge writes (xz's preset
@@ -455,31 +465,56 @@ const xzWriterDict = 8 << 20
 
 const xzBlockHeaderSize = 12
 
-func newXZWriter(w io.Writer, dictCap int) (*xzWriter, error) {
-	x := &xzWriter{w: w, dictCap: dictCap, crc: crc64.New(crc64Table)}
+// xzSealInterval is the least time between two Flushes that end a stream
+// (see xzWriter): the bridge's periodic flush (every second by default,
+// give or take the timer's jitter) ends one each time, the extra flushes
+// in between (acknowledgements of broker messages, every 50 ms) do not pay
+// for a new coder.
+const xzSealInterval = 900 * time.Millisecond
+
+// newXZWriter starts an xz stream on w; now (nil: time.Now) times the
+// stream ends of Flush.
+func newXZWriter(w io.Writer, dictCap int, now func() time.Time) (*xzWriter, error) {
+	if now == nil {
+		now = time.Now
+	}
+	x := &xzWriter{w: w, dictCap: dictCap, now: now, crc: crc64.New(crc64Table)}
+	x.lastSeal = now()
 	// The stream header goes out at once, so that even an empty file
 	// sniffs as xz.
-	h := append([]byte{}, xzMagic...)
-	h = append(h, 0, xzCheckCRC64)
-	h = binary.LittleEndian.AppendUint32(h, crc32.ChecksumIEEE(h[6:8]))
-	if _, err := w.Write(h); err != nil {
+	if _, err := w.Write(appendXZStreamHeader(nil)); err != nil {
 		return nil, err
 	}
 	return x, nil
 }
 
-// start writes the block header and starts the LZMA2 coder.
+// appendXZStreamHeader appends the header of a stream with CRC-64 checks.
+func appendXZStreamHeader(h []byte) []byte {
+	h = append(h, xzMagic...)
+	h = append(h, 0, xzCheckCRC64)
+	return binary.LittleEndian.AppendUint32(h, crc32.ChecksumIEEE(h[len(h)-2:]))
+}
+
+// start writes the block header (after a stream header when a stream was
+// ended before) and starts the LZMA2 coder.
 func (x *xzWriter) start() error {
 	if x.started {
 		return nil
 	}
-	x.started = true
-	h := []byte{xzBlockHeaderSize/4 - 1, 0x00, byte(xzFilterLZ2), 1, lzma.EncodeDictCap(int64(x.dictCap)), 0, 0, 0}
-	h = binary.LittleEndian.AppendUint32(h, crc32.ChecksumIEEE(h))
+	var h []byte
+	if x.sealed {
+		h = appendXZStreamHeader(h)
+	}
+	bh := len(h)
+	h = append(h, xzBlockHeaderSize/4-1, 0x00, byte(xzFilterLZ2), 1, lzma.EncodeDictCap(int64(x.dictCap)), 0, 0, 0)
+	h = binary.LittleEndian.AppendUint32(h, crc32.ChecksumIEEE(h[bh:]))
 	if _, err := x.w.Write(h); err != nil {
 		return err
 	}
+	x.started, x.sealed = true, false
 	x.cw = countWriter{w: x.w}
+	x.crc.Reset()
+	x.usize = 0
 	lz, err := lzma.Writer2Config{DictCap: x.dictCap}.NewWriter2(&x.cw)
 	if err != nil {
 		return err
@@ -504,7 +539,8 @@ func (x *xzWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Flush writes out every byte written so far as complete LZMA2 chunks.
+// Flush ends the stream, or within xzSealInterval of the last stream end
+// only the current LZMA2 chunk (see xzWriter).
 func (x *xzWriter) Flush() error {
 	if x.closed {
 		return ErrClosed
@@ -512,18 +548,33 @@ func (x *xzWriter) Flush() error {
 	if !x.started {
 		return nil
 	}
+	if now := x.now(); now.Sub(x.lastSeal) >= xzSealInterval {
+		x.lastSeal = now
+		return x.endStream()
+	}
 	return x.lz.Flush()
 }
 
-// Close ends the block and writes the index and the stream footer.
+// Close ends the stream. After a Flush that ended one and no Write since,
+// there is nothing left to write.
 func (x *xzWriter) Close() error {
 	if x.closed {
 		return nil
 	}
 	x.closed = true
+	if x.sealed {
+		return nil
+	}
+	return x.endStream()
+}
+
+// endStream ends the block, if one was started, and writes the index and
+// the stream footer.
+func (x *xzWriter) endStream() error {
 	var b []byte
 	index := []byte{0}
 	if x.started {
+		// Writer2.Close drops the error of its own flush.
 		if err := x.lz.Flush(); err != nil {
 			return err
 		}
@@ -551,6 +602,7 @@ func (x *xzWriter) Close() error {
 	b = binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(footer))
 	b = append(b, footer...)
 	b = append(b, xzFooter...)
+	x.started, x.sealed, x.lz = false, true, nil
 	_, err := x.w.Write(b)
 	return err
 }

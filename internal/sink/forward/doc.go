@@ -58,7 +58,13 @@
 // has reached the operating system, not the receiver. Records in flight when
 // the receiver dies (in socket buffers on either side) are lost without
 // notice in both modes; the sink minimises the window by not writing to a
-// connection whose peer has closed it.
+// connection whose peer has closed it. What the sink can tell is how a
+// connection ended: Close half-closes it and waits for the receiver to
+// close its end after reading everything. The records written on a
+// connection that the receiver closed before its stream ended, or reset
+// (tracebridge's receivers reset a stream they reject), are counted as
+// Stats.Unconfirmed, and Close fails with ErrDropped when that is the last
+// connection: they may not have arrived.
 //
 // # Memory
 //

@@ -97,6 +97,13 @@ type Stats struct {
 	Dropped int64
 	// Connects is the number of connections made.
 	Connects int64
+	// Unconfirmed is the number of records written to connections that the
+	// receiver closed or reset before their stream ended (a lost
+	// connection, or one whose end Close could not confirm): they may not
+	// have arrived. In Block mode a batch being written when its
+	// connection broke is sent again and counts only once it is lost again;
+	// the records of earlier batches on that connection are not sent again.
+	Unconfirmed int64
 }
 
 // Sink forwards records to another receiver over TCP.
@@ -113,10 +120,11 @@ type Sink struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // connection watchers and background dials
 
-	cur      atomic.Pointer[link] // the connection, for Connected
-	sent     atomic.Int64
-	dropped  atomic.Int64
-	connects atomic.Int64
+	cur         atomic.Pointer[link] // the connection, for Connected
+	sent        atomic.Int64
+	dropped     atomic.Int64
+	connects    atomic.Int64
+	unconfirmed atomic.Int64
 
 	mu       sync.Mutex
 	closed   bool
@@ -152,6 +160,9 @@ type link struct {
 	err   error           // why; written before gone is set
 	done  chan struct{}   // closed when watch returns
 	wrote bool            // records were written on it; s.mu
+	// records counts the records written on it whole (s.mu); a batch
+	// being written when a write fails is not counted.
+	records int64
 }
 
 type dialResult struct {
@@ -232,7 +243,7 @@ func (s *Sink) Connected() bool {
 
 // Stats returns the counts so far. It never blocks.
 func (s *Sink) Stats() Stats {
-	return Stats{Sent: s.sent.Load(), Dropped: s.dropped.Load(), Connects: s.connects.Load()}
+	return Stats{Sent: s.sent.Load(), Dropped: s.dropped.Load(), Connects: s.connects.Load(), Unconfirmed: s.unconfirmed.Load()}
 }
 
 // Consume encodes b and sends it (see the package comment for when it is
@@ -312,12 +323,14 @@ func (s *Sink) consumeBlocking(ctx context.Context, b *record.Batch) error {
 				continue // interrupted (checked above) or failed (back-off)
 			}
 		}
+		before := s.link.records
 		skipped, err := s.sendWhole(b)
 		if err == nil {
 			s.drop(skipped)
 			s.rotate() // the buffer is empty: it cannot fail
 			return nil
 		}
+		s.link.records = before // the batch is sent again whole
 		s.lose(err)
 	}
 }
@@ -421,6 +434,7 @@ func (s *Sink) write() error {
 		return err
 	}
 	l.wrote = true
+	l.records += int64(s.pending)
 	s.sent.Add(int64(s.pending))
 	s.buf = s.buf[:0]
 	s.pending, s.accepted = 0, 0
@@ -447,6 +461,9 @@ func (s *Sink) checkLink() {
 // lose closes the broken connection and empties the buffer (see
 // dropBuffer).
 func (s *Sink) lose(err error) (n, earlier int) {
+	if s.link != nil {
+		s.unconfirmed.Add(s.link.records)
+	}
 	s.closeLink()
 	n, earlier = s.dropBuffer(err)
 	s.state = stateDown
@@ -670,18 +687,25 @@ const closeWait = 2 * time.Second
 // endStream closes l for writing and waits, up to closeWait, until the
 // receiver closes its end, as receivers do once they have read everything.
 // A receiver that had closed its end already, or that resets the
-// connection, may not have read every record written: that is an error. A
-// receiver that keeps its end open tells nothing; that is not.
+// connection, may not have read every record written: that is an error,
+// and the records written on l count as Unconfirmed. A receiver that keeps
+// its end open tells nothing; that is not.
 func (s *Sink) endStream(l *link) error {
-	if l.gone.Load() {
-		return fmt.Errorf("forward to %s: records may be %w: the receiver closed the connection before the end of the stream (%v), so it may not have read them all", s.target, ErrDropped, l.err)
+	if l.gone.Load() || peerEnded(l.conn) {
+		why := l.err
+		if why == nil {
+			why = errors.New("its end was closed")
+		}
+		s.unconfirmed.Add(l.records)
+		return fmt.Errorf("forward to %s: %d records may be %w: the receiver closed the connection before the end of the stream (%v), so it may not have read them all", s.target, l.records, ErrDropped, why)
 	}
 	cw, ok := l.conn.(interface{ CloseWrite() error })
 	if !ok {
 		return nil
 	}
 	if err := cw.CloseWrite(); err != nil {
-		return fmt.Errorf("forward to %s: ending the stream: %w", s.target, err)
+		s.unconfirmed.Add(l.records)
+		return fmt.Errorf("forward to %s: %d records may be %w: ending the stream: %w", s.target, l.records, ErrDropped, err)
 	}
 	t := time.NewTimer(closeWait)
 	defer t.Stop()
@@ -693,7 +717,8 @@ func (s *Sink) endStream(l *link) error {
 	if errors.Is(l.err, io.EOF) {
 		return nil
 	}
-	return fmt.Errorf("forward to %s: records may be %w: the receiver reset the connection at the end of the stream (%v), so it may not have read them all", s.target, ErrDropped, l.err)
+	s.unconfirmed.Add(l.records)
+	return fmt.Errorf("forward to %s: %d records may be %w: the receiver reset the connection at the end of the stream (%v), so it may not have read them all", s.target, l.records, ErrDropped, l.err)
 }
 
 // Connect dials the target now, unless the sink holds an open connection,

@@ -140,3 +140,54 @@ func TestNonBlockWriteFailureSplitsTheCount(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestUnconfirmedRecords: a receiver that reads what it was sent and then
+// closes its end (cleanly or with a reset) before the sink ends the stream
+// (as one that rejects the stream does) leaves the records written on that
+// connection unconfirmed: Close fails with ErrDropped and Stats counts
+// them.
+func TestUnconfirmedRecords(t *testing.T) {
+	for _, reset := range []bool{false, true} {
+		t.Run(map[bool]string{false: "close", true: "reset"}[reset], func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			hungUp := make(chan struct{})
+			go func() {
+				defer close(hungUp)
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				buf := make([]byte, 64<<10)
+				for { // read everything: no unread data turns the close into a reset
+					c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+					if _, err := c.Read(buf); err != nil {
+						break
+					}
+				}
+				if reset {
+					c.(*net.TCPConn).SetLinger(0)
+				}
+				c.Close()
+			}()
+			s, err := New(Config{URL: "kdb-tcp://" + ln.Addr().String(), Block: true}, Settings{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Consume(context.Background(), events(0, 10)); err != nil {
+				t.Fatal(err)
+			}
+			<-hungUp
+			err = s.Close()
+			if !errors.Is(err, ErrDropped) || !strings.Contains(err.Error(), "10 records") {
+				t.Errorf("Close: %v, want ErrDropped counting the 10 records", err)
+			}
+			if st := s.Stats(); st.Unconfirmed != 10 || st.Sent != 10 {
+				t.Errorf("stats %+v, want 10 sent and unconfirmed", st)
+			}
+		})
+	}
+}

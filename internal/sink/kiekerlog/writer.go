@@ -101,6 +101,7 @@ type Writer struct {
 
 	mu      sync.Mutex
 	dir     string
+	dirs    []string // every log directory created, dir last
 	mapFile *os.File
 	files   *logdir.Files
 	closed  bool
@@ -153,6 +154,15 @@ func (w *Writer) Dir() string {
 	return w.dir
 }
 
+// Dirs returns every log directory the writer created, in order: more
+// than one when a binary log's registry filled up (see
+// Config.MaxRegistryEntries).
+func (w *Writer) Dirs() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.dirs...)
+}
+
 // Records returns the number of records written.
 func (w *Writer) Records() int64 {
 	w.mu.Lock()
@@ -173,6 +183,7 @@ func (w *Writer) open() error {
 		dir = filepath.Join(w.cfg.Path, logdir.DirName(now, nano, w.cfg.Hostname, w.cfg.ControllerName))
 		err := os.Mkdir(dir, 0o755)
 		if err == nil {
+			w.dirs = append(w.dirs, dir)
 			break
 		}
 		if !errors.Is(err, fs.ErrExist) || nano-now.UnixNano() > 1000 {

@@ -7,11 +7,16 @@
 // Memory does not grow with the size of a log: each data file is streamed
 // through one read buffer and one batch.
 //
+// The end of a log's last data file may have been cut by a writer killed
+// while writing (see Options.OnCutEnd): the records before the cut are
+// read and the cut is reported, not treated as malformed data.
+//
 // Concurrency: a Reader runs on the goroutine that calls Run; Consumed and
 // Size may be read from any goroutine (for progress bars).
 package kiekerlog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +41,14 @@ type Options struct {
 	// of stopping, and counts it. OnSkip hears about each one.
 	SkipBad bool
 	OnSkip  func(err error)
+	// OnCutEnd hears about a log whose last data file ends early, as a
+	// writer killed while writing leaves it (a compressed stream cut
+	// short, a binary file ending inside a record, a last line without its
+	// line end, which is not decoded): every complete record before the cut has been
+	// handed on, and reading goes on with the next log, without SkipBad.
+	// err names the file and the offset. The same in any other data file
+	// of a log is malformed data (an error, or a skip with SkipBad).
+	OnCutEnd func(err error)
 	// BatchSize is the number of records handed downstream at a time
 	// (default 1024).
 	BatchSize int
@@ -66,6 +79,9 @@ type Stats struct {
 	// the offset.
 	Unknown      map[string]int64
 	UnknownTails []string
+	// CutEnds counts logs whose last data file ended early (see
+	// Options.OnCutEnd).
+	CutEnds int64
 }
 
 // Reader reads the Kieker logs found under one path.
@@ -74,8 +90,8 @@ type Reader struct {
 	logs []*logdir.Log
 	opts Options
 
-	records, skipped, tails atomic.Int64
-	files                   atomic.Int64
+	records, skipped, tails, cutEnds atomic.Int64
+	files                            atomic.Int64
 
 	umu          sync.Mutex
 	unknown      map[string]int64
@@ -124,7 +140,7 @@ func (r *Reader) Consumed() int64 {
 
 // Stats returns the counts so far.
 func (r *Reader) Stats() Stats {
-	st := Stats{Logs: len(r.logs), Files: int(r.files.Load()), Records: r.records.Load(), Skipped: r.skipped.Load(), SkippedTails: r.tails.Load()}
+	st := Stats{Logs: len(r.logs), Files: int(r.files.Load()), Records: r.records.Load(), Skipped: r.skipped.Load(), SkippedTails: r.tails.Load(), CutEnds: r.cutEnds.Load()}
 	r.umu.Lock()
 	defer r.umu.Unlock()
 	if len(r.unknown) > 0 {
@@ -189,9 +205,14 @@ func (x *run) flush() error {
 	return nil
 }
 
+// maybeFlush hands the batch on when it is full, and reports a cancelled
+// context: after every decoded buffer, so reading stops within one
+// buffer's worth of records.
 func (x *run) maybeFlush() error {
 	if x.batch.Len() >= x.r.opts.BatchSize {
-		return x.flush()
+		if err := x.flush(); err != nil {
+			return err
+		}
 	}
 	return x.ctx.Err()
 }
@@ -226,16 +247,29 @@ func (x *run) log(l *logdir.Log) error {
 		}
 	}
 	interner := &record.Interner{}
-	for _, df := range l.DataFiles() {
+	files := l.DataFiles()
+	for i, df := range files {
 		x.r.files.Add(1)
-		if err := x.file(df, strs, interner); err != nil {
+		if err := x.file(df, strs, interner, i == len(files)-1); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (x *run) file(df logdir.DataFile, strs *kieker.Strings, interner *record.Interner) error {
+// cutEnd reports the early end of a log's last data file (see
+// Options.OnCutEnd).
+func (x *run) cutEnd(err error) error {
+	x.r.cutEnds.Add(1)
+	if x.r.opts.OnCutEnd != nil {
+		x.r.opts.OnCutEnd(err)
+	}
+	return x.maybeFlush()
+}
+
+// file reads one data file; last says it is the last one of its log, whose
+// end may have been cut by a killed writer.
+func (x *run) file(df logdir.DataFile, strs *kieker.Strings, interner *record.Interner, last bool) error {
 	s, err := df.Open()
 	if err != nil {
 		return fmt.Errorf("kieker log: %w", err)
@@ -247,21 +281,32 @@ func (x *run) file(df logdir.DataFile, strs *kieker.Strings, interner *record.In
 	}
 	if s.Format.Text {
 		d := kieker.NewTextDecoder(kieker.TextOptions{Catalog: x.r.opts.Catalog, Strings: strs, Interner: interner})
-		return x.stream(s, name, d.Decode, func(rest []byte) error { return d.Finish(rest, &x.batch) }, true)
+		return x.stream(s, name, d.Decode, func(rest []byte) (bool, error) {
+			// Kieker's writers and ours end every line. In the last file
+			// of a log a last line without its line end is what a killed
+			// writer cut off: it is not decoded, since a line cut inside
+			// its last field could decode to a wrong value.
+			if last && len(bytes.TrimSpace(rest)) > 0 {
+				return true, fmt.Errorf("line %d, offset %d: the last line has no line end (%d bytes)", d.Line()+1, d.Offset(), len(rest))
+			}
+			return false, d.Finish(rest, &x.batch)
+		}, true, last)
 	}
 	d := kieker.NewDecoder(kieker.Options{Catalog: x.r.opts.Catalog, Strings: strs})
-	return x.stream(s, name, d.Decode, func(rest []byte) error {
+	return x.stream(s, name, d.Decode, func(rest []byte) (bool, error) {
 		if len(rest) > 0 {
-			return fmt.Errorf("offset %d: file ends inside a record (%d bytes left over)", d.Offset(), len(rest))
+			return true, fmt.Errorf("offset %d: file ends inside a record (%d bytes left over)", d.Offset(), len(rest))
 		}
-		return nil
-	}, false)
+		return false, nil
+	}, false, last)
 }
 
 // stream feeds s through decode. text decoders report a bad line with the
 // line consumed, so decoding can go on after it; a binary decoder's error is
-// final for the file.
-func (x *run) stream(s *logdir.Stream, name string, decode func([]byte, *record.Batch) (int, error), finish func([]byte) error, text bool) error {
+// final for the file. finish decodes what is left at the end and says
+// whether an error means the file was cut there. In the last file of a log
+// (last) a cut end is reported with cutEnd instead of as malformed data.
+func (x *run) stream(s *logdir.Stream, name string, decode func([]byte, *record.Batch) (int, error), finish func([]byte) (cut bool, err error), text, last bool) error {
 	buf := x.buf
 	filled := 0
 	for {
@@ -306,14 +351,23 @@ func (x *run) stream(s *logdir.Stream, name string, decode func([]byte, *record.
 			x.buf = nb
 		}
 		if rerr == io.EOF {
-			if err := finish(buf[:filled]); err != nil {
-				if err := x.skip(fmt.Errorf("kieker log %s: %w", name, err)); err != nil {
+			if cut, err := finish(buf[:filled]); err != nil {
+				err = fmt.Errorf("kieker log %s: %w", name, err)
+				if cut && last {
+					return x.cutEnd(err)
+				}
+				if err := x.skip(err); err != nil {
 					return err
 				}
 			}
 			return x.maybeFlush()
 		}
 		if rerr != nil {
+			if errors.Is(rerr, logdir.ErrTruncated) && last {
+				// The partial record or line left in buf is the one the
+				// cut interrupted.
+				return x.cutEnd(fmt.Errorf("kieker log: %w", rerr))
+			}
 			if errors.Is(rerr, logdir.ErrTruncated) {
 				// Everything before the cut has been decoded; the partial
 				// tail is the record a crash interrupted.

@@ -2,12 +2,14 @@ package kiekerlog_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/tracebridge/tracebridge/internal/logdir"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	sink "github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
@@ -83,39 +85,117 @@ func TestMemoryDoesNotGrowWithLogSize(t *testing.T) {
 	}
 }
 
-func TestTruncatedBinaryTail(t *testing.T) {
-	dir := writeLog(t, t.TempDir(), true, 100)
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".bin") {
-			p := filepath.Join(dir, e.Name())
-			st, _ := os.Stat(p)
-			if err := os.Truncate(p, st.Size()-7); err != nil {
-				t.Fatal(err)
+// cutLog writes records events (and the metadata record) with the given
+// format and compression, perFile records per data file, and cuts the
+// data file with index cut (negative: from the end) by bytes bytes.
+func cutLog(t *testing.T, binary bool, comp logdir.Compression, records, perFile, cut, bytes int) (dir, cutFile string) {
+	t.Helper()
+	base := t.TempDir()
+	w, err := sink.New(sink.Config{Path: base, Binary: binary, Compression: comp, MaxEntriesInFile: perFile, Metadata: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := cat.Lookup(record.BeforeOperationEvent)
+	var b record.Batch
+	for j := 0; j < records; j++ {
+		r := b.Add(typ, record.NoTimestamp)
+		r.Values[0] = record.IntValue(int64(j))
+		r.Values[1] = record.IntValue(1)
+		r.Values[2] = record.IntValue(int64(j))
+		r.Values[3] = record.StringValue("public void some.pkg.Clazz.method(int)")
+		r.Values[4] = record.StringValue("some.pkg.Clazz")
+	}
+	if err := w.Consume(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir = w.Dir()
+	logs, err := logdir.Discover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := logs[0].DataFiles()
+	if cut < 0 {
+		cut += len(files)
+	}
+	cutFile = files[cut].Path
+	st, err := os.Stat(cutFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(cutFile, st.Size()-int64(bytes)); err != nil {
+		t.Fatal(err)
+	}
+	return dir, cutFile
+}
+
+// TestCutEnd: a log whose last data file ends early (as a killed writer
+// leaves it) reads every complete record and reports the cut once, naming
+// the file and the offset, without an error; the same cut in a data file
+// before the last is an error (or, with SkipBad, a skip).
+func TestCutEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		binary bool
+		comp   logdir.Compression
+		bytes  int
+		// undetectable: a cut line in the middle of a log still decodes
+		// (Kieker's readers accept a last line without a line end).
+		undetectable bool
+	}{
+		{"binary", true, logdir.None, 7, false},
+		{"ascii", false, logdir.None, 20, false}, // into the previous field: the cut line does not decode
+		{"ascii cut in the last field", false, logdir.None, 7, true},
+		{"gzip/binary", true, logdir.Gzip, 200, false},
+		{"xz/binary", true, logdir.XZ, 200, false},
+		{"xz/ascii", false, logdir.XZ, 200, false},
+		{"deflate/ascii", false, logdir.Deflate, 200, false},
+		{"zip/binary", true, logdir.Zip, 200, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			read := func(dir string, skip bool) (n int, cuts []error, st kiekerlog.Stats, err error) {
+				r, err := kiekerlog.Open(dir, kiekerlog.Options{Catalog: cat, SkipBad: skip, OnCutEnd: func(err error) { cuts = append(cuts, err) }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = r.Run(context.Background(), pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
+					n += b.Len()
+					return nil
+				}))
+				return n, cuts, r.Stats(), err
 			}
-		}
-	}
-	count := func(skip bool) (int, error) {
-		r, err := kiekerlog.Open(dir, kiekerlog.Options{Catalog: cat, SkipBad: skip})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		err = r.Run(context.Background(), pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
-			n += b.Len()
-			return nil
-		}))
-		return n, err
-	}
-	n, err := count(false)
-	if err == nil || !strings.Contains(err.Error(), "ends inside a record") || !strings.Contains(err.Error(), ".bin") {
-		t.Fatalf("error %v, want one naming the file and the cut record", err)
-	}
-	if n != 100 { // metadata + 99 whole events
-		t.Fatalf("handed on %d records before the cut, want 100", n)
-	}
-	if n, err = count(true); err != nil || n != 100 {
-		t.Fatalf("skip-bad: %d records, %v", n, err)
+
+			// The last of three files (1000 events and the metadata
+			// record, 400 a file) is cut.
+			dir, file := cutLog(t, tc.binary, tc.comp, 1000, 400, -1, tc.bytes)
+			n, cuts, st, err := read(dir, false)
+			if err != nil {
+				t.Fatalf("last file cut: %v, want no error", err)
+			}
+			if n < 800 || n >= 1001 {
+				t.Errorf("last file cut: %d records, want the first two files' 800 and those of the third before the cut", n)
+			}
+			if len(cuts) != 1 || st.CutEnds != 1 || st.Skipped != 0 {
+				t.Fatalf("last file cut: reported %v (stats %+v), want one cut end", cuts, st)
+			}
+			if msg := cuts[0].Error(); !strings.Contains(msg, filepath.Base(file)) || !strings.Contains(msg, "offset") {
+				t.Errorf("report %q does not name the file and the offset", msg)
+			}
+
+			if tc.undetectable {
+				return
+			}
+			// The first file is cut: malformed data in the middle of the log.
+			dir, file = cutLog(t, tc.binary, tc.comp, 1000, 400, 0, tc.bytes)
+			if _, cuts, _, err := read(dir, false); err == nil || len(cuts) != 0 || !strings.Contains(err.Error(), filepath.Base(file)) {
+				t.Fatalf("first file cut: error %v, cut ends %v; want an error naming %s", err, cuts, filepath.Base(file))
+			}
+			if n, cuts, st, err := read(dir, true); err != nil || len(cuts) != 0 || st.Skipped == 0 || n < 600 {
+				t.Fatalf("first file cut, skip-bad: %d records, %v, cut ends %v, stats %+v", n, err, cuts, st)
+			}
+		})
 	}
 }
 
@@ -141,5 +221,35 @@ func benchRead(b *testing.B, dir string) {
 		if err := r.Run(context.Background(), pipeline.ConsumerFunc(func(context.Context, *record.Batch) error { return nil })); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestRunStopsWhenCancelled: a cancelled context stops Run within one read
+// buffer, even when every buffer fills a batch (the consumer never sees
+// the context, as a log writer does not).
+func TestRunStopsWhenCancelled(t *testing.T) {
+	dir := writeLog(t, t.TempDir(), true, 200_000)
+	r, err := kiekerlog.Open(dir, kiekerlog.Options{Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var before, after int
+	err = r.Run(ctx, pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
+		if ctx.Err() != nil {
+			after += b.Len()
+		} else {
+			before += b.Len()
+			cancel()
+		}
+		return nil
+	}))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v, want context.Canceled", err)
+	}
+	// A 256 KiB read buffer holds about 6500 of these 40-byte records.
+	if after > 10_000 {
+		t.Errorf("%d records handed on after the cancel (%d before)", after, before)
 	}
 }

@@ -15,6 +15,11 @@
 // batch never mixes connections: a cumulative ACK on the new connection
 // can never cover messages refused on the old one.
 //
+// Malformed messages are copied to the dead-letter destination, if one is
+// configured, over a second connection (see deadLetters): a destination
+// the broker refuses is reported once and turns dead-lettering off instead
+// of costing the consuming connection.
+//
 // Concurrency: Run owns one goroutine; acknowledgements come from the
 // bridge's flush goroutine (go-stomp's Conn is safe for that).
 package stomp
@@ -55,7 +60,8 @@ type Config struct {
 	VHost string
 	// Destination to subscribe to (DefaultDestination).
 	Destination string
-	// DeadLetter, if set, is a destination receiving malformed messages.
+	// DeadLetter, if set, is a destination receiving malformed messages
+	// (/queue/NAME; a destination the broker refuses turns it off).
 	DeadLetter string
 	// Prefetch is the number of unacknowledged messages the broker may
 	// send ahead (default 5000).
@@ -82,7 +88,9 @@ type Receiver struct {
 func New(cfg Config, set broker.Settings) (*Receiver, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("stomp receiver %s: url: %v", cfg.Name, redactErr(err, cfg.URL))
+		// "127.0.0.1:61613" (no scheme) fails here, with a reason that
+		// does not say what is wrong.
+		return nil, fmt.Errorf("stomp receiver %s: url: want stomp://HOST:PORT or stomp+ssl://HOST:PORT (%v)", cfg.Name, redactErr(err, cfg.URL))
 	}
 	r := &Receiver{cfg: cfg, set: set}
 	port := "61613"
@@ -92,7 +100,7 @@ func New(cfg Config, set broker.Settings) (*Receiver, error) {
 		r.useTLS = true
 		port = "61614"
 	default:
-		return nil, fmt.Errorf("stomp receiver %s: url scheme %q: want stomp:// or stomp+ssl://", cfg.Name, u.Scheme)
+		return nil, fmt.Errorf("stomp receiver %s: url scheme %q: want stomp://HOST:PORT or stomp+ssl://HOST:PORT", cfg.Name, u.Scheme)
 	}
 	if u.Hostname() == "" {
 		return nil, fmt.Errorf("stomp receiver %s: url %s has no host", cfg.Name, u.Redacted())
@@ -141,6 +149,11 @@ func (r *Receiver) Run(ctx context.Context, out pipeline.Consumer) error {
 	bc.Cumulative = true
 	bc.Peer = r.state.Target
 	b := broker.NewBatcher(bc, r.set, out)
+	if r.cfg.DeadLetter != "" {
+		dl := &deadLetters{r: r, off: func() { b.SetDeadLetter(nil) }}
+		defer dl.close()
+		b.SetDeadLetter(func(m broker.Message, reason error) error { return dl.send(ctx, m, reason) })
+	}
 	back := backoff.Exponential{Min: r.cfg.BackoffMin, Max: r.cfg.BackoffMax}
 	for ctx.Err() == nil {
 		err := r.session(ctx, b, &back)
@@ -162,7 +175,7 @@ func (r *Receiver) Run(ctx context.Context, out pipeline.Consumer) error {
 	return nil
 }
 
-func (r *Receiver) dial(ctx context.Context) (*gostomp.Conn, net.Conn, error) {
+func (r *Receiver) dial(ctx context.Context, extra ...func(*gostomp.Conn) error) (*gostomp.Conn, net.Conn, error) {
 	d := net.Dialer{Timeout: 10 * time.Second}
 	nc, err := d.DialContext(ctx, "tcp", r.addr)
 	if err != nil {
@@ -190,6 +203,7 @@ func (r *Receiver) dial(ctx context.Context) (*gostomp.Conn, net.Conn, error) {
 		gostomp.ConnOpt.ReadChannelCapacity(1024),
 		gostomp.ConnOpt.Logger(quietLogger{}),
 	}
+	opts = append(opts, extra...)
 	if r.cfg.User != "" {
 		opts = append(opts, gostomp.ConnOpt.Login(r.cfg.User, r.cfg.Password))
 	}
@@ -258,15 +272,6 @@ func (r *Receiver) session(ctx context.Context, b *broker.Batcher, back *backoff
 	}
 	r.state.Up()
 	back.Reset()
-	var deadLetter func(broker.Message, error) error
-	if r.cfg.DeadLetter != "" {
-		deadLetter = func(m broker.Message, reason error) error {
-			return conn.Send(r.cfg.DeadLetter, m.ContentType, m.Body,
-				gostomp.SendOpt.Header("x-tracebridge-error", truncate(reason.Error(), 512)),
-				gostomp.SendOpt.Header("x-tracebridge-message-id", m.ID))
-		}
-	}
-	b.SetDeadLetter(deadLetter)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -302,6 +307,88 @@ func (r *Receiver) session(ctx context.Context, b *broker.Batcher, back *backoff
 			}
 		}
 	}
+}
+
+// deadLetters copies malformed messages to the dead-letter destination
+// over a connection of its own, opened on the first malformed message: a
+// destination the broker refuses (RabbitMQ answers one it does not know
+// with an ERROR frame and closes the connection) must not take the
+// consuming connection with it, which would have the broker redeliver the
+// same messages forever. Every copy is sent with a receipt, so a malformed
+// message is acknowledged only after its copy is stored (a round trip per
+// malformed message, none per good one).
+//
+// A refusal is logged once and turns dead-lettering off for the rest of
+// the run; a lost connection is only reported with the message and
+// reopened for the next one.
+//
+// Concurrency: used by the receiving goroutine only (the Batcher calls the
+// dead-letter function from Add).
+type deadLetters struct {
+	r    *Receiver
+	off  func() // tells the Batcher to stop dead-lettering
+	conn *gostomp.Conn
+}
+
+// deadLetterReceiptTimeout bounds the wait for the broker's receipt of a
+// dead letter.
+const deadLetterReceiptTimeout = 10 * time.Second
+
+// errDeadLetterRefused is what the message that met the refusal reports.
+var errDeadLetterRefused = errors.New("refused by the broker; dead-lettering is now off")
+
+func (d *deadLetters) send(ctx context.Context, m broker.Message, reason error) error {
+	if d.conn == nil {
+		c, _, err := d.r.dial(ctx, gostomp.ConnOpt.RcvReceiptTimeout(deadLetterReceiptTimeout))
+		if err != nil {
+			return fmt.Errorf("dead-letter connection: %w", err)
+		}
+		d.conn = c
+	}
+	err := d.conn.Send(d.r.cfg.DeadLetter, m.ContentType, m.Body,
+		gostomp.SendOpt.Header("x-tracebridge-error", truncate(reason.Error(), 512)),
+		gostomp.SendOpt.Header("x-tracebridge-message-id", m.ID),
+		gostomp.SendOpt.Receipt)
+	if err == nil {
+		return nil
+	}
+	d.close()
+	why, refused := brokerRefusal(err)
+	if !refused {
+		return fmt.Errorf("dead letter to %s: %w", d.r.cfg.DeadLetter, err)
+	}
+	d.off()
+	d.r.log.Error("dead-letter destination refused by the broker; dead-lettering is off: malformed messages are logged, counted and acknowledged without a copy",
+		"receiver", d.r.cfg.Name, "dead_letter", d.r.cfg.DeadLetter, "err", why,
+		"hint", "a dead-letter destination is a broker destination such as /queue/kieker.dead-letters (RabbitMQ also /topic/…, /exchange/…), not a file path")
+	return errDeadLetterRefused
+}
+
+func (d *deadLetters) close() {
+	if d.conn != nil {
+		d.conn.MustDisconnect()
+		d.conn = nil
+	}
+}
+
+// brokerRefusal reports whether err is the broker's ERROR frame answering
+// a SEND, and its reason (the message header and the first line of the
+// body). go-stomp also reports its own failures (connection closed, write
+// errors) as ERROR frames, but those carry only a message header; a
+// broker's has a body or more headers (content-type, receipt-id).
+func brokerRefusal(err error) (string, bool) {
+	var se gostomp.Error
+	if !errors.As(err, &se) || se.Frame == nil || se.Frame.Command != frame.ERROR {
+		return "", false
+	}
+	if len(se.Frame.Body) == 0 && se.Frame.Header.Len() <= 1 {
+		return "", false
+	}
+	why := se.Message
+	if line, _, _ := strings.Cut(strings.TrimSpace(string(se.Frame.Body)), "\n"); line != "" {
+		why += ": " + truncate(line, 200)
+	}
+	return why, true
 }
 
 func truncate(s string, n int) string {

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -275,5 +277,81 @@ func TestRefusedLoginSaysWhy(t *testing.T) {
 	}
 	if strings.Contains(msg, password) || strings.Contains(msg, "guest") {
 		t.Errorf("error %q shows the credentials", msg)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's goroutines and a
+// reading test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRefusedDeadLetterDestination: a dead-letter destination RabbitMQ
+// refuses (a file path) is reported once and turns dead-lettering off; the
+// consuming connection is not lost, every good message arrives, the
+// malformed ones are counted and acknowledged, nothing stays in the queue.
+func TestRefusedDeadLetterDestination(t *testing.T) {
+	servicetest.Require(t, servicetest.RabbitSTOMP, "RabbitMQ STOMP")
+	dest := queue(t)
+	pub := publisher(t)
+	for i := 0; i < 200; i++ {
+		if err := pub.Send(dest, "text/plain", fmt.Appendf(nil, "1;%d;42;%d;op();a.B", 1000+i, i)); err != nil {
+			t.Fatal(err)
+		}
+		if i%50 == 10 {
+			pub.Send(dest, "text/plain", []byte("1;not-a-number;42;0;op();a.B"))
+		}
+	}
+	var logs syncBuffer
+	r, err := New(Config{Name: "dl", URL: "stomp://guest:guest@" + servicetest.RabbitSTOMP, Destination: dest,
+		DeadLetter: "./dead-letters", Batch: broker.Config{Mapping: perlMapping(t)}},
+		broker.Settings{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &servicetest.Collector{}
+	stop := servicetest.RunBridge(t, r, sink)
+	sink.WaitFor(t, 200, 20*time.Second)
+	time.Sleep(300 * time.Millisecond) // acknowledged after a flush
+	stop()
+	if n := distinct(sink); n != 200 {
+		t.Fatalf("%d of 200 good records", n)
+	}
+	out := logs.String()
+	if n := strings.Count(out, `msg="dead-letter destination refused`); n != 1 {
+		t.Errorf("refusal logged %d times, want once:\n%s", n, out)
+	}
+	if n := strings.Count(out, "malformed message acknowledged"); n != 4 {
+		t.Errorf("%d malformed messages logged, want 4:\n%s", n, out)
+	}
+	if strings.Contains(out, "reconnect") || strings.Contains(out, "connection lost") {
+		t.Errorf("the consuming connection was lost:\n%s", out)
+	}
+	if left := drain(t, dest, 500*time.Millisecond); len(left) != 0 {
+		t.Fatalf("%d messages left in the queue", len(left))
+	}
+}
+
+// TestURLWithoutScheme: HOST:PORT alone (a YAML url without stomp://) is
+// refused with what a URL looks like, not url.Parse's reason.
+func TestURLWithoutScheme(t *testing.T) {
+	for _, u := range []string{"127.0.0.1:61613", "localhost:61613", "guest:s3cret@127.0.0.1:61613"} {
+		_, err := New(Config{Name: "x", URL: u}, broker.Settings{})
+		if err == nil || !strings.Contains(err.Error(), "want stomp://HOST:PORT") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("url %q: %v", u, err)
+		}
 	}
 }

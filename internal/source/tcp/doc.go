@@ -54,7 +54,9 @@
 // Every fault is confined to its connection: a malformed stream (a decode
 // error, a limit exceeded, a unit larger than MaxUnit), a client that
 // disconnects inside a record, or a panic in a decoder closes only that
-// connection, after the records decoded before the fault were handed on. It
+// connection, after the records decoded before the fault were handed on
+// (a malformed stream and a panic with a reset, so that the sender learns
+// its stream was refused and not read to its end). It
 // is logged in one line (keys receiver, peer, offset, err; the offset is the
 // stream offset of the offending unit) and counted as a decode error. Such
 // lines are rate-limited per receiver (Config.LogRate per second, then one

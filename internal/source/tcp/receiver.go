@@ -414,6 +414,14 @@ func (r *Receiver) serve(nc net.Conn, dec Decoder, role string, em *emitter, onE
 	if end.kind == endConsumer {
 		r.stopAll()
 	}
+	if end.kind == endDecode || end.kind == endPanic {
+		// Refuse the stream with a reset, not the orderly close that ends
+		// a stream: a sender that reads only the close (the forward sink,
+		// replay) cannot tell it from having been read whole.
+		if lc, ok := nc.(interface{ SetLinger(sec int) error }); ok {
+			lc.SetLinger(0)
+		}
+	}
 	unread := 0
 	if end.kind == endDrained || end.kind == endConsumer {
 		unread = probeUnread(nc, s.bufSize)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -511,4 +512,23 @@ func TestRunCloseLifecycle(t *testing.T) {
 			t.Errorf("%s: %s does not parse back", name, mode)
 		}
 	}
+}
+
+// TestMalformedStreamIsReset: a malformed stream is refused with a reset,
+// even when the receiver had read all of it, so that the sender cannot
+// take the close for the end of a stream read whole.
+func TestMalformedStreamIsReset(t *testing.T) {
+	m := kdbMapping(t)
+	e := start(t, Config{NewDecoder: KDBDecoder(m, kdb.Options{})}, nil)
+	conn := dial(t, e.r.Addr())
+	if _, err := conn.Write(append(kdbRecords(t, m, 1, 0, 5), "\xde\xad\xbe\xef"...)); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var b [64]byte
+	_, err := conn.Read(b[:])
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("read after a malformed stream: %v, want a connection reset", err)
+	}
+	e.col.wait(t, 5, 5*time.Second)
 }

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// TestServeHelp: `serve -h` alone (-h is KDB's host flag otherwise) and
+// `serve --help` print the usage and exit 0, as the top-level help
+// promises for `<command> -h`; it lists every option once, with both its
+// names and its real default (testdata/serve-help.golden).
+func TestServeHelp(t *testing.T) {
+	golden := filepath.Join("testdata", "serve-help.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(ok(t, "serve", "--help").stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"-help"}, {"-t", "tcp-server", "--help"}} {
+		r := ok(t, append([]string{"serve"}, args...)...)
+		if !strings.HasPrefix(r.stdout, "usage:") || r.stdout != string(want) {
+			t.Errorf("serve %v: stdout differs from %s (run with -update after a change):\n%s", args, golden, r.stdout)
+		}
+	}
+	_, opts, found := strings.Cut(string(want), "\noptions:\n")
+	if !found {
+		t.Fatal("no options section")
+	}
+	if strings.Contains(opts, "default -1") {
+		t.Error("a port shows the marker -1 as its default")
+	}
+	fs, _, _ := serveFlagSet(nil)
+	fs.VisitAll(func(f *flag.Flag) {
+		n := len(regexp.MustCompile(`(?m)^  (-\w, )? *--`+regexp.QuoteMeta(f.Name)+`\b`).FindAllString(opts, -1))
+		if len(f.Name) == 1 {
+			n = strings.Count(opts, "  -"+f.Name+", --")
+		}
+		if n != 1 {
+			t.Errorf("option %s is listed %d times", f.Name, n)
+		}
+	})
+}
+
+// TestServeHostFlag: with other flags, -h keeps KDB's meaning (the host).
+func TestServeHostFlag(t *testing.T) {
+	p := bridgetest.Start(t, t.TempDir(), "-t", "tcp-server", "-h", "127.0.0.1", "-p", "0", "--data-dir", "logs")
+	if addr := p.Addr("tcp-server"); !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Errorf("listening on %s", addr)
+	}
+	p.Stop()
+	if r := tb(t, "serve", "-t", "tcp-client", "-p", "1", "-h"); r.code != exitUsage {
+		t.Errorf("-h without a host among other flags: exit %d, want %d", r.code, exitUsage)
+	}
+}
