@@ -1,0 +1,94 @@
+package store
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// bloom is a Bloom filter over 64-bit hashes: m bits, k probes by double
+// hashing. Blocks carry one over the attribute pairs and the trigrams of
+// their strings, so a search skips blocks that cannot match without
+// decompressing them.
+type bloom struct {
+	k    uint32
+	bits []uint64
+}
+
+// bloomBitsPerItem gives a false-positive rate of about 1 %.
+const bloomBitsPerItem = 10
+
+// hashString hashes s for the filters. The hash must be the same in every
+// process that reads the store, so it is FNV-1a based, not seeded.
+func hashString(s string) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= prime
+	}
+	// A final mix spreads FNV's low-entropy low bits.
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	return h
+}
+
+func newBloom(items int) *bloom {
+	if items < 1 {
+		items = 1
+	}
+	m := uint64(items) * bloomBitsPerItem
+	words := (m + 63) / 64
+	return &bloom{k: 7, bits: make([]uint64, words)}
+}
+
+func (b *bloom) add(h uint64) {
+	m := uint64(len(b.bits)) * 64
+	h1, h2 := h, h>>32|h<<32
+	for i := uint32(0); i < b.k; i++ {
+		p := (h1 + uint64(i)*h2) % m
+		b.bits[p/64] |= 1 << (p % 64)
+	}
+}
+
+func (b *bloom) has(h uint64) bool {
+	if b == nil || len(b.bits) == 0 {
+		return true
+	}
+	m := uint64(len(b.bits)) * 64
+	h1, h2 := h, h>>32|h<<32
+	for i := uint32(0); i < b.k; i++ {
+		p := (h1 + uint64(i)*h2) % m
+		if b.bits[p/64]&(1<<(p%64)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *bloom) marshal(dst []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(b.k))
+	dst = binary.AppendUvarint(dst, uint64(len(b.bits)))
+	for _, w := range b.bits {
+		dst = binary.LittleEndian.AppendUint64(dst, w)
+	}
+	return dst
+}
+
+func unmarshalBloom(p []byte) (*bloom, []byte, bool) {
+	k, n := binary.Uvarint(p)
+	if n <= 0 || k == 0 || k > 32 {
+		return nil, nil, false
+	}
+	p = p[n:]
+	words, n := binary.Uvarint(p)
+	if n <= 0 || words > math.MaxInt32 || uint64(len(p)-n) < words*8 {
+		return nil, nil, false
+	}
+	p = p[n:]
+	b := &bloom{k: uint32(k), bits: make([]uint64, words)}
+	for i := range b.bits {
+		b.bits[i] = binary.LittleEndian.Uint64(p[8*i:])
+	}
+	return b, p[8*words:], true
+}

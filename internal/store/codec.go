@@ -1,0 +1,373 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/tracebridge/tracebridge/internal/trace"
+)
+
+// symbols is one host's dictionary: id 0 is the empty string.
+type symbols struct {
+	byName map[string]uint32
+	names  []string
+}
+
+func newSymbols() *symbols {
+	return &symbols{byName: map[string]uint32{"": 0}, names: []string{""}}
+}
+
+// id returns the id of s, adding it (and reporting it new) when unknown.
+func (d *symbols) id(s string) (uint32, bool) {
+	if id, ok := d.byName[s]; ok {
+		return id, false
+	}
+	id := uint32(len(d.names))
+	d.names = append(d.names, s)
+	d.byName[s] = id
+	return id, true
+}
+
+func (d *symbols) name(id uint64) (string, bool) {
+	if id >= uint64(len(d.names)) {
+		return "", false
+	}
+	return d.names[id], true
+}
+
+// Limits of the trace encoding, checked when decoding.
+const (
+	maxSpansPerTrace = 1 << 24
+	maxStringLen     = 16 << 20
+	maxListLen       = 1 << 20
+)
+
+// errCorrupt is wrapped by decoding errors.
+var errCorrupt = errors.New("corrupt trace data")
+
+// encoder appends traces to a block payload, defining symbols as it goes.
+type encoder struct {
+	syms    *symbols
+	newSyms []string // defined since the block began
+	buf     []byte
+	tmp     []byte
+}
+
+func (e *encoder) sym(dst []byte, s string) []byte {
+	id, isNew := e.syms.id(s)
+	if isNew {
+		e.newSyms = append(e.newSyms, s)
+	}
+	return binary.AppendUvarint(dst, uint64(id))
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+// encodeTrace appends t's body to e.tmp and returns it. Spans are stored in
+// the trace's tree order, so a parent always comes before its children and
+// is referred to by index.
+func (e *encoder) encodeTrace(t *trace.Trace) []byte {
+	b := e.tmp[:0]
+	b = binary.BigEndian.AppendUint64(b, t.ID.Hi)
+	b = binary.BigEndian.AppendUint64(b, t.ID.Lo)
+	b = binary.AppendUvarint(b, uint64(t.Part))
+	b = binary.AppendUvarint(b, uint64(len(t.Broken)))
+	for _, r := range t.Broken {
+		b = appendString(b, r)
+	}
+	start := t.Start()
+	b = binary.AppendVarint(b, start)
+	b = binary.AppendUvarint(b, uint64(len(t.Spans)))
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		var flags byte
+		if s.Error {
+			flags |= 1
+		}
+		if s.Parent >= 0 {
+			flags |= 2
+		} else if s.ParentID != 0 {
+			flags |= 4
+		}
+		flags |= byte(s.Source&7) << 3
+		b = append(b, flags, byte(s.Kind)|byte(s.Status)<<4)
+		b = binary.BigEndian.AppendUint64(b, uint64(s.SpanID))
+		switch {
+		case s.Parent >= 0:
+			b = binary.AppendUvarint(b, uint64(s.Parent))
+		case s.ParentID != 0:
+			b = binary.BigEndian.AppendUint64(b, uint64(s.ParentID))
+		}
+		b = binary.AppendVarint(b, s.Start-start)
+		b = binary.AppendVarint(b, s.End-s.Start)
+		b = e.sym(b, s.Operation)
+		b = e.sym(b, s.Component)
+		b = e.sym(b, s.Host)
+		b = e.sym(b, s.Service)
+		b = e.sym(b, s.Thread)
+		b = appendString(b, s.Process)
+		b = appendString(b, s.Session)
+		b = appendString(b, s.StatusMessage)
+		b = binary.AppendVarint(b, int64(s.OrderIndex))
+		b = binary.AppendVarint(b, int64(s.EOI))
+		b = binary.AppendVarint(b, int64(s.ESS))
+		b = binary.AppendVarint(b, s.KiekerTrace-int64(t.ID.Lo))
+		b = e.attrs(b, s.Attributes)
+		b = binary.AppendUvarint(b, uint64(len(s.Events)))
+		for _, ev := range s.Events {
+			b = e.sym(b, ev.Name)
+			b = binary.AppendVarint(b, ev.Time-s.Start)
+			b = e.attrs(b, ev.Attributes)
+		}
+		b = binary.AppendUvarint(b, uint64(len(s.Links)))
+		for _, l := range s.Links {
+			b = binary.BigEndian.AppendUint64(b, l.TraceID.Hi)
+			b = binary.BigEndian.AppendUint64(b, l.TraceID.Lo)
+			b = binary.BigEndian.AppendUint64(b, uint64(l.SpanID))
+			b = append(b, byte(l.Kind))
+			b = appendString(b, l.TraceState)
+			b = e.attrs(b, l.Attributes)
+		}
+	}
+	e.tmp = b
+	return b
+}
+
+func (e *encoder) attrs(b []byte, as []trace.Attr) []byte {
+	b = binary.AppendUvarint(b, uint64(len(as)))
+	for _, a := range as {
+		b = e.sym(b, a.Key)
+		b = append(b, byte(a.Type))
+		b = appendString(b, a.Value)
+	}
+	return b
+}
+
+// decoder reads a trace body. Its error sticks: fields are read one after
+// the other and checked once.
+type decoder struct {
+	p    []byte
+	off  int
+	err  error
+	syms *symbols
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s at byte %d", errCorrupt, what, d.off)
+	}
+}
+
+func (d *decoder) u64() uint64 {
+	if d.err != nil || len(d.p)-d.off < 8 {
+		d.fail("truncated")
+		return 0
+	}
+	v := binary.BigEndian.Uint64(d.p[d.off:])
+	d.off += 8
+	return v
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil || d.off >= len(d.p) {
+		d.fail("truncated")
+		return 0
+	}
+	v := d.p[d.off]
+	d.off++
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.p[d.off:])
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.off += n
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.p[d.off:])
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.off += n
+	return v
+}
+
+func (d *decoder) count(limit uint64, what string) int {
+	n := d.uvarint()
+	if n > limit || n > uint64(len(d.p)-d.off) {
+		d.fail(what + " count")
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) str() string {
+	n := d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	if n > maxStringLen || n > uint64(len(d.p)-d.off) {
+		d.fail("string length")
+		return ""
+	}
+	s := string(d.p[d.off : d.off+int(n)])
+	d.off += int(n)
+	return s
+}
+
+func (d *decoder) sym() string {
+	id := d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	s, ok := d.syms.name(id)
+	if !ok {
+		d.fail(fmt.Sprintf("unknown symbol %d", id))
+	}
+	return s
+}
+
+func (d *decoder) attrs() []trace.Attr {
+	n := d.count(maxListLen, "attribute")
+	if n == 0 {
+		return nil
+	}
+	as := make([]trace.Attr, n)
+	for i := range as {
+		as[i].Key = d.sym()
+		as[i].Type = trace.ValueType(d.byte())
+		as[i].Value = d.str()
+	}
+	return as
+}
+
+// decodeTrace reads a trace body.
+func decodeTrace(p []byte, syms *symbols) (*trace.Trace, error) {
+	d := &decoder{p: p, syms: syms}
+	t := &trace.Trace{}
+	t.ID.Hi, t.ID.Lo = d.u64(), d.u64()
+	t.Part = int(d.uvarint())
+	if nb := d.count(maxListLen, "broken"); nb > 0 {
+		t.Broken = make([]string, nb)
+		for i := range t.Broken {
+			t.Broken[i] = d.str()
+		}
+	}
+	start := d.varint()
+	n := d.count(maxSpansPerTrace, "span")
+	if d.err != nil {
+		return nil, d.err
+	}
+	t.Spans = make([]trace.Span, n)
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		flags := d.byte()
+		ks := d.byte()
+		s.Error = flags&1 != 0
+		s.Source = trace.Source(flags >> 3 & 7)
+		s.Kind, s.Status = trace.Kind(ks&15), trace.Status(ks>>4)
+		s.SpanID = trace.SpanID(d.u64())
+		s.Parent = -1
+		switch {
+		case flags&2 != 0:
+			p := d.uvarint()
+			if p >= uint64(i) {
+				d.fail("parent index")
+				break
+			}
+			s.Parent = int32(p)
+			s.ParentID = t.Spans[p].SpanID
+			s.Depth = t.Spans[p].Depth + 1
+		case flags&4 != 0:
+			s.ParentID = trace.SpanID(d.u64())
+		}
+		s.Start = start + d.varint()
+		s.End = s.Start + d.varint()
+		s.Operation, s.Component, s.Host, s.Service, s.Thread = d.sym(), d.sym(), d.sym(), d.sym(), d.sym()
+		s.Process, s.Session, s.StatusMessage = d.str(), d.str(), d.str()
+		s.OrderIndex, s.EOI, s.ESS = int32(d.varint()), int32(d.varint()), int32(d.varint())
+		s.KiekerTrace = d.varint() + int64(t.ID.Lo)
+		s.Attributes = d.attrs()
+		if ne := d.count(maxListLen, "event"); ne > 0 {
+			s.Events = make([]trace.Event, ne)
+			for j := range s.Events {
+				s.Events[j].Name = d.sym()
+				s.Events[j].Time = s.Start + d.varint()
+				s.Events[j].Attributes = d.attrs()
+			}
+		}
+		if nl := d.count(maxListLen, "link"); nl > 0 {
+			s.Links = make([]trace.Link, nl)
+			for j := range s.Links {
+				l := &s.Links[j]
+				l.TraceID.Hi, l.TraceID.Lo = d.u64(), d.u64()
+				l.SpanID = trace.SpanID(d.u64())
+				l.Kind = trace.LinkKind(d.byte())
+				l.TraceState = d.str()
+				l.Attributes = d.attrs()
+			}
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
+	}
+	if d.off != len(p) {
+		d.fail("trailing bytes")
+	}
+	return t, d.err
+}
+
+// textOf calls f with every string of span s that text search looks at:
+// operation, class, attribute keys and values, the status message
+// (Kieker's exception class) and the attributes of exception events.
+func textOf(s *trace.Span, f func(string)) {
+	f(s.Operation)
+	f(s.Component)
+	f(s.StatusMessage)
+	for _, a := range s.Attributes {
+		f(a.Key)
+		f(a.Value)
+	}
+	for _, ev := range s.Events {
+		if ev.Name != "exception" {
+			continue
+		}
+		for _, a := range ev.Attributes {
+			f(a.Value)
+		}
+	}
+}
+
+// trigrams calls f with the hash of every trigram of the lower-cased s.
+func trigrams(s string, f func(uint64)) {
+	if len(s) < 3 {
+		return
+	}
+	l := strings.ToLower(s)
+	for i := 0; i+3 <= len(l); i++ {
+		f(hashString(l[i : i+3]))
+	}
+}
+
+// pairHash is the hash of an attribute pair in the block filters.
+func pairHash(key, value string) uint64 { return hashString(key + "\x00" + value) }
+
+var _ = math.MaxInt32

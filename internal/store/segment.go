@@ -1,0 +1,234 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Segment files: a 24-byte header, then blocks.
+//
+//	segment header: "TBSG" | version u32 (1) | host id u32 | segment u32 | created unix ns i64
+//	block header:   "TBK1" | compressed length u32 | raw length u32 | traces u32 |
+//	                min start i64 | max end i64 | CRC-32C u32 of the first 32 bytes and the payload
+//	block payload:  zstd frame of: first symbol id (uvarint), symbol count (uvarint),
+//	                the new symbols (uvarint length + bytes each), then the traces
+//	                (uvarint length + trace body each)
+//
+// All integers big-endian. A block is written whole and the file synced
+// before the index points at it; a block whose header or checksum does not
+// hold at the end of the last segment is the torn tail of a crash.
+const (
+	segMagic        = "TBSG"
+	blockMagic      = "TBK1"
+	segHeaderSize   = 24
+	blockHeaderSize = 36
+	segVersion      = 1
+	// maxBlockSize bounds a block's compressed and raw size (a corrupt
+	// length must not make the reader allocate gigabytes).
+	maxBlockSize = 64 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// errTorn says a block is incomplete or fails its checksum.
+var errTorn = errors.New("incomplete or corrupt block")
+
+type blockHeader struct {
+	compLen, rawLen, count uint32
+	minStart, maxEnd       int64
+}
+
+var (
+	zencOnce sync.Once
+	zenc     *zstd.Encoder
+	zdecPool = sync.Pool{New: func() any {
+		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxBlockSize))
+		if err != nil {
+			panic(err)
+		}
+		return d
+	}}
+)
+
+func encoder1() *zstd.Encoder {
+	zencOnce.Do(func() {
+		var err error
+		zenc, err = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
+		if err != nil {
+			panic(err)
+		}
+	})
+	return zenc
+}
+
+// appendBlock appends a block holding raw (the uncompressed payload) to dst.
+func appendBlock(dst, raw []byte, h blockHeader) []byte {
+	start := len(dst)
+	dst = append(dst, blockMagic...)
+	dst = append(dst, make([]byte, blockHeaderSize-4)...)
+	dst = encoder1().EncodeAll(raw, dst)
+	hdr := dst[start:]
+	binary.BigEndian.PutUint32(hdr[4:], uint32(len(dst)-start-blockHeaderSize))
+	binary.BigEndian.PutUint32(hdr[8:], uint32(len(raw)))
+	binary.BigEndian.PutUint32(hdr[12:], h.count)
+	binary.BigEndian.PutUint64(hdr[16:], uint64(h.minStart))
+	binary.BigEndian.PutUint64(hdr[24:], uint64(h.maxEnd))
+	c := crc32.Update(0, castagnoli, hdr[:32])
+	c = crc32.Update(c, castagnoli, hdr[blockHeaderSize:])
+	binary.BigEndian.PutUint32(hdr[32:], c)
+	return dst
+}
+
+// parseBlockHeader checks a block header's magic and sizes.
+func parseBlockHeader(p []byte) (blockHeader, error) {
+	if len(p) < blockHeaderSize || string(p[:4]) != blockMagic {
+		return blockHeader{}, fmt.Errorf("%w: bad block header", errTorn)
+	}
+	h := blockHeader{
+		compLen:  binary.BigEndian.Uint32(p[4:]),
+		rawLen:   binary.BigEndian.Uint32(p[8:]),
+		count:    binary.BigEndian.Uint32(p[12:]),
+		minStart: int64(binary.BigEndian.Uint64(p[16:])),
+		maxEnd:   int64(binary.BigEndian.Uint64(p[24:])),
+	}
+	if h.compLen > maxBlockSize || h.rawLen > maxBlockSize {
+		return blockHeader{}, fmt.Errorf("%w: block size %d/%d over the limit", errTorn, h.compLen, h.rawLen)
+	}
+	return h, nil
+}
+
+// readBlock reads and checks the block at off of f and returns its header
+// and decompressed payload.
+func readBlock(f io.ReaderAt, off int64) (blockHeader, []byte, error) {
+	var hb [blockHeaderSize]byte
+	if _, err := f.ReadAt(hb[:], off); err != nil {
+		return blockHeader{}, nil, fmt.Errorf("%w: header: %v", errTorn, err)
+	}
+	h, err := parseBlockHeader(hb[:])
+	if err != nil {
+		return h, nil, err
+	}
+	comp := make([]byte, h.compLen)
+	if _, err := f.ReadAt(comp, off+blockHeaderSize); err != nil {
+		return h, nil, fmt.Errorf("%w: payload: %v", errTorn, err)
+	}
+	c := crc32.Update(0, castagnoli, hb[:32])
+	c = crc32.Update(c, castagnoli, comp)
+	if c != binary.BigEndian.Uint32(hb[32:]) {
+		return h, nil, fmt.Errorf("%w: checksum mismatch", errTorn)
+	}
+	d := zdecPool.Get().(*zstd.Decoder)
+	raw, err := d.DecodeAll(comp, make([]byte, 0, h.rawLen))
+	zdecPool.Put(d)
+	if err != nil || len(raw) != int(h.rawLen) {
+		return h, nil, fmt.Errorf("%w: decompressing: %v", errTorn, err)
+	}
+	return h, raw, nil
+}
+
+// blockSize returns the size on disk of a block with header h.
+func blockSize(h blockHeader) int64 { return blockHeaderSize + int64(h.compLen) }
+
+// payload splits a block's raw payload into its new symbols and traces.
+type payload struct {
+	firstSym uint64
+	syms     []string
+	traces   [][]byte
+}
+
+func appendPayload(dst []byte, firstSym uint64, syms []string, traces [][]byte) []byte {
+	dst = binary.AppendUvarint(dst, firstSym)
+	dst = binary.AppendUvarint(dst, uint64(len(syms)))
+	for _, s := range syms {
+		dst = appendString(dst, s)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(traces)))
+	for _, t := range traces {
+		dst = binary.AppendUvarint(dst, uint64(len(t)))
+		dst = append(dst, t...)
+	}
+	return dst
+}
+
+func parsePayload(raw []byte) (payload, error) {
+	d := &decoder{p: raw}
+	var p payload
+	p.firstSym = d.uvarint()
+	n := d.count(maxListLen, "symbol")
+	for range n {
+		p.syms = append(p.syms, d.str())
+	}
+	nt := d.count(maxListLen, "trace")
+	for range nt {
+		l := d.uvarint()
+		if d.err != nil || l > uint64(len(raw)-d.off) {
+			d.fail("trace length")
+			break
+		}
+		p.traces = append(p.traces, raw[d.off:d.off+int(l)])
+		d.off += int(l)
+	}
+	if d.err == nil && d.off != len(raw) {
+		d.fail("trailing bytes")
+	}
+	return p, d.err
+}
+
+// segHeader is a segment file's header.
+type segHeader struct {
+	host, seg uint32
+	created   int64
+}
+
+func appendSegHeader(dst []byte, h segHeader) []byte {
+	dst = append(dst, segMagic...)
+	dst = binary.BigEndian.AppendUint32(dst, segVersion)
+	dst = binary.BigEndian.AppendUint32(dst, h.host)
+	dst = binary.BigEndian.AppendUint32(dst, h.seg)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(h.created))
+	return dst
+}
+
+func readSegHeader(f io.ReaderAt) (segHeader, error) {
+	var b [segHeaderSize]byte
+	if _, err := f.ReadAt(b[:], 0); err != nil {
+		return segHeader{}, fmt.Errorf("segment header: %w", err)
+	}
+	if string(b[:4]) != segMagic {
+		return segHeader{}, errors.New("segment header: not a tracebridge segment")
+	}
+	if v := binary.BigEndian.Uint32(b[4:]); v != segVersion {
+		return segHeader{}, fmt.Errorf("segment header: version %d (this tracebridge reads %d)", v, segVersion)
+	}
+	return segHeader{host: binary.BigEndian.Uint32(b[8:]), seg: binary.BigEndian.Uint32(b[12:]), created: int64(binary.BigEndian.Uint64(b[16:]))}, nil
+}
+
+// scanBlocks reads the blocks of a segment from off on, calling f with each
+// block's offset, header and raw payload. It stops at the end of the file
+// and returns the offset after the last good block with the error that
+// ended the scan (errTorn for a bad block; nil at a clean end).
+func scanBlocks(f *os.File, off int64, fn func(off int64, h blockHeader, raw []byte) error) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return off, err
+	}
+	size := st.Size()
+	for off < size {
+		h, raw, err := readBlock(f, off)
+		if err != nil {
+			return off, err
+		}
+		if err := fn(off, h, raw); err != nil {
+			return off, err
+		}
+		off += blockSize(h)
+	}
+	return off, nil
+}

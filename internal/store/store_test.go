@@ -1,0 +1,270 @@
+package store
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/tracebridge/tracebridge/internal/trace"
+)
+
+// mkTrace builds a trace of n spans on host (a root and n-1 children);
+// the root's attributes carry the trace number.
+func mkTrace(i int, host string, n int, start, dur int64, errSpan bool) *trace.Trace {
+	t := &trace.Trace{ID: trace.ID{Hi: 7, Lo: uint64(i + 1)}}
+	t.Spans = append(t.Spans, trace.Span{SpanID: 1, Parent: -1, Operation: "GET /item/" + strconv.Itoa(i%5), Component: "web.Handler",
+		Host: host, Service: "web-" + host, Start: start, End: start + dur, Source: trace.FromSpan,
+		Attributes: []trace.Attr{{Key: "n", Value: strconv.Itoa(i), Type: trace.TypeInt}, {Key: "user", Value: "u" + strconv.Itoa(i%7), Type: trace.TypeString}},
+		OrderIndex: -1, EOI: -1, ESS: -1})
+	for j := 1; j < n; j++ {
+		s := trace.Span{SpanID: trace.SpanID(j + 1), ParentID: 1, Parent: 0, Depth: 1, Operation: "SELECT * FROM t" + strconv.Itoa(j),
+			Component: "db.Client", Host: "db", Service: "db", Start: start + int64(j), End: start + int64(j) + 10,
+			Source: trace.FromSpan, OrderIndex: -1, EOI: -1, ESS: -1}
+		if errSpan && j == n-1 {
+			s.Error = true
+			s.StatusMessage = "java.sql.SQLTimeoutException"
+			s.Events = []trace.Event{{Name: "exception", Time: s.End, Attributes: []trace.Attr{{Key: "exception.message", Value: "query timed out after 10ms", Type: trace.TypeString}}}}
+		}
+		t.Spans = append(t.Spans, s)
+	}
+	return t
+}
+
+func open(t *testing.T, dir string, o Options) *Store {
+	t.Helper()
+	s, err := Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestAppendGetSearchReopen(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, Options{BlockSize: 4 << 10})
+	var all []*trace.Trace
+	for i := range 300 {
+		host := []string{"alpha", "beta", "gamma"}[i%3]
+		all = append(all, mkTrace(i, host, 1+i%4, int64(1_000_000+i*1000), int64(100+i), i%10 == 0))
+	}
+	if _, err := s.Append(all); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 17, 299} {
+		got, err := s.Get(all[i].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(all[i], got, cmpopts.IgnoreUnexported(trace.Span{})); d != "" {
+			t.Fatalf("trace %d (-want +got):\n%s", i, d)
+		}
+	}
+	if _, err := s.Get(trace.ID{Lo: 999999}); err != ErrNotFound {
+		t.Fatalf("unknown id: %v", err)
+	}
+	check := func(name string, q Query, want func(i int, tr *trace.Trace) bool) {
+		t.Helper()
+		var expect []string
+		for i := len(all) - 1; i >= 0; i-- {
+			if want(i, all[i]) {
+				expect = append(expect, all[i].ID.String())
+			}
+		}
+		var got []string
+		q.Limit = 7
+		for {
+			p, err := s.Search(q)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			for _, sum := range p.Traces {
+				got = append(got, sum.TraceID)
+			}
+			if !p.More {
+				break
+			}
+			q.Cursor = p.Cursor
+		}
+		if d := cmp.Diff(expect, got); d != "" {
+			t.Errorf("%s (-want +got):\n%s", name, d)
+		}
+	}
+	check("all", Query{}, func(int, *trace.Trace) bool { return true })
+	check("host beta", Query{Hosts: []string{"beta"}}, func(i int, _ *trace.Trace) bool { return i%3 == 1 })
+	check("host db", Query{Hosts: []string{"db"}}, func(i int, _ *trace.Trace) bool { return 1+i%4 > 1 })
+	check("hosts alpha, db", Query{Hosts: []string{"alpha", "db"}}, func(i int, _ *trace.Trace) bool { return i%3 == 0 || 1+i%4 > 1 })
+	check("since/until", Query{Since: 1_000_000 + 50*1000, Until: 1_000_000 + 60*1000}, func(i int, _ *trace.Trace) bool { return i >= 50 && i <= 60 })
+	check("min duration", Query{MinDuration: 350}, func(i int, tr *trace.Trace) bool { return tr.Duration() >= 350 })
+	check("max duration", Query{MaxDuration: 150}, func(i int, tr *trace.Trace) bool { return tr.Duration() <= 150 })
+	check("errors", Query{Errors: true}, func(i int, tr *trace.Trace) bool { return tr.Errors() > 0 })
+	check("name", Query{Name: "get /ITEM/3"}, func(i int, _ *trace.Trace) bool { return i%5 == 3 })
+	check("service", Query{Service: "db"}, func(i int, _ *trace.Trace) bool { return 1+i%4 > 1 })
+	check("attr", Query{Attrs: []trace.Attr{{Key: "user", Value: "u3"}}}, func(i int, _ *trace.Trace) bool { return i%7 == 3 })
+	check("text root", Query{Text: "item/4"}, func(i int, _ *trace.Trace) bool { return i%5 == 4 })
+	check("text deep", Query{Text: "TIMED OUT", Deep: true}, func(i int, tr *trace.Trace) bool { return tr.Errors() > 0 })
+	check("text root only misses deep", Query{Text: "timed out"}, func(int, *trace.Trace) bool { return false })
+	check("regex deep", Query{Regex: regexp.MustCompile(`FROM t[3]$`), Deep: true}, func(i int, _ *trace.Trace) bool { return 1+i%4 >= 4 })
+	check("match", Query{Match: func(_ *trace.Trace, s *trace.Span) bool { return s.Attributes != nil && s.Attributes[0].Value == "42" }}, func(i int, _ *trace.Trace) bool { return i == 42 })
+	// Oldest first.
+	p, err := s.Search(Query{Oldest: true, Limit: 3})
+	if err != nil || len(p.Traces) != 3 || p.Traces[0].TraceID != all[0].ID.String() || !p.More {
+		t.Fatalf("oldest first: %+v %v", p, err)
+	}
+
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, dir, Options{})
+	if n, err := s2.Count(); err != nil || n != len(all) {
+		t.Fatalf("after reopen: %d traces, %v", n, err)
+	}
+	got, err := s2.Get(all[123].ID)
+	if err != nil || got.Spans[0].Attributes[0].Value != "123" {
+		t.Fatalf("after reopen: %v %v", got, err)
+	}
+	// Appending after a reopen goes on with the same symbols.
+	if _, err := s2.Append([]*trace.Trace{mkTrace(1000, "alpha", 3, 9_000_000, 5, false)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if tr, err := s2.Get(trace.ID{Hi: 7, Lo: 1001}); err != nil || tr.Spans[1].Operation != "SELECT * FROM t1" {
+		t.Fatalf("%v %v", tr, err)
+	}
+}
+
+// TestRecoversUnindexedBlocksAndTornTail: blocks written but not indexed
+// (a crash between the segment's sync and the index's) are indexed when
+// the store opens again; a torn block at the end is cut off and reported.
+func TestRecoversUnindexedBlocksAndTornTail(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, Options{BlockSize: 1})
+	if _, err := s.Append([]*trace.Trace{mkTrace(1, "h", 2, 10, 5, false)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// A second block reaches the segment, not the index: the batch is
+	// dropped as a kill would drop it.
+	s.wmu.Lock()
+	s.Append2(t, mkTrace(2, "h", 3, 20, 5, true))
+	p := s.byName["h"]
+	p.seg.Sync()
+	s.batch.Close()
+	s.batch = nil
+	s.closed = true
+	p.seg.Close()
+	s.closeFiles()
+	s.db.Close()
+	s.wmu.Unlock()
+	seg := filepath.Join(dir, "hosts", strconv.Itoa(int(p.id)), segName(p.segNo))
+	f, err := os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("TBK1\x00\x00\x01\x00garbage of a torn block"))
+	f.Close()
+
+	s2, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := s2.Recovery()
+	if rec.Traces != 1 || len(rec.Truncated) != 1 {
+		t.Fatalf("recovery %+v", rec)
+	}
+	for _, i := range []int{1, 2} {
+		if _, err := s2.Get(trace.ID{Hi: 7, Lo: uint64(i + 1)}); err != nil {
+			t.Fatalf("trace %d: %v", i, err)
+		}
+	}
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := Check(dir); err != nil || len(res.Problems) != 0 || res.Traces != 2 {
+		t.Fatalf("check after recovery: %+v %v", res, err)
+	}
+}
+
+// Append2 appends one trace and writes its block without syncing (test
+// helper; the writer lock is held).
+func (s *Store) Append2(t *testing.T, tr *trace.Trace) {
+	t.Helper()
+	if s.batch == nil {
+		s.batch = s.db.NewBatch()
+	}
+	p, err := s.partitionFor(partitionOf(tr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.smu.Lock()
+	body := p.enc.encodeTrace(tr)
+	ref, hosts := summarize(tr, p.syms)
+	p.smu.Unlock()
+	p.pending = append(p.pending, slices.Clone(body))
+	p.refs = append(p.refs, pendingRef{ref: ref, hosts: hosts})
+	p.minStart, p.maxEnd = ref.Start, ref.Start+ref.Duration
+	if err := s.writeBlock(p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRetentionDropsOldestSegments(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	s := open(t, t.TempDir(), Options{BlockSize: 1, SegmentSize: 1, Now: func() time.Time { return now }})
+	for i := range 10 {
+		start := now.Add(time.Duration(i-10) * time.Hour).UnixNano()
+		if _, err := s.Append([]*trace.Trace{mkTrace(i, "h", 2, start, 1000, false)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateHost("h", func(h *Host) error { h.MaxAge = 3*time.Hour + time.Minute; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Retain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	count, _ := s.Count()
+	if n != 7 || count != 3 {
+		t.Fatalf("dropped %d segments, %d traces left", n, count)
+	}
+	p, _ := s.Search(Query{Oldest: true})
+	if len(p.Traces) != 3 || p.Traces[0].TraceID != (trace.ID{Hi: 7, Lo: 8}).String() {
+		t.Fatalf("left: %+v", p.Traces)
+	}
+	// A global size bound drops the oldest of what is left.
+	s.opt.MaxSize = s.HostSize("h") - 1
+	if n, err := s.Retain(); err != nil || n < 1 {
+		t.Fatalf("size retention: %d %v", n, err)
+	}
+	if _, err := s.Get(trace.ID{Hi: 7, Lo: 8}); err != ErrNotFound {
+		t.Fatalf("oldest still there: %v", err)
+	}
+}
+
+func TestSecrets(t *testing.T) {
+	h := HashSecret("s3cr3t")
+	if !CheckSecret(h, "s3cr3t") || CheckSecret(h, "s3cr3T") || CheckSecret("plain", "plain") {
+		t.Fatal("secret check")
+	}
+	if h == HashSecret("s3cr3t") {
+		t.Fatal("no salt")
+	}
+}
