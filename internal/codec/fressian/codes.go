@@ -126,10 +126,10 @@ type builtin struct {
 	fields int
 }
 
-var builtins = map[byte]builtin{
-	codeUUID: {"uuid", 1}, codeRegex: {"regex", 1}, codeURI: {"uri", 1},
-	codeBigInt: {"bigint", 1}, codeBigDec: {"bigdec", 2}, codeInst: {"inst", 1},
-	codeSym: {"sym", 2}, codeKey: {"key", 2},
+var builtins = [...]builtin{
+	codeUUID - codeUUID: {"uuid", 1}, codeRegex - codeUUID: {"regex", 1}, codeURI - codeUUID: {"uri", 1},
+	codeBigInt - codeUUID: {"bigint", 1}, codeBigDec - codeUUID: {"bigdec", 2}, codeInst - codeUUID: {"inst", 1},
+	codeSym - codeUUID: {"sym", 2}, codeKey - codeUUID: {"key", 2},
 }
 
 var builtinCodes = map[string]byte{

@@ -65,6 +65,10 @@ type Options struct {
 	// the caller say the same (zorka's Metric_v1 declares 4 fields and
 	// writes 6). Without it, a struct has its declared count.
 	FieldCount func(tag string, declared int) int
+	// Tags are struct tags the caller expects. The Decoder returns these
+	// very strings for them, so that comparing a tag read with one of
+	// them is cheap.
+	Tags []string
 }
 
 // maxTags bounds the interned struct tags of a Decoder.
@@ -96,16 +100,20 @@ type span struct{ pos, end int }
 
 type structType struct {
 	tag    string
-	fields int // as declared
+	fields int // as Options.FieldCount says
 }
 
 // NewDecoder returns a Decoder; call Reset with a payload before reading.
 func NewDecoder(opts Options) *Decoder {
-	return &Decoder{
+	d := &Decoder{
 		lim:        opts.Limits.withDefaults(),
 		fieldCount: opts.FieldCount,
 		tags:       make(map[string]string),
 	}
+	for _, t := range opts.Tags {
+		d.tags[t] = t
+	}
+	return d
 }
 
 // Reset starts decoding payload with empty caches and no error. The
@@ -233,6 +241,11 @@ func (d *Decoder) More() bool {
 // and references, RESET_CACHES, footers — and returns the code of the
 // value itself, not consumed. ok is false after an error.
 func (d *Decoder) head() (c byte, ok bool) {
+	if d.err == nil && d.pos < d.end { // the common case: a value, no prefix
+		if c = d.buf[d.pos]; !prefixCodes[c] {
+			return c, true
+		}
+	}
 	for d.err == nil {
 		for d.pos == d.end && len(d.frames) > 0 {
 			d.pop()
@@ -274,6 +287,15 @@ func (d *Decoder) head() (c byte, ok bool) {
 	}
 	return 0, false
 }
+
+// prefixCodes are the codes head handles before a value.
+var prefixCodes = func() (t [256]bool) {
+	for c := codePriorityCachePacked; c < codePriorityCachePacked+32; c++ {
+		t[c] = true
+	}
+	t[codeGetPriorityCache], t[codePutPriorityCache], t[codeResetCaches], t[codeFooter] = true, true, true, true
+	return t
+}()
 
 func (d *Decoder) resetCaches() {
 	d.structs = d.structs[:0]
@@ -857,6 +879,9 @@ func (d *Decoder) structHead(c byte) (tag string, fields int) {
 		if d.err != nil {
 			return "", 0
 		}
+		if d.fieldCount != nil {
+			st.fields = d.fieldCount(st.tag, st.fields)
+		}
 		if !d.replaying() {
 			if len(d.structs) >= d.lim.MaxCache {
 				d.Fail(at, ErrLimit, "more than "+itoa(d.lim.MaxCache)+" struct cache entries")
@@ -882,13 +907,10 @@ func (d *Decoder) structHead(c byte) (tag string, fields int) {
 		}
 		st = d.structs[i]
 	default:
-		b := builtins[c]
+		b := builtins[c-codeUUID]
 		return b.tag, b.fields
 	}
 	n := st.fields
-	if d.fieldCount != nil {
-		n = d.fieldCount(st.tag, n)
-	}
 	switch {
 	case n < 0:
 		d.malformed(at, "negative field count "+itoa(n)+" of struct "+st.tag)
