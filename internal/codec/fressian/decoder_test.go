@@ -289,19 +289,3 @@ func TestTypedReads(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-func TestTagsInterned(t *testing.T) {
-	in := hx(t, `EF E3 08 "LongTag1" 00`)
-	d := NewDecoder(Options{})
-	d.Reset(in)
-	d.ReadStruct()
-	allocs := testing.AllocsPerRun(100, func() {
-		d.Reset(in)
-		if tag, _ := d.ReadStruct(); tag != "LongTag1" {
-			t.Fatal(tag)
-		}
-	})
-	if allocs != 0 {
-		t.Fatalf("%v allocations per struct head", allocs)
-	}
-}

@@ -3,10 +3,8 @@ package zico_test
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"testing"
 	"testing/iotest"
 
@@ -114,48 +112,6 @@ func TestFrameReader(t *testing.T) {
 				t.Fatalf("reply %s, want %s", reply, tc.reply)
 			}
 		})
-	}
-}
-
-// TestFrameReaderGrowsWithData: a frame that claims 1 MiB and sends 10
-// bytes does not make the reader allocate the megabyte.
-func TestFrameReaderGrowsWithData(t *testing.T) {
-	in := zico.AppendFrame(nil, zico.Data, make([]byte, 1<<20))[:zico.HeaderSize+10]
-	allocs := testing.AllocsPerRun(10, func() {
-		fr := zico.NewFrameReader(bytes.NewReader(in), 0)
-		if _, err := fr.Next(); !errors.Is(err, zico.ErrTruncated) {
-			t.Fatal(err)
-		}
-	})
-	if allocs > 10 {
-		t.Fatalf("%v allocations", allocs)
-	}
-	// Measured in bytes: far below the claimed megabyte.
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range 10 {
-		fr := zico.NewFrameReader(bytes.NewReader(in), 0)
-		fr.Next()
-	}
-	runtime.ReadMemStats(&after)
-	if per := (after.TotalAlloc - before.TotalAlloc) / 10; per > 200<<10 {
-		t.Fatalf("%d bytes allocated for a 10-byte payload", per)
-	}
-}
-
-// TestFrameReaderNoAllocs: reading frames of a steady size allocates
-// nothing.
-func TestFrameReaderNoAllocs(t *testing.T) {
-	frame := zico.AppendFrame(nil, zico.Data, bytes.Repeat([]byte("x"), 5000))
-	r := &loopReader{b: frame}
-	fr := zico.NewFrameReader(r, 0)
-	fr.Next()
-	if allocs := testing.AllocsPerRun(100, func() {
-		if _, err := fr.Next(); err != nil {
-			t.Fatal(err)
-		}
-	}); allocs != 0 {
-		t.Fatalf("%v allocations per frame", allocs)
 	}
 }
 
