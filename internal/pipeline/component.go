@@ -51,6 +51,9 @@ type Settings struct {
 	// Catalog holds the record types (built-in and IRL); shared, read-only
 	// once the pipeline runs.
 	Catalog *record.Catalog
+	// Shared holds what the bridge's components share (the host table);
+	// it may be nil.
+	Shared *Shared
 }
 
 // Config is a component's own configuration. Factories return a pointer to

@@ -34,7 +34,10 @@ type Options struct {
 	// Window: a trace is complete Window after its last record (default
 	// 2 s).
 	Window time.Duration
-	Clock  Clock
+	// OpenWindow: a trace with calls that have begun and not returned is
+	// complete OpenWindow after its last record (default 30 × Window).
+	OpenWindow time.Duration
+	Clock      Clock
 	// MaxOpenTraces bounds the traces assembled at once: beyond it the
 	// trace idle longest is emitted early (counted in Stats.Evicted).
 	MaxOpenTraces int
@@ -55,6 +58,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.Window <= 0 {
 		o.Window = DefaultWindow
+	}
+	if o.OpenWindow < o.Window {
+		o.OpenWindow = 30 * o.Window
 	}
 	if o.MaxOpenTraces <= 0 {
 		o.MaxOpenTraces = DefaultMaxOpenTraces
@@ -112,6 +118,8 @@ type Assembler struct {
 	threads map[int64]*thread // Kieker thread traces by traceId
 	lru     family            // sentinel: most recently touched first
 	clock   int64             // RecordClock: latest record time (ns)
+
+	complete []*family // traces whose records said they are whole (FlagComplete)
 }
 
 // NewAssembler returns an assembler.
@@ -134,6 +142,12 @@ type family struct {
 	spans   []Span // span records, and Kieker calls already closed
 	part    int
 	broken  []string
+	// complete: a span record said the trace is whole (FlagComplete).
+	complete bool
+	// open counts the calls begun and not yet returned (Before minus
+	// After events seen): a trace with open calls waits OpenWindow, not
+	// Window, for more records (a long-running call is not an idle trace).
+	open int
 }
 
 // thread is one Kieker thread trace (one TraceMetadata's traceId).
@@ -151,8 +165,9 @@ type thread struct {
 	// Replay state, kept across parts.
 	next     int32 // the orderIndex expected next
 	stack    []int32
-	spans    []Span // calls of this thread, open and closed, not yet emitted
-	attached bool   // the thread's roots have been hung under the parent
+	assumed  []int32 // calls into uninstrumented code, innermost last
+	spans    []Span  // calls of this thread, open and closed, not yet emitted
+	attached bool    // the thread's roots have been hung under the parent
 	maxTS    int64
 }
 
@@ -190,7 +205,19 @@ func (a *Assembler) AddBatch(b *record.Batch) {
 	for i := range b.Records {
 		a.Add(&b.Records[i], &b.Origin)
 	}
+	a.finishComplete()
 	a.limit()
+}
+
+// finishComplete emits the traces whose records said they are whole.
+func (a *Assembler) finishComplete() {
+	for _, f := range a.complete {
+		if a.fams[f.id] == f {
+			a.finish(f, true)
+		}
+	}
+	clear(a.complete)
+	a.complete = a.complete[:0]
 }
 
 // Add adds one record (the assembler keeps what it needs; strings are
@@ -300,6 +327,7 @@ func (a *Assembler) merge(dst, src *family) {
 	dst.spans = append(dst.spans, src.spans...)
 	dst.broken = append(dst.broken, src.broken...)
 	dst.size += src.size
+	dst.open += src.open
 	if src.touched > dst.touched {
 		dst.touched = src.touched
 	}
@@ -332,6 +360,12 @@ func (a *Assembler) event(r *record.Record, ti *TypeInfo) {
 	th := a.thread(v[ti.TraceID].Int(), e.ts)
 	th.evs = append(th.evs, e)
 	th.fam.size++
+	switch e.role {
+	case RoleBefore:
+		th.fam.open++
+	case RoleAfter:
+		th.fam.open--
+	}
 	if th.fam.size >= a.opt.MaxSpans {
 		a.part(th.fam)
 	}
@@ -387,6 +421,10 @@ func (a *Assembler) span(r *record.Record, origin *record.Origin) {
 	f := a.family(id, s.End)
 	f.spans = append(f.spans, s)
 	f.size++
+	if IsComplete(r) && !f.complete {
+		f.complete = true
+		a.complete = append(a.complete, f)
+	}
 	if f.size >= a.opt.MaxSpans {
 		a.part(f)
 	}
@@ -404,19 +442,27 @@ func (a *Assembler) limit() {
 // Tick emits the traces idle for Window. A bridge calls it periodically;
 // with RecordClock the records' time decides.
 func (a *Assembler) Tick() {
+	a.finishComplete()
 	a.limit()
 	now := a.clock
 	if a.opt.Clock == WallClock {
 		now = a.opt.Now().UnixNano()
 	}
-	w := int64(a.opt.Window)
-	for f := a.lru.prev; f != &a.lru && now-f.touched >= w; f = a.lru.prev {
-		a.finish(f, true)
+	w, ow := int64(a.opt.Window), int64(a.opt.OpenWindow)
+	// Oldest first; a trace with open calls waits longer and is passed
+	// over (the scan stops at the first trace within the plain window).
+	for f := a.lru.prev; f != &a.lru && now-f.touched >= w; {
+		prev := f.prev
+		if f.open <= 0 || now-f.touched >= ow {
+			a.finish(f, true)
+		}
+		f = prev
 	}
 }
 
 // Flush emits every trace (the end of the input).
 func (a *Assembler) Flush() {
+	a.finishComplete()
 	for f := a.lru.prev; f != &a.lru; f = a.lru.prev {
 		a.finish(f, true)
 	}
@@ -538,7 +584,7 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 			out = append(out, *s)
 		}
 		if final {
-			th.spans, th.stack = nil, nil
+			th.spans, th.stack, th.assumed = nil, nil, nil
 			if !th.meta && len(th.evs) == 0 && len(out) > 0 {
 				*broken = append(*broken, fmt.Sprintf("no TraceMetadata for trace %d", th.kid))
 			}
@@ -546,6 +592,7 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 		}
 		// Open calls stay, renumbered (the stack lists them in order).
 		th.spans = keep
+		th.assumed = th.assumed[:0]
 		for i := range th.stack {
 			th.stack[i] = int32(i)
 		}
@@ -575,6 +622,9 @@ func (th *thread) replay(broken *[]string) {
 		}
 		seen = int(e.order)
 		th.next = e.order + 1
+		if e.role == RoleBefore || e.role == RoleAfter {
+			th.assumed = th.assumed[:0]
+		}
 		switch e.role {
 		case RoleBefore:
 			s := Span{
@@ -602,8 +652,8 @@ func (th *thread) replay(broken *[]string) {
 			}
 			s := &th.spans[th.stack[n-1]]
 			th.stack = th.stack[:n-1]
-			if s.Operation != e.op {
-				*broken = append(*broken, fmt.Sprintf("return from %s at orderIndex %d of trace %d, but %s (orderIndex %d) is the open call", e.op, e.order, th.kid, s.Operation, s.OrderIndex))
+			if s.Operation != e.op || e.class != "" && s.Component != e.class {
+				*broken = append(*broken, fmt.Sprintf("return from %s (class %s) at orderIndex %d of trace %d, but %s (class %s, orderIndex %d) is the open call", e.op, e.class, e.order, th.kid, s.Operation, s.Component, s.OrderIndex))
 			}
 			s.End = e.ts
 			if e.failed {
@@ -632,10 +682,20 @@ func (th *thread) replay(broken *[]string) {
 				if s.Component == "" {
 					s.Component = componentOf(e.cop)
 				}
-				if n := len(th.stack); n > 0 {
-					s.ParentID = th.spans[th.stack[n-1]].SpanID
+				// The caller is the innermost assumed call of the caller's
+				// operation (Kieker's assumed executions nest), else the
+				// open call.
+				for len(th.assumed) > 0 && th.spans[th.assumed[len(th.assumed)-1]].Operation != e.op {
+					th.assumed = th.assumed[:len(th.assumed)-1]
+				}
+				switch {
+				case len(th.assumed) > 0:
+					s.ParentID = th.spans[th.assumed[len(th.assumed)-1]].SpanID
+				case len(th.stack) > 0:
+					s.ParentID = th.spans[th.stack[len(th.stack)-1]].SpanID
 				}
 				th.spans = append(th.spans, s)
+				th.assumed = append(th.assumed, int32(len(th.spans)-1))
 				continue
 			}
 			n := len(th.stack)

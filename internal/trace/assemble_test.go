@@ -267,3 +267,61 @@ func TestWindowAndLimits(t *testing.T) {
 		t.Fatalf("%d parts, want 3", parts)
 	}
 }
+
+func call(id int64, oi int32, ts int64, op, callee string) record.Record {
+	return rec(typ(record.CallOperationEvent), iv(ts), iv(id), iv(int64(oi)), sv(op), sv(class(op)), sv(callee), sv(class(callee)))
+}
+
+// TestTopLevelCallEventsAreCalls: calls into uninstrumented code become
+// calls of their own, nested as Kieker's assumed executions nest.
+func TestTopLevelCallEventsAreCalls(t *testing.T) {
+	recs := []record.Record{
+		tm(7, 1, "h", 7, -1),
+		call(7, 0, 100, "public static void a.Main.main(java.lang.String[])", "public void a.A.m2(a.C)"),
+		call(7, 1, 101, "public void a.A.m2(a.C)", "public void a.C.n2()"),
+	}
+	trs := assemble(t, recs, Options{})
+	if len(trs) != 1 || len(trs[0].Spans) != 2 || trs[0].Spans[1].Parent != 0 || trs[0].Spans[0].Operation != "public void a.A.m2(a.C)" {
+		t.Fatalf("%v", trs)
+	}
+}
+
+// TestReturnFromOtherClassIsBroken: a return must match the open call's
+// operation and class.
+func TestReturnFromOtherClassIsBroken(t *testing.T) {
+	a := after(1, 1, 20, "public void a.A.x()")
+	a.Values[4] = sv("a.A$Proxy")
+	trs := assemble(t, []record.Record{tm(1, 1, "h", 1, -1), before(1, 0, 10, "public void a.A.x()"), a}, Options{})
+	if len(trs) != 1 || len(trs[0].Broken) == 0 {
+		t.Fatalf("%v", trs)
+	}
+}
+
+// TestOpenCallsWaitLonger: a trace whose call has not returned is not
+// emitted after the plain window.
+func TestOpenCallsWaitLonger(t *testing.T) {
+	var out []*Trace
+	a := NewAssembler(Options{Clock: RecordClock, Window: 10, Emit: func(tr *Trace) { out = append(out, tr) }})
+	add := func(r record.Record) {
+		var b record.Batch
+		b.AddRecord(&r)
+		a.AddBatch(&b)
+		a.Tick()
+	}
+	add(tm(1, 1, "h", 1, -1))
+	add(before(1, 0, 100, "void a.A.long()"))
+	add(tm(2, 1, "h", 2, -1))
+	add(before(2, 0, 150, "void a.B.short()"))
+	add(after(2, 1, 160, "void a.B.short()"))
+	add(before(3, 0, 200, "void a.C.other()")) // the clock moves on
+	if len(out) != 1 || out[0].ID != KiekerID(2) {
+		t.Fatalf("emitted %v", out)
+	}
+	add(after(1, 1, 250, "void a.A.long()"))
+	a.Flush()
+	for _, tr := range out {
+		if tr.ID == KiekerID(1) && (len(tr.Spans) != 1 || len(tr.Broken) != 0) {
+			t.Fatalf("long call: %v %v", tr.Spans, tr.Broken)
+		}
+	}
+}

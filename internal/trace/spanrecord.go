@@ -46,6 +46,12 @@ const (
 	spanFields
 )
 
+// FlagComplete, set in a span record's flags, says the batch holds the
+// whole trace (a zorka agent sends whole traces): the assembler completes
+// it at the end of the batch instead of waiting for its window, so that a
+// receiver that answers only once its data is stored is not held up.
+const FlagComplete = 1 << 30
+
 // SpanType is the record type of SpanTypeName.
 var SpanType = record.MustType(SpanTypeName,
 	record.Field{Name: "traceIdHigh", Kind: record.Long},
@@ -169,6 +175,11 @@ func AppendSpan(b *record.Batch, id ID, s *Span) {
 		links.List().Items[4*i+3] = record.StringValue(AttrsJSON(l.Attributes))
 	}
 	v[SpanLinks] = links
+}
+
+// IsComplete reports whether a span record carries FlagComplete.
+func IsComplete(r *record.Record) bool {
+	return len(r.Values) == spanFields && r.Values[SpanFlags].Int()&FlagComplete != 0
 }
 
 // spanRecord reads a span record into s and returns its trace id. It

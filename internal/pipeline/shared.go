@@ -1,0 +1,71 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+)
+
+// Shared holds what the components of one bridge share besides their own
+// configuration, filled while the bridge is built: a component that owns
+// a service publishes it (the trace store publishes its host table) and
+// others look it up when they need it (at run time, not while being
+// built, since the order in which components are built is not theirs to
+// know). A nil *Shared shares nothing.
+type Shared struct {
+	mu    sync.RWMutex
+	hosts HostTable
+}
+
+// SetHosts publishes the host table.
+func (s *Shared) SetHosts(h HostTable) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.hosts = h
+	s.mu.Unlock()
+}
+
+// Hosts returns the host table, or nil when the bridge has none.
+func (s *Shared) Hosts() HostTable {
+	if s == nil {
+		return nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.hosts
+}
+
+// HostTable decides which monitored hosts may send (zico's host table):
+// receivers that know who is sending (a ZICO HELLO, an OTLP bearer token)
+// ask it.
+type HostTable interface {
+	// Admit checks host name connecting from remote with secret. With
+	// security off an unknown host is created and admitted; with it on,
+	// the host must exist, its address must match when it has one, and
+	// its secret must match.
+	Admit(ctx context.Context, name string, remote net.Addr, secret string, security bool) (Admission, error)
+	// HostByToken finds the host whose secret is token (a bearer token),
+	// and checks its address; ErrUnauthorized when none.
+	HostByToken(ctx context.Context, token string, remote net.Addr) (string, Admission, error)
+}
+
+// Admission is what a host table says of a host.
+type Admission uint8
+
+const (
+	// Admitted: the host's data is taken.
+	Admitted Admission = iota
+	// Disabled: the host is known but disabled: its data is dropped (and
+	// answered as if taken).
+	Disabled
+	// Refused: unknown host, wrong address or wrong secret.
+	Refused
+	// Deleted: the host was deleted while connected.
+	Deleted
+)
+
+// ErrUnauthorized is wrapped by refusals of a host table.
+var ErrUnauthorized = errors.New("unauthorized")
