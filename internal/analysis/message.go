@@ -1,0 +1,236 @@
+package analysis
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tracebridge/tracebridge/internal/trace"
+)
+
+// Execution is one call as Kieker's trace analysis models it: an operation
+// of an assembly component deployed on an execution container, from Start
+// to End.
+type Execution struct {
+	// Container is the execution container: Kieker's hostname, an OTLP
+	// span's service (else its host).
+	Container string
+	// Assembly is the assembly component: the component type's name, which
+	// for Kieker is the class (the event's classSignature, else the class
+	// of the operation signature).
+	Assembly string
+	// Operation is the signature as logged (an OTLP span's name); Sig is it
+	// parsed; OpKey identifies the operation within its component
+	// (Kieker's normalised signature, an OTLP span's name).
+	Operation string
+	Sig       Signature
+	OpKey     string
+
+	Start, End int64 // epoch ns
+	Error      bool
+	// Caller is the index of the calling execution in the message trace,
+	// -1 for a root call (a message from 'Entry').
+	Caller int
+}
+
+// Duration returns End-Start.
+func (e *Execution) Duration() int64 { return e.End - e.Start }
+
+// Deployment returns the deployment (allocation) component's name,
+// "<container>::<assembly>" as Kieker names it.
+func (e *Execution) Deployment() string { return e.Container + "::" + e.Assembly }
+
+// MessageTrace is one trace as Kieker's graph and call-tree filters see it:
+// its executions in call order (Kieker's eoi order), each called by an
+// earlier one or by 'Entry'.
+type MessageTrace struct {
+	// Trace is the assembled trace it belongs to; ID names the Kieker
+	// trace (the traceId of a thread's TraceMetadata or of the OERs, in
+	// decimal) or, for spans, the trace id.
+	Trace trace.ID
+	ID    string
+	Execs []Execution
+}
+
+// Invalid is a trace (or part of one) that Kieker's analysis drops.
+type Invalid struct {
+	ID     string // as MessageTrace.ID
+	Reason string
+	Calls  int // executions dropped
+}
+
+// Options say how traces become message traces.
+type Options struct {
+	// IncludeInvalid keeps what Kieker drops, as far as it was assembled
+	// (every root call of a thread trace, traces with gaps or open calls).
+	IncludeInvalid bool
+}
+
+// unit identifies the spans that form one Kieker trace within an
+// assembled trace.
+type unit struct {
+	src trace.Source
+	kid int64
+}
+
+func (u unit) id(t *trace.Trace) string {
+	if u.src == trace.FromSpan {
+		return t.ID.String()
+	}
+	return strconv.FormatInt(u.kid, 10)
+}
+
+// Messages splits an assembled trace into the message traces Kieker would
+// analyse: one per thread trace (Kieker traceId) for event traces, one for
+// the OERs of a traceId, one for the spans of an OTLP trace. It returns the
+// valid ones and what Kieker would drop, with the reason.
+func Messages(t *trace.Trace, o Options) ([]*MessageTrace, []Invalid) {
+	threads, oers, all := brokenUnits(t)
+	groups := map[unit][]int{}
+	var order []unit
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		u := unit{src: s.Source}
+		if s.Source != trace.FromSpan {
+			u.kid = s.KiekerTrace
+		}
+		if _, ok := groups[u]; !ok {
+			order = append(order, u)
+		}
+		groups[u] = append(groups[u], i)
+	}
+	var out []*MessageTrace
+	var invalid []Invalid
+	for _, u := range order {
+		idx := groups[u]
+		reason := all
+		switch {
+		case u.src == trace.FromEvents && threads[u.kid] != "":
+			reason = threads[u.kid]
+		case u.src == trace.FromExecution && oers != "":
+			reason = oers
+		}
+		if reason != "" && !o.IncludeInvalid {
+			invalid = append(invalid, Invalid{ID: u.id(t), Reason: reason, Calls: len(idx)})
+			continue
+		}
+		// Call order: the Before event's orderIndex, the eoi, or the
+		// span's start (tree order).
+		switch u.src {
+		case trace.FromEvents:
+			slices.SortStableFunc(idx, func(a, b int) int { return int(t.Spans[a].OrderIndex) - int(t.Spans[b].OrderIndex) })
+		case trace.FromExecution:
+			slices.SortStableFunc(idx, func(a, b int) int { return int(t.Spans[a].EOI) - int(t.Spans[b].EOI) })
+		}
+		pos := make(map[int]int, len(idx)) // span index -> execution index
+		m := &MessageTrace{Trace: t.ID, ID: u.id(t), Execs: make([]Execution, 0, len(idx))}
+		roots := 0
+		for k, i := range idx {
+			s := &t.Spans[i]
+			caller := -1
+			if p, ok := pos[int(s.Parent)]; ok {
+				caller = p
+			}
+			if caller < 0 {
+				roots++
+				if roots == 2 && u.src == trace.FromEvents && !o.IncludeInvalid {
+					// Kieker hands a thread trace on once its first root
+					// call returned; the events after it form a trace
+					// without TraceMetadata, which is invalid.
+					invalid = append(invalid, Invalid{ID: m.ID, Reason: "root calls after the first (Kieker ends a thread trace when its first call returns)", Calls: len(idx) - k})
+					break
+				}
+			}
+			pos[i] = len(m.Execs)
+			m.Execs = append(m.Execs, execution(s, caller))
+		}
+		out = append(out, m)
+	}
+	return out, invalid
+}
+
+// execution models span s.
+func execution(s *trace.Span, caller int) Execution {
+	e := Execution{Operation: s.Operation, Start: s.Start, End: s.End, Error: s.Error, Caller: caller}
+	switch s.Source {
+	case trace.FromSpan:
+		e.Container = s.Service
+		if e.Container == "" {
+			e.Container = s.Host
+		}
+		e.Sig = Signature{Class: s.Component, Name: s.Operation}
+		if s.Component == "" {
+			if p := ParseSignature(s.Operation); p.Class != "" && !strings.ContainsAny(s.Operation, " \t") {
+				e.Sig = p
+			}
+		}
+		e.Assembly = e.Sig.Class
+		if e.Assembly == "" {
+			e.Assembly = e.Container
+		}
+		e.OpKey = s.Operation
+	default:
+		e.Container = s.Host
+		e.Sig = ParseSignature(s.Operation)
+		e.Assembly = e.Sig.Class
+		if s.Source == trace.FromEvents && s.Component != "" {
+			// The event's classSignature names the assembly component
+			// (Kieker's execution context); the assembler fills
+			// Component with the parsed class when it is empty.
+			e.Assembly = s.Component
+		}
+		e.OpKey = e.Sig.String()
+	}
+	return e
+}
+
+// The assembler's reasons name the Kieker trace they concern ("… of trace
+// 42", "… for trace 42"); OER reasons start with "eoi". Reasons about
+// links between thread traces and about clocks do not make a trace
+// invalid for Kieker, which analyses every thread trace on its own and
+// never compares timestamps.
+var (
+	reThread = regexp.MustCompile(`\b(?:of|for) trace (-?\d+)\b`)
+	reLink   = regexp.MustCompile(`names parent trace|no call of parent trace`)
+)
+
+// brokenUnits sorts the reasons t is broken by what they make invalid for
+// Kieker: a thread trace (threads, by Kieker traceId), the trace's OERs, or
+// everything (all). Each keeps the first reason.
+func brokenUnits(t *trace.Trace) (threads map[int64]string, oers, all string) {
+	threads = map[int64]string{}
+	first := func(dst *string, r string) {
+		if *dst == "" {
+			*dst = r
+		}
+	}
+	for _, r := range t.Broken {
+		switch {
+		case reLink.MatchString(r), strings.Contains(r, "before it starts"):
+		case strings.HasPrefix(r, "eoi "):
+			first(&oers, r)
+		default:
+			m := reThread.FindStringSubmatch(r)
+			if m == nil {
+				first(&all, r)
+				continue
+			}
+			kid, err := strconv.ParseInt(m[1], 10, 64)
+			if err != nil {
+				first(&all, r)
+				continue
+			}
+			if threads[kid] == "" {
+				threads[kid] = r
+			}
+		}
+	}
+	return threads, oers, all
+}
+
+// String describes an invalid trace in one line.
+func (v Invalid) String() string {
+	return fmt.Sprintf("trace %s (%d calls): %s", v.ID, v.Calls, v.Reason)
+}
