@@ -40,6 +40,7 @@ commands:
   convert  rewrite a Kieker log (ASCII/binary, compression, rotation)
   replay   send a Kieker log to a bridge (Kieker TCP or KDB binary), optionally at a rate
   split    cut huge traces into linked partial traces at component boundaries (--merge: back)
+  analyze  Kieker's trace analyses: dependency graphs, call trees (dot, json, svg), statistics
   gen      write record types and encoders for C, Go, Python or Perl from IRL
   version  print the version
 
@@ -100,6 +101,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdGen(ctx, args[1:], stdout, stderr)
 	case "split":
 		err = cmdSplit(ctx, args[1:], stdout, stderr)
+	case "analyze":
+		err = cmdAnalyze(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "tracebridge", version)
 	case "help", "-h", "--help", "-help":
