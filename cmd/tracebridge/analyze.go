@@ -98,6 +98,7 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	opt := analysis.Options{IncludeInvalid: *invalid}
 	an := analysis.New(opt)
 	var tree *analysis.MessageTrace
+	var treeInvalid *analysis.Invalid
 	emit := func(t *trace.Trace) {
 		if kind != analysis.CallTree {
 			an.Add(t)
@@ -106,16 +107,17 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if tree != nil {
 			return
 		}
-		ms, _ := analysis.Messages(t, opt)
+		ms, inv := analysis.Messages(t, opt)
 		for _, m := range ms {
-			if m.ID == treeID || t.ID.String() == treeID && m.ID == treeID {
+			if m.ID == treeID {
 				tree = m
 				return
 			}
 		}
-		if t.ID.String() == treeID || t.ID.Hex() == treeID {
-			// The trace exists but Kieker finds no valid trace of that id.
-			an.Add(t)
+		for _, v := range inv {
+			if v.ID == treeID && treeInvalid == nil {
+				treeInvalid = &v
+			}
 		}
 	}
 	asm := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Emit: emit})
@@ -150,8 +152,8 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		var g *analysis.Graph
 		if kind == analysis.CallTree {
 			if tree == nil {
-				if s := an.Summary(); s.Invalid > 0 {
-					return fmt.Errorf("analyze: trace %s is invalid for Kieker's analysis: %s (--include-invalid draws it anyway)", treeID, s.InvalidList[0].Reason)
+				if treeInvalid != nil {
+					return fmt.Errorf("analyze: trace %s is invalid for Kieker's trace analysis: %s (--include-invalid draws it anyway)", treeID, treeInvalid.Reason)
 				}
 				return fmt.Errorf("analyze: no trace %s in %s", treeID, strings.Join(pos, ", "))
 			}
