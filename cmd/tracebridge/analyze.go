@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/tracebridge/tracebridge/internal/analysis"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
@@ -39,6 +40,7 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	short := fs.Bool("short-labels", false, "leave package names out of the labels (Kieker's --short-labels)")
 	selfLoops := fs.Bool("self-loops", false, "draw calls within a node as edges to itself (Kieker's --include-self-loops)")
 	invalid := fs.Bool("include-invalid", false, "keep the traces Kieker drops as invalid, as far as they were assembled")
+	window := fs.Duration("window", time.Hour, "a trace is complete when none of its records came for this long, in the records' own time (Kieker waits for a trace to be complete; a shorter window saves memory but may cut long calls off)")
 	outFile := fs.String("o", "", "write to FILE instead of standard output")
 	skipBad := fs.Bool("skip-bad", false, "skip malformed records instead of stopping, and report how many")
 	var libs listFlag
@@ -52,6 +54,9 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if (*graphName == "") == !*stats {
 		return usagef("analyze: give either --graph G or --stats")
+	}
+	if *window <= 0 {
+		return usagef("analyze: --window must be positive")
 	}
 	switch *unit {
 	case "ns", "us", "ms", "s":
@@ -120,7 +125,7 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 		}
 	}
-	asm := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Emit: emit})
+	asm := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Window: *window, Emit: emit})
 	feed := pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
 		asm.AddBatch(b)
 		asm.Tick()

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -320,5 +321,45 @@ func TestBrokenReasons(t *testing.T) {
 	a.Flush()
 	if st := a.Stats(); st.Traces != 8 {
 		t.Errorf("%d traces, want 8", st.Traces)
+	}
+}
+
+// TestLongCall: a call that lasts longer than the assembler's window while
+// other traces go on is one trace for Kieker (its reconstruction waits for
+// the trace to be complete, with no timeout by default); analyze gives the
+// assembler a window of an hour of record time (with the default 2 s
+// the call is emitted unreturned, and dropped).
+func TestLongCall(t *testing.T) {
+	r := &recs{t: t}
+	r.meta(1, "h")
+	r.ev('b', 1, 0, opX, "a.A") // at 1 µs
+	for i := int64(2); i < 12; i++ {
+		r.meta(i, "h")
+		r.add(record.BeforeOperationEvent, "timestamp", i*1e9, "traceId", i, "orderIndex", 0, "operationSignature", opY, "classSignature", "a.B")
+		r.add(record.AfterOperationEvent, "timestamp", i*1e9+1, "traceId", i, "orderIndex", 1, "operationSignature", opY, "classSignature", "a.B")
+	}
+	r.add(record.AfterOperationEvent, "timestamp", int64(13e9), "traceId", 1, "orderIndex", 1, "operationSignature", opX, "classSignature", "a.A")
+	for _, tc := range []struct {
+		window  time.Duration
+		traces  int64
+		invalid int64
+	}{
+		{time.Hour, 11, 0},
+		{0, 10, 1}, // the assembler's default window: the call is cut off
+	} {
+		an := New(Options{})
+		a := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Window: tc.window, Emit: an.Add})
+		for i := range r.b.Records {
+			a.Add(&r.b.Records[i], nil)
+			a.Tick()
+		}
+		a.Flush()
+		if s := an.Summary(); s.Messages != tc.traces || s.Invalid != tc.invalid {
+			t.Errorf("window %v: %d traces, %d invalid %v; want %d, %d", tc.window, s.Messages, s.Invalid, s.InvalidList, tc.traces, tc.invalid)
+		}
+	}
+	_, _, rs := r.run(Options{})
+	if o := runOracle(rs); len(o.traces) != 11 {
+		t.Errorf("Kieker: %d traces, want 11", len(o.traces))
 	}
 }

@@ -23,14 +23,14 @@ import (
 
 // raw is what the oracle keeps of a record.
 type raw struct {
-	kind                string // meta, before, after, failed, oer, other
-	traceID, parent     int64
-	order               int32
-	ts                  int64
-	op, class, host     string
-	tin, tout           int64
-	eoi, ess            int32
-	hasTraceID, isEvent bool
+	kind            string // meta, before, after, failed, oer, other
+	traceID, parent int64
+	order           int32
+	ts              int64
+	op, class, host string
+	tin, tout       int64
+	eoi, ess        int32
+	isEvent         bool
 }
 
 func rawOf(r *record.Record) raw {
