@@ -224,7 +224,9 @@ func TestOperationExecutions(t *testing.T) {
 	if d := cmp.Diff(map[string]oStats{"web": {2, 100, 800, 900}, "db": {2, 100, 200, 300}}, rt, cmp.AllowUnexported(oStats{})); d != "" {
 		t.Errorf("response times (-want +got):\n%s", d)
 	}
+	golden(t, "oer-multihost-container.dot", dot(t, g.WithoutSelfLoops(), DOTOptions{}))
 	g, _ = an.Graph(DeploymentComponentGraph)
+	golden(t, "oer-multihost-deployment-component.dot", dot(t, g.WithoutSelfLoops().WithoutStats(), DOTOptions{}))
 	for _, n := range g.Nodes[1:] {
 		if n.Container == "" || n.Component == "" || n.Operation != "" {
 			t.Errorf("deployment component node %+v", n)
