@@ -174,6 +174,11 @@ func TestThreadsAreKiekerTraces(t *testing.T) {
 	r.ev('a', 21, 1, "public void a.W.work()", "a.W")
 	r.child(22, 20, 1, "h")
 	r.ev('b', 22, 0, "public void a.W.work()", "a.W") // never returns
+	r.child(23, 20, 1, "h")
+	r.ev('b', 23, 0, "public void a.W.work()", "a.W") // orderIndex 0 twice
+	r.ev('b', 23, 0, "public void a.W.work()", "a.W")
+	r.ev('a', 23, 1, "public void a.W.work()", "a.W")
+	r.ev('a', 23, 2, "public void a.W.work()", "a.W")
 	r.ev('a', 20, 1, "public void a.A.run()", "a.A")
 	an, a, rs := r.run(Options{})
 	if st := a.Stats(); st.Traces != 1 {
@@ -186,8 +191,8 @@ func TestThreadsAreKiekerTraces(t *testing.T) {
 	if d := cmp.Diff(want, edges); d != "" {
 		t.Errorf("edges (-want +got):\n%s", d)
 	}
-	if s := an.Summary(); s.Invalid != 1 || s.InvalidList[0].ID != "22" {
-		t.Errorf("invalid %v, want thread 22 only", s.InvalidList)
+	if s := an.Summary(); s.Invalid != 2 || s.InvalidList[0].ID != "22" || s.InvalidList[1].ID != "23" {
+		t.Errorf("invalid %v, want threads 22 and 23 only", s.InvalidList)
 	}
 }
 
@@ -303,7 +308,7 @@ func TestBrokenReasons(t *testing.T) {
 	r.oer(11, 1, 2, 2, 3, opY, "h")
 	r.oer(12, 1, 0, 1, 9, opX, "h") // eoi from 1
 	a := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Emit: func(tr *trace.Trace) {
-		threads, oers, _ := brokenUnits(tr)
+		threads, oers, _, _ := brokenUnits(tr)
 		kid, _ := tr.ID.Kieker()
 		switch {
 		case kid >= 11:

@@ -100,7 +100,10 @@ const (
 // response-time line.
 func WriteDOT(w io.Writer, g *Graph, o DOTOptions) error {
 	b := bufio.NewWriter(w)
-	d := dotWriter{b: b, g: g, o: o, asm: assemblyNames(g)}
+	d := dotWriter{b: b, g: g, o: o, asm: assemblyNames(g), pos: make(map[string]int, len(g.Nodes))}
+	for i := range g.Nodes {
+		d.pos[g.Nodes[i].ID] = i
+	}
 	if g.Kind.Dependency() {
 		d.dependency()
 	} else {
@@ -114,6 +117,7 @@ type dotWriter struct {
 	g   *Graph
 	o   DOTOptions
 	asm map[string]string // component -> @n
+	pos map[string]int    // node id -> position
 }
 
 // assemblyNames numbers the components of g (sorted) as Kieker names
@@ -134,12 +138,9 @@ func assemblyNames(g *Graph) map[string]string {
 	return m
 }
 
-func dotID(n *Node) string {
-	if n.Entry {
-		return "depNode_0"
-	}
-	return "depNode_" + strings.TrimPrefix(n.ID, "n")
-}
+// dotID names a node as Kieker's formatters do: depNode_ and a number (the
+// node's position; the entry node is depNode_0).
+func (d *dotWriter) dotID(n *Node) string { return "depNode_" + strconv.Itoa(d.pos[n.ID]) }
 
 // esc escapes s for a quoted DOT string.
 func esc(s string) string {
@@ -197,11 +198,11 @@ func (d *dotWriter) times(label string, n *Node) string {
 
 func (d *dotWriter) node(n *Node, label, shape string) {
 	if n.Entry {
-		fmt.Fprintf(d.b, "\"depNode_0\" [label=\"%s\",shape=\"none\"]\n", entryLabel)
+		fmt.Fprintf(d.b, "\"%s\" [label=\"%s\",shape=\"none\"]\n", d.dotID(n), entryLabel)
 		return
 	}
 	fmt.Fprintf(d.b, "\"%s\" [label=\"%s\",shape=\"%s\",style=\"filled\",color=\"#000000\",fillcolor=\"white\"]\n",
-		dotID(n), d.times(label, n), shape)
+		d.dotID(n), d.times(label, n), shape)
 }
 
 func (d *dotWriter) cluster(id, label string) {
@@ -264,7 +265,7 @@ func (d *dotWriter) dependency() {
 	}
 	for _, e := range g.Edges {
 		fmt.Fprintf(d.b, "%s->%s[label=%d, style=\"solid\", arrowhead=\"open\", color=\"#000000\"]\n",
-			dotID(byID[e.From]), dotID(byID[e.To]), e.Calls)
+			d.dotID(byID[e.From]), d.dotID(byID[e.To]), e.Calls)
 	}
 	d.b.WriteString("}\n")
 }
@@ -305,10 +306,8 @@ func groupBy2(nodes []*Node) []group {
 func (d *dotWriter) tree() {
 	g := d.g
 	d.b.WriteString("digraph G {\n")
-	num := map[string]int{}
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
-		num[n.ID] = i
 		label := entryLabel
 		if !n.Entry {
 			label = d.component(n.Component) + "\\n." + operationLabel(n)
@@ -324,7 +323,7 @@ func (d *dotWriter) tree() {
 		if g.Kind == CallTree {
 			l = strconv.Itoa(e.Order) + "."
 		}
-		fmt.Fprintf(d.b, "%d->%d[style=solid,arrowhead=none,label=\"%s\" ]\n", num[e.From], num[e.To], l)
+		fmt.Fprintf(d.b, "%d->%d[style=solid,arrowhead=none,label=\"%s\" ]\n", d.pos[e.From], d.pos[e.To], l)
 	}
 	d.b.WriteString("}\n")
 }

@@ -87,7 +87,7 @@ func (u unit) id(t *trace.Trace) string {
 // the OERs of a traceId, one for the spans of an OTLP trace. It returns the
 // valid ones and what Kieker would drop, with the reason.
 func Messages(t *trace.Trace, o Options) ([]*MessageTrace, []Invalid) {
-	threads, oers, all := brokenUnits(t)
+	threads, oers, spans, all := brokenUnits(t)
 	groups := map[unit][]int{}
 	var order []unit
 	for i := range t.Spans {
@@ -111,6 +111,8 @@ func Messages(t *trace.Trace, o Options) ([]*MessageTrace, []Invalid) {
 			reason = threads[u.kid]
 		case u.src == trace.FromExecution && oers != "":
 			reason = oers
+		case u.src == trace.FromSpan && spans != "":
+			reason = spans
 		}
 		if reason != "" && !o.IncludeInvalid {
 			invalid = append(invalid, Invalid{ID: u.id(t), Reason: reason, Calls: len(idx)})
@@ -187,19 +189,21 @@ func execution(s *trace.Span, caller int) Execution {
 }
 
 // The assembler's reasons name the Kieker trace they concern ("… of trace
-// 42", "… for trace 42"); OER reasons start with "eoi". Reasons about
-// links between thread traces and about clocks do not make a trace
-// invalid for Kieker, which analyses every thread trace on its own and
-// never compares timestamps.
+// 42", "… for trace 42"); OER reasons start with "eoi", reasons about span
+// ids and parents with "span" (Kieker's calls always have theirs, unless
+// one of the former reasons holds). Reasons about links between thread
+// traces and about clocks do not make a trace invalid for Kieker, which
+// analyses every thread trace on its own and never compares timestamps.
 var (
 	reThread = regexp.MustCompile(`\b(?:of|for) trace (-?\d+)\b`)
 	reLink   = regexp.MustCompile(`names parent trace|no call of parent trace`)
 )
 
 // brokenUnits sorts the reasons t is broken by what they make invalid for
-// Kieker: a thread trace (threads, by Kieker traceId), the trace's OERs, or
-// everything (all). Each keeps the first reason.
-func brokenUnits(t *trace.Trace) (threads map[int64]string, oers, all string) {
+// Kieker: a thread trace (threads, by Kieker traceId), the trace's OERs,
+// its spans, or everything (all: a trace emitted in parts). Each keeps the
+// first reason.
+func brokenUnits(t *trace.Trace) (threads map[int64]string, oers, spans, all string) {
 	threads = map[int64]string{}
 	first := func(dst *string, r string) {
 		if *dst == "" {
@@ -211,6 +215,8 @@ func brokenUnits(t *trace.Trace) (threads map[int64]string, oers, all string) {
 		case reLink.MatchString(r), strings.Contains(r, "before it starts"):
 		case strings.HasPrefix(r, "eoi "):
 			first(&oers, r)
+		case strings.HasPrefix(r, "span "):
+			first(&spans, r)
 		default:
 			m := reThread.FindStringSubmatch(r)
 			if m == nil {
@@ -227,7 +233,7 @@ func brokenUnits(t *trace.Trace) (threads map[int64]string, oers, all string) {
 			}
 		}
 	}
-	return threads, oers, all
+	return threads, oers, spans, all
 }
 
 // String describes an invalid trace in one line.

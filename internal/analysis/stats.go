@@ -33,7 +33,8 @@ func (a *Analyzer) addOps(m *MessageTrace) {
 			a.ops[k] = s
 		}
 		s.add(e.Duration())
-		s.Self += e.Duration() - children[i]
+		// Calls that overlap their caller (async spans) leave no self time.
+		s.Self += max(0, e.Duration()-children[i])
 		if e.Error {
 			s.Errors++
 		}
