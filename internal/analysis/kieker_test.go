@@ -15,7 +15,7 @@ import (
 )
 
 // logDir returns the one log directory inside a corpus sample.
-func logDir(t *testing.T, sample string) string {
+func logDir(t testing.TB, sample string) string {
 	t.Helper()
 	ds, err := filepath.Glob(filepath.Join(testcorpus.Path(t, "kieker-logs", sample), "*"))
 	if err != nil {
@@ -32,7 +32,7 @@ func logDir(t *testing.T, sample string) string {
 
 // assemble reads a log through the assembler (record clock, flushed at the
 // end) and hands every trace to emit.
-func assemble(t *testing.T, dir string, emit func(*trace.Trace)) {
+func assemble(t testing.TB, dir string, emit func(*trace.Trace)) {
 	t.Helper()
 	a := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Emit: emit})
 	r, err := kiekerlog.Open(dir, kiekerlog.Options{Catalog: record.Builtin()})
