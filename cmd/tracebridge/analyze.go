@@ -28,7 +28,8 @@ deployment-operation, assembly-operation (dependency graphs),
 aggregated-deployment-call-tree, aggregated-assembly-call-tree, or
 call-tree:TRACEID (the call tree of one Kieker trace or OTLP trace).
 Traces Kieker's trace analysis finds invalid are left out (and counted on
-stderr) unless --include-invalid.`
+stderr) unless --include-invalid.
+`
 
 func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("analyze", analyzeSynopsis, stderr)

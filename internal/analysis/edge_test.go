@@ -315,12 +315,12 @@ func TestBrokenReasons(t *testing.T) {
 			if oers == "" {
 				t.Errorf("trace %d %q: no reason for its OERs", kid, tr.Broken)
 			}
-		case threads[kid] == "":
+		case len(threads[kid]) == 0:
 			t.Errorf("trace %d %q: no reason for the thread", kid, tr.Broken)
 		}
 		for other := range threads {
 			if other != kid {
-				t.Errorf("trace %d: reason %q attributed to thread %d", kid, threads[other], other)
+				t.Errorf("trace %d: reasons %v attributed to thread %d", kid, threads[other], other)
 			}
 		}
 	}})
@@ -335,7 +335,7 @@ func TestBrokenReasons(t *testing.T) {
 // other traces go on is one trace for Kieker (its reconstruction waits for
 // the trace to be complete, with no timeout by default); analyze gives the
 // assembler a window of an hour of record time (with the default 2 s
-// the call is emitted unreturned, and dropped).
+// the call is emitted unreturned, and dropped, and so is its return).
 func TestLongCall(t *testing.T) {
 	r := &recs{t: t}
 	r.meta(1, "h")
@@ -352,7 +352,7 @@ func TestLongCall(t *testing.T) {
 		invalid int64
 	}{
 		{time.Hour, 11, 0},
-		{0, 10, 1}, // the assembler's default window: the call is cut off
+		{0, 10, 2}, // the assembler's default window: the call is cut off, its return stray
 	} {
 		an := New(Options{})
 		a := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Window: tc.window, Emit: an.Add})
@@ -369,4 +369,20 @@ func TestLongCall(t *testing.T) {
 	if o := runOracle(rs); len(o.traces) != 11 {
 		t.Errorf("Kieker: %d traces, want 11", len(o.traces))
 	}
+}
+
+// TestReturnFromOtherClass: Kieker matches an After event to the open
+// Before by operation and class signature (refersToSameOperationAs), so a
+// return from the same operation of another class makes the trace invalid.
+// The assembler compares the operation only and reports nothing, so the
+// analysis cannot tell (reported to the lead; unskip when the assembler
+// reports it).
+func TestReturnFromOtherClass(t *testing.T) {
+	t.Skip("known difference: trace.Assembler matches returns by operation signature only, not by class signature")
+	r := &recs{t: t}
+	r.meta(1, "h")
+	r.ev('b', 1, 0, opX, "a.A")
+	r.ev('a', 1, 1, opX, "a.A$Proxy")
+	an, _, rs := r.run(Options{})
+	compareWithOracle(t, an, rs)
 }

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -105,19 +106,7 @@ func Messages(t *trace.Trace, o Options) ([]*MessageTrace, []Invalid) {
 	var invalid []Invalid
 	for _, u := range order {
 		idx := groups[u]
-		reason := all
-		switch {
-		case u.src == trace.FromEvents && threads[u.kid] != "":
-			reason = threads[u.kid]
-		case u.src == trace.FromExecution && oers != "":
-			reason = oers
-		case u.src == trace.FromSpan && spans != "":
-			reason = spans
-		}
-		if reason != "" && !o.IncludeInvalid {
-			invalid = append(invalid, Invalid{ID: u.id(t), Reason: reason, Calls: len(idx)})
-			continue
-		}
+		id := u.id(t)
 		// Call order: the Before event's orderIndex, the eoi, or the
 		// span's start (tree order).
 		switch u.src {
@@ -126,31 +115,87 @@ func Messages(t *trace.Trace, o Options) ([]*MessageTrace, []Invalid) {
 		case trace.FromExecution:
 			slices.SortStableFunc(idx, func(a, b int) int { return int(t.Spans[a].EOI) - int(t.Spans[b].EOI) })
 		}
-		pos := make(map[int]int, len(idx)) // span index -> execution index
-		m := &MessageTrace{Trace: t.ID, ID: u.id(t), Execs: make([]Execution, 0, len(idx))}
-		roots := 0
-		for k, i := range idx {
+		reason, keep := all, len(idx)
+		switch {
+		case u.src == trace.FromEvents && reason == "":
+			reason, keep = threadPrefix(t, idx, threads[u.kid])
+			delete(threads, u.kid)
+		case u.src == trace.FromExecution && oers != "":
+			reason = oers
+		case u.src == trace.FromSpan && spans != "":
+			reason = spans
+		}
+		if reason != "" && u.src != trace.FromEvents {
+			keep = 0
+		}
+		if o.IncludeInvalid {
+			reason, keep = "", len(idx)
+		}
+		if reason != "" {
+			invalid = append(invalid, Invalid{ID: id, Reason: reason, Calls: len(idx) - keep})
+		}
+		if keep == 0 {
+			continue
+		}
+		m := &MessageTrace{Trace: t.ID, ID: id, Execs: make([]Execution, 0, keep)}
+		pos := make(map[int]int, keep) // span index -> execution index
+		for _, i := range idx[:keep] {
 			s := &t.Spans[i]
 			caller := -1
 			if p, ok := pos[int(s.Parent)]; ok {
 				caller = p
-			}
-			if caller < 0 {
-				roots++
-				if roots == 2 && u.src == trace.FromEvents && !o.IncludeInvalid {
-					// Kieker hands a thread trace on once its first root
-					// call returned; the events after it form a trace
-					// without TraceMetadata, which is invalid.
-					invalid = append(invalid, Invalid{ID: m.ID, Reason: "root calls after the first (Kieker ends a thread trace when its first call returns)", Calls: len(idx) - k})
-					break
-				}
 			}
 			pos[i] = len(m.Execs)
 			m.Execs = append(m.Execs, execution(s, caller))
 		}
 		out = append(out, m)
 	}
+	if !o.IncludeInvalid {
+		// Thread traces that gave no call (a return without its call).
+		for _, kid := range slices.Sorted(maps.Keys(threads)) {
+			invalid = append(invalid, Invalid{ID: strconv.FormatInt(kid, 10), Reason: threads[kid][0].text})
+		}
+	}
 	return out, invalid
+}
+
+// threadPrefix decides which calls of a thread trace (idx, in orderIndex
+// order) Kieker analyses: Kieker's reconstruction hands a thread trace on
+// as soon as its first root call has returned with every event before
+// (EventRecordTraceReconstructionFilter), so what comes after (more root
+// calls, stray events) forms a trace without TraceMetadata, which is
+// invalid, and spoils nothing before it. The first keep calls are valid
+// unless a reason concerns the first root call, names no position or is a
+// duplicate orderIndex (which the assembler cannot place; Kieker keeps the
+// first root call when the duplicate comes after it); a non-empty reason
+// says what is dropped.
+func threadPrefix(t *trace.Trace, idx []int, reasons []threadReason) (reason string, keep int) {
+	in := make(map[int32]bool, len(idx))
+	for _, i := range idx {
+		in[int32(i)] = true
+	}
+	keep = len(idx)
+	for k, i := range idx {
+		if k > 0 && !in[t.Spans[i].Parent] {
+			keep = k // the second root call
+			break
+		}
+	}
+	// The first root returns at orderIndex first+2·keep-1 when none of its
+	// events is missing (else a reason lies within).
+	end := int64(t.Spans[idx[0]].OrderIndex) + 2*int64(keep) - 1
+	for _, r := range reasons {
+		if r.order < 0 || r.order <= end || strings.Contains(r.text, "used twice") {
+			return r.text, 0
+		}
+	}
+	switch {
+	case len(reasons) > 0:
+		return reasons[0].text, keep
+	case keep < len(idx):
+		return "root calls after the first (Kieker ends a thread trace when its first call returns)", keep
+	}
+	return "", keep
 }
 
 // execution models span s.
@@ -197,14 +242,22 @@ func execution(s *trace.Span, caller int) Execution {
 var (
 	reThread = regexp.MustCompile(`\b(?:of|for) trace (-?\d+)\b`)
 	reLink   = regexp.MustCompile(`names parent trace|no call of parent trace`)
+	reOrder  = regexp.MustCompile(`\borderIndex (-?\d+)\b`)
 )
 
+// threadReason is why a thread trace is broken, and the orderIndex where
+// (-1 when the reason names none).
+type threadReason struct {
+	text  string
+	order int64
+}
+
 // brokenUnits sorts the reasons t is broken by what they make invalid for
-// Kieker: a thread trace (threads, by Kieker traceId), the trace's OERs,
-// its spans, or everything (all: a trace emitted in parts). Each keeps the
-// first reason.
-func brokenUnits(t *trace.Trace) (threads map[int64]string, oers, spans, all string) {
-	threads = map[int64]string{}
+// Kieker: a thread trace (threads, by Kieker traceId, every reason with
+// its orderIndex), the trace's OERs, its spans, or everything (all: a
+// trace emitted in parts). oers, spans and all keep the first reason.
+func brokenUnits(t *trace.Trace) (threads map[int64][]threadReason, oers, spans, all string) {
+	threads = map[int64][]threadReason{}
 	first := func(dst *string, r string) {
 		if *dst == "" {
 			*dst = r
@@ -228,9 +281,11 @@ func brokenUnits(t *trace.Trace) (threads map[int64]string, oers, spans, all str
 				first(&all, r)
 				continue
 			}
-			if threads[kid] == "" {
-				threads[kid] = r
+			tr := threadReason{text: r, order: -1}
+			if m := reOrder.FindStringSubmatch(r); m != nil {
+				tr.order, _ = strconv.ParseInt(m[1], 10, 64)
 			}
+			threads[kid] = append(threads[kid], tr)
 		}
 	}
 	return threads, oers, spans, all

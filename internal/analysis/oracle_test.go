@@ -345,7 +345,7 @@ func (o *oracle) ops() map[string]oOp {
 			s := out[k]
 			s.count++
 			s.total += tr[i].dur
-			s.self += tr[i].dur - child[i]
+			s.self += max(0, tr[i].dur-child[i])
 			if tr[i].failed {
 				s.errors++
 			}
