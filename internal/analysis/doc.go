@@ -19,9 +19,10 @@
 //     events without TraceMetadata, gaps or duplicates in orderIndex, calls
 //     that never return or return out of order; executions whose eoi do not
 //     count 0, 1, 2, … or whose ess starts above 0 or grows by more than
-//     one. OERs with traceId -1 form no trace. Of a thread trace with
-//     several root calls Kieker keeps the first call, the rest lacking its
-//     TraceMetadata (Messages says so).
+//     one. OERs with traceId -1 form no trace. Kieker hands a thread trace
+//     on when its first root call has returned, so what follows it (more
+//     root calls, stray events) is a trace without TraceMetadata: invalid,
+//     while the first call stays (Messages reports such parts).
 //   - An execution runs on an execution container (Kieker's hostname; an
 //     OTLP span's service, else its host), in an assembly component (the
 //     event's classSignature, else the class parsed from the operation

@@ -386,3 +386,25 @@ func TestReturnFromOtherClass(t *testing.T) {
 	an, _, rs := r.run(Options{})
 	compareWithOracle(t, an, rs)
 }
+
+// TestWholeTraceReasons: a trace emitted in parts is invalid as a whole;
+// reasons about span ids and parents concern spans only.
+func TestWholeTraceReasons(t *testing.T) {
+	ev := trace.Span{SpanID: 1, Parent: -1, Operation: opX, Component: "a.A", Host: "h", OrderIndex: 0, EOI: -1, ESS: -1, KiekerTrace: 5, Source: trace.FromEvents}
+	sp := trace.Span{SpanID: 2, Parent: -1, ParentID: 9, Operation: "GET /", Service: "web", Source: trace.FromSpan}
+	for _, tc := range []struct {
+		broken        []string
+		valid, errors int
+	}{
+		{nil, 2, 0},
+		{[]string{"part 1 of a trace with more than 10 spans (emitted in parts to bound memory)"}, 0, 2},
+		{[]string{"span 0000000000000002 (GET /): parent 0000000000000009 missing"}, 1, 1},
+		{[]string{"span 0000000000000001 (x) ends 5 ns before it starts"}, 2, 0},
+		{[]string{"trace 5 names parent trace 4, which is missing"}, 2, 0},
+	} {
+		ms, inv := Messages(&trace.Trace{ID: trace.KiekerID(5), Spans: []trace.Span{ev, sp}, Broken: tc.broken}, Options{})
+		if len(ms) != tc.valid || len(inv) != tc.errors {
+			t.Errorf("%q: %d valid, invalid %v; want %d, %d", tc.broken, len(ms), inv, tc.valid, tc.errors)
+		}
+	}
+}

@@ -115,18 +115,21 @@ func Messages(t *trace.Trace, o Options) ([]*MessageTrace, []Invalid) {
 		case trace.FromExecution:
 			slices.SortStableFunc(idx, func(a, b int) int { return int(t.Spans[a].EOI) - int(t.Spans[b].EOI) })
 		}
-		reason, keep := all, len(idx)
+		reason, keep := all, 0 // a reason about the whole trace drops it
 		switch {
-		case u.src == trace.FromEvents && reason == "":
-			reason, keep = threadPrefix(t, idx, threads[u.kid])
+		case u.src == trace.FromEvents:
+			if r, k := threadPrefix(t, idx, threads[u.kid]); reason == "" {
+				reason, keep = r, k
+			}
 			delete(threads, u.kid)
-		case u.src == trace.FromExecution && oers != "":
+		case reason != "":
+		case u.src == trace.FromExecution:
 			reason = oers
-		case u.src == trace.FromSpan && spans != "":
+		case u.src == trace.FromSpan:
 			reason = spans
 		}
-		if reason != "" && u.src != trace.FromEvents {
-			keep = 0
+		if reason == "" {
+			keep = len(idx)
 		}
 		if o.IncludeInvalid {
 			reason, keep = "", len(idx)
