@@ -44,6 +44,7 @@ commands:
   replay   send a Kieker log to a bridge (Kieker TCP or KDB binary), optionally at a rate
   split    cut huge traces into linked partial traces at component boundaries (--merge: back)
   traces   assemble and print the traces of Kieker logs (call trees across threads and hosts)
+  analyze  Kieker's trace analyses: dependency graphs, call trees (dot, json, svg), statistics
   gen      write record types and encoders for C, Go, Python or Perl from IRL
   version  print the version
 
@@ -109,6 +110,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdSplit(ctx, args[1:], stdout, stderr)
 	case "traces":
 		err = cmdTraces(ctx, args[1:], stdout, stderr)
+	case "analyze":
+		err = cmdAnalyze(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "tracebridge", version)
 	case "help", "-h", "--help", "-help":

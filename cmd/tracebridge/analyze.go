@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/analysis"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
+	"github.com/tracebridge/tracebridge/internal/trace"
+)
+
+const analyzeSynopsis = `analyze --graph G [--response-times] [--format dot|json|svg] [-o FILE] LOGDIR…
+       tracebridge analyze --stats [--format table|json] [-o FILE] LOGDIR…
+
+G is one of container, deployment-component, assembly-component,
+deployment-operation, assembly-operation (dependency graphs),
+aggregated-deployment-call-tree, aggregated-assembly-call-tree, or
+call-tree:TRACEID (the call tree of one Kieker trace or OTLP trace).
+Traces Kieker's trace analysis finds invalid are left out (and counted on
+stderr) unless --include-invalid.
+`
+
+func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("analyze", analyzeSynopsis, stderr)
+	graphName := fs.String("graph", "", "the graph to draw (see above)")
+	stats := fs.Bool("stats", false, "print statistics per operation instead of a graph")
+	format := fs.String("format", "", "output: dot (default), json or svg for graphs; table (default) or json for --stats")
+	respTimes := fs.Bool("response-times", false, "label nodes with the response times of the calls into them (min/avg/max/total)")
+	unit := fs.String("time-unit", "ns", "unit of the response times in dot and svg: ns, us, ms or s")
+	short := fs.Bool("short-labels", false, "leave package names out of the labels (Kieker's --short-labels)")
+	selfLoops := fs.Bool("self-loops", false, "draw calls within a node as edges to itself (Kieker's --include-self-loops)")
+	invalid := fs.Bool("include-invalid", false, "keep the traces Kieker drops as invalid, as far as they were assembled")
+	window := fs.Duration("window", time.Hour, "a trace is complete when none of its records came for this long, in the records' own time (Kieker waits for a trace to be complete; a shorter window saves memory but may cut long calls off)")
+	outFile := fs.String("o", "", "write to FILE instead of standard output")
+	skipBad := fs.Bool("skip-bad", false, "skip malformed records instead of stopping, and report how many")
+	var libs listFlag
+	fs.Var(&libs, "L", "IRL file or directory with more record types (repeatable, or ':'-separated)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("analyze: no log directory given")
+	}
+	if (*graphName == "") == !*stats {
+		return usagef("analyze: give either --graph G or --stats")
+	}
+	if *window <= 0 {
+		return usagef("analyze: --window must be positive")
+	}
+	switch *unit {
+	case "ns", "us", "ms", "s":
+	default:
+		return usagef("analyze: --time-unit must be ns, us, ms or s")
+	}
+	var kind analysis.Kind
+	var treeID string
+	if *graphName != "" {
+		name := *graphName
+		if id, ok := strings.CutPrefix(name, "call-tree:"); ok {
+			name, treeID = "call-tree", id
+			if treeID == "" {
+				return usagef("analyze: --graph call-tree:TRACEID needs a trace id")
+			}
+		}
+		if kind, err = analysis.ParseKind(name); err != nil {
+			return usagef("analyze: --graph: %v", err)
+		}
+		if kind == analysis.CallTree && treeID == "" {
+			return usagef("analyze: --graph call-tree needs a trace id: call-tree:TRACEID")
+		}
+		switch *format {
+		case "":
+			*format = "dot"
+		case "dot", "json", "svg":
+		default:
+			return usagef("analyze: --format must be dot, json or svg for a graph")
+		}
+	} else {
+		switch *format {
+		case "":
+			*format = "table"
+		case "table", "json":
+		default:
+			return usagef("analyze: --format must be table or json with --stats")
+		}
+	}
+	cat, err := loadCatalog(libs)
+	if err != nil {
+		return err
+	}
+
+	opt := analysis.Options{IncludeInvalid: *invalid}
+	an := analysis.New(opt)
+	var tree *analysis.MessageTrace
+	var treeInvalid *analysis.Invalid
+	emit := func(t *trace.Trace) {
+		if kind != analysis.CallTree {
+			an.Add(t)
+			return
+		}
+		if tree != nil {
+			return
+		}
+		ms, inv := analysis.Messages(t, opt)
+		for _, m := range ms {
+			if m.ID == treeID {
+				tree = m
+				return
+			}
+		}
+		for _, v := range inv {
+			if v.ID == treeID && treeInvalid == nil {
+				treeInvalid = &v
+			}
+		}
+	}
+	asm := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Window: *window, Emit: emit})
+	feed := pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
+		asm.AddBatch(b)
+		asm.Tick()
+		return nil
+	})
+	skips := &skipReporter{w: stderr}
+	var sum readStats
+	for _, p := range pos {
+		r, err := kiekerlog.Open(p, kiekerlog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report})
+		if err != nil {
+			return err
+		}
+		err = r.Run(ctx, feed)
+		sum.add(r.Stats())
+		if err != nil {
+			return err
+		}
+	}
+	asm.Flush()
+	sum.report(stderr)
+
+	var out bytes.Buffer
+	switch {
+	case *stats:
+		if err := writeStats(&out, an.Operations(), *format == "json"); err != nil {
+			return err
+		}
+	default:
+		var g *analysis.Graph
+		if kind == analysis.CallTree {
+			if tree == nil {
+				if treeInvalid != nil {
+					return fmt.Errorf("analyze: trace %s is invalid for Kieker's trace analysis: %s (--include-invalid draws it anyway)", treeID, treeInvalid.Reason)
+				}
+				return fmt.Errorf("analyze: no trace %s in %s", treeID, strings.Join(pos, ", "))
+			}
+			g = analysis.TraceCallTree(tree)
+		} else if g, err = an.Graph(kind); err != nil {
+			return err
+		}
+		if !*selfLoops {
+			g = g.WithoutSelfLoops()
+		}
+		if !*respTimes {
+			g = g.WithoutStats()
+		}
+		if err := writeGraph(ctx, &out, g, *format, analysis.DOTOptions{ShortLabels: *short, Unit: *unit}); err != nil {
+			return err
+		}
+	}
+	if kind != analysis.CallTree {
+		reportAnalysis(stderr, an.Summary(), asm.Stats().Untraced)
+	}
+	if *outFile == "" {
+		_, err = stdout.Write(out.Bytes())
+		return err
+	}
+	return os.WriteFile(*outFile, out.Bytes(), 0o644)
+}
+
+// errNoDot says that svg output needs Graphviz.
+var errNoDot = errors.New("analyze: --format svg needs Graphviz's dot program on PATH (Debian/Ubuntu: apt-get install graphviz); or write --format dot and render it with dot -Tsvg elsewhere")
+
+func writeGraph(ctx context.Context, w io.Writer, g *analysis.Graph, format string, o analysis.DOTOptions) error {
+	switch format {
+	case "json":
+		b, err := json.MarshalIndent(g, "", " ")
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	case "svg":
+		dot, err := exec.LookPath("dot")
+		if err != nil {
+			return withCode(exitConfig, errNoDot)
+		}
+		var src bytes.Buffer
+		if err := analysis.WriteDOT(&src, g, o); err != nil {
+			return err
+		}
+		var errOut bytes.Buffer
+		cmd := exec.CommandContext(ctx, dot, "-Tsvg")
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = &src, w, &errOut
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("analyze: %s -Tsvg: %v: %s", dot, err, strings.TrimSpace(errOut.String()))
+		}
+		return nil
+	}
+	return analysis.WriteDOT(w, g, o)
+}
+
+func writeStats(w io.Writer, ops []analysis.OperationStats, asJSON bool) error {
+	if asJSON {
+		type row struct {
+			Component string `json:"component"`
+			Operation string `json:"operation"`
+			Count     int64  `json:"count"`
+			Min       int64  `json:"minNs"`
+			Avg       int64  `json:"avgNs"`
+			Max       int64  `json:"maxNs"`
+			Total     int64  `json:"totalNs"`
+			Self      int64  `json:"selfNs"`
+			Errors    int64  `json:"errors"`
+		}
+		rows := make([]row, 0, len(ops))
+		for _, o := range ops {
+			rows = append(rows, row{o.Component, o.Operation, o.Count, o.Min, o.Avg(), o.Max, o.Total, o.Self, o.Errors})
+		}
+		b, err := json.MarshalIndent(map[string]any{"operations": rows}, "", " ")
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "count\tmin ms\tavg ms\tmax ms\ttotal ms\tself ms\terrors\t  operation")
+	ms := func(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e6) }
+	for _, o := range ops {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t  %s.%s\n", o.Count, ms(o.Min), ms(o.Avg()), ms(o.Max), ms(o.Total), ms(o.Self), o.Errors,
+			o.Component, o.Sig.Short())
+	}
+	return tw.Flush()
+}
+
+// reportAnalysis says on stderr how many traces were analysed and which
+// were left out.
+func reportAnalysis(w io.Writer, s analysis.Summary, untraced int64) {
+	if untraced > 0 {
+		fmt.Fprintf(w, "tracebridge: %d OperationExecutionRecords have traceId -1 and belong to no trace (Kieker finds no valid trace in them)\n", untraced)
+	}
+	fmt.Fprintf(w, "tracebridge: analysed %d traces (%d calls)", s.Messages, s.Calls)
+	if s.Invalid == 0 {
+		fmt.Fprintln(w)
+		return
+	}
+	fmt.Fprintf(w, "; left out %d invalid traces as Kieker's trace analysis does (--include-invalid keeps them)\n", s.Invalid)
+	for i, v := range s.InvalidList {
+		if i == 5 {
+			fmt.Fprintf(w, "tracebridge: (%d more invalid traces not shown)\n", s.Invalid-5)
+			break
+		}
+		fmt.Fprintf(w, "tracebridge: invalid: %s\n", v)
+	}
+}
