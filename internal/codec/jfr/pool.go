@@ -160,8 +160,11 @@ func (c *Chunk) indexCheckpoint(off, size int64) error {
 	d := c.s.dec
 	for i := 0; i < npools && in.ok(); i++ {
 		id := in.i64()
+		if !in.ok() {
+			break
+		}
 		cls := ps.meta.Class(id)
-		if cls == nil && in.ok() {
+		if cls == nil {
 			return at(c.base, off+int64(in.pos-start), "constant pool of unknown type id %d", id)
 		}
 		n := in.count(1, 1<<30)
