@@ -231,6 +231,16 @@ func (t Tools) Start(classpath string, o Options) (*JVM, error) {
 	return j, nil
 }
 
+// Running reports whether the JVM has not exited yet.
+func (j *JVM) Running() bool {
+	select {
+	case <-j.done:
+		return false
+	default:
+		return true
+	}
+}
+
 // Ticks receives the workload's second counter as it prints it.
 func (j *JVM) Ticks() <-chan int { return j.ticks }
 

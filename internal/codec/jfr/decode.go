@@ -154,8 +154,12 @@ type Chunk struct {
 	pools    *poolSet
 
 	pos, end int64
-	broken   bool
-	winOff   int64 // chunk offset of s.win[0]
+	// settled: events before it may refer to constants that no checkpoint
+	// defines yet and are decoded anyway; a live chunk holds back an event
+	// at or after it that does, until a newer checkpoint has been read.
+	settled int64
+	broken  bool
+	winOff  int64 // chunk offset of s.win[0]
 }
 
 // Open starts reading a chunk: src reads the chunk (offset 0 is its
@@ -206,6 +210,7 @@ func (c *Chunk) Update(h Header) error {
 		return at(c.base, 8, "chunk size went down from %d to %d", c.end, h.ChunkSize)
 	}
 	c.h = h
+	oldEnd := c.end
 	c.end = h.ChunkSize
 	s := c.s
 	if h.MetadataOffset != c.metaOff {
@@ -228,9 +233,19 @@ func (c *Chunk) Update(h Header) error {
 			return err
 		}
 		c.cpNewest = h.CheckpointOffset
+		// The JVM sometimes writes an event's constants in the checkpoint
+		// of a later flush: what was readable before this one has now
+		// had its chance.
+		c.settled = oldEnd
 	}
 	return nil
 }
+
+// Settle makes Next decode every readable event even when it refers to
+// constants that are not defined yet (they become zero values). A reader
+// calls it before giving up on a live chunk that will not grow any more (a
+// killed JVM, or a one-time read of a chunk still being written).
+func (c *Chunk) Settle() { c.settled = c.end }
 
 func (c *Chunk) readMetadata(off int64) error {
 	s := c.s
@@ -325,11 +340,19 @@ func (c *Chunk) Next(b *record.Batch, max int) (int, error) {
 		in.varint()
 		in.varint()
 		r := b.Add(et.typ, record.NoTimestamp)
+		misses, unresolved, fallbacks := d.misses, s.stats.Unresolved, s.stats.Fallbacks
 		et.lay.read(d, &in, r.Values)
 		if !in.ok() {
 			b.Truncate(b.Len() - 1)
 			s.stats.BadEvents++
 			return n, at(c.base, start+int64(in.failAt), "%s event at %d: %s", et.class.Name, c.base+start, in.reason)
+		}
+		if d.misses != misses && start >= c.settled && !c.h.Finished() {
+			// Wait for the next checkpoint, which may define them.
+			b.Truncate(b.Len() - 1)
+			c.pos = start
+			s.stats.Unresolved, s.stats.Fallbacks = unresolved, fallbacks
+			return n, io.EOF
 		}
 		if et.startTime >= 0 {
 			r.LoggingTimestamp = r.Values[et.startTime].Int()
@@ -463,6 +486,7 @@ type decoder struct {
 	ps     *poolSet // where constants resolve now (cur, or prev during a fallback)
 	stats  *Stats
 	nest   int
+	misses int // references to constants not found, ever
 	intern record.Interner
 	buf    []byte
 	sbuf   []byte

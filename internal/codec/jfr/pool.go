@@ -15,6 +15,7 @@ type poolSet struct {
 	buf     []byte                     // checkpoint events, one after the other
 	entries map[int64]map[int64]uint32 // class id → key → offset in buf
 	cache   map[cacheKey][]record.Value
+	partial map[cacheKey][]record.Value // values with references to missing constants
 	frames  map[frameKey]string
 	methods map[methodKey]string
 	str     *Class    // java.lang.String in strMeta
@@ -46,6 +47,7 @@ func newPoolSet(m *Metadata) *poolSet {
 		meta:    m,
 		entries: map[int64]map[int64]uint32{},
 		cache:   map[cacheKey][]record.Value{},
+		partial: map[cacheKey][]record.Value{},
 		frames:  map[frameKey]string{},
 		methods: map[methodKey]string{},
 	}
@@ -133,6 +135,7 @@ func (c *Chunk) addCheckpoints(newest, stop int64) error {
 			return err
 		}
 	}
+	clear(c.pools.partial)
 	return nil
 }
 
@@ -202,8 +205,14 @@ func (d *decoder) resolve(c *Class, budget int, key int64, l *layout) []record.V
 	if v, ok := ps.cache[ck]; ok {
 		return v
 	}
+	if v, ok := ps.partial[ck]; ok {
+		return v
+	}
 	pos, ok := ps.entries[c.ID][key]
 	if !ok {
+		if key != 0 {
+			d.misses++
+		}
 		if ps == d.cur && d.prev != nil {
 			// Within one recording type ids keep their meaning; the check
 			// guards against a recording made of several JVMs' chunks.
@@ -226,6 +235,7 @@ func (d *decoder) resolve(c *Class, budget int, key int64, l *layout) []record.V
 		return v
 	}
 	d.nest++
+	misses := d.misses
 	in := input{b: ps.buf, pos: int(pos)}
 	l.read(d, &in, v)
 	d.nest--
@@ -233,7 +243,13 @@ func (d *decoder) resolve(c *Class, budget int, key int64, l *layout) []record.V
 		d.stats.BadConstants++
 		clear(v)
 	}
-	ps.cache[ck] = v
+	if d.misses == misses {
+		ps.cache[ck] = v
+	} else {
+		// It refers to constants not (yet) defined: a live chunk's later
+		// checkpoints may define them, so it is decoded again then.
+		ps.partial[ck] = v
+	}
 	return v
 }
 
