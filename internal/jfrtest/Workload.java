@@ -5,7 +5,8 @@
 // Usage: java Workload SECONDS [RUN_ID [SCALE]]
 //
 // SCALE multiplies the number of worker threads (1 for tests, more for the
-// benchmark's large recording) and the exceptions thrown between pauses. Every second it prints
+// benchmark's large recording), and the exceptions thrown and orders placed
+// between pauses of a millisecond. Every second it prints
 // "tick N" on standard output; "ready" once the workers run.
 
 import java.io.File;
@@ -77,7 +78,7 @@ public class Workload {
     static volatile boolean running = true;
     static volatile Object sink;
     static String runId = "run";
-    static int THROWS_PER_PAUSE = 1;
+    static int THROWS_PER_PAUSE = 1; // and orders per pause
 
     static class Item {}
     static class Gadget {}
@@ -254,7 +255,9 @@ public class Workload {
             o.flags = (int) (0xFFFFFFF0L + i % 16);
             o.seq = SEQ.incrementAndGet();
             o.run = runId;
-            pause(1);
+            if (i % THROWS_PER_PAUSE == 0) {
+                pause(1);
+            }
             o.commit();
             c.cart = "cart-" + (i % 10);
             c.items = (int) (i % 10);

@@ -392,3 +392,14 @@ func decodeEvents(r io.Reader, fn func(Event) error) error {
 
 // ErrStop may be returned by a PrintJSON callback to stop early.
 var ErrStop = errors.New("stop")
+
+// JavaVersion returns the first line of java -version ("openjdk version
+// "17.0.15" …"), or "java" when it cannot be run.
+func JavaVersion(t Tools) string {
+	out, err := exec.Command(t.Java, "-version").CombinedOutput()
+	if err != nil {
+		return "java"
+	}
+	line, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimSpace(line)
+}

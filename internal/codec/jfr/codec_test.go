@@ -480,3 +480,37 @@ func TestFormatMethod(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeSteadyStateDoesNotAllocate: once a chunk's constants are
+// decoded and its strings interned, decoding its events into a reused
+// batch allocates nothing.
+func TestDecodeSteadyStateDoesNotAllocate(t *testing.T) {
+	data := small(t)
+	h, err := ReadHeader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewStream(Options{})
+	c, err := s.Open(bytes.NewReader(data), 0, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b record.Batch
+	events := 0
+	decode := func() {
+		c.pos = HeaderSize
+		events = 0
+		for {
+			b.Reset()
+			n, err := c.Next(&b, 256)
+			events += n
+			if err != nil {
+				break
+			}
+		}
+	}
+	decode()
+	if allocs := testing.AllocsPerRun(5, decode); allocs > 0 {
+		t.Fatalf("%v allocations decoding %d events again", allocs, events)
+	}
+}

@@ -103,6 +103,7 @@ type Stream struct {
 
 	win          []byte // event read window, shared by the stream's chunks
 	scratchEvent []byte
+	in           input
 }
 
 // NewStream returns a stream with the given options.
@@ -291,7 +292,7 @@ func (c *Chunk) Next(b *record.Batch, max int) (int, error) {
 			c.broken = true
 			return n, err
 		}
-		var in input
+		in := &s.in // a field, not a local: the layouts' closures would move it to the heap
 		in.reset(w)
 		size := int64(in.varint())
 		typ := in.i64()
@@ -341,7 +342,7 @@ func (c *Chunk) Next(b *record.Batch, max int) (int, error) {
 		in.varint()
 		r := b.Add(et.typ, record.NoTimestamp)
 		misses, unresolved, fallbacks := d.misses, s.stats.Unresolved, s.stats.Fallbacks
-		et.lay.read(d, &in, r.Values)
+		et.lay.read(d, in, r.Values)
 		if !in.ok() {
 			b.Truncate(b.Len() - 1)
 			s.stats.BadEvents++
