@@ -47,15 +47,25 @@ type Tools struct {
 	Java, Javac, JFR string
 }
 
-// Find looks the JDK's programs up in PATH.
+// JDKEnv names an environment variable that selects another JDK for the
+// tests (its home directory, e.g. /usr/lib/jvm/temurin-25-jdk-amd64).
+const JDKEnv = "TRACEBRIDGE_JFR_JDK"
+
+// Find looks the JDK's programs up in $TRACEBRIDGE_JFR_JDK/bin when that
+// is set, else in PATH.
 func Find() (Tools, error) {
 	var t Tools
 	var missing []string
+	home := os.Getenv(JDKEnv)
 	for _, p := range []struct {
 		name string
 		dst  *string
 	}{{"java", &t.Java}, {"javac", &t.Javac}, {"jfr", &t.JFR}} {
-		path, err := exec.LookPath(p.name)
+		name := p.name
+		if home != "" {
+			name = filepath.Join(home, "bin", name)
+		}
+		path, err := exec.LookPath(name)
 		if err != nil {
 			missing = append(missing, p.name)
 			continue
@@ -92,7 +102,7 @@ var compileMu sync.Mutex
 func (t Tools) Compile() (string, error) {
 	compileMu.Lock()
 	defer compileMu.Unlock()
-	sum := sha256.Sum256(workloadSource)
+	sum := sha256.Sum256(append([]byte(t.Javac+"\x00"), workloadSource...))
 	dir := filepath.Join(os.TempDir(), "tracebridge-jfr-workload-"+hex.EncodeToString(sum[:6]))
 	if _, err := os.Stat(filepath.Join(dir, "Workload.class")); err == nil {
 		return dir, nil

@@ -514,3 +514,50 @@ func TestDecodeSteadyStateDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations decoding %d events again", allocs, events)
 	}
 }
+
+// TestMissingConstants: references to constants the chunk does not define
+// become zero values, are counted, and are no error.
+func TestMissingConstants(t *testing.T) {
+	data := small(t)
+	whole, _ := decodeAll(t, data, Options{})
+	h, _ := ReadHeader(bytes.NewReader(data))
+	s := NewStream(Options{})
+	c, err := s.Open(bytes.NewReader(data), 0, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Forget every stack trace and thread, as if the pools were lost.
+	for _, name := range []string{"jdk.types.StackTrace", "java.lang.Thread"} {
+		delete(c.pools.entries, s.meta.ClassByName(name).ID)
+	}
+	var got []record.Record
+	var b record.Batch
+	for {
+		b.Reset()
+		_, err := c.Next(&b, 100)
+		for i := range b.Records {
+			got = append(got, b.Records[i].Clone())
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != len(whole) {
+		t.Fatalf("%d records, want %d", len(got), len(whole))
+	}
+	for i := range got {
+		r := &got[i]
+		if v, ok := r.Field("stackTrace"); ok && v.List() != nil {
+			t.Fatalf("%s has a stack trace", r.Type.Name)
+		}
+		if v, ok := r.Field("eventThread"); ok && v.Str() != "" {
+			t.Fatalf("%s has a thread", r.Type.Name)
+		}
+	}
+	if st := s.Stats(); st.Unresolved == 0 || st.BadEvents != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}

@@ -35,8 +35,9 @@
 // let every value be checked against jfr print --json:
 //
 //   - Primitives keep their kind (boolean, byte, short, char, int, long,
-//     float, double, string). A null string is "". @Unsigned is not
-//     applied (jfr print does not either).
+//     float, double, string). A null string is "". An @Unsigned value
+//     keeps its bits in the declared (signed) kind, as JDK 17's jfr print
+//     shows it (JDK 21 and later print it unsigned).
 //   - @Timestamp fields become long epoch nanoseconds (ticks converted
 //     with the chunk header's ticks per second; MILLISECONDS_SINCE_EPOCH
 //     multiplied); @Timespan fields become long nanoseconds. startTime is

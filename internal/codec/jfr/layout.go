@@ -31,10 +31,11 @@ const (
 // column is one record field: where its value sits in the event (path
 // below the event in jfr print --json), how it is rendered, and its kind.
 type column struct {
-	path   []string
-	render render
-	kind   record.Kind
-	array  bool
+	path     []string
+	render   render
+	kind     record.Kind
+	array    bool
+	unsigned bool // @Unsigned: the bits are kept in the signed kind
 }
 
 func (c column) name() string { return strings.Join(c.path, ".") }
@@ -268,6 +269,9 @@ func newList(elem record.Kind, items []record.Value) record.Value {
 // the time annotations.
 func primLayout(p prim, f *Field) *layout {
 	col := column{kind: primKind[p]}
+	if f != nil {
+		_, col.unsigned = f.Annotation("jdk.jfr.Unsigned")
+	}
 	var conv func(c *clock, v int64) int64
 	if f != nil && p != primFloat && p != primDouble && p != primBool && p != primString {
 		switch {
