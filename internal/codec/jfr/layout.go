@@ -392,7 +392,7 @@ func (cp *compiler) thread(c *Class) *layout {
 
 // named renders a class as one string made from some of its fields' first
 // columns (as strings).
-func (cp *compiler) named(c *Class, r render, make func(d *decoder, v []string) string, names ...string) *layout {
+func (cp *compiler) named(c *Class, r render, build func(d *decoder, v []string) string, names ...string) *layout {
 	subs := cp.subfields(c)
 	idx := fieldIndexes(c, names...)
 	return &layout{cols: []column{{render: r, kind: record.String}}, read: func(d *decoder, in *input, dst []record.Value) {
@@ -402,7 +402,7 @@ func (cp *compiler) named(c *Class, r render, make func(d *decoder, v []string) 
 		for i := range idx {
 			s[i] = v[i].Str()
 		}
-		dst[0] = record.StringValue(make(d, s[:len(idx)]))
+		dst[0] = record.StringValue(build(d, s[:len(idx)]))
 	}}
 }
 

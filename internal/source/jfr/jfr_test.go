@@ -294,3 +294,30 @@ func TestMissingPath(t *testing.T) {
 }
 
 var _ = io.EOF
+
+// TestDamagedChunkInFile: a recording whose first chunk has corrupt
+// metadata is still read from its second chunk on.
+func TestDamagedChunkInFile(t *testing.T) {
+	_, path := recording(t)
+	dir := t.TempDir()
+	names := splitChunks(t, path, dir)
+	data, _ := os.ReadFile(path)
+	h, _ := codec.ParseHeader(data)
+	for i := h.MetadataOffset + 30; i < h.MetadataOffset+80; i++ {
+		data[i] = 0xfe
+	}
+	bad := filepath.Join(dir, "bad.rec")
+	os.WriteFile(bad, data, 0o644)
+	c, _, errs := readAll(t, Config{Path: bad})
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "bad.rec: offset ") {
+		t.Fatalf("errors %v", errs)
+	}
+	var want int
+	for _, n := range names[1:] {
+		cc, _, _ := readAll(t, Config{Path: n})
+		want += len(cc.records)
+	}
+	if len(c.records) != want || want == 0 {
+		t.Fatalf("%d records, want %d from the chunks after the damaged one", len(c.records), want)
+	}
+}

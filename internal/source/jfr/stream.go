@@ -168,7 +168,8 @@ func (j *jvm) read(r *run) (bool, error) {
 	return changed, nil
 }
 
-// finishBroken gives up on the open chunk and the rest of its file.
+// finishBroken closes the open chunk's file, giving up on what is left
+// of it.
 func (j *jvm) finishBroken() {
 	c := j.cur
 	j.done[filepath.Base(c.path)] = true
@@ -182,33 +183,26 @@ func (j *jvm) finishBroken() {
 	}
 }
 
-// finish closes the chunk read to its end; a finished chunk followed by
-// more bytes in its file (a recording of several chunks) continues there.
+// finish closes the chunk read to its end (or given up). A finished chunk
+// followed by more bytes in its file (a recording of several chunks)
+// continues with the next chunk there, also when this one was damaged but
+// its header gave its size.
 func (j *jvm) finish(r *run) {
 	c := j.cur
-	if c.chunk == nil {
-		j.finishBroken()
-		return
-	}
 	if c.h.StartNanos > j.after {
 		j.after = c.h.StartNanos
 	}
 	next := c.off + c.h.ChunkSize
-	if c.h.Finished() {
+	if c.h.ChunkSize >= codec.HeaderSize && c.h.Finished() {
 		if st, err := c.f.Stat(); err == nil && st.Size() >= next+codec.HeaderSize {
 			if err := j.open(c.f, c.path, next); err != nil {
 				r.s.report(err)
-				j.finishBroken()
+				j.finish(r)
 			}
 			return
 		}
 	}
-	j.done[filepath.Base(c.path)] = true
-	c.f.Close()
-	j.cur = nil
-	if j.only != "" {
-		j.exhausted = true
-	}
+	j.finishBroken()
 }
 
 // stale reports whether a live chunk stopped changing because its JVM is
@@ -250,7 +244,7 @@ func (j *jvm) next(r *run) bool {
 	seen := map[string]bool{}
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".jfr") || (j.only != "" && name != j.only) {
+		if e.IsDir() || (j.only == "" && !strings.HasSuffix(name, ".jfr")) || (j.only != "" && name != j.only) {
 			continue
 		}
 		seen[name] = true
@@ -308,7 +302,7 @@ func (j *jvm) next(r *run) bool {
 	}
 	if err := j.open(f, path, 0); err != nil {
 		r.s.report(err)
-		j.finishBroken()
+		j.finish(r)
 		return true
 	}
 	if skip {
@@ -337,8 +331,8 @@ func (j *jvm) probe(r *run, path string) (chunkInfo, bool) {
 }
 
 // open starts reading the chunk at off of f. It makes the chunk the open
-// one even when it fails (then without a decoder), so that finishBroken
-// can give up on it.
+// one even when it fails (then without a decoder), so that finish can go
+// on after it.
 func (j *jvm) open(f *os.File, path string, off int64) error {
 	j.cur = &openChunk{f: f, path: path, off: off}
 	j.activity = time.Now()
