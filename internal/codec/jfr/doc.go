@@ -24,7 +24,12 @@
 // metadata when it does not change, and the previous chunk's constants. A
 // finished chunk (header state 0) is read once; a live chunk is read up to
 // the size its newest accepted header vouches for, so a half-written
-// event is never read.
+// event is never read. The JVM sometimes writes constants in the
+// checkpoint of a flush later than the events that use them: Next holds
+// such an event of a live chunk back (returning io.EOF before it) until
+// one more checkpoint has been read, so that following a JVM gives the
+// records reading its finished recording gives. Chunk.Settle ends the
+// waiting for a chunk that will not grow.
 //
 // # Record layout
 //
