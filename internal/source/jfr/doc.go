@@ -27,11 +27,14 @@
 // Chunks and directories that appear later are always read from their
 // beginning.
 //
-// A JVM that exits deletes its directory; the chunk being read stays
-// readable through the open file and is read to its end. A JVM killed with
+// A JVM that exits deletes its directory. The source lists each followed
+// directory on every poll and holds new chunk files open as soon as it sees
+// them (up to 16 a directory), so the chunk being read and the ones begun
+// before the exit stay readable and are read to their end. A JVM killed with
 // SIGKILL leaves a chunk that never finishes: once it has not grown for
 // StaleAfter and the process (the pid at the end of the directory's name)
-// is gone, the reader reads what it holds and forgets the directory.
+// is gone, the reader reads what it holds and leaves the directory alone
+// from then on.
 //
 // # Errors
 //

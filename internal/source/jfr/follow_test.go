@@ -139,18 +139,33 @@ func TestFollowLiveRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	// B's last tick is in the chunk finished at exit, whose directory the
-	// JVM deletes.
-	got := waitTicks(t, &c, "B", 4, 10*time.Second)
-	if !slices.Equal(got[:4], []int64{0, 1, 2, 3}) {
-		t.Errorf("ticks of B: %v", got)
+	// JVM deletes. B printed each tick after committing its event.
+	var printed []int64
+	for len(b.Ticks()) > 0 {
+		printed = append(printed, int64(<-b.Ticks()))
 	}
-	// A's directory is given up once it is stale and its process gone.
+	if len(printed) < 3 {
+		t.Fatalf("JVM B printed ticks %v", printed)
+	}
+	got := waitTicks(t, &c, "B", len(printed), 10*time.Second)
+	if !slices.Equal(got, printed) {
+		t.Errorf("ticks of B read %v, B printed %v", got, printed)
+	}
+	// A's directory is given up once it is stale and its process gone,
+	// and not read again although it stays.
 	deadline := time.Now().Add(10 * time.Second)
 	for src.Stats().JVMs > 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if n := src.Stats().JVMs; n != 0 {
 		t.Errorf("%d JVM directories still followed", n)
+	}
+	time.Sleep(3 * time.Second) // longer than StaleAfter
+	ticksA := c.ticks("A")
+	for i := 1; i < len(ticksA); i++ {
+		if ticksA[i] != ticksA[i-1]+1 {
+			t.Fatalf("ticks of the killed JVM A read %v: a gap or a repetition", ticksA)
+		}
 	}
 	flushes := watch.close()
 
@@ -289,5 +304,70 @@ func TestFollowEqualsRecording(t *testing.T) {
 	}
 	if len(a) != len(b) {
 		t.Fatalf("follower read %d records, the recording has %d", len(b), len(a))
+	}
+}
+
+// TestChunkOfExitedJVMIsRead: a JVM that exits deletes its directory; a
+// chunk file listed before that is still read (the source holds it open).
+// Synthetic: two copies of the committed recording, the first live.
+func TestChunkOfExitedJVMIsRead(t *testing.T) {
+	data, err := os.ReadFile("../../codec/jfr/testdata/small.jfr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, _, _ := readAll(t, Config{Path: "../../codec/jfr/testdata/small.jfr"})
+	n := len(whole.records)
+	root := t.TempDir()
+	dir := filepath.Join(root, "2026_01_02_03_04_05_999999")
+	os.Mkdir(dir, 0o755)
+	live := append([]byte(nil), data...)
+	live[64] = 7 // a live chunk's generation
+	first := filepath.Join(dir, "2026_01_02_03_04_05.jfr")
+	os.WriteFile(first, live, 0o644)
+	second := append([]byte(nil), data...)
+	h, _ := codec.ParseHeader(second)
+	h.StartNanos += 1e9
+	copy(second, codec.AppendHeader(nil, h))
+	os.WriteFile(filepath.Join(dir, "2026_01_02_03_04_06.jfr"), second, 0o644)
+	w, err := os.OpenFile(first, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+
+	src, err := New(Config{Path: root, Follow: true, Start: StartBeginning, PollInterval: 10 * time.Millisecond}, Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c collector
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx, &c) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		recs, _ := c.snapshot()
+		if len(recs) >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d records of the live chunk, want %d", len(recs), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // several polls: the second file is listed
+	// The JVM exits: it finishes its chunk and deletes its directory.
+	if _, err := w.WriteAt([]byte{0}, 64); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(dir)
+	for src.Stats().JVMs > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if recs, _ := c.snapshot(); len(recs) != 2*n {
+		t.Fatalf("%d records, want %d (both chunks)", len(recs), 2*n)
 	}
 }

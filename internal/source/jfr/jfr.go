@@ -199,7 +199,7 @@ func (s *Source) report(err error) {
 // Run reads (and with Follow, follows) the path and hands records to out.
 // See the package comment for what it returns.
 func (s *Source) Run(ctx context.Context, out pipeline.Consumer) error {
-	r := &run{s: s, ctx: ctx, out: out, batch: &record.Batch{}, jvms: map[string]*jvm{}, started: time.Now()}
+	r := &run{s: s, ctx: ctx, out: out, batch: &record.Batch{}, jvms: map[string]*jvm{}, given: map[string]bool{}, started: time.Now()}
 	if e, ok := out.(pipeline.Emitter); ok {
 		r.emitter = e
 	}
@@ -225,6 +225,7 @@ type run struct {
 	emitter   pipeline.Emitter
 	batch     *record.Batch
 	jvms      map[string]*jvm
+	given     map[string]bool // directories read to their end that still exist
 	started   time.Time
 	first     bool        // the first look at the root is done
 	waiting   bool        // logged that the root does not exist
@@ -342,8 +343,17 @@ func (r *run) pollRoot() error {
 			r.waiting = false
 			r.s.log.Info("jfr: repository appeared", "path", root)
 		}
+		listed := map[string]bool{}
 		for _, d := range dirs {
-			if _, ok := r.jvms[d]; !ok {
+			listed[d] = true
+		}
+		for d := range r.given { // forget what was given up once it is gone
+			if !listed[d] {
+				delete(r.given, d)
+			}
+		}
+		for _, d := range dirs {
+			if _, ok := r.jvms[d]; !ok && !r.given[d] {
 				fromStart := r.first || r.s.cfg.Start == StartBeginning
 				r.jvms[d] = r.newJVM(d, fromStart)
 				if r.first {
@@ -366,6 +376,8 @@ func (r *run) pollRoot() error {
 		}
 		if j.exhausted {
 			r.forget(d)
+			// A killed JVM's directory stays: it must not be read again.
+			r.given[d] = true
 			r.s.log.Info("jfr: JVM repository finished", "path", d)
 		}
 	}

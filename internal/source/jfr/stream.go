@@ -25,20 +25,15 @@ type jvm struct {
 	fromStart bool
 	started   bool // the first chunk has been chosen
 
-	cur   *openChunk
-	after int64                // start nanos of the last chunk done; the next has a larger one
-	done  map[string]bool      // files read to their end
-	known map[string]chunkInfo // start times of chunk files seen
+	cur    *openChunk
+	after  int64                 // start nanos of the last chunk done; the next has a larger one
+	done   map[string]bool       // files read (or skipped)
+	known  map[string]*chunkFile // chunk files listed, not read yet
+	listed map[string]bool       // names in the last listing
 
 	exhausted bool      // nothing more will come
 	files     int64     // chunk files opened
 	activity  time.Time // when a chunk was last opened or grew
-}
-
-// chunkInfo is what a chunk file's header said when it was listed.
-type chunkInfo struct {
-	startNanos int64
-	bad        bool // its header is not a chunk header: reported, skipped
 }
 
 // openChunk is the chunk being read.
@@ -56,7 +51,8 @@ func (r *run) newJVM(dir string, fromStart bool) *jvm {
 		fromStart: fromStart,
 		stream:    codec.NewStream(codec.Options{Filter: r.s.filter, Types: r.s.types, Limits: r.s.cfg.Limits}),
 		done:      map[string]bool{},
-		known:     map[string]chunkInfo{},
+		known:     map[string]*chunkFile{},
+		listed:    map[string]bool{},
 		activity:  time.Now(),
 	}
 }
@@ -65,6 +61,9 @@ func (j *jvm) close() {
 	if j.cur != nil {
 		j.cur.f.Close()
 		j.cur = nil
+	}
+	for _, cf := range j.known {
+		cf.close()
 	}
 }
 
@@ -96,6 +95,11 @@ func (j *jvm) poll(r *run) error {
 			}
 			j.activity = time.Now()
 			continue
+		}
+		if r.s.cfg.Follow && j.only == "" {
+			// Hold chunk files that appear open now: the JVM deletes
+			// them when it exits.
+			j.list(r)
 		}
 		progressed, err := j.read(r)
 		if err != nil {
@@ -224,55 +228,34 @@ func (j *jvm) abandoned(r *run) bool {
 	return processGone(pidOf(j.dir))
 }
 
+// maxPending bounds the chunk files held open before they are read.
+const maxPending = 16
+
 // next opens the chunk file with the next start time. It reports false
 // when there is none yet.
+//
+// Chunk files are opened as soon as they are listed (up to maxPending)
+// and kept open until read: a JVM that exits deletes its directory, and
+// a chunk it began shortly before stays readable through the open file.
 func (j *jvm) next(r *run) bool {
-	entries, err := os.ReadDir(j.dir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			j.exhausted = true
-		} else {
-			r.s.report(fmt.Errorf("jfr %s: %w", j.dir, err))
-		}
+	gone, ok := j.list(r)
+	if !ok {
 		return false
 	}
-	type candidate struct {
-		name  string
-		start int64
-	}
-	var cands []candidate
-	seen := map[string]bool{}
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || (j.only == "" && !strings.HasSuffix(name, ".jfr")) || (j.only != "" && name != j.only) {
-			continue
-		}
-		seen[name] = true
-		if j.done[name] {
-			continue
-		}
-		info, ok := j.known[name]
-		if !ok {
-			var ready bool
-			info, ready = j.probe(r, filepath.Join(j.dir, name))
-			if !ready {
-				continue
-			}
-			j.known[name] = info
-		}
-		if info.bad || (j.started && info.startNanos <= j.after) {
-			continue
-		}
-		cands = append(cands, candidate{name, info.startNanos})
-	}
-	for name := range j.known { // forget files that are gone
-		if !seen[name] {
+	var cands []*chunkFile
+	for name, cf := range j.known {
+		if cf.bad || (cf.ready && j.started && cf.start <= j.after) {
+			cf.close()
 			delete(j.known, name)
-			delete(j.done, name)
+			j.done[name] = true
+			continue
+		}
+		if cf.ready {
+			cands = append(cands, cf)
 		}
 	}
 	if len(cands) == 0 {
-		if j.only != "" && !seen[j.only] {
+		if (gone || (j.only != "" && !j.listed[j.only])) && len(j.known) == 0 {
 			j.exhausted = true
 		}
 		return false
@@ -281,7 +264,7 @@ func (j *jvm) next(r *run) bool {
 		if cands[a].start != cands[b].start {
 			return cands[a].start < cands[b].start
 		}
-		return cands[a].name < cands[b].name
+		return cands[a].path < cands[b].path
 	})
 	pick := cands[0]
 	skip := false
@@ -291,16 +274,20 @@ func (j *jvm) next(r *run) bool {
 		skip = true
 	}
 	j.started = true
-	path := filepath.Join(j.dir, pick.name)
-	f, err := os.Open(path)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			r.s.report(fmt.Errorf("jfr %s: %w", path, err))
+	name := filepath.Base(pick.path)
+	delete(j.known, name)
+	f := pick.f
+	if f == nil {
+		var err error
+		if f, err = os.Open(pick.path); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				r.s.report(fmt.Errorf("jfr %s: %w", pick.path, err))
+			}
+			j.done[name] = true
+			return true
 		}
-		j.done[pick.name] = true
-		return true
 	}
-	if err := j.open(f, path, 0); err != nil {
+	if err := j.open(f, pick.path, 0); err != nil {
 		r.s.report(err)
 		j.finish(r)
 		return true
@@ -311,23 +298,95 @@ func (j *jvm) next(r *run) bool {
 	return true
 }
 
-// probe reads a chunk file's header to learn its start time. ready is
-// false while the JVM has not written a readable header yet.
-func (j *jvm) probe(r *run, path string) (chunkInfo, bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		return chunkInfo{}, false
+// list looks at the directory: new chunk files are registered, opened
+// (up to maxPending) and their headers read when ready. gone reports that
+// the directory no longer exists; ok is false when it could not be read.
+func (j *jvm) list(r *run) (gone, ok bool) {
+	entries, err := os.ReadDir(j.dir)
+	gone = errors.Is(err, fs.ErrNotExist)
+	if err != nil && !gone {
+		r.s.report(fmt.Errorf("jfr %s: %w", j.dir, err))
+		return false, false
 	}
-	defer f.Close()
+	clear(j.listed)
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || (j.only == "" && !strings.HasSuffix(name, ".jfr")) || (j.only != "" && name != j.only) {
+			continue
+		}
+		j.listed[name] = true
+		if _, ok := j.known[name]; !ok && !j.done[name] {
+			j.known[name] = &chunkFile{path: filepath.Join(j.dir, name)}
+		}
+	}
+	for name := range j.done { // forget files that are gone
+		if !j.listed[name] {
+			delete(j.done, name)
+		}
+	}
+	for name, cf := range j.known {
+		if !j.listed[name] && cf.f == nil {
+			delete(j.known, name) // deleted before it was opened
+			continue
+		}
+		if !cf.ready {
+			j.probe(r, cf)
+		}
+	}
+	return gone, true
+}
+
+// chunkFile is a chunk file listed but not read yet.
+type chunkFile struct {
+	path  string
+	f     *os.File // held open until read (nil beyond maxPending)
+	ready bool     // its header was read: start is known, or bad is set
+	start int64    // the chunk's start nanos
+	bad   bool     // its header is not a chunk header: reported, skipped
+}
+
+func (cf *chunkFile) close() {
+	if cf.f != nil {
+		cf.f.Close()
+		cf.f = nil
+	}
+}
+
+// probe reads a chunk file's header to learn its start time. The file
+// stays not ready while the JVM has not written a readable header yet.
+func (j *jvm) probe(r *run, cf *chunkFile) {
+	f := cf.f
+	if f == nil {
+		var err error
+		if f, err = os.Open(cf.path); err != nil {
+			return
+		}
+		if j.pending() < maxPending {
+			cf.f = f
+		} else {
+			defer f.Close()
+		}
+	}
 	h, err := readHeader(f)
 	switch {
 	case err == nil:
-		return chunkInfo{startNanos: h.StartNanos}, true
+		cf.ready, cf.start = true, h.StartNanos
 	case errors.Is(err, codec.ErrNotReady), errors.Is(err, codec.ErrHeaderBusy), errors.Is(err, io.ErrUnexpectedEOF):
-		return chunkInfo{}, false
+	default:
+		r.s.report(fmt.Errorf("jfr %s: %w", cf.path, err))
+		cf.ready, cf.bad = true, true
 	}
-	r.s.report(fmt.Errorf("jfr %s: %w", path, err))
-	return chunkInfo{bad: true}, true
+}
+
+// pending counts the chunk files held open before they are read.
+func (j *jvm) pending() int {
+	n := 0
+	for _, cf := range j.known {
+		if cf.f != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // open starts reading the chunk at off of f. It makes the chunk the open
