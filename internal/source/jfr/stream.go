@@ -276,6 +276,13 @@ func (j *jvm) next(r *run) bool {
 	j.started = true
 	name := filepath.Base(pick.path)
 	delete(j.known, name)
+	for other, cf := range j.known { // older chunks skipped (StartNewest) are never read
+		if cf.ready && cf.start < pick.start {
+			cf.close()
+			delete(j.known, other)
+			j.done[other] = true
+		}
+	}
 	f := pick.f
 	if f == nil {
 		var err error
