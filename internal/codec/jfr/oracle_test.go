@@ -21,17 +21,14 @@ import (
 	"github.com/tracebridge/tracebridge/internal/record"
 )
 
+// tmpRoot holds the recording the oracle tests share; made on first use.
 var tmpRoot string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "jfr-codec-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	tmpRoot = dir
 	code := m.Run()
-	os.RemoveAll(dir)
+	if tmpRoot != "" {
+		os.RemoveAll(tmpRoot)
+	}
 	os.Exit(code)
 }
 
@@ -47,7 +44,9 @@ func workloadRecording(t *testing.T) (jfrtest.Tools, string) {
 	t.Helper()
 	tools := jfrtest.Require(t)
 	recOnce.Do(func() {
-		recPath, recErr = tools.Record(tmpRoot, jfrtest.Options{Seconds: 3, MaxChunkSize: "1M", RunID: "oracle"})
+		if tmpRoot, recErr = os.MkdirTemp("", "jfr-codec-test-"); recErr == nil {
+			recPath, recErr = tools.Record(tmpRoot, jfrtest.Options{Seconds: 3, MaxChunkSize: "1M", RunID: "oracle"})
+		}
 	})
 	if recErr != nil {
 		t.Fatal(recErr)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -20,7 +19,19 @@ import (
 	"github.com/tracebridge/tracebridge/internal/record"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if recDir != "" {
+		os.RemoveAll(recDir)
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // collector keeps what it consumes, with the time each batch arrived.
 type collector struct {
@@ -111,14 +122,7 @@ func recording(t *testing.T) (jfrtest.Tools, string) {
 	if recErr != nil {
 		t.Fatal(recErr)
 	}
-	t.Cleanup(func() {}) // the directory is removed by TestZZCleanup
-	return tools, recPath
-}
-
-func TestZZCleanup(t *testing.T) {
-	if recDir != "" {
-		os.RemoveAll(recDir)
-	}
+	return tools, recPath // TestMain removes recDir
 }
 
 func TestReadFileCountsMatchJFRSummary(t *testing.T) {
@@ -292,8 +296,6 @@ func TestMissingPath(t *testing.T) {
 		t.Fatal("empty path accepted")
 	}
 }
-
-var _ = io.EOF
 
 // TestDamagedChunkInFile: a recording whose first chunk has corrupt
 // metadata is still read from its second chunk on.
