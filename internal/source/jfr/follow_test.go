@@ -1,0 +1,373 @@
+package jfr
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	codec "github.com/tracebridge/tracebridge/internal/codec/jfr"
+	"github.com/tracebridge/tracebridge/internal/jfrtest"
+)
+
+// flushWatcher notes when the JVM's newest chunk header changes (a flush),
+// polling every 2 ms, independently of the source.
+type flushWatcher struct {
+	mu      sync.Mutex
+	flushes []time.Time
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func watchFlushes(root string) *flushWatcher {
+	w := &flushWatcher{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		last := map[string]codec.Header{}
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			files, _ := filepath.Glob(filepath.Join(root, "*", "*.jfr"))
+			for _, p := range files {
+				f, err := os.Open(p)
+				if err != nil {
+					continue
+				}
+				h, err := codec.ReadHeader(f)
+				f.Close()
+				if err != nil || h == last[p] {
+					continue
+				}
+				if old, ok := last[p]; ok && h.ChunkSize > old.ChunkSize {
+					w.mu.Lock()
+					w.flushes = append(w.flushes, time.Now())
+					w.mu.Unlock()
+				}
+				last[p] = h
+			}
+		}
+	}()
+	return w
+}
+
+func (w *flushWatcher) close() []time.Time {
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flushes
+}
+
+func waitTicks(t *testing.T, c *collector, run string, n int, timeout time.Duration) []int64 {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ticks := c.ticks(run)
+		if len(ticks) >= n {
+			return ticks
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s: %d ticks within %v, want %d", run, len(ticks), timeout, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestFollowLiveRepository follows the repository of running JVMs: the
+// repository does not exist when the source starts; events arrive while
+// the JVM runs; a JVM killed with SIGKILL and a new one started on the
+// same repository do not stop the follower; a JVM that exits normally
+// (deleting its directory) has its last events read.
+func TestFollowLiveRepository(t *testing.T) {
+	tools := jfrtest.Require(t)
+	cp, err := tools.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(t.TempDir(), "repository")
+	var errsMu sync.Mutex
+	var errs []error
+	src, err := New(Config{Path: root, Follow: true, PollInterval: 100 * time.Millisecond, StaleAfter: 2 * time.Second},
+		Settings{OnError: func(err error) { errsMu.Lock(); errs = append(errs, err); errsMu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c collector
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- src.Run(ctx, &c) }()
+	defer func() {
+		cancel()
+		if err := <-runErr; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	time.Sleep(300 * time.Millisecond) // the source waits for the repository
+
+	watch := watchFlushes(root)
+	a, err := tools.Start(cp, jfrtest.Options{Seconds: 30, RunID: "A", Repository: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Kill()
+	ticks := waitTicks(t, &c, "A", 3, 30*time.Second)
+	if !a.Running() {
+		t.Fatal("JVM A exited before its events arrived")
+	}
+	t.Logf("JVM A running, ticks read: %v", ticks)
+
+	// SIGKILL: the directory stays with a chunk that never finishes.
+	a.Kill()
+	b, err := tools.Start(cp, jfrtest.Options{Seconds: 4, RunID: "B", Repository: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Kill()
+	waitTicks(t, &c, "B", 2, 30*time.Second)
+	if !b.Running() {
+		t.Fatal("JVM B exited before its events arrived")
+	}
+	if err := b.Wait(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// B's last tick is in the chunk finished at exit, whose directory the
+	// JVM deletes. B printed each tick after committing its event.
+	var printed []int64
+	for len(b.Ticks()) > 0 {
+		printed = append(printed, int64(<-b.Ticks()))
+	}
+	if len(printed) < 3 {
+		t.Fatalf("JVM B printed ticks %v", printed)
+	}
+	got := waitTicks(t, &c, "B", len(printed), 10*time.Second)
+	if !slices.Equal(got, printed) {
+		t.Errorf("ticks of B read %v, B printed %v", got, printed)
+	}
+	// A's directory is given up once it is stale and its process gone,
+	// and not read again although it stays.
+	deadline := time.Now().Add(10 * time.Second)
+	for src.Stats().JVMs > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := src.Stats().JVMs; n != 0 {
+		t.Errorf("%d JVM directories still followed", n)
+	}
+	time.Sleep(3 * time.Second) // longer than StaleAfter
+	ticksA := c.ticks("A")
+	for i := 1; i < len(ticksA); i++ {
+		if ticksA[i] != ticksA[i-1]+1 {
+			t.Fatalf("ticks of the killed JVM A read %v: a gap or a repetition", ticksA)
+		}
+	}
+	flushes := watch.close()
+
+	// Delay from a flush (the header update the watcher saw) to the first
+	// batch that arrived after it.
+	_, arrived := c.snapshot()
+	var delays []time.Duration
+	for _, f := range flushes {
+		i := sort.Search(len(arrived), func(i int) bool { return !arrived[i].Before(f) })
+		if i < len(arrived) {
+			delays = append(delays, arrived[i].Sub(f))
+		}
+	}
+	if len(delays) < 5 {
+		t.Fatalf("only %d flushes measured", len(delays))
+	}
+	slices.Sort(delays)
+	median, p90, worst := delays[len(delays)/2], delays[len(delays)*9/10], delays[len(delays)-1]
+	t.Logf("flush → record delay over %d flushes: median %v, p90 %v, max %v (poll interval 100 ms)", len(delays), median, p90, worst)
+	if median > time.Second {
+		t.Errorf("median delay %v", median)
+	}
+	st := src.Stats()
+	t.Logf("stats: %+v", st)
+	errsMu.Lock()
+	defer errsMu.Unlock()
+	for _, e := range errs {
+		t.Errorf("error: %v", e)
+	}
+	if st.BadEvents != 0 {
+		t.Errorf("%d bad events", st.BadEvents)
+	}
+}
+
+// TestStartNewestSkipsExistingData: with StartNewest the follower reads
+// only what the JVM writes after it started; with StartBeginning it reads
+// the beginning too.
+func TestStartNewestSkipsExistingData(t *testing.T) {
+	tools := jfrtest.Require(t)
+	cp, err := tools.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	j, err := tools.Start(cp, jfrtest.Options{Seconds: 30, RunID: "N", Repository: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Kill()
+	// Wait until tick 2 was flushed (the JVM flushes every second).
+	for n := 0; n < 3; n++ {
+		select {
+		case <-j.Ticks():
+		case <-time.After(30 * time.Second):
+			t.Fatal("no ticks from the JVM")
+		}
+	}
+	time.Sleep(1500 * time.Millisecond)
+	follow := func(start Start) *collector {
+		src, err := New(Config{Path: root, Follow: true, Start: start, PollInterval: 50 * time.Millisecond}, Settings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c collector
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- src.Run(ctx, &c) }()
+		waitTicks(t, &c, "N", 1, 30*time.Second)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		return &c
+	}
+	newest := follow(StartNewest).ticks("N")
+	beginning := follow(StartBeginning).ticks("N")
+	if newest[0] < 3 {
+		t.Errorf("StartNewest read tick %d, written before it started", newest[0])
+	}
+	if beginning[0] != 0 {
+		t.Errorf("StartBeginning began at tick %d", beginning[0])
+	}
+	t.Logf("first tick read: newest %d, beginning %d", newest[0], beginning[0])
+	_ = strings.Contains
+}
+
+// TestFollowEqualsRecording: what the follower reads while the JVM writes
+// equals what a reader of the recording the JVM leaves at exit reads.
+func TestFollowEqualsRecording(t *testing.T) {
+	tools := jfrtest.Require(t)
+	cp, err := tools.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	root := filepath.Join(dir, "repository")
+	src, err := New(Config{Path: root, Follow: true, Start: StartBeginning, PollInterval: 20 * time.Millisecond}, Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live collector
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx, &live) }()
+	file := filepath.Join(dir, "out.jfr")
+	j, err := tools.Start(cp, jfrtest.Options{Seconds: 4, RunID: "E", Repository: root, Filename: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Wait(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for src.Stats().JVMs > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	whole, fsrc, errs := readAll(t, Config{Path: file})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	a, _ := whole.snapshot()
+	b, _ := live.snapshot()
+	t.Logf("file: %d records, stats %+v", len(a), fsrc.Stats().Stats)
+	t.Logf("live: %d records, stats %+v", len(b), src.Stats().Stats)
+	n := min(len(a), len(b))
+	shown := 0
+	for i := 0; i < n && shown < 5; i++ {
+		if !a[i].Equal(&b[i]) {
+			shown++
+			t.Errorf("record %d differs:\nfile %v\nlive %v", i, a[i], b[i])
+		}
+	}
+	if len(a) != len(b) {
+		t.Fatalf("follower read %d records, the recording has %d", len(b), len(a))
+	}
+}
+
+// TestChunkOfExitedJVMIsRead: a JVM that exits deletes its directory; a
+// chunk file listed before that is still read (the source holds it open).
+// Synthetic: two copies of the committed recording, the first live.
+func TestChunkOfExitedJVMIsRead(t *testing.T) {
+	data, err := os.ReadFile("../../codec/jfr/testdata/small.jfr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, _, _ := readAll(t, Config{Path: "../../codec/jfr/testdata/small.jfr"})
+	n := len(whole.records)
+	root := t.TempDir()
+	dir := filepath.Join(root, "2026_01_02_03_04_05_999999")
+	os.Mkdir(dir, 0o755)
+	live := append([]byte(nil), data...)
+	live[64] = 7 // a live chunk's generation
+	first := filepath.Join(dir, "2026_01_02_03_04_05.jfr")
+	os.WriteFile(first, live, 0o644)
+	second := append([]byte(nil), data...)
+	h, _ := codec.ParseHeader(second)
+	h.StartNanos += 1e9
+	copy(second, codec.AppendHeader(nil, h))
+	os.WriteFile(filepath.Join(dir, "2026_01_02_03_04_06.jfr"), second, 0o644)
+	w, err := os.OpenFile(first, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+
+	src, err := New(Config{Path: root, Follow: true, Start: StartBeginning, PollInterval: 10 * time.Millisecond}, Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c collector
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx, &c) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		recs, _ := c.snapshot()
+		if len(recs) >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d records of the live chunk, want %d", len(recs), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // several polls: the second file is listed
+	// The JVM exits: it finishes its chunk and deletes its directory.
+	if _, err := w.WriteAt([]byte{0}, 64); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(dir)
+	for src.Stats().JVMs > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if recs, _ := c.snapshot(); len(recs) != 2*n {
+		t.Fatalf("%d records, want %d (both chunks)", len(recs), 2*n)
+	}
+}
