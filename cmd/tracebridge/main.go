@@ -44,6 +44,9 @@ commands:
   replay   send a Kieker log to a bridge (Kieker TCP or KDB binary), optionally at a rate
   split    cut huge traces into linked partial traces at component boundaries (--merge: back)
   traces   assemble and print the traces of Kieker logs (call trees across threads and hosts)
+  query    search the trace store (filters, text, regex, EQL; a trace's tree, ranking, pivot)
+  store    check or rebuild a trace store
+  hosts    manage the hosts of a trace store (list, add, set, enable, disable, delete)
   analyze  Kieker's trace analyses: dependency graphs, call trees (dot, json, svg), statistics
   gen      write record types and encoders for C, Go, Python or Perl from IRL
   version  print the version
@@ -110,6 +113,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdSplit(ctx, args[1:], stdout, stderr)
 	case "traces":
 		err = cmdTraces(ctx, args[1:], stdout, stderr)
+	case "query":
+		err = cmdQuery(ctx, args[1:], stdout, stderr)
+	case "store":
+		err = cmdStore(ctx, args[1:], stdout, stderr)
+	case "hosts":
+		err = cmdHosts(ctx, args[1:], stdout, stderr)
 	case "analyze":
 		err = cmdAnalyze(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":

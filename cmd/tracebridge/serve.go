@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,7 +40,7 @@ type serveFlags struct {
 	port, registryPort, mqttPort, verbose                                           int
 	libs                                                                            listFlag
 	split                                                                           repeatFlag
-	stats, daemon, respawn, help                                                    bool
+	stats, daemon, respawn, help, noStore                                           bool
 }
 
 // serveFlagSet defines serve's options, KDB's under a short and a long
@@ -69,7 +70,8 @@ func serveFlagSet(stderr io.Writer) (*flag.FlagSet, *serveFlags, *options) {
 	o.bool(&f.daemon, "d", "daemon", "detach from the console; write a PID file")
 	o.bool(&f.respawn, "", "respawn", "tcp-client: reconnect with back-off when the connection fails")
 	o.value(&f.split, "", "split", "SPEC", "cut traces at component boundaries: package:N, regex:P…, map:FILE (repeatable)")
-	o.str(&f.dataDir, "", "data-dir", "DIR", "", "directory for logs (default ./tracebridge-data)")
+	o.str(&f.dataDir, "", "data-dir", "DIR", "", "directory for logs and the trace store (default ./tracebridge-data)")
+	o.bool(&f.noStore, "", "no-store", "do not keep traces in the trace store (DATA-DIR/store)")
 	o.str(&f.metrics, "", "metrics", "HOST:PORT", "", "serve Prometheus metrics on HOST:PORT")
 	o.str(&f.pidFile, "", "pid-file", "FILE", "tracebridge.pid", "PID file written with -d")
 	o.str(&f.logFile, "", "log-file", "FILE", "tracebridge.log", "where a daemon (-d) writes its output")
@@ -195,11 +197,14 @@ func (f *serveFlags) config() (*config.Config, error) {
 		}
 		cfg = &config.Config{
 			Receivers: []config.Component{r},
-			Sinks:     []config.Component{config.NewComponent("kieker-log", map[string]any{"kieker_properties": f.kiekerProps})},
+			Sinks:     []config.Component{config.NewComponent("kieker-log", map[string]any{"kieker_properties": f.kiekerProps}), config.NewComponent("store", nil)},
 		}
 	default:
 		cfg = config.Default()
 		cfg.Sinks[0].Set("kieker_properties", f.kiekerProps)
+	}
+	if f.noStore {
+		cfg.Sinks = slices.DeleteFunc(cfg.Sinks, func(c config.Component) bool { return c.Type == "store" })
 	}
 	if f.dataDir != "" {
 		cfg.DataDir = f.dataDir

@@ -288,15 +288,16 @@ func (c *Config) Marshal() ([]byte, error) { return yaml.Marshal(c) }
 
 // Default is the embedded default: a Kieker TCP receiver on
 // 127.0.0.1:10133 (Kieker's writers and language packs connect to it), a
-// KDB binary receiver on 127.0.0.1:10144 with the default mapping, and a
-// binary Kieker log under ./tracebridge-data.
+// KDB binary receiver on 127.0.0.1:10144 with the default mapping, a
+// binary Kieker log under ./tracebridge-data and the trace store under
+// ./tracebridge-data/store.
 func Default() *Config {
 	return &Config{
 		Receivers: []Component{
 			NewComponent("kieker-tcp", map[string]any{"listen": "127.0.0.1:10133"}),
 			NewComponent("tcp-server", map[string]any{"listen": "127.0.0.1:10144"}),
 		},
-		Sinks: []Component{NewComponent("kieker-log", nil)},
+		Sinks: []Component{NewComponent("kieker-log", nil), NewComponent("store", nil)},
 	}
 }
 

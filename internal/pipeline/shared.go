@@ -50,6 +50,9 @@ type HostTable interface {
 	// HostByToken finds the host whose secret is token (a bearer token),
 	// and checks its address; ErrUnauthorized when none.
 	HostByToken(ctx context.Context, token string, remote net.Addr) (string, Admission, error)
+	// Status says what the table says of an admitted host now: Admitted,
+	// Disabled, or Deleted when it is gone.
+	Status(name string) Admission
 }
 
 // Admission is what a host table says of a host.

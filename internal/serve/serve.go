@@ -21,10 +21,12 @@ import (
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/sink/forward"
 	"github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
+	storesink "github.com/tracebridge/tracebridge/internal/sink/store"
 	"github.com/tracebridge/tracebridge/internal/source/mqtt"
 	"github.com/tracebridge/tracebridge/internal/source/nats"
 	"github.com/tracebridge/tracebridge/internal/source/stomp"
 	"github.com/tracebridge/tracebridge/internal/source/tcp"
+	"github.com/tracebridge/tracebridge/internal/source/zico"
 	"github.com/tracebridge/tracebridge/internal/stage/split"
 	"github.com/tracebridge/tracebridge/internal/stage/throttle"
 	"github.com/tracebridge/tracebridge/internal/stage/timeunit"
@@ -46,8 +48,9 @@ func DefaultFactories() *pipeline.Factories {
 	f.Receivers = append(f.Receivers, tcp.Factories()...)
 	f.Receivers = append(f.Receivers, stomp.Factory(), mqtt.Factory())
 	f.Receivers = append(f.Receivers, nats.Factories()...)
+	f.Receivers = append(f.Receivers, zico.Factory())
 	f.Stages = append(f.Stages, split.Factory(), timeunit.Factory(), throttle.Factory())
-	f.Sinks = append(f.Sinks, kiekerlog.Factory(), forward.Factory())
+	f.Sinks = append(f.Sinks, kiekerlog.Factory(), forward.Factory(), storesink.Factory())
 	return f
 }
 
@@ -80,6 +83,11 @@ type Server struct {
 	MetricsAddr string
 	// Metrics are the bridge's metrics.
 	Metrics *metrics.Registry
+	// Shared is what the components share (the trace store's host table).
+	Shared *pipeline.Shared
+	// Built are the sinks as built, by name (the HTTP API finds the trace
+	// store among them).
+	Built map[string]pipeline.BuiltSink
 
 	closers []func() error // receivers and sinks, if Run never runs
 	metrics *http.Server
@@ -127,7 +135,8 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 			s.Close()
 		}
 	}()
-	base := pipeline.Settings{Logger: set.Logger, Metrics: reg, DataDir: cfg.DataDir, Catalog: cat}
+	s.Shared = &pipeline.Shared{}
+	base := pipeline.Settings{Logger: set.Logger, Metrics: reg, DataDir: cfg.DataDir, Catalog: cat, Shared: s.Shared}
 	f := set.Factories
 
 	// Every component's own configuration first: a typo anywhere is
@@ -235,6 +244,10 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 			return nil, pipeline.Classify(ErrConfig, fmt.Errorf("sink %s: %w", p.comp.Name, err))
 		}
 		s.closers = append(s.closers, w.Close)
+		if s.Built == nil {
+			s.Built = map[string]pipeline.BuiltSink{}
+		}
+		s.Built[p.comp.Name] = w
 		s.Engine.AddSink(p.comp.Name, w, engine.SinkOptions{Policy: policy, QueueBatches: p.comp.QueueBatches})
 		s.Sinks = append(s.Sinks, Endpoint{Name: p.comp.Name, Type: sf.Type(), Where: w.Where(), Policy: policy.String()})
 	}

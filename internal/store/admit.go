@@ -141,3 +141,15 @@ func (v *verifiedSet) add(k [32]byte) {
 	}
 	v.m[k] = time.Now()
 }
+
+// Status says whether host name is admitted, disabled or gone.
+func (s *Store) Status(name string) pipeline.Admission {
+	h, ok := s.hostRecord(name)
+	switch {
+	case !ok:
+		return pipeline.Deleted
+	case h.Disabled:
+		return pipeline.Disabled
+	}
+	return pipeline.Admitted
+}

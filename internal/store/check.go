@@ -206,7 +206,9 @@ func Rebuild(dir string) (CheckResult, error) {
 	} else {
 		s.batch.Set(keyNextHost, []byte{byte((maxID + 1) >> 24), byte((maxID + 1) >> 16), byte((maxID + 1) >> 8), byte(maxID + 1)}, nil)
 	}
-	return res, s.batch.Commit(pebble.Sync)
+	err = s.batch.Commit(pebble.Sync)
+	s.batch = s.db.NewBatch()
+	return res, err
 }
 
 // hostNameFile holds a partition's host name beside its segments, for

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -505,4 +506,69 @@ func (s *Store) Count() (int, error) {
 		n++
 	}
 	return n, it.Close()
+}
+
+// PivotRow is one group of a pivot: the traces whose root has the
+// attribute value Value (or lacks the attribute: Value "").
+type PivotRow struct {
+	Value  string `json:"value"`
+	Calls  int    `json:"calls"`
+	Errors int    `json:"errors"`
+	Sum    int64  `json:"sumNs"`
+	Min    int64  `json:"minNs"`
+	Max    int64  `json:"maxNs"`
+}
+
+// Pivot groups the traces q selects (every one in its time range, within
+// its time budget; Limit and Cursor are ignored) by the value of their
+// root span's attribute key: calls, errors, sum, min and max duration
+// (zico's statistics view). partial says the budget ended it early.
+func (s *Store) Pivot(q Query, key string) (rows []PivotRow, partial bool, err error) {
+	q.Limit = math.MaxInt32
+	q.Cursor = ""
+	if q.TotalBudget <= 0 {
+		q.TotalBudget = 5 * time.Second
+	}
+	q.HitBudget = q.TotalBudget
+	page, err := s.Search(q)
+	if err != nil {
+		return nil, false, err
+	}
+	idx := map[string]int{}
+	for _, t := range page.Traces {
+		v := ""
+		for _, a := range t.Attrs {
+			if a.Key == key {
+				v = a.Value
+				break
+			}
+		}
+		i, ok := idx[v]
+		if !ok {
+			i = len(rows)
+			idx[v] = i
+			rows = append(rows, PivotRow{Value: v, Min: t.Duration, Max: t.Duration})
+		}
+		r := &rows[i]
+		r.Calls++
+		if t.Error {
+			r.Errors++
+		}
+		r.Sum += t.Duration
+		r.Min = min(r.Min, t.Duration)
+		r.Max = max(r.Max, t.Duration)
+	}
+	slices.SortFunc(rows, func(a, b PivotRow) int { return cmpRows(a, b) })
+	return rows, page.Partial, nil
+}
+
+func cmpRows(a, b PivotRow) int {
+	switch {
+	case a.Sum != b.Sum:
+		if a.Sum > b.Sum {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.Value, b.Value)
 }

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/store"
+	"github.com/tracebridge/tracebridge/internal/trace"
+)
+
+const querySynopsis = `query [--store DIR] [flags] [TEXT | ~REGEX]
+       tracebridge query [--store DIR] --trace-id ID [--find TEXT] [--rank]
+       tracebridge query [--store DIR] --pivot KEY [filters]
+
+Searches the trace store of a bridge that is not running (--store, default
+./tracebridge-data/store). TEXT is a case-insensitive substring of operation
+and class names, attribute keys and values, exception class and message;
+~REGEX a regular expression over the same; both look at the root span
+unless --deep. docs/QUERY.md describes every filter and EQL.
+
+Flags:`
+
+// queryFlags are the options of query.
+type queryFlags struct {
+	dir, since, until, name, service, eql, cursor, traceID, find, fields, pivot string
+	hosts, attrs                                                                 repeatFlag
+	minDur, maxDur                                                               time.Duration
+	errors, deep, oldest, asJSON, rank, ignoreCase                               bool
+	limit                                                                        int
+	budget                                                                       time.Duration
+}
+
+func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("query", querySynopsis, stderr)
+	var f queryFlags
+	fs.StringVar(&f.dir, "store", filepath.Join("tracebridge-data", "store"), "the store directory (of a bridge that is not running)")
+	fs.Var(&f.hosts, "host", "traces with a span on this host (repeatable)")
+	fs.StringVar(&f.since, "since", "", "traces that started at or after: RFC 3339 or relative (15m, 2h, 7d)")
+	fs.StringVar(&f.until, "until", "", "traces that started at or before: RFC 3339 or relative")
+	fs.DurationVar(&f.minDur, "min-duration", 0, "traces at least this long (Go syntax: 250ms, 1500us, 3s)")
+	fs.DurationVar(&f.maxDur, "max-duration", 0, "traces at most this long")
+	fs.BoolVar(&f.errors, "errors", false, "traces with a span in error")
+	fs.StringVar(&f.name, "name", "", "the trace type: its root operation (case-insensitive)")
+	fs.StringVar(&f.service, "service", "", "traces with a span of this service")
+	fs.Var(&f.attrs, "attr", "traces with a span whose attribute KEY=VALUE (repeatable)")
+	fs.StringVar(&f.eql, "eql", "", "an EQL expression (docs/QUERY.md)")
+	fs.BoolVar(&f.deep, "deep", false, "text, regex and EQL look at every span, not just the root")
+	fs.BoolVar(&f.oldest, "oldest", false, "oldest first (default: newest first)")
+	fs.IntVar(&f.limit, "limit", 20, "at most this many traces")
+	fs.StringVar(&f.cursor, "cursor", "", "resume after the page that printed this cursor")
+	fs.DurationVar(&f.budget, "budget", 5*time.Second, "stop searching after this long (2s once a trace is found, at most)")
+	fs.BoolVar(&f.asJSON, "json", false, "one JSON object per trace and line, then {\"more\",\"cursor\",\"partial\"}")
+	fs.StringVar(&f.traceID, "trace-id", "", "print this trace's tree (the JSON of traces --json)")
+	fs.StringVar(&f.find, "find", "", "with --trace-id: the spans holding this text (or ~REGEX)")
+	fs.StringVar(&f.fields, "fields", "all", "with --find: classes,methods,attributes,exceptions")
+	fs.BoolVar(&f.ignoreCase, "ignore-case", false, "with --find: ignore case")
+	fs.BoolVar(&f.rank, "rank", false, "with --trace-id: the method ranking (calls, errors, total, self, min, max)")
+	fs.StringVar(&f.pivot, "pivot", "", "statistics of the selected traces grouped by this root attribute")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return usagef("query: at most one TEXT or ~REGEX (quote it)")
+	}
+	q, err := f.query(pos, time.Now())
+	if err != nil {
+		return err
+	}
+	s, err := store.Open(f.dir, store.Options{ReadOnly: true})
+	if err != nil {
+		if strings.Contains(err.Error(), "lock") {
+			return withCode(exitConfig, fmt.Errorf("%w (a running serve holds it open; query it over its HTTP API)", err))
+		}
+		return withCode(exitConfig, err)
+	}
+	defer s.Close()
+	out := bufio.NewWriter(stdout)
+	defer out.Flush()
+	switch {
+	case f.traceID != "":
+		return f.inTrace(s, out)
+	case f.pivot != "":
+		rows, partial, err := s.Pivot(q, f.pivot)
+		if err != nil {
+			return err
+		}
+		if f.asJSON {
+			enc := json.NewEncoder(out)
+			for _, r := range rows {
+				enc.Encode(r)
+			}
+			return enc.Encode(map[string]bool{"partial": partial})
+		}
+		fmt.Fprintf(out, "%-40s %8s %7s %12s %12s %12s\n", f.pivot, "calls", "errors", "sum", "min", "max")
+		for _, r := range rows {
+			fmt.Fprintf(out, "%-40s %8d %7d %12s %12s %12s\n", r.Value, r.Calls, r.Errors, time.Duration(r.Sum), time.Duration(r.Min), time.Duration(r.Max))
+		}
+		if partial {
+			fmt.Fprintln(out, "(partial: the time budget ended the search)")
+		}
+		return nil
+	}
+	page, err := s.Search(q)
+	if err != nil {
+		if errors.Is(err, store.ErrBadCursor) {
+			return usagef("query: --cursor: not a cursor this store made")
+		}
+		return err
+	}
+	if f.asJSON {
+		for _, t := range page.Traces {
+			out.Write(summaryJSON(t))
+			out.WriteByte('\n')
+		}
+		b, _ := json.Marshal(map[string]any{"more": page.More, "cursor": page.Cursor, "partial": page.Partial})
+		out.Write(b)
+		out.WriteByte('\n')
+		return nil
+	}
+	for _, t := range page.Traces {
+		mark := ""
+		if t.Error {
+			mark = fmt.Sprintf("  %d errors", t.Errors)
+		}
+		fmt.Fprintf(out, "%s  %10s  %-16s %4d spans  %s  %s%s\n", time.Unix(0, t.Start).UTC().Format("2006-01-02T15:04:05.000Z"),
+			time.Duration(t.Duration).String(), t.Host, t.Spans, t.TraceID, t.Name, mark)
+	}
+	switch {
+	case page.Partial:
+		fmt.Fprintf(out, "(partial: the time budget ended the search; more with --cursor %s)\n", page.Cursor)
+	case page.More:
+		fmt.Fprintf(out, "(more with --cursor %s)\n", page.Cursor)
+	}
+	return nil
+}
+
+// summaryJSON renders a trace found.
+func summaryJSON(t store.Summary) []byte {
+	attrs := map[string]json.RawMessage{}
+	for _, a := range t.Attrs {
+		attrs[a.Key] = trace.AttrJSON(a)
+	}
+	b, _ := json.Marshal(struct {
+		Host       string                     `json:"host"`
+		TraceID    string                     `json:"traceId"`
+		Start      int64                      `json:"start"`
+		DurationNs int64                      `json:"durationNs"`
+		Name       string                     `json:"name"`
+		Spans      int                        `json:"spans"`
+		Errors     int                        `json:"errors"`
+		Error      bool                       `json:"error"`
+		Attributes map[string]json.RawMessage `json:"attributes"`
+	}{t.Host, t.TraceID, t.Start, t.Duration, t.Name, t.Spans, t.Errors, t.Error, attrs})
+	return b
+}
+
+// query builds the store query the flags describe.
+func (f *queryFlags) query(pos []string, now time.Time) (store.Query, error) {
+	q := store.Query{Hosts: f.hosts, MinDuration: f.minDur, MaxDuration: f.maxDur, Errors: f.errors, Name: f.name,
+		Service: f.service, Deep: f.deep, Oldest: f.oldest, Limit: f.limit, Cursor: f.cursor, TotalBudget: f.budget}
+	if f.minDur < 0 || f.maxDur < 0 || f.limit <= 0 || f.limit > 100_000 || f.budget <= 0 {
+		return q, usagef("query: durations must not be negative, --limit is 1 to 100000, --budget positive")
+	}
+	var err error
+	if q.Since, err = parseWhen(f.since, now); err != nil {
+		return q, usagef("query: --since: %v", err)
+	}
+	if q.Until, err = parseWhen(f.until, now); err != nil {
+		return q, usagef("query: --until: %v", err)
+	}
+	for _, a := range f.attrs {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok || k == "" {
+			return q, usagef("query: --attr %q: want KEY=VALUE", a)
+		}
+		q.Attrs = append(q.Attrs, trace.Attr{Key: k, Value: v})
+	}
+	if len(pos) == 1 {
+		if re, ok := strings.CutPrefix(pos[0], "~"); ok {
+			if len(re) > 4096 {
+				return q, usagef("query: the regular expression is over 4096 bytes")
+			}
+			if q.Regex, err = regexp.Compile(re); err != nil {
+				return q, usagef("query: ~REGEX: %v", err)
+			}
+		} else {
+			q.Text = pos[0]
+		}
+	}
+	if f.eql != "" {
+		m, err := compileEQL(f.eql)
+		if err != nil {
+			return q, usagef("query: --eql: %v", err)
+		}
+		q.Match = m
+	}
+	return q, nil
+}
+
+// parseWhen parses RFC 3339 or a duration before now ("15m", "7d"); ""
+// is 0 (unbounded).
+func parseWhen(s string, now time.Time) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UnixNano(), nil
+	}
+	d, err := pipeline.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q: want RFC 3339 (2026-11-24T10:00:00Z) or a duration before now (15m, 2h, 7d)", s)
+	}
+	return now.Add(-d).UnixNano(), nil
+}
+
+// inTrace prints one trace, its spans matching --find, or its ranking.
+func (f *queryFlags) inTrace(s *store.Store, out io.Writer) error {
+	id, err := trace.ParseID(f.traceID)
+	if err != nil {
+		return usagef("query: --trace-id: %v", err)
+	}
+	t, err := s.Get(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("trace %s: %w", f.traceID, err)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case f.rank:
+		rows := trace.Rank(t)
+		if f.asJSON {
+			enc := json.NewEncoder(out)
+			for _, r := range rows {
+				enc.Encode(r)
+			}
+			return nil
+		}
+		fmt.Fprintf(out, "%6s %6s %12s %12s %12s %12s  %s\n", "calls", "errors", "total", "self", "min", "max", "operation")
+		for _, r := range rows {
+			fmt.Fprintf(out, "%6d %6d %12s %12s %12s %12s  %s\n", r.Calls, r.Errors, time.Duration(r.Total), time.Duration(r.Self), time.Duration(r.Min), time.Duration(r.Max), r.Operation)
+		}
+		return nil
+	case f.find != "":
+		fields, ok := trace.ParseFields(f.fields)
+		if !ok {
+			return usagef("query: --fields %q: want classes, methods, attributes, exceptions or all", f.fields)
+		}
+		var re *regexp.Regexp
+		text := f.find
+		if r, ok := strings.CutPrefix(f.find, "~"); ok {
+			if f.ignoreCase {
+				r = "(?i)" + r
+			}
+			if re, err = regexp.Compile(r); err != nil {
+				return usagef("query: --find: %v", err)
+			}
+		}
+		for _, i := range trace.Find(t, text, re, fields, f.ignoreCase) {
+			sp := &t.Spans[i]
+			if f.asJSON {
+				b, _ := json.Marshal(map[string]any{"index": i, "spanId": sp.SpanID.String(), "depth": sp.Depth, "operation": sp.Operation, "component": sp.Component})
+				fmt.Fprintf(out, "%s\n", b)
+				continue
+			}
+			fmt.Fprintf(out, "%5d %s%s  %s\n", i, strings.Repeat("  ", int(sp.Depth)), sp.Operation, time.Duration(sp.Duration()))
+		}
+		return nil
+	}
+	if f.asJSON {
+		_, err := out.Write(append(trace.AppendJSON(nil, t), '\n'))
+		return err
+	}
+	return trace.WriteText(out, t)
+}
+
+var _ = os.Stderr

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	sinkstore "github.com/tracebridge/tracebridge/internal/sink/store"
+	"github.com/tracebridge/tracebridge/internal/store"
+)
+
+const storeSynopsis = `store check|rebuild DIR
+
+check verifies a trace store that no serve holds open: every block's
+checksum and contents, and that the index and the segments agree; it exits
+1 when it finds problems. rebuild rebuilds the index from the segments
+(host records are kept).`
+
+func cmdStore(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("store", storeSynopsis, stderr)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 || pos[0] != "check" && pos[0] != "rebuild" {
+		return usagef("store: want check DIR or rebuild DIR")
+	}
+	var res store.CheckResult
+	if pos[0] == "check" {
+		res, err = store.Check(pos[1])
+	} else {
+		res, err = store.Rebuild(pos[1])
+	}
+	if err != nil {
+		return withCode(exitData, err)
+	}
+	fmt.Fprintf(stdout, "%s: %d hosts, %d segments, %d blocks, %d traces\n", pos[1], res.Hosts, res.Segments, res.Blocks, res.Traces)
+	for _, p := range res.Problems {
+		fmt.Fprintf(stdout, "problem: %s\n", p)
+	}
+	if pos[0] == "check" && len(res.Problems) > 0 {
+		return withCode(exitData, fmt.Errorf("store %s: %d problems", pos[1], len(res.Problems)))
+	}
+	return nil
+}
+
+const hostsSynopsis = `hosts [--store DIR] list [--json]
+       tracebridge hosts [--store DIR] add NAME [--addr IP] [--secret-file F] [--group G] [--comment C] [--max-size 2GiB] [--max-age 7d]
+       tracebridge hosts [--store DIR] set NAME [the options of add]
+       tracebridge hosts [--store DIR] enable|disable|delete NAME
+
+Manages the hosts of a trace store that no serve holds open (zico's host
+table). A secret is read from the first line of --secret-file (newline
+stripped) and stored as an argon2id hash, never in plain text; with
+security on, a zorka agent must present it in its HELLO, an OTLP exporter as
+a bearer token. delete removes the host and its traces.`
+
+func cmdHosts(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("hosts", hostsSynopsis, stderr)
+	dir := fs.String("store", filepath.Join("tracebridge-data", "store"), "the store directory")
+	asJSON := fs.Bool("json", false, "list: one JSON object per host")
+	addr := fs.String("addr", "", "the only address the host may connect from (with security on)")
+	secretFile := fs.String("secret-file", "", "a file whose first line is the host's secret")
+	group := fs.String("group", "", "the host's group")
+	comment := fs.String("comment", "", "a comment")
+	maxSize := fs.String("max-size", "", "bound of the host's stored traces (e.g. 2GiB); the oldest go first")
+	maxAge := fs.String("max-age", "", "bound of the age of the host's traces (e.g. 7d, 12h)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("hosts: want list, add, set, enable, disable or delete")
+	}
+	cmd := pos[0]
+	if cmd == "list" && len(pos) != 1 || cmd != "list" && len(pos) != 2 {
+		return usagef("hosts %s: want %s", cmd, map[bool]string{true: "no arguments", false: "one host NAME"}[cmd == "list"])
+	}
+	var secret string
+	if *secretFile != "" {
+		b, err := os.ReadFile(*secretFile)
+		if err != nil {
+			return withCode(exitConfig, err)
+		}
+		secret, _, _ = strings.Cut(string(b), "\n")
+		secret = strings.TrimSuffix(secret, "\r")
+		if secret == "" {
+			return withCode(exitConfig, fmt.Errorf("%s: the first line is empty", *secretFile))
+		}
+	}
+	var size int64
+	if *maxSize != "" {
+		if size, err = sinkstore.ParseByteSize(*maxSize); err != nil {
+			return usagef("hosts: --max-size: %v", err)
+		}
+	}
+	var age time.Duration
+	if *maxAge != "" {
+		if age, err = pipeline.ParseDuration(*maxAge); err != nil || age < 0 {
+			return usagef("hosts: --max-age %q: want e.g. 7d or 12h", *maxAge)
+		}
+	}
+	s, err := store.Open(*dir, store.Options{ReadOnly: cmd == "list"})
+	if err != nil {
+		if strings.Contains(err.Error(), "lock") {
+			return withCode(exitConfig, fmt.Errorf("%w (a running serve holds it open)", err))
+		}
+		return withCode(exitConfig, err)
+	}
+	defer s.Close()
+	set := func(h *store.Host) {
+		if *addr != "" {
+			h.Addr = *addr
+		}
+		if *group != "" {
+			h.Group = *group
+		}
+		if *comment != "" {
+			h.Comment = *comment
+		}
+		if *maxSize != "" {
+			h.MaxSize = size
+		}
+		if *maxAge != "" {
+			h.MaxAge = age
+		}
+		if secret != "" {
+			h.Secret = store.HashSecret(secret)
+		}
+	}
+	var name string
+	if len(pos) > 1 {
+		name = pos[1]
+	}
+	switch cmd {
+	case "list":
+		hosts, err := s.Hosts()
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			for _, h := range hosts {
+				h.Secret = map[bool]string{true: "set", false: ""}[h.Secret != ""]
+				if err := enc.Encode(hostJSON(h, s.HostSize(h.Name))); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tGROUP\tADDRESS\tSECRET\tENABLED\tSIZE\tMAX SIZE\tMAX AGE\tLAST CONTACT\tCOMMENT")
+		for _, h := range hosts {
+			last := "-"
+			if !h.LastContact.IsZero() {
+				last = h.LastContact.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%v\t%d\t%d\t%s\t%s\t%s\n", h.Name, h.Group, h.Addr, h.Secret != "", !h.Disabled, s.HostSize(h.Name), h.MaxSize, h.MaxAge, last, h.Comment)
+		}
+		return tw.Flush()
+	case "add":
+		h := store.Host{Name: name}
+		set(&h)
+		if _, err := s.AddHost(h, ""); err != nil {
+			if errors.Is(err, store.ErrHostExists) {
+				return usagef("hosts add: %v (use set)", err)
+			}
+			return err
+		}
+		fmt.Fprintf(stdout, "added host %s\n", name)
+	case "set", "enable", "disable":
+		_, err := s.UpdateHost(name, func(h *store.Host) error {
+			set(h)
+			switch cmd {
+			case "enable":
+				h.Disabled = false
+			case "disable":
+				h.Disabled = true
+			}
+			return nil
+		})
+		if err != nil {
+			return withCode(exitData, err)
+		}
+		fmt.Fprintf(stdout, "%s host %s\n", map[string]string{"set": "updated", "enable": "enabled", "disable": "disabled"}[cmd], name)
+	case "delete":
+		if err := s.DeleteHost(name); err != nil {
+			return withCode(exitData, err)
+		}
+		fmt.Fprintf(stdout, "deleted host %s and its traces\n", name)
+	default:
+		return usagef("hosts: unknown command %q", cmd)
+	}
+	return nil
+}
+
+// hostJSON is a host as `hosts list --json` prints it (the secret as
+// "set" or "": never its hash).
+func hostJSON(h store.Host, size int64) map[string]any {
+	return map[string]any{"name": h.Name, "group": h.Group, "addr": h.Addr, "secret": h.Secret != "", "enabled": !h.Disabled,
+		"size": size, "maxSize": h.MaxSize, "maxAge": h.MaxAge.String(), "lastContact": h.LastContact, "comment": h.Comment, "created": h.Created}
+}

@@ -1,0 +1,192 @@
+// Package store is the sink that keeps every assembled trace in the
+// embedded trace store (internal/store): the engine assembles traces from
+// the records it hands on and gives them to this sink (it takes traces of
+// every source); records themselves are not stored. Flush syncs the store,
+// so whatever a flush covered survives a kill -9, and acknowledgements
+// (ZICO's OK, brokers' acks) wait for it. The store's host table is
+// published to the other components (pipeline.Shared).
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+	tstore "github.com/tracebridge/tracebridge/internal/store"
+	"github.com/tracebridge/tracebridge/internal/trace"
+)
+
+// Type is the sink type this package builds.
+const Type = "store"
+
+// Config is the YAML configuration of a store sink.
+type Config struct {
+	// Path is the store's directory (default <data_dir>/store).
+	Path string `yaml:"path"`
+	// SyncInterval: the store is synced at least this often (default
+	// 1s); every flush of the bridge syncs it too.
+	SyncInterval pipeline.Duration `yaml:"sync_interval"`
+	// MaxAge and MaxSize bound the whole store (0: unbounded); hosts have
+	// bounds of their own (tracebridge hosts set).
+	MaxAge  pipeline.Duration `yaml:"max_age"`
+	MaxSize ByteSize          `yaml:"max_size"`
+	// SegmentSize and SegmentAge: when a host's segment is closed (64MiB,
+	// 1h); retention drops whole segments.
+	SegmentSize ByteSize          `yaml:"segment_size"`
+	SegmentAge  pipeline.Duration `yaml:"segment_age"`
+	// RetentionInterval: how often retention runs (default 1m).
+	RetentionInterval pipeline.Duration `yaml:"retention_interval"`
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	if c.SyncInterval < 0 || c.MaxAge < 0 || c.MaxSize < 0 || c.SegmentSize < 0 || c.SegmentAge < 0 || c.RetentionInterval < 0 {
+		return errors.New("intervals and sizes must not be negative")
+	}
+	return nil
+}
+
+// Factory returns the factory of store sinks (durable by default:
+// acknowledgements wait for the store).
+func Factory() pipeline.SinkFactory {
+	return pipeline.NewSinkFactory(Type, pipeline.Durable, func() *Config { return &Config{} },
+		func(c *Config, set pipeline.Settings) (pipeline.BuiltSink, error) { return New(c, set) })
+}
+
+// Sink keeps traces in a store.
+type Sink struct {
+	st   *tstore.Store
+	log  *slog.Logger
+	name string
+
+	mu       sync.Mutex
+	dirty    bool
+	lastSync time.Time
+	closed   bool
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+var (
+	_ pipeline.Sink          = (*Sink)(nil)
+	_ pipeline.TraceConsumer = (*Sink)(nil)
+)
+
+// New opens the store and starts its sync and retention timer.
+func New(c *Config, set pipeline.Settings) (*Sink, error) {
+	path := c.Path
+	if path == "" {
+		path = filepath.Join(set.DataDir, "store")
+	}
+	st, err := tstore.Open(path, tstore.Options{
+		MaxAge: time.Duration(c.MaxAge), MaxSize: int64(c.MaxSize),
+		SegmentSize: int64(c.SegmentSize), SegmentAge: time.Duration(c.SegmentAge),
+		Logger: set.Logger,
+	})
+	if err != nil {
+		return nil, pipeline.Classify(pipeline.ErrConfig, err)
+	}
+	if rec := st.Recovery(); rec.Traces > 0 || len(rec.Truncated) > 0 {
+		set.Logger.Warn("trace store recovered", "sink", set.Name, "traces", rec.Traces, "truncated", rec.Truncated)
+	}
+	s := &Sink{st: st, log: set.Logger, name: set.Name, stop: make(chan struct{}), done: make(chan struct{})}
+	set.Shared.SetHosts(st)
+	sync := time.Duration(c.SyncInterval)
+	if sync <= 0 {
+		sync = time.Second
+	}
+	ret := time.Duration(c.RetentionInterval)
+	if ret <= 0 {
+		ret = time.Minute
+	}
+	go s.timer(sync, ret)
+	return s, nil
+}
+
+// Store returns the store (for the HTTP API of the same bridge).
+func (s *Sink) Store() *tstore.Store { return s.st }
+
+// Where says where the store is.
+func (s *Sink) Where() string { return "storing traces in " + s.st.Dir() }
+
+func (s *Sink) timer(sync, ret time.Duration) {
+	defer close(s.done)
+	st := time.NewTicker(sync)
+	rt := time.NewTicker(ret)
+	defer st.Stop()
+	defer rt.Stop()
+	if _, err := s.st.Retain(); err != nil && !errors.Is(err, tstore.ErrClosed) {
+		s.log.Error("trace store retention failed", "sink", s.name, "err", err)
+	}
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-st.C:
+			if err := s.Flush(); err != nil {
+				s.log.Error("trace store sync failed", "sink", s.name, "err", err)
+			}
+		case <-rt.C:
+			if _, err := s.st.Retain(); err != nil && !errors.Is(err, tstore.ErrClosed) {
+				s.log.Error("trace store retention failed", "sink", s.name, "err", err)
+			}
+		}
+	}
+}
+
+// Consume ignores records: the store keeps the traces assembled from them.
+func (s *Sink) Consume(context.Context, *record.Batch) error { return nil }
+
+// TraceSources: every trace.
+func (s *Sink) TraceSources() trace.Sources { return trace.AllSources }
+
+// ConsumeTraces appends traces to the store; they are durable after the
+// next Flush.
+func (s *Sink) ConsumeTraces(_ context.Context, ts []*trace.Trace) error {
+	if _, err := s.st.Append(ts); err != nil {
+		return fmt.Errorf("trace store %s: %w", s.st.Dir(), err)
+	}
+	s.mu.Lock()
+	s.dirty = true
+	s.mu.Unlock()
+	return nil
+}
+
+// Flush syncs the store.
+func (s *Sink) Flush() error {
+	s.mu.Lock()
+	dirty := s.dirty
+	s.dirty = false
+	s.mu.Unlock()
+	if !dirty {
+		return nil
+	}
+	if err := s.st.Sync(); err != nil {
+		s.mu.Lock()
+		s.dirty = true
+		s.mu.Unlock()
+		return fmt.Errorf("trace store %s: %w", s.st.Dir(), err)
+	}
+	return nil
+}
+
+// Close syncs and closes the store. It is safe to call twice.
+func (s *Sink) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.stop)
+	<-s.done
+	return s.st.Close()
+}
