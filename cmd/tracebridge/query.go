@@ -33,11 +33,11 @@ Flags:`
 // queryFlags are the options of query.
 type queryFlags struct {
 	dir, since, until, name, service, eql, cursor, traceID, find, fields, pivot string
-	hosts, attrs                                                                 repeatFlag
-	minDur, maxDur                                                               time.Duration
-	errors, deep, oldest, asJSON, rank, ignoreCase                               bool
-	limit                                                                        int
-	budget                                                                       time.Duration
+	hosts, attrs                                                                repeatFlag
+	minDur, maxDur                                                              time.Duration
+	errors, deep, oldest, asJSON, rank, ignoreCase                              bool
+	limit                                                                       int
+	budget                                                                      time.Duration
 }
 
 func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {

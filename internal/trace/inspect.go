@@ -74,7 +74,7 @@ const (
 	FieldMethods                       // the operation
 	FieldAttributes                    // attribute keys and values
 	FieldExceptions                    // exception class, message and stack (status message, exception events)
-	AllFields                          = FieldClasses | FieldMethods | FieldAttributes | FieldExceptions
+	AllFields       = FieldClasses | FieldMethods | FieldAttributes | FieldExceptions
 )
 
 // ParseFields parses a comma-separated list: classes, methods,
