@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -87,6 +88,8 @@ type Config struct {
 	// RegistryAddress is the host:port Dual listens on for registry
 	// connections.
 	RegistryAddress string
+	// TLS, if set, makes the listeners speak TLS.
+	TLS *tls.Config
 
 	// NewDecoder makes the decoder of each connection (all modes but Dual):
 	// KiekerDecoder, KDBDecoder or the caller's own. It carries the limits.

@@ -41,9 +41,14 @@ type Limits struct {
 	// other units are converted to nanoseconds (Kieker's C language pack
 	// sends microseconds).
 	TimestampUnit string `yaml:"timestamp_unit"`
+	// TLS: a certificate and key make a listening receiver speak TLS.
+	TLS pipeline.TLSFiles `yaml:"tls"`
 }
 
 func (l *Limits) validate() error {
+	if err := l.TLS.Validate(); err != nil {
+		return err
+	}
 	if _, err := timeunit.Factor(l.TimestampUnit); err != nil {
 		return fmt.Errorf("timestamp_unit: %w", err)
 	}
@@ -192,6 +197,14 @@ func build(set pipeline.Settings, cfg Config, l Limits, dec func() (func() Decod
 	cfg.MaxConnections = l.MaxConnections
 	cfg.ReadBuffer = l.ReadBuffer
 	cfg.DrainTimeout = time.Duration(l.DrainTimeout)
+	if cfg.Mode == Client && l.TLS.Enabled() {
+		return nil, pipeline.Classify(pipeline.ErrConfig, errors.New("tls: a tcp-client connects out; tls is for listening receivers"))
+	}
+	tc, err := l.TLS.ServerConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.TLS = tc
 	if dec != nil {
 		nd, err := dec()
 		if err != nil {

@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -108,6 +109,9 @@ func (r *Receiver) listen(addr string) (net.Listener, error) {
 	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrListen, addr, err)
+	}
+	if r.cfg.TLS != nil {
+		return tls.NewListener(ln, r.cfg.TLS), nil
 	}
 	return ln, nil
 }

@@ -2,7 +2,6 @@ package zico
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -35,10 +34,7 @@ type FactoryConfig struct {
 	// their secret. Off: a HELLO creates its host.
 	Security bool `yaml:"security"`
 	// TLS: a certificate and key make the receiver speak TLS.
-	TLS struct {
-		Cert string `yaml:"cert"`
-		Key  string `yaml:"key"`
-	} `yaml:"tls"`
+	TLS            pipeline.TLSFiles `yaml:"tls"`
 	MaxConnections int               `yaml:"max_connections"`
 	MaxPayload     int               `yaml:"max_payload"`
 	IdleTimeout    pipeline.Duration `yaml:"idle_timeout"`
@@ -53,8 +49,8 @@ func (c *FactoryConfig) Validate() error {
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
-	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
-		return errors.New("tls: cert and key go together")
+	if err := c.TLS.Validate(); err != nil {
+		return err
 	}
 	if c.MaxConnections < 0 || c.MaxPayload < 0 || c.IdleTimeout < 0 || c.CommitTimeout < 0 {
 		return errors.New("limits must not be negative")
@@ -94,13 +90,11 @@ func newReceiver(c *FactoryConfig, set pipeline.Settings) (pipeline.Receiver, er
 	sc := ServerConfig{MaxConnections: c.MaxConnections}
 	sc.Session.MaxPayload = c.MaxPayload
 	sc.Session.IdleTimeout = time.Duration(c.IdleTimeout)
-	if c.TLS.Cert != "" {
-		cert, err := tls.LoadX509KeyPair(c.TLS.Cert, c.TLS.Key)
-		if err != nil {
-			return nil, pipeline.Classify(pipeline.ErrConfig, fmt.Errorf("tls: %w", err))
-		}
-		sc.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	tc, err := c.TLS.ServerConfig()
+	if err != nil {
+		return nil, err
 	}
+	sc.TLS = tc
 	srv, err := NewServer(HandlerFuncs{HelloFunc: r.hello, DataFunc: r.data}, sc, Settings{Logger: set.Logger})
 	if err != nil {
 		return nil, pipeline.Classify(pipeline.ErrConfig, err)
