@@ -13,10 +13,11 @@ import (
 // same queues as the records (behind the records it was built from). It
 // runs on the drain goroutine.
 type assembly struct {
-	e       *Engine
-	a       *trace.Assembler
-	fan     *fanout
-	pending []*trace.Trace
+	e         *Engine
+	a         *trace.Assembler
+	fan       *fanout
+	pending   []*trace.Trace
+	enrichers []pipeline.Enricher
 }
 
 // assembler returns the trace assembly the sinks ask for, or nil when no
@@ -73,5 +74,10 @@ func (as *assembly) hand(ctx context.Context) {
 	}
 	ts := as.pending
 	as.pending = nil
+	for _, en := range as.enrichers {
+		for _, t := range ts {
+			en.Enrich(t)
+		}
+	}
 	as.fan.traces(ctx, ts)
 }

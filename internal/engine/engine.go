@@ -317,6 +317,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		if h, ok := st.(pipeline.Holder); ok {
 			holders = append(holders, h)
 		}
+		if en, ok := st.(pipeline.Enricher); ok && asm != nil {
+			asm.enrichers = append(asm.enrichers, en)
+		}
 	}
 	head := &head{fan: fan, end: end, chain: chain, direct: len(built) == 0, track: &heldTracker{holders: holders}}
 	q := pipeline.NewQueue(e.set.QueueBatches, head, e.sinkError)

@@ -91,6 +91,14 @@ type Finisher interface {
 	Finish(ctx context.Context) error
 }
 
+// Enricher is a stage that adds to assembled traces what it saw in the
+// records (JFR execution samples on a traced thread during a span): the
+// engine calls Enrich for every completed trace, on the drain goroutine,
+// before the trace goes to the sinks. It may change the trace.
+type Enricher interface {
+	Enrich(t *trace.Trace)
+}
+
 // Holder is a stage that may hold records back, in input order: Held
 // returns how many it holds now. Sources' Done callbacks wait until the
 // stage has handed their records on.
