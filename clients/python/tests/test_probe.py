@@ -326,6 +326,23 @@ class PropagationTest(ProbeCase):
         self.assertEqual(children, [1, 1, 2, 2, 3, 3])
         self.assertTrue(all(v[0] == root_id for v in metas.values()))
 
+    def test_pool_running_a_context_copy(self):
+        import contextvars
+        from concurrent.futures import ThreadPoolExecutor
+
+        @probe
+        def parent():
+            with ThreadPoolExecutor(1) as pool:
+                ctx = contextvars.copy_context()  # holds parent's open trace
+                return pool.submit(ctx.run, leaf, 1).result()
+        self.assertEqual(parent(), 2)
+        # parent: meta, >, split, <; the work: meta, >, < (a child of the
+        # split, not of an unknown point)
+        recs = self.records(4 + 3)
+        metas, points, _ = self.links(recs)
+        root_id = [k for k, v in metas.items() if v[0] == k][0]
+        self.assertEqual(sorted(v for k, v in metas.items() if k != root_id), [(root_id, 1)])
+
     def test_asyncio_tasks(self):
         @probe
         async def child(x):

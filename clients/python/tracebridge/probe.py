@@ -426,17 +426,23 @@ def propagate(fn):
 _no_split = contextvars.ContextVar('tracebridge_no_split', default=False)
 
 
+# The hooks below never let a failure of their own reach the program: the
+# thread, work item or task then starts as it would without tracebridge.
+
 def _thread_start(start):
     def wrapper(self):
-        sp = _split() if _propagate and not _no_split.get() else None
-        if sp is not None:
-            self._tracebridge_split = sp
-            run = self.run
+        try:
+            sp = _split() if _propagate and not _no_split.get() else None
+            if sp is not None:
+                self._tracebridge_split = sp
+                run = self.run
 
-            def run_child():
-                _adopt(sp)
-                run()
-            self.run = run_child
+                def run_child():
+                    _adopt(sp)
+                    run()
+                self.run = run_child
+        except Exception:
+            pass
         return start(self)
     return functools.update_wrapper(wrapper, start)
 
@@ -444,32 +450,46 @@ def _thread_start(start):
 def _thread_join(join):
     def wrapper(self, *args, **kwargs):
         r = join(self, *args, **kwargs)
-        sp = self.__dict__.get('_tracebridge_split')
-        if sp is not None and sp.started and not self.is_alive():
-            self._tracebridge_split = None
-            _join(sp.child)
+        try:
+            sp = self.__dict__.get('_tracebridge_split')
+            if sp is not None and sp.started and not self.is_alive():
+                self._tracebridge_split = None
+                _join(sp.child)
+        except Exception:
+            pass
         return r
     return functools.update_wrapper(wrapper, join)
 
 
+def _context_run(fn):
+    """Returns the Context whose run method fn is (ctx.run, or a partial of
+    it, as asyncio.to_thread and run_in_executor callers submit), or None."""
+    if isinstance(fn, functools.partial):
+        fn = fn.func
+    ctx = getattr(fn, '__self__', None)
+    if isinstance(ctx, contextvars.Context) and getattr(fn, '__name__', None) == 'run':
+        return ctx
+    return None
+
+
 def _pool_submit(submit):
     def wrapper(self, fn, *args, **kwargs):
-        sp = _split() if _propagate else None
+        try:
+            sp = _split() if _propagate else None
+            if sp is not None:
+                ctx = _context_run(fn)
+                if ctx is not None:
+                    # fn runs in that context copy: the split goes there.
+                    ctx.run(_adopt, sp)
+                else:
+                    fn, args, kwargs = functools.partial(_run_split, sp, fn, args, kwargs), (), {}
+                # The pool may start a worker thread now: the worker is not
+                # the work's child (the work item is), so it gets no split.
+                token = _no_split.set(True)
+        except Exception:
+            sp = None
         if sp is None:
             return submit(self, fn, *args, **kwargs)
-        target = getattr(fn, 'func', None)
-        ctx = getattr(target, '__self__', None)
-        if isinstance(fn, functools.partial) and isinstance(ctx, contextvars.Context) \
-                and getattr(target, '__name__', None) == 'run':
-            # asyncio.to_thread and run_in_executor callers that copy their
-            # context run fn in that copy: the split goes there.
-            ctx.run(_adopt, sp)
-        else:
-            fn = functools.partial(_run_split, sp, fn, args, kwargs)
-            args, kwargs = (), {}
-        # The pool may start a worker thread now: the worker is not the
-        # work's child (the work item is), so it gets no split.
-        token = _no_split.set(True)
         try:
             return submit(self, fn, *args, **kwargs)
         finally:
@@ -482,30 +502,41 @@ def _pool_submit(submit):
 _LOOP_INTERNAL = frozenset(['BaseEventLoop.shutdown_asyncgens', 'BaseEventLoop.shutdown_default_executor'])
 
 
+def _task_context(coro, kwargs):
+    """Returns the context a new task of coro should run in (a copy of the
+    caller's whose trace state is the split's child), or None for the
+    default."""
+    given = kwargs.get('context')
+    if given is not None:  # the task runs in the caller's context
+        st = given.get(_cv)
+        if st is not None:
+            st.shared = True
+        return None
+    if getattr(coro, '__qualname__', None) in _LOOP_INTERNAL:
+        if _cv_get() is None:
+            return None
+        ctx = contextvars.copy_context()
+        ctx.run(_cv.set, None)
+        return ctx
+    sp = _split()
+    if sp is None:  # the task's copy of the context holds the caller's state
+        st = _cv_get()
+        if st is not None:
+            st.shared = True
+        return None
+    ctx = contextvars.copy_context()
+    ctx.run(_adopt, sp)
+    return ctx
+
+
 def _loop_create_task(create_task):
     def wrapper(self, coro, *args, **kwargs):
-        if not _propagate:
-            return create_task(self, coro, *args, **kwargs)
-        given = kwargs.get('context')
-        if given is not None:  # the task runs in the caller's context
-            st = given.get(_cv)
-            if st is not None:
-                st.shared = True
-            return create_task(self, coro, *args, **kwargs)
         ctx = None
-        if getattr(coro, '__qualname__', None) in _LOOP_INTERNAL:
-            if _cv_get() is not None:
-                ctx = contextvars.copy_context()
-                ctx.run(_cv.set, None)
-        else:
-            sp = _split()
-            if sp is not None:
-                ctx = contextvars.copy_context()
-                ctx.run(_adopt, sp)
-            else:  # the task's copy of the context holds the caller's state
-                st = _cv_get()
-                if st is not None:
-                    st.shared = True
+        if _propagate:
+            try:
+                ctx = _task_context(coro, kwargs)
+            except Exception:
+                ctx = None
         if ctx is None:
             return create_task(self, coro, *args, **kwargs)
         if _TASK_CONTEXT:
