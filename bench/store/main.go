@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/eql"
 	"github.com/tracebridge/tracebridge/internal/store"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
@@ -191,9 +192,9 @@ func run(spans, nhosts int, dir string, keep bool, reps int) error {
 		p, err := s.Search(q)
 		return len(p.Traces), err
 	}
-	match := func(_ *trace.Trace, sp *trace.Span) bool {
-		a, _ := sp.Attr("http.status_code")
-		return sp.Duration() > int64(20*time.Millisecond) && a.Value == "500"
+	expr, err := eql.Parse(`time > 20ms and http.status_code = 500`)
+	if err != nil {
+		return err
 	}
 	benches := []bench{
 		{"trace by id", func() (int, error) {
@@ -209,7 +210,7 @@ func run(spans, nhosts int, dir string, keep bool, reps int) error {
 		{"attribute equality (user.id)", func() (int, error) {
 			return search(store.Query{Attrs: []trace.Attr{{Key: "user.id", Value: "user-" + strconv.Itoa(rng.IntN(20000))}}})
 		}},
-		{"EQL", func() (int, error) { return search(store.Query{Match: match}) }},
+		{"EQL", func() (int, error) { return search(store.Query{Match: expr.MatchTrace}) }},
 		{"full text, every span (absent)", func() (int, error) { return search(store.Query{Text: "no such text anywhere", Deep: true}) }},
 		{"full text, every span", func() (int, error) { return search(store.Query{Text: "statement timeout", Deep: true}) }},
 		{"regex, every span", func() (int, error) { return search(store.Query{Regex: stmt, Deep: true}) }},

@@ -40,8 +40,9 @@ type Query struct {
 	Text string
 	// Regex: the same strings matched by a regular expression.
 	Regex *regexp.Regexp
-	// Match: an expression (EQL) evaluated for spans.
-	Match func(t *trace.Trace, s *trace.Span) bool
+	// Match: an expression (EQL) evaluated for the root span, or for every
+	// span with deep (true when one matches).
+	Match func(t *trace.Trace, deep bool) bool
 	// Deep: Text, Regex and Match look at every span, not just the root.
 	Deep bool
 	// Oldest lists the oldest first (default: newest first).
@@ -642,7 +643,7 @@ func (f *filter) spansMatch(t *trace.Trace) bool {
 	}) {
 		return false
 	}
-	if q.Match != nil && !anySpan(spans, func(s *trace.Span) bool { return q.Match(t, s) }) {
+	if q.Match != nil && !q.Match(t, q.Deep) {
 		return false
 	}
 	return true
