@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -368,6 +370,7 @@ type filter struct {
 	textSyms map[uint32]bool
 	// blocks caches per block whether it may hold a match.
 	blocks map[location]bool
+	mu     sync.Mutex // guards textSyms and blocks (searches scan on several goroutines)
 }
 
 func (s *Store) newFilter(q *Query) *filter {
@@ -458,14 +461,19 @@ func (f *filter) match(r *Ref) (Summary, bool, error) {
 // or in the block's bytes. The answer is kept per block.
 func (f *filter) blockMayMatch(loc location) bool {
 	key := location{host: loc.host, seg: loc.seg, off: loc.off}
-	if v, ok := f.blocks[key]; ok {
+	f.mu.Lock()
+	v, ok := f.blocks[key]
+	f.mu.Unlock()
+	if ok {
 		return v
 	}
-	v := f.blockCheck(key)
+	v = f.blockCheck(key)
+	f.mu.Lock()
 	if len(f.blocks) > 1<<16 {
 		clear(f.blocks)
 	}
 	f.blocks[key] = v
+	f.mu.Unlock()
 	return v
 }
 
@@ -527,10 +535,12 @@ func (p *partition) filterOf(loc location) *bloom {
 // symbolHolds says whether a dictionary string of the partition holds the
 // text.
 func (f *filter) symbolHolds(host uint32) bool {
-	if v, ok := f.textSyms[host]; ok {
+	f.mu.Lock()
+	v, ok := f.textSyms[host]
+	f.mu.Unlock()
+	if ok {
 		return v
 	}
-	v := false
 	if p := f.s.partitionByID(host); p != nil {
 		p.smu.RLock()
 		for _, n := range p.syms.names {
@@ -541,7 +551,9 @@ func (f *filter) symbolHolds(host uint32) bool {
 		}
 		p.smu.RUnlock()
 	}
+	f.mu.Lock()
 	f.textSyms[host] = v
+	f.mu.Unlock()
 	return v
 }
 
@@ -782,62 +794,58 @@ func (s *Store) searchBlocks(q *Query, f *filter, since, until int64, after *cur
 		return desc == (a.id.Lo > b.id.Lo)
 	}
 	h := &hitHeap{better: better}
-	start := time.Now()
+	began := time.Now()
 	var page Page
-	done := 0
 	overflow := false // a match did not fit the page
-	for _, b := range blocks {
+
+	// Blocks are read and decoded by a few workers (one per core), at
+	// most that many ahead of the block the results are merged from.
+	workers := max(runtime.GOMAXPROCS(0), 1)
+	results := make([]chan blockHits, len(blocks))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	stop := make(chan struct{})
+	defer close(stop)
+	next := 0
+	dispatch := func(upto int) {
+		for ; next < len(blocks) && next < upto; next++ {
+			ch := make(chan blockHits, 1)
+			results[next] = ch
+			b := blocks[next]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				select {
+				case <-stop:
+					ch <- blockHits{}
+				default:
+					ch <- s.scanBlock(b, f, since, until, after, better)
+				}
+			}()
+		}
+	}
+	done := 0
+	for i, b := range blocks {
 		if h.Len() == q.Limit {
 			worst := h.items[0].pos
 			if desc && b.maxEnd < worst.start || !desc && b.minStart > worst.start {
 				break
 			}
 		}
-		if el := time.Since(start); el > q.TotalBudget || h.Len() > 0 && el > q.HitBudget {
+		if el := time.Since(began); el > q.TotalBudget || h.Len() > 0 && el > q.HitBudget {
 			page.Partial = true
 			break
 		}
+		dispatch(i + workers)
+		res := <-results[i]
 		done++
-		loc := location{host: b.host, seg: b.seg, off: b.off}
-		if !f.blockMayMatch(loc) {
-			continue
-		}
-		pl, err := s.block(loc)
-		if err != nil {
-			s.opt.Logger.Warn("store: unreadable block skipped", "host", b.host, "segment", b.seg, "offset", b.off, "err", err)
-			continue
-		}
-		p := s.partitionByID(b.host)
-		for i, body := range pl.traces {
-			page.Scanned++
-			if !f.traceMayMatch(b.host, body) {
-				continue
-			}
-			p.smu.RLock()
-			t, err := decodeTrace(body, p.syms)
-			p.smu.RUnlock()
-			if err != nil {
-				continue
-			}
-			st := t.Start()
-			pos := cursorPos{start: st, id: t.ID}
-			if st < since || st > until || after != nil && !better(*after, pos) {
-				continue
-			}
-			beyond := h.Len() == q.Limit && !better(pos, h.items[0].pos)
-			if beyond && overflow {
-				continue // one match beyond the page is enough to know there are more
-			}
-			loc := location{host: b.host, seg: b.seg, off: b.off, idx: uint32(i)}
-			r, _ := summarizeRef(t, loc)
-			if !f.summaryMatch(&r) || !f.spansMatch(t) {
-				continue
-			}
-			if beyond {
+		page.Scanned += res.scanned
+		for _, x := range res.hits {
+			if h.Len() == q.Limit && !better(x.pos, h.items[0].pos) {
 				overflow = true
 				continue
 			}
-			heap.Push(h, hit{pos: pos, sum: s.summary(&r, t)})
+			heap.Push(h, x)
 			if h.Len() > q.Limit {
 				heap.Pop(h)
 				overflow = true
@@ -862,6 +870,54 @@ func (s *Store) searchBlocks(q *Query, f *filter, since, until int64, after *cur
 	return page, nil
 }
 
+// blockHits are the matches a worker found in one block.
+type blockHits struct {
+	hits    []hit
+	scanned int
+}
+
+// scanBlock returns the traces of block b that q selects (it may run on
+// several goroutines at once).
+func (s *Store) scanBlock(b *blockMeta, f *filter, since, until int64, after *cursorPos, better func(a, b cursorPos) bool) blockHits {
+	var res blockHits
+	loc := location{host: b.host, seg: b.seg, off: b.off}
+	if !f.blockMayMatch(loc) {
+		return res
+	}
+	pl, err := s.block(loc)
+	if err != nil {
+		s.opt.Logger.Warn("store: unreadable block skipped", "host", b.host, "segment", b.seg, "offset", b.off, "err", err)
+		return res
+	}
+	p := s.partitionByID(b.host)
+	if p == nil {
+		return res
+	}
+	for i, body := range pl.traces {
+		res.scanned++
+		if !f.traceMayMatch(b.host, body) {
+			continue
+		}
+		p.smu.RLock()
+		t, err := decodeTrace(body, p.syms)
+		p.smu.RUnlock()
+		if err != nil {
+			continue
+		}
+		st := t.Start()
+		pos := cursorPos{start: st, id: t.ID}
+		if st < since || st > until || after != nil && !better(*after, pos) {
+			continue
+		}
+		r, _ := summarizeRef(t, location{host: b.host, seg: b.seg, off: b.off, idx: uint32(i)})
+		if !f.summaryMatch(&r) || !f.namesMatch(t) || !f.spansMatch(t) {
+			continue
+		}
+		res.hits = append(res.hits, hit{pos: pos, sum: s.summary(&r, t)})
+	}
+	return res
+}
+
 // summarizeRef returns the index entry a decoded trace would have.
 func summarizeRef(t *trace.Trace, loc location) (Ref, []string) {
 	r := Ref{ID: t.ID, loc: loc, Start: t.Start(), Duration: t.Duration(), Spans: len(t.Spans), Errors: t.Errors(), Broken: len(t.Broken) > 0}
@@ -873,6 +929,30 @@ func summarizeRef(t *trace.Trace, loc location) (Ref, []string) {
 func (f *filter) summaryMatch(r *Ref) bool {
 	q := f.q
 	return r.Duration >= int64(q.MinDuration) && (q.MaxDuration <= 0 || r.Duration <= int64(q.MaxDuration)) && (!q.Errors || r.Errors > 0)
+}
+
+// namesMatch checks the root name and service of a decoded trace.
+func (f *filter) namesMatch(t *trace.Trace) bool {
+	q := f.q
+	if q.Name != "" {
+		r := t.Root()
+		if r == nil || !strings.EqualFold(r.Operation, q.Name) {
+			return false
+		}
+	}
+	if q.Service != "" {
+		found := false
+		for i := range t.Spans {
+			if t.Spans[i].Service == q.Service {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 type hit struct {

@@ -115,6 +115,7 @@ func TestAppendGetSearchReopen(t *testing.T) {
 	check("text deep", Query{Text: "TIMED OUT", Deep: true}, func(i int, tr *trace.Trace) bool { return tr.Errors() > 0 })
 	check("text root only misses deep", Query{Text: "timed out"}, func(int, *trace.Trace) bool { return false })
 	check("regex deep", Query{Regex: regexp.MustCompile(`FROM t[3]$`), Deep: true}, func(i int, _ *trace.Trace) bool { return 1+i%4 >= 4 })
+	check("service and text", Query{Service: "web-alpha", Text: "item/2"}, func(i int, _ *trace.Trace) bool { return i%3 == 0 && i%5 == 2 })
 	check("match", Query{Match: func(t *trace.Trace, _ bool) bool { return t.Spans[0].Attributes[0].Value == "42" }}, func(i int, _ *trace.Trace) bool { return i == 42 })
 	// Oldest first.
 	p, err := s.Search(Query{Oldest: true, Limit: 3})
