@@ -71,6 +71,8 @@ type Summary struct {
 	Error    bool         `json:"error"`
 	Broken   bool         `json:"broken,omitempty"`
 	Attrs    []trace.Attr `json:"-"`
+
+	root *trace.Span
 }
 
 // Page is one page of results.
@@ -378,7 +380,12 @@ func (s *Store) newFilter(q *Query) *filter {
 	f.needs = len(q.Attrs) > 0 || q.Text != "" || q.Regex != nil || q.Match != nil
 	for _, a := range q.Attrs {
 		f.pairs = append(f.pairs, pairHash(a.Key, a.Value))
-		f.values = append(f.values, []byte(a.Value))
+		switch a.Key {
+		case "kieker.traceId", "kieker.orderIndex", "kieker.eoi", "kieker.ess":
+			// Kieker's positions are numbers in a trace's bytes, not text.
+		default:
+			f.values = append(f.values, []byte(a.Value))
+		}
 	}
 	if q.Text != "" {
 		f.text = strings.ToLower(q.Text)
@@ -678,7 +685,8 @@ func (s *Store) summary(r *Ref, t *trace.Trace) Summary {
 	}
 	if root := t.Root(); root != nil {
 		sum.Name = root.Operation
-		sum.Attrs = root.Attributes
+		sum.Attrs = append(trace.KiekerAttrs(root), root.Attributes...)
+		sum.root = root
 	}
 	return sum
 }
@@ -725,10 +733,9 @@ func (s *Store) Pivot(q Query, key string) (rows []PivotRow, partial bool, err e
 	idx := map[string]int{}
 	for _, t := range page.Traces {
 		v := ""
-		for _, a := range t.Attrs {
-			if a.Key == key {
+		if t.root != nil {
+			if a, ok := t.root.Attr(key); ok {
 				v = a.Value
-				break
 			}
 		}
 		i, ok := idx[v]

@@ -518,6 +518,9 @@ func (f *blockFilter) add(t *trace.Trace) {
 			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
 			f.strings[a.Key] = struct{}{}
 		}
+		for _, a := range trace.KiekerAttrs(s) {
+			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+		}
 	}
 }
 
