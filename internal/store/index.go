@@ -47,7 +47,6 @@ func keyTrace(id trace.ID) []byte {
 	return k
 }
 
-
 func keyHost(host uint32, start int64, id trace.ID) []byte {
 	k := make([]byte, 29)
 	k[0] = kHost
