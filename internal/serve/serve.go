@@ -24,6 +24,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
 	"github.com/tracebridge/tracebridge/internal/source/mqtt"
 	"github.com/tracebridge/tracebridge/internal/source/nats"
+	"github.com/tracebridge/tracebridge/internal/source/otlp"
 	"github.com/tracebridge/tracebridge/internal/source/stomp"
 	"github.com/tracebridge/tracebridge/internal/source/tcp"
 	"github.com/tracebridge/tracebridge/internal/stage/split"
@@ -46,6 +47,7 @@ func DefaultFactories() *pipeline.Factories {
 	f.Receivers = append(f.Receivers, tcp.Factories()...)
 	f.Receivers = append(f.Receivers, stomp.Factory(), mqtt.Factory())
 	f.Receivers = append(f.Receivers, nats.Factories()...)
+	f.Receivers = append(f.Receivers, otlp.Factories()...)
 	f.Stages = append(f.Stages, split.Factory(), timeunit.Factory(), throttle.Factory())
 	f.Sinks = append(f.Sinks, kiekerlog.Factory(), forward.Factory())
 	return f
