@@ -37,6 +37,9 @@ type Options struct {
 	// MaxBatch is how many spans a batch takes before Decode goes on in
 	// a batch of the next function it was given (1024).
 	MaxBatch int
+	// Strings, when set, is shared by decoders behind their own tables
+	// (see Strings).
+	Strings *Strings
 }
 
 func (o Options) withDefaults() Options {
@@ -101,8 +104,9 @@ func malformed(off int, format string, args ...any) *Error {
 // interner and scratch memory between messages; it is not safe for
 // concurrent use.
 type Decoder struct {
-	opt Options
-	in  record.Interner
+	opt   Options
+	tab   *strtab  // interned strings
+	attrs *attrtab // span attributes seen before, by their bytes
 
 	sp  span
 	res resource
@@ -129,17 +133,11 @@ type Decoder struct {
 
 // NewDecoder returns a decoder with the limits of o.
 func NewDecoder(o Options) *Decoder {
-	d := &Decoder{opt: o.withDefaults()}
-	d.in.MaxLen = internMaxLen
-	return d
+	return &Decoder{opt: o.withDefaults(), tab: &strtab{}, attrs: newAttrtab()}
 }
 
-// internMaxLen: longer strings are copied, not interned (they rarely
-// repeat, and would crowd the table).
-const internMaxLen = 256
-
 // Interned returns the number of strings the decoder holds interned.
-func (d *Decoder) Interned() int { return d.in.Len() }
+func (d *Decoder) Interned() int { return d.tab.len() }
 
 // start prepares decoding one message into b.
 func (d *Decoder) start(b *record.Batch, next func() *record.Batch) {
@@ -169,7 +167,13 @@ func (d *Decoder) finish(err error) (Result, error) {
 }
 
 // str interns b.
-func (d *Decoder) str(b []byte) string { return d.in.Bytes(b) }
+func (d *Decoder) str(b []byte) string {
+	s, _ := d.tab.get(b, d.opt.Strings)
+	return s
+}
+
+// intern interns b, saying whether it was seen before.
+func (d *Decoder) intern(b []byte) (string, bool) { return d.tab.get(b, d.opt.Strings) }
 
 // span is the span being read.
 type span struct {

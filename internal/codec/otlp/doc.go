@@ -4,10 +4,14 @@
 //
 // The protobuf decoder reads the wire format in place, field by field, as
 // VictoriaMetrics reads its protocols: there are no generated structs and
-// no pdata per span. Strings are interned per Decoder (record.Interner),
-// so repeated keys, names, services and small values are allocated once;
-// a span costs its record's values in the batch arena and nothing on the
-// heap beyond strings the decoder has not seen before. Values that nest
+// no pdata per span. Strings are interned in a table of fixed size per
+// Decoder (two-way sets by hash, small enough to stay in the processor's
+// cache; see strtab), behind which the decoders of one receiver may share
+// one (Strings), so repeated keys, names, services and values are
+// allocated once, and a span attribute seen before (its KeyValue bytes)
+// is taken whole from a second table without being read again. A span
+// costs its record's values in the batch arena and nothing on the heap
+// beyond strings the decoder has not seen before. Values that nest
 // (arrays, key-value lists) pass through a small node arena of the
 // Decoder's, reused for every value.
 //

@@ -89,7 +89,7 @@ func (d *Decoder) jsonResourceSpans(j *js) {
 						case nattrs > d.opt.MaxAttributes:
 							d.res.rejectf(at, "more than %d attributes", d.opt.MaxAttributes)
 						case d.res.reject == "":
-							v, t := d.text(val)
+							v, t, _ := d.text(val)
 							d.addResourceAttr(attr{d.str(key), v, t})
 						}
 					}
@@ -231,7 +231,7 @@ func (d *Decoder) jsonSpan(j *js) {
 				case len(s.attrs) >= d.opt.MaxAttributes:
 					s.rejectf("more than %d attributes", d.opt.MaxAttributes)
 				case s.reject == "":
-					v, t := d.text(val)
+					v, t, _ := d.text(val)
 					s.attrs = append(s.attrs, attr{d.str(key), v, t})
 				}
 			}

@@ -239,7 +239,7 @@ func (d *Decoder) resource(p pb, nattrs *int) error {
 			case *nattrs > d.opt.MaxAttributes:
 				d.res.rejectf(p.at, "more than %d attributes", d.opt.MaxAttributes)
 			case d.res.reject == "":
-				v, t := d.text(val)
+				v, t, _ := d.text(val)
 				d.addResourceAttr(attr{d.str(key), v, t})
 			}
 		case 2:
@@ -372,6 +372,15 @@ func (d *Decoder) span(p pb) error {
 			if !p.want(wireBytes, "attribute") {
 				break
 			}
+			a, h, ok := d.attrs.get(p.data)
+			if ok { // well-formed and within the limits when it was read
+				if len(s.attrs) >= d.opt.MaxAttributes {
+					s.rejectf("more than %d attributes", d.opt.MaxAttributes)
+				} else if s.reject == "" {
+					s.attrs = append(s.attrs, a)
+				}
+				break
+			}
 			d.resetNodes()
 			key, val, problem, err := d.kv(p.sub(), 1)
 			if err != nil {
@@ -383,8 +392,13 @@ func (d *Decoder) span(p pb) error {
 			case len(s.attrs) >= d.opt.MaxAttributes:
 				s.rejectf("more than %d attributes", d.opt.MaxAttributes)
 			case s.reject == "":
-				v, t := d.text(val)
-				s.attrs = append(s.attrs, attr{d.str(key), v, t})
+				v, t, seen := d.text(val)
+				k, kseen := d.intern(key)
+				a := attr{k, v, t}
+				if seen && kseen {
+					d.attrs.put(p.data, h, a)
+				}
+				s.attrs = append(s.attrs, a)
 			}
 		case 11:
 			if !p.want(wireBytes, "event") {

@@ -60,31 +60,37 @@ func (d *Decoder) resetNodes() {
 	d.strs = d.strs[:0]
 }
 
-// text returns the value of node i as an attribute's text and type.
-func (d *Decoder) text(i int32) (string, trace.ValueType) {
+// text returns the value of node i as an attribute's text and type, and
+// whether the text was interned before.
+func (d *Decoder) text(i int32) (string, trace.ValueType, bool) {
 	n := &d.nodes[i]
+	var t trace.ValueType
 	switch n.kind {
 	case nString:
-		return d.str(n.str), trace.TypeString
+		s, seen := d.intern(n.str)
+		return s, trace.TypeString, seen
 	case nBool:
 		if n.num != 0 {
-			return "true", trace.TypeBool
+			return "true", trace.TypeBool, true
 		}
-		return "false", trace.TypeBool
+		return "false", trace.TypeBool, true
 	case nInt:
 		d.buf = strconv.AppendInt(d.buf[:0], int64(n.num), 10)
-		return d.str(d.buf), trace.TypeInt
+		t = trace.TypeInt
 	case nDouble:
 		d.buf = appendFloat(d.buf[:0], math.Float64frombits(n.num))
-		return d.str(d.buf), trace.TypeDouble
+		t = trace.TypeDouble
 	case nBytes:
 		d.buf = base64.StdEncoding.AppendEncode(d.buf[:0], n.str)
-		return d.str(d.buf), trace.TypeBytes
+		t = trace.TypeBytes
 	case nArray, nList:
 		d.buf = d.appendJSON(d.buf[:0], i)
-		return d.str(d.buf), trace.TypeJSON
+		t = trace.TypeJSON
+	default:
+		return "", trace.TypeString, true
 	}
-	return "", trace.TypeString
+	s, seen := d.intern(d.buf)
+	return s, t, seen
 }
 
 // appendJSON appends node i as JSON: key-value lists as objects with

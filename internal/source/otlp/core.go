@@ -57,6 +57,7 @@ type core struct {
 }
 
 func newCore(name string, set pipeline.Settings, opt otlpcodec.Options, wait time.Duration) *core {
+	opt.Strings = otlpcodec.NewStrings() // one copy of a string for all requests
 	c := &core{name: name, log: set.Logger, met: set.Metrics.Receiver(name), opt: opt, wait: wait,
 		faults: lograte.Limiter{PerSecond: 5}}
 	c.workers.New = func() any { return &worker{dec: otlpcodec.NewDecoder(c.opt)} }
