@@ -105,7 +105,7 @@ func malformed(off int, format string, args ...any) *Error {
 // concurrent use.
 type Decoder struct {
 	opt   Options
-	tab   *strtab  // interned strings
+	tab   strtab   // interned strings
 	attrs *attrtab // span attributes seen before, by their bytes
 
 	sp  span
@@ -133,7 +133,7 @@ type Decoder struct {
 
 // NewDecoder returns a decoder with the limits of o.
 func NewDecoder(o Options) *Decoder {
-	return &Decoder{opt: o.withDefaults(), tab: &strtab{}, attrs: newAttrtab()}
+	return &Decoder{opt: o.withDefaults(), tab: newStrtab(localStrings), attrs: newAttrtab()}
 }
 
 // Interned returns the number of strings the decoder holds interned.

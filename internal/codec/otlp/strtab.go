@@ -13,11 +13,18 @@ import (
 // it never grows or has to be emptied, and it stays small enough to
 // remain in the processor's cache, which is where its speed comes from.
 type strtab struct {
-	slots [strtabSize]strslot
+	slots []strslot // a power of two of them
 }
 
-// strtabSize is the number of slots (a power of two).
-const strtabSize = 8192
+// Table sizes: a decoder's own table is small (several decoders run at
+// once and their tables should stay in the processor's caches together);
+// the shared one holds more.
+const (
+	localStrings  = 2048
+	sharedStrings = 16384
+)
+
+func newStrtab(n int) strtab { return strtab{slots: make([]strslot, n)} }
 
 type strslot struct {
 	h uint64
@@ -58,7 +65,7 @@ func (t *strtab) get(b []byte, shared *Strings) (string, bool) {
 
 // lookup finds b of hash h, making it the first way of its set.
 func (t *strtab) lookup(h uint64, b []byte) (string, bool) {
-	i := h & (strtabSize - 2) // the set's first way
+	i := h & uint64(len(t.slots)-2) // the set's first way
 	s0 := &t.slots[i]
 	if s0.h == h && s0.s == string(b) {
 		return s0.s, true
@@ -73,7 +80,7 @@ func (t *strtab) lookup(h uint64, b []byte) (string, bool) {
 
 // put makes s of hash h the first way of its set.
 func (t *strtab) put(h uint64, s string) {
-	i := h & (strtabSize - 2)
+	i := h & uint64(len(t.slots)-2)
 	t.slots[i+1] = t.slots[i]
 	t.slots[i] = strslot{h, s}
 }
@@ -90,7 +97,7 @@ type Strings struct {
 }
 
 // NewStrings returns an empty shared table.
-func NewStrings() *Strings { return &Strings{} }
+func NewStrings() *Strings { return &Strings{t: newStrtab(sharedStrings)} }
 
 func (s *Strings) get(h uint64, b []byte) (string, bool) {
 	s.mu.Lock()
@@ -124,7 +131,7 @@ type attrtab struct {
 	slots [attrtabSize]attrslot
 }
 
-const attrtabSize = 4096
+const attrtabSize = 1024
 
 type attrslot struct {
 	h   uint64
