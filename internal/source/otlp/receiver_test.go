@@ -41,13 +41,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// The OpenTelemetry SDK's global error handler and the HTTP
-		// client's idle connections outlive a test by a moment.
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-	)
+	goleak.VerifyTestMain(m)
 }
 
 // traces returns an export of n spans of one service, ids from seed.
