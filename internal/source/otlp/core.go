@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	otlpcodec "github.com/tracebridge/tracebridge/internal/codec/otlp"
@@ -48,12 +47,12 @@ type core struct {
 	next    func() *record.Batch // newBatch, made once
 	faults  lograte.Limiter
 
+	// mu is held for reading by every request while it decodes and
+	// hands on, so stop (holding it for writing) waits for those in
+	// flight; requests after stop find out nil.
 	mu  sync.RWMutex
 	out pipeline.Consumer
 	em  pipeline.Emitter
-
-	inflight sync.WaitGroup
-	running  atomic.Bool
 }
 
 func newCore(name string, set pipeline.Settings, opt otlpcodec.Options, wait time.Duration) *core {
@@ -71,13 +70,10 @@ func (c *core) start(out pipeline.Consumer) {
 	c.out = out
 	c.em, _ = out.(pipeline.Emitter)
 	c.mu.Unlock()
-	c.running.Store(true)
 }
 
 // stop waits for the requests in flight, then disconnects.
 func (c *core) stop() {
-	c.running.Store(false)
-	c.inflight.Wait()
 	c.mu.Lock()
 	c.out, c.em = nil, nil
 	c.mu.Unlock()
@@ -118,9 +114,9 @@ type outcome struct {
 // message, ErrBusy under back-pressure, ErrStopped when the pipeline is
 // gone. ctx is the request's: a client that gives up stops the wait.
 func (c *core) handle(ctx context.Context, w *worker, peer string, msg []byte, json bool) (outcome, error) {
-	c.inflight.Add(1)
-	defer c.inflight.Done()
-	if !c.running.Load() {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.out == nil {
 		return outcome{}, ErrStopped
 	}
 	c.met.Bytes(len(msg))
@@ -152,16 +148,9 @@ func (c *core) handle(ctx context.Context, w *worker, peer string, msg []byte, j
 }
 
 // emit hands the batches on (taking ownership of each), waiting at most
-// the emit timeout in all.
+// the emit timeout in all. The caller holds c.mu for reading, and c.out
+// is set.
 func (c *core) emit(ctx context.Context, batches []*record.Batch) error {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.out == nil {
-		for _, b := range batches {
-			c.recycle(b)
-		}
-		return ErrStopped
-	}
 	ectx, cancel := context.WithTimeout(ctx, c.wait)
 	defer cancel()
 	for i, b := range batches {
