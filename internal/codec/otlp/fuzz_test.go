@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -17,7 +18,9 @@ import (
 //     nested more than 100 deep; the decoder rejects those spans alone;
 //   - the decoder refuses protobuf groups (wire types 3 and 4), which
 //     pdata skips loosely;
-//   - the decoder's JSON is strict where pdata's iterator is lenient.
+//   - the decoder's JSON is strict where pdata's iterator is lenient;
+//   - pdata's JSON reader ends an object at a member named "" (a JSON
+//     text with one is not compared).
 //
 // A message the decoder refuses that pdata reads is a failure unless its
 // reason is one of those.
@@ -74,6 +77,11 @@ func fuzzOne(t *testing.T, msg []byte, json bool) {
 		t.Fatalf("%d records, Result.Spans %d", n, res.Spans)
 	}
 
+	if json && emptyKey.Match(msg) {
+		// pdata's JSON reader takes a member named "" for the end of its
+		// object and reads on from there; it cannot serve as reference.
+		return
+	}
 	td, perr := pdataRead(msg, json)
 	switch {
 	case perr != nil:
@@ -96,6 +104,8 @@ func fuzzOne(t *testing.T, msg []byte, json bool) {
 		t.Fatalf("records differ from pdata's reading (-pdata +decoder):\n%s", d)
 	}
 }
+
+var emptyKey = regexp.MustCompile(`""\s*:`)
 
 // lenientJSON reports whether a JSON error is one of the decoder's
 // strictness where pdata's iterator lets the input pass.

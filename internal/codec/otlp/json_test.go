@@ -136,3 +136,13 @@ func TestJSONRejectedSpans(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONEmptyKey: a member named "" is a member like any other (pdata's
+// reader takes it for the end of the object).
+func TestJSONEmptyKey(t *testing.T) {
+	msg := `{"resourceSpans":[{"scopeSpans":[{"spans":[{"":[{"":null}],"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b174"}]}]}]}`
+	res, err := NewDecoder(Options{}).DecodeJSON([]byte(msg), &record.Batch{}, nil)
+	if err != nil || res.Spans != 1 || res.Rejected != 0 {
+		t.Fatalf("%d spans, %d rejected, %v; want the one span", res.Spans, res.Rejected, err)
+	}
+}
