@@ -26,6 +26,7 @@ import (
 	storesink "github.com/tracebridge/tracebridge/internal/sink/store"
 	"github.com/tracebridge/tracebridge/internal/source/mqtt"
 	"github.com/tracebridge/tracebridge/internal/source/nats"
+	"github.com/tracebridge/tracebridge/internal/source/otlp"
 	"github.com/tracebridge/tracebridge/internal/source/stomp"
 	"github.com/tracebridge/tracebridge/internal/source/tcp"
 	"github.com/tracebridge/tracebridge/internal/source/zico"
@@ -51,6 +52,7 @@ func DefaultFactories() *pipeline.Factories {
 	f.Receivers = append(f.Receivers, stomp.Factory(), mqtt.Factory())
 	f.Receivers = append(f.Receivers, nats.Factories()...)
 	f.Receivers = append(f.Receivers, zico.Factory())
+	f.Receivers = append(f.Receivers, otlp.Factories()...)
 	f.Stages = append(f.Stages, split.Factory(), timeunit.Factory(), throttle.Factory())
 	f.Sinks = append(f.Sinks, kiekerlog.Factory(), forward.Factory(), storesink.Factory())
 	return f
