@@ -299,7 +299,7 @@ func (w *Writer) TraceSources() trace.Sources {
 // id), eoi in call order and ess the nesting depth (Kieker's executions),
 // tin and tout the span's start and end, operationSignature the span name
 // unchanged, hostname the span's service (its host when it names no
-// service), sessionId the trace's full id in hex. Kieker's own readers and
+// service), sessionId Kieker's "<no-session-id>". Kieker's own readers and
 // trace analysis read the result; what OperationExecutionRecords cannot
 // hold (kind, attributes, events, links, status) stays in the trace store.
 func (w *Writer) ConsumeTraces(_ context.Context, ts []*trace.Trace) error {
@@ -323,7 +323,6 @@ func (w *Writer) ConsumeTraces(_ context.Context, ts []*trace.Trace) error {
 		if kid == -1 { // -1 means "no trace" to Kieker
 			kid = int64(t.ID.Hi)
 		}
-		session := t.ID.Hex()
 		eoi := 0
 		for i := range t.Spans {
 			sp := &t.Spans[i]
@@ -337,7 +336,7 @@ func (w *Writer) ConsumeTraces(_ context.Context, ts []*trace.Trace) error {
 			r := w.oers.Add(w.oerType, record.NoTimestamp)
 			v := r.Values
 			v[0] = record.StringValue(sp.Operation)
-			v[1] = record.StringValue(session)
+			v[1] = noSession
 			v[2] = record.IntValue(kid)
 			v[3] = record.IntValue(sp.Start)
 			v[4] = record.IntValue(sp.End)
@@ -365,6 +364,12 @@ func (w *Writer) ConsumeTraces(_ context.Context, ts []*trace.Trace) error {
 	}
 	return nil
 }
+
+// noSession is the sessionId of the OperationExecutionRecords written for
+// spans: Kieker's own "no session" (a per-trace value would put a string
+// into the log's registry per trace; the full trace id stays in the trace
+// store).
+var noSession = record.StringValue("<no-session-id>")
 
 // nameFromMetadata takes the names from the first KiekerMetadataRecord in
 // recs and reports whether there was one.
