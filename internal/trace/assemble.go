@@ -120,6 +120,11 @@ type Assembler struct {
 	clock   int64             // RecordClock: latest record time (ns)
 
 	complete []*family // traces whose records said they are whole (FlagComplete)
+
+	// Invocation identifiers (InvocationType): the Kieker trace each
+	// invocation ran, and the tasks waiting for their parent's.
+	invs    map[invKey]int64
+	waiting map[invKey][]int64
 }
 
 // NewAssembler returns an assembler.
@@ -161,6 +166,13 @@ type thread struct {
 	host   string
 	sess   string
 	evs    []kev
+
+	// Invocation identifiers: this trace's invocation, the parent
+	// invocation it waits for, and whether one names its parent (then
+	// parent and porder are the invocation's, not the metadata's).
+	inv, waitFor    invKey
+	hasInv, waiting bool
+	byInv           bool
 
 	// Replay state, kept across parts.
 	next     int32 // the orderIndex expected next
@@ -241,6 +253,10 @@ func (a *Assembler) Add(r *record.Record, origin *record.Origin) {
 		if src.Has(FromExecution) {
 			a.oer(r, ti, origin)
 		}
+	case RoleInvocation:
+		if src.Has(FromEvents) {
+			a.invocation(r)
+		}
 	default:
 		if ti.Span && src.Has(FromSpan) {
 			a.span(r, origin)
@@ -295,8 +311,12 @@ func (a *Assembler) meta(r *record.Record, ti *TypeInfo) {
 	kid := v[ti.TraceID].Int()
 	th := a.thread(kid, 0)
 	th.meta = true
-	th.parent = v[ti.ParentTraceID].Int()
-	th.porder = int32(v[ti.ParentOrderID].Int())
+	if parent := v[ti.ParentTraceID].Int(); !th.byInv || parent != -1 && parent != kid {
+		// (An invocation identifier's parent stands where the metadata
+		// names none.)
+		th.parent = parent
+		th.porder = int32(v[ti.ParentOrderID].Int())
+	}
 	if ti.ThreadID >= 0 {
 		th.tid = strconv.FormatInt(v[ti.ThreadID].Int(), 10)
 	}
@@ -505,6 +525,7 @@ func (a *Assembler) finish(f *family, final bool) {
 			if a.threads[th.kid] == th {
 				delete(a.threads, th.kid)
 			}
+			a.forget(th, &t.Broken)
 		}
 	} else {
 		for _, th := range f.threads {
@@ -731,7 +752,7 @@ func calledNext(rest []kev, e *kev) bool {
 // unknown, under the innermost parent call whose time contains the child's
 // start.
 func (a *Assembler) attach(th *thread, byKid map[int64]*thread, broken *[]string) {
-	if th.attached || th.parent == -1 || th.parent == th.kid || !th.meta {
+	if th.attached || th.parent == -1 || th.parent == th.kid || !th.meta && !th.byInv {
 		return
 	}
 	var roots []int
@@ -848,8 +869,16 @@ func tree(t *Trace) {
 	for i := range t.Spans {
 		s := &t.Spans[i]
 		if j, dup := idx[s.SpanID]; dup {
-			t.Broken = append(t.Broken, fmt.Sprintf("span id %s used twice (%s, %s)", s.SpanID, t.Spans[j].Operation, s.Operation))
-			continue
+			// Span ids are unique within a trace: the second gets one of
+			// its own (children name the first).
+			id := s.SpanID
+			for k := uint64(i + 1); ; k++ {
+				s.SpanID = SpanID(uint64(id) ^ k*0x9e3779b97f4a7c15)
+				if _, taken := idx[s.SpanID]; !taken && s.SpanID != 0 {
+					break
+				}
+			}
+			t.Broken = append(t.Broken, fmt.Sprintf("span id %s used twice (%s, %s; the second is now %s)", id, t.Spans[j].Operation, s.Operation, s.SpanID))
 		}
 		idx[s.SpanID] = i
 	}

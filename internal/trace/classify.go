@@ -11,15 +11,16 @@ type Role uint8
 
 // The roles.
 const (
-	RoleNone   Role = iota // not part of a trace
-	RoleMeta               // TraceMetadata, ApplicationTraceMetadata: starts a trace (a thread's part of it)
-	RoleBefore             // opens a call (BeforeOperationEvent and kin)
-	RoleAfter              // closes a call (AfterOperationEvent, …FailedEvent and kin)
-	RoleEvent              // another event of a trace (Call, Split, Join, …): a point in the caller's frame
-	RoleOER                // OperationExecutionRecord: a whole call (tin, tout, eoi, ess)
+	RoleNone       Role = iota // not part of a trace
+	RoleMeta                   // TraceMetadata, ApplicationTraceMetadata: starts a trace (a thread's part of it)
+	RoleBefore                 // opens a call (BeforeOperationEvent and kin)
+	RoleAfter                  // closes a call (AfterOperationEvent, …FailedEvent and kin)
+	RoleEvent                  // another event of a trace (Call, Split, Join, …): a point in the caller's frame
+	RoleOER                    // OperationExecutionRecord: a whole call (tin, tout, eoi, ess)
+	RoleInvocation             // InvocationType: an invocation identifier linking a task's trace to its creator's
 )
 
-var roleNames = [...]string{RoleNone: "none", RoleMeta: "metadata", RoleBefore: "before", RoleAfter: "after", RoleEvent: "event", RoleOER: "execution"}
+var roleNames = [...]string{RoleNone: "none", RoleMeta: "metadata", RoleBefore: "before", RoleAfter: "after", RoleEvent: "event", RoleOER: "execution", RoleInvocation: "invocation"}
 
 // String names the role.
 func (r Role) String() string {
@@ -92,6 +93,11 @@ func Classify(t *record.Type) *TypeInfo {
 		return ti
 	case SpanTypeName:
 		ti.Span = t.SameFields(SpanType)
+		return ti
+	case InvocationTypeName:
+		if t.SameFields(InvocationType) {
+			ti.Role = RoleInvocation
+		}
 		return ti
 	case record.OperationExecutionRecord:
 		ti.Session = Field(t, "sessionId", record.String)

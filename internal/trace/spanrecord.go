@@ -112,8 +112,14 @@ entity SpanRecord {
 }
 `
 
-// AddTypes adds tracebridge's own record types (SpanType) to cat.
-func AddTypes(cat *record.Catalog) error { return cat.Add(SpanType) }
+// AddTypes adds tracebridge's own record types (SpanType,
+// InvocationType) to cat.
+func AddTypes(cat *record.Catalog) error {
+	if err := cat.Add(SpanType); err != nil {
+		return err
+	}
+	return cat.Add(InvocationType)
+}
 
 // Types returns a catalogue of Kieker's built-in types and tracebridge's
 // own.
