@@ -259,6 +259,9 @@ func fileSafe(s string) string {
 
 // writeFileWith creates name and fills it with write.
 func writeFileWith(name string, write func(io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return err
+	}
 	f, err := os.Create(name)
 	if err != nil {
 		return err

@@ -9,8 +9,8 @@ import (
 	"github.com/tracebridge/tracebridge/internal/jfrtest"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/stage/profile"
 	jfr "github.com/tracebridge/tracebridge/internal/source/jfr"
+	"github.com/tracebridge/tracebridge/internal/stage/profile"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
