@@ -1,6 +1,7 @@
 // Package probe is tracebridge's monitoring client for Go programs: it
 // records Kieker trace events (TraceMetadata, BeforeOperationEvent,
-// AfterOperationEvent, AfterOperationFailedEvent) and sends them to a
+// AfterOperationEvent, AfterOperationFailedEvent, and SplitEvent and
+// JoinEvent where work moves to other goroutines) and sends them to a
 // tracebridge kieker-tcp receiver, or to any reader of Kieker's
 // single-socket TCP protocol, from a background goroutine.
 //
@@ -49,9 +50,20 @@
 // own. Root traces have parentTraceId = traceId and parentOrderId = -1, as
 // Kieker's Java probes write them.
 //
+// # Goroutines
+//
+// Work a request hands to other goroutines stays in its trace as Kieker
+// keeps a thread started from a traced thread: Go (or Fork, for a context
+// handed to a goroutine started otherwise) records a SplitEvent in the
+// parent trace, taking its next orderIndex, and the goroutine's calls form
+// a child trace whose TraceMetadata names the parent's traceId and that
+// orderIndex (parentTraceId, parentOrderId); Trace.Join records a JoinEvent
+// where the parent has waited for it.
+//
 // # Concurrency
 //
 // NewOp, Enable, SetLimits and every Writer method are safe for concurrent
 // use. A Trace belongs to one goroutine at a time: its order index is not
-// synchronised; Fork a child trace for work on other goroutines.
+// synchronised; start other goroutines with Go, or Fork a child trace for
+// each on the parent's goroutine.
 package probe

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 func TestMain(m *testing.M) {
@@ -54,55 +55,65 @@ type call struct {
 	Outcome   string // "ok" or "failed CAUSE"
 }
 
-// trees holds the calls of every trace, by traceId, in the order they
-// began, and the parent of every child trace.
+// trees holds the calls of every Kieker trace (one goroutine's part of a
+// request), by traceId, in the order they began, and the parent of every
+// child trace.
 type trees struct {
 	Calls   map[int64][]call
 	Parents map[int64]int64
 }
 
-// parseExecuted reads the example's account of what it executed.
-func parseExecuted(t *testing.T, stdout string) trees {
-	t.Helper()
-	tr := trees{Calls: map[int64][]call{}, Parents: map[int64]int64{}}
-	for _, line := range strings.Split(stdout, "\n") {
-		switch {
-		case strings.HasPrefix(line, "call "):
-			// call TRACEID DEPTH CLASS OPERATION… ok|failed CAUSE; the
-			// operation signatures of the example contain no " ok" or
-			// " failed ".
-			f := strings.SplitN(line, " ", 5)
-			id, err1 := strconv.ParseInt(f[1], 10, 64)
-			depth, err2 := strconv.Atoi(f[2])
-			if len(f) != 5 || err1 != nil || err2 != nil {
-				t.Fatalf("bad line %q", line)
-			}
-			op, outcome, ok := strings.Cut(f[4], " failed ")
-			if ok {
-				outcome = "failed " + outcome
-			} else {
-				op, ok = strings.CutSuffix(f[4], " ok")
-				outcome = "ok"
-			}
-			if !ok {
-				t.Fatalf("bad line %q", line)
-			}
-			tr.Calls[id] = append(tr.Calls[id], call{depth, f[3], op, outcome})
-		case strings.HasPrefix(line, "fork "):
-			var child, parent int64
-			if _, err := fmt.Sscanf(line, "fork %d %d", &child, &parent); err != nil {
-				t.Fatalf("bad line %q: %v", line, err)
-			}
-			tr.Parents[child] = parent
-		}
-	}
-	return tr
+// executed is the example's account of what it did: the Kieker traces,
+// and per request its root trace and the path of every call across
+// goroutines ("OP | OP | …\tOUTCOME", sorted).
+type executed struct {
+	trees
+	Requests map[int64]int // root traceId → request
+	Paths    map[int][]string
+	Forks    int
 }
 
-// rebuild reconstructs the call trees from Kieker records: events of a
-// trace in orderIndex order, nesting from Before/After. It checks that
-// every After matches its Before and that timestamps do not go backwards
-// within a trace and lie within [from, to].
+// parseExecuted reads the example's account of what it executed (see
+// probe/example).
+func parseExecuted(t *testing.T, stdout string) executed {
+	t.Helper()
+	ex := executed{trees: trees{Calls: map[int64][]call{}, Parents: map[int64]int64{}}, Requests: map[int64]int{}, Paths: map[int][]string{}}
+	num := func(s string) int64 {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("bad number %q in the example's output", s)
+		}
+		return n
+	}
+	for _, line := range strings.Split(stdout, "\n") {
+		f := strings.Split(line, "\t")
+		switch {
+		case f[0] == "request" && len(f) == 3:
+			ex.Requests[num(f[2])] = int(num(f[1]))
+		case f[0] == "call" && len(f) == 8:
+			req, id, depth := int(num(f[1])), num(f[2]), int(num(f[3]))
+			ex.Calls[id] = append(ex.Calls[id], call{depth, f[4], f[5], f[6]})
+			ex.Paths[req] = append(ex.Paths[req], f[7]+"\t"+f[6])
+		case f[0] == "fork" && len(f) == 3:
+			ex.Parents[num(f[1])] = num(f[2])
+			ex.Forks++
+		case f[0] == "call", f[0] == "request", f[0] == "fork":
+			t.Fatalf("bad line %q", line)
+		}
+	}
+	for _, p := range ex.Paths {
+		slices.Sort(p)
+	}
+	return ex
+}
+
+// rebuild reconstructs the call trees of every Kieker trace from the
+// records: events of a trace in orderIndex order (SplitEvents and
+// JoinEvents take order indexes too), nesting from Before/After. It checks
+// that every After matches its Before, that timestamps do not go backwards
+// within a trace and lie within [from, to], that a child trace's
+// parentOrderId is a SplitEvent of its parent, and that every JoinEvent
+// names a child of its trace.
 func rebuild(t *testing.T, recs []record.Record, from, to int64) trees {
 	t.Helper()
 	tr := trees{Calls: map[int64][]call{}, Parents: map[int64]int64{}}
@@ -112,8 +123,10 @@ func rebuild(t *testing.T, recs []record.Record, from, to int64) trees {
 		kind      string
 		op, class string
 		cause     string
+		joined    int64
 	}
 	events := map[int64][]ev{}
+	porders := map[int64]int64{}
 	str := func(r *record.Record, f string) string { v, _ := r.Field(f); return v.Str() }
 	num := func(r *record.Record, f string) int64 { v, _ := r.Field(f); return v.Int() }
 	for i := range recs {
@@ -131,16 +144,20 @@ func rebuild(t *testing.T, recs []record.Record, from, to int64) trees {
 			case parent == id && porder == -1: // a root, as Kieker's Java probes write it
 			case parent != id && porder >= 0:
 				tr.Parents[id] = parent
+				porders[id] = porder
 			default:
 				t.Errorf("trace %d: parentTraceId %d, parentOrderId %d", id, parent, porder)
 			}
 			if _, ok := tr.Calls[id]; !ok {
 				tr.Calls[id] = nil
 			}
-		case record.BeforeOperationEvent, record.AfterOperationEvent, record.AfterOperationFailedEvent:
+		case record.BeforeOperationEvent, record.AfterOperationEvent, record.AfterOperationFailedEvent, record.SplitEvent, record.JoinEvent:
 			e := ev{order: num(r, "orderIndex"), ts: num(r, "timestamp"), kind: r.Type.ShortName(), op: str(r, "operationSignature"), class: str(r, "classSignature")}
-			if r.Type.Name == record.AfterOperationFailedEvent {
+			switch r.Type.Name {
+			case record.AfterOperationFailedEvent:
 				e.cause = str(r, "cause")
+			case record.JoinEvent:
+				e.joined = num(r, "joinedTraceId")
 			}
 			if r.LoggingTimestamp != e.ts {
 				t.Errorf("logging timestamp %d, event timestamp %d", r.LoggingTimestamp, e.ts)
@@ -153,6 +170,8 @@ func rebuild(t *testing.T, recs []record.Record, from, to int64) trees {
 			}
 		}
 	}
+	splits := map[[2]int64]bool{} // traceId, orderIndex of every SplitEvent
+	joins := map[int64][]int64{}  // traceId → joined traces
 	for id, evs := range events {
 		if _, ok := tr.Calls[id]; !ok {
 			t.Errorf("trace %d has events but no TraceMetadata", id)
@@ -169,7 +188,14 @@ func rebuild(t *testing.T, recs []record.Record, from, to int64) trees {
 				t.Errorf("trace %d: event %d at %d, outside [%d, %d] or before the one before", id, e.order, e.ts, last, to)
 			}
 			last = e.ts
-			if e.kind == "BeforeOperationEvent" {
+			switch e.kind {
+			case "SplitEvent":
+				splits[[2]int64{id, e.order}] = true
+				continue
+			case "JoinEvent":
+				joins[id] = append(joins[id], e.joined)
+				continue
+			case "BeforeOperationEvent":
 				stack = append(stack, len(calls))
 				calls = append(calls, call{Depth: len(stack) - 1, Class: e.class, Op: e.op})
 				continue
@@ -192,22 +218,80 @@ func rebuild(t *testing.T, recs []record.Record, from, to int64) trees {
 		}
 		tr.Calls[id] = calls
 	}
+	for id, p := range tr.Parents {
+		if !splits[[2]int64{p, porders[id]}] {
+			t.Errorf("trace %d: parent %d has no SplitEvent at orderIndex %d", id, p, porders[id])
+		}
+	}
+	for id, joined := range joins {
+		for _, j := range joined {
+			if tr.Parents[j] != id {
+				t.Errorf("trace %d joins trace %d, not its child", id, j)
+			}
+		}
+	}
 	return tr
 }
 
+// assemble runs the records through the bridge's trace assembler and
+// returns the traces it builds.
+func assemble(recs []record.Record) []*trace.Trace {
+	var out []*trace.Trace
+	a := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Emit: func(t *trace.Trace) { out = append(out, t) }})
+	for i := range recs {
+		a.Add(&recs[i], nil)
+	}
+	a.Flush()
+	return out
+}
+
+// paths returns the path of every span of t from its root ("OP | OP |
+// …\tOUTCOME"), sorted, and the number of split events on its spans.
+func paths(t *trace.Trace) ([]string, int) {
+	var out []string
+	splits := 0
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		var ops []string
+		for j := int32(i); j >= 0; j = t.Spans[j].Parent {
+			ops = append(ops, t.Spans[j].Operation)
+		}
+		slices.Reverse(ops)
+		outcome := "ok"
+		if s.Error {
+			outcome = "failed " + s.StatusMessage
+		}
+		out = append(out, strings.Join(ops, " | ")+"\t"+outcome)
+		for _, e := range s.Events {
+			if e.Name == "split" {
+				splits++
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, splits
+}
+
+// TestExampleAgainstBridge runs the example against a real bridge and
+// checks the bridge's log twice: every Kieker trace (one goroutine's part
+// of a request) against the example's account, and the traces the
+// bridge's assembler builds from it: one per request, whole, with every
+// goroutine's calls under the call that started the goroutine.
 func TestExampleAgainstBridge(t *testing.T) {
 	ex := example(t)
 	br := bridgetest.StartConfig(t, bridgetest.LogConfig(`{name: go, type: kieker-tcp, listen: "127.0.0.1:0"}`))
 	from := time.Now().UnixNano()
-	res := runExample(t, ex, "-addr", br.Addr("go"), "-requests", "4", "-depth", "3")
+	const requests, shelves, depth = 4, 2, 3
+	res := runExample(t, ex, "-addr", br.Addr("go"), "-requests", fmt.Sprint(requests), "-shelves", fmt.Sprint(shelves), "-depth", fmt.Sprint(depth))
 	to := time.Now().UnixNano()
 	if res.Code != 0 {
 		t.Fatalf("example exited with %d\nstdout:\n%s\nstderr:\n%s", res.Code, res.Stdout, res.Stderr)
 	}
 	want := parseExecuted(t, res.Stdout)
-	// 4 requests: Handle, 7 Searches, Check; the odd ones fork a Notify.
-	if n := len(want.Calls); n != 6 {
-		t.Fatalf("example executed %d traces, want 6:\n%s", n, res.Stdout)
+	// Per request: Handle and a Search goroutine per shelf; the odd ones
+	// a Notify goroutine and its Record goroutine.
+	if n, w := len(want.Calls), requests*(1+shelves)+requests/2*2; n != w {
+		t.Fatalf("example executed %d traces, want %d:\n%s", n, w, res.Stdout)
 	}
 	m := regexp.MustCompile(`probe: sent=(\d+) dropped=(\d+)`).FindStringSubmatch(res.Stdout)
 	if m == nil || m[2] != "0" {
@@ -216,7 +300,7 @@ func TestExampleAgainstBridge(t *testing.T) {
 	br.Stop()
 	recs := bridgetest.ReadLog(t, br.LogDir)
 	got := rebuild(t, recs, from, to)
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want.trees, got); diff != "" {
 		t.Errorf("call trees in the log differ from the executed ones (-executed +log):\n%s", diff)
 	}
 	sent, _ := strconv.Atoi(m[1])
@@ -233,6 +317,35 @@ func TestExampleAgainstBridge(t *testing.T) {
 	}
 	if failed != 4 { // Handle and Check of requests 2 and 4
 		t.Errorf("%d failed calls in the log, want 4", failed)
+	}
+
+	// The assembled traces: one per request, each one tree.
+	assembled := assemble(recs)
+	if len(assembled) != requests {
+		t.Errorf("the assembler built %d traces from %d requests", len(assembled), requests)
+	}
+	splits := 0
+	for _, tr := range assembled {
+		id, _ := tr.ID.Kieker()
+		req, ok := want.Requests[id]
+		if !ok {
+			t.Errorf("assembled trace %s is not a request's root trace", tr.ID)
+			continue
+		}
+		if len(tr.Broken) > 0 {
+			t.Errorf("request %d: trace broken: %q", req, tr.Broken)
+		}
+		if roots := tr.Children(-1); len(roots) != 1 {
+			t.Errorf("request %d: %d root spans, want 1", req, len(roots))
+		}
+		p, n := paths(tr)
+		splits += n
+		if diff := cmp.Diff(want.Paths[req], p); diff != "" {
+			t.Errorf("request %d: assembled tree differs from the calls executed (-executed +assembled):\n%s", req, diff)
+		}
+	}
+	if splits != want.Forks {
+		t.Errorf("%d split events on the assembled spans, the example forked %d goroutines", splits, want.Forks)
 	}
 }
 

@@ -19,12 +19,16 @@ import (
 //	AfterOperationEvent:       timestamp long, traceId long, orderIndex int,
 //	                           operationSignature String, classSignature String
 //	AfterOperationFailedEvent: the five above, cause String
+//	SplitEvent:                timestamp long, traceId long, orderIndex int
+//	JoinEvent:                 the three above, joinedTraceId long
 
 // Sizes of the frames, registry entries not counted.
 const (
 	sizeMeta   = 4 + 8 + 8 + 8 + 4 + 4 + 8 + 4
 	sizeEvent  = 4 + 8 + 8 + 8 + 4 + 4 + 4
 	sizeFailed = sizeEvent + 4
+	sizeSplit  = 4 + 8 + 8 + 8 + 4
+	sizeJoin   = sizeSplit + 8
 )
 
 func appendInt32(dst []byte, v int32) []byte { return binary.BigEndian.AppendUint32(dst, uint32(v)) }
@@ -72,6 +76,20 @@ func appendOperation(dst []byte, class int32, ev *event, op, cls int32, failed b
 	be.PutUint32(b[36:], uint32(cls))
 	if failed {
 		be.PutUint32(b[40:], uint32(cause))
+	}
+	return dst
+}
+
+// appendSplit appends a SplitEvent frame, or with join set a JoinEvent
+// frame naming the joined trace; the logging timestamp is the event's.
+func appendSplit(dst []byte, class int32, ev *event, join bool, joined int64) []byte {
+	dst = appendInt32(dst, class)
+	dst = appendInt64(dst, ev.ts)
+	dst = appendInt64(dst, ev.ts)
+	dst = appendInt64(dst, ev.trace)
+	dst = appendInt32(dst, ev.order)
+	if join {
+		dst = appendInt64(dst, joined)
 	}
 	return dst
 }
@@ -150,7 +168,7 @@ func (r *registry) op(dst *[]byte, id uint32) (int32, int32) {
 }
 
 // appendEvent appends the frame of ev (with ext, the second half of a
-// TraceMetadata), preceded by the registry entries of the strings it uses
+// TraceMetadata or JoinEvent), preceded by the registry entries of the strings it uses
 // for the first time on the connection (class name first, then the string
 // fields in order, as Kieker does).
 func (r *registry) appendEvent(dst []byte, ev, ext *event, host uint32) []byte {
@@ -173,6 +191,10 @@ func (r *registry) appendEvent(dst []byte, ev, ext *event, host uint32) []byte {
 		op, cls := r.op(&dst, ev.op)
 		cause := r.id(&dst, ev.str)
 		return appendOperation(dst, class, ev, op, cls, true, cause)
+	case kindSplit:
+		return appendSplit(dst, r.id(&dst, strSplit), ev, false, 0)
+	case kindJoin:
+		return appendSplit(dst, r.id(&dst, strJoin), ev, true, ext.trace)
 	}
 	return dst
 }

@@ -56,14 +56,14 @@ func decodeAll(t testing.TB, b []byte, chunk int) ([]rec, error) {
 	return simplify(batch.Records), nil
 }
 
-// encodeEvents encodes evs as the writer goroutine does (TraceMetadata as
-// a kindMeta/kindMetaExt pair) on one connection.
+// encodeEvents encodes evs as the writer goroutine does (TraceMetadata and
+// JoinEvent as pairs of events) on one connection.
 func encodeEvents(r *registry, evs []event, host uint32) []byte {
 	var b []byte
 	for i := 0; i < len(evs); i++ {
 		ev := evs[i]
 		var ext event
-		if ev.kind == kindMeta {
+		if paired(ev.kind) {
 			i++
 			ext = evs[i]
 		}
@@ -84,7 +84,10 @@ func TestEncodeDecode(t *testing.T) {
 		{kind: kindBefore, ts: 1001, trace: 42, order: 0, op: opA.id},
 		{kind: kindBefore, ts: 1002, trace: 42, order: 1, op: opU.id},
 		{kind: kindFailed, ts: 1003, trace: 42, order: 2, op: opU.id, str: cause},
-		{kind: kindAfter, ts: 1004, trace: 42, order: 3, op: opA.id},
+		{kind: kindSplit, ts: 1004, trace: 42, order: 3},
+		{kind: kindJoin, ts: 1005, trace: 42, order: 4},
+		{kind: kindJoinExt, trace: 43},
+		{kind: kindAfter, ts: 1006, trace: 42, order: 5, op: opA.id},
 		{kind: kindMeta, ts: 2000, trace: 43, order: 3, str: strEmpty},
 		{kind: kindMetaExt, ts: 0, trace: 42},
 		{kind: kindBefore, ts: 2001, trace: 43, order: 0},
@@ -96,7 +99,9 @@ func TestEncodeDecode(t *testing.T) {
 		{"BeforeOperationEvent", 1001, []any{int64(1001), int64(42), int64(0), "public void a.B.c(int)", "a.B"}},
 		{"BeforeOperationEvent", 1002, []any{int64(1002), int64(42), int64(1), "void ünïcödé.Klass.mëthod()", "ünïcödé.Klass"}},
 		{"AfterOperationFailedEvent", 1003, []any{int64(1003), int64(42), int64(2), "void ünïcödé.Klass.mëthod()", "ünïcödé.Klass", "java.lang.IllegalStateException: ärger"}},
-		{"AfterOperationEvent", 1004, []any{int64(1004), int64(42), int64(3), "public void a.B.c(int)", "a.B"}},
+		{"SplitEvent", 1004, []any{int64(1004), int64(42), int64(3)}},
+		{"JoinEvent", 1005, []any{int64(1005), int64(42), int64(4), int64(43)}},
+		{"AfterOperationEvent", 1006, []any{int64(1006), int64(42), int64(5), "public void a.B.c(int)", "a.B"}},
 		{"TraceMetadata", 2000, []any{int64(43), int64(0), "", "host-1", int64(42), int64(3)}},
 		{"BeforeOperationEvent", 2001, unknown},
 		{"AfterOperationEvent", 2002, []any{int64(2002), int64(43), int64(1), Unknown, Unknown}},
@@ -116,7 +121,7 @@ func TestEncodeDecode(t *testing.T) {
 
 	// The same events again on the same connection: no registry entries.
 	again := encodeEvents(&r, evs, host)
-	frames := 2*sizeMeta + 5*sizeEvent + sizeFailed
+	frames := 2*sizeMeta + 5*sizeEvent + sizeFailed + sizeSplit + sizeJoin
 	if len(again) != frames {
 		t.Errorf("second encoding on the connection is %d bytes, want %d (frames only)", len(again), frames)
 	}

@@ -25,15 +25,17 @@ import (
 // the same records and the same error; the records are the events (round
 // trip).
 //
-// Script bytes: op = b%6, arguments from the next bytes:
+// Script bytes: op = b%8, arguments from the next bytes:
 //
 //	0 TraceMetadata (session: string a or b)   3 AfterOperationFailed (cause a or b)
 //	1 BeforeOperationEvent (operation a or b)  4 new connection (registry reset)
 //	2 AfterOperationEvent                      5 switch the operation's class
+//	6 SplitEvent                               7 JoinEvent (joined trace: the one before)
 func FuzzEncode(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 0, 2, 0}, "void a.B.c()", "a.B")
 	f.Add([]byte{0, 1, 1, 1, 3, 0, 4, 1, 0, 2, 0, 5, 1, 1}, "op with ünïcödé", "cause\x00with\xffbad bytes")
 	f.Add([]byte{4, 4, 0, 0, 0, 0}, "", "")
+	f.Add([]byte{0, 0, 1, 0, 6, 0, 7, 1, 4, 0, 7, 0, 2, 0}, "void a.B.c()", "a.B")
 	// Names from real Kieker logs.
 	seedFromMaps(f, testcorpus.Path(f, "kieker-logs"))
 	f.Fuzz(func(t *testing.T, script []byte, a, b string) {
@@ -58,7 +60,7 @@ func FuzzEncode(f *testing.F) {
 			c := &conns[len(conns)-1]
 			ev := event{ts: ts, trace: int64(i), order: int32(i)}
 			var ext event
-			switch script[i] % 6 {
+			switch script[i] % 8 {
 			case 0:
 				ev.kind, ev.str, ev.order = kindMeta, strs[arg], -1
 				ext = event{kind: kindMetaExt, ts: int64(arg), trace: int64(i) - 1}
@@ -68,7 +70,7 @@ func FuzzEncode(f *testing.F) {
 				ev.op = op.id
 				n := names.op(op.id)
 				vals := []any{ts, int64(i), int64(i), n.op, n.cls}
-				switch script[i] % 6 {
+				switch script[i] % 8 {
 				case 1:
 					ev.kind = kindBefore
 					c.want = append(c.want, rec{"BeforeOperationEvent", ts, vals})
@@ -79,6 +81,13 @@ func FuzzEncode(f *testing.F) {
 					ev.kind, ev.str = kindFailed, strs[1-arg]
 					c.want = append(c.want, rec{"AfterOperationFailedEvent", ts, append(vals, names.strs[strs[1-arg]])})
 				}
+			case 6:
+				ev.kind = kindSplit
+				c.want = append(c.want, rec{"SplitEvent", ts, []any{ts, int64(i), int64(i)}})
+			case 7:
+				ev.kind = kindJoin
+				ext = event{kind: kindJoinExt, trace: int64(i) - 1}
+				c.want = append(c.want, rec{"JoinEvent", ts, []any{ts, int64(i), int64(i), int64(i) - 1}})
 			case 4:
 				r.reset()
 				conns = append(conns, conn{})

@@ -14,6 +14,8 @@ const (
 	classBefore        = "kieker.common.record.flow.trace.operation.BeforeOperationEvent"
 	classAfter         = "kieker.common.record.flow.trace.operation.AfterOperationEvent"
 	classFailed        = "kieker.common.record.flow.trace.operation.AfterOperationFailedEvent"
+	classSplit         = "kieker.common.record.flow.trace.concurrency.SplitEvent"
+	classJoin          = "kieker.common.record.flow.trace.concurrency.JoinEvent"
 )
 
 // Unknown names the operation and class of the zero Op.
@@ -80,6 +82,8 @@ const (
 	strBefore
 	strAfter
 	strFailed
+	strSplit
+	strJoin
 	numReservedStrings
 )
 
@@ -140,7 +144,7 @@ func newTable() *table {
 	t := &table{maxStrings: DefaultMaxStrings, maxLen: DefaultMaxStringLen}
 	t.strIDs.all = map[string]uint32{}
 	t.opIDs.all = map[opKey]uint32{}
-	for _, s := range []string{"", Unknown, Overflow, classTraceMetadata, classBefore, classAfter, classFailed} {
+	for _, s := range []string{"", Unknown, Overflow, classTraceMetadata, classBefore, classAfter, classFailed, classSplit, classJoin} {
 		t.strIDs.all[s] = uint32(len(t.strs))
 		t.strs = append(t.strs, s)
 	}

@@ -7,21 +7,33 @@ import (
 )
 
 // Kinds of an event. A TraceMetadata takes two events: kindMeta, then
-// kindMetaExt with the fields that do not fit one.
+// kindMetaExt with the fields that do not fit one; so does a JoinEvent
+// (kindJoin, kindJoinExt with the joined trace's id).
 const (
 	kindBefore uint8 = iota + 1
 	kindAfter
 	kindFailed
 	kindMeta
 	kindMetaExt
+	kindSplit
+	kindJoin
+	kindJoinExt
 )
+
+// paired reports whether an event of kind is the first half of a record
+// that takes two events.
+func paired(kind uint8) bool { return kind == kindMeta || kind == kindJoin }
+
+// second reports whether an event of kind is the second half of a record
+// (whose kind is always the first half's plus one).
+func second(kind uint8) bool { return kind == kindMetaExt || kind == kindJoinExt }
 
 // event is one record, or half of a TraceMetadata, as the probes hand it
 // to the writer: 32 bytes, no pointers, so that two share a cache line and
 // the ring is one allocation the garbage collector never scans.
 type event struct {
 	ts    int64  // timestamp in clock ticks (kindMeta: the logging timestamp; kindMetaExt: threadId)
-	trace int64  // traceId (kindMetaExt: parentTraceId)
+	trace int64  // traceId (kindMetaExt: parentTraceId; kindJoinExt: joinedTraceId)
 	order int32  // orderIndex (kindMeta: parentOrderId)
 	op    uint32 // operation id
 	str   uint32 // string id of the cause (kindMeta: of the sessionId)
@@ -96,8 +108,8 @@ func (s *shard) init(size int, wake chan struct{}) {
 	s.wakeMask = uint64(size/4 - 1)
 }
 
-// push publishes evs, as many as fit, and counts the rest as rejected. A
-// TraceMetadata's two events are never split.
+// push publishes evs, as many as fit, and counts the rest as rejected. The
+// two events of a TraceMetadata or JoinEvent are never split.
 func (s *shard) push(evs []event) {
 	n := uint64(len(evs))
 	if n == 0 {
@@ -112,7 +124,7 @@ func (s *shard) push(evs []event) {
 		head := s.head.Load() // before tail, so that head ≤ tail
 		tail := s.tail.Load()
 		k := min(n, size-(tail-head))
-		if k > 0 && k < n && evs[k-1].kind == kindMeta {
+		if k > 0 && k < n && paired(evs[k-1].kind) {
 			k--
 		}
 		if k == 0 {
@@ -150,7 +162,7 @@ func (s *shard) push(evs []event) {
 func (s *shard) reject(evs []event) {
 	n := uint64(0)
 	for i := range evs {
-		if evs[i].kind != kindMetaExt {
+		if !second(evs[i].kind) {
 			n++
 		}
 	}
@@ -183,7 +195,7 @@ func (s *shard) unpop() { s.next-- }
 func (s *shard) release() { s.head.Store(s.next) }
 
 // buffered returns the number of events claimed but not yet released (a
-// TraceMetadata is two).
+// TraceMetadata or JoinEvent is two).
 func (s *shard) buffered() uint64 {
 	head := s.head.Load()
 	tail := s.tail.Load()

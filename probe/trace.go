@@ -38,8 +38,8 @@ func init() {
 // FromContext); Go has no thread-local storage to hide it in.
 //
 // A Trace records the events of one goroutine at a time (its order index
-// is not synchronised). For work that continues on other goroutines, Fork a
-// child trace for each.
+// is not synchronised). For work that continues on other goroutines, start
+// them with Go, or Fork a child trace for each.
 //
 // Every method is a no-op on a nil *Trace, so a program may call probes
 // on whatever FromContext returns, and on traces started while the probes
@@ -64,10 +64,12 @@ type TraceOptions struct {
 	// ThreadID is Kieker's threadId; Go programs may number their worker
 	// goroutines with it (0 when not set).
 	ThreadID int64
-	// Parent, when set, makes the trace a child of Parent: its
-	// parentTraceId is Parent's traceId and its parentOrderId the order
-	// index Parent's next event will have (the child began after Parent's
-	// events up to there; Parent's order indexes stay consecutive).
+	// Parent, when set, makes the trace a child of Parent split off here,
+	// as Fork does: Start records a SplitEvent in Parent (so it is called
+	// on Parent's goroutine), and the trace's parentTraceId is Parent's
+	// traceId and its parentOrderId the SplitEvent's orderIndex.
+	// (A Parent already ended gets no SplitEvent: the child's
+	// parentOrderId is then -1, Kieker's mark of an unknown split point.)
 	// Otherwise the trace is a root, with parentTraceId its own traceId
 	// and parentOrderId -1 (Kieker's Java convention).
 	Parent *Trace
@@ -89,7 +91,7 @@ func (w *Writer) StartTrace() (t *Trace) {
 // trace that does not escape its caller live on the caller's stack.
 //
 //go:noinline
-func (w *Writer) startRoot(t *Trace) { w.start(t, w.sessionID, 0, nil) }
+func (w *Writer) startRoot(t *Trace) { w.start(t, w.sessionID, 0, 0, -1) }
 
 // Start begins a trace described by o and records its TraceMetadata. It
 // returns nil when w is nil or the probes are switched off.
@@ -103,42 +105,143 @@ func (w *Writer) Start(o TraceOptions) *Trace {
 	} else if o.Parent != nil {
 		session = o.Parent.session
 	}
+	var parent int64
+	porder := int32(-1)
+	if p := o.Parent; p != nil && p.w != nil {
+		parent = p.id
+		if !p.ended { // else a sub-trace without a known split point
+			porder = p.point(kindSplit, 0)
+		}
+	}
 	t := new(Trace)
-	w.start(t, session, o.ThreadID, o.Parent)
+	w.start(t, session, o.ThreadID, parent, porder)
 	return t
 }
 
-func (w *Writer) start(t *Trace, session uint32, thread int64, parent *Trace) {
+// start makes t a new trace and puts its TraceMetadata in t's block: a
+// root when parent is 0, else a child of trace parent split off at its
+// orderIndex porder.
+func (w *Writer) start(t *Trace, session uint32, thread int64, parent int64, porder int32) {
 	id := traceIDs.Add(1)
 	t.w = w
 	t.s = &w.shards[uint64(id)&w.shardMask]
 	t.id = id
 	t.thread = thread
 	t.session = session
-	meta := event{kind: kindMeta, ts: stamp(), trace: id, str: session, order: -1}
-	ext := event{kind: kindMetaExt, ts: thread, trace: id}
-	if parent != nil {
-		ext.trace = parent.id
-		meta.order = parent.order
+	if parent == 0 {
+		parent, porder = id, -1
 	}
 	b := blocks.Get().(*block)
-	b.ev[0] = meta
-	b.ev[1] = ext
+	b.ev[0] = event{kind: kindMeta, ts: stamp(), trace: id, str: session, order: porder}
+	b.ev[1] = event{kind: kindMetaExt, ts: thread, trace: parent}
 	b.n = 2
 	t.blk = b
 }
 
 // Fork begins a child trace of t for work that continues on another
-// goroutine (see TraceOptions.Parent); it keeps t's session and thread
-// ids. Fork is called on t's goroutine; the child then belongs to the
-// goroutine that records its events.
+// goroutine, as Kieker's probes do for a thread started from a traced
+// thread: t records a SplitEvent, taking t's next orderIndex, and the
+// child's TraceMetadata names t's traceId and that orderIndex as its
+// parentTraceId and parentOrderId. The child keeps t's session and
+// thread ids; its order indexes start at 0, and its TraceMetadata is sent
+// with its first events (a child that records nothing sends nothing).
+//
+// Fork is called on t's goroutine; the child then belongs to the goroutine
+// that records its events. Go and the package function Fork do the same
+// for a context.
 func (t *Trace) Fork() *Trace {
 	if t == nil || t.w == nil || t.ended || disabled.Load() {
 		return nil
 	}
+	order := t.point(kindSplit, 0)
 	c := new(Trace)
-	t.w.start(c, t.session, t.thread, t)
+	t.w.start(c, t.session, t.thread, t.id, order)
 	return c
+}
+
+// Join records a JoinEvent in t: the work of the child trace with id
+// child (a Fork of t, or what Go returned) has been waited for here. It
+// takes t's next orderIndex, as the SplitEvent did. Join does nothing
+// when child is 0.
+func (t *Trace) Join(child int64) {
+	if t == nil || t.w == nil || t.ended || child == 0 || disabled.Load() {
+		return
+	}
+	t.point(kindJoin, child)
+}
+
+// point records a SplitEvent, or a JoinEvent naming trace joined, and
+// returns its orderIndex. Neither opens nor closes an operation; the
+// block is published as after any event that leaves no operation open.
+func (t *Trace) point(kind uint8, joined int64) int32 {
+	b := t.blk
+	if b != nil && b.n+2 > len(b.ev) { // a JoinEvent takes two events
+		t.publish()
+		b = nil
+	}
+	if b == nil {
+		b = blocks.Get().(*block)
+		t.blk = b
+	}
+	order := t.order
+	t.order++
+	b.ev[b.n] = event{kind: kind, ts: stamp(), trace: t.id, order: order}
+	b.n++
+	if kind == kindJoin {
+		b.ev[b.n] = event{kind: kindJoinExt, trace: joined}
+		b.n++
+	}
+	if b.n == len(b.ev) || t.depth <= 0 {
+		t.publish()
+	}
+	return order
+}
+
+// Go runs f on a new goroutine in a child trace of the trace ctx carries
+// (Trace.Fork: a SplitEvent here, the child's TraceMetadata naming it):
+// f gets a copy of ctx carrying the child, and the child ends (Trace.End)
+// when f returns. Go returns the child's traceId, for Trace.Join once the
+// goroutine's work has been waited for, or 0 when there is no child (ctx
+// carries no trace, or the probes are off; f then gets a ctx without a
+// trace, so it never shares the caller's). Call Go on the goroutine that
+// owns ctx's trace.
+//
+//	var wg sync.WaitGroup
+//	wg.Add(1)
+//	id := probe.Go(ctx, func(ctx context.Context) {
+//		defer wg.Done()
+//		mailer.Notify(ctx, order) // its calls form the child trace
+//	})
+//	wg.Wait()
+//	probe.FromContext(ctx).Join(id)
+func Go(ctx context.Context, f func(context.Context)) int64 {
+	t := FromContext(ctx)
+	if t == nil {
+		go f(ctx)
+		return 0
+	}
+	c := t.Fork()
+	cctx := WithTrace(ctx, c)
+	go func() {
+		defer c.End()
+		f(cctx)
+	}()
+	return c.ID()
+}
+
+// Fork returns a copy of ctx carrying a child trace of ctx's trace, forked
+// here (Trace.Fork), for work that one other goroutine does: a worker
+// pool's job, an errgroup function. Call it on the goroutine that owns
+// ctx's trace and hand the result to the other goroutine. Without a trace
+// in ctx it returns ctx; when no child can be made (the probes are off)
+// the copy carries no trace, so the other goroutine never shares the
+// caller's.
+func Fork(ctx context.Context) context.Context {
+	t := FromContext(ctx)
+	if t == nil {
+		return ctx
+	}
+	return WithTrace(ctx, t.Fork())
 }
 
 // ID returns Kieker's traceId of t (0 for a nil trace).
@@ -161,6 +264,12 @@ func (t *Trace) ID() int64 {
 func (t *Trace) End() {
 	if t != nil && !t.ended {
 		t.ended = true
+		if t.bare() { // no events: no trace
+			t.blk.n = 0
+			blocks.Put(t.blk)
+			t.blk = nil
+			return
+		}
 		t.publish()
 	}
 }
@@ -168,9 +277,15 @@ func (t *Trace) End() {
 // Publish hands the trace's unpublished events to the writer now, for a
 // trace whose outermost operation runs for a long time.
 func (t *Trace) Publish() {
-	if t != nil {
+	if t != nil && !t.bare() {
 		t.publish()
 	}
+}
+
+// bare reports whether t has recorded nothing but its TraceMetadata.
+func (t *Trace) bare() bool {
+	b := t.blk
+	return b != nil && b.n == 2 && b.ev[0].kind == kindMeta
 }
 
 func (t *Trace) publish() {

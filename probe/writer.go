@@ -400,12 +400,12 @@ func (w *Writer) drain(s *shard, quota int) bool {
 		if !s.pop(&ev) {
 			return false
 		}
-		if ev.kind == kindMeta {
+		if paired(ev.kind) {
 			if !s.pop(&ext) { // published with ev, in a moment
 				s.unpop()
 				return false
 			}
-			if ext.kind != kindMetaExt { // not written by this package
+			if ext.kind != ev.kind+1 { // not written by this package
 				s.unpop()
 				ext = event{trace: ev.trace}
 			}
@@ -452,7 +452,7 @@ func (w *Writer) finish() {
 	var ev event
 	for i := range w.shards {
 		for w.shards[i].pop(&ev) {
-			if ev.kind != kindMetaExt {
+			if !second(ev.kind) {
 				w.lost.Add(1)
 			}
 		}

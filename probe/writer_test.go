@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -54,6 +55,7 @@ func TestWriterSends(t *testing.T) {
 	child := tr.Fork()
 	c := child.EnterOp(opInner)
 	c.ExitFailed("child boom")
+	tr.Join(child.ID())
 	var err error = errors.New("e")
 	tr.EnterOp(opInner).ExitErr(&err)
 	outer.Exit()
@@ -66,13 +68,14 @@ func TestWriterSends(t *testing.T) {
 	if err := w.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	recs := fb.waitRecords(3 + 6 + 2 + 2)
+	recs := fb.waitRecords(3 + 8 + 2 + 2)
 	to := time.Now().UnixNano()
 	type row struct {
 		Type           string
 		Trace          int64
 		Order          int64
 		Op, Cls, Cause any
+		Joined         any
 	}
 	var got []row
 	byTrace := map[int64][]row{}
@@ -88,6 +91,7 @@ func TestWriterSends(t *testing.T) {
 		} else {
 			x.Order = field(r, "orderIndex").(int64)
 			x.Op, x.Cls, x.Cause = field(r, "operationSignature"), field(r, "classSignature"), field(r, "cause")
+			x.Joined = field(r, "joinedTraceId")
 			ts := field(r, "timestamp").(int64)
 			if ts < from || ts > to || ts != r.LoggingTimestamp {
 				t.Errorf("timestamp %d (logging %d) outside [%d, %d]", ts, r.LoggingTimestamp, from, to)
@@ -101,19 +105,21 @@ func TestWriterSends(t *testing.T) {
 	o, oc := opOuter.Operation(), opOuter.Class()
 	i, ic := opInner.Operation(), opInner.Class()
 	want := []row{
-		{"TraceMetadata", tr.ID(), -1, "s1", "h1", int64(0)},
-		{"BeforeOperationEvent", tr.ID(), 0, o, oc, nil},
-		{"BeforeOperationEvent", tr.ID(), 1, i, ic, nil},
-		{"AfterOperationFailedEvent", tr.ID(), 2, i, ic, "boom"},
-		{"BeforeOperationEvent", tr.ID(), 3, i, ic, nil},
-		{"AfterOperationFailedEvent", tr.ID(), 4, i, ic, "e"},
-		{"AfterOperationEvent", tr.ID(), 5, o, oc, nil},
-		{"TraceMetadata", child.ID(), 3, "s1", "h1", int64(0)},
-		{"BeforeOperationEvent", child.ID(), 0, i, ic, nil},
-		{"AfterOperationFailedEvent", child.ID(), 1, i, ic, "child boom"},
-		{"TraceMetadata", other.ID(), -1, "s2", "h1", int64(77)},
-		{"BeforeOperationEvent", other.ID(), 0, i, ic, nil},
-		{"AfterOperationEvent", other.ID(), 1, i, ic, nil},
+		{"TraceMetadata", tr.ID(), -1, "s1", "h1", int64(0), nil},
+		{"BeforeOperationEvent", tr.ID(), 0, o, oc, nil, nil},
+		{"BeforeOperationEvent", tr.ID(), 1, i, ic, nil, nil},
+		{"AfterOperationFailedEvent", tr.ID(), 2, i, ic, "boom", nil},
+		{"SplitEvent", tr.ID(), 3, nil, nil, nil, nil},
+		{"JoinEvent", tr.ID(), 4, nil, nil, nil, child.ID()},
+		{"BeforeOperationEvent", tr.ID(), 5, i, ic, nil, nil},
+		{"AfterOperationFailedEvent", tr.ID(), 6, i, ic, "e", nil},
+		{"AfterOperationEvent", tr.ID(), 7, o, oc, nil, nil},
+		{"TraceMetadata", child.ID(), 3, "s1", "h1", int64(0), nil},
+		{"BeforeOperationEvent", child.ID(), 0, i, ic, nil, nil},
+		{"AfterOperationFailedEvent", child.ID(), 1, i, ic, "child boom", nil},
+		{"TraceMetadata", other.ID(), -1, "s2", "h1", int64(77), nil},
+		{"BeforeOperationEvent", other.ID(), 0, i, ic, nil, nil},
+		{"AfterOperationEvent", other.ID(), 1, i, ic, nil, nil},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -453,7 +459,7 @@ func TestConcurrentTraces(t *testing.T) {
 	if err := w.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	want := goroutines * traces * (1 + 4 + 1 + 2)
+	want := goroutines * traces * (1 + 5 + 1 + 2) // the parent's SplitEvent too
 	fb.waitRecords(want)
 	if st := w.Stats(); st.Dropped != 0 || st.Sent != uint64(want) {
 		t.Errorf("stats %+v, want %d sent", st, want)
@@ -539,5 +545,92 @@ func TestConverter(t *testing.T) {
 	a, b := stamp(), stamp()
 	if c.toNs(b) < c.toNs(a) {
 		t.Error("time went backwards")
+	}
+}
+
+// TestGoAndFork: Go and Fork(ctx) split a child trace off the trace of a
+// context (a SplitEvent in the parent, the child's TraceMetadata naming
+// it), a child that records nothing sends no TraceMetadata, a parent that
+// has ended leaves its children without a known split point, and without
+// a trace (or with the probes off) no goroutine shares the caller's trace.
+func TestGoAndFork(t *testing.T) {
+	fb := newFakeBridge(t, false)
+	w := newWriter(t, Config{Addr: fb.addr(), Shards: 1})
+	tr := w.StartTrace()
+	ctx := WithTrace(context.Background(), tr)
+	outer := tr.EnterOp(opOuter)
+	done := make(chan struct{})
+	id := Go(ctx, func(ctx context.Context) {
+		defer close(done)
+		if c := FromContext(ctx); c == tr || c == nil {
+			t.Errorf("goroutine got trace %p, the caller's is %p", c, tr)
+		}
+		FromContext(ctx).EnterOp(opInner).Exit()
+	})
+	<-done
+	tr.Join(id)
+	idle := Fork(ctx) // never used: a SplitEvent, no child trace
+	if FromContext(idle) == tr {
+		t.Error("Fork(ctx) returned the caller's trace")
+	}
+	outer.Exit()
+	tr.End()
+	late := w.Start(TraceOptions{Parent: tr}) // tr has ended: no split point
+	late.EnterOp(opInner).Exit()
+
+	if got := Fork(context.Background()); FromContext(got) != nil {
+		t.Error("Fork without a trace made one")
+	}
+	ran := make(chan context.Context, 1)
+	if Go(context.Background(), func(ctx context.Context) { ran <- ctx }) != 0 {
+		t.Error("Go without a trace returned a child id")
+	}
+	if FromContext(<-ran) != nil {
+		t.Error("Go without a trace gave the goroutine one")
+	}
+	other := w.StartTrace()
+	Enable(false)
+	if Go(WithTrace(context.Background(), other), func(ctx context.Context) { ran <- ctx }) != 0 {
+		t.Error("Go with the probes off returned a child id")
+	}
+	if FromContext(<-ran) != nil {
+		t.Error("Go with the probes off handed the caller's trace to the goroutine")
+	}
+	Enable(true)
+	other.End() // no events: nothing sent
+
+	if err := w.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// tr: meta, Before, Split, Join, Split, After; child: meta, Before,
+	// After; late: meta, Before, After.
+	recs := fb.waitRecords(6 + 3 + 3)
+	time.Sleep(20 * time.Millisecond)
+	if all, _, _ := fb.snapshot(); len(all) != 12 {
+		t.Errorf("%d records, want 12", len(all))
+	}
+	type meta struct{ Parent, Order int64 }
+	metas := map[int64]meta{}
+	var kinds []string
+	for _, r := range recs {
+		switch r.Type.Name {
+		case record.TraceMetadata:
+			metas[field(r, "traceId").(int64)] = meta{field(r, "parentTraceId").(int64), field(r, "parentOrderId").(int64)}
+		default:
+			if field(r, "traceId").(int64) == tr.ID() {
+				kinds = append(kinds, fmt.Sprintf("%s@%d", r.Type.ShortName(), field(r, "orderIndex")))
+				if j := field(r, "joinedTraceId"); j != nil && j != id {
+					t.Errorf("JoinEvent names %v, want %d", j, id)
+				}
+			}
+		}
+	}
+	wantKinds := []string{"BeforeOperationEvent@0", "SplitEvent@1", "JoinEvent@2", "SplitEvent@3", "AfterOperationEvent@4"}
+	if diff := cmp.Diff(wantKinds, kinds); diff != "" {
+		t.Errorf("parent's events (-want +got):\n%s", diff)
+	}
+	wantMetas := map[int64]meta{tr.ID(): {tr.ID(), -1}, id: {tr.ID(), 1}, late.ID(): {tr.ID(), -1}}
+	if diff := cmp.Diff(wantMetas, metas); diff != "" {
+		t.Errorf("TraceMetadata parents (-want +got):\n%s", diff)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/record"
+	tbtrace "github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // buildDir is make's output directory.
@@ -128,13 +129,14 @@ type call struct {
 }
 
 type event struct {
-	kind   string // B, A or F
+	kind   string // B, A or F; S or J (SplitEvent, JoinEvent: no operation)
 	order  int64
 	ts     int64
 	op     string
 	cls    string
 	cause  string
-	record int // position in the log
+	joined int64 // JoinEvent: joinedTraceId
+	record int   // position in the log
 }
 
 type trace struct {
@@ -179,6 +181,13 @@ func tracesOf(recs []record.Record) *traceSet {
 			}
 			tr := get(r.Values[1].Int(), i)
 			tr.events = append(tr.events, e)
+		case record.SplitEvent, record.JoinEvent:
+			e := event{kind: "S", order: r.Values[2].Int(), ts: r.Values[0].Int(), record: i}
+			if r.Type.Name == record.JoinEvent {
+				e.kind, e.joined = "J", r.Values[3].Int()
+			}
+			tr := get(r.Values[1].Int(), i)
+			tr.events = append(tr.events, e)
 		}
 	}
 	return s
@@ -197,10 +206,11 @@ func (s *traceSet) session(id string) []*trace {
 	return out
 }
 
-// check verifies one trace: order indexes 0..n-1, Before/After balanced
-// with matching signatures, timestamps plausible nanoseconds in
-// [from, to] and not decreasing. It returns the calls (depth, op) in
-// order and the class signature of each operation.
+// check verifies one trace: order indexes 0..n-1 (SplitEvents and
+// JoinEvents take theirs), Before/After balanced with matching signatures,
+// timestamps plausible nanoseconds in [from, to] and not decreasing. It
+// returns the calls (depth, op) in order and the class signature of each
+// operation.
 func check(t *testing.T, tr *trace, from, to time.Time) ([]call, map[string]string) {
 	t.Helper()
 	if tr.meta == nil {
@@ -225,6 +235,7 @@ func check(t *testing.T, tr *trace, from, to time.Time) ([]call, map[string]stri
 		}
 		prev = e.ts
 		switch e.kind {
+		case "S", "J":
 		case "B":
 			calls = append(calls, call{len(stack), e.op})
 			classes[e.op] = e.cls
@@ -308,7 +319,7 @@ func TestManual(t *testing.T) {
 			}
 			var records, failed int
 			threads := map[int64]bool{}
-			var report, archive *trace
+			var report, archive, mail *trace
 			for _, tr := range traces {
 				if ids[tr.id] {
 					t.Errorf("trace id %d used twice", tr.id)
@@ -339,6 +350,8 @@ func TestManual(t *testing.T) {
 					}
 				case len(calls) == 1 && calls[0].Op == "void shop.Archive.store()":
 					archive = tr
+				case len(calls) == 1 && calls[0].Op == "void shop.Mail.send()":
+					mail = tr
 				default:
 					t.Errorf("unexpected trace %v", calls)
 				}
@@ -350,25 +363,41 @@ func TestManual(t *testing.T) {
 			if want := ri.threads * (ri.orders / 4); failed != want {
 				t.Errorf("%d failed events, want %d", failed, want)
 			}
-			if len(threads) != ri.threads+2 {
-				t.Errorf("%d thread ids, want %d customers + main + archiver", len(threads), ri.threads)
+			if len(threads) != ri.threads+3 {
+				t.Errorf("%d thread ids, want %d customers + main + archiver + mailer", len(threads), ri.threads)
 			}
-			if report == nil || archive == nil {
+			if report == nil || archive == nil || mail == nil {
 				t.Fatal("explicit or child trace missing")
 			}
 			for _, tr := range traces {
-				if tr == archive {
+				if tr == archive || tr == mail {
 					continue
 				}
 				if p, po := tr.meta.Values[4].Int(), tr.meta.Values[5].Int(); p != tr.id || po != -1 {
 					t.Errorf("root trace %d: parentTraceId %d parentOrderId %d, want itself and -1", tr.id, p, po)
 				}
 			}
-			// The child trace names the report trace and the order index
-			// tb_trace_current reported at the hand-over (after daily's
-			// Before and After: 2).
-			if p, po := archive.meta.Values[4].Int(), archive.meta.Values[5].Int(); p != report.id || po != 2 {
-				t.Errorf("child trace: parent %d/%d, want %d/2", p, po, report.id)
+			// The report trace: daily (0, 1), audit's Before (2), the
+			// archiver's SplitEvent (3) and JoinEvent (4), the mailer's
+			// SplitEvent (5), audit's After (6). The children name the
+			// report trace and their SplitEvent.
+			var kinds []string
+			evs := append([]event(nil), report.events...)
+			sort.Slice(evs, func(i, j int) bool { return evs[i].order < evs[j].order })
+			for _, e := range evs {
+				kinds = append(kinds, fmt.Sprintf("%s%d", e.kind, e.order))
+				if e.kind == "J" && e.joined != archive.id {
+					t.Errorf("JoinEvent names trace %d, want the archiver's %d", e.joined, archive.id)
+				}
+			}
+			if diff := cmp.Diff([]string{"B0", "A1", "B2", "S3", "J4", "S5", "A6"}, kinds); diff != "" {
+				t.Errorf("report trace events (-want +got):\n%s", diff)
+			}
+			if p, po := archive.meta.Values[4].Int(), archive.meta.Values[5].Int(); p != report.id || po != 3 {
+				t.Errorf("archiver's trace: parent %d/%d, want %d/3", p, po, report.id)
+			}
+			if p, po := mail.meta.Values[4].Int(), mail.meta.Values[5].Int(); p != report.id || po != 5 {
+				t.Errorf("mailer's trace: parent %d/%d, want %d/5", p, po, report.id)
 			}
 			if h := report.meta.Values[3].Str(); h == "" {
 				t.Errorf("empty hostname")
@@ -463,6 +492,144 @@ func TestAutomatic(t *testing.T) {
 				if strings.HasPrefix(c.Op, "0x") {
 					t.Errorf("unresolved address %s", c.Op)
 				}
+			}
+		})
+	}
+}
+
+// TestThreads runs the thread-hop example (compiled with
+// -finstrument-functions, linked with --wrap=pthread_create and
+// --wrap=pthread_join, statically and against the shared library) and
+// runs the log through the bridge's trace assembler: with main
+// instrumented the whole run is ONE trace, with main excluded one trace
+// per request; either way every thread's calls hang under the call that
+// started the thread, as the program's own account says, and no trace is
+// broken.
+func TestThreads(t *testing.T) {
+	b, port := startBridge(t, "127.0.0.1:0")
+	const requests, workers, depth = 3, 3, 3
+	type runInfo struct {
+		name, program string
+		env           []string
+		traces        int
+	}
+	runs := []runInfo{
+		{"threads", "threads", nil, 1},
+		{"threads_shared", "threads_shared", nil, 1},
+		{"threads_exclude_main", "threads", []string{"TRACEBRIDGE_EXCLUDE=main"}, requests},
+	}
+	outs := map[string]bridgetest.Result{}
+	for _, ri := range runs {
+		env := append([]string{"TRACEBRIDGE_PORT=" + port, "TRACEBRIDGE_SESSION=" + ri.name}, ri.env...)
+		r := run(t, ri.program, env, strconv.Itoa(requests), strconv.Itoa(workers), strconv.Itoa(depth))
+		if r.Code != 0 {
+			t.Fatalf("%s exited %d:\n%s%s", ri.name, r.Code, r.Stdout, r.Stderr)
+		}
+		outs[ri.name] = r
+	}
+	b.Stop()
+	recs := bridgetest.ReadLog(t, b.LogDir)
+	set := tracesOf(recs)
+	var assembled []*tbtrace.Trace
+	a := tbtrace.NewAssembler(tbtrace.Options{Clock: tbtrace.RecordClock, Emit: func(tr *tbtrace.Trace) { assembled = append(assembled, tr) }})
+	for i := range recs {
+		a.Add(&recs[i], nil)
+	}
+	a.Flush()
+	for _, ri := range runs {
+		t.Run(ri.name, func(t *testing.T) {
+			r := outs[ri.name]
+			s := summary(t, r.Stdout, "threads: ")
+			if s["dropped"] != 0 {
+				t.Errorf("summary %v: records dropped", s)
+			}
+			// Per request: workers worker threads, a notify thread and its
+			// audit thread.
+			if want := int64(requests * (workers + 2)); s["threads"] != want {
+				t.Errorf("the program started %d threads, want %d", s["threads"], want)
+			}
+			excluded := ri.env != nil // main
+			var want []string
+			for _, line := range strings.Split(r.Stdout, "\n") {
+				if p, ok := strings.CutPrefix(line, "call "); ok {
+					if excluded {
+						if p == "main" {
+							continue
+						}
+						p = strings.TrimPrefix(p, "main/")
+					}
+					want = append(want, p)
+				}
+			}
+			sort.Strings(want)
+			if n := s["calls"]; excluded && int64(len(want)) != n-1 || !excluded && int64(len(want)) != n {
+				t.Fatalf("%d calls printed, summary %v", len(want), s)
+			}
+			// The Kieker traces: one per thread (and per request with main
+			// excluded), each sound, the children's parents SplitEvents.
+			children := 0
+			splits := map[[2]int64]bool{}
+			traces := set.session(ri.name)
+			for _, tr := range traces {
+				for _, e := range tr.events {
+					if e.kind == "S" {
+						splits[[2]int64{tr.id, e.order}] = true
+					}
+				}
+			}
+			for _, tr := range traces {
+				check(t, tr, time.Unix(0, 0), time.Now().Add(time.Hour))
+				if p, po := tr.meta.Values[4].Int(), tr.meta.Values[5].Int(); p != tr.id {
+					children++
+					if !splits[[2]int64{p, po}] {
+						t.Errorf("trace %d: parent %d has no SplitEvent at orderIndex %d", tr.id, p, po)
+					}
+				}
+			}
+			if int64(children) != s["threads"] {
+				t.Errorf("%d child traces in the log, the program started %d threads", children, s["threads"])
+			}
+			// The assembled traces.
+			var mine []*tbtrace.Trace
+			for _, tr := range assembled {
+				if len(tr.Spans) > 0 && tr.Spans[0].Session == ri.name {
+					mine = append(mine, tr)
+				}
+			}
+			if len(mine) != ri.traces {
+				t.Errorf("the assembler built %d traces, want %d", len(mine), ri.traces)
+			}
+			var got []string
+			nsplits := 0
+			for _, tr := range mine {
+				if len(tr.Broken) > 0 {
+					t.Errorf("trace %s broken: %q", tr.ID, tr.Broken)
+				}
+				if roots := tr.Children(-1); len(roots) != 1 {
+					t.Errorf("trace %s has %d root spans, want 1", tr.ID, len(roots))
+				}
+				for i := range tr.Spans {
+					var ops []string
+					for j := int32(i); j >= 0; j = tr.Spans[j].Parent {
+						ops = append(ops, tr.Spans[j].Operation)
+					}
+					for l, r := 0, len(ops)-1; l < r; l, r = l+1, r-1 {
+						ops[l], ops[r] = ops[r], ops[l]
+					}
+					got = append(got, strings.Join(ops, "/"))
+					for _, e := range tr.Spans[i].Events {
+						if e.Name == "split" {
+							nsplits++
+						}
+					}
+				}
+			}
+			sort.Strings(got)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("assembled call tree differs from the one the program ran (-ran +assembled):\n%s", diff)
+			}
+			if int64(nsplits) != s["threads"] {
+				t.Errorf("%d split events on the assembled spans, %d threads started", nsplits, s["threads"])
 			}
 		})
 	}
@@ -688,6 +855,8 @@ var frameSizes = map[string]int{
 	record.BeforeOperationEvent:      8 + 8 + 8 + 4 + 4 + 4,
 	record.AfterOperationEvent:       8 + 8 + 8 + 4 + 4 + 4,
 	record.AfterOperationFailedEvent: 8 + 8 + 8 + 4 + 4 + 4 + 4,
+	record.SplitEvent:                8 + 8 + 8 + 4,
+	record.JoinEvent:                 8 + 8 + 8 + 4 + 8,
 }
 
 // walkStream checks the framing of one connection's bytes: registry

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/servicetest"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 var update = flag.Bool("update", false, "rewrite tests/testdata/golden.bin")
@@ -113,6 +115,102 @@ func TestBookstoreWithoutBridge(t *testing.T) {
 		t.Errorf("no drop report on stderr: %q", r.Stderr)
 	}
 	t.Logf("exited in %v: %s", r.Elapsed.Round(time.Millisecond), strings.TrimSpace(r.Stderr))
+}
+
+// TestThreads runs examples/threads.py (threads, a thread pool, asyncio
+// tasks and asyncio.to_thread inside each request) against a real bridge
+// and runs the log through the bridge's trace assembler: one unbroken
+// trace per request, whose call tree across threads and tasks is the one
+// the example says it executed.
+func TestThreads(t *testing.T) {
+	py := bridgetest.Installed(t, "python3")
+	br := bridgetest.StartConfig(t, bridgetest.LogConfig(`{name: py, type: kieker-tcp, listen: "127.0.0.1:0"}`))
+	const requests = 3
+	cmd := exec.Command(py, filepath.Join("examples", "threads.py"), fmt.Sprint(requests))
+	cmd.Env = append(os.Environ(), "TRACEBRIDGE_HOST=127.0.0.1", "TRACEBRIDGE_PORT="+br.Port("py"), "PYTHONDONTWRITEBYTECODE=1")
+	r := bridgetest.Exec(t, cmd)
+	br.Stop()
+	if r.Code != 0 || r.Stderr != "" {
+		t.Fatalf("threads.py exited %d\n%s", r.Code, r.Stderr)
+	}
+	ex := bridgetest.ParseAccount(t, r)
+	want := map[int][]string{} // request → "PATH\tOUTCOME", sorted
+	calls := 0
+	for _, line := range strings.Split(r.Stdout, "\n") {
+		f := strings.Split(line, "\t")
+		if f[0] != "call" {
+			continue
+		}
+		req, err := strconv.Atoi(f[1])
+		if len(f) != 4 || err != nil {
+			t.Fatalf("bad line %q", line)
+		}
+		want[req] = append(want[req], f[2]+"\t"+f[3])
+		calls++
+	}
+	recs := bridgetest.ReadLog(t, br.LogDir)
+	if stats := ex.Stats[0]; stats["sent"] != float64(len(recs)-1) || stats["dropped"] != 0.0 {
+		t.Errorf("stats %v with %d records logged", stats, len(recs)-1)
+	}
+	// Every SplitEvent has its child trace: per request two threads,
+	// three work items, two tasks and two to_thread calls (and, before
+	// Python 3.11, asyncio.run's main task).
+	splits, children := 0, 0
+	for _, r := range recs {
+		switch {
+		case r.Type.Name == record.SplitEvent:
+			splits++
+		case r.Type.Name == record.TraceMetadata && r.Values[4].Int() != r.Values[0].Int():
+			children++
+		}
+	}
+	if splits != children || children < requests*9 {
+		t.Errorf("%d SplitEvents and %d child traces in the log, want as many, at least %d", splits, children, requests*9)
+	}
+	_ = bridgetest.CallTrees(t, recs) // every Kieker trace sound on its own
+
+	var assembled []*trace.Trace
+	a := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Emit: func(tr *trace.Trace) { assembled = append(assembled, tr) }})
+	for i := range recs {
+		a.Add(&recs[i], nil)
+	}
+	a.Flush()
+	if len(assembled) != requests {
+		t.Fatalf("the assembler built %d traces from %d requests", len(assembled), requests)
+	}
+	// The requests ran one after the other: their traces in start order.
+	sort.Slice(assembled, func(i, j int) bool { return assembled[i].Start() < assembled[j].Start() })
+	spans := 0
+	for i, tr := range assembled {
+		req := i + 1
+		if len(tr.Broken) > 0 {
+			t.Errorf("request %d: trace broken: %q", req, tr.Broken)
+		}
+		if roots := tr.Children(-1); len(roots) != 1 {
+			t.Errorf("request %d: %d root spans, want 1", req, len(roots))
+		}
+		var got []string
+		for j := range tr.Spans {
+			var ops []string
+			for k := int32(j); k >= 0; k = tr.Spans[k].Parent {
+				ops = append([]string{tr.Spans[k].Operation}, ops...)
+			}
+			outcome := "ok"
+			if tr.Spans[j].Error {
+				outcome = "failed"
+			}
+			got = append(got, strings.Join(ops, " | ")+"\t"+outcome)
+		}
+		spans += len(got)
+		sort.Strings(got)
+		w := sorted(want[req])
+		if diff := cmp.Diff(w, got); diff != "" {
+			t.Errorf("request %d: assembled tree differs from the calls executed (-executed +assembled):\n%s", req, diff)
+		}
+	}
+	if spans != calls {
+		t.Errorf("%d spans assembled, the example made %d calls", spans, calls)
+	}
 }
 
 // runExample runs examples/bookstore.py against 127.0.0.1:port.

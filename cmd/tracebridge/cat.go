@@ -17,12 +17,13 @@ import (
 	"github.com/tracebridge/tracebridge/internal/record"
 	jfrsrc "github.com/tracebridge/tracebridge/internal/source/jfr"
 	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // loadCatalog returns the built-in catalogue extended by the IRL files and
 // directories in paths.
 func loadCatalog(paths []string) (*record.Catalog, error) {
-	cat := record.Builtin()
+	cat := trace.Types() // Kieker's types and our span record
 	if len(paths) == 0 {
 		return cat, nil
 	}

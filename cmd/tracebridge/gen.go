@@ -12,6 +12,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/gen"
 	"github.com/tracebridge/tracebridge/internal/irl"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 const genSynopsis = "gen --lang c|go|python|perl [-o DIR] [-L PATH…] [--package NAME] [--tests] [--all] TYPE…|FILE.irl…"
@@ -61,7 +62,7 @@ func cmdGen(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	var model *irl.Model
-	cat := record.Builtin()
+	cat := trace.Types()
 	if irlPaths := append(append([]string(nil), libs...), files...); len(irlPaths) > 0 {
 		model, err = irl.Load(irlPaths...)
 		if err != nil {

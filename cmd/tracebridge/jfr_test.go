@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +23,8 @@ import (
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	srclog "github.com/tracebridge/tracebridge/internal/source/kiekerlog"
+	"github.com/tracebridge/tracebridge/internal/store"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 var (
@@ -481,4 +484,109 @@ func TestServeJFRFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d; stderr:\n%s", args, r.code, exitUsage, r.stderr)
 		}
 	}
+}
+
+// TestServeSamplesOnOTLPSpans: the real serve binary with a jfr receiver
+// following a running JVM and an OTLP/HTTP receiver. A span posted as an
+// OpenTelemetry agent on that JVM would post it (host.name = the jfr
+// receiver's host, thread.id = a worker's Java thread id, a time window
+// in which the worker ran) is stored with the execution samples taken on
+// that thread during it (the profile stage serve adds for the jfr
+// receiver).
+func TestServeSamplesOnOTLPSpans(t *testing.T) {
+	tools := jfrtest.Require(t)
+	cp, err := tools.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	root := filepath.Join(work, "repository")
+	yaml := fmt.Sprintf("flush_interval: 100ms\nreceivers:\n  - {name: jvms, type: jfr, repository: %q, host: shop-1}\n  - {name: otlp, type: otlp-http, listen: \"127.0.0.1:0\"}\nsinks:\n  - {type: kieker-log, path: logs}\n  - {type: store, path: store}\n", root)
+	p := bridgetest.Start(t, work, "-c", bridgetest.WriteConfig(t, work, yaml))
+	jvm, err := tools.Start(cp, jfrtest.Options{Seconds: 60, RunID: "otlp", Repository: root, Settings: jfrtest.Small})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jvm.Kill()
+
+	// The worker's Java thread id and its samples, from the Kieker log.
+	var tid int64 = -1
+	var sampleTimes []int64
+	readSamples := func() {
+		sampleTimes = sampleTimes[:0]
+		r, err := srclog.Open(p.LogDir, srclog.Options{SkipBad: true})
+		if err != nil {
+			return
+		}
+		r.Run(context.Background(), pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
+			for i := range b.Records {
+				rec := &b.Records[i]
+				if rec.Type.Name != "jdk.ExecutionSample" {
+					continue
+				}
+				name, _ := rec.Field("sampledThread")
+				id, _ := rec.Field("sampledThread.javaThreadId")
+				if tid < 0 && name.Str() == "contender-a-0" {
+					tid = id.Int()
+				}
+				if id.Int() == tid {
+					sampleTimes = append(sampleTimes, rec.LoggingTimestamp)
+				}
+			}
+			return nil
+		}))
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(sampleTimes) < 10 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		readSamples()
+	}
+	if len(sampleTimes) < 10 {
+		t.Fatalf("%d samples of the worker in the log; stderr:\n%s", len(sampleTimes), p.Stderr())
+	}
+	// A span over the samples seen so far (the stage holds them).
+	start, end := sampleTimes[0]-1, sampleTimes[len(sampleTimes)-1]+1
+	want := 0
+	for _, ts := range sampleTimes {
+		if ts >= start && ts <= end {
+			want++
+		}
+	}
+	body := fmt.Sprintf(`{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"shop"}},{"key":"host.name","value":{"stringValue":"shop-1"}}]},
+"scopeSpans":[{"scope":{"name":"test"},"spans":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b174","name":"POST /checkout","kind":2,
+"startTimeUnixNano":"%d","endTimeUnixNano":"%d","attributes":[{"key":"thread.id","value":{"intValue":"%d"}}]}]}]}]}`, start, end, tid)
+	resp, err := http.Post("http://"+p.Addr("otlp")+"/v1/traces", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("OTLP/HTTP: %s", resp.Status)
+	}
+	time.Sleep(3 * time.Second) // the trace window (2 s)
+	p.Stop()
+
+	st, err := store.Open(filepath.Join(work, "store"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	id, _ := trace.ParseID("5b8efff798038103d269b633813fc60c")
+	tr, err := st.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := tr.Spans[0]
+	samples, _ := sp.Attr("profile.samples")
+	folded, _ := sp.Attr("profile.folded")
+	events := 0
+	for _, ev := range sp.Events {
+		if ev.Name == "profile.sample" {
+			events++
+		}
+	}
+	if samples.Value != strconv.Itoa(want) || !strings.Contains(folded.Value, "Workload.contend()") || events != min(want, 100) {
+		t.Errorf("span thread %s: %s samples (want %d), %d events, folded:\n%s", sp.Thread, samples.Value, want, events, folded.Value)
+	}
+	t.Logf("stored span on thread %d over %v: %s samples, folded:\n%s", tid, time.Duration(end-start).Round(time.Millisecond), samples.Value, folded.Value)
 }

@@ -47,7 +47,8 @@ func ParseAccount(tb testing.TB, r Result) Account {
 // CallTrees rebuilds the call tree of every trace in recs, one string per
 // trace in no particular order: its events in orderIndex order, ">OP" for
 // a Before, "<OP" for an After and "!OP" for a failed After, separated by
-// spaces. It fails tb unless every trace has one TraceMetadata, its
+// spaces (a trace's SplitEvents and JoinEvents take order indexes but are
+// not shown). It fails tb unless every trace has one TraceMetadata, its
 // events' orderIndex run 0..n-1, and every After or failed After closes
 // the innermost open Before of the same operation.
 func CallTrees(tb testing.TB, recs []record.Record) []string {
@@ -66,6 +67,9 @@ func CallTrees(tb testing.TB, recs []record.Record) []string {
 		case record.BeforeOperationEvent, record.AfterOperationEvent, record.AfterOperationFailedEvent:
 			tr := r.Values[1].Int()
 			events[tr] = append(events[tr], ev{r.Values[2].Int(), sym[r.Type.Name] + r.Values[3].Str()})
+		case record.SplitEvent, record.JoinEvent:
+			tr := r.Values[1].Int()
+			events[tr] = append(events[tr], ev{r.Values[2].Int(), ""})
 		}
 	}
 	var trees []string
@@ -78,6 +82,9 @@ func CallTrees(tb testing.TB, recs []record.Record) []string {
 		for i, e := range evs {
 			if e.order != int64(i) {
 				tb.Errorf("trace %d: event %d has orderIndex %d", tr, i, e.order)
+			}
+			if e.s == "" { // a SplitEvent or JoinEvent
+				continue
 			}
 			op := e.s[1:]
 			if e.s[0] == '>' {

@@ -34,7 +34,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -169,6 +168,9 @@ type Engine struct {
 
 	tmu    sync.Mutex
 	tstats trace.Stats // the assembler's, as of its last tick
+
+	smu     sync.Mutex
+	running *sourceSet // while Run runs
 }
 
 // TraceStats returns the trace assembler's counts as of its last tick
@@ -363,45 +365,33 @@ func (e *Engine) Run(ctx context.Context) error {
 	srcCtx, cancelSources := context.WithCancel(ctx)
 	defer cancelSources()
 	var aborted atomic.Bool
-	var (
-		wg       sync.WaitGroup
-		errMu    sync.Mutex
-		firstErr error
-	)
+	set := newSourceSet(e, srcCtx, cancelSources, q, &aborted)
+	set.mu.Lock()
 	for _, s := range e.sources {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := s.src.Run(srcCtx, stamp{q: q, name: s.name})
-			if errors.Is(err, pipeline.ErrClosed) && aborted.Load() {
-				err = nil // the shutdown timeout aborted the queue; logged there
-			}
-			if err != nil && !errors.Is(err, context.Canceled) {
-				errMu.Lock()
-				if firstErr == nil {
-					firstErr = fmt.Errorf("receiver %s: %w", s.name, err)
-				}
-				errMu.Unlock()
-				cancelSources() // one failing receiver ends the bridge
-			}
-		}()
+		set.start(s.name, s.src)
 	}
+	set.mu.Unlock()
+	e.smu.Lock()
+	e.running = set
+	e.smu.Unlock()
 	sourcesDone := make(chan struct{})
-	go func() { wg.Wait(); close(sourcesDone) }()
 
 	// Wait for the sources to end, bounding the drain once shutdown began.
 	select {
-	case <-sourcesDone:
+	case <-set.ended:
 	case <-srcCtx.Done():
-		select {
-		case <-sourcesDone:
-		case <-time.After(e.set.ShutdownTimeout):
-			e.log.Error("shutdown timeout: receivers did not finish draining; aborting", "timeout", e.set.ShutdownTimeout)
-			aborted.Store(true)
-			q.Abort()
-			<-sourcesDone
-		}
 	}
+	cancelSources()
+	go func() { set.wg.Wait(); close(sourcesDone) }()
+	select {
+	case <-sourcesDone:
+	case <-time.After(e.set.ShutdownTimeout):
+		e.log.Error("shutdown timeout: receivers did not finish draining; aborting", "timeout", e.set.ShutdownTimeout)
+		aborted.Store(true)
+		q.Abort()
+		<-sourcesDone
+	}
+	firstErr := set.err()
 	deadline := time.Now().Add(e.set.ShutdownTimeout)
 	q.Close()
 	select {

@@ -163,3 +163,58 @@ func (s *originSink) Consume(_ context.Context, b *record.Batch) error {
 	s.got <- b.Origin
 	return nil
 }
+
+// TestStopAndStartSources: a receiver stopped while the engine runs drains
+// and stops without ending the engine; started again it delivers; the
+// engine ends on cancel.
+func TestStopAndStartSources(t *testing.T) {
+	br := New(Settings{FlushInterval: 10 * time.Millisecond})
+	sink := &memSink{}
+	br.AddSink("mem", sink)
+	gen := func(from int) pipeline.SourceFunc {
+		return func(ctx context.Context, out pipeline.Consumer) error {
+			if err := emit(ctx, out, from, 5, 5); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			return nil
+		}
+	}
+	br.AddSource("a", gen(0))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- br.Run(ctx) }()
+	waitFor := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for sink.count() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("sink has %d records, want %d", sink.count(), n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitFor(5)
+	if err := br.StopSource("a"); err != nil {
+		t.Fatal(err)
+	}
+	if st := br.Sources(); len(st) != 1 || st[0].State != Stopped {
+		t.Fatalf("%+v", st)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the engine ended when its only receiver was stopped: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if err := br.StartSource("a", gen(5)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(10)
+	if err := br.StartSource("a", gen(10)); err == nil {
+		t.Fatal("started a running receiver twice")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

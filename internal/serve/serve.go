@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/config"
@@ -20,12 +21,14 @@ import (
 	"github.com/tracebridge/tracebridge/internal/irl"
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/sink/forward"
 	"github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
 	storesink "github.com/tracebridge/tracebridge/internal/sink/store"
 	"github.com/tracebridge/tracebridge/internal/source/jfr"
 	"github.com/tracebridge/tracebridge/internal/source/mqtt"
 	"github.com/tracebridge/tracebridge/internal/source/nats"
+	"github.com/tracebridge/tracebridge/internal/source/otlp"
 	"github.com/tracebridge/tracebridge/internal/source/stomp"
 	"github.com/tracebridge/tracebridge/internal/source/tcp"
 	"github.com/tracebridge/tracebridge/internal/source/zico"
@@ -52,6 +55,7 @@ func DefaultFactories() *pipeline.Factories {
 	f.Receivers = append(f.Receivers, stomp.Factory(), mqtt.Factory())
 	f.Receivers = append(f.Receivers, nats.Factories()...)
 	f.Receivers = append(f.Receivers, zico.Factory(), jfr.Factory())
+	f.Receivers = append(f.Receivers, otlp.Factories()...)
 	f.Stages = append(f.Stages, split.Factory(), timeunit.Factory(), throttle.Factory(), profile.Factory())
 	f.Sinks = append(f.Sinks, kiekerlog.Factory(), forward.Factory(), storesink.Factory())
 	return f
@@ -95,6 +99,12 @@ type Server struct {
 	closers []func() error // receivers and sinks, if Run never runs
 	metrics *http.Server
 	mln     net.Listener
+
+	cfg       *config.Config
+	factories *pipeline.Factories
+	base      pipeline.Settings
+	rmu       sync.Mutex
+	receivers map[string]pipeline.Receiver // built receivers, by name
 }
 
 // Build creates everything cfg names. Receivers bind their ports here, so
@@ -140,6 +150,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 	}()
 	s.Shared = &pipeline.Shared{}
 	base := pipeline.Settings{Logger: set.Logger, Metrics: reg, DataDir: cfg.DataDir, Catalog: cat, Shared: s.Shared}
+	s.cfg, s.factories, s.base, s.receivers = cfg, set.Factories, base, map[string]pipeline.Receiver{}
 	f := set.Factories
 
 	// Every component's own configuration first: a typo anywhere is
@@ -222,6 +233,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		}
 		s.closers = append(s.closers, r.Close)
 		s.Receivers = append(s.Receivers, Endpoint{Name: p.comp.Name, Type: f.Receiver(p.comp.Type).Type(), Where: r.Where()})
+		s.receivers[p.comp.Name] = r
 		s.Engine.AddSource(p.comp.Name, r)
 	}
 	if cfg.Metrics != "" {
@@ -292,3 +304,141 @@ func (s *Server) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// ReceiverStatus describes a receiver for the console.
+type ReceiverStatus struct {
+	Endpoint
+	State engine.SourceState `json:"state"`
+	Since time.Time          `json:"since"`
+	Err   string             `json:"error,omitempty"`
+}
+
+// ReceiverStatuses describes every receiver.
+func (s *Server) ReceiverStatuses() []ReceiverStatus {
+	states := map[string]engine.SourceStatus{}
+	for _, st := range s.Engine.Sources() {
+		states[st.Name] = st
+	}
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	var out []ReceiverStatus
+	for _, ep := range s.Receivers {
+		st := states[ep.Name]
+		out = append(out, ReceiverStatus{Endpoint: ep, State: st.State, Since: st.Since, Err: st.Err})
+	}
+	return out
+}
+
+// StopReceiver stops a running receiver (it drains first) and releases its
+// port; the bridge goes on.
+func (s *Server) StopReceiver(name string) error {
+	if err := s.Engine.StopSource(name); err != nil {
+		return err
+	}
+	s.rmu.Lock()
+	r := s.receivers[name]
+	s.rmu.Unlock()
+	if r != nil {
+		return r.Close()
+	}
+	return nil
+}
+
+// StartReceiver builds a stopped (or ended) receiver again from its
+// configuration and runs it.
+func (s *Server) StartReceiver(name string) error {
+	var comp *config.Component
+	for i := range s.cfg.Receivers {
+		if s.cfg.Receivers[i].Name == name {
+			comp = &s.cfg.Receivers[i]
+		}
+	}
+	if comp == nil {
+		return fmt.Errorf("no receiver %s", name)
+	}
+	r, ep, err := s.buildReceiver(comp)
+	if err != nil {
+		return err
+	}
+	if err := s.Engine.StartSource(name, r); err != nil {
+		r.Close()
+		return err
+	}
+	s.rmu.Lock()
+	s.receivers[name] = r
+	for i := range s.Receivers {
+		if s.Receivers[i].Name == name {
+			s.Receivers[i] = ep
+		}
+	}
+	s.rmu.Unlock()
+	return nil
+}
+
+// AddReceiver validates a receiver's configuration, builds it and runs it
+// (the console's form); it becomes part of the effective configuration.
+func (s *Server) AddReceiver(comp config.Component) (Endpoint, error) {
+	s.rmu.Lock()
+	if comp.Name == "" {
+		comp.Name = comp.Type
+		for i := 2; s.receivers[comp.Name] != nil; i++ {
+			comp.Name = fmt.Sprintf("%s-%d", comp.Type, i)
+		}
+	}
+	_, dup := s.receivers[comp.Name]
+	s.rmu.Unlock()
+	if dup {
+		return Endpoint{}, pipeline.Classify(ErrConfig, fmt.Errorf("receiver %s: name used twice", comp.Name))
+	}
+	r, ep, err := s.buildReceiver(&comp)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	if err := s.Engine.StartSource(comp.Name, r); err != nil {
+		r.Close()
+		return Endpoint{}, err
+	}
+	s.rmu.Lock()
+	s.receivers[comp.Name] = r
+	s.Receivers = append(s.Receivers, ep)
+	s.cfg.Receivers = append(s.cfg.Receivers, comp)
+	s.rmu.Unlock()
+	return ep, nil
+}
+
+// buildReceiver decodes, validates and builds one receiver.
+func (s *Server) buildReceiver(c *config.Component) (pipeline.Receiver, Endpoint, error) {
+	rf := s.factories.Receiver(c.Type)
+	if rf == nil {
+		return nil, Endpoint{}, pipeline.Classify(ErrConfig, fmt.Errorf("receiver %s: unknown type %q (want one of %v)", c.Name, c.Type, s.factories.ReceiverTypes()))
+	}
+	pc := rf.NewConfig()
+	if err := c.Decode(pc); err != nil {
+		return nil, Endpoint{}, pipeline.Classify(ErrConfig, fmt.Errorf("receiver %s (%s): %w", c.Name, c.Type, err))
+	}
+	if err := pc.Validate(); err != nil {
+		return nil, Endpoint{}, pipeline.Classify(ErrConfig, fmt.Errorf("receiver %s (%s): %w", c.Name, c.Type, err))
+	}
+	set := s.base
+	set.Name = c.Name
+	r, err := rf.NewReceiver(pc, set)
+	if err != nil {
+		return nil, Endpoint{}, pipeline.Classify(ErrConfig, fmt.Errorf("receiver %s: %w", c.Name, err))
+	}
+	return r, Endpoint{Name: c.Name, Type: rf.Type(), Where: r.Where()}, nil
+}
+
+// Config returns the effective configuration as YAML (receivers added from
+// the console included; secrets as the user gave them, so the file is
+// for the user).
+func (s *Server) Config() ([]byte, error) {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	return s.cfg.Marshal()
+}
+
+// Factories returns the component types the server can build.
+func (s *Server) Factories() *pipeline.Factories { return s.factories }
+
+// Catalog returns the record types.
+func (s *Server) Catalog() *record.Catalog { return s.base.Catalog }

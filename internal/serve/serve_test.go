@@ -260,6 +260,48 @@ func TestSpansBecomeExecutionsInTheKiekerLog(t *testing.T) {
 	}
 }
 
+// TestConsoleStopStartAddReceivers: receivers stop, start again on the
+// same configuration and are added while the bridge runs.
+func TestConsoleStopStartAddReceivers(t *testing.T) {
+	cfg := parse(t, "receivers: [{name: k, type: kieker-tcp, listen: '127.0.0.1:0'}]\nsinks: [{type: kieker-log}]\n")
+	cfg.DataDir = t.TempDir()
+	s, err := Build(cfg, Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	time.Sleep(50 * time.Millisecond)
+	if err := s.StopReceiver("k"); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.ReceiverStatuses(); st[0].State != "stopped" {
+		t.Fatalf("%+v", st)
+	}
+	if err := s.StartReceiver("k"); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.ReceiverStatuses(); st[0].State != "running" {
+		t.Fatalf("%+v", st)
+	}
+	ep, err := s.AddReceiver(config.NewComponent("tcp-server", map[string]any{"listen": "127.0.0.1:0"}))
+	if err != nil || !strings.HasPrefix(ep.Where, "listening on 127.0.0.1:") {
+		t.Fatalf("%+v %v", ep, err)
+	}
+	if _, err := s.AddReceiver(config.NewComponent("tcp-server", map[string]any{"lisen": "x"})); err == nil || !strings.Contains(err.Error(), `unknown key "lisen"`) {
+		t.Fatalf("bad form: %v", err)
+	}
+	y, _ := s.Config()
+	if !strings.Contains(string(y), "tcp-server") {
+		t.Fatalf("effective config:\n%s", y)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestJFRReceiverAddsProfileStage: a jfr receiver brings a profile stage
 // unless one is configured; other configurations get none.
 func TestJFRReceiverAddsProfileStage(t *testing.T) {

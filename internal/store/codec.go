@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unsafe"
 
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
@@ -228,7 +229,12 @@ func (d *decoder) str() string {
 		d.fail("string length")
 		return ""
 	}
-	s := string(d.p[d.off : d.off+int(n)])
+	if n == 0 {
+		return ""
+	}
+	// The bytes are a block's payload, which nothing writes once it is
+	// decompressed: the string shares them instead of copying.
+	s := unsafe.String(&d.p[d.off], int(n))
 	d.off += int(n)
 	return s
 }

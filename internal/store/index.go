@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
@@ -10,9 +11,14 @@ import (
 // Index keys in Pebble (all integers big-endian; times are unix ns with
 // the sign bit flipped, so they sort in time order):
 //
-//	'i' trace id (16)                          → ref: where the trace is, and its summary
-//	't' start (8) trace id (16)                → ref (every trace, in time order)
-//	'h' host (4) start (8) trace id (16)       → ref (once per host the trace touches)
+//	'i' trace id (16)                          → where the trace is (and its start)
+//	'h' host (4) start (8) trace id (16)       → ref: where, and the summary (once per
+//	                                             host the trace touches)
+//	'd' host (4) bucket (1) start (8) id (16)  → (empty) a duration index: bucket is
+//	                                             ⌊log2(duration ns)⌋, for --min-duration
+//	'e' host (4) start (8) id (16)             → (empty) the traces with an error
+//	'n' host (4) name (4) start (8) id (16)    → (empty) by root operation (the partition
+//	                                             host's symbol), for --name
 //	'b' host (4) segment (4) offset (8)        → block: time range, trace count, bloom filter
 //	's' host (4) symbol (4)                    → the symbol's string
 //	'w' host (4)                               → segment (4) offset (8): indexed up to here
@@ -20,8 +26,10 @@ import (
 //	'M' "hosts"                                → next host id (4)
 const (
 	kTrace  = 'i'
-	kTime   = 't'
 	kHost   = 'h'
+	kDur    = 'd'
+	kErr    = 'e'
+	kName   = 'n'
 	kBlock  = 'b'
 	kSymbol = 's'
 	kMark   = 'w'
@@ -36,15 +44,6 @@ func keyTrace(id trace.ID) []byte {
 	k[0] = kTrace
 	binary.BigEndian.PutUint64(k[1:], id.Hi)
 	binary.BigEndian.PutUint64(k[9:], id.Lo)
-	return k
-}
-
-func keyTime(start int64, id trace.ID) []byte {
-	k := make([]byte, 25)
-	k[0] = kTime
-	binary.BigEndian.PutUint64(k[1:], timeKey(start))
-	binary.BigEndian.PutUint64(k[9:], id.Hi)
-	binary.BigEndian.PutUint64(k[17:], id.Lo)
 	return k
 }
 
@@ -134,6 +133,26 @@ type Ref struct {
 	services []uint32
 }
 
+// marshalLocation writes what the id index keeps: the location and start.
+func (r *Ref) marshalLocation(dst []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(r.loc.host))
+	dst = binary.AppendUvarint(dst, uint64(r.loc.seg))
+	dst = binary.AppendUvarint(dst, uint64(r.loc.off))
+	dst = binary.AppendUvarint(dst, uint64(r.loc.idx))
+	return binary.AppendVarint(dst, r.Start)
+}
+
+func unmarshalLocation(id trace.ID, p []byte) (Ref, bool) {
+	d := &decoder{p: p}
+	r := Ref{ID: id}
+	r.loc.host = uint32(d.uvarint())
+	r.loc.seg = uint32(d.uvarint())
+	r.loc.off = int64(d.uvarint())
+	r.loc.idx = uint32(d.uvarint())
+	r.Start = d.varint()
+	return r, d.err == nil
+}
+
 func (r *Ref) marshal(dst []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(r.loc.host))
 	dst = binary.AppendUvarint(dst, uint64(r.loc.seg))
@@ -182,13 +201,38 @@ func idFromKey(k []byte) trace.ID {
 	return trace.ID{Hi: binary.BigEndian.Uint64(k[n-16:]), Lo: binary.BigEndian.Uint64(k[n-8:])}
 }
 
-// startFromKey reads the start time of a time-index key ('t' or 'h').
+// startFromKey reads the start time of a time-index key (any of them: the
+// start and id are the last 24 bytes).
 func startFromKey(k []byte) int64 {
-	off := 1
-	if k[0] == kHost {
-		off = 5
+	return int64(binary.BigEndian.Uint64(k[len(k)-24:]) ^ (1 << 63))
+}
+
+// secondary returns the key of a value-less index: prefix, then start and
+// id.
+func secondary(prefix []byte, start int64, id trace.ID) []byte {
+	k := binary.BigEndian.AppendUint64(append(make([]byte, 0, len(prefix)+24), prefix...), timeKey(start))
+	k = binary.BigEndian.AppendUint64(k, id.Hi)
+	return binary.BigEndian.AppendUint64(k, id.Lo)
+}
+
+func durPrefix(host uint32, bucket uint8) []byte {
+	return append(binary.BigEndian.AppendUint32([]byte{kDur}, host), bucket)
+}
+
+func errPrefix(host uint32) []byte { return binary.BigEndian.AppendUint32([]byte{kErr}, host) }
+
+func namePrefix(host, name uint32) []byte {
+	return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32([]byte{kName}, host), name)
+}
+
+func hostPrefix(host uint32) []byte { return binary.BigEndian.AppendUint32([]byte{kHost}, host) }
+
+// durBucket is the duration index's bucket of d ns.
+func durBucket(d int64) uint8 {
+	if d <= 0 {
+		return 0
 	}
-	return int64(binary.BigEndian.Uint64(k[off:]) ^ (1 << 63))
+	return uint8(63 - bits.LeadingZeros64(uint64(d)))
 }
 
 // blockMeta is what the index knows of a block.

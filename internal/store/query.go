@@ -2,14 +2,17 @@ package store
 
 import (
 	"bytes"
+	"container/heap"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -39,8 +42,9 @@ type Query struct {
 	Text string
 	// Regex: the same strings matched by a regular expression.
 	Regex *regexp.Regexp
-	// Match: an expression (EQL) evaluated for spans.
-	Match func(t *trace.Trace, s *trace.Span) bool
+	// Match: an expression (EQL) evaluated for the root span, or for every
+	// span with deep (true when one matches).
+	Match func(t *trace.Trace, deep bool) bool
 	// Deep: Text, Regex and Match look at every span, not just the root.
 	Deep bool
 	// Oldest lists the oldest first (default: newest first).
@@ -67,6 +71,8 @@ type Summary struct {
 	Error    bool         `json:"error"`
 	Broken   bool         `json:"broken,omitempty"`
 	Attrs    []trace.Attr `json:"-"`
+
+	root *trace.Span
 }
 
 // Page is one page of results.
@@ -111,23 +117,13 @@ func (s *Store) Search(q Query) (Page, error) {
 		}
 		after = &c
 	}
-	// The time indexes to walk: the global one, or one per host.
-	var prefixes [][]byte
-	if len(q.Hosts) == 0 {
-		prefixes = [][]byte{{kTime}}
-	} else {
-		for _, h := range q.Hosts {
-			s.pmu.RLock()
-			p := s.byName[h]
-			s.pmu.RUnlock()
-			if p == nil {
-				continue
-			}
-			prefixes = append(prefixes, binary.BigEndian.AppendUint32([]byte{kHost}, p.id))
-		}
-		if len(prefixes) == 0 {
-			return Page{}, nil
-		}
+	prefixes := s.plan(&q)
+	if len(prefixes) == 0 {
+		return Page{}, nil
+	}
+	f := s.newFilter(&q)
+	if f.needs && len(q.Hosts) == 0 && q.Name == "" && q.MinDuration == 0 && !q.Errors {
+		return s.searchBlocks(&q, f, since, until, after)
 	}
 	m, err := s.newMerger(prefixes, since, until, !q.Oldest, after)
 	if err != nil {
@@ -135,7 +131,6 @@ func (s *Store) Search(q Query) (Page, error) {
 	}
 	defer m.close()
 
-	f := s.newFilter(&q)
 	start := time.Now()
 	var page Page
 	var last *cursorPos
@@ -175,6 +170,48 @@ func (s *Store) Search(q Query) (Page, error) {
 	return page, nil
 }
 
+// plan picks the time indexes to walk: for each partition (or each host
+// asked for) the most selective index the query allows: by root name, by
+// duration bucket, the error traces, or all of the host's traces.
+func (s *Store) plan(q *Query) [][]byte {
+	var parts []*partition
+	if len(q.Hosts) == 0 {
+		parts = s.partitions()
+	} else {
+		for _, h := range q.Hosts {
+			s.pmu.RLock()
+			p := s.byName[h]
+			s.pmu.RUnlock()
+			if p != nil {
+				parts = append(parts, p)
+			}
+		}
+	}
+	var out [][]byte
+	for _, p := range parts {
+		switch {
+		case q.Name != "" && len(q.Hosts) == 0:
+			// Root names are indexed in the trace's own partition.
+			p.smu.RLock()
+			for i, n := range p.syms.names {
+				if i > 0 && strings.EqualFold(n, q.Name) {
+					out = append(out, namePrefix(p.id, uint32(i)))
+				}
+			}
+			p.smu.RUnlock()
+		case q.MinDuration > 0:
+			for b := int(durBucket(int64(q.MinDuration))); b < 64; b++ {
+				out = append(out, durPrefix(p.id, uint8(b)))
+			}
+		case q.Errors:
+			out = append(out, errPrefix(p.id))
+		default:
+			out = append(out, hostPrefix(p.id))
+		}
+	}
+	return out
+}
+
 // cursorPos is a position in a time index: the start and id of the last
 // trace looked at.
 type cursorPos struct {
@@ -206,6 +243,7 @@ func parseCursor(s string) (cursorPos, error) {
 
 // merger walks several time indexes in time order, once per trace.
 type merger struct {
+	db     *pebble.DB
 	its    []*pebble.Iterator
 	prefix [][]byte
 	ok     []bool
@@ -217,7 +255,7 @@ type merger struct {
 }
 
 func (s *Store) newMerger(prefixes [][]byte, since, until int64, desc bool, after *cursorPos) (*merger, error) {
-	m := &merger{desc: desc}
+	m := &merger{desc: desc, db: s.db}
 	for _, p := range prefixes {
 		lo, hi := timeRange(p, since, until)
 		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
@@ -276,7 +314,20 @@ func (m *merger) next() (Ref, cursorPos, bool) {
 		k := it.Key()
 		id := idFromKey(k)
 		st := startFromKey(k)
-		ref, ok := unmarshalRef(id, it.Value())
+		var ref Ref
+		var ok bool
+		if k[0] == kHost {
+			ref, ok = unmarshalRef(id, it.Value())
+		} else if m.have && id == m.lastID && st == m.lastSt {
+			ok = true // a duplicate, skipped below
+		} else {
+			// A secondary index: the summary is in the host index.
+			hk := keyHost(binary.BigEndian.Uint32(k[1:]), st, id)
+			if v, c, err := m.db.Get(hk); err == nil {
+				ref, ok = unmarshalRef(id, v)
+				c.Close()
+			}
+		}
 		if m.desc {
 			m.ok[i] = it.Prev()
 		} else {
@@ -313,15 +364,28 @@ type filter struct {
 	service map[uint32]int64
 	needs   bool     // span-level conditions
 	pairs   []uint64 // attribute pair hashes
+	values  [][]byte // attribute values, as they are in a block's bytes
 	grams   []uint64 // text trigram hashes
 	text    string   // lower-cased
+	// textSyms says per partition whether a dictionary string holds the
+	// text (then blocks that may use it are decoded).
+	textSyms map[uint32]bool
+	// blocks caches per block whether it may hold a match.
+	blocks map[location]bool
+	mu     sync.Mutex // guards textSyms and blocks (searches scan on several goroutines)
 }
 
 func (s *Store) newFilter(q *Query) *filter {
-	f := &filter{s: s, q: q, name: map[uint32]int64{}, service: map[uint32]int64{}}
+	f := &filter{s: s, q: q, name: map[uint32]int64{}, service: map[uint32]int64{}, textSyms: map[uint32]bool{}, blocks: map[location]bool{}}
 	f.needs = len(q.Attrs) > 0 || q.Text != "" || q.Regex != nil || q.Match != nil
 	for _, a := range q.Attrs {
 		f.pairs = append(f.pairs, pairHash(a.Key, a.Value))
+		switch a.Key {
+		case "kieker.traceId", "kieker.orderIndex", "kieker.eoi", "kieker.ess":
+			// Kieker's positions are numbers in a trace's bytes, not text.
+		default:
+			f.values = append(f.values, []byte(a.Value))
+		}
 	}
 	if q.Text != "" {
 		f.text = strings.ToLower(q.Text)
@@ -381,6 +445,11 @@ func (f *filter) match(r *Ref) (Summary, bool, error) {
 	if f.needs && !f.blockMayMatch(r.loc) {
 		return Summary{}, false, nil
 	}
+	if f.needs {
+		if pl, err := f.s.block(r.loc); err == nil && int(r.loc.idx) < len(pl.traces) && !f.traceMayMatch(r.loc.host, pl.traces[r.loc.idx]) {
+			return Summary{}, false, nil
+		}
+	}
 	t, err := f.s.read(r.loc)
 	if err != nil {
 		// A corrupt block: report it, keep searching the rest.
@@ -393,16 +462,67 @@ func (f *filter) match(r *Ref) (Summary, bool, error) {
 	return f.s.summary(r, t), true, nil
 }
 
-// blockMayMatch consults the block's filter.
+// blockMayMatch says whether a block may hold a trace the span-level
+// conditions select: its filter must hold every attribute pair, and the
+// text must be in one of the host's dictionary strings the filter holds
+// or in the block's bytes. The answer is kept per block.
 func (f *filter) blockMayMatch(loc location) bool {
+	key := location{host: loc.host, seg: loc.seg, off: loc.off}
+	f.mu.Lock()
+	v, ok := f.blocks[key]
+	f.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = f.blockCheck(key)
+	f.mu.Lock()
+	if len(f.blocks) > 1<<16 {
+		clear(f.blocks)
+	}
+	f.blocks[key] = v
+	f.mu.Unlock()
+	return v
+}
+
+func (f *filter) blockCheck(loc location) bool {
 	p := f.s.partitionByID(loc.host)
 	if p == nil {
 		return false
 	}
+	bf := p.filterOf(loc)
+	for _, h := range f.pairs {
+		if !bf.has(h) {
+			return false
+		}
+	}
+	if f.q.Text == "" {
+		return true
+	}
+	if f.symbolHolds(loc.host) {
+		inFilter := true
+		for _, h := range f.grams {
+			inFilter = inFilter && bf.has(h)
+		}
+		if inFilter {
+			return true
+		}
+	}
+	pl, err := f.s.block(loc)
+	if err != nil {
+		return true // read again (and reported) when the trace is read
+	}
+	for _, t := range pl.traces {
+		if containsFold(t, f.text) {
+			return true
+		}
+	}
+	return false
+}
+
+// filterOf returns the bloom filter of the block at loc (nil: unknown).
+func (p *partition) filterOf(loc location) *bloom {
 	p.bmu.RLock()
 	defer p.bmu.RUnlock()
-	var bf *bloom
-	// Blocks are in (segment, offset) order: binary search.
 	lo, hi := 0, len(p.blocks)
 	for lo < hi {
 		mid := (lo + hi) / 2
@@ -414,18 +534,93 @@ func (f *filter) blockMayMatch(loc location) bool {
 		}
 	}
 	if lo < len(p.blocks) && p.blocks[lo].seg == loc.seg && p.blocks[lo].off == loc.off {
-		bf = p.blocks[lo].filter
+		return p.blocks[lo].filter
 	}
-	if bf == nil {
-		return true
+	return nil
+}
+
+// symbolHolds says whether a dictionary string of the partition holds the
+// text.
+func (f *filter) symbolHolds(host uint32) bool {
+	f.mu.Lock()
+	v, ok := f.textSyms[host]
+	f.mu.Unlock()
+	if ok {
+		return v
 	}
-	for _, h := range f.pairs {
-		if !bf.has(h) {
+	if p := f.s.partitionByID(host); p != nil {
+		p.smu.RLock()
+		for _, n := range p.syms.names {
+			if strings.Contains(strings.ToLower(n), f.text) {
+				v = true
+				break
+			}
+		}
+		p.smu.RUnlock()
+	}
+	f.mu.Lock()
+	f.textSyms[host] = v
+	f.mu.Unlock()
+	return v
+}
+
+// traceMayMatch checks a trace's bytes before decoding it: every attribute
+// value it asks for must be in them, and the text too unless a dictionary
+// string may hold it.
+func (f *filter) traceMayMatch(host uint32, body []byte) bool {
+	for _, v := range f.values {
+		if !bytes.Contains(body, v) {
 			return false
 		}
 	}
-	for _, h := range f.grams {
-		if !bf.has(h) {
+	if f.q.Text != "" && !f.symbolHolds(host) && !containsFold(body, f.text) {
+		return false
+	}
+	return true
+}
+
+// containsFold reports whether b holds the lower-case ASCII/UTF-8 text
+// lower, ignoring ASCII case.
+func containsFold(b []byte, lower string) bool {
+	if lower == "" {
+		return true
+	}
+	first := lower[0]
+	up := first
+	if 'a' <= first && first <= 'z' {
+		up -= 'a' - 'A'
+	}
+	for i := 0; i+len(lower) <= len(b); i++ {
+		if c := b[i]; c != first && c != up {
+			j := bytes.IndexByte(b[i+1:], first)
+			k := bytes.IndexByte(b[i+1:], up)
+			if j < 0 && k < 0 {
+				return false
+			}
+			switch {
+			case j < 0:
+				i += k
+			case k < 0:
+				i += j
+			default:
+				i += min(j, k)
+			}
+			continue
+		}
+		if equalFoldASCII(b[i:i+len(lower)], lower) {
+			return true
+		}
+	}
+	return false
+}
+
+func equalFoldASCII(b []byte, lower string) bool {
+	for i := 0; i < len(lower); i++ {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
 			return false
 		}
 	}
@@ -467,7 +662,7 @@ func (f *filter) spansMatch(t *trace.Trace) bool {
 	}) {
 		return false
 	}
-	if q.Match != nil && !anySpan(spans, func(s *trace.Span) bool { return q.Match(t, s) }) {
+	if q.Match != nil && !q.Match(t, q.Deep) {
 		return false
 	}
 	return true
@@ -490,7 +685,8 @@ func (s *Store) summary(r *Ref, t *trace.Trace) Summary {
 	}
 	if root := t.Root(); root != nil {
 		sum.Name = root.Operation
-		sum.Attrs = root.Attributes
+		sum.Attrs = append(trace.KiekerAttrs(root), root.Attributes...)
+		sum.root = root
 	}
 	return sum
 }
@@ -537,10 +733,9 @@ func (s *Store) Pivot(q Query, key string) (rows []PivotRow, partial bool, err e
 	idx := map[string]int{}
 	for _, t := range page.Traces {
 		v := ""
-		for _, a := range t.Attrs {
-			if a.Key == key {
+		if t.root != nil {
+			if a, ok := t.root.Attr(key); ok {
 				v = a.Value
-				break
 			}
 		}
 		i, ok := idx[v]
@@ -571,4 +766,229 @@ func cmpRows(a, b PivotRow) int {
 		return 1
 	}
 	return strings.Compare(a.Value, b.Value)
+}
+
+// searchBlocks answers a query with span-level conditions and no host
+// filter by walking the blocks themselves, newest (or oldest) first, each
+// checked by its filter and its bytes before a trace in it is decoded;
+// the best Limit matches are kept in a heap, and the walk stops once no
+// block left can hold a better one.
+func (s *Store) searchBlocks(q *Query, f *filter, since, until int64, after *cursorPos) (Page, error) {
+	var blocks []*blockMeta
+	for _, p := range s.partitions() {
+		p.bmu.RLock()
+		for _, b := range p.blocks {
+			if b.maxEnd >= since && b.minStart <= until {
+				blocks = append(blocks, b)
+			}
+		}
+		p.bmu.RUnlock()
+	}
+	desc := !q.Oldest
+	slices.SortFunc(blocks, func(a, b *blockMeta) int {
+		if desc {
+			return cmpInt(b.maxEnd, a.maxEnd)
+		}
+		return cmpInt(a.minStart, b.minStart)
+	})
+	better := func(a, b cursorPos) bool { // a comes before b in the order asked for
+		if a.start != b.start {
+			return desc == (a.start > b.start)
+		}
+		if a.id.Hi != b.id.Hi {
+			return desc == (a.id.Hi > b.id.Hi)
+		}
+		return desc == (a.id.Lo > b.id.Lo)
+	}
+	h := &hitHeap{better: better}
+	began := time.Now()
+	var page Page
+	overflow := false // a match did not fit the page
+
+	// Blocks are read and decoded by a few workers (one per core), at
+	// most that many ahead of the block the results are merged from.
+	workers := max(runtime.GOMAXPROCS(0), 1)
+	results := make([]chan blockHits, len(blocks))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	stop := make(chan struct{})
+	defer close(stop)
+	next := 0
+	dispatch := func(upto int) {
+		for ; next < len(blocks) && next < upto; next++ {
+			ch := make(chan blockHits, 1)
+			results[next] = ch
+			b := blocks[next]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				select {
+				case <-stop:
+					ch <- blockHits{}
+				default:
+					ch <- s.scanBlock(b, f, since, until, after, better)
+				}
+			}()
+		}
+	}
+	done := 0
+	for i, b := range blocks {
+		if h.Len() == q.Limit {
+			worst := h.items[0].pos
+			if desc && b.maxEnd < worst.start || !desc && b.minStart > worst.start {
+				break
+			}
+		}
+		if el := time.Since(began); el > q.TotalBudget || h.Len() > 0 && el > q.HitBudget {
+			page.Partial = true
+			break
+		}
+		dispatch(i + workers)
+		res := <-results[i]
+		done++
+		page.Scanned += res.scanned
+		for _, x := range res.hits {
+			if h.Len() == q.Limit && !better(x.pos, h.items[0].pos) {
+				overflow = true
+				continue
+			}
+			heap.Push(h, x)
+			if h.Len() > q.Limit {
+				heap.Pop(h)
+				overflow = true
+			}
+		}
+	}
+	page.Traces = make([]Summary, h.Len())
+	for i := len(page.Traces) - 1; i >= 0; i-- {
+		page.Traces[i] = heap.Pop(h).(hit).sum
+	}
+	if (done < len(blocks) || overflow) && len(page.Traces) > 0 {
+		page.More = true
+		last := page.Traces[len(page.Traces)-1]
+		page.Cursor = cursorPos{start: last.Start, id: last.ID}.String(q.Oldest)
+	} else if page.Partial {
+		page.More = true
+		if len(page.Traces) > 0 {
+			last := page.Traces[len(page.Traces)-1]
+			page.Cursor = cursorPos{start: last.Start, id: last.ID}.String(q.Oldest)
+		}
+	}
+	return page, nil
+}
+
+// blockHits are the matches a worker found in one block.
+type blockHits struct {
+	hits    []hit
+	scanned int
+}
+
+// scanBlock returns the traces of block b that q selects (it may run on
+// several goroutines at once).
+func (s *Store) scanBlock(b *blockMeta, f *filter, since, until int64, after *cursorPos, better func(a, b cursorPos) bool) blockHits {
+	var res blockHits
+	loc := location{host: b.host, seg: b.seg, off: b.off}
+	if !f.blockMayMatch(loc) {
+		return res
+	}
+	pl, err := s.block(loc)
+	if err != nil {
+		s.opt.Logger.Warn("store: unreadable block skipped", "host", b.host, "segment", b.seg, "offset", b.off, "err", err)
+		return res
+	}
+	p := s.partitionByID(b.host)
+	if p == nil {
+		return res
+	}
+	for i, body := range pl.traces {
+		res.scanned++
+		if !f.traceMayMatch(b.host, body) {
+			continue
+		}
+		p.smu.RLock()
+		t, err := decodeTrace(body, p.syms)
+		p.smu.RUnlock()
+		if err != nil {
+			continue
+		}
+		st := t.Start()
+		pos := cursorPos{start: st, id: t.ID}
+		if st < since || st > until || after != nil && !better(*after, pos) {
+			continue
+		}
+		r, _ := summarizeRef(t, location{host: b.host, seg: b.seg, off: b.off, idx: uint32(i)})
+		if !f.summaryMatch(&r) || !f.namesMatch(t) || !f.spansMatch(t) {
+			continue
+		}
+		res.hits = append(res.hits, hit{pos: pos, sum: s.summary(&r, t)})
+	}
+	return res
+}
+
+// summarizeRef returns the index entry a decoded trace would have.
+func summarizeRef(t *trace.Trace, loc location) (Ref, []string) {
+	r := Ref{ID: t.ID, loc: loc, Start: t.Start(), Duration: t.Duration(), Spans: len(t.Spans), Errors: t.Errors(), Broken: len(t.Broken) > 0}
+	return r, nil
+}
+
+// summaryMatch applies the summary conditions (not names: a decoded trace
+// is checked by spansMatch's caller with its strings) to r.
+func (f *filter) summaryMatch(r *Ref) bool {
+	q := f.q
+	return r.Duration >= int64(q.MinDuration) && (q.MaxDuration <= 0 || r.Duration <= int64(q.MaxDuration)) && (!q.Errors || r.Errors > 0)
+}
+
+// namesMatch checks the root name and service of a decoded trace.
+func (f *filter) namesMatch(t *trace.Trace) bool {
+	q := f.q
+	if q.Name != "" {
+		r := t.Root()
+		if r == nil || !strings.EqualFold(r.Operation, q.Name) {
+			return false
+		}
+	}
+	if q.Service != "" {
+		found := false
+		for i := range t.Spans {
+			if t.Spans[i].Service == q.Service {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+type hit struct {
+	pos cursorPos
+	sum Summary
+}
+
+// hitHeap keeps the best hits with the worst on top.
+type hitHeap struct {
+	items  []hit
+	better func(a, b cursorPos) bool
+}
+
+func (h *hitHeap) Len() int           { return len(h.items) }
+func (h *hitHeap) Less(i, j int) bool { return h.better(h.items[j].pos, h.items[i].pos) }
+func (h *hitHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *hitHeap) Push(x any)         { h.items = append(h.items, x.(hit)) }
+func (h *hitHeap) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

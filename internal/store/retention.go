@@ -171,17 +171,26 @@ func (s *Store) dropSegment(p *partition, n uint32) error {
 // deleteIndexOf deletes a trace's index entries, unless the id entry now
 // points elsewhere (a later part of the trace).
 func (s *Store) deleteIndexOf(batch *pebble.Batch, id trace.ID, start int64, hosts []string) {
-	batch.Delete(keyTime(start, id), nil)
 	for _, h := range hosts {
 		s.pmu.RLock()
 		hp := s.byName[h]
 		s.pmu.RUnlock()
-		if hp != nil {
-			batch.Delete(keyHost(hp.id, start, id), nil)
+		if hp == nil {
+			continue
 		}
+		if v, c, err := s.db.Get(keyHost(hp.id, start, id)); err == nil {
+			if ref, ok := unmarshalRef(id, v); ok {
+				ref.Start = start
+				for _, k := range secondaryKeys(hp.id, &ref) {
+					batch.Delete(k, nil)
+				}
+			}
+			c.Close()
+		}
+		batch.Delete(keyHost(hp.id, start, id), nil)
 	}
 	if v, c, err := s.db.Get(keyTrace(id)); err == nil {
-		ref, ok := unmarshalRef(id, v)
+		ref, ok := unmarshalLocation(id, v)
 		c.Close()
 		if ok && ref.Start == start {
 			batch.Delete(keyTrace(id), nil)

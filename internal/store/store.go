@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -114,7 +115,7 @@ type partition struct {
 	pending  [][]byte
 	refs     []pendingRef
 	raw      int
-	filter   []uint64
+	filter   blockFilter
 	minStart int64
 	maxEnd   int64
 
@@ -351,6 +352,7 @@ func (p *partition) defineSymbols(pl payload) error {
 				return fmt.Errorf("%w: symbol %d is %q in a block and %q in the index", errTorn, id, name, p.syms.names[id])
 			}
 		case id == uint64(len(p.syms.names)):
+			name = strings.Clone(name) // not the block's memory: the table lives on
 			p.syms.names = append(p.syms.names, name)
 			p.syms.byName[name] = uint32(id)
 		default:
@@ -411,7 +413,7 @@ func (s *Store) indexBlock(p *partition, seg uint32, off int64, h blockHeader, p
 		s.batch.Set(keySymbol(p.id, uint32(pl.firstSym)+uint32(i)), []byte(name), nil)
 	}
 	m := &blockMeta{host: p.id, seg: seg, off: off, size: blockSize(h), count: h.count, minStart: h.minStart, maxEnd: h.maxEnd}
-	var items []uint64
+	var items blockFilter
 	p.smu.RLock()
 	for i, body := range pl.traces {
 		t, err := decodeTrace(body, p.syms)
@@ -421,7 +423,7 @@ func (s *Store) indexBlock(p *partition, seg uint32, off int64, h blockHeader, p
 		}
 		ref, hosts := summarize(t, p.syms)
 		ref.loc = location{host: p.id, seg: seg, off: off, idx: uint32(i)}
-		items = appendFilterItems(items, t)
+		items.add(t)
 		if err := s.indexRef(ref, hosts); err != nil {
 			p.smu.RUnlock()
 			return err
@@ -431,10 +433,7 @@ func (s *Store) indexBlock(p *partition, seg uint32, off int64, h blockHeader, p
 		}
 	}
 	p.smu.RUnlock()
-	m.filter = newBloom(len(items))
-	for _, h := range items {
-		m.filter.add(h)
-	}
+	m.filter = items.bloom()
 	s.batch.Set(keyBlock(p.id, seg, off), m.marshal(nil), nil)
 	p.bmu.Lock()
 	p.blocks = append(p.blocks, m)
@@ -442,19 +441,34 @@ func (s *Store) indexBlock(p *partition, seg uint32, off int64, h blockHeader, p
 	return nil
 }
 
-// indexRef adds a trace's index entries to the batch.
+// indexRef adds a trace's index entries to the batch: its location under
+// its id, its summary under every host it touches.
 func (s *Store) indexRef(ref Ref, hosts []string) error {
 	v := ref.marshal(nil)
-	s.batch.Set(keyTrace(ref.ID), v, nil)
-	s.batch.Set(keyTime(ref.Start, ref.ID), v, nil)
+	s.batch.Set(keyTrace(ref.ID), ref.marshalLocation(nil), nil)
 	for _, h := range hosts {
 		hp, err := s.partitionFor(h)
 		if err != nil {
 			return err
 		}
 		s.batch.Set(keyHost(hp.id, ref.Start, ref.ID), v, nil)
+		for _, k := range secondaryKeys(hp.id, &ref) {
+			s.batch.Set(k, nil, nil)
+		}
 	}
 	return nil
+}
+
+// secondaryKeys are a trace's value-less index entries under host.
+func secondaryKeys(host uint32, ref *Ref) [][]byte {
+	ks := [][]byte{secondary(durPrefix(host, durBucket(ref.Duration)), ref.Start, ref.ID)}
+	if ref.Errors > 0 {
+		ks = append(ks, secondary(errPrefix(host), ref.Start, ref.ID))
+	}
+	if host == ref.loc.host && ref.name != 0 {
+		ks = append(ks, secondary(namePrefix(host, ref.name), ref.Start, ref.ID))
+	}
+	return ks
 }
 
 // summarize returns a trace's index summary (symbols of syms) and the
@@ -479,17 +493,53 @@ func summarize(t *trace.Trace, syms *symbols) (Ref, []string) {
 	return r, t.Hosts()
 }
 
-// appendFilterItems adds the hashes a block's filter holds for t: every
-// attribute pair and the trigrams of every searchable string.
-func appendFilterItems(items []uint64, t *trace.Trace) []uint64 {
+// blockFilter collects what a block's filter holds: every attribute pair
+// (key=value) and the trigrams of the strings the host's dictionary keeps
+// (operations, classes, attribute keys, hosts, services, threads), each
+// once. Attribute values and messages are found by scanning the block's
+// bytes instead: putting their trigrams in the filter would make it larger
+// than the data.
+type blockFilter struct {
+	pairs   map[uint64]struct{}
+	strings map[string]struct{}
+}
+
+func (f *blockFilter) add(t *trace.Trace) {
+	if f.pairs == nil {
+		f.pairs = map[uint64]struct{}{}
+		f.strings = map[string]struct{}{}
+	}
 	for i := range t.Spans {
 		s := &t.Spans[i]
-		for _, a := range s.Attributes {
-			items = append(items, pairHash(a.Key, a.Value))
+		for _, str := range [...]string{s.Operation, s.Component, s.Host, s.Service, s.Thread} {
+			f.strings[str] = struct{}{}
 		}
-		textOf(s, func(str string) { trigrams(str, func(h uint64) { items = append(items, h) }) })
+		for _, a := range s.Attributes {
+			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+			f.strings[a.Key] = struct{}{}
+		}
+		for _, a := range trace.KiekerAttrs(s) {
+			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+		}
 	}
-	return items
+}
+
+// bloom builds the filter and empties f.
+func (f *blockFilter) bloom() *bloom {
+	n := len(f.pairs)
+	for s := range f.strings {
+		n += max(len(s)-2, 0)
+	}
+	b := newBloom(n)
+	for h := range f.pairs {
+		b.add(h)
+	}
+	for s := range f.strings {
+		trigrams(s, b.add)
+	}
+	clear(f.pairs)
+	clear(f.strings)
+	return b
 }
 
 // partitionOf returns the partition host of a trace: its root span's
@@ -564,7 +614,7 @@ func (s *Store) Append(ts []*trace.Trace) (dropped int, err error) {
 		p.smu.Unlock()
 		p.pending = append(p.pending, append([]byte(nil), body...))
 		p.refs = append(p.refs, pendingRef{ref: ref, hosts: hosts})
-		p.filter = appendFilterItems(p.filter, t)
+		p.filter.add(t)
 		if len(p.pending) == 1 || ref.Start < p.minStart {
 			p.minStart = ref.Start
 		}
@@ -611,10 +661,7 @@ func (s *Store) writeBlock(p *partition) error {
 		}
 	}
 	m := &blockMeta{host: p.id, seg: p.segNo, off: off, size: blockSize(h), count: h.count, minStart: h.minStart, maxEnd: h.maxEnd}
-	m.filter = newBloom(len(p.filter))
-	for _, x := range p.filter {
-		m.filter.add(x)
-	}
+	m.filter = p.filter.bloom()
 	s.batch.Set(keyBlock(p.id, p.segNo, off), m.marshal(nil), nil)
 	s.batch.Set(keyMark(p.id), markValue(p.segNo, p.segOff), nil)
 	p.bmu.Lock()
@@ -623,7 +670,7 @@ func (s *Store) writeBlock(p *partition) error {
 	p.firstSym += uint64(len(p.enc.newSyms))
 	p.enc.newSyms = p.enc.newSyms[:0]
 	clear(p.pending)
-	p.pending, p.refs, p.filter, p.raw = p.pending[:0], p.refs[:0], p.filter[:0], 0
+	p.pending, p.refs, p.raw = p.pending[:0], p.refs[:0], 0
 	return nil
 }
 
@@ -840,7 +887,7 @@ func (s *Store) Get(id trace.ID) (*trace.Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	ref, ok := unmarshalRef(id, v)
+	ref, ok := unmarshalLocation(id, v)
 	c.Close()
 	if !ok {
 		return nil, fmt.Errorf("store: trace %s: corrupt index entry", id)

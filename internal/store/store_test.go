@@ -115,7 +115,8 @@ func TestAppendGetSearchReopen(t *testing.T) {
 	check("text deep", Query{Text: "TIMED OUT", Deep: true}, func(i int, tr *trace.Trace) bool { return tr.Errors() > 0 })
 	check("text root only misses deep", Query{Text: "timed out"}, func(int, *trace.Trace) bool { return false })
 	check("regex deep", Query{Regex: regexp.MustCompile(`FROM t[3]$`), Deep: true}, func(i int, _ *trace.Trace) bool { return 1+i%4 >= 4 })
-	check("match", Query{Match: func(_ *trace.Trace, s *trace.Span) bool { return s.Attributes != nil && s.Attributes[0].Value == "42" }}, func(i int, _ *trace.Trace) bool { return i == 42 })
+	check("service and text", Query{Service: "web-alpha", Text: "item/2"}, func(i int, _ *trace.Trace) bool { return i%3 == 0 && i%5 == 2 })
+	check("match", Query{Match: func(t *trace.Trace, _ bool) bool { return t.Spans[0].Attributes[0].Value == "42" }}, func(i int, _ *trace.Trace) bool { return i == 42 })
 	// Oldest first.
 	p, err := s.Search(Query{Oldest: true, Limit: 3})
 	if err != nil || len(p.Traces) != 3 || p.Traces[0].TraceID != all[0].ID.String() || !p.More {
@@ -318,5 +319,53 @@ func TestRebuildFromSegments(t *testing.T) {
 	s3 := open(t, dir, Options{})
 	if _, err := s3.Get(all[1].ID); err != nil { // host b's segment is intact
 		t.Fatal(err)
+	}
+}
+
+// TestKiekerPositionsAsAttributes: a Kieker call's positions, which JSON
+// shows as attributes (kieker.sessionId, kieker.traceId, …), are found by
+// attribute filters and grouped by pivots like recorded attributes.
+func TestKiekerPositionsAsAttributes(t *testing.T) {
+	s := open(t, t.TempDir(), Options{BlockSize: 1 << 10})
+	var all []*trace.Trace
+	for i := range 60 {
+		tr := &trace.Trace{ID: trace.ID{Lo: uint64(1000 + i)}}
+		for j := range 3 {
+			sp := trace.Span{SpanID: trace.SpanID(j + 1), Parent: int32(j - 1), Operation: "void shop.Cart.add" + strconv.Itoa(j) + "()",
+				Component: "shop.Cart", Host: "jvm-1", Thread: "1", Start: int64(i*1000 + j), End: int64(i*1000 + 100 - j),
+				Source: trace.FromEvents, OrderIndex: int32(j), EOI: -1, ESS: -1, KiekerTrace: int64(1000 + i), Session: "s" + strconv.Itoa(i%4)}
+			if j > 0 {
+				sp.ParentID = trace.SpanID(j)
+				sp.Depth = int32(j)
+			}
+			tr.Spans = append(tr.Spans, sp)
+		}
+		all = append(all, tr)
+	}
+	if _, err := s.Append(all); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Search(Query{Attrs: []trace.Attr{{Key: "kieker.sessionId", Value: "s2"}}, Limit: 100})
+	if err != nil || len(p.Traces) != 15 {
+		t.Fatalf("kieker.sessionId=s2: %d traces, %v", len(p.Traces), err)
+	}
+	p, err = s.Search(Query{Attrs: []trace.Attr{{Key: "kieker.traceId", Value: "1042"}}, Limit: 100})
+	if err != nil || len(p.Traces) != 1 || p.Traces[0].ID != all[42].ID {
+		t.Fatalf("kieker.traceId=1042: %+v, %v", p.Traces, err)
+	}
+	rows, _, err := s.Pivot(Query{}, "kieker.sessionId")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.Value+":"+strconv.Itoa(r.Calls))
+	}
+	slices.Sort(got)
+	if d := cmp.Diff([]string{"s0:15", "s1:15", "s2:15", "s3:15"}, got); d != "" {
+		t.Fatalf("pivot (-want +got):\n%s", d)
 	}
 }

@@ -775,7 +775,9 @@ func (a *Assembler) attach(th *thread, byKid map[int64]*thread, broken *[]string
 		}
 	}
 	if parent == nil {
-		*broken = append(*broken, fmt.Sprintf("trace %d: no call of parent trace %d open at orderIndex %d", th.kid, th.parent, th.porder))
+		// The thread was started while the parent had no call open (a
+		// split at the trace's top level): its calls are roots of the
+		// same trace, as Kieker has them.
 		return
 	}
 	for _, i := range roots {

@@ -325,3 +325,21 @@ func TestOpenCallsWaitLonger(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitWithNoOpenCall: a thread started while the parent trace has no
+// call open belongs to the same trace, its calls roots of it.
+func TestSplitWithNoOpenCall(t *testing.T) {
+	recs := []record.Record{
+		tm(1, 1, "h", 1, -1),
+		split(1, 0, 5),
+		before(1, 1, 10, "void a.A.later()"),
+		after(1, 2, 20, "void a.A.later()"),
+		tm(2, 2, "h", 1, 0),
+		before(2, 0, 6, "void a.B.run()"),
+		after(2, 1, 9, "void a.B.run()"),
+	}
+	trs := assemble(t, recs, Options{})
+	if len(trs) != 1 || len(trs[0].Spans) != 2 || len(trs[0].Broken) != 0 || trs[0].Spans[0].Parent != -1 || trs[0].Spans[1].Parent != -1 {
+		t.Fatalf("%v %v", trs, trs[0].Broken)
+	}
+}

@@ -91,7 +91,7 @@ func appendSpanJSON(dst []byte, s *Span) []byte {
 	for _, a := range s.Attributes {
 		attr(a)
 	}
-	for _, a := range kiekerAttrs(s) {
+	for _, a := range KiekerAttrs(s) {
 		attr(a)
 	}
 	dst = append(dst, `},"links":[`...)
@@ -127,8 +127,10 @@ func appendSpanJSON(dst []byte, s *Span) []byte {
 	return append(dst, '}')
 }
 
-// kiekerAttrs are a Kieker call's positions as attributes.
-func kiekerAttrs(s *Span) []Attr {
+// KiekerAttrs are a Kieker call's positions as attributes
+// (kieker.traceId, kieker.orderIndex or kieker.eoi and kieker.ess,
+// kieker.sessionId): what JSON shows, filters and pivots find.
+func KiekerAttrs(s *Span) []Attr {
 	switch s.Source {
 	case FromEvents:
 		out := []Attr{{Key: "kieker.traceId", Value: strconv.FormatInt(s.KiekerTrace, 10), Type: TypeInt},

@@ -281,11 +281,21 @@ type Span struct {
 // Duration returns End-Start.
 func (s *Span) Duration() int64 { return s.End - s.Start }
 
-// Attr returns the value of attribute key and whether the span has it.
+// Attr returns the value of attribute key and whether the span has it,
+// Kieker's positions (KiekerAttrs) included.
 func (s *Span) Attr(key string) (Attr, bool) {
 	for _, a := range s.Attributes {
 		if a.Key == key {
 			return a, true
+		}
+	}
+	if s.Source == FromEvents || s.Source == FromExecution {
+		if _, ok := strings.CutPrefix(key, "kieker."); ok {
+			for _, a := range KiekerAttrs(s) {
+				if a.Key == key {
+					return a, true
+				}
+			}
 		}
 	}
 	return Attr{}, false

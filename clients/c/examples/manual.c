@@ -12,8 +12,12 @@
  *       (every 4th order fails: AfterOperationFailedEvent, "card declined")
  *
  * Then the main thread opens an explicit trace holding two top-level
- * operations, and hands work to a thread that opens a child trace linked
- * to it (tb_trace_start_child). At the end it prints what it produced:
+ * operations; inside the second it starts an archiver thread with
+ * tb_pthread_create (a SplitEvent in the report trace, the archiver's calls
+ * a child trace linked to it, a JoinEvent at tb_pthread_join), and hands
+ * work to a mailer thread started with plain pthread_create, which opens
+ * its child trace itself from the split point tb_trace_split returned (as
+ * a thread pool's worker would). At the end it prints what it produced:
  *
  *   manual: orders=N traces=T records=R sent=S dropped=D connects=C
  *
@@ -82,17 +86,27 @@ static void *customer(void *arg)
 	return NULL;
 }
 
+/* Started with tb_pthread_create: its first probe opens the child trace. */
+static void *archiver(void *arg)
+{
+	(void)arg;
+	tb_before("void shop.Archive.store()", "shop.Archive");
+	tb_after("void shop.Archive.store()", "shop.Archive");
+	return NULL;
+}
+
 struct handoff {
 	int64_t trace;
 	int32_t order;
 };
 
-static void *archiver(void *arg)
+/* Started with pthread_create: the split point comes with the work. */
+static void *mailer(void *arg)
 {
 	struct handoff *h = arg;
 	tb_trace_start_child(h->trace, h->order);
-	tb_before("void shop.Archive.store()", "shop.Archive");
-	tb_after("void shop.Archive.store()", "shop.Archive");
+	tb_before("void shop.Mail.send()", "shop.Mail");
+	tb_after("void shop.Mail.send()", "shop.Mail");
 	tb_trace_end();
 	return NULL;
 }
@@ -115,16 +129,18 @@ int main(int argc, char **argv)
 	for (int i = 0; i < threads; i++)
 		pthread_join(tids[i], NULL);
 
-	/* An explicit trace: two top-level operations, then a child trace on
-	 * another thread, linked to the point where it was handed over. */
+	/* An explicit trace: two top-level operations; the second hands work
+	 * to two threads, each a child trace split off inside it. */
 	tb_trace_start();
 	tb_before("void shop.Report.daily(Währung)", "shop.Report");
 	tb_after("void shop.Report.daily(Währung)", "shop.Report");
-	struct handoff h;
-	tb_trace_current(&h.trace, &h.order);
 	tb_before("void shop.Report.audit()", "shop.Report");
 	pthread_t t;
-	pthread_create(&t, NULL, archiver, &h);
+	tb_pthread_create(&t, NULL, archiver, NULL); /* SplitEvent */
+	tb_pthread_join(t, NULL);                    /* JoinEvent */
+	struct handoff h;
+	tb_trace_split(&h.trace, &h.order); /* SplitEvent */
+	pthread_create(&t, NULL, mailer, &h);
 	pthread_join(t, NULL);
 	tb_after("void shop.Report.audit()", "shop.Report");
 	tb_trace_end();
@@ -133,7 +149,7 @@ int main(int argc, char **argv)
 	struct tb_stats st;
 	tb_get_stats(&st);
 	int n = threads * orders;
-	printf("manual: orders=%d traces=%d records=%d sent=%llu dropped=%llu connects=%llu\n", n, n + 2, n * 7 + 8,
+	printf("manual: orders=%d traces=%d records=%d sent=%llu dropped=%llu connects=%llu\n", n, n + 3, n * 7 + 14,
 	       (unsigned long long)st.sent, (unsigned long long)st.dropped, (unsigned long long)st.connects);
 	return 0;
 }

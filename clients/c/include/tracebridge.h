@@ -21,8 +21,18 @@
  * open operations returns to zero. tb_trace_start opens a trace explicitly;
  * such a trace stays open across several top-level operations until
  * tb_trace_end (or the next tb_trace_start). Order indexes count every
- * Before/After event of a trace from 0. A root trace has parentTraceId =
- * its own traceId and parentOrderId = -1 (Kieker's Java convention).
+ * event of a trace from 0 (Before/After, and the SplitEvent and JoinEvent
+ * of thread hops). A root trace has parentTraceId = its own traceId and
+ * parentOrderId = -1 (Kieker's Java convention).
+ *
+ * Across threads: a thread started with tb_pthread_create from a thread
+ * with an open trace continues it, as Kieker's probes record it: the
+ * parent records a SplitEvent (its trace's next orderIndex), and the new
+ * thread's first trace is a child whose TraceMetadata names the parent's
+ * traceId and that orderIndex (parentTraceId, parentOrderId);
+ * tb_pthread_join records a JoinEvent. Programs compiled with
+ * -finstrument-functions get this without changing their code by linking
+ * with -Wl,--wrap=pthread_create,--wrap=pthread_join.
  *
  * See README.md for the environment variables and the automatic
  * instrumentation with gcc's -finstrument-functions.
@@ -30,6 +40,7 @@
 #ifndef TRACEBRIDGE_H
 #define TRACEBRIDGE_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -101,10 +112,13 @@ TB_API void tb_after_failed_sig(tb_sig_t sig, const char *cause);
 
 /*
  * Explicit traces. tb_trace_start closes the calling thread's current trace
- * (if any) and opens a root trace; tb_trace_start_child opens a trace whose
- * TraceMetadata names a parent (for work handed to another thread or
- * process: get the parent's ids with tb_trace_current). Both emit the
- * TraceMetadata at once and return the new trace id (-1 when disabled).
+ * (if any) and opens a root trace (on a thread tb_pthread_create started
+ * from a traced thread, the child of that split, if none was opened yet);
+ * tb_trace_start_child opens a trace whose TraceMetadata names a parent:
+ * for work handed to another thread or process, the point tb_trace_split
+ * returned in the parent, or parent_order_index -1 when the split point is
+ * not known (Kieker's convention). Both emit the TraceMetadata at once and
+ * return the new trace id (-1 when disabled).
  */
 TB_API int64_t tb_trace_start(void);
 TB_API int64_t tb_trace_start_child(int64_t parent_trace_id, int32_t parent_order_index);
@@ -116,6 +130,35 @@ TB_API void tb_trace_end(void);
  * -1) when no trace is open. Either pointer may be NULL.
  */
 TB_API int tb_trace_current(int64_t *trace_id, int32_t *next_order_index);
+
+/*
+ * Thread hops. tb_pthread_create is pthread_create that, called from a
+ * thread with an open trace, records a SplitEvent in that trace and makes
+ * the new thread's first trace its child (TraceMetadata parentTraceId =
+ * the trace, parentOrderId = the SplitEvent's orderIndex); the child's
+ * TraceMetadata is sent at its first probe (a thread that records nothing
+ * sends nothing). Otherwise, and whatever the library's state, it is
+ * pthread_create. tb_pthread_join is pthread_join that, after joining a
+ * thread this thread created with tb_pthread_create, records a JoinEvent
+ * (joinedTraceId = the child's trace id) in the calling thread's open
+ * trace. Both return what the C library's functions return.
+ *
+ * Linking with -Wl,--wrap=pthread_create,--wrap=pthread_join makes every
+ * pthread_create/pthread_join of the program (not those inside shared
+ * libraries, such as C++'s std::thread) go through them.
+ */
+TB_API int tb_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg);
+TB_API int tb_pthread_join(pthread_t thread, void **retval);
+
+/*
+ * tb_trace_split records a SplitEvent in the calling thread's open trace,
+ * for work handed to another thread by other means (a thread pool's queue):
+ * it stores the trace id and the SplitEvent's orderIndex, which the other
+ * thread passes to tb_trace_start_child, and returns 1; without an open
+ * trace it records nothing, stores -1, -1 and returns 0. Either pointer may
+ * be NULL.
+ */
+TB_API int tb_trace_split(int64_t *trace_id, int32_t *order_index);
 
 /* tb_dropped returns the number of records dropped so far (ring full,
  * bridge unreachable or connection lost, after tb_shutdown). */

@@ -12,6 +12,8 @@
  *                   int orderIndex, String operationSignature,
  *                   String classSignature
  *   AfterOperationFailedEvent: the five above, String cause
+ *   SplitEvent:     long timestamp, long traceId, int orderIndex
+ *   JoinEvent:      the three above, long joinedTraceId
  */
 #include "internal.h"
 
@@ -27,6 +29,10 @@ size_t tb_frame_size(uint8_t kind)
 		return 4 + 8 + 8 + 8 + 4 + 4 + 4;
 	case TB_KIND_FAILED:
 		return 4 + 8 + 8 + 8 + 4 + 4 + 4 + 4;
+	case TB_KIND_SPLIT:
+		return 4 + 8 + 8 + 8 + 4;
+	case TB_KIND_JOIN:
+		return 4 + 8 + 8 + 8 + 4 + 8;
 	}
 	return 0;
 }
@@ -51,6 +57,12 @@ int tb_rec_strings(const struct tb_rec *r, tb_str_t out[4])
 		out[2] = r->s2;
 		out[3] = r->s3;
 		return 4;
+	case TB_KIND_SPLIT:
+		out[0] = TB_STR_SPLIT;
+		return 1;
+	case TB_KIND_JOIN:
+		out[0] = TB_STR_JOIN;
+		return 1;
 	default:
 		return 0;
 	}
@@ -74,6 +86,10 @@ uint8_t *tb_append_frame(uint8_t *p, const struct tb_rec *r, int32_t cls, const 
 	p = tb_put64(p, (uint64_t)r->time);
 	p = tb_put64(p, (uint64_t)r->trace);
 	p = tb_put32(p, (uint32_t)r->order);
+	if (r->kind == TB_KIND_SPLIT)
+		return p;
+	if (r->kind == TB_KIND_JOIN)
+		return tb_put64(p, (uint64_t)r->parent);
 	p = tb_put32(p, (uint32_t)ids[0]);
 	p = tb_put32(p, (uint32_t)ids[1]);
 	if (r->kind == TB_KIND_FAILED)

@@ -7,6 +7,7 @@
  *   ring.c     the bounded multi-producer ring buffer
  *   writer.c   the writer thread: connection, registry, encoding, sending
  *   trace.c    per-thread trace state, the probes, lifecycle, fork
+ *   threads.c  thread hops: tb_pthread_create/join, SplitEvent, JoinEvent
  *   symbols.c  code address → operation/class signature, with a cache
  *   cyg.c      gcc's -finstrument-functions hooks
  *
@@ -111,10 +112,12 @@ struct tb_string {
 enum {
 	TB_STR_EMPTY = 0,     /* "" */
 	TB_STR_OVERFLOW,      /* "<too many strings>" */
-	TB_STR_TRACE_META,    /* the four record class names */
+	TB_STR_TRACE_META,    /* the record class names */
 	TB_STR_BEFORE,
 	TB_STR_AFTER,
 	TB_STR_AFTER_FAILED,
+	TB_STR_SPLIT,         /* the concurrency events */
+	TB_STR_JOIN,
 	TB_STR_FIXED_COUNT
 };
 
@@ -155,7 +158,9 @@ enum tb_kind {
 	TB_KIND_META = 1,   /* TraceMetadata */
 	TB_KIND_BEFORE,     /* BeforeOperationEvent */
 	TB_KIND_AFTER,      /* AfterOperationEvent */
-	TB_KIND_FAILED      /* AfterOperationFailedEvent */
+	TB_KIND_FAILED,     /* AfterOperationFailedEvent */
+	TB_KIND_SPLIT,      /* SplitEvent */
+	TB_KIND_JOIN        /* JoinEvent */
 };
 
 /* One record as probes enqueue it: numbers and string handles. */
@@ -165,7 +170,7 @@ struct tb_rec {
 	int64_t time;      /* timestamp; threadId for META */
 	int64_t trace;     /* traceId */
 	int64_t lts;       /* logging timestamp */
-	int64_t parent;    /* parentTraceId (META) */
+	int64_t parent;    /* parentTraceId (META), joinedTraceId (JOIN) */
 	tb_str_t s1, s2, s3; /* op, cls, cause; session, hostname for META */
 };
 
@@ -258,6 +263,11 @@ struct tb_thread {
 	uint8_t active;    /* a trace is open */
 	uint8_t explicit_; /* opened by tb_trace_start: ends with tb_trace_end */
 	uint8_t busy;      /* inside a probe (or the writer thread) */
+	uint8_t pending;   /* started by tb_pthread_create from a traced thread:
+	                      the next trace is the child split off there */
+	int32_t pend_order; /* the split point: parent's SplitEvent orderIndex, */
+	int64_t pend_trace; /* parent's traceId, */
+	int64_t pend_child; /* and the id the child trace gets */
 	int64_t trace;
 	int64_t tid;
 };
@@ -293,6 +303,19 @@ static inline void tb_leave_probe(struct tb_thread *t)
 }
 
 TB_HIDDEN void tb_emit_before(struct tb_thread *t, tb_str_t op, tb_str_t cls);
+/* tb_real_pthread_create and tb_real_pthread_join call the C library's
+ * functions, also in programs linked with -Wl,--wrap=pthread_create (whose
+ * references to pthread_create, the library's included, then lead to
+ * __wrap_pthread_create): they are looked up with dlsym. threads.c. */
+TB_HIDDEN int tb_real_pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+TB_HIDDEN int tb_real_pthread_join(pthread_t th, void **ret);
+/* tb_threads_resolve looks the real functions up (the constructor calls it
+ * before any lock of the library is taken). */
+TB_HIDDEN void tb_threads_resolve(void);
+TB_HIDDEN int64_t tb_new_trace_id(void);
+/* tb_emit_point records a SplitEvent (kind TB_KIND_SPLIT) or a JoinEvent
+ * naming joined in t's open trace and returns its orderIndex. */
+TB_HIDDEN int32_t tb_emit_point(struct tb_thread *t, uint8_t kind, int64_t joined);
 TB_HIDDEN void tb_emit_after(struct tb_thread *t, tb_str_t op, tb_str_t cls, int failed, tb_str_t cause);
 TB_HIDDEN int64_t tb_now_ns(void);
 

@@ -73,6 +73,8 @@ int tb_strtab_init(uint32_t max_strings, uint32_t max)
 		[TB_STR_BEFORE] = "kieker.common.record.flow.trace.operation.BeforeOperationEvent",
 		[TB_STR_AFTER] = "kieker.common.record.flow.trace.operation.AfterOperationEvent",
 		[TB_STR_AFTER_FAILED] = "kieker.common.record.flow.trace.operation.AfterOperationFailedEvent",
+		[TB_STR_SPLIT] = "kieker.common.record.flow.trace.concurrency.SplitEvent",
+		[TB_STR_JOIN] = "kieker.common.record.flow.trace.concurrency.JoinEvent",
 	};
 	for (tb_str_t i = 0; i < TB_STR_FIXED_COUNT; i++) {
 		if (tb_intern(fixed[i]) != i)

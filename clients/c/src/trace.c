@@ -3,7 +3,9 @@
  * cycle (initialisation, the global switch, shutdown at exit, fork).
  *
  * Each thread has its own state (thread-local, no locks): the open trace
- * id, the next order index and the number of open operations. A probe
+ * id, the next order index, the number of open operations and, on a thread
+ * tb_pthread_create started from a traced thread, the split point its
+ * first trace hangs from (threads.c). A probe
  * reads the global switch, fills a record and pushes it into the ring.
  */
 #include "internal.h"
@@ -55,7 +57,7 @@ static void seed_ids(void)
 
 /* new_trace_id: a bijection of base + counter, so ids never repeat within
  * a process and collide across processes only by chance (2^-63 per pair). */
-static int64_t new_trace_id(void)
+int64_t tb_new_trace_id(void)
 {
 	return (int64_t)tb_mix63(id_base + atomic_fetch_add_explicit(&id_next, 1, memory_order_relaxed));
 }
@@ -109,6 +111,7 @@ int tb_init(void)
 
 __attribute__((constructor)) static void tb_ctor(void)
 {
+	tb_threads_resolve();
 	tb_init();
 }
 
@@ -190,13 +193,29 @@ static inline void push(const struct tb_rec *r)
 }
 
 /* open_trace opens a trace on t and enqueues its TraceMetadata. A root
- * trace (parent < 0 with parent_order < 0) names itself as parent with
- * parentOrderId -1, as Kieker's Java TraceRegistry does. */
+ * trace names itself as parent with parentOrderId -1, as Kieker's Java
+ * TraceRegistry does; but on a thread started by tb_pthread_create from a
+ * traced thread, the first trace is the child split off there (Kieker's
+ * TraceRegistry takes the split point registered for the thread). A child
+ * names its parent's trace id and the orderIndex of the parent's
+ * SplitEvent (-1 when the split point is not known). */
 static void open_trace(struct tb_thread *t, int explicit_, int64_t parent, int32_t parent_order, int root)
 {
 	if (t->tid == 0)
 		t->tid = (int64_t)syscall(SYS_gettid);
-	t->trace = new_trace_id();
+	if (t->pending) {
+		t->pending = 0;
+		if (root) {
+			root = 0;
+			parent = t->pend_trace;
+			parent_order = t->pend_order;
+			t->trace = t->pend_child;
+		} else {
+			t->trace = tb_new_trace_id();
+		}
+	} else {
+		t->trace = tb_new_trace_id();
+	}
 	t->order = 0;
 	t->depth = 0;
 	t->active = 1;
@@ -252,6 +271,21 @@ void tb_emit_after(struct tb_thread *t, tb_str_t op, tb_str_t cls, int failed, t
 	push(&r);
 	if (--t->depth == 0 && !t->explicit_)
 		t->active = 0;
+}
+
+int32_t tb_emit_point(struct tb_thread *t, uint8_t kind, int64_t joined)
+{
+	int64_t now = tb_now_ns();
+	struct tb_rec r = {
+		.kind = kind,
+		.order = t->order++,
+		.time = now,
+		.trace = t->trace,
+		.lts = tb_cfg.logging_timestamp ? now : -1,
+		.parent = joined,
+	};
+	push(&r);
+	return r.order;
 }
 
 /* ---- public probes ---- */
@@ -368,6 +402,25 @@ void tb_trace_end(void)
 	t->depth = 0;
 }
 
+int tb_trace_split(int64_t *trace_id, int32_t *order_index)
+{
+	int64_t id = -1;
+	int32_t order = -1;
+	struct tb_thread *t = tb_enter_probe();
+	if (t != NULL) {
+		if (t->active) {
+			id = t->trace;
+			order = tb_emit_point(t, TB_KIND_SPLIT, 0);
+		}
+		tb_leave_probe(t);
+	}
+	if (trace_id)
+		*trace_id = id;
+	if (order_index)
+		*order_index = order;
+	return id != -1;
+}
+
 int tb_trace_current(int64_t *trace_id, int32_t *next_order_index)
 {
 	struct tb_thread *t = &tb_self;
@@ -474,6 +527,7 @@ static void atfork_child(void)
 	t->active = 0;
 	t->explicit_ = 0;
 	t->depth = 0;
+	t->pending = 0;
 	t->tid = 0;
 	t->epoch = 0;
 	if (!atomic_load(&closed))

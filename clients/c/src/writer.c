@@ -398,7 +398,7 @@ int tb_writer_start(void)
 		size_t worst = 4 * (12 + (size_t)tb_cfg.max_string_len) + 64;
 		if (W.out_cap < worst)
 			W.out_cap = worst;
-		W.ends_cap = W.out_cap / 40 + 1;
+		W.ends_cap = W.out_cap / 32 + 1; /* the smallest frame: a SplitEvent */
 		W.out = malloc(W.out_cap);
 		W.ends = malloc(W.ends_cap * sizeof *W.ends);
 		W.reg_gen = calloc(cap, sizeof *W.reg_gen);
@@ -418,7 +418,7 @@ int tb_writer_start(void)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&W.thread, NULL, run, NULL);
+	int rc = tb_real_pthread_create(&W.thread, NULL, run, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		tb_note("cannot start the writer thread: %s", strerror(rc));
@@ -454,7 +454,7 @@ void tb_writer_stop(int timeout_ms)
 	int done = atomic_load(&W.done);
 	pthread_mutex_unlock(&W.mu);
 	if (done)
-		pthread_join(W.thread, NULL);
+		tb_real_pthread_join(W.thread, NULL);
 	else
 		pthread_detach(W.thread);
 	W.started = 0;

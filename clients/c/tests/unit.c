@@ -86,6 +86,27 @@ static void test_frames(void)
 	CHECK(same(b, (size_t)(e - b), wm, sizeof wm), "TraceMetadata frame");
 	CHECK(tb_frame_size(TB_KIND_META) == sizeof wm, "meta size");
 
+	struct tb_rec split = { .kind = TB_KIND_SPLIT, .order = 4, .time = 0x0102030405060708, .trace = 0x42, .lts = -1 };
+	e = tb_append_frame(b, &split, 3, ids);
+	static const uint8_t ws[] = {
+		0, 0, 0, 3,                                     /* class id */
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, /* logging timestamp -1 */
+		1, 2, 3, 4, 5, 6, 7, 8,                         /* timestamp */
+		0, 0, 0, 0, 0, 0, 0, 0x42,                      /* traceId */
+		0, 0, 0, 4,                                     /* orderIndex */
+	};
+	CHECK(same(b, (size_t)(e - b), ws, sizeof ws), "SplitEvent frame");
+	CHECK(tb_frame_size(TB_KIND_SPLIT) == sizeof ws, "split size");
+	struct tb_rec join = split;
+	join.kind = TB_KIND_JOIN;
+	join.parent = 0x0a0b0c0d0e0f1011;
+	e = tb_append_frame(b, &join, 3, ids);
+	static const uint8_t wj[] = { 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11 }; /* joinedTraceId */
+	CHECK((size_t)(e - b) == sizeof ws + 8 && !memcmp(b + 4 + 8, ws + 4 + 8, sizeof ws - 12) &&
+	              same(b + sizeof ws, 8, wj, sizeof wj),
+	      "JoinEvent frame");
+	CHECK(tb_frame_size(TB_KIND_JOIN) == sizeof ws + 8, "join size");
+
 	e = tb_append_entry(b, 2, "ab", 2);
 	static const uint8_t we[] = { 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 2, 0, 0, 0, 2, 'a', 'b' };
 	CHECK(same(b, (size_t)(e - b), we, sizeof we), "registry entry");
@@ -98,6 +119,9 @@ static void test_frames(void)
 	meta.s1 = 20;
 	meta.s2 = 21;
 	CHECK(tb_rec_strings(&meta, hs) == 3 && hs[0] == TB_STR_TRACE_META && hs[2] == 21, "meta strings");
+	CHECK(tb_rec_strings(&split, hs) == 1 && hs[0] == TB_STR_SPLIT, "split strings");
+	CHECK(tb_rec_strings(&join, hs) == 1 && hs[0] == TB_STR_JOIN, "join strings");
+	CHECK(!strcmp(tb_string(TB_STR_JOIN)->bytes, "kieker.common.record.flow.trace.concurrency.JoinEvent"), "join class");
 }
 
 static void test_utf8(void)

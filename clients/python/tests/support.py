@@ -17,6 +17,10 @@ LAYOUTS = {
     'kieker.common.record.flow.trace.operation.AfterOperationFailedEvent':
         ('timestamp:q', 'traceId:q', 'orderIndex:i', 'operationSignature:s', 'classSignature:s',
          'cause:s'),
+    'kieker.common.record.flow.trace.concurrency.SplitEvent':
+        ('timestamp:q', 'traceId:q', 'orderIndex:i'),
+    'kieker.common.record.flow.trace.concurrency.JoinEvent':
+        ('timestamp:q', 'traceId:q', 'orderIndex:i', 'joinedTraceId:q'),
 }
 
 

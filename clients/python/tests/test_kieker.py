@@ -48,6 +48,27 @@ class EncodingTest(unittest.TestCase):
         self.assertEqual(bytes(buf2), entry(3, kieker.AFTER_OPERATION_EVENT) +
                          struct.pack('>iqqqiii', 3, -1, 1001, 42, 1, 1, 2))
 
+    def test_concurrency_events_by_hand(self):
+        buf = bytearray()
+        reg = kieker.Registry()
+        kieker.append_concurrency_event(buf, reg, kieker.SPLIT, 1000, 42, 3)
+        kieker.append_concurrency_event(buf, reg, kieker.JOIN, 1001, 42, 4, joined_trace_id=43,
+                                        logging_timestamp=1001)
+        want = (entry(0, kieker.SPLIT_EVENT) + struct.pack('>iqqqi', 0, -1, 1000, 42, 3) +
+                entry(1, kieker.JOIN_EVENT) + struct.pack('>iqqqiq', 1, 1001, 1001, 42, 4, 43))
+        self.assertEqual(bytes(buf), want)
+        # The same as queued tuples through append_records.
+        buf2 = bytearray()
+        n = kieker.append_records(buf2, kieker.Registry(), [(kieker.SPLIT, 1000, 42, 3),
+                                                             (kieker.JOIN, 1001, 42, 4, 43)])
+        self.assertEqual(n, 2)
+        self.assertEqual(bytes(buf2), want.replace(struct.pack('>iqq', 1, 1001, 1001), struct.pack('>iqq', 1, -1, 1001)))
+        recs, _ = decode(bytes(buf))
+        self.assertEqual([(r['type'], r['orderIndex'], r.get('joinedTraceId')) for r in recs],
+                         [('SplitEvent', 3, None), ('JoinEvent', 4, 43)])
+        with self.assertRaises(ValueError):
+            kieker.append_concurrency_event(buf, reg, kieker.BEFORE, 1, 2, 3)
+
     def test_trace_metadata_by_hand(self):
         buf = bytearray()
         reg = kieker.Registry()

@@ -261,5 +261,176 @@ class CoroutineTest(ProbeCase):
         self.assertTrue(events(recs)[0].endswith('<locals>.fetch'))
 
 
+class PropagationTest(ProbeCase):
+    """Thread hops: the parent's SplitEvent, the child's TraceMetadata
+    naming it, the JoinEvent, for threads, pools, tasks and propagate()."""
+
+    def links(self, recs):
+        """Returns {traceId: (parentTraceId, parentOrderId)}, {(traceId,
+        orderIndex): kind} of the split and join events, and the joins."""
+        metas = {r['traceId']: (r['parentTraceId'], r['parentOrderId']) for r in recs if r['type'] == 'TraceMetadata'}
+        points = {(r['traceId'], r['orderIndex']): r['type'] for r in recs if r['type'] in ('SplitEvent', 'JoinEvent')}
+        joins = {r['traceId']: r['joinedTraceId'] for r in recs if r['type'] == 'JoinEvent'}
+        # orderIndex runs 0..n-1 in every trace, split and join events too.
+        for tid in metas:
+            orders = sorted(r['orderIndex'] for r in recs if r['type'] != 'TraceMetadata' and r['traceId'] == tid)
+            self.assertEqual(orders, list(range(len(orders))), tid)
+        return metas, points, joins
+
+    def test_thread(self):
+        @probe
+        def parent():
+            t = threading.Thread(target=leaf, args=(1,))
+            t.start()
+            t.join()
+        parent()
+        # parent: meta, >, split, join, <; child: meta, >, <
+        recs = self.records(8)
+        metas, points, joins = self.links(recs)
+        self.assertEqual(len(metas), 2)
+        (root_id, root_link), = [(k, v) for k, v in metas.items() if v[0] == k]
+        (child_id, child_link), = [(k, v) for k, v in metas.items() if v[0] != k]
+        self.assertEqual(root_link, (root_id, -1))
+        self.assertEqual(child_link, (root_id, 1))
+        self.assertEqual(points, {(root_id, 1): 'SplitEvent', (root_id, 2): 'JoinEvent'})
+        self.assertEqual(joins, {root_id: child_id})
+        child_meta = [r for r in recs if r['type'] == 'TraceMetadata' and r['traceId'] == child_id][0]
+        self.assertNotEqual(child_meta['threadId'], threading.get_ident())
+
+    def test_thread_outside_a_trace_is_a_root(self):
+        t = threading.Thread(target=leaf, args=(1,))
+        t.start()
+        t.join()
+        recs = self.records(3)
+        self.assertEqual([r['type'] for r in recs].count('SplitEvent'), 0)
+        self.assertEqual(recs[0]['parentTraceId'], recs[0]['traceId'])
+
+    def test_pool_and_every_trace_of_a_work_item(self):
+        from concurrent.futures import ThreadPoolExecutor
+
+        def job(x):  # not probed: both calls hang from the split
+            return leaf(x) + leaf(x)
+
+        @probe
+        def parent():
+            with ThreadPoolExecutor(2) as pool:
+                return sum(pool.map(job, [1, 2, 3]))
+        self.assertEqual(parent(), 24)
+        # parent: meta, >, 3 splits, <; 6 child traces of 3 records
+        recs = self.records(6 + 18)
+        metas, points, _ = self.links(recs)
+        root_id = [k for k, v in metas.items() if v[0] == k][0]
+        splits = sorted(o for (tid, o), kind in points.items() if tid == root_id)
+        self.assertEqual(splits, [1, 2, 3])
+        children = sorted(v[1] for k, v in metas.items() if k != root_id)
+        self.assertEqual(children, [1, 1, 2, 2, 3, 3])
+        self.assertTrue(all(v[0] == root_id for v in metas.values()))
+
+    def test_pool_running_a_context_copy(self):
+        import contextvars
+        from concurrent.futures import ThreadPoolExecutor
+
+        @probe
+        def parent():
+            with ThreadPoolExecutor(1) as pool:
+                ctx = contextvars.copy_context()  # holds parent's open trace
+                return pool.submit(ctx.run, leaf, 1).result()
+        self.assertEqual(parent(), 2)
+        # parent: meta, >, split, <; the work: meta, >, < (a child of the
+        # split, not of an unknown point)
+        recs = self.records(4 + 3)
+        metas, points, _ = self.links(recs)
+        root_id = [k for k, v in metas.items() if v[0] == k][0]
+        self.assertEqual(sorted(v for k, v in metas.items() if k != root_id), [(root_id, 1)])
+
+    def test_asyncio_tasks(self):
+        @probe
+        async def child(x):
+            await asyncio.sleep(0.001)
+            return leaf(x)
+
+        @probe
+        async def parent():
+            a = asyncio.ensure_future(child(1))
+            b = asyncio.create_task(child(2))
+            if hasattr(asyncio, 'to_thread'):  # Python 3.9+
+                off = await asyncio.to_thread(leaf, 3)
+            else:
+                off = await asyncio.get_event_loop().run_in_executor(None, leaf, 3)
+            return await asyncio.gather(a, b) + [off]
+
+        self.assertEqual(asyncio.run(parent()), [2, 4, 6])
+        # parent: meta, >, 3 splits (two tasks, the thread), <; two task
+        # traces of 5 records (child, leaf), one thread trace of 3
+        recs = self.records(6 + 5 + 5 + 3)
+        metas, points, _ = self.links(recs)
+        roots = [k for k, v in metas.items() if v[0] == k]
+        self.assertEqual(len(roots), 1, metas)
+        root_id = roots[0]
+        self.assertEqual(sorted(v[1] for k, v in metas.items() if k != root_id), [1, 2, 3])
+        self.assertEqual(sorted(o for (tid, o) in points if tid == root_id), [1, 2, 3])
+        # The tasks interleave but each keeps its own order indexes.
+        for k in metas:
+            if k != root_id:
+                self.assertEqual(metas[k][0], root_id)
+
+    def test_tasks_outside_a_trace_keep_apart(self):
+        leaf(0)  # the thread has a trace state (at depth 0) the tasks copy
+
+        @probe
+        async def work(i):
+            for _ in range(3):
+                await asyncio.sleep(0)
+                leaf(i)
+
+        async def main():  # not probed: the tasks are roots
+            await asyncio.gather(work(1), work(2))
+        asyncio.run(main())
+        recs = self.records(3 + 2 * 9)
+        metas, points, _ = self.links(recs)
+        self.assertEqual(len(metas), 3)
+        self.assertTrue(all(v == (k, -1) for k, v in metas.items()))
+        self.assertEqual(points, {})
+
+    def test_propagate_and_unknown_split_point(self):
+        import contextvars
+        got = []
+
+        @probe
+        def parent():
+            job = tracebridge.propagate(leaf)
+            ctx = contextvars.copy_context()  # the open trace, no split
+            t = threading.Thread(target=lambda: got.append((job(1), ctx.run(leaf, 2))))
+            tracebridge.configure(propagate=False)  # this thread start: no split
+            try:
+                t.start()
+            finally:
+                tracebridge.configure(propagate=True)
+            t.join()
+        parent()
+        self.assertEqual(got, [(2, 4)])
+        # parent: meta, >, split (propagate), <; job: 3; ctx.run: 3
+        recs = self.records(4 + 3 + 3)
+        metas, points, joins = self.links(recs)
+        root_id = [k for k, v in metas.items() if v[0] == k][0]
+        self.assertEqual(sorted(v for k, v in metas.items() if k != root_id), [(root_id, -1), (root_id, 1)])
+        self.assertEqual(points, {(root_id, 1): 'SplitEvent'})
+        self.assertEqual(joins, {})
+
+    def test_disabled_probes_do_not_split(self):
+        @probe
+        def parent():
+            tracebridge.configure(enabled=False)
+            try:
+                t = threading.Thread(target=leaf, args=(1,))
+                t.start()
+                t.join()
+            finally:
+                tracebridge.configure(enabled=True)
+        parent()
+        recs = self.records(3)
+        self.assertEqual([r['type'] for r in recs], ['TraceMetadata', 'BeforeOperationEvent', 'AfterOperationEvent'])
+
+
 if __name__ == '__main__':
     unittest.main()

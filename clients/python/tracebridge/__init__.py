@@ -1,7 +1,8 @@
 """tracebridge: a monitoring client for Python programs that sends Kieker
 trace records (TraceMetadata, BeforeOperationEvent, AfterOperationEvent,
-AfterOperationFailedEvent) to a tracebridge over Kieker's single-socket TCP
-protocol. Standard library only, Python 3.8 or later.
+AfterOperationFailedEvent, and SplitEvent and JoinEvent where work moves to
+other threads, thread pools or asyncio tasks) to a tracebridge over Kieker's
+single-socket TCP protocol. Standard library only, Python 3.8 or later.
 
     import tracebridge
 
@@ -28,11 +29,11 @@ import os
 import sys
 
 from . import kieker, probe as _probe_mod
-from .probe import probe, trace, current_trace, signature
+from .probe import probe, trace, current_trace, signature, propagate
 from .writer import Writer
 
 __all__ = ['probe', 'trace', 'configure', 'stats', 'flush', 'shutdown', 'enabled',
-           'current_trace', 'signature', 'kieker']
+           'current_trace', 'signature', 'propagate', 'kieker']
 __version__ = '0.1.0'
 
 _exit = {'timeout': 2.0, 'report': True}
@@ -50,18 +51,23 @@ def _env_writer():
 _probe_mod._bind(_env_writer())
 if os.environ.get('TRACEBRIDGE_ENABLED', '').strip().lower() in ('0', 'false', 'no', 'off'):
     _probe_mod.set_enabled(False)
+if os.environ.get('TRACEBRIDGE_PROPAGATE', '').strip().lower() in ('0', 'false', 'no', 'off'):
+    _probe_mod.set_propagate(False)
 
 _WRITER_KEYS = ('host', 'port', 'max_queue', 'interval', 'connect_timeout', 'send_timeout',
                 'backoff_min', 'backoff_max', 'max_registry', 'logging_timestamps', 'batch')
 
 
 def configure(host=None, port=None, enabled=None, hostname=None, session_id=None,
-              exit_timeout=None, report_drops=None, **writer):
+              exit_timeout=None, report_drops=None, propagate=None, **writer):
     """Changes settings; unset arguments keep their values.
 
     host, port        the bridge (default TRACEBRIDGE_HOST / TRACEBRIDGE_PORT,
                       else 127.0.0.1:10133); a change reconnects
     enabled           probes on or off (a disabled probe costs one check)
+    propagate         threads, thread-pool work and asyncio tasks started in
+                      a trace continue it as child traces (default True;
+                      TRACEBRIDGE_PROPAGATE=0 starts with it off)
     hostname          TraceMetadata.hostname (default socket.gethostname())
     session_id        TraceMetadata.sessionId (default '<no-session-id>')
     exit_timeout      how long the exit flush may take (default 2.0 s)
@@ -94,6 +100,8 @@ def configure(host=None, port=None, enabled=None, hostname=None, session_id=None
         _probe_mod._bind(w)
     if enabled is not None:
         _probe_mod.set_enabled(enabled)
+    if propagate is not None:
+        _probe_mod.set_propagate(propagate)
     if hostname is not None:
         _probe_mod._cfg.hostname = str(hostname)
     if session_id is not None:

@@ -30,15 +30,20 @@ TRACE_METADATA = _PREFIX + 'TraceMetadata'
 BEFORE_OPERATION_EVENT = _PREFIX + 'operation.BeforeOperationEvent'
 AFTER_OPERATION_EVENT = _PREFIX + 'operation.AfterOperationEvent'
 AFTER_OPERATION_FAILED_EVENT = _PREFIX + 'operation.AfterOperationFailedEvent'
+SPLIT_EVENT = _PREFIX + 'concurrency.SplitEvent'
+JOIN_EVENT = _PREFIX + 'concurrency.JoinEvent'
 
 # Record kinds of the tuples the probes queue (first element of each tuple):
 #   (META, creation_ns, traceId, threadId, sessionId, hostname, parentTraceId, parentOrderId)
 #   (BEFORE | AFTER, timestamp, traceId, orderIndex, operationSignature, classSignature)
 #   (FAILED, timestamp, traceId, orderIndex, operationSignature, classSignature, cause)
-META, BEFORE, AFTER, FAILED = 0, 1, 2, 3
+#   (SPLIT, timestamp, traceId, orderIndex)
+#   (JOIN, timestamp, traceId, orderIndex, joinedTraceId)
+META, BEFORE, AFTER, FAILED, SPLIT, JOIN = 0, 1, 2, 3, 4, 5
 
 _CLASS = {META: TRACE_METADATA, BEFORE: BEFORE_OPERATION_EVENT,
-          AFTER: AFTER_OPERATION_EVENT, FAILED: AFTER_OPERATION_FAILED_EVENT}
+          AFTER: AFTER_OPERATION_EVENT, FAILED: AFTER_OPERATION_FAILED_EVENT,
+          SPLIT: SPLIT_EVENT, JOIN: JOIN_EVENT}
 
 _ENTRY = struct.Struct('>iii')
 # classId, loggingTimestamp, timestamp, traceId, orderIndex, op, cls [, cause]
@@ -46,6 +51,9 @@ _EVENT = struct.Struct('>iqqqiii')
 _FAILED = struct.Struct('>iqqqiiii')
 # classId, loggingTimestamp, traceId, threadId, sessionId, hostname, parentTraceId, parentOrderId
 _META = struct.Struct('>iqqqiiqi')
+# classId, loggingTimestamp, timestamp, traceId, orderIndex [, joinedTraceId]
+_SPLIT = struct.Struct('>iqqqi')
+_JOIN = struct.Struct('>iqqqiq')
 
 
 def utf8(s):
@@ -136,8 +144,30 @@ def append_operation_event(buf, reg, kind, timestamp, trace_id, order_index,
     struct.pack_into('>q', buf, pos + 4, _wrap64(logging_timestamp))
 
 
+def append_concurrency_event(buf, reg, kind, timestamp, trace_id, order_index,
+                             joined_trace_id=None, logging_timestamp=NO_TIMESTAMP):
+    """Appends a SplitEvent (kind SPLIT) or JoinEvent (JOIN, naming
+    joined_trace_id) frame and the registry entry of its class name.
+    Raises TypeError or ValueError for values that cannot be encoded."""
+    if kind == SPLIT:
+        it = (SPLIT, timestamp, trace_id, order_index)
+    elif kind == JOIN:
+        it = (JOIN, timestamp, trace_id, order_index, joined_trace_id)
+    else:
+        raise ValueError('not a concurrency event kind: %r' % (kind,))
+    if logging_timestamp == NO_TIMESTAMP:
+        _append(buf, it, reg.ids.get, reg.add, False)
+        return
+    start = len(buf)
+    _append(buf, it, reg.ids.get, reg.add, False)
+    pos = start
+    while struct.unpack_from('>i', buf, pos)[0] == -1:
+        pos += 12 + struct.unpack_from('>i', buf, pos + 8)[0]
+    struct.pack_into('>q', buf, pos + 4, _wrap64(logging_timestamp))
+
+
 def append_records(buf, reg, items, logging_timestamps=False):
-    """Appends the frames of queued record tuples (see META … FAILED) to buf,
+    """Appends the frames of queued record tuples (see META … JOIN) to buf,
     each preceded by the registry entries of its new strings, and returns
     the number of records appended. With logging_timestamps the frame header
     carries the record's own time (the event timestamp, or the creation time
@@ -234,5 +264,22 @@ def _append(buf, it, get, add, logging_timestamps):
         except struct.error:
             buf += _META.pack(c, _wrap64(lts), _wrap64(it[2]), _wrap64(it[3]), ses, host,
                               _wrap64(it[6]), _wrap32(it[7]))
+    elif k == SPLIT or k == JOIN:
+        cname = _CLASS[k]
+        c = get(cname)
+        if c is None:
+            c = add(buf, cname)
+        lts = it[1] if logging_timestamps else NO_TIMESTAMP
+        try:
+            if k == SPLIT:
+                buf += _SPLIT.pack(c, lts, it[1], it[2], it[3])
+            else:
+                buf += _JOIN.pack(c, lts, it[1], it[2], it[3], it[4])
+        except struct.error:
+            if k == SPLIT:
+                buf += _SPLIT.pack(c, _wrap64(lts), _wrap64(it[1]), _wrap64(it[2]), _wrap32(it[3]))
+            else:
+                buf += _JOIN.pack(c, _wrap64(lts), _wrap64(it[1]), _wrap64(it[2]), _wrap32(it[3]),
+                                  _wrap64(it[4]))
     else:
         raise ValueError('unknown record kind %r' % (k,))

@@ -1,13 +1,32 @@
-"""Probes: the @probe decorator, the trace() context manager and the
-per-thread trace state they share.
+"""Probes: the @probe decorator, the trace() context manager, the trace
+state they share, and its propagation to threads, thread pools and asyncio
+tasks.
 
-Each thread has its own trace state (threading.local): the current trace id,
-the next order index and the call depth. The first probed call of a thread
-with no open trace starts a trace (a TraceMetadata record with a new trace
-id, parentTraceId = traceId and parentOrderId = -1 as Kieker's Java and
-Python probes write for a root trace); the trace ends when that call
-returns. Every Before/After/AfterOperationFailed event takes the next
-order index of its trace, so orderIndex runs 0, 1, 2, … within a trace.
+The trace state lives in a context variable: the current trace id, the next
+order index and the call depth of a thread, or of an asyncio task (each
+thread has its own context; each task runs in a copy of its creator's). The
+first probed call with no open trace starts a trace (a TraceMetadata record
+with a new trace id, parentTraceId = traceId and parentOrderId = -1 as
+Kieker's Java and Python probes write for a root trace); the trace ends when
+that call returns. Every event takes the next order index of its trace, so
+orderIndex runs 0, 1, 2, … within a trace.
+
+Thread hops, as Kieker's probes record a thread started from a traced
+thread: a threading.Thread started, a function submitted to a
+concurrent.futures.ThreadPoolExecutor or an asyncio task created while a
+trace is open records a SplitEvent in that trace (its next order index), and
+the first probed call of the new thread, work item or task starts a child
+trace whose TraceMetadata names the parent's traceId and that order index
+(parentTraceId, parentOrderId); Thread.join records a JoinEvent naming the
+child. The hooks wrap threading.Thread.start/join,
+ThreadPoolExecutor.submit and asyncio's BaseEventLoop.create_task (patched
+once the modules are imported; configure(propagate=False) turns them off),
+and propagate(fn) does the same for any other way of running fn elsewhere.
+Every trace the new thread, work item or task starts hangs from the split
+(the first takes the child id a JoinEvent names). A trace found open in a
+context handed to another thread without a split (a
+contextvars.copy_context().run) starts a child trace there with
+parentOrderId -1, Kieker's mark of an unknown split point.
 
 Trace ids are unique within a process and, with a random 16-bit prefix in
 bits 47–62, unlikely to collide between processes.
@@ -21,6 +40,7 @@ in the child.
 """
 
 import collections
+import contextvars
 import functools
 import inspect
 import itertools
@@ -33,7 +53,9 @@ import time
 from . import kieker
 
 _time_ns = time.time_ns
+_get_ident = threading.get_ident
 _META, _BEFORE, _AFTER, _FAILED = kieker.META, kieker.BEFORE, kieker.AFTER, kieker.FAILED
+_SPLIT, _JOIN = kieker.SPLIT, kieker.JOIN
 
 MAX_CAUSE = 1024
 """Longest cause (characters) of an AfterOperationFailedEvent."""
@@ -58,22 +80,45 @@ def _hostname():
 
 
 class _State(object):
-    """One thread's trace state."""
+    """The trace state of a thread or task: its trace (one at a time), or,
+    before its first trace, the split point that trace hangs from. A state
+    that a copied context may hold too (shared: an asyncio task was created
+    with it) is never reused for a new trace, so that interleaving tasks
+    never share one."""
 
-    __slots__ = ('trace', 'order', 'depth', 'q')
+    __slots__ = ('trace', 'order', 'depth', 'q', 'thread', 'pending', 'shared')
 
-    def __init__(self, q):
+    def __init__(self, q, pending=None):
         self.trace = 0
         self.order = 0
         self.depth = 0
         self.q = q
+        self.thread = _get_ident()
+        self.pending = pending
+        self.shared = False
+
+
+class _Split(object):
+    """A split point: the parent trace, the order index of its SplitEvent,
+    the id the child trace gets, and whether the child has started it."""
+
+    __slots__ = ('parent', 'order', 'child', 'started')
+
+    def __init__(self, parent, order, child):
+        self.parent = parent
+        self.order = order
+        self.child = child
+        self.started = False
 
 
 _cfg = _Config()
 _enabled = True          # probes record (set_enabled)
+_propagate = True        # the thread, pool and task hooks split traces
 _writer = None           # the Writer, set by __init__
 _maxq = 0                # the writer's queue bound, copied for the hot path
-_local = threading.local()
+_cv = contextvars.ContextVar('tracebridge_trace', default=None)
+_cv_get = _cv.get
+_cv_set = _cv.set
 _ids = itertools.count(1)
 _prefix = random.getrandbits(16) << 47
 
@@ -95,25 +140,59 @@ def is_enabled():
     return _enabled
 
 
-def _new_state():
+def _new_id():
+    return _prefix | (next(_ids) & 0x7FFFFFFFFFFF)
+
+
+def _start_trace(old):
+    """Opens a trace, queues its TraceMetadata and returns its state: old,
+    the context's state, when the context alone holds it, else a new one
+    made the context's. A split point in old makes the trace a child of
+    the split; an open trace of another thread makes it a child with an
+    unknown split point (parentOrderId -1); otherwise it is a root."""
+    if old is not None and old.pending is None and not old.shared and old.depth == 0 \
+            and old.thread == _get_ident() and old.q is _writer.queue:
+        # The common case: the thread's (or task's) next trace. (A state
+        # from before a fork holds the parent's queue: not reused.)
+        tid = _prefix | (next(_ids) & 0x7FFFFFFFFFFF)
+        old.trace = tid
+        old.order = 0
+        q = old.q
+        if len(q) < _maxq:
+            q.append((_META, _time_ns(), tid, old.thread, _cfg.session_id, _cfg.hostname, tid, -1))
+        else:
+            _writer.note_full()
+        return old
     st = _State(_writer.queue)
-    _local.st = st
-    return st
-
-
-def _start_trace(st):
-    """Opens a new root trace on st and queues its TraceMetadata."""
-    tid = _prefix | (next(_ids) & 0x7FFFFFFFFFFF)
+    parent = porder = None
+    if old is not None:
+        sp = old.pending
+        if sp is not None:
+            # Every trace of this thread (work item, task) hangs from the
+            # split; the first takes the id the parent knows.
+            st.pending = sp
+            tid = sp.child if not sp.started else _new_id()
+            sp.started = True
+            parent, porder = sp.parent, sp.order
+        elif old.depth > 0:
+            tid = _new_id()
+            parent, porder = old.trace, -1
+    if parent is None:
+        tid = _prefix | (next(_ids) & 0x7FFFFFFFFFFF)
+        parent, porder = tid, -1
     st.trace = tid
-    st.order = 0
+    _cv_set(st)
+    if _patches and len(_modules) != _nmodules[0]:
+        _patch_loaded()
     w = _writer
     if w._thread is None:
         w.start()
     q = st.q
     if len(q) < _maxq:
-        q.append((_META, _time_ns(), tid, threading.get_ident(), _cfg.session_id, _cfg.hostname, tid, -1))
+        q.append((_META, _time_ns(), tid, st.thread, _cfg.session_id, _cfg.hostname, parent, porder))
     else:
         w.note_full()
+    return st
 
 
 def _cause(e):
@@ -145,10 +224,10 @@ def probe(func=None, operation=None, cls=None):
     BeforeOperationEvent and an AfterOperationEvent, or an
     AfterOperationFailedEvent with repr(exception) as cause when it raises
     (the exception propagates unchanged). Use as @probe or
-    @probe(operation='...', cls='...'). Generator and coroutine functions
-    record the call that creates the generator or coroutine object (a
-    coroutine awaited in one thread and resumed interleaved with others
-    cannot be traced with per-thread state)."""
+    @probe(operation='...', cls='...'). Generator functions record the call
+    that creates the generator; async def functions record the coroutine's
+    run (each asyncio task has its own trace state, so interleaving tasks
+    keep their traces apart)."""
     if func is None:
         return lambda f: probe(f, operation=operation, cls=cls)
     if isinstance(func, (staticmethod, classmethod)):
@@ -160,12 +239,9 @@ def probe(func=None, operation=None, cls=None):
     def wrapper(*args, **kwargs):
         if not _enabled:
             return func(*args, **kwargs)
-        try:
-            st = _local.st
-        except AttributeError:
-            st = _new_state()
-        if st.depth == 0:
-            _start_trace(st)
+        st = _cv_get()
+        if st is None or st.depth == 0 or st.thread != _get_ident():
+            st = _start_trace(st)
         st.depth += 1
         tid = st.trace
         q = st.q
@@ -236,12 +312,9 @@ class trace(object):
         if not _enabled:
             self._st = None
             return self
-        try:
-            st = _local.st
-        except AttributeError:
-            st = _new_state()
-        if st.depth == 0:
-            _start_trace(st)
+        st = _cv_get()
+        if st is None or st.depth == 0 or st.thread != _get_ident():
+            st = _start_trace(st)
         st.depth += 1
         self._st = st
         self._tid = st.trace
@@ -276,22 +349,276 @@ class trace(object):
 
 def current_trace():
     """Returns (traceId, next orderIndex, depth) of the calling thread's
-    open trace, or None when it has none."""
-    st = getattr(_local, 'st', None)
-    if st is None or st.depth == 0:
+    (or task's) open trace, or None when it has none."""
+    st = _cv_get()
+    if st is None or st.depth == 0 or st.thread != _get_ident():
         return None
     return st.trace, st.order, st.depth
 
 
+# ---- thread hops ----
+
+def _split():
+    """Records a SplitEvent in the open trace of the calling thread or task
+    and returns the split point, or None (no open trace, probes off)."""
+    if not _enabled:
+        return None
+    st = _cv_get()
+    if st is None or st.depth == 0 or st.thread != _get_ident():
+        return None
+    o = st.order
+    st.order = o + 1
+    sp = _Split(st.trace, o, _new_id())
+    q = st.q
+    if len(q) < _maxq:
+        q.append((_SPLIT, _time_ns(), st.trace, o))
+    else:
+        _writer.note_full()
+    return sp
+
+
+def _join(child):
+    """Records a JoinEvent naming trace child in the open trace of the
+    calling thread or task."""
+    st = _cv_get()
+    if not _enabled or st is None or st.depth == 0 or st.thread != _get_ident():
+        return
+    o = st.order
+    st.order = o + 1
+    q = st.q
+    if len(q) < _maxq:
+        q.append((_JOIN, _time_ns(), st.trace, o, child))
+    else:
+        _writer.note_full()
+
+
+def _adopt(sp):
+    """Makes split point sp pending in the current context: its next trace
+    is the child. Returns the context variable's token."""
+    return _cv.set(_State(_writer.queue, sp))
+
+
+def _run_split(sp, fn, args, kwargs):
+    token = _adopt(sp)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _cv.reset(token)
+
+
+def propagate(fn):
+    """Returns a callable that runs fn(*args, **kwargs) as a child of the
+    calling thread's (or task's) open trace, wherever and whenever it is
+    called: a SplitEvent is recorded now, and the first probed call of fn
+    starts a child trace linked to it. Without an open trace (or with the
+    probes off) it returns fn itself. For ways of running code elsewhere
+    the hooks do not cover (a queue read by a worker thread, a callback of
+    another library); call the result once."""
+    sp = _split()
+    if sp is None:
+        return fn
+
+    def run(*args, **kwargs):
+        return _run_split(sp, fn, args, kwargs)
+    return functools.update_wrapper(run, fn)
+
+
+_no_split = contextvars.ContextVar('tracebridge_no_split', default=False)
+
+
+# The hooks below never let a failure of their own reach the program: the
+# thread, work item or task then starts as it would without tracebridge.
+
+def _thread_start(start):
+    def wrapper(self):
+        try:
+            sp = _split() if _propagate and not _no_split.get() else None
+            if sp is not None:
+                self._tracebridge_split = sp
+                run = self.run
+
+                def run_child():
+                    _adopt(sp)
+                    run()
+                self.run = run_child
+        except Exception:
+            pass
+        return start(self)
+    return functools.update_wrapper(wrapper, start)
+
+
+def _thread_join(join):
+    def wrapper(self, *args, **kwargs):
+        r = join(self, *args, **kwargs)
+        try:
+            sp = self.__dict__.get('_tracebridge_split')
+            if sp is not None and sp.started and not self.is_alive():
+                self._tracebridge_split = None
+                _join(sp.child)
+        except Exception:
+            pass
+        return r
+    return functools.update_wrapper(wrapper, join)
+
+
+def _context_run(fn):
+    """Returns the Context whose run method fn is (ctx.run, or a partial of
+    it, as asyncio.to_thread and run_in_executor callers submit), or None."""
+    if isinstance(fn, functools.partial):
+        fn = fn.func
+    ctx = getattr(fn, '__self__', None)
+    if isinstance(ctx, contextvars.Context) and getattr(fn, '__name__', None) == 'run':
+        return ctx
+    return None
+
+
+def _pool_submit(submit):
+    def wrapper(self, fn, *args, **kwargs):
+        try:
+            sp = _split() if _propagate else None
+            if sp is not None:
+                ctx = _context_run(fn)
+                if ctx is not None:
+                    # fn runs in that context copy: the split goes there.
+                    ctx.run(_adopt, sp)
+                else:
+                    fn, args, kwargs = functools.partial(_run_split, sp, fn, args, kwargs), (), {}
+                # The pool may start a worker thread now: the worker is not
+                # the work's child (the work item is), so it gets no split.
+                token = _no_split.set(True)
+        except Exception:
+            sp = None
+        if sp is None:
+            return submit(self, fn, *args, **kwargs)
+        try:
+            return submit(self, fn, *args, **kwargs)
+        finally:
+            _no_split.reset(token)
+    return functools.update_wrapper(wrapper, submit)
+
+
+# The event loop's own housekeeping (asyncio.run runs these as tasks when
+# it ends): outside the caller's trace.
+_LOOP_INTERNAL = frozenset(['BaseEventLoop.shutdown_asyncgens', 'BaseEventLoop.shutdown_default_executor'])
+
+
+def _task_context(coro, kwargs):
+    """Returns the context a new task of coro should run in (a copy of the
+    caller's whose trace state is the split's child), or None for the
+    default."""
+    given = kwargs.get('context')
+    if given is not None:  # the task runs in the caller's context
+        st = given.get(_cv)
+        if st is not None:
+            st.shared = True
+        return None
+    if getattr(coro, '__qualname__', None) in _LOOP_INTERNAL:
+        if _cv_get() is None:
+            return None
+        ctx = contextvars.copy_context()
+        ctx.run(_cv.set, None)
+        return ctx
+    sp = _split()
+    if sp is None:  # the task's copy of the context holds the caller's state
+        st = _cv_get()
+        if st is not None:
+            st.shared = True
+        return None
+    ctx = contextvars.copy_context()
+    ctx.run(_adopt, sp)
+    return ctx
+
+
+def _loop_create_task(create_task):
+    def wrapper(self, coro, *args, **kwargs):
+        ctx = None
+        if _propagate:
+            try:
+                ctx = _task_context(coro, kwargs)
+            except Exception:
+                ctx = None
+        if ctx is None:
+            return create_task(self, coro, *args, **kwargs)
+        if _TASK_CONTEXT:
+            kwargs['context'] = ctx
+            return create_task(self, coro, *args, **kwargs)
+        return ctx.run(create_task, self, coro, *args, **kwargs)
+    return functools.update_wrapper(wrapper, create_task)
+
+
+_TASK_CONTEXT = sys.version_info >= (3, 11)  # create_task(context=…)
+
+
+def _patch_threading():
+    T = threading.Thread
+    if not getattr(T.start, '_tracebridge', False):
+        T.start = _thread_start(T.start)
+        T.start._tracebridge = True
+        T.join = _thread_join(T.join)
+
+
+def _patch_pool(mod):
+    P = mod.ThreadPoolExecutor
+    if not getattr(P.submit, '_tracebridge', False):
+        P.submit = _pool_submit(P.submit)
+        P.submit._tracebridge = True
+
+
+def _patch_asyncio(mod):
+    L = mod.BaseEventLoop
+    if not getattr(L.create_task, '_tracebridge', False):
+        L.create_task = _loop_create_task(L.create_task)
+        L.create_task._tracebridge = True
+    # run_in_executor and to_thread load the default executor's module
+    # only when first used, inside a trace: load and patch it now.
+    import concurrent.futures.thread as pool
+    _patches.pop('concurrent.futures.thread', None)
+    _patch_pool(pool)
+
+
+# Modules patched once imported (importing them here would slow every
+# program down): checked at import and whenever a trace starts after a
+# module was imported, before the trace can split.
+_patches = {'concurrent.futures.thread': _patch_pool, 'asyncio.base_events': _patch_asyncio}
+_modules = sys.modules
+_nmodules = [0]  # len(sys.modules) at the last check
+
+
+def _patch_loaded():
+    _nmodules[0] = len(_modules)
+    for name in list(_patches):
+        mod = sys.modules.get(name)
+        if mod is not None:
+            try:
+                _patches.pop(name)(mod)
+            except Exception:
+                pass  # an unusual version of the module: no propagation through it
+
+
+def install_hooks():
+    """Patches threading.Thread.start/join, and ThreadPoolExecutor.submit
+    and asyncio's BaseEventLoop.create_task once their modules are loaded.
+    Called at import; safe to call again."""
+    _patch_threading()
+    _patch_loaded()
+
+
+def set_propagate(on):
+    """Switches the splitting of traces by the hooks on or off."""
+    global _propagate
+    _propagate = bool(on)
+
+
 def _after_fork_in_child():
-    global _local
-    st = getattr(_local, 'st', None)
+    st = _cv_get()
     if st is not None:
         st.q = collections.deque(maxlen=0)  # in-progress calls record nothing more
-    _local = threading.local()
+        st.pending = None
     _writer._after_fork_in_child()
     _bind(_writer)
 
 
 if hasattr(os, 'register_at_fork'):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+install_hooks()

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/benchkit"
+)
+
+// server is a process under measurement.
+type server struct {
+	name    string
+	cmd     *exec.Cmd
+	stderr  *benchkit.Tail
+	exited  chan struct{}
+	waitErr error
+	lines   chan string // its standard output, line by line
+}
+
+// startServer starts bin with args; its standard output goes to lines.
+func startServer(ctx context.Context, name, bin string, args ...string) (*server, error) {
+	return startServerEnv(ctx, name, bin, nil, args...)
+}
+
+// startServerEnv is startServer with more environment variables.
+func startServerEnv(ctx context.Context, name, bin string, env []string, args ...string) (*server, error) {
+	s := &server{name: name, stderr: benchkit.NewTail(64 << 10), exited: make(chan struct{}), lines: make(chan string, 64)}
+	s.cmd = exec.CommandContext(ctx, bin, args...)
+	if env != nil {
+		s.cmd.Env = append(os.Environ(), env...)
+	}
+	s.cmd.Stderr = s.stderr
+	out, err := s.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			select {
+			case s.lines <- sc.Text():
+			default: // nobody listens after start-up
+			}
+		}
+		io.Copy(io.Discard, out)
+	}()
+	go func() {
+		s.waitErr = s.cmd.Wait()
+		close(s.exited)
+	}()
+	return s, nil
+}
+
+func (s *server) pid() int { return s.cmd.Process.Pid }
+
+// stop ends the process with SIGTERM (SIGKILL after 30 s).
+func (s *server) stop() error {
+	select {
+	case <-s.exited:
+		return s.waitErr
+	default:
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+		return s.waitErr
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.exited
+		return fmt.Errorf("%s did not stop within 30s of SIGTERM", s.name)
+	}
+}
+
+// cpu returns the CPU time (user and system) the process has used, from
+// /proc/PID/stat (clock ticks of 1/100 s, Linux's USER_HZ).
+func cpu(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStat(string(b))
+}
+
+const userHZ = 100
+
+func parseStat(stat string) (time.Duration, error) {
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// count the fields after its closing one.
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("/proc stat: no command name")
+	}
+	f := strings.Fields(stat[i+1:])
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc stat: %d fields", len(f)+2)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("/proc stat: %w", err)
+	}
+	return time.Duration(utime+stime) * time.Second / userHZ, nil
+}
+
+// freeAddr returns a loopback address with a free port.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// waitListening waits until every address takes connections.
+func waitListening(s *server, timeout time.Duration, addrs ...string) error {
+	deadline := time.Now().Add(timeout)
+	for _, a := range addrs {
+		for {
+			c, err := net.DialTimeout("tcp", a, time.Second)
+			if err == nil {
+				c.Close()
+				break
+			}
+			select {
+			case <-s.exited:
+				return fmt.Errorf("%s exited at start (%v): %s", s.name, s.waitErr, s.stderr)
+			default:
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s: %s not listening within %v: %s", s.name, a, timeout, s.stderr)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nil
+}

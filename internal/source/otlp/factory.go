@@ -1,0 +1,135 @@
+package otlp
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"time"
+
+	otlpcodec "github.com/tracebridge/tracebridge/internal/codec/otlp"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+)
+
+// The receiver types this package builds.
+const (
+	TypeGRPC = "otlp-grpc"
+	TypeHTTP = "otlp-http"
+)
+
+// Defaults.
+const (
+	DefaultGRPCListen      = "127.0.0.1:4317"
+	DefaultHTTPListen      = "127.0.0.1:4318"
+	DefaultGRPCMessageSize = 4 << 20  // gRPC's own default
+	DefaultHTTPMessageSize = 16 << 20 // after decompression
+	DefaultEmitTimeout     = time.Second
+	DefaultDrainTimeout    = 5 * time.Second
+)
+
+// TLS names a certificate and its key (PEM files); both empty: plain
+// text.
+type TLS struct {
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+}
+
+func (t TLS) validate() error {
+	if (t.Cert == "") != (t.Key == "") {
+		return errors.New("tls: cert and key go together")
+	}
+	return nil
+}
+
+// config loads the certificate (nil without TLS).
+func (t TLS) config() (*tls.Config, error) {
+	if t.Cert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
+	if err != nil {
+		return nil, pipeline.Classify(pipeline.ErrConfig, fmt.Errorf("tls: %w", err))
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// Limits bound what one span may carry (0: the codec's defaults, see
+// internal/codec/otlp); a span beyond them is rejected on its own.
+type Limits struct {
+	MaxAttributes int `yaml:"max_attributes"`
+	MaxEvents     int `yaml:"max_events"`
+	MaxLinks      int `yaml:"max_links"`
+	MaxStringLen  int `yaml:"max_string_len"`
+	MaxDepth      int `yaml:"max_depth"`
+	// MaxBatch is how many spans go into one batch (1024).
+	MaxBatch int `yaml:"max_batch"`
+}
+
+// Config is the YAML configuration of otlp-grpc and otlp-http.
+type Config struct {
+	// Listen is host:port (defaults 127.0.0.1:4317 and :4318; port 0
+	// picks a free one).
+	Listen string `yaml:"listen"`
+	TLS    TLS    `yaml:"tls"`
+	// MaxMessageSize is the largest request in bytes: 4 MiB for gRPC,
+	// 16 MiB for HTTP, measured after decompression.
+	MaxMessageSize int `yaml:"max_message_size"`
+	// EmitTimeout is how long a request waits for the pipeline to take
+	// its spans before it is answered 429 / RESOURCE_EXHAUSTED (1s).
+	EmitTimeout pipeline.Duration `yaml:"emit_timeout"`
+	// DrainTimeout bounds the wait for requests in flight at shutdown
+	// (5s).
+	DrainTimeout pipeline.Duration `yaml:"drain_timeout"`
+	Limits       `yaml:",inline"`
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	if c.Listen == "" {
+		return errors.New("listen address missing")
+	}
+	if c.MaxMessageSize < 0 || c.EmitTimeout < 0 || c.DrainTimeout < 0 {
+		return errors.New("max_message_size, emit_timeout and drain_timeout must not be negative")
+	}
+	l := c.Limits
+	if l.MaxAttributes < 0 || l.MaxEvents < 0 || l.MaxLinks < 0 || l.MaxStringLen < 0 || l.MaxDepth < 0 || l.MaxBatch < 0 {
+		return errors.New("limits must not be negative")
+	}
+	return c.TLS.validate()
+}
+
+// codecOptions returns the decoder's limits.
+func (c *Config) codecOptions() otlpcodec.Options {
+	return otlpcodec.Options{
+		MaxMessageSize: c.MaxMessageSize,
+		MaxAttributes:  c.MaxAttributes,
+		MaxEvents:      c.MaxEvents,
+		MaxLinks:       c.MaxLinks,
+		MaxStringLen:   c.MaxStringLen,
+		MaxDepth:       c.MaxDepth,
+		MaxBatch:       c.MaxBatch,
+	}
+}
+
+func (c *Config) withDefaults(size int) Config {
+	d := *c
+	if d.MaxMessageSize == 0 {
+		d.MaxMessageSize = size
+	}
+	if d.EmitTimeout == 0 {
+		d.EmitTimeout = pipeline.Duration(DefaultEmitTimeout)
+	}
+	if d.DrainTimeout == 0 {
+		d.DrainTimeout = pipeline.Duration(DefaultDrainTimeout)
+	}
+	return d
+}
+
+// Factories returns the factories of otlp-grpc and otlp-http.
+func Factories() []pipeline.ReceiverFactory {
+	return []pipeline.ReceiverFactory{
+		pipeline.NewReceiverFactory(TypeGRPC, func() *Config { return &Config{Listen: DefaultGRPCListen} },
+			func(c *Config, set pipeline.Settings) (pipeline.Receiver, error) { return NewGRPC(*c, set) }),
+		pipeline.NewReceiverFactory(TypeHTTP, func() *Config { return &Config{Listen: DefaultHTTPListen} },
+			func(c *Config, set pipeline.Settings) (pipeline.Receiver, error) { return NewHTTP(*c, set) }),
+	}
+}
