@@ -590,3 +590,47 @@ func TestServeSamplesOnOTLPSpans(t *testing.T) {
 	}
 	t.Logf("stored span on thread %d over %v: %s samples, folded:\n%s", tid, time.Duration(end-start).Round(time.Millisecond), samples.Value, folded.Value)
 }
+
+// TestServeReportsDamagedChunks: a repository holding a garbage chunk file
+// and a truncated one beside good chunks: serve logs each with its file,
+// offset and reason, and writes the events of the good chunks.
+func TestServeReportsDamagedChunks(t *testing.T) {
+	tools, rec := jfrRecording(t)
+	data, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := int(be64(data[8:]))
+	firstOnly := filepath.Join(t.TempDir(), "first.jfr")
+	os.WriteFile(firstOnly, data[:first], 0o644)
+	want, _ := summaryEvents(t, tools, firstOnly)
+	var total int64
+	for _, n := range want {
+		total += n
+	}
+	work := t.TempDir()
+	jvm := filepath.Join(work, "repository", "2026_01_02_03_04_05_1")
+	os.MkdirAll(jvm, 0o755)
+	splitRecording(t, data[:first], jvm)
+	os.WriteFile(filepath.Join(jvm, "garbage.jfr"), []byte(strings.Repeat("not a chunk ", 20)), 0o644)
+	second := int(be64(data[first+8:]))
+	os.WriteFile(filepath.Join(jvm, "2026_01_02_03_04_59.jfr"), data[first:first+second/2], 0o644)
+	yaml := fmt.Sprintf("flush_interval: 100ms\nreceivers:\n  - {name: jvms, type: jfr, repository: %q, start: beginning}\nsinks:\n  - {type: kieker-log, path: logs}\n", filepath.Join(work, "repository"))
+	p := bridgetest.Start(t, work, "-c", bridgetest.WriteConfig(t, work, yaml), "--no-store")
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && !(strings.Contains(p.Stderr(), "garbage.jfr") && strings.Contains(p.Stderr(), "is truncated")) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	p.Stop()
+	for _, s := range []string{"garbage.jfr: offset 0: not a JFR chunk", "2026_01_02_03_04_59.jfr: chunk at offset 0 is truncated"} {
+		if !strings.Contains(p.Stderr(), s) {
+			t.Errorf("stderr lacks %q:\n%s", s, p.Stderr())
+		}
+	}
+	r := ok(t, "cat", "--json", p.LogDir)
+	_, rest, _ := strings.Cut(r.stdout, "\n")
+	if diff := cmp.Diff(want, fullCounts(t, rest)); diff != "" {
+		t.Errorf("events of the good chunk (-jfr summary +log):\n%s", diff)
+	}
+}
