@@ -210,7 +210,11 @@ func run(spans, nhosts int, dir string, keep bool, reps int) error {
 		{"attribute equality (user.id)", func() (int, error) {
 			return search(store.Query{Attrs: []trace.Attr{{Key: "user.id", Value: "user-" + strconv.Itoa(rng.IntN(20000))}}})
 		}},
-		{"EQL", func() (int, error) { return search(store.Query{Match: expr.MatchTrace}) }},
+		{"EQL", func() (int, error) {
+			q := store.Query{}
+			q.SetEQL(expr)
+			return search(q)
+		}},
 		{"full text, every span (absent)", func() (int, error) { return search(store.Query{Text: "no such text anywhere", Deep: true}) }},
 		{"full text, every span", func() (int, error) { return search(store.Query{Text: "statement timeout", Deep: true}) }},
 		{"regex, every span", func() (int, error) { return search(store.Query{Regex: stmt, Deep: true}) }},

@@ -478,6 +478,7 @@ func TestServeJFRFlags(t *testing.T) {
 		{"serve", "-t", "jfr"},
 		{"serve", "--repository", dir},
 		{"serve", "-t", "kieker-tcp", "-p", "0", "--repository", dir},
+		{"serve", "-t", "otlp-http", "-p", "0", "--repository", dir},
 		{"serve", "-t", "jfr", "--repository", dir, "-p", "1"},
 	} {
 		if r := tb(t, args...); r.code != exitUsage {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/eql"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/store"
 	"github.com/tracebridge/tracebridge/internal/trace"
@@ -199,11 +200,11 @@ func (f *queryFlags) query(pos []string, now time.Time) (store.Query, error) {
 		}
 	}
 	if f.eql != "" {
-		m, err := compileEQL(f.eql)
+		e, err := eql.Parse(f.eql)
 		if err != nil {
 			return q, usagef("query: --eql: %v", err)
 		}
-		q.Match = m
+		q.SetEQL(e)
 	}
 	return q, nil
 }

@@ -22,14 +22,18 @@ const serveSynopsis = `serve [-c tracebridge.yaml] [-t TYPE -p PORT [-h HOST] [-
                   [--metrics HOST:PORT] [--split SPEC…]
 
 Without -c or -t, serve runs the embedded default: a Kieker TCP receiver on
-127.0.0.1:10133, a KDB binary receiver on 127.0.0.1:10144 (default mapping)
-and a binary Kieker log under ./tracebridge-data.
+127.0.0.1:10133, a KDB binary receiver on 127.0.0.1:10144 (default mapping),
+OTLP on 127.0.0.1:4317 (gRPC) and 127.0.0.1:4318 (HTTP), ZICO (zorka agents)
+on 127.0.0.1:8640, a binary Kieker log under ./tracebridge-data and the trace
+store under ./tracebridge-data/store.
 
 Receiver types (-t): tcp-server, tcp-single-server, tcp-client (the KDB binary
 dialect), kieker-tcp (Kieker's single-socket TCP), kieker-tcp-dual,
 stomp-client (alias jms-client; -l stomp://HOST:61613 -u USER -w PASS),
 broker-embedded (alias jms-embedded; -p 4222 [--mqtt-port 1883]),
 nats-client (-l nats://HOST:4222), mqtt-client (-l mqtt://HOST:1883),
+otlp (OTLP/gRPC on 4317 and OTLP/HTTP on 4318), otlp-grpc, otlp-http,
+zico (zorka agents; default port 8640),
 jfr (--repository DIR [-h HOST]: follow the JFR repository of running JVMs).
 
 Exit codes: 1 mapping file, 2 configuration, 3 communication, 4 command line.`
@@ -41,7 +45,7 @@ type serveFlags struct {
 	port, registryPort, mqttPort, verbose                                           int
 	libs                                                                            listFlag
 	split                                                                           repeatFlag
-	stats, daemon, respawn, help, noStore                                           bool
+	stats, daemon, respawn, help, noStore, security                                 bool
 }
 
 // serveFlagSet defines serve's options, KDB's under a short and a long
@@ -52,9 +56,9 @@ func serveFlagSet(stderr io.Writer) (*flag.FlagSet, *serveFlags, *options) {
 	o := &options{fs: fs, synopsis: serveSynopsis}
 	fs.Usage = func() { o.usage(stderr) }
 	o.str(&f.configFile, "c", "config", "FILE", "", "YAML configuration with receivers and sinks")
-	o.str(&f.typ, "t", "type", "TYPE", "", "receiver type: tcp-server, tcp-single-server, tcp-client, kieker-tcp, kieker-tcp-dual, stomp-client, broker-embedded, nats-client, mqtt-client, jfr")
+	o.str(&f.typ, "t", "type", "TYPE", "", "receiver type: tcp-server, tcp-single-server, tcp-client, kieker-tcp, kieker-tcp-dual, stomp-client, broker-embedded, nats-client, mqtt-client, otlp, otlp-grpc, otlp-http, zico, jfr")
 	o.str(&f.host, "h", "host", "HOST", "", "host to connect to (tcp-client) or listen on (servers and broker-embedded; default 127.0.0.1); jfr: the monitored host's name (default this machine's)")
-	o.int(&f.port, "p", "port", "PORT", -1, "port to listen on (servers: required, 0 picks a free one; broker-embedded: default 4222) or connect to (tcp-client)")
+	o.int(&f.port, "p", "port", "PORT", -1, "port to listen on (servers: required, 0 picks a free one; broker-embedded: default 4222; otlp-grpc 4317, otlp-http 4318, zico 8640) or connect to (tcp-client)")
 	o.int(&f.registryPort, "", "registry-port", "PORT", -1, "registry port of kieker-tcp-dual (required with it)")
 	o.str(&f.url, "l", "url", "URL", "", "broker URL: stomp://HOST:61613, stomp+ssl://HOST:61614, nats://HOST:4222, mqtt://HOST:1883")
 	o.str(&f.user, "u", "user", "USER", "", "broker user name")
@@ -71,6 +75,7 @@ func serveFlagSet(stderr io.Writer) (*flag.FlagSet, *serveFlags, *options) {
 	o.bool(&f.stats, "s", "stats", "print the active time (first to last record), ns per record and records per second at the end")
 	o.bool(&f.daemon, "d", "daemon", "detach from the console; write a PID file")
 	o.bool(&f.respawn, "", "respawn", "tcp-client: reconnect with back-off when the connection fails")
+	o.bool(&f.security, "", "security", "zico, otlp: only hosts of the store's host table may send (tracebridge hosts add), with their secret (a ZICO HELLO's, an OTLP bearer token)")
 	o.value(&f.split, "", "split", "SPEC", "cut traces at component boundaries: package:N, regex:P…, map:FILE (repeatable)")
 	o.str(&f.dataDir, "", "data-dir", "DIR", "", "directory for logs and the trace store (default ./tracebridge-data)")
 	o.bool(&f.noStore, "", "no-store", "do not keep traces in the trace store (DATA-DIR/store)")
@@ -172,7 +177,7 @@ func serveError(err error) error {
 func (f *serveFlags) config() (*config.Config, error) {
 	var cfg *config.Config
 	kdbFlags := f.typ != "" || f.port >= 0 || f.host != "" || f.mapping != "" || f.respawn || f.registryPort >= 0 ||
-		f.url != "" || f.user != "" || f.password != "" || f.destination != "" || f.deadLetter != "" || f.encoding != "" || f.mqttPort >= 0 ||
+		f.url != "" || f.user != "" || f.password != "" || f.destination != "" || f.deadLetter != "" || f.encoding != "" || f.mqttPort >= 0 || f.security ||
 		f.repository != ""
 	switch {
 	case f.configFile != "" && kdbFlags:
@@ -194,12 +199,12 @@ func (f *serveFlags) config() (*config.Config, error) {
 		if f.typ == "" {
 			return nil, usagef("serve: the receiver flags (-p, -h, -m, -l, …) need -t TYPE")
 		}
-		r, err := f.receiver()
+		rs, err := f.receivers()
 		if err != nil {
 			return nil, err
 		}
 		cfg = &config.Config{
-			Receivers: []config.Component{r},
+			Receivers: rs,
 			Sinks:     []config.Component{config.NewComponent("kieker-log", map[string]any{"kieker_properties": f.kiekerProps}), config.NewComponent("store", nil)},
 		}
 	default:
@@ -218,6 +223,54 @@ func (f *serveFlags) config() (*config.Config, error) {
 	cfg.Libraries = append(cfg.Libraries, f.libs...)
 	cfg.Split = append(cfg.Split, f.split...)
 	return cfg, nil
+}
+
+// receivers describes the receivers of KDB's command line: one, or the
+// two OTLP receivers of -t otlp.
+func (f *serveFlags) receivers() ([]config.Component, error) {
+	if f.repository != "" && f.typ != "jfr" {
+		return nil, usagef("serve: --repository is for -t jfr")
+	}
+	host := f.host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	listen := func(port int) string {
+		if f.port >= 0 {
+			port = f.port
+		}
+		return net.JoinHostPort(host, strconv.Itoa(port))
+	}
+	switch f.typ {
+	case "otlp", "otlp-grpc", "otlp-http", "zico":
+		if f.mapping != "" || f.url != "" || f.respawn || f.registryPort >= 0 || f.mqttPort >= 0 || f.user != "" ||
+			f.password != "" || f.destination != "" || f.deadLetter != "" || f.encoding != "" {
+			return nil, usagef("serve: -t %s takes -p, -h and --security only", f.typ)
+		}
+		keys := func(port int) map[string]any {
+			return map[string]any{"listen": listen(port), "security": f.security}
+		}
+		switch f.typ {
+		case "otlp":
+			if f.port >= 0 {
+				return nil, usagef("serve: -t otlp listens on 4317 (gRPC) and 4318 (HTTP); for another port use -t otlp-grpc or -t otlp-http with -p")
+			}
+			return []config.Component{config.NewComponent("otlp-grpc", keys(4317)), config.NewComponent("otlp-http", keys(4318))}, nil
+		case "otlp-grpc":
+			return []config.Component{config.NewComponent(f.typ, keys(4317))}, nil
+		case "otlp-http":
+			return []config.Component{config.NewComponent(f.typ, keys(4318))}, nil
+		}
+		return []config.Component{config.NewComponent(f.typ, keys(8640))}, nil
+	}
+	if f.security {
+		return nil, usagef("serve: --security is for -t zico and -t otlp")
+	}
+	r, err := f.receiver()
+	if err != nil {
+		return nil, err
+	}
+	return []config.Component{r}, nil
 }
 
 // receiver describes the receiver of KDB's command line.
@@ -239,9 +292,6 @@ func (f *serveFlags) receiver() (config.Component, error) {
 	}
 	r := func() config.Component { return config.NewComponent(f.typ, keys) }
 	host := f.host
-	if f.repository != "" && f.typ != "jfr" {
-		return config.Component{}, usagef("serve: --repository is for -t jfr")
-	}
 	switch f.typ {
 	case "jfr":
 		if f.repository == "" {

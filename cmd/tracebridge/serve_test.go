@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -321,7 +322,7 @@ func TestServeExitCodes(t *testing.T) {
 	closed.Close()
 	for _, tc := range []struct {
 		args []string
-		code int
+		code int // exitUsage: a usage error
 	}{
 		{[]string{"-t", "tcp-server", "-p", "0", "-m", badMap}, exitMapping},
 		{[]string{"-c", bridgetest.WriteConfig(t, dir, "receivers: [{type: nope}]\n")}, exitConfig},
@@ -433,12 +434,13 @@ kieker.monitoring.writer.filesystem.FileWriter.compression=kieker.monitoring.wri
 }
 
 // TestServeEmbeddedDefault runs `tracebridge serve` with no arguments: the
-// Kieker TCP receiver on 127.0.0.1:10133, KDB on 127.0.0.1:10144, a log in
-// ./tracebridge-data.
+// Kieker TCP receiver on 127.0.0.1:10133, KDB on 127.0.0.1:10144, OTLP on
+// 4317 and 4318, ZICO on 8640, a log in ./tracebridge-data.
 func TestServeEmbeddedDefault(t *testing.T) {
 	dir := t.TempDir()
 	p := bridgetest.Start(t, dir)
-	if p.Receivers["kieker-tcp"] != "127.0.0.1:10133" || p.Receivers["tcp-server"] != "127.0.0.1:10144" {
+	if p.Receivers["kieker-tcp"] != "127.0.0.1:10133" || p.Receivers["tcp-server"] != "127.0.0.1:10144" ||
+		p.Receivers["otlp-grpc"] != "127.0.0.1:4317" || p.Receivers["otlp-http"] != "127.0.0.1:4318" || p.Receivers["zico"] != "127.0.0.1:8640" {
 		t.Fatalf("receivers %v; stderr:\n%s", p.Receivers, p.Stderr())
 	}
 	send(t, p.Receivers["kieker-tcp"], kiekerEvents(t, 1, 100))
@@ -480,5 +482,55 @@ func TestServeStatsOverActiveTime(t *testing.T) {
 	}
 	if active > 0.01 && (rate < 0.9*records/active || rate > 1.1*records/active) {
 		t.Errorf("%v records per second, want about %v", rate, records/active)
+	}
+}
+
+// TestServeCollectorTypes: -t otlp is both OTLP receivers on the SDKs'
+// default ports, -t otlp-grpc, otlp-http and zico one each, -p moves one,
+// --security turns the host table on; KDB's broker flags do not apply.
+func TestServeCollectorTypes(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string // type@listen security, …
+		code int    // exitUsage: a usage error
+	}{
+		{[]string{"-t", "otlp"}, "otlp-grpc@127.0.0.1:4317 false, otlp-http@127.0.0.1:4318 false", 0},
+		{[]string{"-t", "otlp", "--security", "-h", "0.0.0.0"}, "otlp-grpc@0.0.0.0:4317 true, otlp-http@0.0.0.0:4318 true", 0},
+		{[]string{"-t", "otlp-http", "-p", "14318"}, "otlp-http@127.0.0.1:14318 false", 0},
+		{[]string{"-t", "zico"}, "zico@127.0.0.1:8640 false", 0},
+		{[]string{"-t", "zico", "-p", "0", "--security"}, "zico@127.0.0.1:0 true", 0},
+		{[]string{"-t", "otlp", "-p", "1"}, "", exitUsage},
+		{[]string{"-t", "zico", "-m", "x.map"}, "", exitUsage},
+		{[]string{"-t", "tcp-server", "-p", "0", "--security"}, "", exitUsage},
+	} {
+		fs, f, _ := serveFlagSet(io.Discard)
+		if _, err := parseArgs(fs, c.args); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := f.config()
+		if c.code != 0 {
+			var ue usageError
+			if !errors.As(err, &ue) {
+				t.Errorf("%v: %v, want exit %d", c.args, err, c.code)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		var got []string
+		for _, r := range cfg.Receivers {
+			var k struct {
+				Listen   string `yaml:"listen"`
+				Security bool   `yaml:"security"`
+			}
+			if err := r.Decode(&k); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, fmt.Sprintf("%s@%s %v", r.Type, k.Listen, k.Security))
+		}
+		if g := strings.Join(got, ", "); g != c.want {
+			t.Errorf("%v: %s, want %s", c.args, g, c.want)
+		}
 	}
 }

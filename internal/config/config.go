@@ -288,7 +288,9 @@ func (c *Config) Marshal() ([]byte, error) { return yaml.Marshal(c) }
 
 // Default is the embedded default: a Kieker TCP receiver on
 // 127.0.0.1:10133 (Kieker's writers and language packs connect to it), a
-// KDB binary receiver on 127.0.0.1:10144 with the default mapping, a
+// KDB binary receiver on 127.0.0.1:10144 with the default mapping,
+// OTLP/gRPC on 127.0.0.1:4317 and OTLP/HTTP on 127.0.0.1:4318 (the
+// OpenTelemetry SDKs' defaults), ZICO on 127.0.0.1:8640 (zorka agents), a
 // binary Kieker log under ./tracebridge-data and the trace store under
 // ./tracebridge-data/store.
 func Default() *Config {
@@ -296,6 +298,9 @@ func Default() *Config {
 		Receivers: []Component{
 			NewComponent("kieker-tcp", map[string]any{"listen": "127.0.0.1:10133"}),
 			NewComponent("tcp-server", map[string]any{"listen": "127.0.0.1:10144"}),
+			NewComponent("otlp-grpc", map[string]any{"listen": "127.0.0.1:4317"}),
+			NewComponent("otlp-http", map[string]any{"listen": "127.0.0.1:4318"}),
+			NewComponent("zico", map[string]any{"listen": "127.0.0.1:8640"}),
 		},
 		Sinks: []Component{NewComponent("kieker-log", nil), NewComponent("store", nil)},
 	}

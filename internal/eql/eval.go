@@ -338,14 +338,13 @@ func methodOf(op string) string {
 	return m
 }
 
-// attr returns the value of the span's attribute key (null when absent).
+// attr returns the value of the span's attribute key (null when absent),
+// Kieker's positions (kieker.traceId, kieker.sessionId, …) included.
 // service.name and host.name fall back to the span's Service and Host,
 // where OTLP's resource attributes went.
 func attr(s *trace.Span, key string) value {
-	for i := range s.Attributes {
-		if a := &s.Attributes[i]; a.Key == key {
-			return attrValue(a.Value, a.Type)
-		}
+	if a, ok := s.Attr(key); ok {
+		return attrValue(a.Value, a.Type)
 	}
 	switch key {
 	case "service.name":

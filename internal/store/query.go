@@ -17,6 +17,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/tracebridge/tracebridge/internal/eql"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
@@ -86,6 +87,23 @@ type Page struct {
 	Partial bool
 	// Scanned counts the index entries looked at.
 	Scanned int
+}
+
+// SetEQL makes q select the traces expression e matches (Match), narrowed
+// by what e requires (eql.Hints: a minimum duration, errors, attribute
+// pairs, a text), so that the indexes and the blocks' filters rule traces
+// out before e is evaluated on each one left.
+func (q *Query) SetEQL(e *eql.Expr) {
+	q.Match = e.MatchTrace
+	h := e.Hints()
+	if d := time.Duration(h.MinDuration); d > q.MinDuration {
+		q.MinDuration = d
+	}
+	q.Errors = q.Errors || h.Errors
+	q.Attrs = append(q.Attrs, h.Attrs...)
+	if q.Text == "" {
+		q.Text = h.Text
+	}
 }
 
 // ErrBadCursor is returned for a cursor this store did not make.

@@ -3,8 +3,10 @@ package otlp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // Errors of handing a request's spans on.
@@ -22,6 +25,9 @@ var (
 	ErrBusy = errors.New("pipeline busy")
 	// ErrStopped: the receiver is not running (yet, or any more).
 	ErrStopped = errors.New("receiver stopped")
+	// ErrNoHostTable: security is on but the bridge keeps no host table
+	// (no store sink).
+	ErrNoHostTable = errors.New("security is on but the bridge has no host table (no store sink)")
 )
 
 // keepBuffer is the largest request buffer kept for reuse.
@@ -47,6 +53,11 @@ type core struct {
 	next    func() *record.Batch // newBatch, made once
 	faults  lograte.Limiter
 
+	// security: requests need a host's bearer token (Config.Security),
+	// checked against shared's host table.
+	security bool
+	shared   *pipeline.Shared
+
 	// mu is held for reading by every request while it decodes and
 	// hands on, so stop (holding it for writing) waits for those in
 	// flight; requests after stop find out nil.
@@ -55,10 +66,11 @@ type core struct {
 	em  pipeline.Emitter
 }
 
-func newCore(name string, set pipeline.Settings, opt otlpcodec.Options, wait time.Duration) *core {
+func newCore(name string, set pipeline.Settings, cfg Config) *core {
+	opt := cfg.codecOptions()
 	opt.Strings = otlpcodec.NewStrings() // one copy of a string for all requests
-	c := &core{name: name, log: set.Logger, met: set.Metrics.Receiver(name), opt: opt, wait: wait,
-		faults: lograte.Limiter{PerSecond: 5}}
+	c := &core{name: name, log: set.Logger, met: set.Metrics.Receiver(name), opt: opt, wait: time.Duration(cfg.EmitTimeout),
+		faults: lograte.Limiter{PerSecond: 5}, security: cfg.Security, shared: set.Shared}
 	c.workers.New = func() any { return &worker{dec: otlpcodec.NewDecoder(c.opt)} }
 	c.next = c.newBatch
 	return c
@@ -109,11 +121,53 @@ type outcome struct {
 	reason          string
 }
 
+// admit checks a request's credentials (auth: the Authorization header or
+// metadata) when security is on: it returns the host the spans belong to
+// ("" with security off), whether to drop them (a disabled host), or an
+// error wrapping pipeline.ErrUnauthorized, or ErrNoHostTable.
+func (c *core) admit(ctx context.Context, auth string, remote net.Addr) (host string, drop bool, err error) {
+	if !c.security {
+		return "", false, nil
+	}
+	hosts := c.shared.Hosts()
+	if hosts == nil {
+		return "", false, ErrNoHostTable
+	}
+	token, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok {
+		token, ok = strings.CutPrefix(auth, "bearer ")
+	}
+	if !ok || token == "" {
+		return "", false, fmt.Errorf("%w: no bearer token", pipeline.ErrUnauthorized)
+	}
+	name, adm, err := hosts.HostByToken(ctx, strings.TrimSpace(token), remote)
+	if err != nil {
+		c.faults.Log(ctx, c.log, slog.LevelWarn, "OTLP request refused", "receiver", c.name, "peer", addrString(remote), "err", err)
+		return "", false, err
+	}
+	switch adm {
+	case pipeline.Admitted:
+		return name, false, nil
+	case pipeline.Disabled:
+		return name, true, nil
+	}
+	return "", false, fmt.Errorf("%w: host %s is not admitted", pipeline.ErrUnauthorized, name)
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
+
 // handle decodes msg (protobuf, or JSON) from peer with w's decoder and
-// hands its spans on. It returns a *otlpcodec.Error for a malformed
+// hands its spans on; host, when not empty, is the host the request's
+// token names (its spans become that host's); drop says to decode and
+// count them, but not hand them on (a disabled host). It returns a *otlpcodec.Error for a malformed
 // message, ErrBusy under back-pressure, ErrStopped when the pipeline is
 // gone. ctx is the request's: a client that gives up stops the wait.
-func (c *core) handle(ctx context.Context, w *worker, peer string, msg []byte, json bool) (outcome, error) {
+func (c *core) handle(ctx context.Context, w *worker, peer, host string, drop bool, msg []byte, json bool) (outcome, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.out == nil {
@@ -121,7 +175,7 @@ func (c *core) handle(ctx context.Context, w *worker, peer string, msg []byte, j
 	}
 	c.met.Bytes(len(msg))
 	b := c.newBatch()
-	b.Origin = record.Origin{Receiver: c.name, Peer: peer}
+	b.Origin = record.Origin{Receiver: c.name, Peer: peer, Host: host}
 	var res otlpcodec.Result
 	var err error
 	if json {
@@ -144,6 +198,21 @@ func (c *core) handle(ctx context.Context, w *worker, peer string, msg []byte, j
 		c.faults.Log(ctx, c.log, slog.LevelWarn, "OTLP spans rejected", "receiver", c.name, "peer", peer, "rejected", res.Rejected, "reason", res.Reason)
 	}
 	out := outcome{spans: res.Spans, rejected: res.Rejected, reason: res.Reason}
+	if drop {
+		for _, b := range res.Batches {
+			c.recycle(b)
+		}
+		return out, nil
+	}
+	if host != "" {
+		hv := record.StringValue(host)
+		for _, b := range res.Batches {
+			b.Origin.Host = host
+			for i := range b.Records {
+				b.Records[i].Values[trace.SpanHost] = hv
+			}
+		}
+	}
 	return out, c.emit(ctx, res.Batches)
 }
 

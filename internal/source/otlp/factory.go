@@ -79,7 +79,15 @@ type Config struct {
 	// DrainTimeout bounds the wait for requests in flight at shutdown
 	// (5s).
 	DrainTimeout pipeline.Duration `yaml:"drain_timeout"`
-	Limits       `yaml:",inline"`
+	// Security: every request carries a bearer token (HTTP's
+	// Authorization header, gRPC's authorization metadata) that is the
+	// secret of a host of the host table (tracebridge hosts add … --secret-file);
+	// its spans become that host's (host.name is replaced). A request
+	// without a valid token is refused (401, UNAUTHENTICATED); a disabled
+	// host's spans are dropped and answered as taken. Off: tokens are
+	// ignored.
+	Security bool `yaml:"security"`
+	Limits   `yaml:",inline"`
 }
 
 // Validate checks the configuration.

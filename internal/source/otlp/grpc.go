@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	_ "google.golang.org/grpc/encoding/gzip" // clients may compress with gzip
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -53,7 +54,7 @@ func NewGRPC(cfg Config, set pipeline.Settings) (*GRPC, error) {
 	if err != nil {
 		return nil, pipeline.Classify(pipeline.ErrComm, fmt.Errorf("otlp-grpc: %w", err))
 	}
-	c := newCore(set.Name, set, cfg.codecOptions(), time.Duration(cfg.EmitTimeout))
+	c := newCore(set.Name, set, cfg)
 	g := &GRPC{c: c, cfg: cfg, ln: counted{Listener: ln, met: c.met}, tls: tc != nil}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxMessageSize),
@@ -138,6 +139,23 @@ var traceService = grpc.ServiceDesc{
 const retryDelay = time.Second
 
 func (g *GRPC) export(ctx context.Context, dec func(any) error) (any, error) {
+	var remote net.Addr
+	if p, ok := peer.FromContext(ctx); ok {
+		remote = p.Addr
+	}
+	auth := ""
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get("authorization"); len(v) > 0 {
+			auth = v[0]
+		}
+	}
+	host, drop, err := g.c.admit(ctx, auth, remote)
+	switch {
+	case errors.Is(err, pipeline.ErrUnauthorized):
+		return nil, status.Error(codes.Unauthenticated, "otlp-grpc: "+err.Error())
+	case err != nil:
+		return nil, status.Error(codes.Unavailable, "otlp-grpc: "+err.Error())
+	}
 	var req rawRequest
 	if err := dec(&req); err != nil {
 		return nil, err
@@ -146,11 +164,7 @@ func (g *GRPC) export(ctx context.Context, dec func(any) error) (any, error) {
 	w := g.c.getWorker()
 	defer g.c.putWorker(w)
 	msg := req.bytes(&w.buf)
-	addr := ""
-	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-		addr = p.Addr.String()
-	}
-	o, err := g.c.handle(ctx, w, addr, msg, false)
+	o, err := g.c.handle(ctx, w, addrString(remote), host, drop, msg, false)
 	if err == nil {
 		return &rawResponse{b: appendResponse(nil, o)}, nil
 	}

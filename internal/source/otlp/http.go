@@ -55,7 +55,7 @@ func NewHTTP(cfg Config, set pipeline.Settings) (*HTTP, error) {
 	if err != nil {
 		return nil, pipeline.Classify(pipeline.ErrComm, fmt.Errorf("otlp-http: %w", err))
 	}
-	c := newCore(set.Name, set, cfg.codecOptions(), time.Duration(cfg.EmitTimeout))
+	c := newCore(set.Name, set, cfg)
 	h := &HTTP{c: c, cfg: cfg, ln: counted{Listener: ln, met: c.met}, tls: tc}
 	h.srv = &http.Server{
 		Handler:           h,
@@ -135,6 +135,7 @@ const (
 	rpcInvalidArgument   = 3
 	rpcResourceExhausted = 8
 	rpcUnavailable       = 14
+	rpcUnauthenticated   = 16
 )
 
 // errTooLarge: the body exceeds max_message_size (after decompression).
@@ -159,6 +160,17 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.fail(w, false, http.StatusUnsupportedMediaType, rpcInvalidArgument,
 			fmt.Sprintf("content type %q: want %s or %s", ct, typeProto, typeJSON))
+		return
+	}
+	remote, _ := net.ResolveTCPAddr("tcp", r.RemoteAddr) // an IP:port: no lookup
+	host, drop, err := h.c.admit(r.Context(), r.Header.Get("Authorization"), remote)
+	switch {
+	case errors.Is(err, pipeline.ErrUnauthorized):
+		w.Header().Set("WWW-Authenticate", `Bearer realm="tracebridge"`)
+		h.fail(w, json, http.StatusUnauthorized, rpcUnauthenticated, err.Error())
+		return
+	case err != nil:
+		h.fail(w, json, http.StatusServiceUnavailable, rpcUnavailable, err.Error())
 		return
 	}
 	max := h.cfg.MaxMessageSize
@@ -198,7 +210,7 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	o, err := h.c.handle(r.Context(), wk, r.RemoteAddr, msg, json)
+	o, err := h.c.handle(r.Context(), wk, r.RemoteAddr, host, drop, msg, json)
 	if err != nil {
 		var bad *otlpcodec.Error
 		switch {
