@@ -22,16 +22,26 @@ import (
 
 const analyzeSynopsis = `analyze --graph G [--response-times] [--format dot|json|svg] [-o FILE] LOGDIR…
        tracebridge analyze --stats [--format table|json] [-o FILE] LOGDIR…
+       tracebridge analyze --flame [--per-thread|--per-host] [--every D] [-o PREFIX] RECORDING.jfr|REPOSITORY|LOGDIR…
 
 G is one of container, deployment-component, assembly-component,
 deployment-operation, assembly-operation (dependency graphs),
 aggregated-deployment-call-tree, aggregated-assembly-call-tree, or
 call-tree:TRACEID (the call tree of one Kieker trace or OTLP trace).
 Traces Kieker's trace analysis finds invalid are left out (and counted on
-stderr) unless --include-invalid.
+stderr) unless --include-invalid. --flame draws flame graphs of JFR
+execution samples ('analyze --flame -h' for its flags).
 `
 
 func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--flame" || a == "-flame" || a == "--flame=true" || a == "-flame=true" {
+			return cmdFlame(ctx, args, stdout, stderr)
+		}
+	}
 	fs := newFlags("analyze", analyzeSynopsis, stderr)
 	graphName := fs.String("graph", "", "the graph to draw (see above)")
 	stats := fs.Bool("stats", false, "print statistics per operation instead of a graph")

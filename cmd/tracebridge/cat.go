@@ -3,16 +3,19 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/tracebridge/tracebridge/internal/codec/jsonl"
 	"github.com/tracebridge/tracebridge/internal/irl"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
+	jfrsrc "github.com/tracebridge/tracebridge/internal/source/jfr"
 	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
@@ -55,8 +58,10 @@ func (s *skipReporter) report(err error) {
 }
 
 func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("cat", "cat [--json] [--skip-bad] [--strict] [-L PATH…] LOGDIR…", stderr)
+	fs := newFlags("cat", catSynopsis, stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object per record")
+	var types repeatFlag
+	fs.Var(&types, "type", "print only records of these types: names, names without package, globs such as jdk.GC* (repeatable or comma-separated); JFR inputs decode only those")
 	skipBad := fs.Bool("skip-bad", false, "skip malformed records instead of stopping, and report how many")
 	strict := fs.Bool("strict", false, "stop at a record whose type is not in the catalogue (by default such records are skipped and counted per type)")
 	var libs listFlag
@@ -66,8 +71,9 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if len(pos) == 0 {
-		return usagef("cat: no log directory given")
+		return usagef("cat: no log directory or recording given")
 	}
+	typeList := splitTypes(types)
 	cat, err := loadCatalog(libs)
 	if err != nil {
 		return err
@@ -91,12 +97,29 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	})
 	skips := &skipReporter{w: stderr}
 	var sum readStats
+	var dataErrs []error
+	filtered, err := typeFilter(typeList, print)
+	if err != nil {
+		return err
+	}
 	for _, p := range pos {
+		if jfrsrc.Detect(p) {
+			_, err := readJFR(ctx, p, typeList, print, skips)
+			var ee exitError
+			if errors.As(err, &ee) && ee.code == exitData {
+				dataErrs = append(dataErrs, err) // damaged data: the rest was printed
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		r, err := kiekerlog.Open(p, kiekerlog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report, Strict: *strict, OnCutEnd: warnCutEnd(stderr)})
 		if err != nil {
 			return err
 		}
-		err = r.Run(ctx, print)
+		err = r.Run(ctx, filtered)
 		sum.add(r.Stats())
 		if err != nil {
 			return err
@@ -106,7 +129,34 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	sum.report(stderr)
+	if len(dataErrs) > 0 {
+		return withCode(exitData, errors.Join(dataErrs...))
+	}
 	return nil
+}
+
+const catSynopsis = `cat [--json] [--type T…] [--skip-bad] [--strict] [-L PATH…] LOGDIR|RECORDING.jfr|REPOSITORY…
+
+Prints the records of Kieker log directories, JFR recordings and JVM JFR
+repositories (a JVM's repository directory, or the directory given to
+-XX:FlightRecorderOptions:repository, all chunks in order). A JFR event is
+a record whose type is the event's name and whose fields are the
+recording's, times in epoch nanoseconds and durations in nanoseconds.
+Damaged JFR chunks and events are reported with the file, offset and
+reason, and skipped; the exit code is then 1.
+`
+
+// splitTypes flattens repeated, comma-separated --type values.
+func splitTypes(types []string) []string {
+	var out []string
+	for _, t := range types {
+		for _, p := range strings.Split(t, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // warnCutEnd warns about a log whose last data file ends early, as a

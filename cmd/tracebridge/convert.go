@@ -10,12 +10,15 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/logdir"
 	"github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
+	jfrsrc "github.com/tracebridge/tracebridge/internal/source/jfr"
 	srclog "github.com/tracebridge/tracebridge/internal/source/kiekerlog"
 )
 
 func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("convert", "convert --to ascii|binary [--compress none|deflate|gzip|zip|xz] [--max-entries N] [--skip-bad] [--strict] [-L PATH…] IN OUT", stderr)
-	to := fs.String("to", "", "output format: ascii or binary (required)")
+	fs := newFlags("convert", convertSynopsis, stderr)
+	to := fs.String("to", "", "output format: ascii or binary (required for a Kieker log; binary by default for a JFR recording)")
+	var types repeatFlag
+	fs.Var(&types, "type", "JFR input: convert only the events of these types (names, names without package, globs; repeatable or comma-separated)")
 	compress := fs.String("compress", "none", "compression of the data files: none, deflate, gzip, zip or xz")
 	maxEntries := fs.Int("max-entries", logdir.DefaultMaxEntriesInFile, "records per data file (Kieker's maxEntriesInFile)")
 	skipBad := fs.Bool("skip-bad", false, "skip malformed records instead of stopping, and report how many")
@@ -28,6 +31,13 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if len(pos) != 2 {
 		return usagef("convert: want IN and OUT, got %d arguments", len(pos))
+	}
+	isJFR := jfrsrc.Detect(pos[0])
+	if *to == "" && isJFR {
+		*to = "binary"
+	}
+	if len(types) > 0 && !isJFR {
+		return usagef("convert: --type is for JFR recordings")
 	}
 	var binary bool
 	switch *to {
@@ -43,6 +53,11 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *maxEntries <= 0 {
 		return usagef("convert: --max-entries must be positive")
+	}
+	if isJFR {
+		return convertJFR(ctx, pos[0], pos[1], splitTypes(types), kiekerlog.Config{
+			Path: pos[1], Binary: binary, Compression: comp, MaxEntriesInFile: *maxEntries, Metadata: true,
+		}, stdout, stderr)
 	}
 	cat, err := loadCatalog(libs)
 	if err != nil {
@@ -109,6 +124,43 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		bar.resume()
 	}
 	return nil
+}
+
+const convertSynopsis = `convert [--to ascii|binary] [--compress none|deflate|gzip|zip|xz] [--max-entries N] [--skip-bad] [--strict] [-L PATH…] IN OUT
+
+Rewrites the Kieker logs under IN as Kieker logs under OUT (--to is required
+then), or writes the events of a JFR recording or JVM repository IN as a
+Kieker log under OUT (binary unless --to ascii; --type selects event types).
+Record types Kieker lacks (JFR events) are described in IRL files beside
+kieker.map, so cat, convert and traces read the log without -L.
+`
+
+// convertJFR writes the events of a recording or repository as one Kieker
+// log. Damaged chunks and events are reported (file, offset, reason) and
+// skipped; the log then holds every readable event, and the exit code is 1.
+func convertJFR(ctx context.Context, in, out string, types []string, cfg kiekerlog.Config, stdout, stderr io.Writer) error {
+	w, err := kiekerlog.New(cfg)
+	if err != nil {
+		return err
+	}
+	skips := &skipReporter{w: stderr}
+	st, runErr := readJFR(ctx, in, types, w, skips)
+	closeErr := w.Close()
+	if ctx.Err() != nil {
+		return convertInterrupted(w, in, 0)
+	}
+	var ee exitError
+	if runErr != nil && !(errors.As(runErr, &ee) && ee.code == exitData) {
+		return errors.Join(runErr, closeErr)
+	}
+	if closeErr != nil {
+		return closeErr
+	}
+	for _, d := range w.Dirs() {
+		fmt.Fprintln(stdout, d)
+	}
+	fmt.Fprintf(stderr, "tracebridge: converted %d events (%d chunks) from %s to %s\n", st.Records, st.Chunks, in, strings.Join(w.Dirs(), ", "))
+	return runErr
 }
 
 // convertInterrupted removes the incomplete output of w (it was converting

@@ -38,16 +38,16 @@ const topUsage = `tracebridge: a monitoring-data bridge and trace collector for 
 usage: tracebridge <command> [flags] [arguments]
 
 commands:
-  serve    run the bridge: receive records over TCP, write Kieker logs
-  cat      print the records of Kieker log directories (text or --json)
-  convert  rewrite a Kieker log (ASCII/binary, compression, rotation)
+  serve    run the bridge: receive records over TCP (or follow JVMs' JFR repositories), write Kieker logs
+  cat      print the records of Kieker log directories or JFR recordings (text or --json)
+  convert  rewrite a Kieker log (ASCII/binary, compression, rotation), or a JFR recording as one
   replay   send a Kieker log to a bridge (Kieker TCP or KDB binary), optionally at a rate
   split    cut huge traces into linked partial traces at component boundaries (--merge: back)
   traces   assemble and print the traces of Kieker logs (call trees across threads and hosts)
   query    search the trace store (filters, text, regex, EQL; a trace's tree, ranking, pivot)
   store    check or rebuild a trace store
   hosts    manage the hosts of a trace store (list, add, set, enable, disable, delete)
-  analyze  Kieker's trace analyses: dependency graphs, call trees (dot, json, svg), statistics
+  analyze  Kieker's trace analyses: dependency graphs, call trees (dot, json, svg), statistics; --flame: JFR flame graphs
   gen      write record types and encoders for C, Go, Python or Perl from IRL
   version  print the version
 

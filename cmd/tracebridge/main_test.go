@@ -9,7 +9,11 @@ import (
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(bridgetest.Run(m)) }
+func TestMain(m *testing.M) {
+	code := bridgetest.Run(m)
+	removeJFRRecording()
+	os.Exit(code)
+}
 
 // result is what one run of the binary produced.
 type result struct {

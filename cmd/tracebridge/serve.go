@@ -33,14 +33,15 @@ stomp-client (alias jms-client; -l stomp://HOST:61613 -u USER -w PASS),
 broker-embedded (alias jms-embedded; -p 4222 [--mqtt-port 1883]),
 nats-client (-l nats://HOST:4222), mqtt-client (-l mqtt://HOST:1883),
 otlp (OTLP/gRPC on 4317 and OTLP/HTTP on 4318), otlp-grpc, otlp-http,
-zico (zorka agents; default port 8640).
+zico (zorka agents; default port 8640),
+jfr (--repository DIR [-h HOST]: follow the JFR repository of running JVMs).
 
 Exit codes: 1 mapping file, 2 configuration, 3 communication, 4 command line.`
 
 // serveFlags are KDB's command line plus tracebridge's own.
 type serveFlags struct {
 	configFile, typ, host, mapping, kiekerProps, dataDir, metrics, pidFile, logFile string
-	url, user, password, destination, deadLetter, encoding                          string
+	url, user, password, destination, deadLetter, encoding, repository              string
 	port, registryPort, mqttPort, verbose                                           int
 	libs                                                                            listFlag
 	split                                                                           repeatFlag
@@ -55,8 +56,8 @@ func serveFlagSet(stderr io.Writer) (*flag.FlagSet, *serveFlags, *options) {
 	o := &options{fs: fs, synopsis: serveSynopsis}
 	fs.Usage = func() { o.usage(stderr) }
 	o.str(&f.configFile, "c", "config", "FILE", "", "YAML configuration with receivers and sinks")
-	o.str(&f.typ, "t", "type", "TYPE", "", "receiver type: tcp-server, tcp-single-server, tcp-client, kieker-tcp, kieker-tcp-dual, stomp-client, broker-embedded, nats-client, mqtt-client, otlp, otlp-grpc, otlp-http, zico")
-	o.str(&f.host, "h", "host", "HOST", "", "host to connect to (tcp-client) or listen on (servers and broker-embedded; default 127.0.0.1)")
+	o.str(&f.typ, "t", "type", "TYPE", "", "receiver type: tcp-server, tcp-single-server, tcp-client, kieker-tcp, kieker-tcp-dual, stomp-client, broker-embedded, nats-client, mqtt-client, otlp, otlp-grpc, otlp-http, zico, jfr")
+	o.str(&f.host, "h", "host", "HOST", "", "host to connect to (tcp-client) or listen on (servers and broker-embedded; default 127.0.0.1); jfr: the monitored host's name (default this machine's)")
 	o.int(&f.port, "p", "port", "PORT", -1, "port to listen on (servers: required, 0 picks a free one; broker-embedded: default 4222; otlp-grpc 4317, otlp-http 4318, zico 8640) or connect to (tcp-client)")
 	o.int(&f.registryPort, "", "registry-port", "PORT", -1, "registry port of kieker-tcp-dual (required with it)")
 	o.str(&f.url, "l", "url", "URL", "", "broker URL: stomp://HOST:61613, stomp+ssl://HOST:61614, nats://HOST:4222, mqtt://HOST:1883")
@@ -66,6 +67,7 @@ func serveFlagSet(stderr io.Writer) (*flag.FlagSet, *serveFlags, *options) {
 	o.str(&f.deadLetter, "", "dead-letter", "DESTINATION", "", "broker destination receiving a copy of each malformed message: a STOMP destination (/queue/NAME), NATS subject or MQTT topic; not a file path")
 	o.str(&f.encoding, "", "encoding", "auto|text|binary", "", "broker message bodies (default auto: text/* content types and bodies starting with a digit are text)")
 	o.int(&f.mqttPort, "", "mqtt-port", "PORT", -1, "broker-embedded: also listen for MQTT clients on this port (default: no MQTT)")
+	o.str(&f.repository, "", "repository", "DIR", "", "jfr: the JVMs' repository (-XX:FlightRecorderOptions:repository=DIR); it may appear later")
 	o.str(&f.mapping, "m", "map", "FILE", "", "KDB mapping file of id=class lines (default: ids for common Kieker types)")
 	o.value(&f.libs, "L", "libraries", "PATHS", "IRL files or directories with more record types (repeatable, or ':'-separated)")
 	o.str(&f.kiekerProps, "k", "kieker", "FILE", "", "kieker.monitoring.properties configuring the Kieker log")
@@ -175,7 +177,8 @@ func serveError(err error) error {
 func (f *serveFlags) config() (*config.Config, error) {
 	var cfg *config.Config
 	kdbFlags := f.typ != "" || f.port >= 0 || f.host != "" || f.mapping != "" || f.respawn || f.registryPort >= 0 ||
-		f.url != "" || f.user != "" || f.password != "" || f.destination != "" || f.deadLetter != "" || f.encoding != "" || f.mqttPort >= 0 || f.security
+		f.url != "" || f.user != "" || f.password != "" || f.destination != "" || f.deadLetter != "" || f.encoding != "" || f.mqttPort >= 0 || f.security ||
+		f.repository != ""
 	switch {
 	case f.configFile != "" && kdbFlags:
 		return nil, usagef("serve: -c and the receiver flags (-t, -p, -h, -m, -l, -u, -w, --respawn, …) exclude each other")
@@ -225,6 +228,9 @@ func (f *serveFlags) config() (*config.Config, error) {
 // receivers describes the receivers of KDB's command line: one, or the
 // two OTLP receivers of -t otlp.
 func (f *serveFlags) receivers() ([]config.Component, error) {
+	if f.repository != "" && f.typ != "jfr" {
+		return nil, usagef("serve: --repository is for -t jfr")
+	}
 	host := f.host
 	if host == "" {
 		host = "127.0.0.1"
@@ -287,6 +293,14 @@ func (f *serveFlags) receiver() (config.Component, error) {
 	r := func() config.Component { return config.NewComponent(f.typ, keys) }
 	host := f.host
 	switch f.typ {
+	case "jfr":
+		if f.repository == "" {
+			return config.Component{}, usagef("serve: -t jfr needs --repository DIR (the JVMs' -XX:FlightRecorderOptions:repository=DIR)")
+		}
+		if f.mapping != "" || f.port >= 0 || f.respawn {
+			return config.Component{}, usagef("serve: -t jfr takes --repository and -h HOST, not -m, -p or --respawn")
+		}
+		return config.NewComponent(f.typ, map[string]any{"repository": f.repository, "host": f.host}), nil
 	case "jms-client", "stomp-client", "nats-client", "mqtt-client":
 		example := map[string]string{"jms-client": "stomp://HOST:61613", "stomp-client": "stomp://HOST:61613",
 			"nats-client": "nats://HOST:4222", "mqtt-client": "mqtt://HOST:1883"}[f.typ]

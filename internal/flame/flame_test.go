@@ -2,6 +2,7 @@ package flame
 
 import (
 	"bytes"
+	"context"
 	"encoding/xml"
 	"errors"
 	"flag"
@@ -233,8 +234,8 @@ func TestAggregateExecutionSamples(t *testing.T) {
 	for i := range recs {
 		b.AddRecord(&recs[i])
 	}
-	all.Consume(nil, &b)
-	perThread.Consume(nil, &b)
+	all.Consume(context.Background(), &b)
+	perThread.Consume(context.Background(), &b)
 	if got := all.Merged().Total(); got != int64(samples) || samples == 0 {
 		t.Fatalf("%d samples aggregated, the recording has %d", got, samples)
 	}

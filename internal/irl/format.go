@@ -61,7 +61,7 @@ func (w declWriter) decl(d *Decl) {
 	if d.Abstract {
 		b.WriteString("abstract ")
 	}
-	b.WriteString(d.Kind.String() + " " + escape(d.Name))
+	b.WriteString(d.Kind.String() + " " + escapeName(d.Name))
 	if d.Parent != nil {
 		b.WriteString(" extends " + w.name(*d.Parent))
 	}
@@ -80,10 +80,10 @@ func (w declWriter) decl(d *Decl) {
 	b.WriteString(" {\n")
 	for _, c := range d.Constants {
 		w.doc("\t", c.Doc)
-		b.WriteString("\tconst " + c.Type.String() + " " + escape(c.Name) + " = " + c.Value.Text + "\n")
+		b.WriteString("\tconst " + c.Type.String() + " " + escapeName(c.Name) + " = " + c.Value.Text + "\n")
 	}
 	for _, a := range d.Aliases {
-		b.WriteString("\talias " + escape(a.Field) + " as " + escape(a.Name) + "\n")
+		b.WriteString("\talias " + escapeName(a.Field) + " as " + escapeName(a.Name) + "\n")
 	}
 	for _, f := range d.Fields {
 		w.doc("\t", f.Doc)
@@ -92,14 +92,14 @@ func (w declWriter) decl(d *Decl) {
 			b.WriteString(m + " ")
 		}
 		if f.GroupedBy != nil {
-			b.WriteString("grouped by " + w.name(f.GroupedBy.Decl) + "." + escape(f.GroupedBy.Field) + " ")
+			b.WriteString("grouped by " + w.name(f.GroupedBy.Decl) + "." + escapeName(f.GroupedBy.Field) + " ")
 		}
 		if f.Type.Name != "" {
 			b.WriteString(f.Type.String() + " ")
 		}
-		b.WriteString(escape(f.Name))
+		b.WriteString(escapeName(f.Name))
 		if f.Semantics != "" {
-			b.WriteString(" : " + escape(f.Semantics))
+			b.WriteString(" : " + escapeName(f.Semantics))
 		}
 		if f.Default != nil {
 			b.WriteString(" = " + f.Default.Text)
@@ -144,19 +144,48 @@ func quote(s string) string {
 	return b.String()
 }
 
-// escape prefixes with ^ every part of a dotted name that is a keyword.
+// escape renders a dotted name, each part as escapeName does.
 func escape(name string) string {
 	if !strings.Contains(name, ".") {
-		if keywords[name] {
-			return "^" + name
-		}
-		return name
+		return escapeName(name)
 	}
 	parts := strings.Split(name, ".")
 	for i, p := range parts {
-		if keywords[p] {
-			parts[i] = "^" + p
-		}
+		parts[i] = escapeName(p)
 	}
 	return strings.Join(parts, ".")
+}
+
+// escapeName renders a simple name: an identifier as it is, a keyword
+// prefixed with ^, anything else in backquotes (tracebridge's extension;
+// see ValidName).
+func escapeName(name string) string {
+	switch {
+	case !isIdent(name):
+		return "`" + name + "`"
+	case keywords[name]:
+		return "^" + name
+	}
+	return name
+}
+
+// isIdent reports whether name is an IRL identifier (a letter or _, then
+// letters, digits and _).
+func isIdent(name string) bool {
+	if name == "" || !isLetter(name[0]) {
+		return false
+	}
+	for i := 1; i < len(name); i++ {
+		if !isLetter(name[i]) && !isDigit(name[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidName reports whether IRL can write name as one name: any non-empty
+// text without backquotes and line breaks (identifiers as they are,
+// others in backquotes).
+func ValidName(name string) bool {
+	return name != "" && !strings.ContainsAny(name, "`\n\r")
 }

@@ -57,6 +57,7 @@ func FuzzParse(f *testing.F) {
 		"package p /* unterminated",
 		"package p\n@author 'unterminated",
 		"package p\nentity ^entity { long ^const }",
+		"package jdk\nentity `Outer$Inner` { long `eventThread.javaThreadId` string[] `frames.method` char ^long }",
 		"/** doc */ package p\n/** d */ entity E { /** f */ long x }",
 		"\uFEFFpackage p\r\nentity E\r\n",
 	} {

@@ -23,7 +23,8 @@ type token struct {
 	val     string
 	pos     Pos
 	end     int  // offset just past the token
-	escaped bool // an identifier written with ^ (never a keyword)
+	escaped bool // an identifier written with ^ or in backquotes (never a keyword)
+	quoted  bool // an identifier written in backquotes (any characters)
 	doc     string
 }
 
@@ -173,6 +174,8 @@ func (lx *lexer) token() *Error {
 		}
 		name := lx.word()
 		lx.emit(token{kind: tIdent, text: name, pos: p, end: lx.off, escaped: escaped})
+	case c == '`':
+		return lx.quotedName(p)
 	case c == '@':
 		lx.off++
 		if lx.off >= len(src) || !isLetter(src[lx.off]) {
@@ -211,6 +214,26 @@ func (lx *lexer) word() string {
 		break
 	}
 	return src[start:lx.off]
+}
+
+// quotedName scans a name in backquotes, tracebridge's extension of IRL
+// for names that are not identifiers: flattened JFR fields
+// ("eventThread.javaThreadId"), nested classes ("Outer$Inner"). Any
+// character but a backquote or a line break may appear; the name is never
+// a keyword, and dots in it do not separate names.
+func (lx *lexer) quotedName(p Pos) *Error {
+	src := lx.src
+	end := strings.IndexAny(src[lx.off+1:], "`\n\r")
+	if end < 0 || src[lx.off+1+end] != '`' {
+		return lx.errorf(p, "unterminated name in backquotes")
+	}
+	if end == 0 {
+		return lx.errorf(p, "empty name in backquotes")
+	}
+	name := src[lx.off+1 : lx.off+1+end]
+	lx.off += end + 2
+	lx.emit(token{kind: tIdent, text: name, pos: p, end: lx.off, escaped: true, quoted: true})
+	return nil
 }
 
 // number scans an integer or a float:

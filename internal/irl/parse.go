@@ -148,7 +148,7 @@ func (p *parser) name(what string) (string, Pos, *Error) {
 	if !t.escaped && keywords[t.text] {
 		return "", t.pos, p.errorf(t, "missing %s: found keyword %s", what, t.text)
 	}
-	if strings.Contains(t.text, "-") {
+	if !t.quoted && strings.Contains(t.text, "-") {
 		return "", t.pos, p.errorf(t, "invalid %s %q", what, t.text)
 	}
 	p.advance()

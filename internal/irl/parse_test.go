@@ -204,6 +204,10 @@ func TestParseErrors(t *testing.T) {
 		{"zero array size", "package p\nentity E {\n\tint[0] x\n}", "t.irl:3:6: invalid array size 0"},
 		{"unclosed array literal", "package p\nentity E {\n\tint[] x = {1, 2\n}", "t.irl:2:10: entity E: missing '}' for this '{'"},
 		{"hyphenated name", "package p\nentity auto-x", `t.irl:2:8: invalid entity name "auto-x"`},
+		{"unterminated backquote", "package p\nentity `E", "t.irl:2:8: unterminated name in backquotes"},
+		{"backquote across lines", "package p\nentity `E\n`", "t.irl:2:8: unterminated name in backquotes"},
+		{"empty backquotes", "package p\nentity ``", "t.irl:2:8: empty name in backquotes"},
+		{"backquoted type", "package p\nentity E {\n\t`long` x\n}", `t.irl:3:2: unknown type "long"`},
 		{"incomplete import", "package p\nimport a.", "t.irl:2:10: missing import name: found end of file"},
 		{"nesting limit", "package p\nentity E {\n\tint[] x = " + strings.Repeat("{", 40) + "1" + strings.Repeat("}", 40) + "\n}", "t.irl:3:44: array literal nested deeper than the limit 32"},
 	}

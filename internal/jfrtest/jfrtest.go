@@ -15,6 +15,7 @@ import (
 	"context"
 	"crypto/sha256"
 	_ "embed"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -412,4 +413,68 @@ func JavaVersion(t Tools) string {
 	}
 	line, _, _ := strings.Cut(string(out), "\n")
 	return strings.TrimSpace(line)
+}
+
+// FlushWatcher notes when the chunk headers of the JVM directories under a
+// repository root grow (a JVM's flush), polling every 2 ms, independently
+// of any reader: the reference for measuring a follower's delay.
+type FlushWatcher struct {
+	mu      sync.Mutex
+	flushes []time.Time
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// WatchFlushes starts watching root/*/*.jfr.
+func WatchFlushes(root string) *FlushWatcher {
+	w := &FlushWatcher{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		last := map[string]uint64{} // chunk size by file
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			files, _ := filepath.Glob(filepath.Join(root, "*", "*.jfr"))
+			for _, p := range files {
+				f, err := os.Open(p)
+				if err != nil {
+					continue
+				}
+				// The header's chunk size (bytes 8–15, big-endian) grows
+				// with every flush (internal/codec/jfr cannot be used
+				// here: its tests use this package).
+				var b [16]byte
+				_, err = f.ReadAt(b[:], 0)
+				f.Close()
+				size := binary.BigEndian.Uint64(b[8:])
+				if err != nil || string(b[:4]) != "FLR\x00" || size == last[p] {
+					continue
+				}
+				if old, ok := last[p]; ok && size > old {
+					w.mu.Lock()
+					w.flushes = append(w.flushes, time.Now())
+					w.mu.Unlock()
+				}
+				last[p] = size
+			}
+		}
+	}()
+	return w
+}
+
+// Flushes returns the flush times seen so far.
+func (w *FlushWatcher) Flushes() []time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]time.Time(nil), w.flushes...)
+}
+
+// Close stops watching and returns the flush times seen.
+func (w *FlushWatcher) Close() []time.Time {
+	close(w.stop)
+	<-w.done
+	return w.Flushes()
 }

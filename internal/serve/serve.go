@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,12 +25,14 @@ import (
 	"github.com/tracebridge/tracebridge/internal/sink/forward"
 	"github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
 	storesink "github.com/tracebridge/tracebridge/internal/sink/store"
+	"github.com/tracebridge/tracebridge/internal/source/jfr"
 	"github.com/tracebridge/tracebridge/internal/source/mqtt"
 	"github.com/tracebridge/tracebridge/internal/source/nats"
 	"github.com/tracebridge/tracebridge/internal/source/otlp"
 	"github.com/tracebridge/tracebridge/internal/source/stomp"
 	"github.com/tracebridge/tracebridge/internal/source/tcp"
 	"github.com/tracebridge/tracebridge/internal/source/zico"
+	"github.com/tracebridge/tracebridge/internal/stage/profile"
 	"github.com/tracebridge/tracebridge/internal/stage/split"
 	"github.com/tracebridge/tracebridge/internal/stage/throttle"
 	"github.com/tracebridge/tracebridge/internal/stage/timeunit"
@@ -51,9 +54,9 @@ func DefaultFactories() *pipeline.Factories {
 	f.Receivers = append(f.Receivers, tcp.Factories()...)
 	f.Receivers = append(f.Receivers, stomp.Factory(), mqtt.Factory())
 	f.Receivers = append(f.Receivers, nats.Factories()...)
-	f.Receivers = append(f.Receivers, zico.Factory())
+	f.Receivers = append(f.Receivers, zico.Factory(), jfr.Factory())
 	f.Receivers = append(f.Receivers, otlp.Factories()...)
-	f.Stages = append(f.Stages, split.Factory(), timeunit.Factory(), throttle.Factory())
+	f.Stages = append(f.Stages, split.Factory(), timeunit.Factory(), throttle.Factory(), profile.Factory())
 	f.Sinks = append(f.Sinks, kiekerlog.Factory(), forward.Factory(), storesink.Factory())
 	return f
 }
@@ -157,6 +160,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		stages = append([]config.Component{config.NewComponent(split.Type, map[string]any{"boundaries": cfg.Split})}, stages...)
 		stages[0].Name = "split"
 	}
+	stages = withProfile(cfg.Receivers, stages)
 	type planned struct {
 		comp *config.Component
 		cfg  pipeline.Config
@@ -265,6 +269,18 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 	}
 	ok = true
 	return s, nil
+}
+
+// withProfile adds a profile stage (JFR execution samples on the spans of
+// their thread) when a jfr receiver is configured and no profile stage is.
+func withProfile(receivers, stages []config.Component) []config.Component {
+	jfrs := slices.ContainsFunc(receivers, func(c config.Component) bool { return c.Type == jfr.Type })
+	if !jfrs || slices.ContainsFunc(stages, func(c config.Component) bool { return c.Type == profile.Type }) {
+		return stages
+	}
+	p := config.NewComponent(profile.Type, nil)
+	p.Name = profile.Type
+	return append(slices.Clone(stages), p)
 }
 
 // Run serves metrics (if configured) and runs the bridge until ctx is

@@ -301,3 +301,43 @@ func TestConsoleStopStartAddReceivers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestJFRReceiverAddsProfileStage: a jfr receiver brings a profile stage
+// unless one is configured; other configurations get none.
+func TestJFRReceiverAddsProfileStage(t *testing.T) {
+	types := func(cs []config.Component) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Type)
+		}
+		return strings.Fields(strings.Join(out, " "))
+	}
+	cfg := parse(t, "receivers:\n  - {type: jfr, repository: /r}\nstages:\n  - {type: timeunit, unit: us}\nsinks:\n  - {type: kieker-log}\n")
+	if got := types(withProfile(cfg.Receivers, cfg.Stages)); strings.Join(got, ",") != "timeunit,profile" {
+		t.Errorf("stages %v", got)
+	}
+	cfg = parse(t, "receivers:\n  - {type: jfr, repository: /r}\nstages:\n  - {type: profile, lines: true}\nsinks:\n  - {type: kieker-log}\n")
+	if got := types(withProfile(cfg.Receivers, cfg.Stages)); strings.Join(got, ",") != "profile" {
+		t.Errorf("stages %v", got)
+	}
+	cfg = parse(t, "receivers:\n  - {type: kieker-tcp, listen: \"127.0.0.1:0\"}\nsinks:\n  - {type: kieker-log}\n")
+	if got := withProfile(cfg.Receivers, cfg.Stages); len(got) != 0 {
+		t.Errorf("stages %v", got)
+	}
+	// It builds: the receiver, the stage, the sinks.
+	dir := t.TempDir()
+	cfg = parse(t, "receivers:\n  - {type: jfr, repository: "+filepath.Join(dir, "repo")+", types: [jdk.ExecutionSample], host: box, start: beginning}\nsinks:\n  - {type: kieker-log}\n")
+	cfg.DataDir = dir
+	s, err := Build(cfg, Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if len(s.Receivers) != 1 || s.Receivers[0].Type != "jfr" || !strings.Contains(s.Receivers[0].Where, "repo") {
+		t.Fatalf("%+v", s.Receivers)
+	}
+	cfg = parse(t, "receivers:\n  - {type: jfr, repository: /r, start: middle}\nsinks:\n  - {type: kieker-log}\n")
+	if _, err := Build(cfg, Settings{}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "start") {
+		t.Fatalf("bad start: %v", err)
+	}
+}

@@ -535,7 +535,7 @@ func init() { stringLayout = primLayout(primString, nil) }
 func (d *decoder) readFields(in *input, c *Class, subs []*layout, idx []int, out []record.Value) {
 	var tmp [8]record.Value
 	for j, s := range subs {
-		dst := tmp[:0]
+		var dst []record.Value
 		if n := len(s.cols); n <= len(tmp) {
 			dst = tmp[:n]
 			clear(dst)

@@ -466,10 +466,7 @@ func formatMethod(dst []byte, class, name, descriptor string) []byte {
 	dst = append(dst, '.')
 	dst = append(dst, name...)
 	dst = append(dst, '(')
-	params := descriptor
-	if strings.HasPrefix(params, "(") {
-		params = params[1:]
-	}
+	params := strings.TrimPrefix(descriptor, "(")
 	if i := strings.LastIndexByte(params, ')'); i >= 0 {
 		params = params[:i]
 	} else {

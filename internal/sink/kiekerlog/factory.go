@@ -64,6 +64,9 @@ func Factory() pipeline.SinkFactory {
 				return nil, pipeline.Classify(pipeline.ErrConfig, err)
 			}
 			kc.ConvertSpans = true
+			kc.OnUndescribed = func(err error) {
+				set.Logger.Warn("kieker log: record type not described", "sink", set.Name, "err", err)
+			}
 			w, err := New(kc)
 			if err != nil {
 				return nil, pipeline.Classify(pipeline.ErrConfig, err)

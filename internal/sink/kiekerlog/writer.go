@@ -4,8 +4,14 @@
 // compression (see internal/logdir), one string registry per writer with
 // ids from 0.
 //
-// Durability: kieker.map entries reach the operating system before any data
-// that uses them, and Flush hands all data written so far to the operating
+// Record types that Kieker's built-in catalogue lacks (JFR event types,
+// user types, span records) are described in IRL files beside kieker.map
+// (TypesFilePrefix), so the log reads without the types' source; a type
+// whose name the log already describes with other fields continues the log
+// in a new directory.
+//
+// Durability: kieker.map entries and IRL files reach the operating system
+// before any data that uses them, and Flush hands all data written so far to the operating
 // system in a decodable form, so a process killed at any moment leaves every
 // record written before the last Flush readable.
 //
@@ -89,6 +95,13 @@ type Config struct {
 	// assembled (ConsumeTraces), instead of as span records, so Kieker's
 	// own tools read them. serve's kieker-log sinks set it.
 	ConvertSpans bool
+
+	// OnUndescribed hears about a record type that is not in Kieker's
+	// built-in catalogue and that IRL cannot describe (a name without a
+	// package, a name with a line break): the log holds its records, but
+	// reading them needs its description. Once per type and log
+	// directory. Nil: ignored.
+	OnUndescribed func(error)
 }
 
 // Version is what the KiekerMetadataRecord written by tracebridge gives as
@@ -118,6 +131,8 @@ type Writer struct {
 	oerType *record.Type
 	keep    []record.Record // Consume's records without span records (ConvertSpans)
 	oers    record.Batch    // ConsumeTraces' records
+
+	types *describer // the IRL files beside kieker.map
 }
 
 var _ pipeline.Sink = (*Writer)(nil)
@@ -138,6 +153,11 @@ func New(cfg Config) (*Writer, error) {
 		cfg.Path = "."
 	}
 	w := &Writer{cfg: cfg, registry: &kieker.Registry{}, metaType: record.Builtin().Lookup(record.KiekerMetadataRecord)}
+	w.types = newDescriber(func(_ *record.Type, err error) {
+		if w.cfg.OnUndescribed != nil {
+			w.cfg.OnUndescribed(fmt.Errorf("kieker log %s: %w; reading its records needs -L", w.dir, err))
+		}
+	})
 	w.enc = kieker.NewEncoder(kieker.EncoderOptions{Registry: w.registry})
 	if !cfg.NameFromMetadata {
 		if err := w.open(); err != nil {
@@ -209,6 +229,7 @@ func (w *Writer) open() error {
 		return fmt.Errorf("kieker log: %w", err)
 	}
 	w.dir, w.mapFile, w.files = dir, mf, files
+	w.types.reset()
 	if w.cfg.Metadata {
 		var b record.Batch
 		m := b.Add(w.metaType, record.NoTimestamp)
@@ -396,6 +417,18 @@ func (w *Writer) write(recs []record.Record) error {
 	}
 	for len(recs) > 0 {
 		n := min(w.files.Room(), len(recs))
+		switch i := w.types.conflict(recs[:n]); {
+		case i == 0:
+			// A type this log describes already with other fields (the
+			// same JFR event type from another JVM version): a log
+			// describes one layout per name, so continue in a new one.
+			if err := w.rollover(); err != nil {
+				return err
+			}
+			continue
+		case i > 0:
+			n = i
+		}
 		before := w.registry.Len()
 		w.buf = w.buf[:0]
 		w.mapBuf = w.mapBuf[:0]
@@ -418,6 +451,12 @@ func (w *Writer) write(recs []record.Record) error {
 				return err
 			}
 			continue
+		}
+		// Types first, then registry entries, then the data that uses
+		// them.
+		w.types.add(recs[:n])
+		if err := w.types.flush(w.dir); err != nil {
+			return fmt.Errorf("kieker log %s: record types: %w", w.dir, err)
 		}
 		if len(w.mapBuf) > 0 {
 			if _, err := w.mapFile.Write(w.mapBuf); err != nil {
@@ -445,7 +484,8 @@ func (w *Writer) full() bool {
 	return w.registry.Len() > max
 }
 
-// rollover continues in a new log directory with a new registry.
+// rollover continues in a new log directory with a new registry (and new
+// IRL files).
 func (w *Writer) rollover() error {
 	if err := errors.Join(w.files.Close(), w.mapFile.Close()); err != nil {
 		return fmt.Errorf("kieker log %s: %w", w.dir, err)

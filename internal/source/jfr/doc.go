@@ -36,6 +36,17 @@
 // is gone, the reader reads what it holds and leaves the directory alone
 // from then on.
 //
+// # In serve
+//
+// Factory builds the jfr receiver (YAML {type: jfr, repository: DIR,
+// types: [...], host: NAME, start: newest|beginning}): a following Source.
+// Every batch holds the records of one JVM directory (or file) and carries
+// its origin: Peer the directory, Host the configured host (the receiver's
+// default: this machine's name), Session the JVM's pid from the directory
+// name. After its context ends, Run hands on what it has read (with a
+// context that is not cancelled) and returns. Detect tells the commands
+// whether a path holds JFR data.
+//
 // # Errors
 //
 // A damaged chunk (truncated, corrupt metadata or constant pools, an

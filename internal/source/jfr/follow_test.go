@@ -15,57 +15,6 @@ import (
 	"github.com/tracebridge/tracebridge/internal/jfrtest"
 )
 
-// flushWatcher notes when the JVM's newest chunk header changes (a flush),
-// polling every 2 ms, independently of the source.
-type flushWatcher struct {
-	mu      sync.Mutex
-	flushes []time.Time
-	stop    chan struct{}
-	done    chan struct{}
-}
-
-func watchFlushes(root string) *flushWatcher {
-	w := &flushWatcher{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		last := map[string]codec.Header{}
-		for {
-			select {
-			case <-w.stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
-			files, _ := filepath.Glob(filepath.Join(root, "*", "*.jfr"))
-			for _, p := range files {
-				f, err := os.Open(p)
-				if err != nil {
-					continue
-				}
-				h, err := codec.ReadHeader(f)
-				f.Close()
-				if err != nil || h == last[p] {
-					continue
-				}
-				if old, ok := last[p]; ok && h.ChunkSize > old.ChunkSize {
-					w.mu.Lock()
-					w.flushes = append(w.flushes, time.Now())
-					w.mu.Unlock()
-				}
-				last[p] = h
-			}
-		}
-	}()
-	return w
-}
-
-func (w *flushWatcher) close() []time.Time {
-	close(w.stop)
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.flushes
-}
-
 func waitTicks(t *testing.T, c *collector, run string, n int, timeout time.Duration) []int64 {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -112,7 +61,7 @@ func TestFollowLiveRepository(t *testing.T) {
 	}()
 	time.Sleep(300 * time.Millisecond) // the source waits for the repository
 
-	watch := watchFlushes(root)
+	watch := jfrtest.WatchFlushes(root)
 	a, err := tools.Start(cp, jfrtest.Options{Seconds: 30, RunID: "A", Repository: root})
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +116,7 @@ func TestFollowLiveRepository(t *testing.T) {
 			t.Fatalf("ticks of the killed JVM A read %v: a gap or a repetition", ticksA)
 		}
 	}
-	flushes := watch.close()
+	flushes := watch.Close()
 
 	// Delay from a flush (the header update the watcher saw) to the first
 	// batch that arrived after it.

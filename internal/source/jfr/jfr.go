@@ -87,6 +87,10 @@ type Config struct {
 	BatchSize int
 	// Limits bound what a recording may make the reader hold.
 	Limits codec.Limits
+	// Host names the monitored host in the batches' origin
+	// (record.Origin.Host); the jfr receiver sets the machine's host
+	// name when the configuration gives none.
+	Host string
 }
 
 // Validate checks the configuration.
@@ -199,7 +203,7 @@ func (s *Source) report(err error) {
 // Run reads (and with Follow, follows) the path and hands records to out.
 // See the package comment for what it returns.
 func (s *Source) Run(ctx context.Context, out pipeline.Consumer) error {
-	r := &run{s: s, ctx: ctx, out: out, batch: &record.Batch{}, jvms: map[string]*jvm{}, given: map[string]bool{}, started: time.Now()}
+	r := &run{s: s, ctx: ctx, emitCtx: context.WithoutCancel(ctx), out: out, batch: &record.Batch{}, jvms: map[string]*jvm{}, given: map[string]bool{}, started: time.Now()}
 	if e, ok := out.(pipeline.Emitter); ok {
 		r.emitter = e
 	}
@@ -219,8 +223,12 @@ func (s *Source) Run(ctx context.Context, out pipeline.Consumer) error {
 
 // run is the state of one Run.
 type run struct {
-	s         *Source
-	ctx       context.Context
+	s   *Source
+	ctx context.Context
+	// emitCtx hands batches on after ctx is cancelled too: what was read
+	// is not dropped at shutdown.
+	emitCtx   context.Context
+	origin    record.Origin // of the records being added to batch
 	out       pipeline.Consumer
 	emitter   pipeline.Emitter
 	batch     *record.Batch
@@ -243,11 +251,12 @@ func (r *run) emit(force bool) error {
 	r.s.set.Metrics.Records(r.batch)
 	var err error
 	if r.emitter != nil {
-		r.batch, err = r.emitter.Emit(r.ctx, r.batch)
+		r.batch, err = r.emitter.Emit(r.emitCtx, r.batch)
 	} else {
-		err = r.out.Consume(r.ctx, r.batch)
+		err = r.out.Consume(r.emitCtx, r.batch)
 		r.batch.Reset()
 	}
+	r.batch.Origin = r.origin
 	if err != nil {
 		return err
 	}
@@ -255,6 +264,20 @@ func (r *run) emit(force bool) error {
 	r.s.stats.Records += int64(n)
 	r.s.stats.Batches++
 	r.s.mu.Unlock()
+	return nil
+}
+
+// use makes j's the origin of the records added from now on: a batch
+// holds the records of one JVM directory (or file).
+func (r *run) use(j *jvm) error {
+	if r.origin == j.origin {
+		return nil
+	}
+	if err := r.emit(true); err != nil {
+		return err
+	}
+	r.origin = j.origin
+	r.batch.Origin = j.origin
 	return nil
 }
 
@@ -269,8 +292,15 @@ func (r *run) closeAll() {
 func (r *run) file(path string) error {
 	j := r.newJVM(filepath.Dir(path), true)
 	j.only = filepath.Base(path)
+	j.origin.Peer = path
+	if pidOf(j.dir) == 0 {
+		j.origin.Session = "" // a recording file: the JVM is not known
+	}
 	r.jvms[path] = j
 	for {
+		if err := r.use(j); err != nil {
+			return err
+		}
 		if err := j.poll(r); err != nil {
 			return err
 		}
@@ -297,6 +327,9 @@ func (r *run) directory() error {
 	for _, d := range dirs {
 		j := r.newJVM(d, true)
 		r.jvms[d] = j
+		if err := r.use(j); err != nil {
+			return err
+		}
 		if err := j.poll(r); err != nil {
 			return err
 		}
@@ -371,6 +404,9 @@ func (r *run) pollRoot() error {
 	sort.Strings(names)
 	for _, d := range names {
 		j := r.jvms[d]
+		if err := r.use(j); err != nil {
+			return err
+		}
 		if err := j.poll(r); err != nil {
 			return err
 		}

@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	codec "github.com/tracebridge/tracebridge/internal/codec/jfr"
+	"github.com/tracebridge/tracebridge/internal/record"
 )
 
 // jvm reads the chunk files of one directory (one JVM, or one file when
@@ -31,9 +33,10 @@ type jvm struct {
 	known  map[string]*chunkFile // chunk files listed, not read yet
 	listed map[string]bool       // names in the last listing
 
-	exhausted bool      // nothing more will come
-	files     int64     // chunk files opened
-	activity  time.Time // when a chunk was last opened or grew
+	origin    record.Origin // of its records: Peer the directory, Session the JVM's pid
+	exhausted bool          // nothing more will come
+	files     int64         // chunk files opened
+	activity  time.Time     // when a chunk was last opened or grew
 }
 
 // openChunk is the chunk being read.
@@ -46,7 +49,12 @@ type openChunk struct {
 }
 
 func (r *run) newJVM(dir string, fromStart bool) *jvm {
+	session := filepath.Base(dir)
+	if pid := pidOf(dir); pid > 0 {
+		session = strconv.Itoa(pid)
+	}
 	return &jvm{
+		origin:    record.Origin{Peer: dir, Host: r.s.cfg.Host, Session: session},
 		dir:       dir,
 		fromStart: fromStart,
 		stream:    codec.NewStream(codec.Options{Filter: r.s.filter, Types: r.s.types, Limits: r.s.cfg.Limits}),

@@ -4,6 +4,9 @@
 // compressed) with internal/codec/kieker (kieker.map, .dat lines, .bin
 // frames).
 //
+// A log directory may describe its record types in IRL files beside
+// kieker.map (see Options.Catalog): they are loaded for that log.
+//
 // Memory does not grow with the size of a log: each data file is streamed
 // through one read buffer and one batch.
 //
@@ -22,11 +25,15 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
+	"github.com/tracebridge/tracebridge/internal/irl"
 	"github.com/tracebridge/tracebridge/internal/logdir"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -34,7 +41,11 @@ import (
 
 // Options configure a Reader.
 type Options struct {
-	// Catalog resolves class names; nil means record.Builtin().
+	// Catalog resolves class names; nil means record.Builtin(). The IRL
+	// files (*.irl) in a log directory, such as the ones
+	// internal/sink/kiekerlog writes beside kieker.map for JFR and other
+	// types Kieker lacks, add to it for that log; where they describe a
+	// type of Catalog differently, the log's own description wins.
 	Catalog *record.Catalog
 	// SkipBad skips a malformed record (an ASCII line; for a binary file,
 	// whose frames cannot be re-synchronised, the rest of the file) instead
@@ -189,6 +200,7 @@ type run struct {
 	next  pipeline.Consumer
 	buf   []byte
 	batch record.Batch
+	cat   *record.Catalog // the log's: the options' with the log's own IRL files
 }
 
 func (x *run) flush() error {
@@ -234,6 +246,14 @@ func (x *run) skip(err error) error {
 }
 
 func (x *run) log(l *logdir.Log) error {
+	cat, err := logCatalog(l.Path, x.r.opts.Catalog)
+	if err != nil {
+		if err := x.skip(fmt.Errorf("kieker log %s: record types: %w", l.Path, err)); err != nil {
+			return err
+		}
+		cat = x.r.opts.Catalog
+	}
+	x.cat = cat
 	strs := kieker.NewStrings(0)
 	m, err := l.OpenMap()
 	if err != nil {
@@ -280,7 +300,7 @@ func (x *run) file(df logdir.DataFile, strs *kieker.Strings, interner *record.In
 		name += " (decompressed)"
 	}
 	if s.Format.Text {
-		d := kieker.NewTextDecoder(kieker.TextOptions{Catalog: x.r.opts.Catalog, Strings: strs, Interner: interner})
+		d := kieker.NewTextDecoder(kieker.TextOptions{Catalog: x.cat, Strings: strs, Interner: interner})
 		return x.stream(s, name, d.Decode, func(rest []byte) (bool, error) {
 			// Kieker's writers and ours end every line. In the last file
 			// of a log a last line without its line end is what a killed
@@ -292,7 +312,7 @@ func (x *run) file(df logdir.DataFile, strs *kieker.Strings, interner *record.In
 			return false, d.Finish(rest, &x.batch)
 		}, true, last)
 	}
-	d := kieker.NewDecoder(kieker.Options{Catalog: x.r.opts.Catalog, Strings: strs})
+	d := kieker.NewDecoder(kieker.Options{Catalog: x.cat, Strings: strs})
 	return x.stream(s, name, d.Decode, func(rest []byte) (bool, error) {
 		if len(rest) > 0 {
 			return true, fmt.Errorf("offset %d: file ends inside a record (%d bytes left over)", d.Offset(), len(rest))
@@ -382,4 +402,42 @@ func (x *run) stream(s *logdir.Stream, name string, decode func([]byte, *record.
 			return fmt.Errorf("kieker log: %w", rerr)
 		}
 	}
+}
+
+// logCatalog returns the catalogue to read the log at path with: base,
+// or, when the log directory holds IRL files, base with their types added
+// (the log's types replace base's of the same name).
+func logCatalog(path string, base *record.Catalog) (*record.Catalog, error) {
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return base, nil // not a directory (a per-thread zip)
+	}
+	var files []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".irl") {
+			files = append(files, filepath.Join(path, e.Name()))
+		}
+	}
+	if len(files) == 0 {
+		return base, nil
+	}
+	m, err := irl.Load(files...)
+	if err != nil {
+		return nil, err
+	}
+	cat := record.NewCatalog()
+	if _, err := m.AddTo(cat); err != nil {
+		return nil, err
+	}
+	for _, t := range base.Types() {
+		if cat.Lookup(t.Name) == nil {
+			cat.Add(t)
+		}
+	}
+	for old, canonical := range base.Aliases() {
+		if cat.Lookup(old) == nil {
+			cat.AddAlias(old, canonical)
+		}
+	}
+	return cat, nil
 }

@@ -1,0 +1,274 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	codec "github.com/tracebridge/tracebridge/internal/codec/jfr"
+	"github.com/tracebridge/tracebridge/internal/flame"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+	jfrsrc "github.com/tracebridge/tracebridge/internal/source/jfr"
+	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
+)
+
+// JFR inputs of cat, convert and analyze --flame: a recording (a file
+// beginning with "FLR\0"), a JVM's repository directory or a repository
+// root (see jfrsrc.Detect). Everything else is read as Kieker logs.
+
+// readJFR reads a recording or repository once, handing the records (of
+// the selected types only) to out. Damaged chunks and events are shown
+// through skips, with the file, offset and reason; reading goes on after
+// them, and the error returned then says how many there were (exit code
+// 1), after every readable record was handed on.
+func readJFR(ctx context.Context, path string, types []string, out pipeline.Consumer, skips *skipReporter) (jfrsrc.Stats, error) {
+	src, err := jfrsrc.New(jfrsrc.Config{Path: path, Types: types}, jfrsrc.Settings{OnError: skips.report})
+	if err != nil {
+		return jfrsrc.Stats{}, usagef("%v", err)
+	}
+	err = src.Run(ctx, out)
+	st := src.Stats()
+	if err != nil {
+		return st, err
+	}
+	if err := ctx.Err(); err != nil {
+		return st, withCode(exitInterrupted, fmt.Errorf("interrupted while reading %s", path))
+	}
+	if st.Errors > 0 {
+		return st, withCode(exitData, fmt.Errorf("%s: %d damaged chunks or events skipped (shown above); every readable event was read", path, st.Errors))
+	}
+	return st, nil
+}
+
+// typeFilter returns a consumer handing on only the records whose type
+// matches the --type patterns (next itself without patterns).
+func typeFilter(types []string, next pipeline.Consumer) (pipeline.Consumer, error) {
+	match, err := codec.NewFilter(types...)
+	if err != nil {
+		return nil, usagef("--type: %v", err)
+	}
+	if match == nil {
+		return next, nil
+	}
+	keep := map[*record.Type]bool{}
+	var sub record.Batch
+	return pipeline.ConsumerFunc(func(ctx context.Context, b *record.Batch) error {
+		sub.Records = sub.Records[:0]
+		sub.Origin = b.Origin
+		for i := range b.Records {
+			t := b.Records[i].Type
+			k, ok := keep[t]
+			if !ok {
+				k = match(t.Name)
+				keep[t] = k
+			}
+			if k {
+				sub.Records = append(sub.Records, b.Records[i])
+			}
+		}
+		if len(sub.Records) == 0 {
+			return nil
+		}
+		err := next.Consume(ctx, &sub)
+		clear(sub.Records)
+		return err
+	}), nil
+}
+
+const flameSynopsis = `analyze --flame [--per-thread | --per-host] [--every DURATION] [--lines] [--type T…] [-o PREFIX] RECORDING.jfr|REPOSITORY|LOGDIR…
+
+Aggregates JFR execution samples (jdk.ExecutionSample; --type for others
+with a stackTrace, such as jdk.NativeMethodSample) into folded stacks and
+an SVG flame graph: PREFIX.folded and PREFIX.svg (PREFIX: -o, default the
+first input's name without .jfr, in the current directory). With
+--per-thread, --per-host or --every, also one pair per thread or host and
+time window: PREFIX-GROUP-START.folded/.svg. -o - writes the folded stacks
+of all samples to standard output instead. Inputs are recordings, JVM
+repositories, or Kieker logs holding such samples.
+`
+
+// cmdFlame is analyze --flame.
+func cmdFlame(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("analyze", flameSynopsis, stderr)
+	fs.Bool("flame", true, "draw flame graphs of execution samples")
+	perThread := fs.Bool("per-thread", false, "one profile per thread (name and Java thread id)")
+	perHost := fs.Bool("per-host", false, "one profile per monitored host (the records' origin)")
+	every := fs.Duration("every", 0, "one profile per time window of this length (e.g. 10s, 1m)")
+	lines := fs.Bool("lines", false, "keep line numbers in frames (by default samples of a method add up)")
+	out := fs.String("o", "", "output prefix, or - for the folded stacks on standard output")
+	var types repeatFlag
+	fs.Var(&types, "type", "sample event types (default jdk.ExecutionSample; repeatable or comma-separated)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("analyze --flame: no recording, repository or log given")
+	}
+	if *perThread && *perHost {
+		return usagef("analyze --flame: --per-thread or --per-host, not both")
+	}
+	if *every < 0 {
+		return usagef("analyze --flame: --every must be positive")
+	}
+	typeList := splitTypes(types)
+	if len(typeList) == 0 {
+		typeList = []string{"jdk.ExecutionSample"}
+	}
+	prefix := *out
+	if prefix == "" {
+		prefix = strings.TrimSuffix(filepath.Base(filepath.Clean(pos[0])), ".jfr")
+	}
+	agg := &flame.Aggregator{Types: typeList, Window: *every}
+	if *lines {
+		agg.Frame = flame.Identity
+	}
+	var host string // the origin of the batch being added
+	switch {
+	case *perThread:
+		agg.Group = threadOf
+	case *perHost:
+		agg.Group = func(*record.Record) string { return host }
+	}
+	feed := pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
+		host = b.Origin.Host
+		for i := range b.Records {
+			agg.Add(&b.Records[i])
+		}
+		return nil
+	})
+	skips := &skipReporter{w: stderr}
+	var dataErr error
+	for _, p := range pos {
+		if jfrsrc.Detect(p) {
+			_, err := readJFR(ctx, p, typeList, feed, skips)
+			var ee exitError
+			if errors.As(err, &ee) && ee.code == exitData {
+				dataErr = err // report after writing what was read
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		r, err := kiekerlog.Open(p, kiekerlog.Options{Catalog: record.Builtin(), OnSkip: skips.report})
+		if err != nil {
+			return err
+		}
+		if err := r.Run(ctx, feed); err != nil {
+			return err
+		}
+		// A log's host is its KiekerMetadataRecord's, not known here.
+	}
+	merged := agg.Merged()
+	if merged.Total() == 0 {
+		return errors.Join(fmt.Errorf("analyze --flame: no samples of %s in %s", strings.Join(typeList, ", "), strings.Join(pos, ", ")), dataErr)
+	}
+	if prefix == "-" {
+		if err := merged.WriteFolded(stdout); err != nil {
+			return err
+		}
+		return dataErr
+	}
+	title := "CPU samples"
+	if len(typeList) != 1 || typeList[0] != "jdk.ExecutionSample" {
+		title = strings.Join(typeList, ", ")
+	}
+	write := func(name string, s *flame.Stacks, subtitle string) error {
+		if err := writeFileWith(name+".folded", s.WriteFolded); err != nil {
+			return err
+		}
+		if err := writeFileWith(name+".svg", func(w io.Writer) error {
+			return s.WriteSVG(w, flame.SVGOptions{Title: title, Subtitle: subtitle})
+		}); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s.folded\n%s.svg\n", name, name)
+		return nil
+	}
+	if err := write(prefix, merged, fmt.Sprintf("%d samples of %s", merged.Total(), strings.Join(pos, ", "))); err != nil {
+		return err
+	}
+	profiles := agg.Profiles()
+	if agg.Group != nil || agg.Window > 0 {
+		for _, p := range profiles {
+			name := prefix
+			sub := fmt.Sprintf("%d samples", p.Stacks.Total())
+			if agg.Group != nil {
+				name += "-" + fileSafe(p.Group)
+				sub += " of " + p.Group
+			}
+			if agg.Window > 0 {
+				start := time.Unix(0, p.Start).UTC()
+				name += "-" + start.Format("20060102T150405.000Z")
+				sub += fmt.Sprintf(", %s + %v", start.Format(time.RFC3339Nano), agg.Window)
+			}
+			if err := write(name, p.Stacks, sub); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Fprintf(stderr, "tracebridge: %d samples, %d distinct stacks", merged.Total(), merged.Len())
+	if agg.Group != nil || agg.Window > 0 {
+		fmt.Fprintf(stderr, ", %d profiles", len(profiles))
+	}
+	if agg.Dropped > 0 {
+		fmt.Fprintf(stderr, " (%d samples of further profiles dropped: more than 10,000 profiles)", agg.Dropped)
+	}
+	fmt.Fprintln(stderr)
+	return dataErr
+}
+
+// threadOf names a sample's thread: its name and Java thread id.
+func threadOf(r *record.Record) string {
+	for _, f := range []string{"sampledThread", "eventThread"} {
+		name, ok := r.Field(f)
+		if !ok {
+			continue
+		}
+		id, _ := r.Field(f + ".javaThreadId")
+		return name.Str() + " #" + strconv.FormatInt(id.Int(), 10)
+	}
+	return ""
+}
+
+// fileSafe makes a group name usable in a file name.
+func fileSafe(s string) string {
+	if s == "" {
+		return "none"
+	}
+	s = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' {
+			return r
+		}
+		return '_'
+	}, s)
+	if len(s) > 80 {
+		s = s[:80]
+	}
+	return s
+}
+
+// writeFileWith creates name and fills it with write.
+func writeFileWith(name string, write func(io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

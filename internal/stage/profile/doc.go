@@ -1,0 +1,58 @@
+// Package profile attaches a JVM's execution samples (JFR's
+// jdk.ExecutionSample records) to the spans that were running on the
+// sampled thread when each sample was taken, so that a slow span shows
+// where its time went.
+//
+// The stage passes every record on unchanged and keeps, per (host, Java
+// thread id), a ring of the recent samples: their time, the stack (frames
+// interned, so repeated stacks are held once) and the thread state. The
+// host is the batch's origin (a jfr receiver's configured host, by
+// default the machine's host name); the thread id is the
+// sampledThread.javaThreadId field. When the engine has assembled a trace
+// it calls Enrich (pipeline.Enricher), and the stage looks up, for every
+// span whose thread is a number (Kieker's TraceMetadata threadId, OTLP's
+// thread.id, both the Java thread id: trace.Span.Thread) on the same host,
+// the samples taken between the span's start and end. A span whose
+// Process is known (OTLP process.pid) takes only samples of the JVM with
+// that pid (the origin's session).
+//
+// # Representation
+//
+// A sample goes to the innermost span running on its thread at its time
+// (the deepest span of that thread containing it), so it is counted once;
+// a span's subtree holds every sample of its duration. A span with samples
+// gets:
+//
+//   - attribute profile.samples (int): its samples;
+//   - attribute profile.folded (string): their stacks in the folded format
+//     of flame graphs, one line per distinct stack, frames from the root to
+//     the leaf joined by ';', a space and the count, most frequent first,
+//     at most MaxStacksPerSpan lines (the rest counted on one line
+//     "[other stacks] N"); frames without line numbers unless Lines;
+//   - events named profile.sample (up to MaxEventsPerSpan, the first in
+//     time), one per sample, at the sample's time, with attributes
+//     profile.stack (int: the line of profile.folded holding its stack,
+//     from 0) and thread.state (JFR's state, e.g. STATE_RUNNABLE).
+//
+// So a 2-second span sampled every 20 ms carries about 100 events of two
+// short attributes and one folded text with its distinct stacks, not 100
+// copies of a 64-frame stack.
+//
+// # Limits
+//
+// PerThread samples per thread (oldest dropped), samples older than Retain
+// behind the newest of their thread dropped, MaxThreads threads (the one
+// sampled least recently dropped), MaxSamples samples in all (threads
+// sampled least recently dropped first), MaxFrames frames per stack (the
+// leaf's kept), MaxStacks interned stacks (the table restarts when full).
+// Memory is about MaxSamples × 48 bytes plus the distinct stacks, each
+// MaxFrames × 16 bytes at most (frame strings are shared with the
+// records). Samples that arrive after their span's trace was assembled
+// (the trace window, 2 s by default, is longer than JFR's flush interval,
+// 1 s) are not attached.
+//
+// # Concurrency
+//
+// The stage runs on the engine's drain goroutine (Consume, Enrich);
+// Stats may be called from any goroutine.
+package profile

@@ -1,0 +1,59 @@
+package profile
+
+import (
+	"errors"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+)
+
+// Type is the stage type this package builds. serve adds a profile stage
+// by itself when a jfr receiver is configured and no profile stage is.
+const Type = "profile"
+
+// FactoryConfig is the YAML configuration of a profile stage (see
+// Options; zero values select the defaults).
+type FactoryConfig struct {
+	Types            []string          `yaml:"types"`
+	Lines            bool              `yaml:"lines"`
+	IgnoreHost       bool              `yaml:"ignore_host"`
+	PerThread        int               `yaml:"per_thread"`
+	MaxThreads       int               `yaml:"max_threads"`
+	MaxSamples       int               `yaml:"max_samples"`
+	MaxFrames        int               `yaml:"max_frames"`
+	MaxStacks        int               `yaml:"max_stacks"`
+	MaxEventsPerSpan int               `yaml:"max_events_per_span"`
+	MaxStacksPerSpan int               `yaml:"max_stacks_per_span"`
+	Retain           pipeline.Duration `yaml:"retain"`
+}
+
+// Validate checks the configuration.
+func (c *FactoryConfig) Validate() error {
+	for _, n := range []int{c.PerThread, c.MaxThreads, c.MaxSamples, c.MaxFrames, c.MaxStacks, c.MaxEventsPerSpan, c.MaxStacksPerSpan} {
+		if n < 0 {
+			return errors.New("limits must not be negative")
+		}
+	}
+	if c.Retain < 0 {
+		return errors.New("retain must not be negative")
+	}
+	return nil
+}
+
+// Options returns the stage's options.
+func (c *FactoryConfig) Options() Options {
+	return Options{
+		Types: c.Types, Lines: c.Lines, IgnoreHost: c.IgnoreHost,
+		PerThread: c.PerThread, MaxThreads: c.MaxThreads, MaxSamples: c.MaxSamples, MaxFrames: c.MaxFrames, MaxStacks: c.MaxStacks,
+		MaxEventsPerSpan: c.MaxEventsPerSpan, MaxStacksPerSpan: c.MaxStacksPerSpan, Retain: time.Duration(c.Retain),
+	}
+}
+
+// Factory returns the factory of profile stages.
+func Factory() pipeline.StageFactory {
+	return pipeline.NewStageFactory(Type, func() *FactoryConfig { return &FactoryConfig{} },
+		func(c *FactoryConfig, _ pipeline.Settings) (pipeline.Stage, error) {
+			opt := c.Options()
+			return func(next pipeline.Consumer) pipeline.Consumer { return New(next, opt) }, nil
+		})
+}
