@@ -107,8 +107,8 @@ func TestGenWritesFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	src = string(b)
-	if n := strings.Count(src, "\nclass "); n != 68+1+5+2 { // the span record, and Registry and the base class Record
-		t.Errorf("%d classes, want 68 built-in, the span record and 5 of OPAD", n)
+	if n := strings.Count(src, "\nclass "); n != 68+2+5+2 { // the span and invocation records, and Registry and the base class Record
+		t.Errorf("%d classes, want 68 built-in, the span and invocation records and 5 of OPAD", n)
 	}
 	for _, want := range []string{"NO_SESSION_ID = '<no-session-id>'", "def callerObjectId(self):", "# Fraction of CPU wait time."} {
 		if !strings.Contains(src, want) {

@@ -255,7 +255,7 @@ func TestSpansBecomeExecutionsInTheKiekerLog(t *testing.T) {
 	if strings.Join(shape, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("tree from the log:\n%s\nwant:\n%s", strings.Join(shape, "\n"), strings.Join(want, "\n"))
 	}
-	if sp := got[0].Spans[0]; sp.Session != "01020304050607081112131415161718" || sp.Start != 10 || sp.End != 60 {
+	if sp := got[0].Spans[0]; sp.Session != "<no-session-id>" || sp.KiekerTrace != 0x1112131415161718 || sp.Start != 10 || sp.End != 60 {
 		t.Fatalf("root %+v", sp)
 	}
 }
