@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -189,7 +191,7 @@ receivers:
 sinks:
   - {type: kieker-log, path: logs}
   - {type: store, path: store}
-`)
+`, "--metrics", "127.0.0.1:0")
 	front := newOTLPService(t, "frontend", p.Addr("grpc"), "", "", false)
 	checkout := newOTLPService(t, "checkout", p.Addr("grpc"), "", "", false)
 	inventory := newOTLPService(t, "inventory", "", p.Addr("http"), "", false)
@@ -202,6 +204,22 @@ sinks:
 		t.Fatalf("the SDK recorded %d traces", len(want))
 	}
 	time.Sleep(time.Second) // the traces' window
+	resp, err := http.Get("http://" + p.Metrics + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		fmt.Sprintf("tracebridge_traces_assembled_total %d\n", requests),
+		fmt.Sprintf(`tracebridge_sink_traces_total{sink="kieker-log"} %d`+"\n", requests),
+		fmt.Sprintf(`tracebridge_sink_traces_total{sink="store"} %d`+"\n", requests),
+		"tracebridge_traces_open 0\n", "tracebridge_traces_broken_total 0\n",
+	} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
 	p.Stop()
 
 	fromLog := jsonTrees(t, ok(t, "traces", "--json", filepath.Join(p.Dir, "logs")).stdout, true)

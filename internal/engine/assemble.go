@@ -24,9 +24,12 @@ type assembly struct {
 // sink takes traces.
 func (e *Engine) assembler(fan *fanout) *assembly {
 	var want trace.Sources
+	lean := true
 	for _, s := range e.sinks {
-		if tc, ok := s.sink.(pipeline.TraceConsumer); ok {
+		if tc, ok := s.sink.(pipeline.TraceConsumer); ok && tc.TraceSources() != 0 {
 			want |= tc.TraceSources()
+			l, ok := tc.(pipeline.LeanTraceConsumer)
+			lean = lean && ok && l.LeanTraces()
 		}
 	}
 	if want == 0 {
@@ -36,6 +39,7 @@ func (e *Engine) assembler(fan *fanout) *assembly {
 	o := e.set.Traces
 	o.Clock = trace.WallClock
 	o.Sources = want
+	o.Lean = lean
 	o.Emit = func(t *trace.Trace) { as.pending = append(as.pending, t) }
 	as.a = trace.NewAssembler(o)
 	return as

@@ -327,6 +327,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	q := pipeline.NewQueue(e.set.QueueBatches, head, e.sinkError)
 	fan.recycle, fan.newBatch = q.Recycle, q.NewBatch
 	e.set.Metrics.SetQueueDepth(q.Depth)
+	if asm != nil {
+		e.set.Metrics.SetTraceStats(func() metrics.TraceCounts {
+			st := e.TraceStats()
+			return metrics.TraceCounts{Records: st.Records, Traces: st.Traces, Spans: st.Spans, Broken: st.Broken,
+				Untraced: st.Untraced, Evicted: st.Evicted, Parts: st.Parts, Open: int64(st.Open)}
+		})
+	}
 	q.OnTick(stageTick, func(ctx context.Context) {
 		for _, st := range built {
 			if f, ok := st.(pipeline.Flusher); ok {

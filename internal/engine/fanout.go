@@ -345,6 +345,12 @@ func (r *runner) handle(ctx context.Context, en entry) {
 			if r.failed == nil {
 				r.failed = err
 			}
+		} else {
+			spans := 0
+			for _, t := range en.tr {
+				spans += len(t.Spans)
+			}
+			r.met.Traces(len(en.tr), spans)
 		}
 	}
 	if mk := en.mk; mk != nil {

@@ -40,6 +40,14 @@ type Registry struct {
 
 	queueFn func() float64
 	mu      sync.Mutex
+
+	sinkTraces, sinkTraceSpans *prometheus.CounterVec
+	traceFn                    func() TraceCounts
+}
+
+// TraceCounts are the trace assembler's counts (trace.Stats).
+type TraceCounts struct {
+	Records, Traces, Spans, Broken, Untraced, Evicted, Parts, Open int64
 }
 
 // New returns a registry with Go runtime and process metrics and
@@ -94,6 +102,37 @@ func New() *Registry {
 	r.sinkQueue = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "tracebridge_sink_queue_batches", Help: "Batches waiting in a sink's queue, by sink.",
 	}, []string{"sink"})
+	r.sinkTraces = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tracebridge_sink_traces_total", Help: "Assembled traces a sink consumed, by sink.",
+	}, []string{"sink"})
+	r.sinkTraceSpans = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tracebridge_sink_trace_spans_total", Help: "Spans of the assembled traces a sink consumed, by sink.",
+	}, []string{"sink"})
+	traces := func(name, help string, counter bool, f func(TraceCounts) int64) prometheus.Collector {
+		get := func() float64 {
+			r.mu.Lock()
+			fn := r.traceFn
+			r.mu.Unlock()
+			if fn == nil {
+				return 0
+			}
+			return float64(f(fn()))
+		}
+		if counter {
+			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, get)
+		}
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, get)
+	}
+	r.reg.MustRegister(r.sinkTraces, r.sinkTraceSpans,
+		traces("tracebridge_trace_records_total", "Records the trace assembler took (events, metadata, executions, spans, invocations).", true, func(c TraceCounts) int64 { return c.Records }),
+		traces("tracebridge_traces_assembled_total", "Traces assembled (a trace emitted in parts counts once per part).", true, func(c TraceCounts) int64 { return c.Traces }),
+		traces("tracebridge_trace_spans_total", "Spans of the traces assembled.", true, func(c TraceCounts) int64 { return c.Spans }),
+		traces("tracebridge_traces_broken_total", "Traces assembled and marked broken (a missing parent, an unclosed call, …).", true, func(c TraceCounts) int64 { return c.Broken }),
+		traces("tracebridge_untraced_executions_total", "OperationExecutionRecords with traceId -1 (outside any trace).", true, func(c TraceCounts) int64 { return c.Untraced }),
+		traces("tracebridge_traces_evicted_total", "Traces completed early because max_open_traces was reached.", true, func(c TraceCounts) int64 { return c.Evicted }),
+		traces("tracebridge_trace_parts_total", "Parts emitted of traces larger than max_spans.", true, func(c TraceCounts) int64 { return c.Parts }),
+		traces("tracebridge_traces_open", "Traces being assembled (waiting for their window).", false, func(c TraceCounts) int64 { return c.Open }),
+	)
 	r.reg.MustRegister(r.records, r.bytes, r.decodeErrors, r.connections, r.connTotal, r.rejected,
 		r.queueDepth, r.sinkLatency, r.sinkErrors, r.sinkRecords, r.dropped, r.overflow, r.sinkQueue,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -107,6 +146,17 @@ func (r *Registry) Handler() http.Handler {
 
 // Gatherer exposes the underlying registry (tests, embedding).
 func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg }
+
+// SetTraceStats installs the function that reports the trace
+// assembler's counts.
+func (r *Registry) SetTraceStats(f func() TraceCounts) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.traceFn = f
+	r.mu.Unlock()
+}
 
 // SetQueueDepth installs the function that reports the queue depth.
 func (r *Registry) SetQueueDepth(f func() int) {
@@ -147,6 +197,8 @@ func (r *Registry) Sink(name string) *Sink {
 		dropped:  r.dropped.WithLabelValues(name),
 		overflow: r.overflow.WithLabelValues(name),
 		queued:   r.sinkQueue.WithLabelValues(name),
+		traces:   r.sinkTraces.WithLabelValues(name),
+		tspans:   r.sinkTraceSpans.WithLabelValues(name),
 	}
 }
 
@@ -265,6 +317,17 @@ type Sink struct {
 	dropped  prometheus.Counter
 	overflow prometheus.Counter
 	queued   prometheus.Gauge
+	traces   prometheus.Counter
+	tspans   prometheus.Counter
+}
+
+// Traces counts assembled traces (and their spans) a sink consumed.
+func (s *Sink) Traces(traces, spans int) {
+	if s == nil {
+		return
+	}
+	s.traces.Add(float64(traces))
+	s.tspans.Add(float64(spans))
 }
 
 // Overflow counts records a best-effort sink lost because it fell behind.

@@ -139,3 +139,13 @@ type TraceConsumer interface {
 	// only from other kinds of records are not built for it).
 	TraceSources() trace.Sources
 }
+
+// LeanTraceConsumer is a TraceConsumer that needs the shape of a trace
+// only (operations, hosts, services, threads, times, ids and status), not
+// its spans' attributes, events and links. When every trace consumer of
+// a bridge is lean, the assembler does not keep them (less memory while
+// traces wait for their window).
+type LeanTraceConsumer interface {
+	TraceConsumer
+	LeanTraces() bool
+}

@@ -53,6 +53,9 @@ type Options struct {
 	// Sources limits what is assembled (zero: AllSources); records of the
 	// other kinds are ignored at the cost of a type check.
 	Sources Sources
+	// Lean: spans from span records keep their shape only (no attributes,
+	// events or links), for consumers that need no more.
+	Lean bool
 }
 
 func (o Options) withDefaults() Options {
@@ -120,6 +123,10 @@ type Assembler struct {
 	clock   int64             // RecordClock: latest record time (ns)
 
 	complete []*family // traces whose records said they are whole (FlagComplete)
+	batchNow int64     // WallClock: the time AddBatch read for its records
+	// spansPer is the recent average of spans per trace from span
+	// records (×16), the capacity a new trace's spans start with.
+	spansPer int64
 
 	// Invocation identifiers (InvocationType): the Kieker trace each
 	// invocation ran, and the tasks waiting for their parent's.
@@ -214,6 +221,10 @@ func (a *Assembler) Stats() Stats {
 // AddBatch adds every record of b; origin supplies the host of records
 // that do not name one.
 func (a *Assembler) AddBatch(b *record.Batch) {
+	if a.opt.Clock == WallClock {
+		a.batchNow = a.opt.Now().UnixNano() // one clock reading per batch
+		defer func() { a.batchNow = 0 }()
+	}
 	for i := range b.Records {
 		a.Add(&b.Records[i], &b.Origin)
 	}
@@ -266,6 +277,9 @@ func (a *Assembler) Add(r *record.Record, origin *record.Origin) {
 
 func (a *Assembler) now(recordTime int64) int64 {
 	if a.opt.Clock == WallClock {
+		if a.batchNow != 0 {
+			return a.batchNow
+		}
 		return a.opt.Now().UnixNano()
 	}
 	if recordTime > a.clock {
@@ -430,7 +444,7 @@ func (a *Assembler) oer(r *record.Record, ti *TypeInfo, origin *record.Origin) {
 
 func (a *Assembler) span(r *record.Record, origin *record.Origin) {
 	var s Span
-	id, ok := spanRecord(r, &s)
+	id, ok := spanRecord(r, &s, a.opt.Lean)
 	if !ok {
 		return
 	}
@@ -439,6 +453,9 @@ func (a *Assembler) span(r *record.Record, origin *record.Origin) {
 		s.Host = origin.Host
 	}
 	f := a.family(id, s.End)
+	if f.spans == nil {
+		f.spans = make([]Span, 0, min(max(a.spansPer/16+1, 4), 64))
+	}
 	f.spans = append(f.spans, s)
 	f.size++
 	if IsComplete(r) && !f.complete {
@@ -505,6 +522,9 @@ func (a *Assembler) finish(f *family, final bool) {
 	if final && f.part > 0 {
 		t.Part = f.part + 1
 		t.Broken = append(t.Broken, fmt.Sprintf("last part (%d) of a trace with more than %d spans", f.part+1, a.opt.MaxSpans))
+	}
+	if n := int64(len(f.spans)); n > 0 {
+		a.spansPer += n - a.spansPer/16 // an exponential average over ~16 traces, ×16
 	}
 	spans := f.spans
 	spans = append(spans, a.replayThreads(f, final, &t.Broken)...)

@@ -343,3 +343,26 @@ func TestSplitWithNoOpenCall(t *testing.T) {
 		t.Fatalf("%v %v", trs, trs[0].Broken)
 	}
 }
+
+// TestLeanSpans: with Lean, spans keep their shape but not their
+// attributes, events and links.
+func TestLeanSpans(t *testing.T) {
+	id := ID{Hi: 3, Lo: 4}
+	var b record.Batch
+	AppendSpan(&b, id, &Span{SpanID: 1, Operation: "GET /", Service: "web", Host: "h", Start: 1, End: 9, Status: StatusError,
+		Attributes: []Attr{{Key: "http.route", Value: "/", Type: TypeString}},
+		Events:     []Event{{Name: "exception", Time: 5}}, Links: []Link{{TraceID: ID{Lo: 7}, SpanID: 8}}})
+	for _, lean := range []bool{false, true} {
+		trs := assemble(t, slices.Clone(b.Records), Options{Lean: lean})
+		if len(trs) != 1 || len(trs[0].Spans) != 1 {
+			t.Fatalf("lean %v: %v", lean, trs)
+		}
+		s := trs[0].Spans[0]
+		if s.Operation != "GET /" || s.Service != "web" || s.Host != "h" || s.Start != 1 || s.End != 9 || !s.Error {
+			t.Fatalf("lean %v: %+v", lean, s)
+		}
+		if kept := len(s.Attributes) + len(s.Events) + len(s.Links); lean && kept != 0 || !lean && kept != 3 {
+			t.Fatalf("lean %v: %d attributes, events and links", lean, kept)
+		}
+	}
+}

@@ -190,8 +190,8 @@ func IsComplete(r *record.Record) bool {
 
 // spanRecord reads a span record into s and returns its trace id. It
 // reports false when the record does not have SpanType's layout.
-func spanRecord(r *record.Record, s *Span) (ID, bool) {
-	if r.Type.Name != SpanTypeName || !r.Type.SameFields(SpanType) || len(r.Values) != spanFields {
+func spanRecord(r *record.Record, s *Span, lean bool) (ID, bool) {
+	if r.Type != SpanType && (r.Type.Name != SpanTypeName || !r.Type.SameFields(SpanType)) || len(r.Values) != spanFields {
 		return ID{}, false
 	}
 	v := r.Values
@@ -219,6 +219,9 @@ func spanRecord(r *record.Record, s *Span) (ID, bool) {
 	}
 	if s.Component == "" {
 		s.Component = v[SpanScope].Str()
+	}
+	if lean {
+		return id, true
 	}
 	s.Attributes = pairs(v[SpanAttributes], v[SpanAttributeTypes])
 	if l := v[SpanEvents].List(); l != nil {

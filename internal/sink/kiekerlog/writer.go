@@ -304,7 +304,11 @@ func (w *Writer) withoutSpans(recs []record.Record) []record.Record {
 	return w.keep
 }
 
-var _ pipeline.TraceConsumer = (*Writer)(nil)
+var _ pipeline.LeanTraceConsumer = (*Writer)(nil)
+
+// LeanTraces: OperationExecutionRecords hold no attributes, events or
+// links.
+func (w *Writer) LeanTraces() bool { return true }
 
 // TraceSources: with ConvertSpans the writer takes the traces assembled
 // from span records (the others are in the log as their own records).
@@ -338,6 +342,7 @@ func (w *Writer) ConsumeTraces(_ context.Context, ts []*trace.Trace) error {
 	if w.oerType == nil {
 		w.oerType = record.Builtin().Lookup(record.OperationExecutionRecord)
 	}
+	// In chunks: a batch that stays small stays in the cache.
 	w.oers.Reset()
 	for _, t := range ts {
 		kid := int64(t.ID.Lo)
@@ -366,10 +371,31 @@ func (w *Writer) ConsumeTraces(_ context.Context, ts []*trace.Trace) error {
 			v[7] = record.IntValue(int64(sp.Depth))
 			eoi++
 		}
+		if w.oers.Len() >= oerChunk {
+			if err := w.writeOERs(); err != nil {
+				return err
+			}
+		}
 	}
+	if err := w.writeOERs(); err != nil {
+		return err
+	}
+	if w.cfg.FlushEachBatch {
+		return w.flush()
+	}
+	return nil
+}
+
+// oerChunk is how many OperationExecutionRecords ConsumeTraces converts
+// before it writes them.
+const oerChunk = 4096
+
+// writeOERs writes and empties w.oers. The lock is held.
+func (w *Writer) writeOERs() error {
 	if w.oers.Len() == 0 {
 		return nil
 	}
+	defer w.oers.Reset()
 	if w.files == nil {
 		if err := w.open(); err != nil {
 			w.err = err
@@ -379,9 +405,6 @@ func (w *Writer) ConsumeTraces(_ context.Context, ts []*trace.Trace) error {
 	if err := w.write(w.oers.Records); err != nil {
 		w.err = err
 		return err
-	}
-	if w.cfg.FlushEachBatch {
-		return w.flush()
 	}
 	return nil
 }
