@@ -53,7 +53,6 @@ var errCorrupt = errors.New("corrupt trace data")
 type encoder struct {
 	syms    *symbols
 	newSyms []string // defined since the block began
-	buf     []byte
 	tmp     []byte
 }
 

@@ -98,18 +98,6 @@ func keyHostRecord(name string) []byte { return append([]byte{kHostRc}, name...)
 
 var keyNextHost = []byte{kMeta, 'h', 'o', 's', 't', 's'}
 
-// prefixEnd returns the smallest key after every key with prefix p.
-func prefixEnd(p []byte) []byte {
-	end := append([]byte(nil), p...)
-	for i := len(end) - 1; i >= 0; i-- {
-		end[i]++
-		if end[i] != 0 {
-			return end[:i+1]
-		}
-	}
-	return nil
-}
-
 // location says where a trace is: the partition, segment, block offset and
 // index within the block.
 type location struct {

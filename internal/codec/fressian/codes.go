@@ -126,10 +126,11 @@ type builtin struct {
 	fields int
 }
 
-var builtins = [...]builtin{
-	codeUUID - codeUUID: {"uuid", 1}, codeRegex - codeUUID: {"regex", 1}, codeURI - codeUUID: {"uri", 1},
-	codeBigInt - codeUUID: {"bigint", 1}, codeBigDec - codeUUID: {"bigdec", 2}, codeInst - codeUUID: {"inst", 1},
-	codeSym - codeUUID: {"sym", 2}, codeKey - codeUUID: {"key", 2},
+// builtins is indexed by the code.
+var builtins = [256]builtin{
+	codeUUID: {"uuid", 1}, codeRegex: {"regex", 1}, codeURI: {"uri", 1},
+	codeBigInt: {"bigint", 1}, codeBigDec: {"bigdec", 2}, codeInst: {"inst", 1},
+	codeSym: {"sym", 2}, codeKey: {"key", 2},
 }
 
 var builtinCodes = map[string]byte{
@@ -137,19 +138,20 @@ var builtinCodes = map[string]byte{
 	"bigdec": codeBigDec, "inst": codeInst, "sym": codeSym, "key": codeKey,
 }
 
-var arrayTags = [...]string{
-	codeLongArray - codeLongArray:    "long[]",
-	codeDoubleArray - codeLongArray:  "double[]",
-	codeBooleanArray - codeLongArray: "boolean[]",
-	codeIntArray - codeLongArray:     "int[]",
-	codeFloatArray - codeLongArray:   "float[]",
-	codeObjectArray - codeLongArray:  "Object[]",
+// arrayTags is indexed by the code.
+var arrayTags = [256]string{
+	codeLongArray:    "long[]",
+	codeDoubleArray:  "double[]",
+	codeBooleanArray: "boolean[]",
+	codeIntArray:     "int[]",
+	codeFloatArray:   "float[]",
+	codeObjectArray:  "Object[]",
 }
 
 func arrayCode(tag string) (byte, bool) {
 	for i, t := range arrayTags {
-		if t == tag {
-			return byte(codeLongArray + i), true
+		if t != "" && t == tag {
+			return byte(i), true
 		}
 	}
 	return 0, false

@@ -907,7 +907,7 @@ func (d *Decoder) structHead(c byte) (tag string, fields int) {
 		}
 		st = d.structs[i]
 	default:
-		b := builtins[c-codeUUID]
+		b := builtins[c]
 		return b.tag, b.fields
 	}
 	n := st.fields
@@ -1010,7 +1010,7 @@ func (d *Decoder) value(build bool) (v Value) {
 			}
 		}
 	case KindArray:
-		v.Tag = arrayTags[c-codeLongArray]
+		v.Tag = arrayTags[c]
 		d.pos++
 		n := d.readLength("array length", d.lim.MaxCount)
 		if build && n > 0 {

@@ -269,7 +269,8 @@ func TestTypedReads(t *testing.T) {
 	if l.Len() != 2 || !l.Next() || !d.ReadBool() || !l.Next() || d.ReadBool() || l.Next() {
 		t.Fatal("list")
 	}
-	if d.ReadInt() != 1700000000000 || d.ReadInt() != 1700000000000 || d.More() || d.Err() != nil {
+	first, cached := d.ReadInt(), d.ReadInt()
+	if first != 1700000000000 || cached != 1700000000000 || d.More() || d.Err() != nil {
 		t.Fatal("cached int", d.Err())
 	}
 

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/lograte"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	tstore "github.com/tracebridge/tracebridge/internal/store"
@@ -65,13 +66,14 @@ type Sink struct {
 	log  *slog.Logger
 	name string
 
-	mu       sync.Mutex
-	dirty    bool
-	lastSync time.Time
-	closed   bool
+	mu     sync.Mutex
+	dirty  bool
+	closed bool
 
 	stop chan struct{}
 	done chan struct{}
+
+	syncFaults lograte.Limiter // the timer's failed syncs (a full disk fails every one)
 }
 
 var (
@@ -96,7 +98,8 @@ func New(c *Config, set pipeline.Settings) (*Sink, error) {
 	if rec := st.Recovery(); rec.Traces > 0 || len(rec.Truncated) > 0 {
 		set.Logger.Warn("trace store recovered", "sink", set.Name, "traces", rec.Traces, "truncated", rec.Truncated)
 	}
-	s := &Sink{st: st, log: set.Logger, name: set.Name, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Sink{st: st, log: set.Logger, name: set.Name, stop: make(chan struct{}), done: make(chan struct{}),
+		syncFaults: lograte.Limiter{PerSecond: 1}}
 	set.Shared.SetHosts(st)
 	sync := time.Duration(c.SyncInterval)
 	if sync <= 0 {
@@ -131,7 +134,7 @@ func (s *Sink) timer(sync, ret time.Duration) {
 			return
 		case <-st.C:
 			if err := s.Flush(); err != nil {
-				s.log.Error("trace store sync failed", "sink", s.name, "err", err)
+				s.syncFaults.Log(context.Background(), s.log, slog.LevelError, "trace store sync failed", "sink", s.name, "err", err)
 			}
 		case <-rt.C:
 			if _, err := s.st.Retain(); err != nil && !errors.Is(err, tstore.ErrClosed) {

@@ -286,7 +286,6 @@ var (
 	genClasses    = []string{"com.acme.shop.CartService", "com.acme.shop.OrderDao", "com.acme.web.Controller", "org.hibernate.SessionImpl", "java.sql.PreparedStatement", "com.acme.util.Json"}
 	genMethods    = []string{"get", "put", "execute", "executeQuery", "handle", "serialize", "load", "commit"}
 	genSignatures = []string{"()V", "(Ljava/lang/String;)V", "(J)Ljava/lang/Object;", "(Ljava/util/Map;I)Ljava/util/List;"}
-	genAttrKeys   = []string{"URI", "STATUS", "SQL", "USER", "DB", "ROWS"}
 )
 
 // Generate returns a trace of n records (n ≥ 1) drawn from rng: a root
