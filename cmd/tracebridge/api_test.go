@@ -68,7 +68,7 @@ func runEnv(t *testing.T, env []string, args ...string) result {
 	return result{out.String(), errb.String(), code}
 }
 
-// TestAPIEndToEnd: the real binary with an HTTP listener: Kieker traces
+// TestAPIEndToEnd: the real binary with --http: Kieker traces
 // (replay) and zorka traces (a zico agent) are found through the REST
 // API and Jaeger's API; writes need the token `tracebridge token` made;
 // bad parameters are 400s; `query --url` against the running bridge
@@ -83,7 +83,7 @@ func TestAPIEndToEnd(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "tokens"), "# the test's token\n"+pair[1]+"\n")
 	cfg := `flush_interval: 100ms
 traces: {window: 200ms}
-http: {listen: "127.0.0.1:0", api_tokens_file: tokens}
+http: {api_tokens_file: tokens}
 receivers:
   - {name: kieker, type: kieker-tcp, listen: "127.0.0.1:0"}
   - {name: zico, type: zico, listen: "127.0.0.1:0"}
@@ -91,7 +91,7 @@ sinks:
   - {type: kieker-log, path: logs}
   - {type: store, path: store}
 `
-	p := bridgetest.Start(t, dir, "-c", bridgetest.WriteConfig(t, dir, cfg))
+	p := bridgetest.Start(t, dir, "-c", bridgetest.WriteConfig(t, dir, cfg), "--http", "127.0.0.1:0")
 	base := httpURL(t, p)
 
 	log := testcorpus.Path(t, "kieker-logs", "kieker-2.0-binary-event-trace")

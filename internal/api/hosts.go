@@ -307,9 +307,7 @@ func addHost(c *call) error {
 		return hostError(err)
 	}
 	c.a.log.Info("http api: host added", "host", h.Name)
-	c.w.WriteHeader(http.StatusCreated)
-	b, _ := json.Marshal(hostInfo(st, h, 0))
-	c.w.Write(append(b, '\n'))
+	writeJSON(c.w, http.StatusCreated, hostInfo(st, h, 0))
 	return nil
 }
 

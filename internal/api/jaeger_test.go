@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -409,5 +410,46 @@ func TestJaegerDependencies(t *testing.T) {
 	e.get("/api/dependencies?endTs="+strconv.FormatInt(base.Add(-time.Minute).UnixMilli(), 10)+"&lookback=60000", &got)
 	if len(got.Data) != 0 {
 		t.Errorf("an empty window has %d edges", len(got.Data))
+	}
+}
+
+// TestCatalogFollowsNewTraces: services and operations of traces stored
+// after the catalogue's first reading appear at its next refresh, also
+// those of a trace that reaches the store late (it started before the
+// newest trace read).
+func TestCatalogFollowsNewTraces(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	base := now.Add(-time.Hour)
+	e := newEnv(t, func(o *Options) { o.Now = clock }, shop(5, base)...)
+	var got struct{ Data []string }
+	e.get("/api/services", &got)
+	if len(got.Data) != 5 {
+		t.Fatalf("services %v", got.Data)
+	}
+	add := func(svc string, at time.Time) {
+		tr := build(trace.ID{Hi: 9, Lo: uint64(at.UnixNano())}, []trace.Span{span(1, 0, svc, "work", trace.KindServer, at, time.Millisecond)})
+		if _, err := e.st.Append([]*trace.Trace{tr}); err != nil {
+			t.Fatal(err)
+		}
+		e.st.Sync()
+	}
+	add("svc-new", base.Add(time.Second))
+	add("svc-late", base.Add(-30*time.Second)) // started before the newest trace read
+	e.get("/api/services", &got)
+	if len(got.Data) != 5 {
+		t.Errorf("refreshed before catalogEvery: %v", got.Data)
+	}
+	mu.Lock()
+	now = now.Add(catalogEvery)
+	mu.Unlock()
+	e.get("/api/services", &got)
+	if !slices.Contains(got.Data, "svc-new") || !slices.Contains(got.Data, "svc-late") || len(got.Data) != 7 {
+		t.Errorf("services after a refresh: %v", got.Data)
+	}
+	e.get("/api/services/svc-new/operations", &got)
+	if !slices.Equal(got.Data, []string{"work"}) {
+		t.Errorf("operations %v", got.Data)
 	}
 }
