@@ -36,12 +36,14 @@ Exit codes: 1 mapping file, 2 configuration, 3 communication, 4 command line.`
 
 // serveFlags are KDB's command line plus tracebridge's own.
 type serveFlags struct {
-	configFile, typ, host, mapping, kiekerProps, dataDir, metrics, http, pidFile, logFile string
-	url, user, password, destination, deadLetter, encoding                                string
-	port, registryPort, mqttPort, verbose                                                 int
-	libs                                                                                  listFlag
-	split                                                                                 repeatFlag
-	stats, daemon, respawn, help, noStore                                                 bool
+	configFile, typ, host, mapping, kiekerProps, dataDir, metrics, pidFile, logFile string
+	url, user, password, destination, deadLetter, encoding                          string
+	port, registryPort, mqttPort, verbose                                           int
+	libs                                                                            listFlag
+	split                                                                           repeatFlag
+	stats, daemon, respawn, help, noStore                                           bool
+
+	http string // --http: the HTTP API's address, or off
 }
 
 // serveFlagSet defines serve's options, KDB's under a short and a long

@@ -178,7 +178,8 @@ func (c *call) raw(ctype string, b []byte) error {
 	return nil
 }
 
-// store returns the store, holding the gate until the request ends.
+// store returns the trace store (the request holds the gate: the store
+// stays open until it ends).
 func (c *call) store() (*store.Store, error) {
 	st := c.a.opt.Store()
 	if st == nil {

@@ -3,6 +3,7 @@ package api
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -275,10 +276,8 @@ func toJaeger(t *trace.Trace) jTrace {
 	return jt
 }
 
-func (c *call) jaegerStore() (*store.Store, error) { return c.store() }
-
 func jaegerServices(c *call) error {
-	st, err := c.jaegerStore()
+	st, err := c.store()
 	if err != nil {
 		return err
 	}
@@ -288,7 +287,7 @@ func jaegerServices(c *call) error {
 }
 
 func jaegerServiceOperations(c *call) error {
-	st, err := c.jaegerStore()
+	st, err := c.store()
 	if err != nil {
 		return err
 	}
@@ -303,7 +302,7 @@ func jaegerServiceOperations(c *call) error {
 }
 
 func jaegerOperations(c *call) error {
-	st, err := c.jaegerStore()
+	st, err := c.store()
 	if err != nil {
 		return err
 	}
@@ -328,7 +327,7 @@ func jaegerOperations(c *call) error {
 }
 
 func jaegerTrace(c *call) error {
-	st, err := c.jaegerStore()
+	st, err := c.store()
 	if err != nil {
 		return err
 	}
@@ -337,7 +336,7 @@ func jaegerTrace(c *call) error {
 		return errorf(http.StatusBadRequest, "%v", err)
 	}
 	t, err := st.Get(id)
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return errorf(http.StatusNotFound, "trace not found")
 	}
 	if err != nil {
@@ -392,7 +391,7 @@ var derivedTags = map[string]bool{"span.kind": true, "error": true, "otel.scope.
 const jaegerLimit = 100
 
 func jaegerSearch(c *call) error {
-	st, err := c.jaegerStore()
+	st, err := c.store()
 	if err != nil {
 		return err
 	}
@@ -515,7 +514,7 @@ func jaegerSearch(c *call) error {
 }
 
 func jaegerDependencies(c *call) error {
-	st, err := c.jaegerStore()
+	st, err := c.store()
 	if err != nil {
 		return err
 	}

@@ -604,3 +604,28 @@ func TestAnalysis(t *testing.T) {
 		t.Errorf("dot %.100s", dot)
 	}
 }
+
+// TestHugeTraceOverHTTP: a trace of 200,000 spans (the assembler's part
+// size) opens as a view from the store in a fraction of the time its
+// whole JSON takes, and the view is small.
+func TestHugeTraceOverHTTP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200,000 spans")
+	}
+	tr := hugeTrace(rand.New(rand.NewPCG(5, 6)), 200_000)
+	e := newEnv(t, nil, tr)
+	start := time.Now()
+	whole := e.get("/api/v1/traces/"+tr.ID.String(), nil)
+	wholeTook := time.Since(start)
+	start = time.Now()
+	var v TraceView
+	b := e.get("/api/v1/traces/"+tr.ID.String()+"/view?maxSpans=2000", &v)
+	viewTook := time.Since(start)
+	t.Logf("200,000 spans: the whole trace %d KB in %v, a view of 2000 spans %d KB in %v", len(whole)>>10, wholeTook, len(b)>>10, viewTook)
+	if v.Shown != 2000 || v.SpanCount != 200_000 || len(b) > len(whole)/20 {
+		t.Errorf("view: %d shown of %d, %d bytes", v.Shown, v.SpanCount, len(b))
+	}
+	if viewTook > 10*time.Second {
+		t.Errorf("the view took %v", viewTook)
+	}
+}

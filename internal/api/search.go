@@ -155,7 +155,7 @@ func pivot(c *call) error {
 	return c.json(PivotResult{Key: key, Rows: rows, Partial: partial})
 }
 
-// getTraceOf reads the trace of the path's id.
+// trace reads the trace of the path parameter id.
 func (c *call) trace() (*trace.Trace, error) {
 	st, err := c.store()
 	if err != nil {
