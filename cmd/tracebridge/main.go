@@ -47,6 +47,7 @@ commands:
   query    search the trace store (filters, text, regex, EQL; a trace's tree, ranking, pivot)
   store    check or rebuild a trace store
   hosts    manage the hosts of a trace store (list, add, set, enable, disable, delete)
+  token    make an API token for writes over the HTTP API (and its hash for the configuration)
   analyze  Kieker's trace analyses: dependency graphs, call trees (dot, json, svg), statistics; --flame: JFR flame graphs
   gen      write record types and encoders for C, Go, Python or Perl from IRL
   version  print the version
@@ -121,6 +122,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdHosts(ctx, args[1:], stdout, stderr)
 	case "analyze":
 		err = cmdAnalyze(ctx, args[1:], stdout, stderr)
+	case "token":
+		err = cmdToken(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "tracebridge", version)
 	case "help", "-h", "--help", "-help":

@@ -5,46 +5,55 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/api"
 	"github.com/tracebridge/tracebridge/internal/eql"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/store"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
-const querySynopsis = `query [--store DIR] [flags] [TEXT | ~REGEX]
-       tracebridge query [--store DIR] --trace-id ID [--find TEXT] [--rank]
-       tracebridge query [--store DIR] --pivot KEY [filters]
+const querySynopsis = `query [--store DIR | --url URL] [flags] [TEXT | ~REGEX]
+       tracebridge query [--store DIR | --url URL] --trace-id ID [--find TEXT] [--rank]
+       tracebridge query [--store DIR | --url URL] --pivot KEY [filters]
 
 Searches the trace store of a bridge that is not running (--store, default
-./tracebridge-data/store). TEXT is a case-insensitive substring of operation
-and class names, attribute keys and values, exception class and message;
-~REGEX a regular expression over the same; both look at the root span
-unless --deep. docs/QUERY.md describes every filter and EQL.
+./tracebridge-data/store), or of a running bridge over its HTTP API (--url
+http://127.0.0.1:16686; a token, where one is needed, from the environment
+variable TRACEBRIDGE_TOKEN). TEXT is a case-insensitive substring of
+operation and class names, attribute keys and values, exception class and
+message; ~REGEX a regular expression over the same; both look at the root
+span unless --deep. docs/QUERY.md describes every filter and EQL.
 
 Flags:`
 
 // queryFlags are the options of query.
 type queryFlags struct {
-	dir, since, until, name, service, eql, cursor, traceID, find, fields, pivot string
-	hosts, attrs                                                                repeatFlag
-	minDur, maxDur                                                              time.Duration
-	errors, deep, oldest, asJSON, rank, ignoreCase                              bool
-	limit                                                                       int
-	budget                                                                      time.Duration
+	dir, url, since, until, name, service, eql, cursor, traceID, find, fields, pivot string
+	hosts, attrs                                                                     repeatFlag
+	minDur, maxDur                                                                   time.Duration
+	errors, deep, oldest, asJSON, rank, ignoreCase                                   bool
+	limit                                                                            int
+	budget                                                                           time.Duration
 }
 
 func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("query", querySynopsis, stderr)
 	var f queryFlags
 	fs.StringVar(&f.dir, "store", filepath.Join("tracebridge-data", "store"), "the store directory (of a bridge that is not running)")
+	fs.StringVar(&f.url, "url", "", "query a running bridge over its HTTP API instead (http://HOST:PORT)")
 	fs.Var(&f.hosts, "host", "traces with a span on this host (repeatable)")
 	fs.StringVar(&f.since, "since", "", "traces that started at or after: RFC 3339 or relative (15m, 2h, 7d)")
 	fs.StringVar(&f.until, "until", "", "traces that started at or before: RFC 3339 or relative")
@@ -74,25 +83,41 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(pos) > 1 {
 		return usagef("query: at most one TEXT or ~REGEX (quote it)")
 	}
-	q, err := f.query(pos, time.Now())
+	now := time.Now()
+	q, err := f.query(pos, now)
 	if err != nil {
 		return err
 	}
-	s, err := store.Open(f.dir, store.Options{ReadOnly: true})
-	if err != nil {
-		if strings.Contains(err.Error(), "lock") {
-			return withCode(exitConfig, fmt.Errorf("%w (a running serve holds it open; query it over its HTTP API)", err))
+	var src querySource
+	if f.url != "" {
+		storeSet := false
+		fs.Visit(func(fl *flag.Flag) { storeSet = storeSet || fl.Name == "store" })
+		if storeSet {
+			return usagef("query: --store and --url exclude each other")
 		}
-		return withCode(exitConfig, err)
+		c, err := api.NewClient(f.url, os.Getenv("TRACEBRIDGE_TOKEN"))
+		if err != nil {
+			return usagef("query: --url: %v", err)
+		}
+		src = &remoteSource{c: c, ctx: ctx, params: f.params(pos, q)}
+	} else {
+		s, err := store.Open(f.dir, store.Options{ReadOnly: true})
+		if err != nil {
+			if strings.Contains(err.Error(), "lock") {
+				return withCode(exitConfig, fmt.Errorf("%w (a running serve holds it open; query it over its HTTP API with --url)", err))
+			}
+			return withCode(exitConfig, err)
+		}
+		defer s.Close()
+		src = localSource{s}
 	}
-	defer s.Close()
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	switch {
 	case f.traceID != "":
-		return f.inTrace(s, out)
+		return f.inTrace(src, out)
 	case f.pivot != "":
-		rows, partial, err := s.Pivot(q, f.pivot)
+		rows, partial, err := src.pivot(q, f.pivot)
 		if err != nil {
 			return err
 		}
@@ -112,16 +137,14 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return nil
 	}
-	page, err := s.Search(q)
+	page, err := src.search(q)
 	if err != nil {
-		if errors.Is(err, store.ErrBadCursor) {
-			return usagef("query: --cursor: not a cursor this store made")
-		}
 		return err
 	}
 	if f.asJSON {
 		for _, t := range page.Traces {
-			out.Write(summaryJSON(t))
+			b, _ := json.Marshal(t)
+			out.Write(b)
 			out.WriteByte('\n')
 		}
 		b, _ := json.Marshal(map[string]any{"more": page.More, "cursor": page.Cursor, "partial": page.Partial})
@@ -135,7 +158,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			mark = fmt.Sprintf("  %d errors", t.Errors)
 		}
 		fmt.Fprintf(out, "%s  %10s  %-16s %4d spans  %s  %s%s\n", time.Unix(0, t.Start).UTC().Format("2006-01-02T15:04:05.000Z"),
-			time.Duration(t.Duration).String(), t.Host, t.Spans, t.TraceID, t.Name, mark)
+			time.Duration(t.DurationNs).String(), t.Host, t.Spans, t.TraceID, t.Name, mark)
 	}
 	switch {
 	case page.Partial:
@@ -144,26 +167,6 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(out, "(more with --cursor %s)\n", page.Cursor)
 	}
 	return nil
-}
-
-// summaryJSON renders a trace found.
-func summaryJSON(t store.Summary) []byte {
-	attrs := map[string]json.RawMessage{}
-	for _, a := range t.Attrs {
-		attrs[a.Key] = trace.AttrJSON(a)
-	}
-	b, _ := json.Marshal(struct {
-		Host       string                     `json:"host"`
-		TraceID    string                     `json:"traceId"`
-		Start      int64                      `json:"start"`
-		DurationNs int64                      `json:"durationNs"`
-		Name       string                     `json:"name"`
-		Spans      int                        `json:"spans"`
-		Errors     int                        `json:"errors"`
-		Error      bool                       `json:"error"`
-		Attributes map[string]json.RawMessage `json:"attributes"`
-	}{t.Host, t.TraceID, t.Start, t.Duration, t.Name, t.Spans, t.Errors, t.Error, attrs})
-	return b
 }
 
 // query builds the store query the flags describe.
@@ -226,21 +229,16 @@ func parseWhen(s string, now time.Time) (int64, error) {
 }
 
 // inTrace prints one trace, its spans matching --find, or its ranking.
-func (f *queryFlags) inTrace(s *store.Store, out io.Writer) error {
-	id, err := trace.ParseID(f.traceID)
-	if err != nil {
+func (f *queryFlags) inTrace(src querySource, out io.Writer) error {
+	if _, err := trace.ParseID(f.traceID); err != nil {
 		return usagef("query: --trace-id: %v", err)
-	}
-	t, err := s.Get(id)
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("trace %s: %w", f.traceID, err)
-	}
-	if err != nil {
-		return err
 	}
 	switch {
 	case f.rank:
-		rows := trace.Rank(t)
+		rows, err := src.rank(f.traceID)
+		if err != nil {
+			return err
+		}
 		if f.asJSON {
 			enc := json.NewEncoder(out)
 			for _, r := range rows {
@@ -258,32 +256,233 @@ func (f *queryFlags) inTrace(s *store.Store, out io.Writer) error {
 		if !ok {
 			return usagef("query: --fields %q: want classes, methods, attributes, exceptions or all", f.fields)
 		}
-		var re *regexp.Regexp
-		text := f.find
 		if r, ok := strings.CutPrefix(f.find, "~"); ok {
 			if f.ignoreCase {
 				r = "(?i)" + r
 			}
-			if re, err = regexp.Compile(r); err != nil {
+			if _, err := regexp.Compile(r); err != nil {
 				return usagef("query: --find: %v", err)
 			}
 		}
-		for _, i := range trace.Find(t, text, re, fields, f.ignoreCase) {
-			sp := &t.Spans[i]
+		hits, err := src.find(f.traceID, f.find, fields, f.fields, f.ignoreCase)
+		if err != nil {
+			return err
+		}
+		for _, h := range hits {
 			if f.asJSON {
-				b, _ := json.Marshal(map[string]any{"index": i, "spanId": sp.SpanID.String(), "depth": sp.Depth, "operation": sp.Operation, "component": sp.Component})
+				b, _ := json.Marshal(map[string]any{"index": h.Index, "spanId": h.SpanID, "depth": h.Depth, "operation": h.Operation, "component": h.Component})
 				fmt.Fprintf(out, "%s\n", b)
 				continue
 			}
-			fmt.Fprintf(out, "%5d %s%s  %s\n", i, strings.Repeat("  ", int(sp.Depth)), sp.Operation, time.Duration(sp.Duration()))
+			fmt.Fprintf(out, "%5d %s%s  %s\n", h.Index, strings.Repeat("  ", int(h.Depth)), h.Operation, time.Duration(h.DurationNs))
 		}
 		return nil
 	}
-	if f.asJSON {
-		_, err := out.Write(append(trace.AppendJSON(nil, t), '\n'))
+	b, err := src.trace(f.traceID, f.asJSON)
+	if err != nil {
 		return err
 	}
-	return trace.WriteText(out, t)
+	_, err = out.Write(b)
+	return err
 }
 
-var _ = os.Stderr
+// querySource answers the queries: a store on disk, or a bridge's API.
+type querySource interface {
+	search(q store.Query) (api.SearchResult, error)
+	pivot(q store.Query, key string) ([]store.PivotRow, bool, error)
+	// trace returns the trace as JSON (with a newline) or as its tree.
+	trace(id string, asJSON bool) ([]byte, error)
+	rank(id string) ([]trace.MethodStat, error)
+	find(id, text string, fields trace.Fields, fieldsText string, ignoreCase bool) ([]api.Hit, error)
+}
+
+// localSource reads a store.
+type localSource struct{ s *store.Store }
+
+func (l localSource) search(q store.Query) (api.SearchResult, error) {
+	page, err := l.s.Search(q)
+	if errors.Is(err, store.ErrBadCursor) {
+		return api.SearchResult{}, usagef("query: --cursor: not a cursor this store made")
+	}
+	if err != nil {
+		return api.SearchResult{}, err
+	}
+	res := api.SearchResult{More: page.More, Cursor: page.Cursor, Partial: page.Partial}
+	for _, t := range page.Traces {
+		res.Traces = append(res.Traces, api.NewSummary(t))
+	}
+	return res, nil
+}
+
+func (l localSource) pivot(q store.Query, key string) ([]store.PivotRow, bool, error) {
+	return l.s.Pivot(q, key)
+}
+
+func (l localSource) get(id string) (*trace.Trace, error) {
+	tid, _ := trace.ParseID(id)
+	t, err := l.s.Get(tid)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("trace %s: %w", id, err)
+	}
+	return t, err
+}
+
+func (l localSource) trace(id string, asJSON bool) ([]byte, error) {
+	t, err := l.get(id)
+	if err != nil {
+		return nil, err
+	}
+	if asJSON {
+		return append(trace.AppendJSON(nil, t), '\n'), nil
+	}
+	var b strings.Builder
+	trace.WriteText(&b, t)
+	return []byte(b.String()), nil
+}
+
+func (l localSource) rank(id string) ([]trace.MethodStat, error) {
+	t, err := l.get(id)
+	if err != nil {
+		return nil, err
+	}
+	return trace.Rank(t), nil
+}
+
+func (l localSource) find(id, text string, fields trace.Fields, _ string, ignoreCase bool) ([]api.Hit, error) {
+	t, err := l.get(id)
+	if err != nil {
+		return nil, err
+	}
+	var re *regexp.Regexp
+	if r, ok := strings.CutPrefix(text, "~"); ok {
+		if ignoreCase {
+			r = "(?i)" + r
+		}
+		re = regexp.MustCompile(r) // checked by inTrace
+	}
+	var hits []api.Hit
+	for _, i := range trace.Find(t, text, re, fields, ignoreCase) {
+		sp := &t.Spans[i]
+		hits = append(hits, api.Hit{Index: i, SpanID: sp.SpanID.String(), Depth: sp.Depth, Operation: sp.Operation, Component: sp.Component, DurationNs: sp.Duration()})
+	}
+	return hits, nil
+}
+
+// remoteSource asks a running bridge.
+type remoteSource struct {
+	c      *api.Client
+	ctx    context.Context
+	params url.Values
+}
+
+// params are the API's parameters of the flags: the same filters, times
+// made absolute here (so "15m" means the same as with --store).
+func (f *queryFlags) params(pos []string, q store.Query) url.Values {
+	v := url.Values{}
+	set := func(k, s string) {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	v["host"] = f.hosts
+	if q.Since != 0 {
+		set("since", time.Unix(0, q.Since).UTC().Format(time.RFC3339Nano))
+	}
+	if q.Until != 0 {
+		set("until", time.Unix(0, q.Until).UTC().Format(time.RFC3339Nano))
+	}
+	if f.minDur > 0 {
+		set("minDuration", f.minDur.String())
+	}
+	if f.maxDur > 0 {
+		set("maxDuration", f.maxDur.String())
+	}
+	if f.errors {
+		set("errors", "true")
+	}
+	set("name", f.name)
+	set("service", f.service)
+	v["attr"] = f.attrs
+	if len(pos) == 1 {
+		set("q", pos[0])
+	}
+	set("eql", f.eql)
+	if f.deep {
+		set("deep", "true")
+	}
+	set("budget", f.budget.String())
+	return v
+}
+
+// remoteError turns the API's refusals into the errors of --store.
+func remoteError(err error, id string) error {
+	var ce *api.ClientError
+	if !errors.As(err, &ce) {
+		return withCode(exitComm, err)
+	}
+	switch {
+	case ce.Status == http.StatusNotFound && id != "":
+		return fmt.Errorf("trace %s: %w", id, store.ErrNotFound)
+	case ce.Status == http.StatusBadRequest && strings.HasPrefix(ce.Msg, "cursor:"):
+		return usagef("query: --cursor: not a cursor this store made")
+	case ce.Status == http.StatusBadRequest:
+		return usagef("query: %s", ce.Msg)
+	case ce.Status == http.StatusUnauthorized:
+		return withCode(exitConfig, fmt.Errorf("%s: %s (set TRACEBRIDGE_TOKEN)", ce.Msg, http.StatusText(ce.Status)))
+	}
+	return withCode(exitComm, err)
+}
+
+func (r *remoteSource) search(q store.Query) (api.SearchResult, error) {
+	p := maps.Clone(r.params)
+	if q.Oldest {
+		p.Set("oldest", "true")
+	}
+	p.Set("limit", strconv.Itoa(q.Limit))
+	if q.Cursor != "" {
+		p.Set("cursor", q.Cursor)
+	}
+	res, err := r.c.Search(r.ctx, p)
+	if err != nil {
+		return res, remoteError(err, "")
+	}
+	return res, nil
+}
+
+func (r *remoteSource) pivot(_ store.Query, key string) ([]store.PivotRow, bool, error) {
+	p := maps.Clone(r.params)
+	p.Set("key", key)
+	res, err := r.c.Pivot(r.ctx, p)
+	if err != nil {
+		return nil, false, remoteError(err, "")
+	}
+	return res.Rows, res.Partial, nil
+}
+
+func (r *remoteSource) trace(id string, asJSON bool) ([]byte, error) {
+	b, err := r.c.Trace(r.ctx, id, map[bool]string{true: "json", false: "text"}[asJSON])
+	if err != nil {
+		return nil, remoteError(err, id)
+	}
+	return b, nil
+}
+
+func (r *remoteSource) rank(id string) ([]trace.MethodStat, error) {
+	res, err := r.c.Rank(r.ctx, id)
+	if err != nil {
+		return nil, remoteError(err, id)
+	}
+	return res.Rows, nil
+}
+
+func (r *remoteSource) find(id, text string, _ trace.Fields, fields string, ignoreCase bool) ([]api.Hit, error) {
+	p := url.Values{"q": {text}, "fields": {fields}, "limit": {"1000000"}}
+	if ignoreCase {
+		p.Set("ignoreCase", "true")
+	}
+	res, err := r.c.Find(r.ctx, id, p)
+	if err != nil {
+		return nil, remoteError(err, id)
+	}
+	return res.Hits, nil
+}

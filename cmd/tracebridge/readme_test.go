@@ -152,7 +152,7 @@ func busyPort(t *testing.T, c, yaml string) string {
 			ports = append(ports, m[1])
 		}
 	default:
-		ports = []string{"10133", "10144", "4317", "4318", "8640"}
+		ports = []string{"10133", "10144", "4317", "4318", "8640", "16686"}
 	}
 	for _, p := range ports {
 		ln, err := net.Listen("tcp", "127.0.0.1:"+p)

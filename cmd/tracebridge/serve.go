@@ -19,13 +19,13 @@ import (
 
 const serveSynopsis = `serve [-c tracebridge.yaml] [-t TYPE -p PORT [-h HOST] [-m MAPPING] [--respawn]]
                   [-L PATHS] [-k kieker.monitoring.properties] [--data-dir DIR] [-v N] [-s] [-d]
-                  [--metrics HOST:PORT] [--split SPEC…]
+                  [--metrics HOST:PORT] [--http HOST:PORT] [--split SPEC…]
 
 Without -c or -t, serve runs the embedded default: a Kieker TCP receiver on
 127.0.0.1:10133, a KDB binary receiver on 127.0.0.1:10144 (default mapping),
 OTLP on 127.0.0.1:4317 (gRPC) and 127.0.0.1:4318 (HTTP), ZICO (zorka agents)
-on 127.0.0.1:8640, a binary Kieker log under ./tracebridge-data and the trace
-store under ./tracebridge-data/store.
+on 127.0.0.1:8640, a binary Kieker log and the trace store under
+./tracebridge-data, and the HTTP API on 127.0.0.1:16686 (docs/API.md).
 
 Receiver types (-t): tcp-server, tcp-single-server, tcp-client (the KDB binary
 dialect), kieker-tcp (Kieker's single-socket TCP), kieker-tcp-dual,
@@ -46,6 +46,8 @@ type serveFlags struct {
 	libs                                                                            listFlag
 	split                                                                           repeatFlag
 	stats, daemon, respawn, help, noStore, security                                 bool
+
+	http string // --http: the HTTP API's address, or off
 }
 
 // serveFlagSet defines serve's options, KDB's under a short and a long
@@ -80,6 +82,7 @@ func serveFlagSet(stderr io.Writer) (*flag.FlagSet, *serveFlags, *options) {
 	o.str(&f.dataDir, "", "data-dir", "DIR", "", "directory for logs and the trace store (default ./tracebridge-data)")
 	o.bool(&f.noStore, "", "no-store", "do not keep traces in the trace store (DATA-DIR/store)")
 	o.str(&f.metrics, "", "metrics", "HOST:PORT", "", "serve Prometheus metrics on HOST:PORT")
+	o.str(&f.http, "", "http", "HOST:PORT", "", "serve the HTTP API, Jaeger's query API and the web UI on HOST:PORT (off: none)")
 	o.str(&f.pidFile, "", "pid-file", "FILE", "tracebridge.pid", "PID file written with -d")
 	o.str(&f.logFile, "", "log-file", "FILE", "tracebridge.log", "where a daemon (-d) writes its output")
 	o.bool(&f.help, "", "help", "show this help (so does -h alone)")
@@ -113,7 +116,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	set := serve.Settings{Logger: logger}
+	set := serve.Settings{Logger: logger, Version: version}
 	if f.verbose > 0 {
 		set.ListenerInterval = int64(f.verbose)
 		set.Listener = func(count int64, msg string) {
@@ -138,6 +141,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if srv.MetricsAddr != "" {
 		fmt.Fprintf(stdout, "tracebridge: metrics on http://%s/metrics\n", srv.MetricsAddr)
+	}
+	if srv.HTTPAddr != "" {
+		fmt.Fprintf(stdout, "tracebridge: http on %s://%s/ (API /api/v1, Jaeger /api)\n", srv.HTTPScheme, srv.HTTPAddr)
 	}
 	fmt.Fprintln(stdout, "tracebridge: ready")
 	if os.Getenv(daemonEnv) != "" {
@@ -219,6 +225,13 @@ func (f *serveFlags) config() (*config.Config, error) {
 	}
 	if f.metrics != "" {
 		cfg.Metrics = f.metrics
+	}
+	switch f.http {
+	case "":
+	case "off":
+		cfg.HTTP = config.HTTP{}
+	default:
+		cfg.HTTP.Listen = f.http
 	}
 	cfg.Libraries = append(cfg.Libraries, f.libs...)
 	cfg.Split = append(cfg.Split, f.split...)

@@ -27,6 +27,8 @@ type Config struct {
 	// Metrics is the address of the Prometheus endpoint (e.g.
 	// 127.0.0.1:9464); empty: none.
 	Metrics string `yaml:"metrics"`
+	// HTTP is the listener of the HTTP API and the web UI (http.go).
+	HTTP HTTP `yaml:"http,omitempty"`
 	// Libraries are IRL files or directories with more record types.
 	Libraries []string `yaml:"libraries"`
 	// QueueBatches bounds the batches waiting between receivers and
@@ -291,10 +293,11 @@ func (c *Config) Marshal() ([]byte, error) { return yaml.Marshal(c) }
 // KDB binary receiver on 127.0.0.1:10144 with the default mapping,
 // OTLP/gRPC on 127.0.0.1:4317 and OTLP/HTTP on 127.0.0.1:4318 (the
 // OpenTelemetry SDKs' defaults), ZICO on 127.0.0.1:8640 (zorka agents), a
-// binary Kieker log under ./tracebridge-data and the trace store under
-// ./tracebridge-data/store.
+// binary Kieker log under ./tracebridge-data, the trace store under
+// ./tracebridge-data/store and the HTTP API on 127.0.0.1:16686.
 func Default() *Config {
 	return &Config{
+		HTTP: HTTP{Listen: DefaultHTTP},
 		Receivers: []Component{
 			NewComponent("kieker-tcp", map[string]any{"listen": "127.0.0.1:10133"}),
 			NewComponent("tcp-server", map[string]any{"listen": "127.0.0.1:10144"}),

@@ -127,6 +127,12 @@ type Settings struct {
 	// takes traces (pipeline.TraceConsumer): window and limits. Its Emit,
 	// Clock and Sources are the engine's.
 	Traces trace.Options
+
+	// Stopping, when set, is called once Run has drained the receivers
+	// and the stages, before the sinks are drained and closed: whatever
+	// reads from a sink (the HTTP API reading the trace store) stops
+	// there.
+	Stopping func()
 }
 
 // SinkOptions say how the engine feeds a sink.
@@ -415,6 +421,9 @@ func (e *Engine) Run(ctx context.Context) error {
 			// safe.
 			return errors.Join(firstErr, errors.New("bridge: a sink is stuck; records still queued were lost"))
 		}
+	}
+	if e.set.Stopping != nil {
+		e.set.Stopping()
 	}
 	closeErrs := fan.stop(deadline)
 	if l := e.set.Listener; l != nil {

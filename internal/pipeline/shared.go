@@ -14,8 +14,9 @@ import (
 // built, since the order in which components are built is not theirs to
 // know). A nil *Shared shares nothing.
 type Shared struct {
-	mu    sync.RWMutex
-	hosts HostTable
+	mu       sync.RWMutex
+	hosts    HostTable
+	services map[string]any
 }
 
 // SetHosts publishes the host table.
@@ -36,6 +37,33 @@ func (s *Shared) Hosts() HostTable {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.hosts
+}
+
+// Publish makes a service of a component available under a name, for
+// the parts of the bridge that serve people (the HTTP API). The names the
+// API looks up: "live" (an http.Handler mounted at /api/live, the live
+// view's WebSocket) and "profiles" (an api.Profiles: flame graphs of
+// sampled stacks). Publishing a name again replaces the service.
+func (s *Shared) Publish(name string, service any) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.services == nil {
+		s.services = map[string]any{}
+	}
+	s.services[name] = service
+}
+
+// Lookup returns the service published under name, or nil.
+func (s *Shared) Lookup(name string) any {
+	if s == nil {
+		return nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.services[name]
 }
 
 // HostTable decides which monitored hosts may send (zico's host table):

@@ -69,6 +69,10 @@ type Settings struct {
 	ListenerInterval int64
 	// Factories builds the components (nil: DefaultFactories).
 	Factories *pipeline.Factories
+	// UI is the web UI, served at / by the HTTP listener (nil: a short
+	// index of the API); Version is what the API reports.
+	UI      http.Handler
+	Version string
 }
 
 // Endpoint describes one receiver or sink for people: where it listens,
@@ -88,6 +92,9 @@ type Server struct {
 	Sinks     []Endpoint
 	// MetricsAddr is the bound address of the metrics endpoint ("" if none).
 	MetricsAddr string
+	// HTTPAddr is the bound address of the HTTP API ("" if none),
+	// HTTPScheme http or https.
+	HTTPAddr, HTTPScheme string
 	// Metrics are the bridge's metrics.
 	Metrics *metrics.Registry
 	// Shared is what the components share (the trace store's host table).
@@ -99,6 +106,7 @@ type Server struct {
 	closers []func() error // receivers and sinks, if Run never runs
 	metrics *http.Server
 	mln     net.Listener
+	web     *httpListener // the http: listener (http.go)
 
 	cfg       *config.Config
 	factories *pipeline.Factories
@@ -141,6 +149,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 			MaxOpenTraces: cfg.Traces.MaxOpenTraces,
 			MaxSpans:      cfg.Traces.MaxSpans,
 		},
+		Stopping: func() { s.web.stop() },
 	})
 	ok := false
 	defer func() {
@@ -247,6 +256,11 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		s.MetricsAddr = ln.Addr().String()
 		s.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	}
+	if cfg.HTTP.Listen != "" {
+		if err := s.listenHTTP(cfg.HTTP, set); err != nil {
+			return nil, err
+		}
+	}
 	for _, p := range sinks {
 		set := base
 		set.Name = p.comp.Name
@@ -290,6 +304,10 @@ func (s *Server) Run(ctx context.Context) error {
 		go s.metrics.Serve(s.mln)
 		defer s.metrics.Close()
 	}
+	if s.web != nil {
+		go s.web.serve(s.base.Logger.Error)
+		defer s.web.stop()
+	}
 	return s.Engine.Run(ctx)
 }
 
@@ -301,6 +319,9 @@ func (s *Server) Close() error {
 	}
 	if s.mln != nil {
 		errs = append(errs, s.mln.Close())
+	}
+	if s.web != nil {
+		s.web.stop()
 	}
 	return errors.Join(errs...)
 }
