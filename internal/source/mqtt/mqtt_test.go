@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,9 +106,10 @@ func TestConfigErrors(t *testing.T) {
 // gatedSink counts how often it consumed each order index; its Flush blocks
 // until the gate opens, so nothing it consumed is acknowledged before.
 type gatedSink struct {
-	gate   chan struct{}
-	mu     sync.Mutex
-	counts map[int64]int
+	gate    chan struct{}
+	mu      sync.Mutex
+	counts  map[int64]int
+	flushes atomic.Int64
 }
 
 func (s *gatedSink) Consume(_ context.Context, b *record.Batch) error {
@@ -119,7 +121,7 @@ func (s *gatedSink) Consume(_ context.Context, b *record.Batch) error {
 	return nil
 }
 
-func (s *gatedSink) Flush() error { <-s.gate; return nil }
+func (s *gatedSink) Flush() error { <-s.gate; s.flushes.Add(1); return nil }
 func (s *gatedSink) Close() error { return s.Flush() }
 
 // waitFor waits until every order index in [from, to) was consumed at
@@ -193,7 +195,12 @@ func restartInFlight(t *testing.T, conf string, graceful bool) {
 	openGate()
 	publish(t, m.addr, topic, 100, 100)
 	sink.waitFor(t, 0, 200, 1, 20*time.Second)
-	time.Sleep(300 * time.Millisecond) // the last acknowledgements
+	// The last acknowledgements: they follow the flush after the last
+	// record (two flushes on, the first may have begun before it).
+	for f := sink.flushes.Load(); sink.flushes.Load() < f+2; {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
 	stop()
 
 	// Everything was acknowledged: the session has nothing left to deliver.
