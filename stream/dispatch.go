@@ -14,6 +14,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/codec/streammsg"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // Limits of a subscriber.
@@ -89,7 +90,7 @@ type entry struct {
 }
 
 func newDispatcher(s *Stream) *dispatcher {
-	return &dispatcher{s: s, types: map[uint32]*typeEntry{}, cat: record.Builtin(), note: make(chan struct{}, 1), next: map[subjectKey]uint64{}, flushed: true}
+	return &dispatcher{s: s, types: map[uint32]*typeEntry{}, cat: trace.Types(), note: make(chan struct{}, 1), next: map[subjectKey]uint64{}, flushed: true}
 }
 
 func (d *dispatcher) run(ctx context.Context) error {
@@ -160,7 +161,7 @@ func (d *dispatcher) run(ctx context.Context) error {
 	defer it.Stop()
 	d.notify(md)
 	var endTimer <-chan time.Time
-	if !s.endTime.IsZero() {
+	if !s.endTime.IsZero() && !s.caughtUp {
 		t := time.NewTimer(time.Until(s.endTime) + time.Second)
 		defer t.Stop()
 		endTimer = t.C

@@ -131,6 +131,7 @@ type Stream struct {
 	startSeq  uint64
 	endTime   time.Time
 	caughtUp  bool // end once everything stored at start has been read
+	shared    bool // the connection is another stream's
 
 	inHandler atomic.Bool // Start's goroutine is in a handler
 
@@ -171,6 +172,12 @@ func Open(url string, o Options) (*Stream, error) {
 	}
 	s.nc, s.js = nc, js
 	return s, nil
+}
+
+// fork returns a new stream on s's connection (Close on it leaves the
+// connection open).
+func (s *Stream) fork() *Stream {
+	return &Stream{url: s.url, subj: s.subj, nc: s.nc, js: s.js, typeHandlers: map[string][]func(*Event){}, shared: true}
 }
 
 func parseURL(raw string) (target, user, pass string, err error) {
@@ -327,6 +334,8 @@ func (s *Stream) Close() error {
 			<-done
 		}
 	}
-	s.nc.Close()
+	if !s.shared {
+		s.nc.Close()
+	}
 	return nil
 }

@@ -56,6 +56,7 @@ type Server struct {
 	ns       *server.Server
 	host     string
 	port     int
+	addr     string
 	mqttPort int // 0: no MQTT
 	once     sync.Once
 }
@@ -130,11 +131,12 @@ func Start(cfg Config) (*Server, error) {
 		}
 		return nil, fmt.Errorf("embedded broker: cannot listen on %s (port in use?)", what)
 	}
-	return &Server{ns: ns, host: cfg.Host, port: ns.Addr().(*net.TCPAddr).Port, mqttPort: cfg.MQTTPort}, nil
+	a := ns.Addr().(*net.TCPAddr)
+	return &Server{ns: ns, host: cfg.Host, port: a.Port, addr: a.String(), mqttPort: cfg.MQTTPort}, nil
 }
 
 // Addr is the address NATS clients connect to.
-func (s *Server) Addr() string { return s.ns.Addr().String() }
+func (s *Server) Addr() string { return s.addr }
 
 // MQTTAddr is the address MQTT clients connect to ("" without MQTT).
 func (s *Server) MQTTAddr() string {

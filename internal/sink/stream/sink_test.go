@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	natsgo "github.com/nats-io/nats.go"
+	"go.uber.org/goleak"
 
 	"github.com/tracebridge/tracebridge/internal/codec/streammsg"
 	"github.com/tracebridge/tracebridge/internal/natsd"
@@ -23,6 +24,8 @@ import (
 	"github.com/tracebridge/tracebridge/internal/stage/control"
 	"github.com/tracebridge/tracebridge/stream"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var cat = record.Builtin()
 

@@ -167,7 +167,7 @@ func (tr *typeRule) sample(r *record.Record) bool {
 		return float64(mix(uint64(r.Values[tr.trace].Int())))/(1<<64) < tr.rate
 	}
 	tr.acc += tr.rate
-	if tr.acc >= 1 {
+	if tr.acc >= 1-1e-9 { // 10 × 0.1 is a little less than 1
 		tr.acc--
 		return true
 	}
