@@ -141,22 +141,18 @@ func (d *dispatcher) run(ctx context.Context) error {
 	case s.caughtUp:
 		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
 	}
-	cons, err := ds.OrderedConsumer(ctx, cfg)
+	cons, it, err := d.consume(ctx, ds, cfg)
+	if err != nil && len(cfg.FilterSubjects) > 1 {
+		// Servers before 2.10 take one filter subject: take everything
+		// and filter here.
+		cfg.FilterSubjects = nil
+		cons, it, err = d.consume(ctx, ds, cfg)
+	}
 	if err != nil {
 		return fmt.Errorf("stream %s: consumer: %w", s.url, err)
 	}
-	if s.caughtUp {
-		info, err := cons.Info(ctx)
-		if err != nil {
-			return fmt.Errorf("stream %s: consumer: %w", s.url, err)
-		}
-		if info.NumPending == 0 {
-			return nil
-		}
-	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(512))
-	if err != nil {
-		return fmt.Errorf("stream %s: consumer: %w", s.url, err)
+	if cons == nil {
+		return nil // a dump of an empty window
 	}
 	defer it.Stop()
 	d.notify(md)
@@ -198,6 +194,29 @@ func (d *dispatcher) run(ctx context.Context) error {
 	}
 	d.flushBatch()
 	return nil
+}
+
+// consume creates the ordered consumer and its iterator; with caughtUp
+// and nothing pending it returns neither.
+func (d *dispatcher) consume(ctx context.Context, ds jetstream.Stream, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, jetstream.MessagesContext, error) {
+	cons, err := ds.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d.s.caughtUp {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if info.NumPending == 0 {
+			return nil, nil, nil
+		}
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(512))
+	if err != nil {
+		return nil, nil, err
+	}
+	return cons, it, nil
 }
 
 // filters returns the consumer's subject filters: by type where every

@@ -48,6 +48,9 @@ commands:
   store    check or rebuild a trace store
   hosts    manage the hosts of a trace store (list, add, set, enable, disable, delete)
   analyze  Kieker's trace analyses: dependency graphs, call trees (dot, json, svg), statistics
+  tail     follow a bridge's live stream from anywhere (nats://HOST:PORT), or from a point in the past
+  dump     write a window of a bridge's stream as a Kieker log or OTLP JSON
+  control  change what a running bridge records: enable, disable, sample, probes
   gen      write record types and encoders for C, Go, Python or Perl from IRL
   version  print the version
 
@@ -121,6 +124,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdHosts(ctx, args[1:], stdout, stderr)
 	case "analyze":
 		err = cmdAnalyze(ctx, args[1:], stdout, stderr)
+	case "tail":
+		err = cmdTail(ctx, args[1:], stdout, stderr)
+	case "dump":
+		err = cmdDump(ctx, args[1:], stdout, stderr)
+	case "control":
+		err = cmdControl(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "tracebridge", version)
 	case "help", "-h", "--help", "-help":
