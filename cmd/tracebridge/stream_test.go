@@ -599,7 +599,7 @@ flush_interval: 100ms
 traces: {window: 200ms}
 receivers: [{name: otlp, type: otlp-http, listen: "127.0.0.1:0"}]
 sinks: [{type: kieker-log, path: logs}]
-stream: {listen: "127.0.0.1:0"}
+stream: {listen: "127.0.0.1:0", traces: true}
 `)
 	url := streamURL(t, p)
 	tl := startTail(t, url, "--json", "--traces")

@@ -57,9 +57,10 @@ type Config struct {
 	Replicas int `yaml:"replicas"`
 	// Encoding of the data messages: binary (default) or json.
 	Encoding string `yaml:"encoding"`
-	// Traces publishes assembled traces on PREFIX.traces.<host> (default
-	// true).
-	Traces *bool `yaml:"traces"`
+	// Traces publishes assembled traces on PREFIX.traces.<host> as JSON
+	// (default false: the engine then assembles traces for the stream
+	// too, and encoding each as JSON costs more than its records).
+	Traces bool `yaml:"traces"`
 	// Buffer bounds what waits to be published while the NATS server is
 	// slow or unreachable (default 64MiB); beyond it records are dropped
 	// and counted (subscribers see the gap).

@@ -117,6 +117,7 @@ type part struct {
 var (
 	_ pipeline.Sink          = (*Sink)(nil)
 	_ pipeline.TraceConsumer = (*Sink)(nil)
+	_ pipeline.Dropper       = (*Sink)(nil)
 )
 
 // New connects to the stream's NATS server (starting or sharing the
@@ -506,12 +507,7 @@ func (s *Sink) encode(recs []record.Record, origin *record.Origin, now int64) {
 	lost := s.lost.Load()
 	for k := range parts {
 		p := &parts[k]
-		key := subjKey{p.ts.id, p.host}
-		sj := s.subjects[key]
-		if sj == nil {
-			sj = &subjState{subject: s.recordsSubject(p.host, p.ts.token)}
-			s.subjects[key] = sj
-		}
+		sj := s.subjectOf(p.ts, p.host)
 		p.sj = sj
 		o := *origin
 		o.Host = p.host
@@ -547,6 +543,45 @@ func (s *Sink) encode(recs []record.Record, origin *record.Origin, now int64) {
 	s.ordinal += uint64(len(recs))
 }
 
+// Dropped counts the records of a batch the engine dropped because the
+// sink was behind: their subjects' counts move on, so subscribers see the
+// gap, and the metadata's lost count grows.
+func (s *Sink) Dropped(b *record.Batch) {
+	n := b.Len()
+	if n == 0 {
+		return
+	}
+	s.lost.Add(uint64(n))
+	if !s.ready.Load() {
+		return
+	}
+	now := time.Now().UnixNano()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range b.Records {
+		r := &b.Records[i]
+		ts := s.meta.typeOf(r.Type, now)
+		host := b.Origin.Host
+		if host == "" && ts.host >= 0 && ts.host < len(r.Values) {
+			host = r.Values[ts.host].Str()
+		}
+		s.subjectOf(ts, host).ord++
+	}
+	s.warn.Log(context.Background(), s.log, slog.LevelWarn, "stream: the sink is behind; the engine dropped a batch (subscribers are told)",
+		"sink", s.name, "records", n, "lost_total", s.lost.Load())
+}
+
+// subjectOf returns the subject state of (ts, host) (s.mu held).
+func (s *Sink) subjectOf(ts *typeState, host string) *subjState {
+	key := subjKey{ts.id, host}
+	sj := s.subjects[key]
+	if sj == nil {
+		sj = &subjState{subject: s.recordsSubject(host, ts.token)}
+		s.subjects[key] = sj
+	}
+	return sj
+}
+
 // split publishes recs in two halves (a message was too large); a record
 // too large for a message of its own is dropped and counted.
 func (s *Sink) split(recs []record.Record, origin *record.Origin, now int64) {
@@ -566,9 +601,9 @@ func (s *Sink) recordsSubject(host, token string) string {
 	return s.subjPrefix() + ".records." + streammsg.HostToken(host) + "." + token
 }
 
-// TraceSources: every trace, unless traces are off.
+// TraceSources: every trace when traces are on, else none.
 func (s *Sink) TraceSources() trace.Sources {
-	if s.cfg.Traces != nil && !*s.cfg.Traces {
+	if !s.cfg.Traces {
 		return 0
 	}
 	return trace.AllSources

@@ -577,3 +577,34 @@ func externalIP() string {
 	}
 	return ""
 }
+
+// TestDropped: records the engine drops because the sink is behind are
+// counted per subject, so a subscriber is told exactly what it missed.
+func TestDropped(t *testing.T) {
+	s, _ := newSink(t, sink.Config{})
+	c := subscribe(t, s.URL(), nil)
+	ctx := context.Background()
+	s.Consume(ctx, events("h", 1, 1))
+	s.Dropped(events("h", 2, 3))
+	s.Consume(ctx, events("h", 3, 1))
+	c.wait(t, 6)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		got := map[string]uint64{}
+		for _, g := range c.gaps {
+			got[g.Type[strings.LastIndexByte(g.Type, '.')+1:]] += g.Records
+		}
+		c.mu.Unlock()
+		if got["TraceMetadata"] == 1 && got["BeforeOperationEvent"] == 3 && got["AfterOperationEvent"] == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gaps %v", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := s.Stats(); st.Lost != 7 {
+		t.Fatalf("stats %+v", st)
+	}
+}
