@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unsafe"
 
 	"github.com/tracebridge/tracebridge/internal/codec/jsonl"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -88,6 +89,19 @@ func (h *Header) Position(i int) uint32 {
 // allocates nothing once its tables have grown.
 type Encoder struct {
 	strs map[string]uint32
+	// seen caches the table index of recent strings by the address of
+	// their bytes: decoders intern strings, so a record's strings are
+	// mostly the very strings of the records before it, found without
+	// hashing. gen tells this message's entries from older ones.
+	seen [256]seenString
+	gen  uint32
+}
+
+type seenString struct {
+	p   *byte
+	n   int
+	gen uint32
+	idx uint32
 }
 
 // AppendBinary appends the binary message of part h holding the records
@@ -110,6 +124,11 @@ func (e *Encoder) AppendBinary(dst []byte, h *Header, recs []record.Record) []by
 		e.strs = make(map[string]uint32)
 	}
 	clear(e.strs)
+	e.gen++
+	if e.gen == 0 { // wrapped: forget every entry
+		e.seen = [256]seenString{}
+		e.gen = 1
+	}
 	dst = append(dst, magic[:]...)
 	dst = binary.AppendUvarint(dst, h.Run)
 	dst = binary.AppendUvarint(dst, h.Meta)
@@ -185,13 +204,28 @@ func (e *Encoder) appendValue(dst []byte, k record.Kind, v record.Value) []byte 
 // x/2 bytes follows (it gets the next index of the message's string
 // table); x odd, the string at index x/2 of the table.
 func (e *Encoder) appendString(dst []byte, s string) []byte {
+	var slot *seenString
+	if len(s) > 0 {
+		p := unsafe.StringData(s)
+		slot = &e.seen[(uintptr(unsafe.Pointer(p))>>3^uintptr(len(s)))&255]
+		if slot.p == p && slot.n == len(s) && slot.gen == e.gen {
+			return binary.AppendUvarint(dst, uint64(slot.idx)<<1|1)
+		}
+	}
 	if i, ok := e.strs[s]; ok {
+		if slot != nil {
+			*slot = seenString{p: unsafe.StringData(s), n: len(s), gen: e.gen, idx: i}
+		}
 		return binary.AppendUvarint(dst, uint64(i)<<1|1)
 	}
 	// Once the table is full, later strings are written out each time
 	// (the decoder's table stops at the same size, so indexes agree).
 	if len(e.strs) < MaxStrings {
-		e.strs[s] = uint32(len(e.strs))
+		i := uint32(len(e.strs))
+		e.strs[s] = i
+		if slot != nil {
+			*slot = seenString{p: unsafe.StringData(s), n: len(s), gen: e.gen, idx: i}
+		}
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(s))<<1)
 	return append(dst, s...)
