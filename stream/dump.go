@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -153,6 +154,9 @@ func kiekerDump(dir string, binary bool, st *DumpStats) (func(*Event), func() er
 // otlpDump writes the traces assembled from events to the file path as
 // OTLP JSON lines.
 func otlpDump(path string, st *DumpStats) (func(*Event), func() error, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, nil, err
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, nil, err
