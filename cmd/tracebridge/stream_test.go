@@ -273,10 +273,10 @@ stream: {}
 	}
 	nc.Flush()
 	nc.Close()
-	lines := tl.waitFor(t, func(l []string) bool { return len(l) >= 300+2 }, "300 records")
+	tl.waitFor(t, func(l []string) bool { return strings.Count(strings.Join(l, "\n"), `"record":`) >= 300 }, "300 records")
 	// A new type mid-stream, from a new host.
 	send(t, p.Addr("kieker"), kiekerMetadata(t, "db-7"))
-	lines = tl.waitFor(t, func(l []string) bool {
+	lines := tl.waitFor(t, func(l []string) bool {
 		return strings.Contains(strings.Join(l, "\n"), "KiekerMetadataRecord\",\"loggingTimestamp")
 	}, "the new type")
 	parsed := parseLines(t, lines)

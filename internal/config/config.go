@@ -127,7 +127,9 @@ func (c Component) MarshalYAML() (any, error) {
 		_ = vn.Encode(v)
 		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, &vn)
 	}
-	add("type", c.Type)
+	if c.Type != "" { // the stream has none
+		add("type", c.Type)
+	}
 	if c.Name != "" {
 		add("name", c.Name)
 	}
