@@ -563,4 +563,5 @@ func (d *dispatcher) trace(m jetstream.Msg, seq uint64, meta *jetstream.MsgMetad
 	for _, fn := range d.s.traceHandlers {
 		fn(t)
 	}
+	d.flushed = false
 }

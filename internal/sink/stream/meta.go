@@ -216,6 +216,13 @@ func (s *metaState) next(records, lost uint64) *streammsg.Metadata {
 	}
 	m.Receivers = slices.Clone(s.m.Receivers)
 	m.Control = s.m.Control.Clone()
+	// Lists are [] in JSON, never null, for scripts.
+	nonNil(&m.Types)
+	nonNil(&m.Hosts)
+	nonNil(&m.Receivers)
+	nonNil(&m.Control.DisabledTypes)
+	nonNil(&m.Control.DisabledHosts)
+	nonNil(&m.Control.Samples)
 	return &m
 }
 
@@ -226,4 +233,10 @@ func (s *metaState) names() []string {
 		out = append(out, t.Name)
 	}
 	return out
+}
+
+func nonNil[T any](s *[]T) {
+	if *s == nil {
+		*s = []T{}
+	}
 }
