@@ -49,6 +49,9 @@ commands:
   hosts    manage the hosts of a trace store (list, add, set, enable, disable, delete)
   token    make an API token for writes over the HTTP API (and its hash for the configuration)
   analyze  Kieker's trace analyses: dependency graphs, call trees (dot, json, svg), statistics; --flame: JFR flame graphs
+  tail     follow a bridge's live stream from anywhere (nats://HOST:PORT), or from a point in the past
+  dump     write a window of a bridge's stream as a Kieker log or OTLP JSON
+  control  change what a running bridge records: enable, disable, sample, probes
   gen      write record types and encoders for C, Go, Python or Perl from IRL
   version  print the version
 
@@ -124,6 +127,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdAnalyze(ctx, args[1:], stdout, stderr)
 	case "token":
 		err = cmdToken(ctx, args[1:], stdout, stderr)
+	case "tail":
+		err = cmdTail(ctx, args[1:], stdout, stderr)
+	case "dump":
+		err = cmdDump(ctx, args[1:], stdout, stderr)
+	case "control":
+		err = cmdControl(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "tracebridge", version)
 	case "help", "-h", "--help", "-help":

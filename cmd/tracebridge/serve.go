@@ -15,17 +15,20 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/config"
 	"github.com/tracebridge/tracebridge/internal/serve"
+	streamsink "github.com/tracebridge/tracebridge/internal/sink/stream"
 )
 
 const serveSynopsis = `serve [-c tracebridge.yaml] [-t TYPE -p PORT [-h HOST] [-m MAPPING] [--respawn]]
                   [-L PATHS] [-k kieker.monitoring.properties] [--data-dir DIR] [-v N] [-s] [-d]
-                  [--metrics HOST:PORT] [--http HOST:PORT] [--split SPEC…]
+                  [--metrics HOST:PORT] [--http HOST:PORT|off] [--stream HOST:PORT|nats://…|off]
+                  [--split SPEC…]
 
 Without -c or -t, serve runs the embedded default: a Kieker TCP receiver on
 127.0.0.1:10133, a KDB binary receiver on 127.0.0.1:10144 (default mapping),
 OTLP on 127.0.0.1:4317 (gRPC) and 127.0.0.1:4318 (HTTP), ZICO (zorka agents)
 on 127.0.0.1:8640, a binary Kieker log and the trace store under
-./tracebridge-data, and the HTTP API on 127.0.0.1:16686 (docs/API.md).
+./tracebridge-data, the HTTP API on 127.0.0.1:16686 (docs/API.md) and the
+live stream on the embedded NATS server at 127.0.0.1:14222 (tracebridge tail).
 
 Receiver types (-t): tcp-server, tcp-single-server, tcp-client (the KDB binary
 dialect), kieker-tcp (Kieker's single-socket TCP), kieker-tcp-dual,
@@ -41,6 +44,7 @@ Exit codes: 1 mapping file, 2 configuration, 3 communication, 4 command line.`
 // serveFlags are KDB's command line plus tracebridge's own.
 type serveFlags struct {
 	configFile, typ, host, mapping, kiekerProps, dataDir, metrics, pidFile, logFile string
+	stream                                                                          string
 	url, user, password, destination, deadLetter, encoding, repository              string
 	port, registryPort, mqttPort, verbose                                           int
 	libs                                                                            listFlag
@@ -81,6 +85,7 @@ func serveFlagSet(stderr io.Writer) (*flag.FlagSet, *serveFlags, *options) {
 	o.value(&f.split, "", "split", "SPEC", "cut traces at component boundaries: package:N, regex:P…, map:FILE (repeatable)")
 	o.str(&f.dataDir, "", "data-dir", "DIR", "", "directory for logs and the trace store (default ./tracebridge-data)")
 	o.bool(&f.noStore, "", "no-store", "do not keep traces in the trace store (DATA-DIR/store)")
+	o.str(&f.stream, "", "stream", "HOST:PORT|URL|off", "", "the live stream: the embedded NATS server's address, an external server (nats://HOST:PORT), or off (default: the embedded default's 127.0.0.1:14222, a YAML file's stream: section, none with -t)")
 	o.str(&f.metrics, "", "metrics", "HOST:PORT", "", "serve Prometheus metrics on HOST:PORT")
 	o.str(&f.http, "", "http", "HOST:PORT", "", "serve the HTTP API, Jaeger's query API and the web UI on HOST:PORT (off: none)")
 	o.str(&f.pidFile, "", "pid-file", "FILE", "tracebridge.pid", "PID file written with -d")
@@ -116,6 +121,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	streamsink.Version = version
 	set := serve.Settings{Logger: logger, Version: version}
 	if f.verbose > 0 {
 		set.ListenerInterval = int64(f.verbose)
@@ -219,6 +225,23 @@ func (f *serveFlags) config() (*config.Config, error) {
 	}
 	if f.noStore {
 		cfg.Sinks = slices.DeleteFunc(cfg.Sinks, func(c config.Component) bool { return c.Type == "store" })
+	}
+	switch {
+	case f.stream == "":
+	case f.stream == "off":
+		cfg.Stream = nil
+	default:
+		var c config.Component
+		if cfg.Stream != nil {
+			c = *cfg.Stream
+		}
+		key, other := "listen", "url"
+		if strings.Contains(f.stream, "://") {
+			key, other = "url", "listen"
+		}
+		c.Delete(other)
+		c.Set(key, f.stream)
+		cfg.Stream = &c
 	}
 	if f.dataDir != "" {
 		cfg.DataDir = f.dataDir

@@ -52,6 +52,15 @@ type Config struct {
 	Receivers []Component `yaml:"receivers"`
 	Stages    []Component `yaml:"stages"`
 	Sinks     []Component `yaml:"sinks"`
+
+	// Stream is the live stream (docs/STREAM.md): everything received,
+	// published to a JetStream repository that `tracebridge tail`, `dump`
+	// and the Go API read, with remote control. Its keys are the stream
+	// sink's (internal/sink/stream.Config) plus queue_batches; nil (no
+	// `stream:` in the file) runs no stream. Not to be confused with the
+	// `stream` key of a nats-client receiver, which names the JetStream
+	// stream that receiver consumes.
+	Stream *Component `yaml:"stream,omitempty"`
 }
 
 // Traces configures trace assembly.
@@ -120,7 +129,9 @@ func (c Component) MarshalYAML() (any, error) {
 		_ = vn.Encode(v)
 		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, &vn)
 	}
-	add("type", c.Type)
+	if c.Type != "" { // the stream has none
+		add("type", c.Type)
+	}
 	if c.Name != "" {
 		add("name", c.Name)
 	}
@@ -171,6 +182,19 @@ func (c *Component) Set(key string, v any) {
 		}
 	}
 	c.node.Content = append(c.node.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, &vn)
+}
+
+// Delete removes key.
+func (c *Component) Delete(key string) {
+	if c.node == nil {
+		return
+	}
+	for i := 0; i+1 < len(c.node.Content); i += 2 {
+		if c.node.Content[i].Value == key {
+			c.node.Content = append(c.node.Content[:i], c.node.Content[i+2:]...)
+			return
+		}
+	}
 }
 
 // Has reports whether the component sets key.
@@ -294,7 +318,8 @@ func (c *Config) Marshal() ([]byte, error) { return yaml.Marshal(c) }
 // OTLP/gRPC on 127.0.0.1:4317 and OTLP/HTTP on 127.0.0.1:4318 (the
 // OpenTelemetry SDKs' defaults), ZICO on 127.0.0.1:8640 (zorka agents), a
 // binary Kieker log under ./tracebridge-data, the trace store under
-// ./tracebridge-data/store and the HTTP API on 127.0.0.1:16686.
+// ./tracebridge-data/store, the HTTP API on 127.0.0.1:16686 and the live
+// stream on the embedded NATS server at 127.0.0.1:14222.
 func Default() *Config {
 	return &Config{
 		HTTP: HTTP{Listen: DefaultHTTP},
@@ -305,9 +330,13 @@ func Default() *Config {
 			NewComponent("otlp-http", map[string]any{"listen": "127.0.0.1:4318"}),
 			NewComponent("zico", map[string]any{"listen": "127.0.0.1:8640"}),
 		},
-		Sinks: []Component{NewComponent("kieker-log", nil), NewComponent("store", nil)},
+		Sinks:  []Component{NewComponent("kieker-log", nil), NewComponent("store", nil)},
+		Stream: &Component{node: NewComponent("stream", map[string]any{"listen": DefaultStreamListen}).node},
 	}
 }
+
+// DefaultStreamListen is where the embedded default's stream listens.
+const DefaultStreamListen = "127.0.0.1:14222"
 
 // Normalize fills in defaults (data directory, names) and checks what the
 // configuration says about itself (the components check their own keys
@@ -322,6 +351,9 @@ func (c *Config) Normalize() error {
 	}
 	if len(c.Sinks) == 0 {
 		errs = append(errs, errors.New("no sinks (a configuration file names its sinks; add `sinks: [{type: kieker-log}]` for a Kieker log under data_dir)"))
+	}
+	if c.Stream != nil && (c.Stream.Type != "" || c.Stream.Name != "" || c.Stream.Policy != "") {
+		errs = append(errs, fmt.Errorf("stream (line %d): type, name and policy are not keys of the stream (it is a best-effort sink named stream)", c.Stream.line))
 	}
 	if c.Traces.Window < 0 || c.Traces.MaxOpenTraces < 0 || c.Traces.MaxSpans < 0 {
 		errs = append(errs, errors.New("traces: window and limits must not be negative"))

@@ -460,12 +460,18 @@ func (h *head) Consume(ctx context.Context, b *record.Batch) error {
 }
 
 func (h *head) Emit(ctx context.Context, b *record.Batch) (*record.Batch, error) {
-	if !h.direct {
+	// Stages that take batches over (a filter in front of the fan-out)
+	// keep the hand-over free of copies too.
+	em, ok := h.chain.(pipeline.Emitter)
+	if h.direct {
+		em, ok = h.end, true
+	}
+	if !ok {
 		return b, h.Consume(ctx, b)
 	}
 	done := b.TakeDone()
 	n := b.Len()
-	nb, err := h.end.Emit(ctx, b)
+	nb, err := em.Emit(ctx, b)
 	h.after(ctx, done, n, err)
 	return nb, err
 }

@@ -293,6 +293,9 @@ func (r *runner) overflow(old entry) {
 		return
 	}
 	n := old.it.batch.Len()
+	if d, ok := r.sink.(pipeline.Dropper); ok {
+		d.Dropped(old.it.batch)
+	}
 	total := r.dropped.Add(int64(n))
 	r.met.Overflow(n)
 	r.drops.Log(context.Background(), r.e.log, slog.LevelWarn, "best-effort sink is behind; its oldest batch was dropped",

@@ -19,6 +19,8 @@ type stuckSink struct {
 	release chan struct{}
 	aborted atomic.Bool
 	abort   chan struct{}
+
+	droppedRecords atomic.Int64
 }
 
 func newStuckSink() *stuckSink {
@@ -33,6 +35,9 @@ func (s *stuckSink) Consume(ctx context.Context, b *record.Batch) error {
 	}
 	return s.memSink.Consume(ctx, b)
 }
+
+// Dropped counts what the engine dropped for the sink (pipeline.Dropper).
+func (s *stuckSink) Dropped(b *record.Batch) { s.droppedRecords.Add(int64(b.Len())) }
 
 func (s *stuckSink) Abort() {
 	if s.aborted.CompareAndSwap(false, true) {
@@ -94,6 +99,9 @@ func TestBestEffortSinkNeverStallsTheOthers(t *testing.T) {
 	dropped := testutil.ToFloat64(reg.Sink("live").OverflowCounter())
 	if dropped < float64((batches-2-1)*size) {
 		t.Fatalf("best-effort sink dropped %v records, want at least %d", dropped, (batches-3)*size)
+	}
+	if n := stuck.droppedRecords.Load(); float64(n) != dropped {
+		t.Fatalf("the sink was told of %d dropped records, the counter says %v", n, dropped)
 	}
 }
 

@@ -126,6 +126,16 @@ type Aborter interface {
 	Abort()
 }
 
+// Dropper is a best-effort sink that wants to know what the engine
+// dropped for it: when the sink's queue is full, the engine calls Dropped
+// with the oldest batch before dropping it, on the drain goroutine,
+// concurrently with Consume. The batch is the caller's: read it until
+// Dropped returns. (The stream sink counts the records, so subscribers
+// are told what they missed.)
+type Dropper interface {
+	Dropped(b *record.Batch)
+}
+
 // TraceConsumer is a sink that also takes assembled traces. When a sink
 // implements it, the engine assembles traces from the records it hands on
 // (internal/trace.Assembler) and puts each completed trace into the queue

@@ -14,9 +14,33 @@ import (
 // built, since the order in which components are built is not theirs to
 // know). A nil *Shared shares nothing.
 type Shared struct {
-	mu       sync.RWMutex
-	hosts    HostTable
-	services map[string]any
+	mu     sync.RWMutex
+	hosts  HostTable
+	values map[any]any
+}
+
+// Value returns the service shared under key (an unexported type of the
+// package that owns the service, as context keys are), making it with mk
+// the first time; with a nil mk it only looks (nil when there is none).
+// A nil *Shared shares nothing: it returns mk() (or nil) every time.
+func (s *Shared) Value(key any, mk func() any) any {
+	if s == nil {
+		if mk == nil {
+			return nil
+		}
+		return mk()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.values[key]; ok || mk == nil {
+		return v
+	}
+	if s.values == nil {
+		s.values = map[any]any{}
+	}
+	v := mk()
+	s.values[key] = v
+	return v
 }
 
 // SetHosts publishes the host table.
@@ -50,10 +74,10 @@ func (s *Shared) Publish(name string, service any) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.services == nil {
-		s.services = map[string]any{}
+	if s.values == nil {
+		s.values = map[any]any{}
 	}
-	s.services[name] = service
+	s.values[name] = service
 }
 
 // Lookup returns the service published under name, or nil.
@@ -63,7 +87,7 @@ func (s *Shared) Lookup(name string) any {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.services[name]
+	return s.values[name]
 }
 
 // HostTable decides which monitored hosts may send (zico's host table):

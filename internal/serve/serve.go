@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/codec/streammsg"
 	"github.com/tracebridge/tracebridge/internal/config"
 	"github.com/tracebridge/tracebridge/internal/engine"
 	"github.com/tracebridge/tracebridge/internal/irl"
@@ -25,6 +26,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/sink/forward"
 	"github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
 	storesink "github.com/tracebridge/tracebridge/internal/sink/store"
+	streamsink "github.com/tracebridge/tracebridge/internal/sink/stream"
 	"github.com/tracebridge/tracebridge/internal/source/jfr"
 	"github.com/tracebridge/tracebridge/internal/source/mqtt"
 	"github.com/tracebridge/tracebridge/internal/source/nats"
@@ -32,6 +34,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/source/stomp"
 	"github.com/tracebridge/tracebridge/internal/source/tcp"
 	"github.com/tracebridge/tracebridge/internal/source/zico"
+	"github.com/tracebridge/tracebridge/internal/stage/control"
 	"github.com/tracebridge/tracebridge/internal/stage/profile"
 	"github.com/tracebridge/tracebridge/internal/stage/split"
 	"github.com/tracebridge/tracebridge/internal/stage/throttle"
@@ -57,7 +60,7 @@ func DefaultFactories() *pipeline.Factories {
 	f.Receivers = append(f.Receivers, zico.Factory(), jfr.Factory())
 	f.Receivers = append(f.Receivers, otlp.Factories()...)
 	f.Stages = append(f.Stages, split.Factory(), timeunit.Factory(), throttle.Factory(), profile.Factory())
-	f.Sinks = append(f.Sinks, kiekerlog.Factory(), forward.Factory(), storesink.Factory())
+	f.Sinks = append(f.Sinks, kiekerlog.Factory(), forward.Factory(), storesink.Factory(), streamsink.Factory())
 	return f
 }
 
@@ -102,6 +105,9 @@ type Server struct {
 	// Built are the sinks as built, by name (the HTTP API finds the trace
 	// store among them).
 	Built map[string]pipeline.BuiltSink
+	// StreamURL is the NATS URL of the live stream ("" without one); the
+	// WebSocket endpoint (stream.NewHandler) subscribes there.
+	StreamURL string
 
 	closers []func() error // receivers and sinks, if Run never runs
 	metrics *http.Server
@@ -218,10 +224,29 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		}
 		sinks = append(sinks, decode("sink", c, sf.NewConfig))
 	}
+	// The top-level stream: a best-effort stream sink, with the control
+	// stage first among the stages.
+	var stream planned
+	if cfg.Stream != nil {
+		c := *cfg.Stream
+		c.Type, c.Name = streamsink.Type, streamsink.Type
+		if p := decode("stream", &c, streamsink.Factory().NewConfig); p.comp != nil && p.cfg.(*streamsink.Config).On() {
+			stream = p
+		}
+	}
 	if len(errs) > 0 {
 		return nil, pipeline.Classify(ErrConfig, errors.Join(errs...))
 	}
 
+	if stream.comp != nil {
+		set := base
+		set.Name = control.Type
+		st, err := control.Factory().NewStage(&control.FactoryConfig{ProbeControllers: stream.cfg.(*streamsink.Config).ProbeControllers}, set)
+		if err != nil {
+			return nil, pipeline.Classify(ErrConfig, fmt.Errorf("stream: remote control: %w", err))
+		}
+		s.Engine.AddStage(st)
+	}
 	for _, p := range stgs {
 		set := base
 		set.Name = p.comp.Name
@@ -281,6 +306,11 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		s.Engine.AddSink(p.comp.Name, w, engine.SinkOptions{Policy: policy, QueueBatches: p.comp.QueueBatches})
 		s.Sinks = append(s.Sinks, Endpoint{Name: p.comp.Name, Type: sf.Type(), Where: w.Where(), Policy: policy.String()})
 	}
+	if stream.comp != nil {
+		if err := s.addStream(stream.comp, stream.cfg, base); err != nil {
+			return nil, err
+		}
+	}
 	ok = true
 	return s, nil
 }
@@ -295,6 +325,30 @@ func withProfile(receivers, stages []config.Component) []config.Component {
 	p := config.NewComponent(profile.Type, nil)
 	p.Name = profile.Type
 	return append(slices.Clone(stages), p)
+}
+
+// addStream builds the top-level stream sink and tells it the receivers.
+func (s *Server) addStream(comp *config.Component, cfg pipeline.Config, base pipeline.Settings) error {
+	set := base
+	set.Name = comp.Name
+	w, err := streamsink.New(cfg.(*streamsink.Config), set)
+	if err != nil {
+		return pipeline.Classify(ErrConfig, err)
+	}
+	s.closers = append(s.closers, w.Close)
+	var rs []streammsg.ReceiverInfo
+	for _, r := range s.Receivers {
+		rs = append(rs, streammsg.ReceiverInfo{Name: r.Name, Type: r.Type, Where: r.Where})
+	}
+	w.SetReceivers(rs)
+	if s.Built == nil {
+		s.Built = map[string]pipeline.BuiltSink{}
+	}
+	s.Built[comp.Name] = w
+	s.StreamURL = w.URL()
+	s.Engine.AddSink(comp.Name, w, engine.SinkOptions{Policy: pipeline.BestEffort, QueueBatches: comp.QueueBatches})
+	s.Sinks = append(s.Sinks, Endpoint{Name: comp.Name, Type: streamsink.Type, Where: w.Where(), Policy: pipeline.BestEffort.String()})
+	return nil
 }
 
 // Run serves metrics (if configured) and runs the bridge until ctx is

@@ -84,6 +84,10 @@ func appendFloat(dst []byte, f float64, bits int) []byte {
 
 const hex = "0123456789abcdef"
 
+// AppendString appends s as a JSON string, as AppendRecord writes
+// strings (invalid UTF-8 as U+FFFD).
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
+
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0

@@ -7,9 +7,9 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/natsd"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/source/broker"
 )
@@ -94,13 +94,13 @@ func buildClient(c *ClientConfig, set pipeline.Settings) (pipeline.Receiver, err
 	return &built{Receiver: r, where: "consuming from " + r.Target()}, nil
 }
 
-// built is a NATS receiver as a component; with an embedded broker it owns
-// the server and shuts it down when Run ends or on Close.
+// built is a NATS receiver as a component; with the embedded broker it
+// holds the bridge's embedded server and releases it when Run ends or on
+// Close (the server stops with its last user).
 type built struct {
 	*Receiver
-	where    string
-	server   *Server
-	shutOnce sync.Once
+	where   string
+	release func() // nil without the embedded broker
 }
 
 func (b *built) Where() string { return b.where }
@@ -112,8 +112,8 @@ func (b *built) Run(ctx context.Context, out pipeline.Consumer) error {
 }
 
 func (b *built) Close() error {
-	if b.server != nil {
-		b.shutOnce.Do(b.server.Shutdown)
+	if b.release != nil {
+		b.release()
 	}
 	return nil
 }
@@ -129,7 +129,7 @@ func buildEmbedded(c *EmbeddedConfig, set pipeline.Settings) (pipeline.Receiver,
 		_, mp, _ := splitHostPort(c.MQTTListen)
 		sc.MQTT, sc.MQTTPort = true, mp
 	}
-	srv, err := StartServer(sc)
+	srv, release, err := natsd.Acquire(set.Shared, sc, false)
 	if err != nil {
 		return nil, pipeline.Classify(pipeline.ErrComm, err)
 	}
@@ -138,14 +138,14 @@ func buildEmbedded(c *EmbeddedConfig, set pipeline.Settings) (pipeline.Receiver,
 		Stream: c.Stream, Durable: c.Durable, MaxAckPending: c.Prefetch, DeadLetter: c.DeadLetter, Batch: bc,
 	}, broker.SettingsOf(set))
 	if err != nil {
-		srv.Shutdown()
+		release()
 		return nil, pipeline.Classify(pipeline.ErrConfig, err)
 	}
 	where := "listening on nats://" + srv.Addr()
 	if a := srv.MQTTAddr(); a != "" {
 		where += " and mqtt://" + a
 	}
-	b := &built{Receiver: r, where: where, server: srv}
+	b := &built{Receiver: r, where: where, release: release}
 	// The stream and its durable consumer exist before the bridge reports
 	// ready, so what is published from then on is kept.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

@@ -229,7 +229,7 @@ func TestEmbeddedPortInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Shutdown()
-	port := srv.ns.Addr().(interface{ String() string }).String()
+	port := srv.Addr()
 	p := port[strings.LastIndexByte(port, ':')+1:]
 	var n int
 	fmt.Sscan(p, &n)

@@ -1,0 +1,199 @@
+// Package natsd owns the bridge's embedded NATS server with JetStream
+// (and optionally MQTT): the broker of the broker-embedded receiver and
+// the repository of the live stream. A bridge runs at most one: Acquire
+// starts it on first use and shares it through pipeline.Shared, Release
+// stops it when its last user is done.
+//
+// Concurrency: a Server is safe for concurrent use; Acquire and Release
+// may be called from any goroutine.
+package natsd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/tracebridge/tracebridge/internal/lograte"
+)
+
+// Config configures the embedded server.
+type Config struct {
+	// Host to listen on (default 127.0.0.1: loopback only).
+	Host string
+	// Port for NATS clients (0: a free port).
+	Port int
+	// MQTTPort, if positive (or 0 with MQTT set), also listens for MQTT
+	// clients; MQTT topic a/b/c is NATS subject a.b.c.
+	MQTT     bool
+	MQTTPort int
+	// StoreDir holds JetStream's files, so that what was published while
+	// the bridge was stopped is there when it starts again.
+	StoreDir string
+	// Logger hears the server's warnings and errors (rate-limited), such as
+	// messages it had to drop; nil discards them.
+	Logger *slog.Logger
+}
+
+// Limits on what the server buffers before a stream has stored it. NATS's
+// defaults (100,000 messages, 128 MiB) drop messages from fast core-NATS
+// publishers silently; publishers that need at-least-once delivery publish
+// through JetStream and wait for its acknowledgement.
+const (
+	maxBufferedMsgs  = 2_000_000
+	maxBufferedBytes = 512 << 20
+)
+
+// Server is the embedded broker: a NATS server with JetStream.
+type Server struct {
+	ns       *server.Server
+	host     string
+	port     int
+	addr     string
+	mqttPort int // 0: no MQTT
+	once     sync.Once
+}
+
+// Start starts an embedded server and waits until it accepts
+// connections. Bridges share theirs with Acquire.
+func Start(cfg Config) (*Server, error) {
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	if cfg.StoreDir == "" {
+		return nil, errors.New("embedded broker: no storage directory")
+	}
+	if err := os.MkdirAll(cfg.StoreDir, 0o755); err != nil {
+		return nil, fmt.Errorf("embedded broker: %w", err)
+	}
+	// The server does not tell which port it picked for MQTT: pick one.
+	if cfg.MQTT && cfg.MQTTPort == 0 {
+		ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("embedded broker: %w", err)
+		}
+		cfg.MQTTPort = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+	}
+	// A port in use would only show as a timeout of the server's start.
+	for _, p := range []int{cfg.Port, cfg.MQTTPort} {
+		if p <= 0 || (p == cfg.MQTTPort && !cfg.MQTT) {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(p)))
+		if err != nil {
+			return nil, fmt.Errorf("embedded broker: %w", err)
+		}
+		ln.Close()
+	}
+	port := cfg.Port
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	opts := &server.Options{
+		ServerName: "tracebridge",
+		Host:       cfg.Host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   cfg.StoreDir,
+		NoSigs:     true,
+		NoLog:      cfg.Logger == nil,
+		// Publishers that send faster than the stream stores.
+		StreamMaxBufferedMsgs: maxBufferedMsgs,
+		StreamMaxBufferedSize: maxBufferedBytes,
+		// Publishers that send big batches of records per message.
+		MaxPayload: 8 << 20,
+	}
+	if cfg.MQTT {
+		opts.MQTT = server.MQTTOpts{Host: cfg.Host, Port: cfg.MQTTPort}
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded broker: %w", err)
+	}
+	if cfg.Logger != nil {
+		ns.SetLoggerV2(newServerLog(cfg.Logger), false, false, false)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(15 * time.Second) {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		what := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
+		if cfg.MQTT {
+			what += " and MQTT " + net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MQTTPort))
+		}
+		return nil, fmt.Errorf("embedded broker: cannot listen on %s (port in use?)", what)
+	}
+	a := ns.Addr().(*net.TCPAddr)
+	return &Server{ns: ns, host: cfg.Host, port: a.Port, addr: a.String(), mqttPort: cfg.MQTTPort}, nil
+}
+
+// Addr is the address NATS clients connect to.
+func (s *Server) Addr() string { return s.addr }
+
+// MQTTAddr is the address MQTT clients connect to ("" without MQTT).
+func (s *Server) MQTTAddr() string {
+	if s.mqttPort <= 0 {
+		return ""
+	}
+	return net.JoinHostPort(s.host, strconv.Itoa(s.mqttPort))
+}
+
+// InProcess lets the receiver connect without a socket.
+func (s *Server) InProcess() *server.Server { return s.ns }
+
+// Shutdown stops the broker; JetStream's files stay. Safe to call twice.
+func (s *Server) Shutdown() {
+	s.once.Do(func() {
+		s.ns.Shutdown()
+		s.ns.WaitForShutdown()
+	})
+}
+
+// SubscriberIPs returns the addresses of the client connections with
+// interest in subject (a request's reply subject names its requester);
+// an in-process connection has the address "".
+func (s *Server) SubscriberIPs(subject string) ([]string, error) {
+	cz, err := s.ns.Connz(&server.ConnzOptions{Username: true, Account: server.DEFAULT_GLOBAL_ACCOUNT, FilterSubject: subject})
+	if err != nil {
+		return nil, err
+	}
+	ips := make([]string, 0, len(cz.Conns))
+	for _, c := range cz.Conns {
+		ips = append(ips, c.IP)
+	}
+	return ips, nil
+}
+
+// serverLog passes the embedded server's warnings and errors to slog, at
+// most serverLogPerSecond a second (a flood of drops is summarised by the
+// "suppressed" attribute of the next line), and drops its notices, debug
+// and trace lines. The server calls it from many goroutines.
+type serverLog struct {
+	log   *slog.Logger
+	limit lograte.Limiter
+}
+
+const serverLogPerSecond = 5
+
+func newServerLog(log *slog.Logger) *serverLog {
+	return &serverLog{log: log, limit: lograte.Limiter{PerSecond: serverLogPerSecond}}
+}
+
+func (l *serverLog) emit(level slog.Level, format string, v []any) {
+	l.limit.Log(context.Background(), l.log, level, fmt.Sprintf(format, v...), "component", "embedded-broker")
+}
+
+func (l *serverLog) Noticef(string, ...any)         {}
+func (l *serverLog) Debugf(string, ...any)          {}
+func (l *serverLog) Tracef(string, ...any)          {}
+func (l *serverLog) Warnf(format string, v ...any)  { l.emit(slog.LevelWarn, format, v) }
+func (l *serverLog) Errorf(format string, v ...any) { l.emit(slog.LevelError, format, v) }
+func (l *serverLog) Fatalf(format string, v ...any) { l.emit(slog.LevelError, format, v) }

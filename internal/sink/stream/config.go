@@ -1,0 +1,171 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/codec/streammsg"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/stage/control"
+)
+
+// Type is the sink type this package builds.
+const Type = "stream"
+
+// DefaultListen is where the embedded server listens when nothing says
+// otherwise.
+const DefaultListen = "127.0.0.1:14222"
+
+// Defaults of the repository.
+const (
+	DefaultMaxAge   = 24 * time.Hour
+	DefaultMaxBytes = 1 << 30
+	DefaultBuffer   = 64 << 20
+)
+
+// Config is the YAML configuration of the stream: the top-level `stream:`
+// section of tracebridge.yaml (or a sink of type stream).
+type Config struct {
+	// Enabled: false turns the stream off (default true).
+	Enabled *bool `yaml:"enabled"`
+	// Listen is host:port of the embedded NATS server. Empty: the
+	// bridge's embedded server wherever the broker-embedded receiver
+	// has it, else DefaultListen.
+	Listen string `yaml:"listen"`
+	// URL of an external NATS server with JetStream (nats://HOST:PORT,
+	// tls://…) instead of the embedded one; User and Password, or the
+	// URL's, authenticate.
+	URL      string `yaml:"url"`
+	User     string `yaml:"user"`
+	Password string `yaml:"password"`
+	// SubjectPrefix is the first token of the subjects (default
+	// tracebridge); the stream names follow from it (TRACEBRIDGE,
+	// TRACEBRIDGE_META).
+	SubjectPrefix string `yaml:"subject_prefix"`
+	// MaxAge and MaxBytes bound the repository (JFR's setMaxAge and
+	// setMaxSize): the oldest messages go first. Defaults 24h and 1GiB;
+	// 0 in YAML ("0s", 0) means unbounded.
+	MaxAge   *pipeline.Duration `yaml:"max_age"`
+	MaxBytes *pipeline.ByteSize `yaml:"max_bytes"`
+	// Replicas of the streams on an external cluster (default 1).
+	Replicas int `yaml:"replicas"`
+	// Encoding of the data messages: binary (default) or json.
+	Encoding string `yaml:"encoding"`
+	// Traces publishes assembled traces on PREFIX.traces.<host> as JSON
+	// (default false: the engine then assembles traces for the stream
+	// too, and encoding each as JSON costs more than its records).
+	Traces bool `yaml:"traces"`
+	// Buffer bounds what waits to be published while the NATS server is
+	// slow or unreachable (default 64MiB); beyond it records are dropped
+	// and counted (subscribers see the gap).
+	Buffer pipeline.ByteSize `yaml:"buffer"`
+	// MaxPending bounds the publishes awaiting the server's
+	// acknowledgement (default 4096).
+	MaxPending int `yaml:"max_pending"`
+	// ControlTokenFile holds the token control commands must carry
+	// (tracebridge control --token-file). Without it, control is
+	// accepted from loopback clients of the embedded server only.
+	ControlTokenFile string `yaml:"control_token_file"`
+	// ProbeControllers are the Kieker TCP controllers of monitored
+	// programs that `tracebridge control URL probe …` reaches.
+	ProbeControllers []control.Probe `yaml:"probe_controllers"`
+}
+
+// On reports whether the stream runs.
+func (c *Config) On() bool { return c.Enabled == nil || *c.Enabled }
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.URL != "" && c.Listen != "" {
+		errs = append(errs, errors.New("listen (the embedded server) and url (an external server) exclude each other"))
+	}
+	if c.Listen != "" {
+		if _, _, err := splitHostPort(c.Listen); err != nil {
+			errs = append(errs, fmt.Errorf("listen: %w", err))
+		}
+	}
+	if c.URL != "" {
+		u, err := url.Parse(c.URL)
+		if err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Hostname() == "" {
+			errs = append(errs, errors.New("url: want nats://HOST:PORT or tls://HOST:PORT"))
+		}
+	}
+	if err := streammsg.ValidatePrefix(c.SubjectPrefix); err != nil {
+		errs = append(errs, err)
+	}
+	if c.MaxAge != nil && *c.MaxAge < 0 || c.MaxBytes != nil && *c.MaxBytes < 0 || c.Buffer < 0 || c.MaxPending < 0 || c.Replicas < 0 {
+		errs = append(errs, errors.New("max_age, max_bytes, buffer, max_pending and replicas must not be negative"))
+	}
+	if c.MaxAge != nil && *c.MaxAge > 0 && time.Duration(*c.MaxAge) < 100*time.Millisecond {
+		errs = append(errs, errors.New("max_age: at least 100ms (or 0 for unbounded)"))
+	}
+	switch c.Encoding {
+	case "", "binary", "json":
+	default:
+		errs = append(errs, fmt.Errorf("encoding %q: want binary or json", c.Encoding))
+	}
+	if c.ControlTokenFile != "" {
+		if _, err := readToken(c.ControlTokenFile); err != nil {
+			errs = append(errs, fmt.Errorf("control_token_file: %w", err))
+		}
+	}
+	if err := control.ValidateProbes(c.ProbeControllers); err != nil {
+		errs = append(errs, fmt.Errorf("probe_controllers: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) maxAge() time.Duration {
+	if c.MaxAge == nil {
+		return DefaultMaxAge
+	}
+	return time.Duration(*c.MaxAge)
+}
+
+func (c *Config) maxBytes() int64 {
+	if c.MaxBytes == nil {
+		return DefaultMaxBytes
+	}
+	return int64(*c.MaxBytes)
+}
+
+// readToken reads a token file: its first line, trimmed; it must not be
+// empty.
+func readToken(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return nil, fmt.Errorf("%s holds no token", path)
+	}
+	return []byte(line), nil
+}
+
+// ReadToken reads a control token file as the bridge does (its first
+// line, trimmed).
+func ReadToken(path string) (string, error) {
+	b, err := readToken(path)
+	return string(b), err
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 0 || n > 65535 {
+		return "", 0, fmt.Errorf("port %q", p)
+	}
+	return h, n, nil
+}

@@ -1,0 +1,567 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tracebridge/tracebridge/internal/codec/streammsg"
+	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
+)
+
+// Limits of a subscriber.
+const (
+	// metaWait bounds the wait for a metadata version a message needs.
+	metaWait = 5 * time.Second
+	// maxFilterSubjects: more filters than this subscribe to everything
+	// (and filter here).
+	maxFilterSubjects = 256
+	// idle is how long the dispatcher waits for a message before it
+	// looks at metadata, incomplete batches and the end time.
+	idle = 100 * time.Millisecond
+)
+
+// dispatcher reads the repository and calls the handlers. It runs on
+// Start's goroutine only, except that the metadata consumer's callback
+// queues new versions (mu).
+type dispatcher struct {
+	s  *Stream
+	md *Metadata
+
+	types map[uint32]*typeEntry
+	cat   *record.Catalog
+	in    record.Interner
+
+	mu      sync.Mutex
+	pending []*Metadata
+	note    chan struct{}
+
+	msg     streammsg.Message
+	cur     batchState
+	next    map[subjectKey]uint64
+	gapRun  uint64
+	lost    uint64
+	flushed bool // nothing dispatched since the last OnFlush
+	ev      Event
+	stop    bool
+}
+
+type typeEntry struct {
+	info     TypeInfo
+	t        *record.Type
+	handlers []func(*Event)
+	err      error
+}
+
+type subjectKey struct {
+	id   uint32
+	host string
+}
+
+// batchState collects the parts of one batch the subscriber wants.
+type batchState struct {
+	active   bool
+	run, ord uint64
+	expected int
+	parts    []partState
+	n        int // parts received
+	entries  []entry
+}
+
+type partState struct {
+	h       streammsg.Header
+	pos     []uint32 // h.Positions' memory
+	te      *typeEntry
+	records record.Batch
+	seq     uint64
+}
+
+type entry struct {
+	pos       uint32
+	part, idx int
+}
+
+func newDispatcher(s *Stream) *dispatcher {
+	return &dispatcher{s: s, types: map[uint32]*typeEntry{}, cat: trace.Types(), note: make(chan struct{}, 1), next: map[subjectKey]uint64{}, flushed: true}
+}
+
+func (d *dispatcher) run(ctx context.Context) error {
+	s := d.s
+	md, metaSeq, err := s.lastMetadata(ctx)
+	if err != nil {
+		return err
+	}
+	// The metadata handlers hear of it once the consumers exist, so what
+	// is published after that is seen.
+	d.set(md)
+	ms, err := s.js.Stream(ctx, s.subj.MetaStream())
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", s.url, err)
+	}
+	mc, err := ms.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: metaSeq + 1})
+	if err != nil {
+		return fmt.Errorf("stream %s: metadata consumer: %w", s.url, err)
+	}
+	mcc, err := mc.Consume(func(m jetstream.Msg) {
+		md, err := streammsg.UnmarshalMetadata(m.Data())
+		d.mu.Lock()
+		if err == nil && len(d.pending) < 1024 {
+			d.pending = append(d.pending, md)
+		}
+		d.mu.Unlock()
+		select {
+		case d.note <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("stream %s: metadata consumer: %w", s.url, err)
+	}
+	defer mcc.Stop()
+
+	ds, err := s.js.Stream(ctx, s.subj.Stream())
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", s.url, err)
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: d.filters(), DeliverPolicy: jetstream.DeliverNewPolicy}
+	switch {
+	case s.startSeq > 0:
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, s.startSeq
+	case !s.startTime.IsZero():
+		t := s.startTime
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
+	case s.caughtUp:
+		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
+	}
+	cons, it, err := d.consume(ctx, ds, cfg)
+	if err != nil && len(cfg.FilterSubjects) > 1 {
+		// Servers before 2.10 take one filter subject: take everything
+		// and filter here.
+		cfg.FilterSubjects = nil
+		cons, it, err = d.consume(ctx, ds, cfg)
+	}
+	if err != nil {
+		return fmt.Errorf("stream %s: consumer: %w", s.url, err)
+	}
+	if cons == nil {
+		return nil // a dump of an empty window
+	}
+	defer it.Stop()
+	d.notify(md)
+	var endTimer <-chan time.Time
+	if !s.endTime.IsZero() && !s.caughtUp {
+		t := time.NewTimer(time.Until(s.endTime) + time.Second)
+		defer t.Stop()
+		endTimer = t.C
+	}
+	for !d.stop {
+		d.applyMeta()
+		select {
+		case <-ctx.Done():
+			d.flushBatch()
+			return nil
+		case <-endTimer:
+			d.flushBatch()
+			return nil
+		default:
+		}
+		m, err := it.Next(jetstream.NextMaxWait(idle))
+		if err != nil {
+			switch {
+			case errors.Is(err, natsgo.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+				d.flushBatch()
+				d.flush()
+				continue
+			case errors.Is(err, jetstream.ErrMsgIteratorClosed), errors.Is(err, natsgo.ErrConnectionClosed):
+				d.flushBatch()
+				return nil
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			d.error(fmt.Errorf("stream %s: %w", s.url, err))
+			continue
+		}
+		d.handle(m)
+	}
+	d.flushBatch()
+	return nil
+}
+
+// consume creates the ordered consumer and its iterator; with caughtUp
+// and nothing pending it returns neither.
+func (d *dispatcher) consume(ctx context.Context, ds jetstream.Stream, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, jetstream.MessagesContext, error) {
+	cons, err := ds.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d.s.caughtUp {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if info.NumPending == 0 {
+			return nil, nil, nil
+		}
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(512))
+	if err != nil {
+		return nil, nil, err
+	}
+	return cons, it, nil
+}
+
+// filters returns the consumer's subject filters: by type where every
+// handler names a type the subscriber can name by subject, by host where
+// hosts are set.
+func (d *dispatcher) filters() []string {
+	s := d.s
+	var types []string
+	all := len(s.typeHandlers) == 0 || s.typeHandlers[""] != nil
+	if !all {
+		for name := range s.typeHandlers {
+			var full []string
+			for _, te := range d.types {
+				if te.info.Name == name || shortName(te.info.Name) == name {
+					full = append(full, te.info.Name)
+				}
+			}
+			if len(full) == 0 && !strings.Contains(name, ".") {
+				all = true // a short name the repository does not know yet
+				break
+			}
+			if len(full) == 0 {
+				full = []string{name}
+			}
+			for _, f := range full {
+				if !slices.Contains(types, f) {
+					types = append(types, f)
+				}
+			}
+		}
+	}
+	if all {
+		types = []string{""}
+	}
+	hosts := []string{""}
+	if len(s.hosts) > 0 {
+		hosts = hosts[:0]
+		for h := range s.hosts {
+			hosts = append(hosts, h)
+		}
+	}
+	var out []string
+	for _, h := range hosts {
+		for _, t := range types {
+			if h == "" && t == "" {
+				out = append(out, s.subj.AllRecords())
+				continue
+			}
+			out = append(out, s.subj.RecordsFilter(h, t))
+		}
+	}
+	if len(s.traceHandlers) > 0 {
+		for _, h := range hosts {
+			if h == "" {
+				out = append(out, s.subj.AllTraces())
+			} else {
+				out = append(out, s.subj.Traces(h))
+			}
+		}
+	}
+	if len(out) > maxFilterSubjects {
+		out = []string{s.subj.AllRecords()}
+		if len(s.traceHandlers) > 0 {
+			out = append(out, s.subj.AllTraces())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func shortName(n string) string { return n[strings.LastIndexByte(n, '.')+1:] }
+
+// install makes md the metadata and tells the metadata handlers.
+func (d *dispatcher) install(md *Metadata) {
+	if d.md != nil && md.Version <= d.md.Version {
+		return
+	}
+	d.set(md)
+	d.notify(md)
+}
+
+func (d *dispatcher) notify(md *Metadata) {
+	d.s.inHandler.Store(true)
+	for _, fn := range d.s.metaHandlers {
+		fn(md)
+	}
+	d.s.inHandler.Store(false)
+}
+
+// set makes md the metadata.
+func (d *dispatcher) set(md *Metadata) {
+	d.md = md
+	seen := map[uint32]bool{}
+	for _, ti := range md.Types {
+		seen[ti.ID] = true
+		if te := d.types[ti.ID]; te != nil && te.info.Name == ti.Name {
+			te.info = ti
+			continue
+		}
+		te := &typeEntry{info: ti}
+		te.t, te.err = ti.Type(d.cat)
+		te.handlers = append(te.handlers, d.s.typeHandlers[""]...)
+		te.handlers = append(te.handlers, d.s.typeHandlers[ti.Name]...)
+		if short := shortName(ti.Name); short != ti.Name {
+			te.handlers = append(te.handlers, d.s.typeHandlers[short]...)
+		}
+		d.types[ti.ID] = te
+	}
+	for id := range d.types {
+		if !seen[id] {
+			delete(d.types, id)
+		}
+	}
+}
+
+// applyMeta installs the versions the metadata consumer queued.
+func (d *dispatcher) applyMeta() {
+	d.mu.Lock()
+	p := d.pending
+	d.pending = nil
+	d.mu.Unlock()
+	for _, md := range p {
+		d.install(md)
+	}
+}
+
+// awaitMeta waits until version v is installed; false when it does not
+// come.
+func (d *dispatcher) awaitMeta(v uint64) bool {
+	deadline := time.Now().Add(metaWait)
+	fetched := false
+	for d.md.Version < v {
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-d.note:
+		case <-time.After(50 * time.Millisecond):
+		}
+		d.applyMeta()
+		if d.md.Version < v && !fetched && time.Until(deadline) < metaWait/2 {
+			fetched = true
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			if md, _, err := d.s.lastMetadata(ctx); err == nil {
+				d.install(md)
+			}
+			cancel()
+		}
+	}
+	return true
+}
+
+func (d *dispatcher) error(err error) {
+	if len(d.s.errHandlers) == 0 {
+		return
+	}
+	for _, fn := range d.s.errHandlers {
+		fn(err)
+	}
+}
+
+func (d *dispatcher) hostWanted(h string) bool { return d.s.hosts == nil || d.s.hosts[h] }
+
+func (d *dispatcher) handle(m jetstream.Msg) {
+	meta, _ := m.Metadata()
+	var seq, pending uint64
+	if meta != nil {
+		seq, pending = meta.Sequence.Stream, meta.NumPending
+	}
+	if strings.HasPrefix(m.Subject(), d.s.subj.AllTraces()[:len(d.s.subj.AllTraces())-1]) {
+		d.trace(m, seq, meta)
+		d.caughtUp(pending)
+		return
+	}
+	if err := d.msg.Parse(m.Data()); err != nil {
+		d.error(fmt.Errorf("message %d on %s: %w", seq, m.Subject(), err))
+		d.caughtUp(pending)
+		return
+	}
+	h := &d.msg.Header
+	if !d.s.endTime.IsZero() && h.Time > d.s.endTime.UnixNano() {
+		d.stop = true
+		return
+	}
+	if h.Meta > d.md.Version && !d.awaitMeta(h.Meta) {
+		d.error(fmt.Errorf("message %d on %s: needs metadata version %d, the repository has %d", seq, m.Subject(), h.Meta, d.md.Version))
+		d.caughtUp(pending)
+		return
+	}
+	te := d.types[h.TypeID()]
+	host := h.Origin.Host
+	if te == nil {
+		d.error(fmt.Errorf("message %d on %s: type id %d is not in the metadata", seq, m.Subject(), h.TypeID()))
+		d.caughtUp(pending)
+		return
+	}
+	if len(te.handlers) == 0 || !d.hostWanted(host) {
+		d.caughtUp(pending)
+		return
+	}
+	d.gaps(h, te)
+	if d.cur.active && (d.cur.run != h.Run || d.cur.ord != h.Ordinal) {
+		d.flushBatch()
+	}
+	if !d.cur.active {
+		d.cur.active, d.cur.run, d.cur.ord, d.cur.n = true, h.Run, h.Ordinal, 0
+		d.cur.expected = 0
+		for _, p := range h.Parts {
+			if pe := d.types[p.TypeID]; pe != nil && len(pe.handlers) > 0 && d.hostWanted(p.Host) {
+				d.cur.expected++
+			}
+		}
+	}
+	if te.err != nil {
+		d.error(fmt.Errorf("message %d: %w", seq, te.err))
+	} else {
+		if d.cur.n == len(d.cur.parts) {
+			d.cur.parts = append(d.cur.parts, partState{})
+		}
+		ps := &d.cur.parts[d.cur.n]
+		ps.records.Reset()
+		if err := d.msg.Records(te.t, &ps.records, &d.in); err != nil {
+			d.error(fmt.Errorf("message %d on %s: %w", seq, m.Subject(), err))
+		} else {
+			keep := ps.pos
+			ps.h = *h
+			ps.h.Parts = nil // not needed past here; the slice is the message's
+			ps.pos = append(keep[:0], h.Positions...)
+			if h.Positions != nil {
+				ps.h.Positions = ps.pos
+			}
+			ps.te, ps.seq = te, seq
+			d.cur.n++
+		}
+	}
+	if d.cur.n >= d.cur.expected {
+		d.flushBatch()
+	}
+	d.caughtUp(pending)
+}
+
+// gaps reports records of h's subject that were skipped.
+func (d *dispatcher) gaps(h *streammsg.Header, te *typeEntry) {
+	if h.Run != d.gapRun {
+		d.gapRun, d.lost = h.Run, h.Lost
+		clear(d.next)
+	}
+	key := subjectKey{h.TypeID(), h.Origin.Host}
+	if exp, ok := d.next[key]; ok && h.SubjectOrdinal > exp {
+		g := Gap{Type: te.info.Name, Host: h.Origin.Host, Records: h.SubjectOrdinal - exp}
+		if h.Lost > d.lost {
+			g.BridgeLost = h.Lost - d.lost
+		}
+		if len(d.s.gapHandlers) == 0 {
+			d.error(&GapError{g})
+		}
+		for _, fn := range d.s.gapHandlers {
+			fn(g)
+		}
+	}
+	d.next[key] = h.SubjectOrdinal + uint64(h.Count)
+	d.lost = h.Lost
+}
+
+// flushBatch hands the records of the current batch to the handlers, in
+// the order the bridge received them.
+func (d *dispatcher) flushBatch() {
+	c := &d.cur
+	if !c.active {
+		return
+	}
+	c.active = false
+	c.entries = c.entries[:0]
+	for pi := range c.parts[:c.n] {
+		p := &c.parts[pi]
+		for i := range p.records.Records {
+			c.entries = append(c.entries, entry{pos: p.h.Position(i), part: pi, idx: i})
+		}
+	}
+	if c.n > 1 {
+		slices.SortFunc(c.entries, func(a, b entry) int { return int(a.pos) - int(b.pos) })
+	}
+	ev := &d.ev
+	d.s.inHandler.Store(true)
+	defer d.s.inHandler.Store(false)
+	for _, e := range c.entries {
+		p := &c.parts[e.part]
+		*ev = Event{Record: p.records.Records[e.idx], Host: p.h.Origin.Host, Origin: p.h.Origin,
+			Time: time.Unix(0, p.h.Time), Seq: p.seq, Run: p.h.Run, Ordinal: p.h.Ordinal + uint64(e.pos)}
+		for _, fn := range p.te.handlers {
+			fn(ev)
+		}
+	}
+	for pi := range c.parts[:c.n] {
+		c.parts[pi].records.Reset()
+	}
+	c.n = 0
+	d.flushed = false
+}
+
+// caughtUp notes how many messages are still pending: with none, the
+// subscriber has read everything (OnFlush; the end of a dump).
+//
+// A batch whose other parts are still being published waits for them
+// (until the next batch, or idle).
+func (d *dispatcher) caughtUp(pending uint64) {
+	if pending > 0 {
+		return
+	}
+	if d.s.caughtUp {
+		d.flushBatch()
+		d.flush()
+		d.stop = true
+		return
+	}
+	if !d.cur.active {
+		d.flush()
+	}
+}
+
+func (d *dispatcher) flush() {
+	if d.flushed {
+		return
+	}
+	d.flushed = true
+	for _, fn := range d.s.flushHandlers {
+		fn()
+	}
+}
+
+func (d *dispatcher) trace(m jetstream.Msg, seq uint64, meta *jetstream.MsgMetadata) {
+	host, _ := streammsg.UnescapeToken(m.Subject()[strings.LastIndexByte(m.Subject(), '.')+1:])
+	if !d.hostWanted(host) {
+		return
+	}
+	t := &Trace{Host: host, JSON: m.Data(), Seq: seq}
+	if meta != nil {
+		t.Time = meta.Timestamp
+	}
+	if !d.s.endTime.IsZero() && t.Time.After(d.s.endTime) {
+		d.stop = true
+		return
+	}
+	for _, fn := range d.s.traceHandlers {
+		fn(t)
+	}
+	d.flushed = false
+}

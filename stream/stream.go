@@ -1,0 +1,341 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tracebridge/tracebridge/internal/codec/streammsg"
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// The record model and the metadata (aliases of tracebridge's types).
+type (
+	// Record is one monitoring record: its type, logging timestamp and
+	// one value per field.
+	Record = record.Record
+	// Type is a record type: a class name and typed fields.
+	Type = record.Type
+	// Field is one field of a type.
+	Field = record.Field
+	// Value is one field value (Int, Bool, Float, Double, Str, List by
+	// kind).
+	Value = record.Value
+	// Origin says where a batch came from: receiver, peer, host,
+	// service, session.
+	Origin = record.Origin
+	// Metadata describes the repository: record types (names, fields,
+	// kinds), hosts, receivers, control settings, and what changed.
+	Metadata = streammsg.Metadata
+	// TypeInfo, HostInfo and ControlState are parts of Metadata.
+	TypeInfo     = streammsg.TypeInfo
+	HostInfo     = streammsg.HostInfo
+	ControlState = streammsg.ControlState
+)
+
+// Event is one record from the stream.
+type Event struct {
+	Record
+	// Host is the monitored host ("" when the bridge does not know it).
+	Host string
+	// Origin is where the bridge got the record.
+	Origin Origin
+	// Time is when the bridge published the record's batch.
+	Time time.Time
+	// Seq is the repository sequence of the record's message (a start
+	// point for SetStartSequence and `tail --from-seq`).
+	Seq uint64
+	// Run and Ordinal: the bridge's run on the repository and the
+	// record's number within it.
+	Run, Ordinal uint64
+}
+
+// Gap says that records of one type and host were not read: retention
+// removed them before the subscriber got to them, or the bridge could
+// not publish them (its NATS server was unreachable longer than its
+// buffer lasted).
+type Gap struct {
+	Type, Host string
+	// Records missed.
+	Records uint64
+	// BridgeLost counts the records, of any type, the bridge itself
+	// dropped over the same span.
+	BridgeLost uint64
+}
+
+// GapError is the error OnError gets for a gap when no OnGap handler is
+// registered.
+type GapError struct{ Gap Gap }
+
+func (e *GapError) Error() string {
+	host := e.Gap.Host
+	if host == "" {
+		host = "an unknown host"
+	}
+	why := "the repository's retention removed them before they were read"
+	if e.Gap.BridgeLost > 0 {
+		why = fmt.Sprintf("the bridge could not publish %d records in that span; retention may have removed the rest", e.Gap.BridgeLost)
+	}
+	return fmt.Sprintf("missed %d records of %s from %s: %s", e.Gap.Records, e.Gap.Type, host, why)
+}
+
+// Trace is an assembled trace from the stream (JSON in the shape of
+// `tracebridge query --json`).
+type Trace struct {
+	Host string
+	JSON []byte
+	Time time.Time
+	Seq  uint64
+}
+
+// Options configure a Stream.
+type Options struct {
+	// User and Password authenticate with the NATS server (or put them
+	// in the URL).
+	User, Password string
+	// Prefix is the bridge's subject prefix (default tracebridge).
+	Prefix string
+	// Name names the connection on the server.
+	Name string
+}
+
+// ErrNoStream is returned when the server holds no tracebridge stream.
+var ErrNoStream = errors.New("no tracebridge stream")
+
+// Stream follows a bridge's live stream. Register handlers and set the
+// start and end before Start; a Stream is started once.
+type Stream struct {
+	url  string
+	subj streammsg.Subjects
+	nc   *natsgo.Conn
+	js   jetstream.JetStream
+
+	typeHandlers map[string][]func(*Event) // by full or short name; "" every type
+	metaHandlers []func(*Metadata)
+	flushHandlers,
+	closeHandlers []func()
+	errHandlers   []func(error)
+	gapHandlers   []func(Gap)
+	traceHandlers []func(*Trace)
+	hosts         map[string]bool
+
+	startTime time.Time
+	startSeq  uint64
+	endTime   time.Time
+	caughtUp  bool // end once everything stored at start has been read
+	shared    bool // the connection is another stream's
+
+	inHandler atomic.Bool // Start's goroutine is in a handler
+
+	mu      sync.Mutex
+	started bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+	closed  bool
+}
+
+// Open connects to the NATS server at url (nats://HOST:PORT, tls://…).
+func Open(url string, o Options) (*Stream, error) {
+	s := &Stream{subj: streammsg.Subjects{Prefix: o.Prefix}, typeHandlers: map[string][]func(*Event){}}
+	target, user, pass, err := parseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	if o.User != "" {
+		user, pass = o.User, o.Password
+	}
+	s.url = target
+	name := o.Name
+	if name == "" {
+		name = "tracebridge stream client"
+	}
+	opts := []natsgo.Option{natsgo.Name(name), natsgo.MaxReconnects(-1), natsgo.ReconnectWait(250 * time.Millisecond)}
+	if user != "" {
+		opts = append(opts, natsgo.UserInfo(user, pass))
+	}
+	nc, err := natsgo.Connect(target, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", target, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("stream %s: %w", target, err)
+	}
+	s.nc, s.js = nc, js
+	return s, nil
+}
+
+// fork returns a new stream on s's connection (Close on it leaves the
+// connection open).
+func (s *Stream) fork() *Stream {
+	return &Stream{url: s.url, subj: s.subj, nc: s.nc, js: s.js, typeHandlers: map[string][]func(*Event){}, shared: true}
+}
+
+func parseURL(raw string) (target, user, pass string, err error) {
+	if !strings.Contains(raw, "://") {
+		return "", "", "", fmt.Errorf("stream URL %q: want nats://HOST:PORT", raw)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Hostname() == "" {
+		return "", "", "", fmt.Errorf("stream URL %q: want nats://HOST:PORT or tls://HOST:PORT", raw)
+	}
+	if u.User != nil {
+		user = u.User.Username()
+		pass, _ = u.User.Password()
+		u.User = nil
+	}
+	if u.Port() == "" {
+		u.Host += ":4222"
+	}
+	return u.String(), user, pass, nil
+}
+
+// URL is the server's URL (without credentials).
+func (s *Stream) URL() string { return s.url }
+
+// OnEvent registers fn for the records of a type: a full class name
+// (kieker.common.record.flow.trace.operation.BeforeOperationEvent), a
+// short one (BeforeOperationEvent: every type of that name), or "" for
+// every type.
+func (s *Stream) OnEvent(typ string, fn func(*Event)) {
+	s.typeHandlers[typ] = append(s.typeHandlers[typ], fn)
+}
+
+// OnMetadata registers fn, called with the repository's metadata before
+// the first event and whenever it changes.
+func (s *Stream) OnMetadata(fn func(*Metadata)) { s.metaHandlers = append(s.metaHandlers, fn) }
+
+// OnFlush registers fn, called when the stream has handed on everything
+// the repository held at that moment (it is caught up).
+func (s *Stream) OnFlush(fn func()) { s.flushHandlers = append(s.flushHandlers, fn) }
+
+// OnError registers fn for errors that do not end the stream (an
+// undecodable message, a gap without an OnGap handler).
+func (s *Stream) OnError(fn func(error)) { s.errHandlers = append(s.errHandlers, fn) }
+
+// OnGap registers fn, told about records missed.
+func (s *Stream) OnGap(fn func(Gap)) { s.gapHandlers = append(s.gapHandlers, fn) }
+
+// OnTrace registers fn for assembled traces (when the bridge publishes
+// them).
+func (s *Stream) OnTrace(fn func(*Trace)) { s.traceHandlers = append(s.traceHandlers, fn) }
+
+// OnClose registers fn, called once when the stream ends.
+func (s *Stream) OnClose(fn func()) { s.closeHandlers = append(s.closeHandlers, fn) }
+
+// SetHosts limits the stream to the records of these hosts.
+func (s *Stream) SetHosts(hosts ...string) {
+	s.hosts = nil
+	for _, h := range hosts {
+		if s.hosts == nil {
+			s.hosts = map[string]bool{}
+		}
+		s.hosts[h] = true
+	}
+}
+
+// SetStartTime starts the stream at the records published at or after t
+// (the repository's past, then live). Without it (or a start sequence)
+// the stream starts with what is published after Start.
+func (s *Stream) SetStartTime(t time.Time) { s.startTime, s.startSeq = t, 0 }
+
+// SetStartSequence starts the stream at repository sequence seq.
+func (s *Stream) SetStartSequence(seq uint64) { s.startSeq, s.startTime = seq, time.Time{} }
+
+// SetEndTime ends the stream at the first record published after t.
+func (s *Stream) SetEndTime(t time.Time) { s.endTime = t }
+
+// Metadata returns the repository's current metadata.
+func (s *Stream) Metadata(ctx context.Context) (*Metadata, error) {
+	md, _, err := s.lastMetadata(ctx)
+	return md, err
+}
+
+func (s *Stream) lastMetadata(ctx context.Context) (*Metadata, uint64, error) {
+	ms, err := s.js.Stream(ctx, s.subj.MetaStream())
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, 0, fmt.Errorf("%w at %s: JetStream stream %s not found (is the bridge's stream on? its subject prefix?)", ErrNoStream, s.url, s.subj.MetaStream())
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("stream %s: %w", s.url, err)
+	}
+	raw, err := ms.GetLastMsgForSubject(ctx, s.subj.Meta())
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, 0, fmt.Errorf("%w at %s: no metadata yet on %s", ErrNoStream, s.url, s.subj.Meta())
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("stream %s: metadata: %w", s.url, err)
+	}
+	md, err := streammsg.UnmarshalMetadata(raw.Data)
+	if err != nil {
+		return nil, 0, err
+	}
+	return md, raw.Sequence, nil
+}
+
+// Start runs the stream until ctx ends, Close is called, or the end time
+// (SetEndTime) is passed; it returns nil then. Handlers run on Start's
+// goroutine.
+func (s *Stream) Start(ctx context.Context) error {
+	s.mu.Lock()
+	if s.started || s.closed {
+		s.mu.Unlock()
+		return errors.New("stream: started twice, or closed")
+	}
+	s.started = true
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.done = make(chan struct{})
+	s.mu.Unlock()
+	defer close(s.done)
+	defer s.cancel()
+	d := newDispatcher(s)
+	err := d.run(ctx)
+	for _, fn := range s.closeHandlers {
+		fn()
+	}
+	return err
+}
+
+// StartAsync starts the stream on a goroutine of its own; errors go to
+// OnError.
+func (s *Stream) StartAsync(ctx context.Context) {
+	go func() {
+		if err := s.Start(ctx); err != nil {
+			for _, fn := range s.errHandlers {
+				fn(err)
+			}
+		}
+	}()
+}
+
+// Close ends the stream (Start returns) and the connection. It is safe to
+// call twice and without Start.
+func (s *Stream) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	cancel, done := s.cancel, s.done
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		if !s.inHandler.Load() { // Close from a handler must not wait for itself
+			<-done
+		}
+	}
+	if !s.shared {
+		s.nc.Close()
+	}
+	return nil
+}

@@ -1,0 +1,333 @@
+package stream_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"go.uber.org/goleak"
+
+	"github.com/tracebridge/tracebridge/internal/natsd"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+	sink "github.com/tracebridge/tracebridge/internal/sink/stream"
+	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
+	"github.com/tracebridge/tracebridge/internal/trace"
+	"github.com/tracebridge/tracebridge/stream"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var cat = trace.Types()
+
+func bridge(t *testing.T) *sink.Sink {
+	t.Helper()
+	b, err := sink.New(&sink.Config{Listen: "127.0.0.1:0"}, pipeline.Settings{DataDir: t.TempDir(), Shared: &pipeline.Shared{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// kiekerTrace is a Kieker trace of n calls from host.
+func kiekerTrace(host string, id int64, n int) *record.Batch {
+	b := &record.Batch{Origin: record.Origin{Receiver: "t", Host: host}}
+	tm := b.Add(cat.Lookup(record.TraceMetadata), -1)
+	tm.Values[0] = record.IntValue(id)
+	tm.Values[3] = record.StringValue(host)
+	tm.Values[4] = record.IntValue(-1)
+	tm.Values[5] = record.IntValue(-1)
+	ts := time.Now().UnixNano()
+	for i := range n {
+		r := b.Add(cat.Lookup(record.BeforeOperationEvent), -1)
+		r.Values[0] = record.IntValue(ts + int64(10*i))
+		r.Values[1] = record.IntValue(id)
+		r.Values[2] = record.IntValue(int64(2 * i))
+		r.Values[3] = record.StringValue("public void a.B.m()")
+		r.Values[4] = record.StringValue("a.B")
+		a := b.Add(cat.Lookup(record.AfterOperationEvent), -1)
+		a.Values[0] = record.IntValue(ts + int64(10*i+5))
+		a.Values[1] = record.IntValue(id)
+		a.Values[2] = record.IntValue(int64(2*i + 1))
+		a.Values[3] = r.Values[3]
+		a.Values[4] = r.Values[4]
+	}
+	return b
+}
+
+// waitStored waits until a subscriber from the start has n records.
+func waitStored(t *testing.T, url string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := stream.Open(url, stream.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.Dump(context.Background(), t.TempDir(), stream.DumpOptions{})
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Records >= int64(n)+1 { // + the dump's own metadata record
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d records stored, want %d", st.Records-1, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func readLog(t *testing.T, dir string) []record.Record {
+	t.Helper()
+	r, err := kiekerlog.Open(dir, kiekerlog.Options{Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []record.Record
+	err = r.Run(context.Background(), pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
+		for i := range b.Records {
+			out = append(out, b.Records[i].Clone())
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestDump writes windows of the repository as Kieker logs (ASCII and
+// binary) and OTLP JSON, by time, type and host.
+func TestDump(t *testing.T) {
+	b := bridge(t)
+	ctx := context.Background()
+	b.Consume(ctx, kiekerTrace("web-1", 1, 2))
+	time.Sleep(50 * time.Millisecond)
+	mid := time.Now()
+	time.Sleep(50 * time.Millisecond)
+	b.Consume(ctx, kiekerTrace("web-2", 2, 3))
+	b.Consume(ctx, kiekerTrace("web-1", 3, 1))
+	waitStored(t, b.URL(), 5+7+3)
+	s, err := stream.Open(b.URL(), stream.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	for _, tc := range []struct {
+		name   string
+		o      stream.DumpOptions
+		counts map[string]int
+	}{
+		{"all", stream.DumpOptions{}, map[string]int{"KiekerMetadataRecord": 1, "TraceMetadata": 3, "BeforeOperationEvent": 6, "AfterOperationEvent": 6}},
+		{"binary since", stream.DumpOptions{Format: stream.FormatKiekerBinary, Since: mid}, map[string]int{"KiekerMetadataRecord": 1, "TraceMetadata": 2, "BeforeOperationEvent": 4, "AfterOperationEvent": 4}},
+		{"until", stream.DumpOptions{Until: mid}, map[string]int{"KiekerMetadataRecord": 1, "TraceMetadata": 1, "BeforeOperationEvent": 2, "AfterOperationEvent": 2}},
+		{"type and host", stream.DumpOptions{Types: []string{"BeforeOperationEvent"}, Hosts: []string{"web-1"}}, map[string]int{"KiekerMetadataRecord": 1, "BeforeOperationEvent": 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := t.TempDir()
+			st, err := s.Dump(ctx, out, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(st.Dir, out) {
+				t.Fatalf("log in %s", st.Dir)
+			}
+			got := map[string]int{}
+			for _, r := range readLog(t, st.Dir) {
+				got[r.Type.ShortName()]++
+			}
+			if len(got) != len(tc.counts) {
+				t.Fatalf("counts %v, want %v", got, tc.counts)
+			}
+			for k, n := range tc.counts {
+				if got[k] != n {
+					t.Fatalf("counts %v, want %v", got, tc.counts)
+				}
+			}
+			bin, _ := filepath.Glob(filepath.Join(st.Dir, "*.bin"))
+			if (tc.o.Format == stream.FormatKiekerBinary) != (len(bin) > 0) {
+				t.Errorf("format %q wrote %v", tc.o.Format, bin)
+			}
+		})
+	}
+
+	t.Run("otlp-json", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "traces.json")
+		st, err := s.Dump(ctx, file, stream.DumpOptions{Format: stream.FormatOTLPJSON})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Traces != 3 || st.Spans != 6 {
+			t.Fatalf("stats %+v", st)
+		}
+		f, _ := os.Open(file)
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		lines := 0
+		for sc.Scan() {
+			lines++
+			var req struct {
+				ResourceSpans []struct {
+					Resource struct {
+						Attributes []struct {
+							Key   string
+							Value map[string]any
+						}
+					}
+					ScopeSpans []struct {
+						Spans []struct {
+							TraceID, SpanID, Name, StartTimeUnixNano string
+							Kind                                     int
+						}
+					}
+				}
+			}
+			if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+				t.Fatalf("%v: %s", err, sc.Text())
+			}
+			sp := req.ResourceSpans[0].ScopeSpans[0].Spans[0]
+			if len(sp.TraceID) != 32 || len(sp.SpanID) != 16 || sp.Name != "public void a.B.m()" || sp.Kind != 1 || sp.StartTimeUnixNano == "" {
+				t.Fatalf("span %+v", sp)
+			}
+			if a := req.ResourceSpans[0].Resource.Attributes; len(a) != 1 || a[0].Key != "host.name" {
+				t.Fatalf("resource %+v", a)
+			}
+		}
+		if lines != 3 {
+			t.Fatalf("%d lines", lines)
+		}
+	})
+	if _, err := s.Dump(ctx, t.TempDir(), stream.DumpOptions{Format: "pdf"}); err == nil || !strings.Contains(err.Error(), "format") {
+		t.Fatalf("format pdf: %v", err)
+	}
+}
+
+// TestWebSocket: a browser subscribes with a filter and gets the
+// metadata, then its records in JSON; bad input is refused before the
+// upgrade.
+func TestWebSocket(t *testing.T) {
+	b := bridge(t)
+	ctx := context.Background()
+	b.Consume(ctx, kiekerTrace("web-1", 1, 1))
+	waitStored(t, b.URL(), 3)
+	h := stream.NewHandler(b.URL(), stream.HandlerOptions{})
+	defer h.Close()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	ws := "ws" + strings.TrimPrefix(srv.URL, "http")
+
+	for _, q := range []string{"?type=NoSuchRecord", "?since=yesterday", "?from_seq=x", "?since=1m&from_seq=1"} {
+		_, resp, err := websocket.DefaultDialer.Dial(ws+q, nil)
+		if err == nil || resp == nil || resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: %v %v", q, resp, err)
+		}
+	}
+	if resp, err := http.Get(srv.URL); err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("plain GET: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	http.DefaultClient.CloseIdleConnections()
+
+	c, _, err := websocket.DefaultDialer.Dial(ws+"?type=BeforeOperationEvent&type=TraceMetadata&from_seq=1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b.Consume(ctx, kiekerTrace("web-2", 2, 1))
+	var kinds []string
+	records := 0
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for records < 4 {
+		_, msg, err := c.ReadMessage()
+		if err != nil {
+			t.Fatalf("%v after %v", err, kinds)
+		}
+		var m struct {
+			Kind    string
+			Records []struct {
+				Host   string
+				Record struct{ Type string }
+			}
+		}
+		if err := json.Unmarshal(msg, &m); err != nil {
+			t.Fatalf("%v: %s", err, msg)
+		}
+		kinds = append(kinds, m.Kind)
+		for _, r := range m.Records {
+			if strings.HasSuffix(r.Record.Type, "AfterOperationEvent") {
+				t.Errorf("a record of a type not asked for: %+v", r)
+			}
+			records++
+		}
+	}
+	if kinds[0] != "metadata" {
+		t.Fatalf("kinds %v", kinds)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	if _, err := stream.Open("127.0.0.1:4222", stream.Options{}); err == nil {
+		t.Error("a URL without a scheme accepted")
+	}
+	srv, err := natsd.Start(natsd.Config{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	s, err := stream.Open("nats://"+srv.Addr(), stream.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Start(context.Background()); !errors.Is(err, stream.ErrNoStream) {
+		t.Errorf("a server without a stream: %v", err)
+	}
+}
+
+func TestResolveTypes(t *testing.T) {
+	md := &stream.Metadata{Types: []stream.TypeInfo{{Name: "a.X"}, {Name: "b.X"}, {Name: "a.Y"}}}
+	got, err := stream.ResolveTypes(md, []string{"Y", "a.X"})
+	if err != nil || len(got) != 2 || got[0] != "a.Y" || got[1] != "a.X" {
+		t.Fatalf("%v %v", got, err)
+	}
+	if _, err := stream.ResolveTypes(md, []string{"X"}); err == nil || !strings.Contains(err.Error(), "ambiguous") {
+		t.Errorf("ambiguous: %v", err)
+	}
+	if _, err := stream.ResolveTypes(md, []string{"Z"}); !errors.Is(err, stream.ErrUnknownType) || !strings.Contains(err.Error(), "X, X, Y") {
+		t.Errorf("unknown: %v", err)
+	}
+}
+
+func TestParseTime(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"10m":                  now.Add(-10 * time.Minute),
+		"1d":                   now.Add(-24 * time.Hour),
+		"now":                  now,
+		"2026-01-01T00:00:00Z": time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		got, err := stream.ParseTime(in, now)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("%s: %v %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"", "yesterday", "-5m"} {
+		if _, err := stream.ParseTime(bad, now); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
