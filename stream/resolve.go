@@ -8,14 +8,18 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // ErrUnknownType is wrapped by ResolveTypes' errors.
 var ErrUnknownType = errors.New("unknown record type")
 
 // ResolveTypes maps type names (full, or short when unambiguous) to the
-// full names of md's types. A name md does not know, or a short name of
-// several types, is an error that lists what the repository has.
+// full names of md's types. A type the repository has no records of yet
+// may still be asked for — its records may come: a full name (with a
+// package) as it is, a short name when it names one of Kieker's or
+// tracebridge's own types. Any other name, or a short name of several
+// types, is an error that lists what the repository has.
 func ResolveTypes(md *Metadata, names []string) ([]string, error) {
 	var out []string
 	var errs []error
@@ -34,6 +38,10 @@ func ResolveTypes(md *Metadata, names []string) ([]string, error) {
 		case len(match) > 1:
 			sort.Strings(match)
 			errs = append(errs, fmt.Errorf("record type %q is ambiguous: %s", n, strings.Join(match, ", ")))
+		case strings.Contains(n, "."):
+			out = append(out, n) // a type still to come
+		case builtinShort(n) != "":
+			out = append(out, builtinShort(n))
 		default:
 			var known []string
 			for _, t := range md.Types {
@@ -48,6 +56,22 @@ func ResolveTypes(md *Metadata, names []string) ([]string, error) {
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// builtinShort returns the full name of the built-in type (Kieker's, the
+// span and invocation records) whose short name is n, or "" when there is
+// none or several.
+func builtinShort(n string) string {
+	full := ""
+	for _, t := range trace.Types().Types() {
+		if shortName(t.Name) == n {
+			if full != "" {
+				return ""
+			}
+			full = t.Name
+		}
+	}
+	return full
 }
 
 func contains(list []string, s string) bool {

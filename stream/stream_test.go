@@ -310,6 +310,12 @@ func TestResolveTypes(t *testing.T) {
 	if _, err := stream.ResolveTypes(md, []string{"Z"}); !errors.Is(err, stream.ErrUnknownType) || !strings.Contains(err.Error(), "X, X, Y") {
 		t.Errorf("unknown: %v", err)
 	}
+	// Types with no records yet: a full name, or a built-in type's short
+	// name (a live view subscribes before the data comes).
+	got, err = stream.ResolveTypes(md, []string{"shop.Order", "BeforeOperationEvent", "SpanRecord"})
+	if err != nil || strings.Join(got, " ") != "shop.Order kieker.common.record.flow.trace.operation.BeforeOperationEvent tracebridge.trace.SpanRecord" {
+		t.Errorf("types to come: %v %v", got, err)
+	}
 }
 
 func TestParseTime(t *testing.T) {

@@ -26,7 +26,6 @@ import (
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/serve"
 	"github.com/tracebridge/tracebridge/stream"
 )
 
@@ -591,9 +590,6 @@ stream: {url: %q}
 // records and, assembled, as a trace. The OTLP receivers live on their
 // own branch until merged; the test skips without them.
 func TestStreamOTLP(t *testing.T) {
-	if serve.DefaultFactories().Receiver("otlp-http") == nil {
-		t.Skip("no otlp-http receiver in this build (the OTLP receivers are not merged yet)")
-	}
 	p := bridgetest.StartConfig(t, `
 flush_interval: 100ms
 traces: {window: 200ms}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	livestream "github.com/tracebridge/tracebridge/stream"
 	"log/slog"
 	"net"
 	"net/http"
@@ -110,6 +111,7 @@ type Server struct {
 	StreamURL string
 
 	closers []func() error // receivers and sinks, if Run never runs
+	live    *livestream.Handler
 	metrics *http.Server
 	mln     net.Listener
 	web     *httpListener // the http: listener (http.go)
@@ -310,6 +312,9 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		if err := s.addStream(stream.comp, stream.cfg, base); err != nil {
 			return nil, err
 		}
+		// The web UI's live view: the stream over WebSocket, at /api/live.
+		s.live = livestream.NewHandler(s.StreamURL, livestream.HandlerOptions{Logger: set.Logger})
+		s.Shared.Publish("live", s.live)
 	}
 	ok = true
 	return s, nil
@@ -358,6 +363,9 @@ func (s *Server) Run(ctx context.Context) error {
 		go s.metrics.Serve(s.mln)
 		defer s.metrics.Close()
 	}
+	if s.live != nil {
+		defer s.live.Close() // after the web listener stopped
+	}
 	if s.web != nil {
 		go s.web.serve(s.base.Logger.Error)
 		defer s.web.stop()
@@ -376,6 +384,9 @@ func (s *Server) Close() error {
 	}
 	if s.web != nil {
 		s.web.stop()
+	}
+	if s.live != nil {
+		s.live.Close()
 	}
 	return errors.Join(errs...)
 }
