@@ -198,6 +198,7 @@ type Writer struct {
 	shards    []shard
 	shardMask uint64
 	hostID    uint32
+	node      string // the hostname as sent (the string table's copy)
 	sessionID uint32
 
 	stop      chan struct{}
@@ -251,6 +252,7 @@ func NewWriter(cfg Config) (*Writer, error) {
 		flushReq:  make(chan chan error),
 		buf:       make([]byte, 0, cfg.BatchBytes+4096),
 	}
+	w.node = names.str(w.hostID)
 	for i := range w.shards {
 		w.shards[i].init(cfg.BufferEvents/cfg.Shards, w.wake)
 	}
