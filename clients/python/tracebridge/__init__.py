@@ -1,8 +1,10 @@
 """tracebridge: a monitoring client for Python programs that sends Kieker
 trace records (TraceMetadata, BeforeOperationEvent, AfterOperationEvent,
 AfterOperationFailedEvent, and SplitEvent and JoinEvent where work moves to
-other threads, thread pools or asyncio tasks) to a tracebridge over Kieker's
-single-socket TCP protocol. Standard library only, Python 3.8 or later.
+other threads, thread pools or asyncio tasks; tracebridge's InvocationRecord
+linking such work, and work other processes do on a call's behalf, to the
+call that created it) to a tracebridge over Kieker's single-socket TCP
+protocol. Standard library only, Python 3.8 or later.
 
     import tracebridge
 
@@ -29,11 +31,13 @@ import os
 import sys
 
 from . import kieker, probe as _probe_mod
-from .probe import probe, trace, current_trace, signature, propagate
+from .probe import probe, trace, current_trace, signature, propagate, invocation_header, continue_from
+from .header import HEADER_NAME, parse_header as parse_invocation_header
 from .writer import Writer
 
 __all__ = ['probe', 'trace', 'configure', 'stats', 'flush', 'shutdown', 'enabled',
-           'current_trace', 'signature', 'propagate', 'kieker']
+           'current_trace', 'signature', 'propagate', 'invocation_header', 'continue_from',
+           'parse_invocation_header', 'HEADER_NAME', 'kieker']
 __version__ = '0.1.0'
 
 _exit = {'timeout': 2.0, 'report': True}
