@@ -127,7 +127,7 @@ type Invocation struct {
 const (
 	headerVersion    = "tb1"
 	MaxHeaderNodeLen = 255                         // bytes of the node, unescaped (DNS names have at most 253)
-	MaxHeaderLen     = 4 + 3*MaxHeaderNodeLen + 44 // the longest header: three 19-digit numbers, escapes, dashes
+	MaxHeaderLen     = 4 + 3*MaxHeaderNodeLen + 42 // the longest header: a node of escapes, numbers of 10, 19 and 10 digits
 )
 
 // ParseInvocationHeader parses a header InvocationHeader made (here or in
@@ -139,7 +139,8 @@ const (
 // every byte outside the printable ASCII range written %XX (two hex
 // digits; any %XX is decoded); the process id, the invocation id and the
 // orderIndex as unsigned decimal numbers (int32, int64, int32). It reports
-// false for anything else, or a node longer than MaxHeaderNodeLen bytes.
+// false for anything else, a node longer than MaxHeaderNodeLen bytes, or a
+// header longer than MaxHeaderLen.
 func ParseInvocationHeader(s string) (Invocation, bool) {
 	var h Invocation
 	if len(s) > MaxHeaderLen || len(s) < len(headerVersion)+1 || s[:len(headerVersion)+1] != headerVersion+"-" {

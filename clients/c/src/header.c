@@ -9,12 +9,15 @@
  * '%', '-' and every byte outside printable ASCII ('!'..'~') written %XX
  * (upper-case hex digits; any %XX is decoded); the process id, the
  * invocation id and the next orderIndex of the invocation, as unsigned
- * decimal numbers (int32, int64, int32). The Go and Python clients write
- * and read the same format. Pure functions: no state, no allocation.
+ * decimal numbers (int32, int64, int32); 811 bytes at most. The Go and
+ * Python clients write and read the same format. Pure functions: no
+ * state, no allocation.
  */
 #include "internal.h"
 
 #include <string.h>
+
+#define TB_HEADER_LEN_MAX (4 + 3 * TB_HEADER_NODE_MAX + 1 + 10 + 1 + 19 + 1 + 10)
 
 static const char hexdig[] = "0123456789ABCDEF";
 
@@ -99,7 +102,8 @@ static int num(const char *s, const char *e, uint64_t max, uint64_t *out)
 
 int tb_parse_header(const char *s, struct tb_header *h)
 {
-	if (s == NULL || strncmp(s, "tb1-", 4) != 0)
+	/* The longest header: a node of escapes, numbers of 10, 19 and 10 digits. */
+	if (s == NULL || strncmp(s, "tb1-", 4) != 0 || strnlen(s, TB_HEADER_LEN_MAX + 1) > TB_HEADER_LEN_MAX)
 		return 0;
 	s += 4;
 	const char *f[4], *end[4];
