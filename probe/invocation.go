@@ -97,10 +97,10 @@ func (t *Trace) room(n int) *block {
 // the bridge hangs that trace under the call open here. Call it on t's
 // goroutine, inside the call that makes the request; it records t's
 // InvocationRecord when t has none yet. It returns "" for a nil or ended
-// trace, while the probes are off, and when the hostname is longer than
-// MaxHeaderNodeLen bytes.
+// trace, while the probes are off, with Config.NoInvocations, and when the
+// hostname is longer than MaxHeaderNodeLen bytes.
 func (t *Trace) InvocationHeader() string {
-	if t == nil || t.w == nil || t.ended || disabled.Load() || len(t.w.node) > MaxHeaderNodeLen {
+	if t == nil || t.w == nil || t.ended || disabled.Load() || t.w.cfg.NoInvocations || len(t.w.node) > MaxHeaderNodeLen {
 		return ""
 	}
 	inv := t.invocation()

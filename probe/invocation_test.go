@@ -210,3 +210,33 @@ func TestInvocationRecords(t *testing.T) {
 		t.Error("no trace of the root")
 	}
 }
+
+// TestNoInvocations: with Config.NoInvocations nothing but Kieker's
+// records is sent (for a reader that knows only those), and there is no
+// header to export.
+func TestNoInvocations(t *testing.T) {
+	fb := newFakeBridge(t, false)
+	w := newWriter(t, Config{Addr: fb.addr(), Shards: 1, NoInvocations: true})
+	root := w.StartTrace()
+	outer := root.EnterOp(opOuter)
+	c := root.Fork()
+	c.EnterOp(opInner).Exit()
+	d := w.Start(TraceOptions{Parent: root})
+	d.EnterOp(opInner).Exit()
+	if h := root.InvocationHeader(); h != "" {
+		t.Errorf("header %q", h)
+	}
+	outer.Exit()
+	remote := w.Start(TraceOptions{Remote: "tb1-x-1-2-3"})
+	remote.EnterOp(opInner).Exit()
+	if err := w.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// root: meta, Before, 2 Splits, After; c, d, remote: meta, Before, After
+	recs := fb.waitRecords(5 + 3*3)
+	time.Sleep(20 * time.Millisecond)
+	all, _, _ := fb.snapshot()
+	if len(all) != len(recs) || len(invocations(all)) != 0 {
+		t.Errorf("%d records, %d InvocationRecords; want %d, none", len(all), len(invocations(all)), len(recs))
+	}
+}

@@ -126,15 +126,19 @@ func (w *Writer) Start(o TraceOptions) *Trace {
 		parent = p.id
 		pinv, ppid, pnode = p.inv, pid, p.w.hostID
 		if !p.ended { // else a sub-trace without a known split point
-			pinv = p.invocation()
+			if !p.w.cfg.NoInvocations {
+				pinv = p.invocation()
+			}
 			porder = p.point(kindSplit, 0)
 		}
-	} else if h, ok := ParseInvocationHeader(o.Remote); ok && o.Parent == nil {
-		pinv, ppid, pnode, porder = h.ID, h.PID, names.intern(h.Node), h.Order
+	} else if o.Remote != "" && o.Parent == nil && !w.cfg.NoInvocations {
+		if h, ok := ParseInvocationHeader(o.Remote); ok {
+			pinv, ppid, pnode, porder = h.ID, h.PID, names.intern(h.Node), h.Order
+		}
 	}
 	t := new(Trace)
 	w.start(t, session, o.ThreadID, parent, porder)
-	if pinv != 0 {
+	if pinv != 0 && !w.cfg.NoInvocations {
 		t.invoke(pinv, ppid, pnode, porder)
 	}
 	return t
@@ -176,6 +180,12 @@ func (w *Writer) start(t *Trace, session uint32, thread int64, parent int64, por
 func (t *Trace) Fork() *Trace {
 	if t == nil || t.w == nil || t.ended || disabled.Load() {
 		return nil
+	}
+	if t.w.cfg.NoInvocations {
+		order := t.point(kindSplit, 0)
+		c := new(Trace)
+		t.w.start(c, t.session, t.thread, t.id, order)
+		return c
 	}
 	inv := t.invocation()
 	order := t.point(kindSplit, 0)

@@ -43,6 +43,12 @@ type Config struct {
 	// SessionID is the sessionId of traces started without one
 	// (DefaultSessionID).
 	SessionID string
+	// NoInvocations turns the InvocationRecords off (see InvocationHeader):
+	// for a reader that knows only Kieker's record types, such as Kieker's
+	// own, which cannot skip a record it does not know. Work handed to
+	// other goroutines is then linked by Kieker's records alone, and
+	// InvocationHeader returns "".
+	NoInvocations bool
 
 	// BufferEvents is the number of records the buffer holds, rounded up
 	// to a power of two (DefaultBufferEvents, at least MinBufferEvents, at

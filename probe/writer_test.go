@@ -517,12 +517,13 @@ func TestConfigFromEnv(t *testing.T) {
 	t.Setenv("TRACEBRIDGE_BUFFER", "2048")
 	t.Setenv("TRACEBRIDGE_FLUSH_MS", "5")
 	t.Setenv("TRACEBRIDGE_EXIT_TIMEOUT_MS", "250")
+	t.Setenv("TRACEBRIDGE_INVOCATIONS", "off")
 	c, err := ConfigFromEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Config{Addr: "bridge.example:4242", Hostname: "me", SessionID: "sess", BufferEvents: 2048,
-		FlushInterval: 5 * time.Millisecond, CloseTimeout: 250 * time.Millisecond}
+		FlushInterval: 5 * time.Millisecond, CloseTimeout: 250 * time.Millisecond, NoInvocations: true}
 	if diff := cmp.Diff(want, c, cmp.FilterPath(func(p cmp.Path) bool { return p.String() == "Logger" }, cmp.Ignore())); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

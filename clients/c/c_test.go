@@ -767,6 +767,30 @@ func TestPool(t *testing.T) {
 	}
 }
 
+// TestPoolWithoutInvocations: with TRACEBRIDGE_INVOCATIONS=0 the pool's
+// jobs are linked by Kieker's records alone (tb_trace_start_task's
+// TraceMetadata names the submit call's SplitEvent) and no
+// InvocationRecord is sent.
+func TestPoolWithoutInvocations(t *testing.T) {
+	b, port := startBridge(t, "127.0.0.1:0")
+	r := run(t, "pool", []string{"TRACEBRIDGE_PORT=" + port, "TRACEBRIDGE_HOSTNAME=pool-host", "TRACEBRIDGE_INVOCATIONS=0"}, "pool", "2", "3")
+	if r.Code != 0 || r.Stderr != "" || !strings.Contains(r.Stdout, "dropped=0") {
+		t.Fatalf("pool exited %d:\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	b.Stop()
+	recs := bridgetest.ReadLog(t, b.LogDir)
+	if invs := bridgetest.Invocations(recs); len(invs) != 0 {
+		t.Errorf("%d InvocationRecords sent with TRACEBRIDGE_INVOCATIONS=0", len(invs))
+	}
+	traces := bridgetest.Traces(t, b.LogDir)
+	if len(traces) != 1 || len(traces[0].Broken) > 0 {
+		t.Fatalf("%d traces: %+v", len(traces), traces)
+	}
+	if diff := cmp.Diff(printedPaths(r.Stdout), traces[0].Paths(true)); diff != "" {
+		t.Errorf("(-made +assembled):\n%s", diff)
+	}
+}
+
 // TestFork: a forked child monitors with its own connection and trace ids.
 func TestFork(t *testing.T) {
 	b, port := startBridge(t, "127.0.0.1:0")

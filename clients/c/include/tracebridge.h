@@ -204,7 +204,9 @@ TB_API int64_t tb_trace_start_task(const struct tb_task *task);
  * open on the calling thread, for a request to another process, into buf
  * (n bytes, NUL-terminated; TB_INVOCATION_HEADER_MAX always suffices) and
  * returns its length; it returns 0 (buf "") without an open trace, with the
- * probes off or when buf is too small. The header is
+ * probes off, with TRACEBRIDGE_INVOCATIONS=0 (no InvocationRecords: for a
+ * reader that knows only Kieker's records) or when buf is too small. The
+ * header is
  *
  *     tb1-NODE-PID-INVOCATION-ORDER
  *

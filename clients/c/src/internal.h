@@ -53,6 +53,7 @@ struct tb_config {
 	uint32_t max_strings;      /* distinct strings in the string table */
 	uint32_t max_string_len;   /* bytes; longer strings are cut */
 	int logging_timestamp;     /* 1: set the header timestamp, 0: -1 */
+	int invocations;           /* 0: no InvocationRecords (a Kieker-only reader) */
 	int quiet;                 /* no stderr notes */
 	char hostname[256];        /* TraceMetadata.hostname */
 	char session[256];         /* TraceMetadata.sessionId */

@@ -245,6 +245,8 @@ static int64_t new_inv(void)
 
 int64_t tb_invocation(struct tb_thread *t)
 {
+	if (!tb_cfg.invocations)
+		return 0;
 	if (t->inv == 0 || t->inv_trace != t->trace) {
 		t->inv = new_inv();
 		t->inv_trace = t->trace;
@@ -496,8 +498,10 @@ int tb_task_create(struct tb_task *task)
 
 int64_t tb_trace_start_task(const struct tb_task *task)
 {
-	if (task == NULL || task->trace == -1 || task->invocation <= 0 || task->pid != tb_pid)
+	if (task == NULL || task->trace == -1 || task->pid != tb_pid)
 		return start(1, 0, 0, NULL);
+	if (task->invocation <= 0) /* TRACEBRIDGE_INVOCATIONS=0: Kieker's link only */
+		return start(0, task->trace, task->order, NULL);
 	struct origin o = { .inv = task->invocation, .created = task->created, .pid = task->pid,
 	                    .order = task->order, .node = host_h };
 	return start(0, task->trace, task->order, &o);
@@ -506,7 +510,7 @@ int64_t tb_trace_start_task(const struct tb_task *task)
 int64_t tb_trace_start_remote(const char *header)
 {
 	struct tb_header h;
-	if (!tb_parse_header(header, &h))
+	if (!tb_cfg.invocations || !tb_parse_header(header, &h))
 		return start(1, 0, 0, NULL);
 	struct origin o = { .inv = h.inv, .created = tb_now_ns(), .pid = h.pid, .order = h.order,
 	                    .node = tb_intern_n(h.node, h.node_len) };
@@ -521,7 +525,7 @@ size_t tb_invocation_header(char *buf, size_t n)
 	struct tb_thread *t = tb_enter_probe();
 	if (t == NULL)
 		return 0;
-	if (t->active && buf != NULL && n > 0) {
+	if (t->active && buf != NULL && n > 0 && tb_cfg.invocations) {
 		const struct tb_string *node = tb_string(host_h);
 		if (node->len <= TB_HEADER_NODE_MAX) {
 			int64_t inv = tb_invocation(t);

@@ -269,7 +269,7 @@ class PropagationTest(ProbeCase):
     """Thread hops: the parent's SplitEvent, the child's TraceMetadata
     naming it, the JoinEvent, for threads, pools, tasks and propagate()."""
 
-    def links(self, recs):
+    def links(self, recs, invocations=True):
         """Returns {traceId: (parentTraceId, parentOrderId)}, {(traceId,
         orderIndex): kind} of the split and join events, and the joins."""
         metas = {r['traceId']: (r['parentTraceId'], r['parentOrderId']) for r in recs if r['type'] == 'TraceMetadata'}
@@ -284,7 +284,7 @@ class PropagationTest(ProbeCase):
         # trace's (a root's: no parent) and the split's orderIndex.
         invs = {r['traceId']: r for r in recs if r['type'] == 'InvocationRecord'}
         for tid, (parent, porder) in metas.items():
-            if parent == tid or porder < 0:
+            if parent == tid or porder < 0 or not invocations:
                 continue
             inv, pinv = invs.get(tid), invs.get(parent)
             self.assertIsNotNone(inv, tid)
@@ -491,6 +491,25 @@ class PropagationTest(ProbeCase):
         self.assertTrue(h.startswith('tb1-web%%2D1%%20%%25x-%d-' % os.getpid()), h)
         self.assertEqual(tracebridge.parse_invocation_header(h)[0], 'web-1 %x')
         self.records(3, invocations=1)
+
+    def test_invocations_off(self):
+        tracebridge.configure(invocations=False)
+        try:
+            @probe
+            def parent():
+                t = threading.Thread(target=leaf, args=(1,))
+                t.start()
+                t.join()
+                return tracebridge.invocation_header()
+            self.assertIsNone(parent())
+            with tracebridge.continue_from('tb1-n-1-2-3'):
+                leaf(2)
+        finally:
+            tracebridge.configure(invocations=True)
+        # parent: meta, >, split, join, <; child: meta, >, <; leaf(2): a root
+        recs = self.records(8 + 3)
+        metas, _, _ = self.links(recs, invocations=False)
+        self.assertEqual(sorted(p == k for k, (p, _) in metas.items()), [False, True, True])
 
     def test_disabled_probes_do_not_split(self):
         @probe

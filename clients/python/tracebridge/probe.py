@@ -135,6 +135,7 @@ class _Split(object):
 _cfg = _Config()
 _enabled = True          # probes record (set_enabled)
 _propagate = True        # the thread, pool and task hooks split traces
+_invocations = True      # InvocationRecords are sent (set_invocations)
 _writer = None           # the Writer, set by __init__
 _maxq = 0                # the writer's queue bound, copied for the hot path
 _cv = contextvars.ContextVar('tracebridge_trace', default=None)
@@ -218,7 +219,7 @@ def _start_trace(old):
         q.append((_META, _time_ns(), tid, st.thread, _cfg.session_id, _cfg.hostname, parent, porder))
     else:
         w.note_full()
-    if sp is not None:
+    if sp is not None and sp.inv:
         st.inv = inv = next(_invs)
         st.inv_of = tid
         if len(q) < _maxq:
@@ -415,7 +416,7 @@ def _split():
     st = _cv_get()
     if st is None or st.depth == 0 or st.thread != _get_ident():
         return None
-    inv = _invocation(st)
+    inv = _invocation(st) if _invocations else 0
     o = st.order
     st.order = o + 1
     now = _time_ns()
@@ -487,7 +488,7 @@ def invocation_header():
     other process runs its work in continue_from(header), and the bridge
     hangs that work under the call open here. Queues the trace's
     InvocationRecord if it has none yet (no SplitEvent)."""
-    if not _enabled:
+    if not _enabled or not _invocations:
         return None
     st = _cv_get()
     if st is None or st.depth == 0 or st.thread != _get_ident():
@@ -520,7 +521,7 @@ class continue_from(object):
 
     def __enter__(self):
         self._token = None
-        if not _enabled:
+        if not _enabled or not _invocations:
             return self
         h = parse_header(self.header)
         if h is not None:
@@ -714,6 +715,12 @@ def install_hooks():
     Called at import; safe to call again."""
     _patch_threading()
     _patch_loaded()
+
+
+def set_invocations(on):
+    """Switches the InvocationRecords (and invocation headers) on or off."""
+    global _invocations
+    _invocations = bool(on)
 
 
 def set_propagate(on):
