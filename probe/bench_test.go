@@ -136,3 +136,28 @@ func BenchmarkMoo(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFork measures a task handed to another goroutine, on the
+// parent's side and the child's: Fork (a SplitEvent, and the child's
+// TraceMetadata and InvocationRecord), one call in the child, End. The
+// parent is a long-lived trace, so its own InvocationRecord is paid once.
+func BenchmarkFork(b *testing.B) {
+	fb := newFakeBridge(b, true)
+	w, err := NewWriter(Config{Addr: fb.addr()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	t := w.StartTrace()
+	outer := t.EnterOp(benchOp)
+	b.ReportAllocs()
+	for b.Loop() {
+		c := t.Fork()
+		c.EnterOp(benchOp).Exit()
+		c.End()
+	}
+	b.StopTimer()
+	outer.Exit()
+	st := w.Stats()
+	b.ReportMetric(float64(st.Rejected)/float64(b.N), "rejected/op")
+}

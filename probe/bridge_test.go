@@ -10,6 +10,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // fakeBridge is a Kieker single-socket TCP reader on loopback: it decodes
@@ -64,7 +65,7 @@ func (b *fakeBridge) accept() {
 func (b *fakeBridge) serve(c net.Conn) {
 	defer b.wg.Done()
 	defer c.Close()
-	dec := kieker.NewDecoder(kieker.Options{Inline: true})
+	dec := kieker.NewDecoder(kieker.Options{Inline: true, Catalog: trace.Types()})
 	var batch record.Batch
 	buf := make([]byte, 64<<10)
 	var pend []byte

@@ -60,6 +60,18 @@
 // orderIndex (parentTraceId, parentOrderId); Trace.Join records a JoinEvent
 // where the parent has waited for it.
 //
+// # Invocation identifiers
+//
+// Every child trace also records a tracebridge.trace.InvocationRecord
+// naming the invocation that created it and that one's next orderIndex
+// (see invocation.go), captured where the work is created (Fork, Go,
+// Writer.Start), so that work run by pooled goroutines hangs under the
+// call that submitted it. A root records its own only once it hands work
+// on. Trace.InvocationHeader exports the identifier of the call open now
+// as a string ("tb1-NODE-PID-INVOCATION-ORDER", ParseInvocationHeader)
+// for a request to another process, which starts its trace with
+// TraceOptions.Remote; the bridge then hangs that trace under the call.
+//
 // # Concurrency
 //
 // NewOp, Enable, SetLimits and every Writer method are safe for concurrent

@@ -112,8 +112,10 @@ func parseExecuted(t *testing.T, stdout string) executed {
 // JoinEvents take order indexes too), nesting from Before/After. It checks
 // that every After matches its Before, that timestamps do not go backwards
 // within a trace and lie within [from, to], that a child trace's
-// parentOrderId is a SplitEvent of its parent, and that every JoinEvent
-// names a child of its trace.
+// parentOrderId is a SplitEvent of its parent, that every JoinEvent
+// names a child of its trace, and that the InvocationRecords say what the
+// TraceMetadata say: every child trace's invocation names its parent
+// trace's invocation and the SplitEvent's orderIndex.
 func rebuild(t *testing.T, recs []record.Record, from, to int64) trees {
 	t.Helper()
 	tr := trees{Calls: map[int64][]call{}, Parents: map[int64]int64{}}
@@ -164,10 +166,30 @@ func rebuild(t *testing.T, recs []record.Record, from, to int64) trees {
 			}
 			id := num(r, "traceId")
 			events[id] = append(events[id], e)
+		case trace.InvocationTypeName:
 		default:
 			if r.Type.Name != record.KiekerMetadataRecord {
 				t.Errorf("unexpected record %s", r.Type.Name)
 			}
+		}
+	}
+	invs := invocations(recs)
+	invOf := map[int64]trace.Invocation{} // by traceId
+	pids := map[int32]bool{}
+	for _, in := range invs {
+		invOf[in.TraceID] = in
+		pids[in.ProcessID] = true
+		if in.CreationTime < from || in.CreationTime > to {
+			t.Errorf("invocation %+v: created outside [%d, %d]", in, from, to)
+		}
+	}
+	if len(pids) > 1 {
+		t.Errorf("invocations of one process name %d process ids", len(pids))
+	}
+	for id, p := range tr.Parents {
+		in, pin := invOf[id], invOf[p]
+		if in.TraceID != id || pin.TraceID != p || in.ParentID != pin.ID || int64(in.ParentOrderID) != porders[id] {
+			t.Errorf("trace %d (parent %d at %d): invocation %+v, parent's %+v", id, p, porders[id], in, pin)
 		}
 	}
 	splits := map[[2]int64]bool{} // traceId, orderIndex of every SplitEvent
@@ -363,5 +385,107 @@ func TestExampleWithoutBridge(t *testing.T) {
 	}
 	if !strings.Contains(res.Stderr, "records dropped") {
 		t.Errorf("stderr does not report the drops:\n%s", res.Stderr)
+	}
+}
+
+// printedPaths returns the "path OP | …@NODE" lines a program printed,
+// sorted, without the prefix.
+func printedPaths(out string) []string {
+	var paths []string
+	for _, line := range strings.Split(out, "\n") {
+		if p, ok := strings.CutPrefix(line, "path "); ok {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	return paths
+}
+
+// TestTasksAgainstBridge runs probe/example/tasks against a real bridge:
+// jobs a trace submits to a pooled goroutine (started before the trace,
+// reused for every job) and requests a process serves on behalf of a
+// caller in another process, on another node, with the caller's
+// invocation header. `tracebridge traces --json` assembles the log into
+// one tree per trace, every job under the Submit call that created it and
+// every callee's calls under the caller's Call; the pooled jobs stay under
+// their Submit call when only the InvocationRecords link them.
+func TestTasksAgainstBridge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs programs")
+	}
+	bin := bridgetest.Build(t, "probe/example/tasks")
+	br := bridgetest.StartConfig(t, bridgetest.LogConfig(`{name: go, type: kieker-tcp, listen: "127.0.0.1:0"}`))
+	const jobs, requests = 3, 2
+	pool := runExample(t, bin, "-mode", "pool", "-jobs", fmt.Sprint(jobs), "-addr", br.Addr("go"), "-node", "pool-host")
+	calls := runExample(t, bin, "-mode", "caller", "-requests", fmt.Sprint(requests), "-addr", br.Addr("go"), "-node", "node-a")
+	for _, r := range []bridgetest.Result{pool, calls} {
+		if r.Code != 0 || r.Stderr != "" {
+			t.Fatalf("tasks exited %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	if n := strings.Count(pool.Stdout+calls.Stdout, "dropped=0"); n != 2+requests {
+		t.Fatalf("%d processes report nothing dropped, want %d\n%s%s", n, 2+requests, pool.Stdout, calls.Stdout)
+	}
+	br.Stop()
+	recs := bridgetest.ReadLog(t, br.LogDir)
+	invs := bridgetest.CheckInvocations(t, recs)
+	if want := 1 + jobs + 2*requests; len(invs) != want {
+		t.Errorf("%d invocation records, want %d", len(invs), want)
+	}
+	pids := map[string]map[int32]bool{}
+	for _, in := range invs {
+		if pids[in.Node] == nil {
+			pids[in.Node] = map[int32]bool{}
+		}
+		pids[in.Node][in.ProcessID] = true
+	}
+	if len(pids["pool-host"]) != 1 || len(pids["node-a"]) != 1 || len(pids["node-a-callee"]) != requests {
+		t.Errorf("processes per node: %v, want one pool, one caller and one callee per request", pids)
+	}
+
+	traces := bridgetest.Traces(t, br.LogDir)
+	if len(traces) != 1+requests {
+		t.Fatalf("traces --json printed %d traces, want %d", len(traces), 1+requests)
+	}
+	var got []string
+	for _, tr := range traces {
+		if len(tr.Broken) > 0 || tr.Roots() != 1 {
+			t.Errorf("trace %s: %d roots, broken %q", tr.TraceID, tr.Roots(), tr.Broken)
+		}
+		hosts := strings.Join(tr.Hosts, ",")
+		if hosts != "pool-host" && hosts != "node-a,node-a-callee" {
+			t.Errorf("trace %s on hosts %s", tr.TraceID, hosts)
+		}
+		got = append(got, tr.Paths(true)...)
+	}
+	slices.Sort(got)
+	want := append(printedPaths(pool.Stdout), printedPaths(calls.Stdout)...)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("assembled trees differ from the calls made (-made +assembled):\n%s", diff)
+	}
+
+	// Pooled work linked by its InvocationRecords alone.
+	alone := bridgetest.Assemble(bridgetest.WithoutMetadataLinks(recs))
+	if len(alone) != 1+requests {
+		t.Fatalf("without metadata links: %d traces, want %d", len(alone), 1+requests)
+	}
+	got = got[:0]
+	for _, tr := range alone {
+		if len(tr.Broken) > 0 || len(tr.Children(-1)) != 1 {
+			t.Errorf("without metadata links: trace %s: %d roots, broken %q", tr.ID, len(tr.Children(-1)), tr.Broken)
+		}
+		for i := range tr.Spans {
+			var ops []string
+			for j := int32(i); j >= 0; j = tr.Spans[j].Parent {
+				ops = append(ops, tr.Spans[j].Operation)
+			}
+			slices.Reverse(ops)
+			got = append(got, strings.Join(ops, " | ")+"@"+tr.Spans[i].Host)
+		}
+	}
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("without metadata links (-made +assembled):\n%s", diff)
 	}
 }

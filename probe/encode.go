@@ -21,6 +21,10 @@ import (
 //	AfterOperationFailedEvent: the five above, cause String
 //	SplitEvent:                timestamp long, traceId long, orderIndex int
 //	JoinEvent:                 the three above, joinedTraceId long
+//	InvocationRecord:          invocationId long, processId int, nodeId String,
+//	(tracebridge.trace.)       runnableId long, creationTime long,
+//	                           parentInvocationId long, parentProcessId int,
+//	                           parentNodeId String, parentOrderId int, traceId long
 
 // Sizes of the frames, registry entries not counted.
 const (
@@ -29,6 +33,7 @@ const (
 	sizeFailed = sizeEvent + 4
 	sizeSplit  = 4 + 8 + 8 + 8 + 4
 	sizeJoin   = sizeSplit + 8
+	sizeInv    = 4 + 8 + 8 + 4 + 4 + 8 + 8 + 8 + 4 + 4 + 4 + 8
 )
 
 func appendInt32(dst []byte, v int32) []byte { return binary.BigEndian.AppendUint32(dst, uint32(v)) }
@@ -92,6 +97,24 @@ func appendSplit(dst []byte, class int32, ev *event, join bool, joined int64) []
 		dst = appendInt64(dst, joined)
 	}
 	return dst
+}
+
+// appendInvocation appends an InvocationRecord frame from its two events
+// (see invocation.go); class, node and pnode are registry ids. The logging
+// timestamp is the creation time.
+func appendInvocation(dst []byte, class int32, ev, ext *event, node, pnode int32) []byte {
+	dst = appendInt32(dst, class)
+	dst = appendInt64(dst, ev.ts)
+	dst = appendInt64(dst, int64(ext.op)<<32|int64(ext.str))
+	dst = appendInt32(dst, pid)
+	dst = appendInt32(dst, node)
+	dst = appendInt64(dst, ext.ts)
+	dst = appendInt64(dst, ev.ts)
+	dst = appendInt64(dst, ext.trace)
+	dst = appendInt32(dst, ext.order)
+	dst = appendInt32(dst, pnode)
+	dst = appendInt32(dst, ev.order)
+	return appendInt64(dst, ev.trace)
 }
 
 // registry maps string ids of the process-wide table to the ids of one
@@ -168,7 +191,7 @@ func (r *registry) op(dst *[]byte, id uint32) (int32, int32) {
 }
 
 // appendEvent appends the frame of ev (with ext, the second half of a
-// TraceMetadata or JoinEvent), preceded by the registry entries of the strings it uses
+// TraceMetadata, JoinEvent or InvocationRecord), preceded by the registry entries of the strings it uses
 // for the first time on the connection (class name first, then the string
 // fields in order, as Kieker does).
 func (r *registry) appendEvent(dst []byte, ev, ext *event, host uint32) []byte {
@@ -195,6 +218,11 @@ func (r *registry) appendEvent(dst []byte, ev, ext *event, host uint32) []byte {
 		return appendSplit(dst, r.id(&dst, strSplit), ev, false, 0)
 	case kindJoin:
 		return appendSplit(dst, r.id(&dst, strJoin), ev, true, ext.trace)
+	case kindInv:
+		class := r.id(&dst, strInvocation)
+		node := r.id(&dst, host)
+		pnode := r.id(&dst, ev.str)
+		return appendInvocation(dst, class, ev, ext, node, pnode)
 	}
 	return dst
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // rec is a decoded record in a form go-cmp can compare.
@@ -37,7 +38,7 @@ func simplify(recs []record.Record) []rec {
 // in pieces of at most chunk bytes.
 func decodeAll(t testing.TB, b []byte, chunk int) ([]rec, error) {
 	t.Helper()
-	dec := kieker.NewDecoder(kieker.Options{Inline: true})
+	dec := kieker.NewDecoder(kieker.Options{Inline: true, Catalog: trace.Types()})
 	var batch record.Batch
 	var pend []byte
 	for len(b) > 0 {

@@ -16,6 +16,7 @@ import (
 //	TRACEBRIDGE_PORT (or KIEKER_PORT)       bridge port (10133)
 //	TRACEBRIDGE_HOSTNAME                    Config.Hostname
 //	TRACEBRIDGE_SESSION                     Config.SessionID
+//	TRACEBRIDGE_INVOCATIONS=0 (false, no, off) Config.NoInvocations
 //	TRACEBRIDGE_BUFFER                      Config.BufferEvents
 //	TRACEBRIDGE_FLUSH_MS                    Config.FlushInterval
 //	TRACEBRIDGE_CONNECT_TIMEOUT_MS          Config.DialTimeout
@@ -60,6 +61,10 @@ func ConfigFromEnv() (Config, error) {
 	}
 	c.Hostname = os.Getenv("TRACEBRIDGE_HOSTNAME")
 	c.SessionID = os.Getenv("TRACEBRIDGE_SESSION")
+	switch os.Getenv("TRACEBRIDGE_INVOCATIONS") {
+	case "0", "false", "no", "off":
+		c.NoInvocations = true
+	}
 	number := func(name string, lo, hi int) int {
 		v := os.Getenv(name)
 		if v == "" {

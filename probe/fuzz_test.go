@@ -15,6 +15,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/testcorpus"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // FuzzEncode drives the encoder with a script of events (string fields
@@ -31,11 +32,13 @@ import (
 //	1 BeforeOperationEvent (operation a or b)  4 new connection (registry reset)
 //	2 AfterOperationEvent                      5 switch the operation's class
 //	6 SplitEvent                               7 JoinEvent (joined trace: the one before)
+//	8 InvocationRecord (parent node: string a or b)
 func FuzzEncode(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 0, 2, 0}, "void a.B.c()", "a.B")
 	f.Add([]byte{0, 1, 1, 1, 3, 0, 4, 1, 0, 2, 0, 5, 1, 1}, "op with ünïcödé", "cause\x00with\xffbad bytes")
 	f.Add([]byte{4, 4, 0, 0, 0, 0}, "", "")
 	f.Add([]byte{0, 0, 1, 0, 6, 0, 7, 1, 4, 0, 7, 0, 2, 0}, "void a.B.c()", "a.B")
+	f.Add([]byte{0, 0, 8, 0, 1, 0, 6, 0, 8, 1, 4, 0, 8, 1, 2, 0}, "node-a", "nöde-b")
 	// Names from real Kieker logs.
 	seedFromMaps(f, testcorpus.Path(f, "kieker-logs"))
 	f.Fuzz(func(t *testing.T, script []byte, a, b string) {
@@ -60,7 +63,7 @@ func FuzzEncode(f *testing.F) {
 			c := &conns[len(conns)-1]
 			ev := event{ts: ts, trace: int64(i), order: int32(i)}
 			var ext event
-			switch script[i] % 8 {
+			switch script[i] % 9 {
 			case 0:
 				ev.kind, ev.str, ev.order = kindMeta, strs[arg], -1
 				ext = event{kind: kindMetaExt, ts: int64(arg), trace: int64(i) - 1}
@@ -70,7 +73,7 @@ func FuzzEncode(f *testing.F) {
 				ev.op = op.id
 				n := names.op(op.id)
 				vals := []any{ts, int64(i), int64(i), n.op, n.cls}
-				switch script[i] % 8 {
+				switch script[i] % 9 {
 				case 1:
 					ev.kind = kindBefore
 					c.want = append(c.want, rec{"BeforeOperationEvent", ts, vals})
@@ -88,6 +91,12 @@ func FuzzEncode(f *testing.F) {
 				ev.kind = kindJoin
 				ext = event{kind: kindJoinExt, trace: int64(i) - 1}
 				c.want = append(c.want, rec{"JoinEvent", ts, []any{ts, int64(i), int64(i), int64(i) - 1}})
+			case 8:
+				ev.kind, ev.str = kindInv, strs[arg]
+				inv := int64(i)<<32 | int64(arg)
+				ext = invExt(inv, int64(i)*3, int64(i)-1, int32(arg))
+				c.want = append(c.want, rec{"InvocationRecord", ts, []any{inv, int64(pid), "fuzz-host", int64(i) * 3, ts,
+					int64(i) - 1, int64(arg), names.strs[strs[arg]], int64(i), int64(i)}})
 			case 4:
 				r.reset()
 				conns = append(conns, conn{})
@@ -125,7 +134,7 @@ func FuzzEncode(f *testing.F) {
 // decodeSplit decodes b fed in pieces whose sizes next chooses (given the
 // bytes left).
 func decodeSplit(b []byte, next func(left int) int) ([]rec, error) {
-	dec := kieker.NewDecoder(kieker.Options{Inline: true})
+	dec := kieker.NewDecoder(kieker.Options{Inline: true, Catalog: trace.Types()})
 	var batch record.Batch
 	var pend []byte
 	for len(b) > 0 {

@@ -84,6 +84,7 @@ const (
 	strFailed
 	strSplit
 	strJoin
+	strInvocation
 	numReservedStrings
 )
 
@@ -144,7 +145,7 @@ func newTable() *table {
 	t := &table{maxStrings: DefaultMaxStrings, maxLen: DefaultMaxStringLen}
 	t.strIDs.all = map[string]uint32{}
 	t.opIDs.all = map[opKey]uint32{}
-	for _, s := range []string{"", Unknown, Overflow, classTraceMetadata, classBefore, classAfter, classFailed, classSplit, classJoin} {
+	for _, s := range []string{"", Unknown, Overflow, classTraceMetadata, classBefore, classAfter, classFailed, classSplit, classJoin, classInvocation} {
 		t.strIDs.all[s] = uint32(len(t.strs))
 		t.strs = append(t.strs, s)
 	}
@@ -254,6 +255,16 @@ func (t *table) internLocked(s string) uint32 {
 	t.strIDs.all[s] = id
 	t.strIDs.missed()
 	return id
+}
+
+// str returns the string of id (Unknown for an id not in the table).
+func (t *table) str(id uint32) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if int(id) >= len(t.strs) {
+		return Unknown
+	}
+	return t.strs[id]
 }
 
 // copyOps appends the operations from len(dst) on to dst.

@@ -7,8 +7,9 @@ import (
 )
 
 // Kinds of an event. A TraceMetadata takes two events: kindMeta, then
-// kindMetaExt with the fields that do not fit one; so does a JoinEvent
-// (kindJoin, kindJoinExt with the joined trace's id).
+// kindMetaExt with the fields that do not fit one; so do a JoinEvent
+// (kindJoin, kindJoinExt with the joined trace's id) and an
+// InvocationRecord (kindInv, kindInvExt; see invocation.go).
 const (
 	kindBefore uint8 = iota + 1
 	kindAfter
@@ -18,25 +19,27 @@ const (
 	kindSplit
 	kindJoin
 	kindJoinExt
+	kindInv
+	kindInvExt
 )
 
 // paired reports whether an event of kind is the first half of a record
 // that takes two events.
-func paired(kind uint8) bool { return kind == kindMeta || kind == kindJoin }
+func paired(kind uint8) bool { return kind == kindMeta || kind == kindJoin || kind == kindInv }
 
 // second reports whether an event of kind is the second half of a record
 // (whose kind is always the first half's plus one).
-func second(kind uint8) bool { return kind == kindMetaExt || kind == kindJoinExt }
+func second(kind uint8) bool { return kind == kindMetaExt || kind == kindJoinExt || kind == kindInvExt }
 
 // event is one record, or half of a TraceMetadata, as the probes hand it
 // to the writer: 32 bytes, no pointers, so that two share a cache line and
 // the ring is one allocation the garbage collector never scans.
 type event struct {
-	ts    int64  // timestamp in clock ticks (kindMeta: the logging timestamp; kindMetaExt: threadId)
-	trace int64  // traceId (kindMetaExt: parentTraceId; kindJoinExt: joinedTraceId)
-	order int32  // orderIndex (kindMeta: parentOrderId)
-	op    uint32 // operation id
-	str   uint32 // string id of the cause (kindMeta: of the sessionId)
+	ts    int64  // timestamp in clock ticks (kindMeta: the logging timestamp; kindMetaExt: threadId; kindInv: creationTime; kindInvExt: runnableId)
+	trace int64  // traceId (kindMetaExt: parentTraceId; kindJoinExt: joinedTraceId; kindInvExt: parentInvocationId)
+	order int32  // orderIndex (kindMeta: parentOrderId; kindInv: parentOrderId; kindInvExt: parentProcessId)
+	op    uint32 // operation id (kindInvExt: bits 32 and up of the invocationId)
+	str   uint32 // string id of the cause (kindMeta: of the sessionId; kindInv: of the parentNodeId; kindInvExt: bits 0–31 of the invocationId)
 	kind  uint8
 }
 

@@ -54,6 +54,8 @@ type Trace struct {
 	order   int32
 	depth   int32 // operations begun and not ended
 	ended   bool
+	named   bool  // its invocation was handed to another process (InvocationHeader)
+	inv     int64 // its invocation id, 0 until it needs one (invocation.go)
 }
 
 // TraceOptions describe a trace for Writer.Start.
@@ -72,7 +74,19 @@ type TraceOptions struct {
 	// parentOrderId is then -1, Kieker's mark of an unknown split point.)
 	// Otherwise the trace is a root, with parentTraceId its own traceId
 	// and parentOrderId -1 (Kieker's Java convention).
+	//
+	// Either way the child records an InvocationRecord naming Parent's
+	// invocation (see InvocationHeader), so that the bridge links it also
+	// where Kieker's metadata cannot.
 	Parent *Trace
+	// Remote, when Parent is nil, is the InvocationHeader of a caller in
+	// another process (or on another node) on whose behalf this trace
+	// runs, as a request carried it (InvocationHeaderName): the trace is
+	// a root for Kieker (its TraceMetadata names no parent) and records an
+	// InvocationRecord naming the caller's invocation and orderIndex, by
+	// which the bridge hangs it under the caller's call. A header that
+	// does not parse (ParseInvocationHeader) is ignored.
+	Remote string
 }
 
 // StartTrace begins a root trace and records its TraceMetadata. It returns
@@ -107,14 +121,26 @@ func (w *Writer) Start(o TraceOptions) *Trace {
 	}
 	var parent int64
 	porder := int32(-1)
+	pinv, ppid, pnode := int64(0), int32(0), uint32(0)
 	if p := o.Parent; p != nil && p.w != nil {
 		parent = p.id
+		pinv, ppid, pnode = p.inv, pid, p.w.hostID
 		if !p.ended { // else a sub-trace without a known split point
+			if !p.w.cfg.NoInvocations {
+				pinv = p.invocation()
+			}
 			porder = p.point(kindSplit, 0)
+		}
+	} else if o.Remote != "" && o.Parent == nil && !w.cfg.NoInvocations {
+		if h, ok := ParseInvocationHeader(o.Remote); ok {
+			pinv, ppid, pnode, porder = h.ID, h.PID, names.intern(h.Node), h.Order
 		}
 	}
 	t := new(Trace)
 	w.start(t, session, o.ThreadID, parent, porder)
+	if pinv != 0 && !w.cfg.NoInvocations {
+		t.invoke(pinv, ppid, pnode, porder)
+	}
 	return t
 }
 
@@ -144,7 +170,9 @@ func (w *Writer) start(t *Trace, session uint32, thread int64, parent int64, por
 // child's TraceMetadata names t's traceId and that orderIndex as its
 // parentTraceId and parentOrderId. The child keeps t's session and
 // thread ids; its order indexes start at 0, and its TraceMetadata is sent
-// with its first events (a child that records nothing sends nothing).
+// with its first events (a child that records nothing sends nothing),
+// followed by its InvocationRecord naming t's invocation and the same
+// orderIndex (t records its own first, if it has none yet).
 //
 // Fork is called on t's goroutine; the child then belongs to the goroutine
 // that records its events. Go and the package function Fork do the same
@@ -153,9 +181,17 @@ func (t *Trace) Fork() *Trace {
 	if t == nil || t.w == nil || t.ended || disabled.Load() {
 		return nil
 	}
+	if t.w.cfg.NoInvocations {
+		order := t.point(kindSplit, 0)
+		c := new(Trace)
+		t.w.start(c, t.session, t.thread, t.id, order)
+		return c
+	}
+	inv := t.invocation()
 	order := t.point(kindSplit, 0)
 	c := new(Trace)
 	t.w.start(c, t.session, t.thread, t.id, order)
+	c.invoke(inv, pid, t.w.hostID, order)
 	return c
 }
 
@@ -282,10 +318,11 @@ func (t *Trace) Publish() {
 	}
 }
 
-// bare reports whether t has recorded nothing but its TraceMetadata.
+// bare reports whether t has recorded nothing but its TraceMetadata and
+// InvocationRecord, and named its invocation to no other process.
 func (t *Trace) bare() bool {
 	b := t.blk
-	return b != nil && b.n == 2 && b.ev[0].kind == kindMeta
+	return b != nil && b.ev[0].kind == kindMeta && (b.n == 2 || b.n == 4 && b.ev[2].kind == kindInv && !t.named)
 }
 
 func (t *Trace) publish() {

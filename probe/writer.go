@@ -43,6 +43,12 @@ type Config struct {
 	// SessionID is the sessionId of traces started without one
 	// (DefaultSessionID).
 	SessionID string
+	// NoInvocations turns the InvocationRecords off (see InvocationHeader):
+	// for a reader that knows only Kieker's record types, such as Kieker's
+	// own, which cannot skip a record it does not know. Work handed to
+	// other goroutines is then linked by Kieker's records alone, and
+	// InvocationHeader returns "".
+	NoInvocations bool
 
 	// BufferEvents is the number of records the buffer holds, rounded up
 	// to a power of two (DefaultBufferEvents, at least MinBufferEvents, at
@@ -198,6 +204,7 @@ type Writer struct {
 	shards    []shard
 	shardMask uint64
 	hostID    uint32
+	node      string // the hostname as sent (the string table's copy)
 	sessionID uint32
 
 	stop      chan struct{}
@@ -251,6 +258,7 @@ func NewWriter(cfg Config) (*Writer, error) {
 		flushReq:  make(chan chan error),
 		buf:       make([]byte, 0, cfg.BatchBytes+4096),
 	}
+	w.node = names.str(w.hostID)
 	for i := range w.shards {
 		w.shards[i].init(cfg.BufferEvents/cfg.Shards, w.wake)
 	}

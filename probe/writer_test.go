@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 var (
@@ -68,7 +69,7 @@ func TestWriterSends(t *testing.T) {
 	if err := w.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	recs := fb.waitRecords(3 + 8 + 2 + 2)
+	recs := fb.waitRecords(3 + 9 + 3 + 2)
 	to := time.Now().UnixNano()
 	type row struct {
 		Type           string
@@ -82,13 +83,17 @@ func TestWriterSends(t *testing.T) {
 	for _, r := range recs {
 		id := field(r, "traceId").(int64)
 		x := row{Type: r.Type.ShortName(), Trace: id}
-		if r.Type.Name == record.TraceMetadata {
+		switch r.Type.Name {
+		case record.TraceMetadata:
 			x.Order = field(r, "parentOrderId").(int64)
 			x.Op, x.Cls, x.Cause = field(r, "sessionId"), field(r, "hostname"), field(r, "threadId")
 			if p := field(r, "parentTraceId").(int64); p != id && p != tr.ID() {
 				t.Errorf("trace %d: parent %d", id, p)
 			}
-		} else {
+		case trace.InvocationTypeName: // see TestInvocationRecords
+			x.Order = field(r, "parentOrderId").(int64)
+			x.Op, x.Cls = field(r, "nodeId"), field(r, "parentNodeId")
+		default:
 			x.Order = field(r, "orderIndex").(int64)
 			x.Op, x.Cls, x.Cause = field(r, "operationSignature"), field(r, "classSignature"), field(r, "cause")
 			x.Joined = field(r, "joinedTraceId")
@@ -109,12 +114,14 @@ func TestWriterSends(t *testing.T) {
 		{"BeforeOperationEvent", tr.ID(), 0, o, oc, nil, nil},
 		{"BeforeOperationEvent", tr.ID(), 1, i, ic, nil, nil},
 		{"AfterOperationFailedEvent", tr.ID(), 2, i, ic, "boom", nil},
+		{"InvocationRecord", tr.ID(), -1, "h1", "", nil, nil}, // at the first Fork
 		{"SplitEvent", tr.ID(), 3, nil, nil, nil, nil},
 		{"JoinEvent", tr.ID(), 4, nil, nil, nil, child.ID()},
 		{"BeforeOperationEvent", tr.ID(), 5, i, ic, nil, nil},
 		{"AfterOperationFailedEvent", tr.ID(), 6, i, ic, "e", nil},
 		{"AfterOperationEvent", tr.ID(), 7, o, oc, nil, nil},
 		{"TraceMetadata", child.ID(), 3, "s1", "h1", int64(0), nil},
+		{"InvocationRecord", child.ID(), 3, "h1", "h1", nil, nil},
 		{"BeforeOperationEvent", child.ID(), 0, i, ic, nil, nil},
 		{"AfterOperationFailedEvent", child.ID(), 1, i, ic, "child boom", nil},
 		{"TraceMetadata", other.ID(), -1, "s2", "h1", int64(77), nil},
@@ -459,7 +466,7 @@ func TestConcurrentTraces(t *testing.T) {
 	if err := w.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	want := goroutines * traces * (1 + 5 + 1 + 2) // the parent's SplitEvent too
+	want := goroutines * traces * (1 + 5 + 1 + 2 + 2) // the parent's SplitEvent and both InvocationRecords too
 	fb.waitRecords(want)
 	if st := w.Stats(); st.Dropped != 0 || st.Sent != uint64(want) {
 		t.Errorf("stats %+v, want %d sent", st, want)
@@ -510,12 +517,13 @@ func TestConfigFromEnv(t *testing.T) {
 	t.Setenv("TRACEBRIDGE_BUFFER", "2048")
 	t.Setenv("TRACEBRIDGE_FLUSH_MS", "5")
 	t.Setenv("TRACEBRIDGE_EXIT_TIMEOUT_MS", "250")
+	t.Setenv("TRACEBRIDGE_INVOCATIONS", "off")
 	c, err := ConfigFromEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Config{Addr: "bridge.example:4242", Hostname: "me", SessionID: "sess", BufferEvents: 2048,
-		FlushInterval: 5 * time.Millisecond, CloseTimeout: 250 * time.Millisecond}
+		FlushInterval: 5 * time.Millisecond, CloseTimeout: 250 * time.Millisecond, NoInvocations: true}
 	if diff := cmp.Diff(want, c, cmp.FilterPath(func(p cmp.Path) bool { return p.String() == "Logger" }, cmp.Ignore())); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -602,12 +610,26 @@ func TestGoAndFork(t *testing.T) {
 	if err := w.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	// tr: meta, Before, Split, Join, Split, After; child: meta, Before,
-	// After; late: meta, Before, After.
-	recs := fb.waitRecords(6 + 3 + 3)
+	// tr: meta, Before, its InvocationRecord, Split, Join, Split, After;
+	// child: meta, InvocationRecord, Before, After; late: the same.
+	recs := fb.waitRecords(7 + 4 + 4)
 	time.Sleep(20 * time.Millisecond)
-	if all, _, _ := fb.snapshot(); len(all) != 12 {
-		t.Errorf("%d records, want 12", len(all))
+	if all, _, _ := fb.snapshot(); len(all) != 15 {
+		t.Errorf("%d records, want 15", len(all))
+	}
+	invs := invocations(recs)
+	var trInv int64
+	parents := map[int64][2]int64{} // traceId → parent invocation, order
+	for _, in := range invs {
+		if in.TraceID == tr.ID() {
+			trInv = in.ID
+		}
+		parents[in.TraceID] = [2]int64{in.ParentID, int64(in.ParentOrderID)}
+	}
+	// late was started after tr ended: tr's invocation, no split point.
+	wantParents := map[int64][2]int64{tr.ID(): {-1, -1}, id: {trInv, 1}, late.ID(): {trInv, -1}}
+	if diff := cmp.Diff(wantParents, parents); diff != "" {
+		t.Errorf("invocation parents (-want +got):\n%s", diff)
 	}
 	type meta struct{ Parent, Order int64 }
 	metas := map[int64]meta{}
@@ -616,6 +638,7 @@ func TestGoAndFork(t *testing.T) {
 		switch r.Type.Name {
 		case record.TraceMetadata:
 			metas[field(r, "traceId").(int64)] = meta{field(r, "parentTraceId").(int64), field(r, "parentOrderId").(int64)}
+		case trace.InvocationTypeName:
 		default:
 			if field(r, "traceId").(int64) == tr.ID() {
 				kinds = append(kinds, fmt.Sprintf("%s@%d", r.Type.ShortName(), field(r, "orderIndex")))

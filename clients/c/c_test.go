@@ -142,7 +142,8 @@ type event struct {
 type trace struct {
 	id     int64
 	meta   *record.Record
-	first  int // log position of the first record
+	inv    *tbtrace.Invocation // its InvocationRecord, if any
+	first  int                 // log position of the first record
 	events []event
 }
 
@@ -189,6 +190,9 @@ func tracesOf(recs []record.Record) *traceSet {
 			tr := get(r.Values[1].Int(), i)
 			tr.events = append(tr.events, e)
 		}
+	}
+	for _, in := range bridgetest.Invocations(recs) {
+		get(in.TraceID, -1).inv = &in
 	}
 	return s
 }
@@ -326,6 +330,9 @@ func TestManual(t *testing.T) {
 				}
 				ids[tr.id] = true
 				records += 1 + len(tr.events)
+				if tr.inv != nil {
+					records++
+				}
 				calls, _ := check(t, tr, from, to)
 				threads[tr.meta.Values[1].Int()] = true
 				for _, e := range tr.events {
@@ -398,6 +405,14 @@ func TestManual(t *testing.T) {
 			}
 			if p, po := mail.meta.Values[4].Int(), mail.meta.Values[5].Int(); p != report.id || po != 5 {
 				t.Errorf("mailer's trace: parent %d/%d, want %d/5", p, po, report.id)
+			}
+			// InvocationRecords: the report trace's (a root, sent at its
+			// first tb_pthread_create) and the archiver's naming it at
+			// the SplitEvent; the mailer's (tb_trace_split) has none.
+			if ri, ai := report.inv, archive.inv; ri == nil || ai == nil || mail.inv != nil ||
+				ri.ParentID != -1 || ai.ParentID != ri.ID || ai.ParentOrderID != 3 || ai.ParentNode != ri.Node ||
+				ai.ParentProcessID != ri.ProcessID || ai.ProcessID != ri.ProcessID || ai.RunnableID != archive.meta.Values[1].Int() {
+				t.Errorf("invocations: report %+v, archiver %+v, mailer %+v", ri, ai, mail.inv)
 			}
 			if h := report.meta.Values[3].Str(); h == "" {
 				t.Errorf("empty hostname")
@@ -529,6 +544,7 @@ func TestThreads(t *testing.T) {
 	}
 	b.Stop()
 	recs := bridgetest.ReadLog(t, b.LogDir)
+	bridgetest.CheckInvocations(t, recs)
 	set := tracesOf(recs)
 	var assembled []*tbtrace.Trace
 	a := tbtrace.NewAssembler(tbtrace.Options{Clock: tbtrace.RecordClock, Emit: func(tr *tbtrace.Trace) { assembled = append(assembled, tr) }})
@@ -589,6 +605,18 @@ func TestThreads(t *testing.T) {
 			if int64(children) != s["threads"] {
 				t.Errorf("%d child traces in the log, the program started %d threads", children, s["threads"])
 			}
+			// Every child trace's InvocationRecord names its parent
+			// trace's invocation and the SplitEvent.
+			for _, tr := range traces {
+				p, po := tr.meta.Values[4].Int(), tr.meta.Values[5].Int()
+				if p == tr.id {
+					continue
+				}
+				pt := set.byID[p]
+				if tr.inv == nil || pt == nil || pt.inv == nil || tr.inv.ParentID != pt.inv.ID || int64(tr.inv.ParentOrderID) != po {
+					t.Errorf("trace %d (parent %d at %d): invocation %+v, parent's %+v", tr.id, p, po, tr.inv, pt.inv)
+				}
+			}
 			// The assembled traces.
 			var mine []*tbtrace.Trace
 			for _, tr := range assembled {
@@ -632,6 +660,134 @@ func TestThreads(t *testing.T) {
 				t.Errorf("%d split events on the assembled spans, %d threads started", nsplits, s["threads"])
 			}
 		})
+	}
+}
+
+// printedPaths returns the "path OP | …@NODE" lines a program printed,
+// sorted, without the prefix.
+func printedPaths(out string) []string {
+	var paths []string
+	for _, line := range strings.Split(out, "\n") {
+		if p, ok := strings.CutPrefix(line, "path "); ok {
+			paths = append(paths, p)
+		}
+	}
+	sort.Strings(paths)
+	return paths
+}
+
+// TestPool runs examples/pool.c against a real bridge: jobs a trace
+// submits to a thread pool (threads started before the trace, reused for
+// every job; tb_task_create, tb_trace_start_task) and requests a process
+// serves on behalf of a caller in another process on another node
+// (tb_invocation_header, tb_trace_start_remote). `tracebridge traces
+// --json` assembles the log into one tree per trace, every job under the
+// submit call that created it and every callee's calls under the caller's
+// call, on the two nodes; the pooled jobs stay under their submit calls
+// when only the InvocationRecords link them.
+func TestPool(t *testing.T) {
+	b, port := startBridge(t, "127.0.0.1:0")
+	const workers, jobs, requests = 2, 5, 2
+	env := []string{"TRACEBRIDGE_PORT=" + port}
+	pool := run(t, "pool", append(env, "TRACEBRIDGE_HOSTNAME=pool-host"), "pool", strconv.Itoa(workers), strconv.Itoa(jobs))
+	calls := run(t, "pool", append(env, "TRACEBRIDGE_HOSTNAME=node-a"), "caller", strconv.Itoa(requests))
+	for _, r := range []bridgetest.Result{pool, calls} {
+		if r.Code != 0 || r.Stderr != "" {
+			t.Fatalf("pool exited %d:\n%s%s", r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	if n := strings.Count(pool.Stdout+calls.Stdout, "dropped=0"); n != 2+requests {
+		t.Fatalf("%d processes report nothing dropped, want %d:\n%s%s", n, 2+requests, pool.Stdout, calls.Stdout)
+	}
+	b.Stop()
+	recs := bridgetest.ReadLog(t, b.LogDir)
+	invs := bridgetest.CheckInvocations(t, recs)
+	if want := 1 + jobs + 2*requests; len(invs) != want {
+		t.Errorf("%d invocation records, want %d", len(invs), want)
+	}
+	pids := map[string]map[int32]bool{}
+	threads := map[int64]bool{}
+	for _, in := range invs {
+		if pids[in.Node] == nil {
+			pids[in.Node] = map[int32]bool{}
+		}
+		pids[in.Node][in.ProcessID] = true
+		if in.Node == "pool-host" && in.ParentID != -1 {
+			threads[in.RunnableID] = true
+		}
+	}
+	if len(pids["pool-host"]) != 1 || len(pids["node-a"]) != 1 || len(pids["node-a-callee"]) != requests {
+		t.Errorf("processes per node: %v, want one pool, one caller and one callee per request", pids)
+	}
+	if len(threads) > workers || len(threads) == 0 {
+		t.Errorf("jobs ran on threads %v, want at most the %d workers", threads, workers)
+	}
+
+	want := append(printedPaths(pool.Stdout), printedPaths(calls.Stdout)...)
+	sort.Strings(want)
+	traces := bridgetest.Traces(t, b.LogDir)
+	if len(traces) != 1+requests {
+		t.Fatalf("traces --json printed %d traces, want %d", len(traces), 1+requests)
+	}
+	var got []string
+	for _, tr := range traces {
+		if len(tr.Broken) > 0 || tr.Roots() != 1 {
+			t.Errorf("trace %s: %d roots, broken %q", tr.TraceID, tr.Roots(), tr.Broken)
+		}
+		if hosts := strings.Join(tr.Hosts, ","); hosts != "pool-host" && hosts != "node-a,node-a-callee" {
+			t.Errorf("trace %s on hosts %s", tr.TraceID, hosts)
+		}
+		got = append(got, tr.Paths(true)...)
+	}
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("assembled trees differ from the calls made (-made +assembled):\n%s", diff)
+	}
+
+	alone := bridgetest.Assemble(bridgetest.WithoutMetadataLinks(recs))
+	got = got[:0]
+	for _, tr := range alone {
+		if len(tr.Broken) > 0 || len(tr.Children(-1)) != 1 {
+			t.Errorf("without metadata links: trace %s: %d roots, broken %q", tr.ID, len(tr.Children(-1)), tr.Broken)
+		}
+		for i := range tr.Spans {
+			var ops []string
+			for j := int32(i); j >= 0; j = tr.Spans[j].Parent {
+				ops = append([]string{tr.Spans[j].Operation}, ops...)
+			}
+			got = append(got, strings.Join(ops, " | ")+"@"+tr.Spans[i].Host)
+		}
+	}
+	sort.Strings(got)
+	if len(alone) != 1+requests {
+		t.Errorf("without metadata links: %d traces, want %d", len(alone), 1+requests)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("without metadata links (-made +assembled):\n%s", diff)
+	}
+}
+
+// TestPoolWithoutInvocations: with TRACEBRIDGE_INVOCATIONS=0 the pool's
+// jobs are linked by Kieker's records alone (tb_trace_start_task's
+// TraceMetadata names the submit call's SplitEvent) and no
+// InvocationRecord is sent.
+func TestPoolWithoutInvocations(t *testing.T) {
+	b, port := startBridge(t, "127.0.0.1:0")
+	r := run(t, "pool", []string{"TRACEBRIDGE_PORT=" + port, "TRACEBRIDGE_HOSTNAME=pool-host", "TRACEBRIDGE_INVOCATIONS=0"}, "pool", "2", "3")
+	if r.Code != 0 || r.Stderr != "" || !strings.Contains(r.Stdout, "dropped=0") {
+		t.Fatalf("pool exited %d:\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	b.Stop()
+	recs := bridgetest.ReadLog(t, b.LogDir)
+	if invs := bridgetest.Invocations(recs); len(invs) != 0 {
+		t.Errorf("%d InvocationRecords sent with TRACEBRIDGE_INVOCATIONS=0", len(invs))
+	}
+	traces := bridgetest.Traces(t, b.LogDir)
+	if len(traces) != 1 || len(traces[0].Broken) > 0 {
+		t.Fatalf("%d traces: %+v", len(traces), traces)
+	}
+	if diff := cmp.Diff(printedPaths(r.Stdout), traces[0].Paths(true)); diff != "" {
+		t.Errorf("(-made +assembled):\n%s", diff)
 	}
 }
 
@@ -857,6 +1013,7 @@ var frameSizes = map[string]int{
 	record.AfterOperationFailedEvent: 8 + 8 + 8 + 4 + 4 + 4 + 4,
 	record.SplitEvent:                8 + 8 + 8 + 4,
 	record.JoinEvent:                 8 + 8 + 8 + 4 + 8,
+	tbtrace.InvocationTypeName:       8 + 8 + 4 + 4 + 8 + 8 + 8 + 4 + 4 + 4 + 8,
 }
 
 // walkStream checks the framing of one connection's bytes: registry
@@ -923,7 +1080,7 @@ func TestStreamBytes(t *testing.T) {
 			if !contains(strs, "void shop.Report.daily(Währung)") {
 				t.Errorf("connection %d lacks the non-ASCII signature: %q", i, strs)
 			}
-			dec := kieker.NewDecoder(kieker.Options{Inline: true})
+			dec := kieker.NewDecoder(kieker.Options{Inline: true, Catalog: tbtrace.Types()})
 			var bt record.Batch
 			n, err := dec.Decode(b, &bt)
 			if err != nil || n != len(b) {

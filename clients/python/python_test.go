@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
+	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/servicetest"
 	"github.com/tracebridge/tracebridge/internal/trace"
@@ -168,6 +169,10 @@ func TestThreads(t *testing.T) {
 		t.Errorf("%d SplitEvents and %d child traces in the log, want as many, at least %d", splits, children, requests*9)
 	}
 	_ = bridgetest.CallTrees(t, recs) // every Kieker trace sound on its own
+	// Every split's children have InvocationRecords naming invocations in the log.
+	if invs := bridgetest.CheckInvocations(t, recs); len(invs) < children {
+		t.Errorf("%d InvocationRecords for %d child traces", len(invs), children)
+	}
 
 	var assembled []*trace.Trace
 	a := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Emit: func(tr *trace.Trace) { assembled = append(assembled, tr) }})
@@ -210,6 +215,158 @@ func TestThreads(t *testing.T) {
 	}
 	if spans != calls {
 		t.Errorf("%d spans assembled, the example made %d calls", spans, calls)
+	}
+}
+
+// printedPaths returns the "path OP | …@NODE" lines a program printed,
+// sorted, without the prefix.
+func printedPaths(out string) []string {
+	var paths []string
+	for _, line := range strings.Split(out, "\n") {
+		if p, ok := strings.CutPrefix(line, "path "); ok {
+			paths = append(paths, p)
+		}
+	}
+	sort.Strings(paths)
+	return paths
+}
+
+// TestTasks runs examples/tasks.py against a real bridge: jobs a trace
+// submits to a ThreadPoolExecutor with one worker thread, started before
+// the trace and reused for every job, and requests a process serves on
+// behalf of a caller in another process on another node
+// (invocation_header, continue_from). `tracebridge traces --json`
+// assembles the log into one tree per trace, every job under the submit
+// call that created it and every callee's calls under the caller's call,
+// on the two nodes; the pooled jobs stay under their submit calls when
+// only the InvocationRecords link them.
+func TestTasks(t *testing.T) {
+	py := bridgetest.Installed(t, "python3")
+	br := bridgetest.StartConfig(t, bridgetest.LogConfig(`{name: py, type: kieker-tcp, listen: "127.0.0.1:0"}`))
+	const jobs, requests = 4, 2
+	tasks := func(args ...string) bridgetest.Result {
+		cmd := exec.Command(py, append([]string{filepath.Join("examples", "tasks.py")}, args...)...)
+		cmd.Env = append(bridgetest.CleanEnv(), "TRACEBRIDGE_HOST=127.0.0.1", "TRACEBRIDGE_PORT="+br.Port("py"), "PYTHONDONTWRITEBYTECODE=1")
+		r := bridgetest.Exec(t, cmd)
+		if r.Code != 0 || r.Stderr != "" {
+			t.Fatalf("tasks.py %v exited %d\n%s%s", args, r.Code, r.Stdout, r.Stderr)
+		}
+		return r
+	}
+	pool := tasks("pool", fmt.Sprint(jobs), "--node", "pool-host")
+	calls := tasks("caller", fmt.Sprint(requests), "--node", "node-a")
+	br.Stop()
+	recs := bridgetest.ReadLog(t, br.LogDir)
+	var sent float64
+	for _, r := range []bridgetest.Result{pool, calls} {
+		for _, st := range bridgetest.ParseAccount(t, r).Stats {
+			if st["dropped"] != 0.0 {
+				t.Errorf("stats %v", st)
+			}
+			sent += st["sent"].(float64)
+		}
+	}
+	if sent != float64(len(recs)-1) {
+		t.Errorf("the processes sent %v records, the log holds %d", sent, len(recs)-1)
+	}
+	invs := bridgetest.CheckInvocations(t, recs)
+	if want := 1 + jobs + 2*requests; len(invs) != want {
+		t.Errorf("%d invocation records, want %d", len(invs), want)
+	}
+	pids := map[string]map[int32]bool{}
+	threads := map[int64]bool{}
+	for _, in := range invs {
+		if pids[in.Node] == nil {
+			pids[in.Node] = map[int32]bool{}
+		}
+		pids[in.Node][in.ProcessID] = true
+		if in.Node == "pool-host" && in.ParentID != -1 {
+			threads[in.RunnableID] = true
+		}
+	}
+	if len(pids["pool-host"]) != 1 || len(pids["node-a"]) != 1 || len(pids["node-a-callee"]) != requests {
+		t.Errorf("processes per node: %v, want one pool, one caller and one callee per request", pids)
+	}
+	if len(threads) != 1 {
+		t.Errorf("jobs ran on threads %v, want the pool's one", threads)
+	}
+
+	want := append(printedPaths(pool.Stdout), printedPaths(calls.Stdout)...)
+	sort.Strings(want)
+	traces := bridgetest.Traces(t, br.LogDir)
+	if len(traces) != 1+requests {
+		t.Fatalf("traces --json printed %d traces, want %d", len(traces), 1+requests)
+	}
+	var got []string
+	for _, tr := range traces {
+		if len(tr.Broken) > 0 || tr.Roots() != 1 {
+			t.Errorf("trace %s: %d roots, broken %q", tr.TraceID, tr.Roots(), tr.Broken)
+		}
+		if hosts := strings.Join(tr.Hosts, ","); hosts != "pool-host" && hosts != "node-a,node-a-callee" {
+			t.Errorf("trace %s on hosts %s", tr.TraceID, hosts)
+		}
+		got = append(got, tr.Paths(true)...)
+	}
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("assembled trees differ from the calls made (-made +assembled):\n%s", diff)
+	}
+
+	alone := bridgetest.Assemble(bridgetest.WithoutMetadataLinks(recs))
+	if len(alone) != 1+requests {
+		t.Errorf("without metadata links: %d traces, want %d", len(alone), 1+requests)
+	}
+	got = got[:0]
+	for _, tr := range alone {
+		if len(tr.Broken) > 0 || len(tr.Children(-1)) != 1 {
+			t.Errorf("without metadata links: trace %s: %d roots, broken %q", tr.ID, len(tr.Children(-1)), tr.Broken)
+		}
+		for i := range tr.Spans {
+			var ops []string
+			for j := int32(i); j >= 0; j = tr.Spans[j].Parent {
+				ops = append([]string{tr.Spans[j].Operation}, ops...)
+			}
+			got = append(got, strings.Join(ops, " | ")+"@"+tr.Spans[i].Host)
+		}
+	}
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("without metadata links (-made +assembled):\n%s", diff)
+	}
+}
+
+// TestInvocationEncoding encodes InvocationRecords with the Python encoder
+// and decodes them with tracebridge's Kieker decoder and catalogue.
+func TestInvocationEncoding(t *testing.T) {
+	py := bridgetest.Installed(t, "python3")
+	const script = `
+import sys
+from tracebridge import kieker
+items = [(kieker.INV, 1000, 9, 4242, 'node-b', 77, 8, 4141, 'nöde-a', 5, 42),
+         (kieker.INV, 2000, 10, 4242, 'node-b', 78, -1, 0, '', -1, 43)]
+buf = bytearray()
+assert kieker.append_records(buf, kieker.Registry(), items, logging_timestamps=True) == 2
+sys.stdout.buffer.write(buf)
+`
+	r := bridgetest.Exec(t, exec.Command(py, "-c", script))
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
+	}
+	dec := kieker.NewDecoder(kieker.Options{Inline: true, Catalog: trace.Types()})
+	var b record.Batch
+	if n, err := dec.Decode([]byte(r.Stdout), &b); err != nil || n != len(r.Stdout) {
+		t.Fatalf("decoded %d of %d bytes: %v", n, len(r.Stdout), err)
+	}
+	got := bridgetest.Invocations(b.Records)
+	want := []trace.Invocation{
+		{ID: 9, ProcessID: 4242, Node: "node-b", RunnableID: 77, CreationTime: 1000, ParentID: 8, ParentProcessID: 4141, ParentNode: "nöde-a", ParentOrderID: 5, TraceID: 42},
+		{ID: 10, ProcessID: 4242, Node: "node-b", RunnableID: 78, CreationTime: 2000, ParentID: -1, ParentOrderID: -1, TraceID: 43},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if len(b.Records) != 2 || b.Records[0].LoggingTimestamp != 1000 || b.Records[1].LoggingTimestamp != 2000 {
+		t.Errorf("logging timestamps: %+v", b.Records)
 	}
 }
 

@@ -20,7 +20,10 @@
 // records written as JSON maps, the format in which the clients' tests
 // describe the records their encoders must produce; CallTrees and
 // ParseAccount compare the traces in a log with what an example program
-// says it executed.
+// says it executed. Traces runs `tracebridge traces --json` on a log and
+// returns the assembled trees (Assembled.Paths); CheckInvocations,
+// WithoutMetadataLinks and Assemble check the InvocationRecords a client
+// sent and that they alone link its tasks.
 //
 // Concurrency: Build, Binary and Run may be called from any goroutine. A
 // Process's Stdout, Stderr and Receivers may be read from any goroutine;

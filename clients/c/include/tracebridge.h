@@ -34,6 +34,16 @@
  * -finstrument-functions get this without changing their code by linking
  * with -Wl,--wrap=pthread_create,--wrap=pthread_join.
  *
+ * Invocation identifiers: a trace that is a task created elsewhere (the
+ * first trace of a thread tb_pthread_create started, a pool's work item
+ * opened with tb_trace_start_task, work done on behalf of another process
+ * opened with tb_trace_start_remote) also sends a
+ * tracebridge.trace.InvocationRecord naming the invocation that created it
+ * and that one's next orderIndex, captured where the task was created, so
+ * that the bridge hangs it under the call that created it across reused
+ * threads, processes and nodes. A root trace sends its own only once it
+ * creates a task or exports a header.
+ *
  * See README.md for the environment variables and the automatic
  * instrumentation with gcc's -finstrument-functions.
  */
@@ -41,6 +51,7 @@
 #define TRACEBRIDGE_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -156,9 +167,67 @@ TB_API int tb_pthread_join(pthread_t thread, void **retval);
  * it stores the trace id and the SplitEvent's orderIndex, which the other
  * thread passes to tb_trace_start_child, and returns 1; without an open
  * trace it records nothing, stores -1, -1 and returns 0. Either pointer may
- * be NULL.
+ * be NULL. (Kieker's link only: tb_task_create and tb_trace_start_task
+ * below also send the InvocationRecords.)
  */
 TB_API int tb_trace_split(int64_t *trace_id, int32_t *order_index);
+
+/*
+ * Tasks for a thread pool (work created on one thread, run on another that
+ * the pool reuses). tb_task_create, on the creating thread inside the call
+ * that submits the work, records a SplitEvent in its open trace and fills
+ * *task with the creating trace, its invocation and the SplitEvent's
+ * orderIndex; it returns 1, or 0 (task->trace -1) without an open trace.
+ * Hand the struct (a plain value, copy it freely) with the work.
+ * tb_trace_start_task, on the thread that runs the work, opens an explicit
+ * trace for it (as tb_trace_start_child, ended by tb_trace_end) that also
+ * sends the task's InvocationRecord; for a task made without a trace it
+ * opens a root trace. It returns the trace id (-1 when disabled).
+ *
+ *     // submitting thread                  // pool worker
+ *     struct tb_task tk;                    tb_trace_start_task(&job->tk);
+ *     tb_task_create(&tk);                  run(job);
+ *     enqueue(job_with(tk));                tb_trace_end();
+ */
+struct tb_task {
+	int64_t trace;      /* the creating trace (-1: none) */
+	int64_t invocation; /* its invocation id */
+	int64_t created;    /* when, ns since the epoch */
+	int32_t order;      /* the SplitEvent's orderIndex */
+	int32_t pid;        /* the creating process */
+};
+TB_API int tb_task_create(struct tb_task *task);
+TB_API int64_t tb_trace_start_task(const struct tb_task *task);
+
+/*
+ * Across processes. tb_invocation_header writes the identifier of the call
+ * open on the calling thread, for a request to another process, into buf
+ * (n bytes, NUL-terminated; TB_INVOCATION_HEADER_MAX always suffices) and
+ * returns its length; it returns 0 (buf "") without an open trace, with the
+ * probes off, with TRACEBRIDGE_INVOCATIONS=0 (no InvocationRecords: for a
+ * reader that knows only Kieker's records) or when buf is too small. The
+ * header is
+ *
+ *     tb1-NODE-PID-INVOCATION-ORDER
+ *
+ * "tb1"; the node (TRACEBRIDGE_HOSTNAME, else gethostname) with '%', '-'
+ * and every byte outside printable ASCII written %XX (upper-case hex; any
+ * %XX is decoded); the process id, the trace's invocation id and its next
+ * orderIndex, unsigned decimal. It records the trace's InvocationRecord if
+ * it has none yet (no SplitEvent). Carry it in a header of the request
+ * ("Tracebridge-Invocation" by convention, as the Go and Python clients).
+ *
+ * tb_trace_start_remote, in the process that serves the request, opens an
+ * explicit trace (ended by tb_trace_end) for the work done on the caller's
+ * behalf: a root for Kieker (its TraceMetadata names no parent) that sends
+ * an InvocationRecord naming the caller's invocation and orderIndex, by
+ * which the bridge hangs it under the caller's call. A header that does not
+ * parse (or NULL) opens a plain root trace. It returns the trace id (-1
+ * when disabled).
+ */
+#define TB_INVOCATION_HEADER_MAX 832
+TB_API size_t tb_invocation_header(char *buf, size_t n);
+TB_API int64_t tb_trace_start_remote(const char *header);
 
 /* tb_dropped returns the number of records dropped so far (ring full,
  * bridge unreachable or connection lost, after tb_shutdown). */

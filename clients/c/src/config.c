@@ -119,6 +119,7 @@ void tb_config_load(void)
 	c->max_strings = (uint32_t)number("TRACEBRIDGE_MAX_STRINGS", TB_STRINGS_DEFAULT, TB_STRINGS_MIN, TB_STRINGS_MAX);
 	c->max_string_len = (uint32_t)number("TRACEBRIDGE_MAX_STRING_LEN", TB_STRING_LEN_DEFAULT, TB_STRING_LEN_MIN, TB_STRING_LEN_MAX);
 	c->logging_timestamp = flag("TRACEBRIDGE_LOGGING_TIMESTAMP", 0);
+	c->invocations = flag("TRACEBRIDGE_INVOCATIONS", 1);
 
 	v = env("TRACEBRIDGE_HOSTNAME", NULL);
 	if (v != NULL) {

@@ -14,6 +14,11 @@
  *   AfterOperationFailedEvent: the five above, String cause
  *   SplitEvent:     long timestamp, long traceId, int orderIndex
  *   JoinEvent:      the three above, long joinedTraceId
+ *   tracebridge.trace.InvocationRecord (internal/trace/invocation.go):
+ *                   long invocationId, int processId, String nodeId,
+ *                   long runnableId, long creationTime,
+ *                   long parentInvocationId, int parentProcessId,
+ *                   String parentNodeId, int parentOrderId, long traceId
  */
 #include "internal.h"
 
@@ -33,6 +38,8 @@ size_t tb_frame_size(uint8_t kind)
 		return 4 + 8 + 8 + 8 + 4;
 	case TB_KIND_JOIN:
 		return 4 + 8 + 8 + 8 + 4 + 8;
+	case TB_KIND_INV:
+		return 4 + 8 + 8 + 4 + 4 + 8 + 8 + 8 + 4 + 4 + 4 + 8;
 	}
 	return 0;
 }
@@ -63,6 +70,11 @@ int tb_rec_strings(const struct tb_rec *r, tb_str_t out[4])
 	case TB_KIND_JOIN:
 		out[0] = TB_STR_JOIN;
 		return 1;
+	case TB_KIND_INV:
+		out[0] = TB_STR_INVOCATION;
+		out[1] = r->s1;
+		out[2] = r->s2;
+		return 3;
 	default:
 		return 0;
 	}
@@ -74,6 +86,19 @@ int tb_rec_strings(const struct tb_rec *r, tb_str_t out[4])
 uint8_t *tb_append_frame(uint8_t *p, const struct tb_rec *r, int32_t cls, const int32_t ids[3])
 {
 	p = tb_put32(p, (uint32_t)cls);
+	if (r->kind == TB_KIND_INV) {
+		p = tb_put64(p, (r->flags & TB_REC_LTS) ? (uint64_t)r->time : UINT64_MAX);
+		p = tb_put64(p, (uint64_t)r->lts);
+		p = tb_put32(p, (uint32_t)tb_pid);
+		p = tb_put32(p, (uint32_t)ids[0]);
+		p = tb_put64(p, (uint64_t)(int64_t)r->aux);
+		p = tb_put64(p, (uint64_t)r->time);
+		p = tb_put64(p, (uint64_t)r->parent);
+		p = tb_put32(p, (uint32_t)r->s3);
+		p = tb_put32(p, (uint32_t)ids[1]);
+		p = tb_put32(p, (uint32_t)r->order);
+		return tb_put64(p, (uint64_t)r->trace);
+	}
 	p = tb_put64(p, (uint64_t)r->lts);
 	if (r->kind == TB_KIND_META) {
 		p = tb_put64(p, (uint64_t)r->trace);

@@ -8,6 +8,7 @@
  *   writer.c   the writer thread: connection, registry, encoding, sending
  *   trace.c    per-thread trace state, the probes, lifecycle, fork
  *   threads.c  thread hops: tb_pthread_create/join, SplitEvent, JoinEvent
+ *   header.c   invocation headers: format and parse (pure functions)
  *   symbols.c  code address → operation/class signature, with a cache
  *   cyg.c      gcc's -finstrument-functions hooks
  *
@@ -52,6 +53,7 @@ struct tb_config {
 	uint32_t max_strings;      /* distinct strings in the string table */
 	uint32_t max_string_len;   /* bytes; longer strings are cut */
 	int logging_timestamp;     /* 1: set the header timestamp, 0: -1 */
+	int invocations;           /* 0: no InvocationRecords (a Kieker-only reader) */
 	int quiet;                 /* no stderr notes */
 	char hostname[256];        /* TraceMetadata.hostname */
 	char session[256];         /* TraceMetadata.sessionId */
@@ -118,6 +120,7 @@ enum {
 	TB_STR_AFTER_FAILED,
 	TB_STR_SPLIT,         /* the concurrency events */
 	TB_STR_JOIN,
+	TB_STR_INVOCATION,    /* tracebridge.trace.InvocationRecord */
 	TB_STR_FIXED_COUNT
 };
 
@@ -160,19 +163,30 @@ enum tb_kind {
 	TB_KIND_AFTER,      /* AfterOperationEvent */
 	TB_KIND_FAILED,     /* AfterOperationFailedEvent */
 	TB_KIND_SPLIT,      /* SplitEvent */
-	TB_KIND_JOIN        /* JoinEvent */
+	TB_KIND_JOIN,       /* JoinEvent */
+	TB_KIND_INV         /* tracebridge.trace.InvocationRecord */
 };
 
-/* One record as probes enqueue it: numbers and string handles. */
+/* One record as probes enqueue it: numbers and string handles. An
+ * InvocationRecord (INV) uses the fields as noted; its processId is the
+ * process's (tb_pid) when it is encoded. */
 struct tb_rec {
 	uint8_t kind;
-	int32_t order;     /* orderIndex; parentOrderId for META */
-	int64_t time;      /* timestamp; threadId for META */
+	uint8_t flags;     /* INV: TB_REC_LTS */
+	int32_t order;     /* orderIndex; parentOrderId for META and INV */
+	int64_t time;      /* timestamp; threadId for META; creationTime for INV */
 	int64_t trace;     /* traceId */
-	int64_t lts;       /* logging timestamp */
-	int64_t parent;    /* parentTraceId (META), joinedTraceId (JOIN) */
-	tb_str_t s1, s2, s3; /* op, cls, cause; session, hostname for META */
+	int64_t lts;       /* logging timestamp; invocationId for INV */
+	int64_t parent;    /* parentTraceId (META), joinedTraceId (JOIN), parentInvocationId (INV) */
+	tb_str_t s1, s2, s3; /* op, cls, cause; session, hostname for META;
+	                        nodeId, parentNodeId, parentProcessId for INV */
+	int32_t aux;       /* INV: runnableId (the running thread's id) */
 };
+/* INV's logging timestamp is its creation time (else -1). */
+#define TB_REC_LTS 1u
+
+/* The process id in InvocationRecords (set at start and in a forked child). */
+TB_HIDDEN extern int32_t tb_pid;
 
 /* The size of a record's frame without registry entries. */
 TB_HIDDEN size_t tb_frame_size(uint8_t kind);
@@ -191,6 +205,7 @@ struct tb_slot {
 	_Atomic uint64_t seq;
 	struct tb_rec rec;
 } __attribute__((aligned(64)));
+_Static_assert(sizeof(struct tb_slot) == 64, "a ring slot is one cache line");
 
 struct tb_ring {
 	struct tb_slot *slots;
@@ -267,9 +282,13 @@ struct tb_thread {
 	                      the next trace is the child split off there */
 	int32_t pend_order; /* the split point: parent's SplitEvent orderIndex, */
 	int64_t pend_trace; /* parent's traceId, */
-	int64_t pend_child; /* and the id the child trace gets */
+	int64_t pend_child; /* and the id the child trace gets, */
+	int64_t pend_inv;   /* the parent's invocation id (0: none), */
+	int64_t pend_created; /* and when the thread was created */
 	int64_t trace;
 	int64_t tid;
+	int64_t inv;       /* the invocation id of trace inv_trace (0: none yet) */
+	int64_t inv_trace;
 };
 
 TB_HIDDEN extern __thread struct tb_thread tb_self __attribute__((tls_model("initial-exec")));
@@ -314,10 +333,34 @@ TB_HIDDEN int tb_real_pthread_join(pthread_t th, void **ret);
 TB_HIDDEN void tb_threads_resolve(void);
 TB_HIDDEN int64_t tb_new_trace_id(void);
 /* tb_emit_point records a SplitEvent (kind TB_KIND_SPLIT) or a JoinEvent
- * naming joined in t's open trace and returns its orderIndex. */
-TB_HIDDEN int32_t tb_emit_point(struct tb_thread *t, uint8_t kind, int64_t joined);
+ * naming joined in t's open trace and returns its orderIndex; when is set
+ * to its timestamp unless NULL. */
+TB_HIDDEN int32_t tb_emit_point(struct tb_thread *t, uint8_t kind, int64_t joined, int64_t *when);
+/* tb_invocation returns the invocation id of t's open trace, giving the
+ * trace one (and enqueueing its InvocationRecord, a root's: no parent)
+ * when it has none yet. */
+TB_HIDDEN int64_t tb_invocation(struct tb_thread *t);
 TB_HIDDEN void tb_emit_after(struct tb_thread *t, tb_str_t op, tb_str_t cls, int failed, tb_str_t cause);
 TB_HIDDEN int64_t tb_now_ns(void);
+
+/* ---- invocation headers (header.c) ---- */
+
+/* A parsed invocation header: tb1-NODE-PID-INVOCATION-ORDER. */
+#define TB_HEADER_NODE_MAX 255
+struct tb_header {
+	char node[TB_HEADER_NODE_MAX + 1]; /* NUL-terminated (may hold NULs: node_len) */
+	size_t node_len;
+	int32_t pid;
+	int64_t inv;
+	int32_t order;
+};
+/* tb_format_header writes the header of an invocation to buf (n bytes,
+ * NUL-terminated); returns its length, or 0 when it does not fit or the
+ * node is longer than TB_HEADER_NODE_MAX. */
+TB_HIDDEN size_t tb_format_header(char *buf, size_t n, const char *node, size_t node_len, int32_t pid, int64_t inv,
+                                  int32_t order);
+/* tb_parse_header parses s; returns 1, or 0 when s is not a header. */
+TB_HIDDEN int tb_parse_header(const char *s, struct tb_header *h);
 
 /* ---- symbols (symbols.c) ---- */
 

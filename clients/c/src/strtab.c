@@ -75,6 +75,7 @@ int tb_strtab_init(uint32_t max_strings, uint32_t max)
 		[TB_STR_AFTER_FAILED] = "kieker.common.record.flow.trace.operation.AfterOperationFailedEvent",
 		[TB_STR_SPLIT] = "kieker.common.record.flow.trace.concurrency.SplitEvent",
 		[TB_STR_JOIN] = "kieker.common.record.flow.trace.concurrency.JoinEvent",
+		[TB_STR_INVOCATION] = "tracebridge.trace.InvocationRecord",
 	};
 	for (tb_str_t i = 0; i < TB_STR_FIXED_COUNT; i++) {
 		if (tb_intern(fixed[i]) != i)

@@ -11,6 +11,10 @@
  *   parent, at pthread_join:    JoinEvent(timestamp, traceId, orderIndex,
  *                               joinedTraceId = the child's traceId)
  *
+ * and the child's InvocationRecord after its TraceMetadata, naming the
+ * parent trace's invocation (which the parent records at the split if it
+ * has none yet) and the SplitEvent's orderIndex.
+ *
  * tb_pthread_create records the SplitEvent and starts the thread through a
  * trampoline that leaves the split point in the new thread's state
  * (trace.c's open_trace takes it when the thread's first trace opens, as
@@ -76,6 +80,8 @@ struct spawn {
 	void *arg;
 	int64_t parent;
 	int64_t child;
+	int64_t inv;     /* the parent trace's invocation */
+	int64_t created; /* the SplitEvent's time */
 	int32_t order;
 };
 
@@ -87,6 +93,8 @@ static void *trampoline(void *p)
 	t->pend_trace = s.parent;
 	t->pend_order = s.order;
 	t->pend_child = s.child;
+	t->pend_inv = s.inv;
+	t->pend_created = s.created;
 	t->pending = 1;
 	void *r = s.fn(s.arg);
 	t->pending = 0;
@@ -138,7 +146,8 @@ int tb_pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(voi
 		s->arg = arg;
 		s->parent = t->trace;
 		s->child = tb_new_trace_id();
-		s->order = tb_emit_point(t, TB_KIND_SPLIT, 0);
+		s->inv = tb_invocation(t);
+		s->order = tb_emit_point(t, TB_KIND_SPLIT, 0, &s->created);
 	}
 	tb_leave_probe(t);
 	if (s == NULL)
@@ -165,7 +174,7 @@ int tb_pthread_join(pthread_t th, void **ret)
 	if (t == NULL)
 		return 0;
 	if (t->active)
-		tb_emit_point(t, TB_KIND_JOIN, child);
+		tb_emit_point(t, TB_KIND_JOIN, child, NULL);
 	tb_leave_probe(t);
 	return 0;
 }

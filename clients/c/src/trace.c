@@ -7,6 +7,17 @@
  * tb_pthread_create started from a traced thread, the split point its
  * first trace hangs from (threads.c). A probe
  * reads the global switch, fills a record and pushes it into the ring.
+ *
+ * Invocation identifiers (tracebridge.trace.InvocationRecord): a trace
+ * that is a task created elsewhere — the first trace of a thread
+ * tb_pthread_create started, a pool's work item (tb_task_create,
+ * tb_trace_start_task), work done on behalf of another process
+ * (tb_trace_start_remote) — enqueues its InvocationRecord after its
+ * TraceMetadata, naming the invocation that created it and that one's
+ * next orderIndex then. A root trace gets an invocation id, and enqueues
+ * its own record (parent -1), only when it first creates a task or
+ * exports a header (tb_invocation, tb_invocation_header), so that a trace
+ * that hands nothing on costs nothing more; its creation time is then.
  */
 #include "internal.h"
 
@@ -30,6 +41,8 @@ static uint32_t switch_changes;  /* never reset: epochs stay unique */
 static tb_str_t session_h, host_h;
 static uint64_t id_base;
 static _Atomic uint64_t id_next;
+static _Atomic int64_t inv_next;  /* invocation ids, from 1 */
+int32_t tb_pid;
 
 int64_t tb_now_ns(void)
 {
@@ -53,6 +66,8 @@ static void seed_ids(void)
 	r ^= (uint64_t)(uintptr_t)&r;
 	id_base = r;
 	atomic_store(&id_next, 0);
+	atomic_store(&inv_next, 0);
+	tb_pid = (int32_t)getpid();
 }
 
 /* new_trace_id: a bijection of base + counter, so ids never repeat within
@@ -192,17 +207,71 @@ static inline void push(const struct tb_rec *r)
 		tb_inc(&tb_count.dropped_full, 1);
 }
 
+/* The invocation a task was created by: its id (0: none), process, node
+ * and next orderIndex then, and the creation time. */
+struct origin {
+	int64_t inv;
+	int64_t created;
+	int32_t pid;
+	int32_t order;
+	tb_str_t node;
+};
+
+/* push_inv enqueues the InvocationRecord of t's open trace, invocation
+ * t->inv, created by o (NULL or o->inv 0: a root) at created. */
+static void push_inv(struct tb_thread *t, const struct origin *o, int64_t created)
+{
+	int has = o != NULL && o->inv > 0;
+	struct tb_rec r = {
+		.kind = TB_KIND_INV,
+		.flags = tb_cfg.logging_timestamp ? TB_REC_LTS : 0,
+		.order = has ? o->order : -1,
+		.time = created,
+		.trace = t->trace,
+		.lts = t->inv,
+		.parent = has ? o->inv : -1,
+		.s1 = host_h,
+		.s2 = has ? o->node : TB_STR_EMPTY,
+		.s3 = has ? (tb_str_t)o->pid : 0,
+		.aux = (int32_t)t->tid,
+	};
+	push(&r);
+}
+
+static int64_t new_inv(void)
+{
+	return atomic_fetch_add_explicit(&inv_next, 1, memory_order_relaxed) + 1;
+}
+
+int64_t tb_invocation(struct tb_thread *t)
+{
+	if (!tb_cfg.invocations)
+		return 0;
+	if (t->inv == 0 || t->inv_trace != t->trace) {
+		t->inv = new_inv();
+		t->inv_trace = t->trace;
+		push_inv(t, NULL, tb_now_ns());
+	}
+	return t->inv;
+}
+
 /* open_trace opens a trace on t and enqueues its TraceMetadata. A root
  * trace names itself as parent with parentOrderId -1, as Kieker's Java
  * TraceRegistry does; but on a thread started by tb_pthread_create from a
  * traced thread, the first trace is the child split off there (Kieker's
  * TraceRegistry takes the split point registered for the thread). A child
  * names its parent's trace id and the orderIndex of the parent's
- * SplitEvent (-1 when the split point is not known). */
-static void open_trace(struct tb_thread *t, int explicit_, int64_t parent, int32_t parent_order, int root)
+ * SplitEvent (-1 when the split point is not known). A trace that is a
+ * task (the thread's split, or o: a work item, a remote caller's request)
+ * enqueues its InvocationRecord after the TraceMetadata. */
+static void open_trace(struct tb_thread *t, int explicit_, int64_t parent, int32_t parent_order, int root,
+                       const struct origin *o)
 {
+	struct origin pend;
 	if (t->tid == 0)
 		t->tid = (int64_t)syscall(SYS_gettid);
+	if (o != NULL)
+		t->pending = 0; /* the thread's first trace is this task */
 	if (t->pending) {
 		t->pending = 0;
 		if (root) {
@@ -210,6 +279,9 @@ static void open_trace(struct tb_thread *t, int explicit_, int64_t parent, int32
 			parent = t->pend_trace;
 			parent_order = t->pend_order;
 			t->trace = t->pend_child;
+			pend = (struct origin){ .inv = t->pend_inv, .created = t->pend_created, .pid = tb_pid,
+			                        .order = t->pend_order, .node = host_h };
+			o = &pend;
 		} else {
 			t->trace = tb_new_trace_id();
 		}
@@ -231,12 +303,17 @@ static void open_trace(struct tb_thread *t, int explicit_, int64_t parent, int32
 		.s2 = host_h,
 	};
 	push(&r);
+	if (o != NULL && o->inv > 0) {
+		t->inv = new_inv();
+		t->inv_trace = t->trace;
+		push_inv(t, o, o->created);
+	}
 }
 
 void tb_emit_before(struct tb_thread *t, tb_str_t op, tb_str_t cls)
 {
 	if (!t->active)
-		open_trace(t, 0, 0, 0, 1);
+		open_trace(t, 0, 0, 0, 1, NULL);
 	int64_t now = tb_now_ns();
 	struct tb_rec r = {
 		.kind = TB_KIND_BEFORE,
@@ -273,7 +350,7 @@ void tb_emit_after(struct tb_thread *t, tb_str_t op, tb_str_t cls, int failed, t
 		t->active = 0;
 }
 
-int32_t tb_emit_point(struct tb_thread *t, uint8_t kind, int64_t joined)
+int32_t tb_emit_point(struct tb_thread *t, uint8_t kind, int64_t joined, int64_t *when)
 {
 	int64_t now = tb_now_ns();
 	struct tb_rec r = {
@@ -285,6 +362,8 @@ int32_t tb_emit_point(struct tb_thread *t, uint8_t kind, int64_t joined)
 		.parent = joined,
 	};
 	push(&r);
+	if (when != NULL)
+		*when = now;
 	return r.order;
 }
 
@@ -371,12 +450,12 @@ void tb_after_failed_sig(tb_sig_t sig, const char *cause)
 
 /* ---- explicit traces ---- */
 
-static int64_t start(int root, int64_t parent, int32_t parent_order)
+static int64_t start(int root, int64_t parent, int32_t parent_order, const struct origin *o)
 {
 	struct tb_thread *t = tb_enter_probe();
 	if (t == NULL)
 		return -1;
-	open_trace(t, 1, parent, parent_order, root);
+	open_trace(t, 1, parent, parent_order, root, o);
 	int64_t id = t->trace;
 	tb_leave_probe(t);
 	return id;
@@ -384,12 +463,77 @@ static int64_t start(int root, int64_t parent, int32_t parent_order)
 
 int64_t tb_trace_start(void)
 {
-	return start(1, 0, 0);
+	return start(1, 0, 0, NULL);
 }
 
 int64_t tb_trace_start_child(int64_t parent_trace_id, int32_t parent_order_index)
 {
-	return start(0, parent_trace_id, parent_order_index);
+	return start(0, parent_trace_id, parent_order_index, NULL);
+}
+
+/* ---- tasks and invocation headers ---- */
+
+int tb_task_create(struct tb_task *task)
+{
+	int64_t id = -1, inv = -1, when = -1;
+	int32_t order = -1;
+	struct tb_thread *t = tb_enter_probe();
+	if (t != NULL) {
+		if (t->active) {
+			id = t->trace;
+			inv = tb_invocation(t);
+			order = tb_emit_point(t, TB_KIND_SPLIT, 0, &when);
+		}
+		tb_leave_probe(t);
+	}
+	if (task != NULL) {
+		task->trace = id;
+		task->invocation = inv;
+		task->created = when;
+		task->order = order;
+		task->pid = tb_pid;
+	}
+	return id != -1;
+}
+
+int64_t tb_trace_start_task(const struct tb_task *task)
+{
+	if (task == NULL || task->trace == -1 || task->pid != tb_pid)
+		return start(1, 0, 0, NULL);
+	if (task->invocation <= 0) /* TRACEBRIDGE_INVOCATIONS=0: Kieker's link only */
+		return start(0, task->trace, task->order, NULL);
+	struct origin o = { .inv = task->invocation, .created = task->created, .pid = task->pid,
+	                    .order = task->order, .node = host_h };
+	return start(0, task->trace, task->order, &o);
+}
+
+int64_t tb_trace_start_remote(const char *header)
+{
+	struct tb_header h;
+	if (!tb_cfg.invocations || !tb_parse_header(header, &h))
+		return start(1, 0, 0, NULL);
+	struct origin o = { .inv = h.inv, .created = tb_now_ns(), .pid = h.pid, .order = h.order,
+	                    .node = tb_intern_n(h.node, h.node_len) };
+	return start(1, 0, 0, &o);
+}
+
+size_t tb_invocation_header(char *buf, size_t n)
+{
+	size_t len = 0;
+	if (buf != NULL && n > 0)
+		buf[0] = '\0';
+	struct tb_thread *t = tb_enter_probe();
+	if (t == NULL)
+		return 0;
+	if (t->active && buf != NULL && n > 0 && tb_cfg.invocations) {
+		const struct tb_string *node = tb_string(host_h);
+		if (node->len <= TB_HEADER_NODE_MAX) {
+			int64_t inv = tb_invocation(t);
+			len = tb_format_header(buf, n, node->bytes, node->len, tb_pid, inv, t->order);
+		}
+	}
+	tb_leave_probe(t);
+	return len;
 }
 
 void tb_trace_end(void)
@@ -410,7 +554,7 @@ int tb_trace_split(int64_t *trace_id, int32_t *order_index)
 	if (t != NULL) {
 		if (t->active) {
 			id = t->trace;
-			order = tb_emit_point(t, TB_KIND_SPLIT, 0);
+			order = tb_emit_point(t, TB_KIND_SPLIT, 0, NULL);
 		}
 		tb_leave_probe(t);
 	}
@@ -530,6 +674,7 @@ static void atfork_child(void)
 	t->pending = 0;
 	t->tid = 0;
 	t->epoch = 0;
+	t->inv = 0;
 	if (!atomic_load(&closed))
 		atomic_store(&tb_switch, 0);
 }

@@ -107,6 +107,33 @@ static void test_frames(void)
 	      "JoinEvent frame");
 	CHECK(tb_frame_size(TB_KIND_JOIN) == sizeof ws + 8, "join size");
 
+	tb_pid = 0x01020304;
+	struct tb_rec inv = { .kind = TB_KIND_INV, .flags = 0, .order = 5, .time = 0x1000, .trace = 0x42, .lts = 9,
+	                      .parent = 8, .s3 = 77, .aux = 4321 };
+	e = tb_append_frame(b, &inv, 2, ids);
+	static const uint8_t wi[] = {
+		0, 0, 0, 2,                                     /* class id */
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, /* logging timestamp -1 */
+		0, 0, 0, 0, 0, 0, 0, 9,                         /* invocationId */
+		1, 2, 3, 4,                                     /* processId */
+		0, 0, 0, 5,                                     /* nodeId */
+		0, 0, 0, 0, 0, 0, 0x10, 0xe1,                   /* runnableId 4321 */
+		0, 0, 0, 0, 0, 0, 0x10, 0,                      /* creationTime */
+		0, 0, 0, 0, 0, 0, 0, 8,                         /* parentInvocationId */
+		0, 0, 0, 77,                                    /* parentProcessId */
+		0, 0, 0, 6,                                     /* parentNodeId */
+		0, 0, 0, 5,                                     /* parentOrderId */
+		0, 0, 0, 0, 0, 0, 0, 0x42,                      /* traceId */
+	};
+	CHECK(same(b, (size_t)(e - b), wi, sizeof wi), "InvocationRecord frame");
+	CHECK(tb_frame_size(TB_KIND_INV) == sizeof wi, "invocation size");
+	inv.flags = TB_REC_LTS;
+	tb_append_frame(b, &inv, 2, ids);
+	CHECK(b[10] == 0x10 && b[11] == 0, "InvocationRecord logging timestamp = creation time");
+	tb_str_t ihs[4];
+	CHECK(tb_rec_strings(&inv, ihs) == 3 && ihs[0] == TB_STR_INVOCATION, "InvocationRecord strings");
+	tb_pid = (int32_t)getpid();
+
 	e = tb_append_entry(b, 2, "ab", 2);
 	static const uint8_t we[] = { 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 2, 0, 0, 0, 2, 'a', 'b' };
 	CHECK(same(b, (size_t)(e - b), we, sizeof we), "registry entry");
@@ -122,6 +149,87 @@ static void test_frames(void)
 	CHECK(tb_rec_strings(&split, hs) == 1 && hs[0] == TB_STR_SPLIT, "split strings");
 	CHECK(tb_rec_strings(&join, hs) == 1 && hs[0] == TB_STR_JOIN, "join strings");
 	CHECK(!strcmp(tb_string(TB_STR_JOIN)->bytes, "kieker.common.record.flow.trace.concurrency.JoinEvent"), "join class");
+}
+
+static void test_header(void)
+{
+	char buf[TB_INVOCATION_HEADER_MAX];
+	struct {
+		const char *node;
+		int32_t pid;
+		int64_t inv;
+		int32_t order;
+		const char *want;
+	} cases[] = {
+		{ "web-1", 4242, 7, 3, "tb1-web%2D1-4242-7-3" },
+		{ "a%b", 1, 1, 0, "tb1-a%25b-1-1-0" },
+		{ "host.example.org", INT32_MAX, INT64_MAX, INT32_MAX,
+		  "tb1-host.example.org-2147483647-9223372036854775807-2147483647" },
+		{ "n\xc3\xb6" "de x", 0, 1, 0, "tb1-n%C3%B6de%20x-0-1-0" },
+		{ "", 5, 6, 7, "tb1--5-6-7" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		size_t n = tb_format_header(buf, sizeof buf, cases[i].node, strlen(cases[i].node), cases[i].pid,
+		                            cases[i].inv, cases[i].order);
+		CHECK(n == strlen(cases[i].want) && !strcmp(buf, cases[i].want), "header %s, want %s", buf, cases[i].want);
+		struct tb_header h;
+		CHECK(tb_parse_header(buf, &h) && !strcmp(h.node, cases[i].node) && h.node_len == strlen(cases[i].node) &&
+		          h.pid == cases[i].pid && h.inv == cases[i].inv && h.order == cases[i].order,
+		      "parse %s", buf);
+	}
+	CHECK(tb_format_header(buf, 10, "web", 3, 1, 2, 3) == 0 && buf[0] == 0, "too small a buffer");
+	char big[TB_HEADER_NODE_MAX + 2];
+	memset(big, '-', sizeof big);
+	CHECK(tb_format_header(buf, sizeof buf, big, TB_HEADER_NODE_MAX, INT32_MAX, INT64_MAX, INT32_MAX) ==
+	          4 + 3 * TB_HEADER_NODE_MAX + 1 + 10 + 1 + 19 + 1 + 10,
+	      "the longest header fits TB_INVOCATION_HEADER_MAX");
+	CHECK(tb_format_header(buf, sizeof buf, big, TB_HEADER_NODE_MAX + 1, 1, 1, 1) == 0, "node too long");
+	struct tb_header h;
+	CHECK(tb_parse_header("tb1-%61%2db-1-2-3", &h) && !strcmp(h.node, "a-b"), "lower-case escapes");
+	static const char *bad[] = {
+		"", "tb1", "tb1-", "tb2-a-1-2-3", "tb1-a-1-2", "tb1-a-1-2-3-4", "tb1-a-1-2-", "tb1-a--2-3",
+		"tb1-a-+1-2-3", "tb1-a-1-2-x", "tb1-a-2147483648-1-1", "tb1-a-1-9223372036854775808-1",
+		"tb1-a-1-1-2147483648", "tb1-%-1-2-3", "tb1-%4-1-2-3", "tb1-%zz-1-2-3", "TB1-a-1-2-3",
+		"tb1-a-1-2-99999999999999999999",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		CHECK(!tb_parse_header(bad[i], &h), "%s parsed", bad[i]);
+	CHECK(!tb_parse_header(NULL, &h), "NULL parsed");
+	char longnode[TB_INVOCATION_HEADER_MAX];
+	snprintf(longnode, sizeof longnode, "tb1-%.*s-1-2-3", TB_HEADER_NODE_MAX + 1, big);
+	memset(longnode + 4, 'x', TB_HEADER_NODE_MAX + 1);
+	CHECK(!tb_parse_header(longnode, &h), "node of %d bytes parsed", TB_HEADER_NODE_MAX + 1);
+	snprintf(longnode, sizeof longnode, "tb1-%.*s-1-2-3", TB_HEADER_NODE_MAX, big);
+	memset(longnode + 4, 'x', TB_HEADER_NODE_MAX);
+	CHECK(tb_parse_header(longnode, &h) && h.node_len == TB_HEADER_NODE_MAX, "node of %d bytes", TB_HEADER_NODE_MAX);
+
+	/* Mutations of a header: what parses formats back to a header that
+	 * parses to the same. */
+	static const char alphabet[] = "tb1-%2D0123456789aAfFzZ\x80 ";
+	unsigned seed = 12345;
+	for (int i = 0; i < 100000; i++) {
+		char in[64];
+		snprintf(in, sizeof in, "tb1-n%%2Dx-%d-%d-%d", i, i * 7, i % 13);
+		size_t len = strlen(in);
+		for (int k = 0; k < 3; k++) {
+			seed = seed * 1103515245u + 12345u;
+			size_t at = (seed >> 8) % (len + 1);
+			char c = alphabet[(seed >> 20) % (sizeof alphabet - 1)];
+			if (at < len && (seed & 1))
+				in[at] = c;
+			else if (at < len)
+				memmove(in + at, in + at + 1, len-- - at);
+		}
+		in[len] = '\0';
+		struct tb_header a, b2;
+		if (!tb_parse_header(in, &a))
+			continue;
+		char again[TB_INVOCATION_HEADER_MAX];
+		CHECK(tb_format_header(again, sizeof again, a.node, a.node_len, a.pid, a.inv, a.order) > 0 &&
+		          tb_parse_header(again, &b2) && b2.node_len == a.node_len && !memcmp(a.node, b2.node, a.node_len) &&
+		          a.pid == b2.pid && a.inv == b2.inv && a.order == b2.order,
+		      "%s: round trip through %s", in, again);
+	}
 }
 
 static void test_utf8(void)
@@ -309,6 +417,7 @@ int main(int argc, char **argv)
 	}
 	test_put();
 	test_frames();
+	test_header();
 	test_utf8();
 	test_ring();
 	test_ids();

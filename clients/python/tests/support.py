@@ -21,6 +21,9 @@ LAYOUTS = {
         ('timestamp:q', 'traceId:q', 'orderIndex:i'),
     'kieker.common.record.flow.trace.concurrency.JoinEvent':
         ('timestamp:q', 'traceId:q', 'orderIndex:i', 'joinedTraceId:q'),
+    'tracebridge.trace.InvocationRecord':
+        ('invocationId:q', 'processId:i', 'nodeId:s', 'runnableId:q', 'creationTime:q',
+         'parentInvocationId:q', 'parentProcessId:i', 'parentNodeId:s', 'parentOrderId:i', 'traceId:q'),
 }
 
 

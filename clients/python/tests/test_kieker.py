@@ -89,6 +89,29 @@ class EncodingTest(unittest.TestCase):
                                  'classSignature': 'c', 'cause': 'boom'}])
         self.assertEqual(strings, {0: kieker.AFTER_OPERATION_FAILED_EVENT, 1: 'op', 2: 'c', 3: 'boom'})
 
+    def test_invocation_record_by_hand(self):
+        buf = bytearray()
+        reg = kieker.Registry()
+        kieker.append_invocation_record(buf, reg, 1000, 9, 4242, 'node-b', 77, 8, 4141, 'nöde-a', 5, 42)
+        want = (entry(0, kieker.INVOCATION_RECORD) + entry(1, 'node-b') + entry(2, 'nöde-a') +
+                struct.pack('>iqqiiqqqiiiq', 0, -1, 9, 4242, 1, 77, 1000, 8, 4141, 2, 5, 42))
+        self.assertEqual(bytes(buf), want)
+        recs, _ = decode(bytes(buf))
+        self.assertEqual(recs[0]['type'], 'InvocationRecord')
+        self.assertEqual((recs[0]['nodeId'], recs[0]['parentNodeId'], recs[0]['creationTime']), ('node-b', 'nöde-a', 1000))
+        # As a queued tuple, with the creation time as logging timestamp.
+        buf2 = bytearray()
+        item = (kieker.INV, 1000, 9, 4242, 'node-b', 77, 8, 4141, 'nöde-a', 5, 42)
+        self.assertEqual(kieker.append_records(buf2, kieker.Registry(), [item], logging_timestamps=True), 1)
+        self.assertEqual(bytes(buf2), want[:len(want) - 72 + 4] + struct.pack('>q', 1000) + want[len(want) - 72 + 12:])
+        # Out-of-range numbers wrap as in Java.
+        buf3 = bytearray()
+        big = (kieker.INV, 1 << 64, 1 << 63, 1 << 31, 'n', 1 << 63, -1, 1 << 32, 'p', -1, (1 << 64) + 3)
+        self.assertEqual(kieker.append_records(buf3, kieker.Registry(), [big]), 1)
+        r = decode(bytes(buf3))[0][0]
+        self.assertEqual((r['invocationId'], r['processId'], r['creationTime'], r['parentProcessId'], r['traceId']),
+                         (-(1 << 63), -(1 << 31), 0, 0, 3))
+
     def test_utf8_byte_lengths(self):
         for s, n in [('a', 1), ('ü', 2), ('书', 3), ('🐍', 4), ('', 0)]:
             with self.subTest(s=s):

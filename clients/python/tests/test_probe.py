@@ -2,6 +2,7 @@
 local TCP server with the independent decoder of tests/support.py."""
 
 import asyncio
+import os
 import threading
 import unittest
 
@@ -23,10 +24,13 @@ class ProbeCase(unittest.TestCase):
         tracebridge.flush(1.0)
         self.server.close()
 
-    def records(self, n):
+    def records(self, n, invocations=0):
+        """Waits for n records and invocations InvocationRecords more."""
+        n += invocations
         self.assertTrue(tracebridge.flush(5.0))
         recs = self.server.wait_records(n)
         self.assertEqual(len(recs), n, recs)
+        self.assertEqual(len([r for r in recs if r['type'] == 'InvocationRecord']), invocations, recs)
         return recs
 
 
@@ -265,7 +269,7 @@ class PropagationTest(ProbeCase):
     """Thread hops: the parent's SplitEvent, the child's TraceMetadata
     naming it, the JoinEvent, for threads, pools, tasks and propagate()."""
 
-    def links(self, recs):
+    def links(self, recs, invocations=True):
         """Returns {traceId: (parentTraceId, parentOrderId)}, {(traceId,
         orderIndex): kind} of the split and join events, and the joins."""
         metas = {r['traceId']: (r['parentTraceId'], r['parentOrderId']) for r in recs if r['type'] == 'TraceMetadata'}
@@ -273,8 +277,24 @@ class PropagationTest(ProbeCase):
         joins = {r['traceId']: r['joinedTraceId'] for r in recs if r['type'] == 'JoinEvent'}
         # orderIndex runs 0..n-1 in every trace, split and join events too.
         for tid in metas:
-            orders = sorted(r['orderIndex'] for r in recs if r['type'] != 'TraceMetadata' and r['traceId'] == tid)
+            orders = sorted(r['orderIndex'] for r in recs
+                            if r['type'] not in ('TraceMetadata', 'InvocationRecord') and r['traceId'] == tid)
             self.assertEqual(orders, list(range(len(orders))), tid)
+        # Every child of a split has an InvocationRecord naming its parent
+        # trace's (a root's: no parent) and the split's orderIndex.
+        invs = {r['traceId']: r for r in recs if r['type'] == 'InvocationRecord'}
+        for tid, (parent, porder) in metas.items():
+            if parent == tid or porder < 0 or not invocations:
+                continue
+            inv, pinv = invs.get(tid), invs.get(parent)
+            self.assertIsNotNone(inv, tid)
+            self.assertIsNotNone(pinv, parent)
+            self.assertEqual(pinv['parentInvocationId'], -1)
+            self.assertEqual((inv['parentInvocationId'], inv['parentOrderId'], inv['parentProcessId'], inv['parentNodeId']),
+                             (pinv['invocationId'], porder, pinv['processId'], 'test-host'))
+            self.assertEqual((inv['nodeId'], inv['processId']), ('test-host', os.getpid()))
+            child_meta = [r for r in recs if r['type'] == 'TraceMetadata' and r['traceId'] == tid][0]
+            self.assertEqual(inv['runnableId'], child_meta['threadId'])
         return metas, points, joins
 
     def test_thread(self):
@@ -284,8 +304,9 @@ class PropagationTest(ProbeCase):
             t.start()
             t.join()
         parent()
-        # parent: meta, >, split, join, <; child: meta, >, <
-        recs = self.records(8)
+        # parent: meta, >, split, join, <; child: meta, >, <; both
+        # InvocationRecords
+        recs = self.records(8, invocations=2)
         metas, points, joins = self.links(recs)
         self.assertEqual(len(metas), 2)
         (root_id, root_link), = [(k, v) for k, v in metas.items() if v[0] == k]
@@ -317,7 +338,7 @@ class PropagationTest(ProbeCase):
                 return sum(pool.map(job, [1, 2, 3]))
         self.assertEqual(parent(), 24)
         # parent: meta, >, 3 splits, <; 6 child traces of 3 records
-        recs = self.records(6 + 18)
+        recs = self.records(6 + 18, invocations=1 + 6)
         metas, points, _ = self.links(recs)
         root_id = [k for k, v in metas.items() if v[0] == k][0]
         splits = sorted(o for (tid, o), kind in points.items() if tid == root_id)
@@ -338,7 +359,7 @@ class PropagationTest(ProbeCase):
         self.assertEqual(parent(), 2)
         # parent: meta, >, split, <; the work: meta, >, < (a child of the
         # split, not of an unknown point)
-        recs = self.records(4 + 3)
+        recs = self.records(4 + 3, invocations=2)
         metas, points, _ = self.links(recs)
         root_id = [k for k, v in metas.items() if v[0] == k][0]
         self.assertEqual(sorted(v for k, v in metas.items() if k != root_id), [(root_id, 1)])
@@ -362,7 +383,7 @@ class PropagationTest(ProbeCase):
         self.assertEqual(asyncio.run(parent()), [2, 4, 6])
         # parent: meta, >, 3 splits (two tasks, the thread), <; two task
         # traces of 5 records (child, leaf), one thread trace of 3
-        recs = self.records(6 + 5 + 5 + 3)
+        recs = self.records(6 + 5 + 5 + 3, invocations=1 + 3)
         metas, points, _ = self.links(recs)
         roots = [k for k, v in metas.items() if v[0] == k]
         self.assertEqual(len(roots), 1, metas)
@@ -409,13 +430,86 @@ class PropagationTest(ProbeCase):
             t.join()
         parent()
         self.assertEqual(got, [(2, 4)])
-        # parent: meta, >, split (propagate), <; job: 3; ctx.run: 3
-        recs = self.records(4 + 3 + 3)
+        # parent: meta, >, split (propagate), <; job: 3; ctx.run: 3 (no
+        # split: no InvocationRecord)
+        recs = self.records(4 + 3 + 3, invocations=2)
         metas, points, joins = self.links(recs)
         root_id = [k for k, v in metas.items() if v[0] == k][0]
         self.assertEqual(sorted(v for k, v in metas.items() if k != root_id), [(root_id, -1), (root_id, 1)])
         self.assertEqual(points, {(root_id, 1): 'SplitEvent'})
         self.assertEqual(joins, {})
+
+    def test_invocation_header_and_continue_from(self):
+        got = {}
+
+        @probe
+        def call():
+            got['header'] = tracebridge.invocation_header()
+
+            def serve():  # "another process": its own thread, no split
+                with tracebridge.continue_from(got['header']):
+                    leaf(1)
+                    leaf(2)  # a second trace of the block: a child too
+            t = threading.Thread(target=serve)
+            tracebridge.configure(propagate=False)
+            try:
+                t.start()
+            finally:
+                tracebridge.configure(propagate=True)
+            t.join()
+        call()
+        self.assertIsNone(tracebridge.invocation_header())  # no open trace
+        with tracebridge.continue_from('tb1-not-a-header'):
+            leaf(3)
+        with tracebridge.continue_from(None):
+            leaf(4)
+        # call: meta, >, <; the block: two traces of 3; leaf(3), leaf(4): 3 each
+        recs = self.records(3 + 6 + 6, invocations=1 + 2)
+        node, pid, inv, order = tracebridge.parse_invocation_header(got['header'])
+        self.assertEqual((node, pid, order), ('test-host', os.getpid(), 1))
+        invs = [r for r in recs if r['type'] == 'InvocationRecord']
+        root = [r for r in invs if r['parentInvocationId'] == -1]
+        self.assertEqual(len(root), 1)
+        self.assertEqual(root[0]['invocationId'], inv)
+        children = [r for r in invs if r['parentInvocationId'] != -1]
+        self.assertEqual([(r['parentInvocationId'], r['parentOrderId'], r['parentProcessId'], r['parentNodeId'])
+                          for r in children], [(inv, 1, os.getpid(), 'test-host')] * 2)
+        metas = {r['traceId']: r for r in recs if r['type'] == 'TraceMetadata'}
+        for r in children:  # roots for Kieker
+            m = metas[r['traceId']]
+            self.assertEqual((m['parentTraceId'], m['parentOrderId']), (m['traceId'], -1))
+        self.assertEqual(len(metas), 5)
+        self.assertEqual(len({r['traceId'] for r in children}), 2)
+
+    def test_header_escapes_the_node(self):
+        tracebridge.configure(hostname='web-1 %x')
+        try:
+            with trace('op', 'c'):
+                h = tracebridge.invocation_header()
+        finally:
+            tracebridge.configure(hostname='test-host')
+        self.assertTrue(h.startswith('tb1-web%%2D1%%20%%25x-%d-' % os.getpid()), h)
+        self.assertEqual(tracebridge.parse_invocation_header(h)[0], 'web-1 %x')
+        self.records(3, invocations=1)
+
+    def test_invocations_off(self):
+        tracebridge.configure(invocations=False)
+        try:
+            @probe
+            def parent():
+                t = threading.Thread(target=leaf, args=(1,))
+                t.start()
+                t.join()
+                return tracebridge.invocation_header()
+            self.assertIsNone(parent())
+            with tracebridge.continue_from('tb1-n-1-2-3'):
+                leaf(2)
+        finally:
+            tracebridge.configure(invocations=True)
+        # parent: meta, >, split, join, <; child: meta, >, <; leaf(2): a root
+        recs = self.records(8 + 3)
+        metas, _, _ = self.links(recs, invocations=False)
+        self.assertEqual(sorted(p == k for k, (p, _) in metas.items()), [False, True, True])
 
     def test_disabled_probes_do_not_split(self):
         @probe

@@ -1,8 +1,10 @@
 """tracebridge: a monitoring client for Python programs that sends Kieker
 trace records (TraceMetadata, BeforeOperationEvent, AfterOperationEvent,
 AfterOperationFailedEvent, and SplitEvent and JoinEvent where work moves to
-other threads, thread pools or asyncio tasks) to a tracebridge over Kieker's
-single-socket TCP protocol. Standard library only, Python 3.8 or later.
+other threads, thread pools or asyncio tasks; tracebridge's InvocationRecord
+linking such work, and work other processes do on a call's behalf, to the
+call that created it) to a tracebridge over Kieker's single-socket TCP
+protocol. Standard library only, Python 3.8 or later.
 
     import tracebridge
 
@@ -29,11 +31,13 @@ import os
 import sys
 
 from . import kieker, probe as _probe_mod
-from .probe import probe, trace, current_trace, signature, propagate
+from .probe import probe, trace, current_trace, signature, propagate, invocation_header, continue_from
+from .header import HEADER_NAME, parse_header as parse_invocation_header
 from .writer import Writer
 
 __all__ = ['probe', 'trace', 'configure', 'stats', 'flush', 'shutdown', 'enabled',
-           'current_trace', 'signature', 'propagate', 'kieker']
+           'current_trace', 'signature', 'propagate', 'invocation_header', 'continue_from',
+           'parse_invocation_header', 'HEADER_NAME', 'kieker']
 __version__ = '0.1.0'
 
 _exit = {'timeout': 2.0, 'report': True}
@@ -53,13 +57,15 @@ if os.environ.get('TRACEBRIDGE_ENABLED', '').strip().lower() in ('0', 'false', '
     _probe_mod.set_enabled(False)
 if os.environ.get('TRACEBRIDGE_PROPAGATE', '').strip().lower() in ('0', 'false', 'no', 'off'):
     _probe_mod.set_propagate(False)
+if os.environ.get('TRACEBRIDGE_INVOCATIONS', '').strip().lower() in ('0', 'false', 'no', 'off'):
+    _probe_mod.set_invocations(False)
 
 _WRITER_KEYS = ('host', 'port', 'max_queue', 'interval', 'connect_timeout', 'send_timeout',
                 'backoff_min', 'backoff_max', 'max_registry', 'logging_timestamps', 'batch')
 
 
 def configure(host=None, port=None, enabled=None, hostname=None, session_id=None,
-              exit_timeout=None, report_drops=None, propagate=None, **writer):
+              exit_timeout=None, report_drops=None, propagate=None, invocations=None, **writer):
     """Changes settings; unset arguments keep their values.
 
     host, port        the bridge (default TRACEBRIDGE_HOST / TRACEBRIDGE_PORT,
@@ -68,6 +74,10 @@ def configure(host=None, port=None, enabled=None, hostname=None, session_id=None
     propagate         threads, thread-pool work and asyncio tasks started in
                       a trace continue it as child traces (default True;
                       TRACEBRIDGE_PROPAGATE=0 starts with it off)
+    invocations       send InvocationRecords and make invocation headers
+                      (default True; TRACEBRIDGE_INVOCATIONS=0 starts with
+                      them off, for a reader that knows only Kieker's
+                      record types, such as Kieker's own)
     hostname          TraceMetadata.hostname (default socket.gethostname())
     session_id        TraceMetadata.sessionId (default '<no-session-id>')
     exit_timeout      how long the exit flush may take (default 2.0 s)
@@ -102,6 +112,8 @@ def configure(host=None, port=None, enabled=None, hostname=None, session_id=None
         _probe_mod.set_enabled(enabled)
     if propagate is not None:
         _probe_mod.set_propagate(propagate)
+    if invocations is not None:
+        _probe_mod.set_invocations(invocations)
     if hostname is not None:
         _probe_mod._cfg.hostname = str(hostname)
     if session_id is not None:

@@ -32,6 +32,9 @@ AFTER_OPERATION_EVENT = _PREFIX + 'operation.AfterOperationEvent'
 AFTER_OPERATION_FAILED_EVENT = _PREFIX + 'operation.AfterOperationFailedEvent'
 SPLIT_EVENT = _PREFIX + 'concurrency.SplitEvent'
 JOIN_EVENT = _PREFIX + 'concurrency.JoinEvent'
+INVOCATION_RECORD = 'tracebridge.trace.InvocationRecord'
+"""tracebridge's invocation identifier (internal/trace/invocation.go): a
+record of the bridge's catalogue, sent like Kieker's."""
 
 # Record kinds of the tuples the probes queue (first element of each tuple):
 #   (META, creation_ns, traceId, threadId, sessionId, hostname, parentTraceId, parentOrderId)
@@ -39,11 +42,13 @@ JOIN_EVENT = _PREFIX + 'concurrency.JoinEvent'
 #   (FAILED, timestamp, traceId, orderIndex, operationSignature, classSignature, cause)
 #   (SPLIT, timestamp, traceId, orderIndex)
 #   (JOIN, timestamp, traceId, orderIndex, joinedTraceId)
-META, BEFORE, AFTER, FAILED, SPLIT, JOIN = 0, 1, 2, 3, 4, 5
+#   (INV, creationTime, invocationId, processId, nodeId, runnableId,
+#    parentInvocationId, parentProcessId, parentNodeId, parentOrderId, traceId)
+META, BEFORE, AFTER, FAILED, SPLIT, JOIN, INV = 0, 1, 2, 3, 4, 5, 6
 
 _CLASS = {META: TRACE_METADATA, BEFORE: BEFORE_OPERATION_EVENT,
           AFTER: AFTER_OPERATION_EVENT, FAILED: AFTER_OPERATION_FAILED_EVENT,
-          SPLIT: SPLIT_EVENT, JOIN: JOIN_EVENT}
+          SPLIT: SPLIT_EVENT, JOIN: JOIN_EVENT, INV: INVOCATION_RECORD}
 
 _ENTRY = struct.Struct('>iii')
 # classId, loggingTimestamp, timestamp, traceId, orderIndex, op, cls [, cause]
@@ -54,6 +59,10 @@ _META = struct.Struct('>iqqqiiqi')
 # classId, loggingTimestamp, timestamp, traceId, orderIndex [, joinedTraceId]
 _SPLIT = struct.Struct('>iqqqi')
 _JOIN = struct.Struct('>iqqqiq')
+# classId, loggingTimestamp, invocationId, processId, nodeId, runnableId,
+# creationTime, parentInvocationId, parentProcessId, parentNodeId,
+# parentOrderId, traceId
+_INV = struct.Struct('>iqqiiqqqiiiq')
 
 
 def utf8(s):
@@ -166,12 +175,31 @@ def append_concurrency_event(buf, reg, kind, timestamp, trace_id, order_index,
     struct.pack_into('>q', buf, pos + 4, _wrap64(logging_timestamp))
 
 
+def append_invocation_record(buf, reg, creation_time, invocation_id, process_id, node_id,
+                             runnable_id, parent_invocation_id, parent_process_id,
+                             parent_node_id, parent_order_id, trace_id,
+                             logging_timestamp=NO_TIMESTAMP):
+    """Appends an InvocationRecord frame (tracebridge.trace.InvocationRecord)
+    and the registry entries it needs: class name, nodeId, parentNodeId.
+    logging_timestamp is the frame header's timestamp. Raises TypeError or
+    ValueError for values that cannot be encoded."""
+    it = (INV, creation_time, invocation_id, process_id, node_id, runnable_id,
+          parent_invocation_id, parent_process_id, parent_node_id, parent_order_id, trace_id)
+    start = len(buf)
+    _append(buf, it, reg.ids.get, reg.add, False)
+    if logging_timestamp != NO_TIMESTAMP:
+        pos = start
+        while struct.unpack_from('>i', buf, pos)[0] == -1:
+            pos += 12 + struct.unpack_from('>i', buf, pos + 8)[0]
+        struct.pack_into('>q', buf, pos + 4, _wrap64(logging_timestamp))
+
+
 def append_records(buf, reg, items, logging_timestamps=False):
     """Appends the frames of queued record tuples (see META … JOIN) to buf,
     each preceded by the registry entries of its new strings, and returns
     the number of records appended. With logging_timestamps the frame header
     carries the record's own time (the event timestamp, or the creation time
-    of a TraceMetadata); otherwise NO_TIMESTAMP. Integers out of their
+    of a TraceMetadata or InvocationRecord); otherwise NO_TIMESTAMP. Integers out of their
     field's range wrap as in Java. A malformed tuple is skipped (not
     counted in the result); the registry entries it added stay valid."""
     ids = reg.ids
@@ -281,5 +309,22 @@ def _append(buf, it, get, add, logging_timestamps):
             else:
                 buf += _JOIN.pack(c, _wrap64(lts), _wrap64(it[1]), _wrap64(it[2]), _wrap32(it[3]),
                                   _wrap64(it[4]))
+    elif k == INV:
+        c = get(INVOCATION_RECORD)
+        if c is None:
+            c = add(buf, INVOCATION_RECORD)
+        node = get(it[4])
+        if node is None:
+            node = add(buf, it[4])
+        pnode = get(it[8])
+        if pnode is None:
+            pnode = add(buf, it[8])
+        lts = it[1] if logging_timestamps else NO_TIMESTAMP
+        try:
+            buf += _INV.pack(c, lts, it[2], it[3], node, it[5], it[1], it[6], it[7], pnode, it[9], it[10])
+        except struct.error:
+            buf += _INV.pack(c, _wrap64(lts), _wrap64(it[2]), _wrap32(it[3]), node, _wrap64(it[5]),
+                             _wrap64(it[1]), _wrap64(it[6]), _wrap32(it[7]), pnode, _wrap32(it[9]),
+                             _wrap64(it[10]))
     else:
         raise ValueError('unknown record kind %r' % (k,))

@@ -28,6 +28,17 @@ context handed to another thread without a split (a
 contextvars.copy_context().run) starts a child trace there with
 parentOrderId -1, Kieker's mark of an unknown split point.
 
+Invocation identifiers (tracebridge.trace.InvocationRecord): every trace
+started from a split point also queues an InvocationRecord after its
+TraceMetadata, naming the invocation of the trace that split (and that
+trace's next orderIndex then, the SplitEvent's), captured where the
+thread, work item or task was created, so that the bridge hangs the work
+under the call that created it across reused threads, processes and nodes.
+A trace that hands nothing on has no invocation: a trace gets its id (and
+queues its own record, parent -1, created then) only when it first splits
+or exports a header (invocation_header). continue_from(header) makes the
+traces of a block children of a call in another process.
+
 Trace ids are unique within a process and, with a random 16-bit prefix in
 bits 47–62, unlikely to collide between processes.
 
@@ -51,11 +62,12 @@ import threading
 import time
 
 from . import kieker
+from .header import MAX_NODE, format_header, parse_header
 
 _time_ns = time.time_ns
 _get_ident = threading.get_ident
 _META, _BEFORE, _AFTER, _FAILED = kieker.META, kieker.BEFORE, kieker.AFTER, kieker.FAILED
-_SPLIT, _JOIN = kieker.SPLIT, kieker.JOIN
+_SPLIT, _JOIN, _INV = kieker.SPLIT, kieker.JOIN, kieker.INV
 
 MAX_CAUSE = 1024
 """Longest cause (characters) of an AfterOperationFailedEvent."""
@@ -86,7 +98,7 @@ class _State(object):
     with it) is never reused for a new trace, so that interleaving tasks
     never share one."""
 
-    __slots__ = ('trace', 'order', 'depth', 'q', 'thread', 'pending', 'shared')
+    __slots__ = ('trace', 'order', 'depth', 'q', 'thread', 'pending', 'shared', 'inv', 'inv_of')
 
     def __init__(self, q, pending=None):
         self.trace = 0
@@ -96,24 +108,34 @@ class _State(object):
         self.thread = _get_ident()
         self.pending = pending
         self.shared = False
+        self.inv = 0      # the invocation id of trace inv_of (so a new trace
+        self.inv_of = 0   # needs no reset: its id differs)
 
 
 class _Split(object):
-    """A split point: the parent trace, the order index of its SplitEvent,
-    the id the child trace gets, and whether the child has started it."""
+    """A split point: the parent trace (None: a call in another process,
+    which Kieker's metadata cannot name), the order index of its SplitEvent,
+    the id the child trace gets, whether the child has started it, and the
+    parent's invocation: its id, process and node, and when the split was
+    made."""
 
-    __slots__ = ('parent', 'order', 'child', 'started')
+    __slots__ = ('parent', 'order', 'child', 'started', 'inv', 'pid', 'node', 'created')
 
-    def __init__(self, parent, order, child):
+    def __init__(self, parent, order, child, inv, pid, node, created):
         self.parent = parent
         self.order = order
         self.child = child
         self.started = False
+        self.inv = inv
+        self.pid = pid
+        self.node = node
+        self.created = created
 
 
 _cfg = _Config()
 _enabled = True          # probes record (set_enabled)
 _propagate = True        # the thread, pool and task hooks split traces
+_invocations = True      # InvocationRecords are sent (set_invocations)
 _writer = None           # the Writer, set by __init__
 _maxq = 0                # the writer's queue bound, copied for the hot path
 _cv = contextvars.ContextVar('tracebridge_trace', default=None)
@@ -121,6 +143,8 @@ _cv_get = _cv.get
 _cv_set = _cv.set
 _ids = itertools.count(1)
 _prefix = random.getrandbits(16) << 47
+_invs = itertools.count(1)   # invocation ids
+_pid = os.getpid()
 
 
 def _bind(writer):
@@ -164,7 +188,7 @@ def _start_trace(old):
             _writer.note_full()
         return old
     st = _State(_writer.queue)
-    parent = porder = None
+    parent = porder = sp = None
     if old is not None:
         sp = old.pending
         if sp is not None:
@@ -173,7 +197,10 @@ def _start_trace(old):
             st.pending = sp
             tid = sp.child if not sp.started else _new_id()
             sp.started = True
-            parent, porder = sp.parent, sp.order
+            if sp.parent is None:  # a remote caller: a root for Kieker
+                parent, porder = tid, -1
+            else:
+                parent, porder = sp.parent, sp.order
         elif old.depth > 0:
             tid = _new_id()
             parent, porder = old.trace, -1
@@ -192,7 +219,30 @@ def _start_trace(old):
         q.append((_META, _time_ns(), tid, st.thread, _cfg.session_id, _cfg.hostname, parent, porder))
     else:
         w.note_full()
+    if sp is not None and sp.inv:
+        st.inv = inv = next(_invs)
+        st.inv_of = tid
+        if len(q) < _maxq:
+            q.append((_INV, sp.created, inv, _pid, _cfg.hostname, st.thread,
+                      sp.inv, sp.pid, sp.node, sp.order, tid))
+        else:
+            w.note_full()
     return st
+
+
+def _invocation(st):
+    """Returns the invocation id of st's open trace, giving the trace one
+    (and queueing its InvocationRecord: a root's, no parent) when it has
+    none yet."""
+    if st.inv_of != st.trace:
+        st.inv = inv = next(_invs)
+        st.inv_of = st.trace
+        q = st.q
+        if len(q) < _maxq:
+            q.append((_INV, _time_ns(), inv, _pid, _cfg.hostname, st.thread, -1, 0, '', -1, st.trace))
+        else:
+            _writer.note_full()
+    return st.inv
 
 
 def _cause(e):
@@ -366,12 +416,14 @@ def _split():
     st = _cv_get()
     if st is None or st.depth == 0 or st.thread != _get_ident():
         return None
+    inv = _invocation(st) if _invocations else 0
     o = st.order
     st.order = o + 1
-    sp = _Split(st.trace, o, _new_id())
+    now = _time_ns()
+    sp = _Split(st.trace, o, _new_id(), inv, _pid, _cfg.hostname, now)
     q = st.q
     if len(q) < _maxq:
-        q.append((_SPLIT, _time_ns(), st.trace, o))
+        q.append((_SPLIT, now, st.trace, o))
     else:
         _writer.note_full()
     return sp
@@ -421,6 +473,68 @@ def propagate(fn):
     def run(*args, **kwargs):
         return _run_split(sp, fn, args, kwargs)
     return functools.update_wrapper(run, fn)
+
+
+def invocation_header():
+    """Returns the identifier of the call open in the calling thread (or
+    task), for a request to another process, or None when no trace is open
+    (or the probes are off):
+
+        tb1-NODE-PID-INVOCATION-ORDER
+
+    the hostname (TraceMetadata's) with '%', '-' and bytes outside printable
+    ASCII written %XX, the process id, the trace's invocation id and its next
+    orderIndex (see header.py). Send it with the request (HEADER_NAME); the
+    other process runs its work in continue_from(header), and the bridge
+    hangs that work under the call open here. Queues the trace's
+    InvocationRecord if it has none yet (no SplitEvent)."""
+    if not _enabled or not _invocations:
+        return None
+    st = _cv_get()
+    if st is None or st.depth == 0 or st.thread != _get_ident():
+        return None
+    if len(_cfg.hostname.encode('utf-8', 'surrogateescape')) > MAX_NODE:
+        return None
+    return format_header(_cfg.hostname, _pid, _invocation(st), st.order)
+
+
+class continue_from(object):
+    """A context manager for work done on behalf of a call in another
+    process, whose invocation_header() came with the request:
+
+        with tracebridge.continue_from(request.headers.get(tracebridge.HEADER_NAME)):
+            handle(request)
+
+    Every trace the block starts (its first probed call's, and the next
+    ones) queues an InvocationRecord naming the caller's invocation and
+    orderIndex, by which the bridge hangs it under the caller's call; for
+    Kieker's tools it is a root (the header names no traceId). A header that
+    is None or does not parse changes nothing: the block's calls trace as
+    usual. The block's traces are its own even if one is open around it.
+    Not reentrant; use one instance per block."""
+
+    __slots__ = ('header', '_token')
+
+    def __init__(self, header):
+        self.header = header
+        self._token = None
+
+    def __enter__(self):
+        self._token = None
+        if not _enabled or not _invocations:
+            return self
+        h = parse_header(self.header)
+        if h is not None:
+            node, pid, inv, order = h
+            sp = _Split(None, order, _new_id(), inv, pid, node, _time_ns())
+            self._token = _cv.set(_State(_writer.queue, sp))
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if self._token is not None:
+            _cv.reset(self._token)
+            self._token = None
+        return False
 
 
 _no_split = contextvars.ContextVar('tracebridge_no_split', default=False)
@@ -603,6 +717,12 @@ def install_hooks():
     _patch_loaded()
 
 
+def set_invocations(on):
+    """Switches the InvocationRecords (and invocation headers) on or off."""
+    global _invocations
+    _invocations = bool(on)
+
+
 def set_propagate(on):
     """Switches the splitting of traces by the hooks on or off."""
     global _propagate
@@ -610,6 +730,8 @@ def set_propagate(on):
 
 
 def _after_fork_in_child():
+    global _pid
+    _pid = os.getpid()
     st = _cv_get()
     if st is not None:
         st.q = collections.deque(maxlen=0)  # in-progress calls record nothing more
