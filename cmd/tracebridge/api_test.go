@@ -244,11 +244,11 @@ func TestAPIListenerSecurity(t *testing.T) {
 		t.Errorf("--http 0.0.0.0:0: exit %d, %s", r.code, r.stderr)
 	}
 	pair := strings.Split(strings.TrimSpace(ok(t, "token").stdout), "\n")
-	p := bridgetest.StartConfig(t, fmt.Sprintf(`http: {listen: "0.0.0.0:0", insecure: true, read_token_required: true, api_tokens: [%q]}
+	p := bridgetest.StartConfig(t, fmt.Sprintf(`http: {listen: "127.0.0.1:0", read_token_required: true, api_tokens: [%q]}
 receivers: [{type: kieker-tcp, listen: "127.0.0.1:0"}]
 sinks: [{type: store, path: store}]
 `, pair[1]))
-	base := strings.Replace(httpURL(t, p), "0.0.0.0", "127.0.0.1", 1)
+	base := httpURL(t, p)
 	if code, _ := apiGet(t, "GET", base+"/api/v1/traces", "", ""); code != 401 {
 		t.Errorf("a read without a token: %d", code)
 	}
