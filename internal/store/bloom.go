@@ -66,6 +66,16 @@ func (b *bloom) has(h uint64) bool {
 	return true
 }
 
+// hasAll reports whether the filter may hold every one of hs.
+func (b *bloom) hasAll(hs []uint64) bool {
+	for _, h := range hs {
+		if !b.has(h) {
+			return false
+		}
+	}
+	return true
+}
+
 func (b *bloom) marshal(dst []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(b.k))
 	dst = binary.AppendUvarint(dst, uint64(len(b.bits)))

@@ -218,8 +218,11 @@ func (s *Store) plan(q *Query) [][]byte {
 			}
 			p.smu.RUnlock()
 		case q.MinDuration > 0:
+			have := p.buckets(s.db)
 			for b := int(durBucket(int64(q.MinDuration))); b < 64; b++ {
-				out = append(out, durPrefix(p.id, uint8(b)))
+				if have&(1<<b) != 0 {
+					out = append(out, durPrefix(p.id, uint8(b)))
+				}
 			}
 		case q.Errors:
 			out = append(out, errPrefix(p.id))
@@ -796,7 +799,9 @@ func (s *Store) searchBlocks(q *Query, f *filter, since, until int64, after *cur
 	for _, p := range s.partitions() {
 		p.bmu.RLock()
 		for _, b := range p.blocks {
-			if b.maxEnd >= since && b.minStart <= until {
+			// The attribute pairs' Bloom filter, here rather than on a
+			// worker: most blocks fail it.
+			if b.maxEnd >= since && b.minStart <= until && b.filter.hasAll(f.pairs) {
 				blocks = append(blocks, b)
 			}
 		}

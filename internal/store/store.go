@@ -2,6 +2,7 @@ package store
 
 import (
 	"container/list"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -126,6 +128,39 @@ type partition struct {
 
 	bmu    sync.RWMutex
 	blocks []*blockMeta // in (segment, offset) order
+
+	// durBuckets has a bit for each duration bucket with index entries
+	// (more may be set once retention emptied one), so that a minimum
+	// duration search walks only those; durOnce reads it from the index.
+	durBuckets atomic.Uint64
+	durOnce    sync.Once
+}
+
+// buckets returns the duration buckets of p that have index entries,
+// reading them from the index the first time.
+func (p *partition) buckets(db *pebble.DB) uint64 {
+	p.durOnce.Do(func() {
+		it, err := db.NewIter(&pebble.IterOptions{LowerBound: durPrefix(p.id, 0), UpperBound: durPrefix(p.id+1, 0)})
+		if err != nil {
+			p.durBuckets.Store(^uint64(0)) // unknown: every bucket
+			return
+		}
+		defer it.Close()
+		var mask uint64
+		for b := 0; b < 64; {
+			if !it.SeekGE(durPrefix(p.id, uint8(b))) {
+				break
+			}
+			k := it.Key()
+			if len(k) < 6 || k[0] != kDur || binary.BigEndian.Uint32(k[1:5]) != p.id {
+				break
+			}
+			mask |= 1 << k[5]
+			b = int(k[5]) + 1
+		}
+		p.durBuckets.Or(mask)
+	})
+	return p.durBuckets.Load()
 }
 
 // pendingRef is the index entry of a trace waiting in a partition's
@@ -452,6 +487,7 @@ func (s *Store) indexRef(ref Ref, hosts []string) error {
 			return err
 		}
 		s.batch.Set(keyHost(hp.id, ref.Start, ref.ID), v, nil)
+		hp.durBuckets.Or(1 << durBucket(ref.Duration))
 		for _, k := range secondaryKeys(hp.id, &ref) {
 			s.batch.Set(k, nil, nil)
 		}
@@ -873,6 +909,16 @@ func (s *Store) read(loc location) (*trace.Trace, error) {
 	p.smu.RLock()
 	defer p.smu.RUnlock()
 	return decodeTrace(pl.traces[loc.idx], p.syms)
+}
+
+// CompactIndex compacts the whole index now (Pebble compacts in the
+// background anyway; this finishes what a large ingest left to do, before
+// a benchmark or a backup).
+func (s *Store) CompactIndex() error {
+	if s.opt.ReadOnly {
+		return nil
+	}
+	return s.db.Compact(context.Background(), []byte{0}, []byte{0xff, 0xff}, true)
 }
 
 // ErrNotFound is returned for an unknown trace id.

@@ -134,6 +134,16 @@ func TestAppendGetSearchReopen(t *testing.T) {
 	if err != nil || got.Spans[0].Attributes[0].Value != "123" {
 		t.Fatalf("after reopen: %v %v", got, err)
 	}
+	// The duration buckets with entries are read back from the index.
+	want := 0
+	for _, tr := range all {
+		if tr.Duration() >= 350 {
+			want++
+		}
+	}
+	if p, err := s2.Search(Query{MinDuration: 350, Limit: 1000}); err != nil || len(p.Traces) != want {
+		t.Fatalf("min duration after reopen: %d traces, want %d, %v", len(p.Traces), want, err)
+	}
 	// Appending after a reopen goes on with the same symbols.
 	if _, err := s2.Append([]*trace.Trace{mkTrace(1000, "alpha", 3, 9_000_000, 5, false)}); err != nil {
 		t.Fatal(err)
