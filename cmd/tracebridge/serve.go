@@ -16,6 +16,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/config"
 	"github.com/tracebridge/tracebridge/internal/serve"
 	streamsink "github.com/tracebridge/tracebridge/internal/sink/stream"
+	"github.com/tracebridge/tracebridge/internal/web"
 )
 
 const serveSynopsis = `serve [-c tracebridge.yaml] [-t TYPE -p PORT [-h HOST] [-m MAPPING] [--respawn]]
@@ -122,7 +123,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	streamsink.Version = version
-	set := serve.Settings{Logger: logger, Version: version}
+	set := serve.Settings{Logger: logger, Version: version, UI: web.Handler()}
 	if f.verbose > 0 {
 		set.ListenerInterval = int64(f.verbose)
 		set.Listener = func(count int64, msg string) {

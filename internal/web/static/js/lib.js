@@ -1,0 +1,199 @@
+// lib.js: what every view uses: the API client, a DOM builder, formatters.
+
+const TOKEN_KEY = 'tracebridge-token';
+
+export function token() { return sessionStorage.getItem(TOKEN_KEY) || ''; }
+export function setToken(t) {
+  if (t) sessionStorage.setItem(TOKEN_KEY, t); else sessionStorage.removeItem(TOKEN_KEY);
+}
+
+// ApiError carries the HTTP status and the API's message.
+export class ApiError extends Error {
+  constructor(status, message, path) {
+    super(message);
+    this.status = status;
+    this.path = path;
+  }
+}
+
+// api calls the REST API: path is relative to the origin ("/api/v1/…"),
+// params an object of query parameters (arrays repeat), opts fetch options
+// (body objects are sent as JSON). It answers the parsed JSON, or text for
+// other media types, and throws ApiError with the API's message.
+export async function api(path, params, opts = {}) {
+  const url = path + query(params);
+  const headers = Object.assign({}, opts.headers || {});
+  const t = token();
+  if (t) headers['Authorization'] = 'Bearer ' + t;
+  let body = opts.body;
+  if (body !== undefined && typeof body !== 'string') {
+    body = JSON.stringify(body);
+    headers['Content-Type'] = 'application/json';
+  }
+  let resp;
+  try {
+    resp = await fetch(url, { method: opts.method || 'GET', headers, body, signal: opts.signal, credentials: 'same-origin' });
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    throw new ApiError(0, `${path}: the bridge did not answer (${e.message})`, path);
+  }
+  const type = resp.headers.get('Content-Type') || '';
+  const data = type.includes('json') ? await resp.json().catch(() => null) : await resp.text();
+  if (!resp.ok) {
+    let msg = (data && data.error) || (typeof data === 'string' && data) || resp.statusText;
+    if (resp.status === 401) msg += ' — set a token with the Token button';
+    throw new ApiError(resp.status, `${resp.status}: ${msg}`, path);
+  }
+  return data;
+}
+
+// query renders params as a query string ("" when empty); empty values
+// are left out.
+export function query(params) {
+  if (!params) return '';
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v === undefined || v === null || v === '' || v === false) continue;
+    if (Array.isArray(v)) { for (const x of v) if (x !== '' && x != null) q.append(k, String(x)); } else q.append(k, String(v));
+  }
+  const s = q.toString();
+  return s ? '?' + s : '';
+}
+
+// h builds an element: h('div', {class: 'x', onclick: f}, 'text', child…).
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  if (attrs) {
+    for (const [k, v] of Object.entries(attrs)) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+      else if (k === 'class') el.className = v;
+      else if (k === 'style' && typeof v === 'object') Object.assign(el.style, v);
+      else if (k === 'dataset') Object.assign(el.dataset, v);
+      else if (k in el && typeof v !== 'string') el[k] = v;
+      else el.setAttribute(k, v === true ? '' : v);
+    }
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children) {
+    if (c === undefined || c === null || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+}
+
+// clear empties el and appends children.
+export function fill(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+  return el;
+}
+
+// errorBox is what a panel shows instead of its content when a call
+// failed.
+export function errorBox(err) {
+  return h('div', { class: 'error', role: 'alert' }, err && err.message ? err.message : String(err));
+}
+
+// guard runs f, showing its error in el (and answering undefined).
+export async function guard(el, f) {
+  try {
+    return await f();
+  } catch (e) {
+    if (e.name === 'AbortError') return undefined;
+    fill(el, errorBox(e));
+    return undefined;
+  }
+}
+
+// banner shows a message across the page until the next navigation.
+export function banner(msg) {
+  const b = document.getElementById('banner');
+  if (!msg) { b.hidden = true; b.textContent = ''; return; }
+  b.textContent = msg;
+  b.hidden = false;
+}
+
+// fmtDur formats nanoseconds: 950ns, 12.3µs, 4.56ms, 1.23s, 2m03s.
+export function fmtDur(ns) {
+  if (ns == null || isNaN(ns)) return '';
+  const a = Math.abs(ns);
+  if (a < 1e3) return Math.round(ns) + 'ns';
+  if (a < 1e6) return trim(ns / 1e3) + 'µs';
+  if (a < 1e9) return trim(ns / 1e6) + 'ms';
+  if (a < 60e9) return trim(ns / 1e9) + 's';
+  const s = Math.round(ns / 1e9);
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
+}
+
+function trim(x) {
+  const a = Math.abs(x);
+  return a >= 100 ? x.toFixed(0) : a >= 10 ? x.toFixed(1) : x.toFixed(2);
+}
+
+// fmtTime formats an RFC 3339 string, ns or ms since the epoch as local
+// time with milliseconds.
+export function fmtTime(t) {
+  if (t == null || t === '') return '';
+  let d;
+  if (typeof t === 'number') d = new Date(t > 1e15 ? t / 1e6 : t);
+  else d = new Date(t);
+  if (isNaN(d)) return String(t);
+  const p = (n, w = 2) => String(n).padStart(w, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`;
+}
+
+// fmtNum formats a count with thousands separators; fmtBytes a size.
+export function fmtNum(n) { return n == null ? '' : Number(n).toLocaleString('en-US', { maximumFractionDigits: 2 }); }
+export function fmtBytes(n) {
+  if (n == null) return '';
+  const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (Math.abs(n) >= 1024 && i < u.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : n) + ' ' + u[i];
+}
+
+// color picks a stable colour for a name (a service, a host, a class).
+export function color(name, light) {
+  let x = 2166136261;
+  for (let i = 0; i < name.length; i++) { x ^= name.charCodeAt(i); x = Math.imul(x, 16777619); }
+  const hue = (x >>> 0) % 360;
+  return `hsl(${hue}, 55%, ${light ? 85 : 62}%)`;
+}
+
+// navigate goes to an address of the UI without reloading the page.
+export function navigate(url, replace) {
+  if (replace) history.replaceState(null, '', url); else history.pushState(null, '', url);
+  window.dispatchEvent(new Event('tb-navigate'));
+}
+
+// link is an anchor the router follows without reloading.
+export function link(href, ...children) {
+  return h('a', { href, 'data-nav': '' }, ...children);
+}
+
+// canvasFor sizes a canvas for the device's pixel ratio and answers its
+// 2D context scaled to CSS pixels.
+export function canvasFor(canvas, width, height) {
+  const r = window.devicePixelRatio || 1;
+  canvas.width = Math.max(1, Math.round(width * r));
+  canvas.height = Math.max(1, Math.round(height * r));
+  canvas.style.width = width + 'px';
+  canvas.style.height = height + 'px';
+  const ctx = canvas.getContext('2d');
+  ctx.setTransform(r, 0, 0, r, 0, 0);
+  return ctx;
+}
+
+// setQuery replaces the address's query with params (a view's state)
+// without reloading or remounting the view.
+export function setQuery(params) {
+  history.replaceState(null, '', location.pathname + query(params));
+  window.dispatchEvent(new Event('tb-remember'));
+}
