@@ -727,7 +727,9 @@ func TestWebHosts(t *testing.T) {
 			t.Errorf("the edit form shows %q", v)
 		}
 		eval[bool](t, ctx, `(document.querySelector('#host-edit .hf-group').value = '', true)`)
-		act(t, ctx, "group", chromedp.SendKeys(css("#host-edit .hf-group"), "core"), chromedp.Click(css("#host-edit button[type=submit]")))
+		act(t, ctx, "group", chromedp.SendKeys(css("#host-edit .hf-group"), "core"))
+		shot(t, ctx, "hosts-edit")
+		act(t, ctx, "save", chromedp.Click(css("#host-edit button[type=submit]")))
 		waitJS(t, ctx, "the dialog to close", `!document.querySelector('#host-edit').open`)
 		if h, _ := w.apiHost(t, "web-host"); h.Group != "core" || h.Addr != "10.0.0.7" || !h.Secret || h.MaxSize != 2<<30 || h.Comment != "added by the browser test" {
 			t.Errorf("after the edit the API has %+v", h)
@@ -784,6 +786,22 @@ func TestWebHosts(t *testing.T) {
 	})
 
 	t.Run("search link", func(t *testing.T) {
+		// Leaving the page stops its refreshing: count the requests for
+		// the host list after the search page has loaded.
+		eval[bool](t, ctx, `(() => {
+			window.hostCalls = 0;
+			const f = window.fetch;
+			window.fetch = (u, o) => { if (String(u).startsWith('/api/v1/hosts')) window.hostCalls++; return f(u, o) };
+			return true;
+		})()`)
+		act(t, ctx, "search", chromedp.Click(css(`#nav a[data-view="search"]`)))
+		waitJS(t, ctx, "the search", searchDone+` && document.querySelector('#f-host option[value="zorka-host"]')`)
+		before := eval[int](t, ctx, `window.hostCalls`)
+		time.Sleep(6 * time.Second)
+		if after := eval[int](t, ctx, `window.hostCalls`); after != before {
+			t.Errorf("%d requests for the hosts after leaving the page", after-before)
+		}
+
 		act(t, ctx, "open", chromedp.Navigate(w.base+"/hosts"))
 		waitJS(t, ctx, "the hosts", `document.querySelector('`+hostRow("frontend-host")+`')`)
 		act(t, ctx, "link", chromedp.Click(css(hostRow("frontend-host")+" td.h-name a")))
