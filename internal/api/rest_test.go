@@ -109,6 +109,10 @@ func TestSearchFilters(t *testing.T) {
 	if a := got.Traces[0].Attributes; string(a["http.status_code"]) != "200" || string(a["http.route"]) != `"/api/orders/{id}"` {
 		t.Errorf("attributes %s", a)
 	}
+	// And its service, for the UI's table.
+	if s := got.Traces[0].Service; !strings.HasPrefix(s, "svc-") {
+		t.Errorf("service %q, want the root span's", s)
+	}
 }
 
 // TestSearchPaging: "more" paging with cursors walks every trace once.

@@ -15,7 +15,9 @@ import (
 // Summary is a trace found: what `tracebridge query --json` prints per
 // line (the root span's attributes with their JSON types).
 type Summary struct {
-	Host       string                     `json:"host"`
+	Host string `json:"host"`
+	// Service is the root span's service, when it has one.
+	Service    string                     `json:"service,omitempty"`
 	TraceID    string                     `json:"traceId"`
 	Start      int64                      `json:"start"`
 	DurationNs int64                      `json:"durationNs"`
@@ -32,7 +34,7 @@ func NewSummary(t store.Summary) Summary {
 	for _, a := range t.Attrs {
 		attrs[a.Key] = trace.AttrJSON(a)
 	}
-	return Summary{t.Host, t.TraceID, t.Start, t.Duration, t.Name, t.Spans, t.Errors, t.Error, attrs}
+	return Summary{t.Host, t.Service, t.TraceID, t.Start, t.Duration, t.Name, t.Spans, t.Errors, t.Error, attrs}
 }
 
 // SearchResult is a page of a search.

@@ -61,7 +61,10 @@ type Query struct {
 
 // Summary describes a trace found.
 type Summary struct {
-	Host     string       `json:"host"`
+	Host string `json:"host"`
+	// Service is the root span's service ("" for Kieker's and zorka's
+	// traces, which have hosts only).
+	Service  string       `json:"service,omitempty"`
 	ID       trace.ID     `json:"-"`
 	TraceID  string       `json:"traceId"`
 	Start    int64        `json:"start"`
@@ -706,6 +709,7 @@ func (s *Store) summary(r *Ref, t *trace.Trace) Summary {
 	}
 	if root := t.Root(); root != nil {
 		sum.Name = root.Operation
+		sum.Service = root.Service
 		sum.Attrs = append(trace.KiekerAttrs(root), root.Attributes...)
 		sum.root = root
 	}
