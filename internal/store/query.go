@@ -825,12 +825,16 @@ func (s *Store) searchBlocks(q *Query, f *filter, since, until int64, after *cur
 		if a.id.Hi != b.id.Hi {
 			return desc == (a.id.Hi > b.id.Hi)
 		}
-		return desc == (a.id.Lo > b.id.Lo)
+		if a.id.Lo != b.id.Lo {
+			return desc == (a.id.Lo > b.id.Lo)
+		}
+		return false // the same position is not before itself (oldest first repeated the cursor's trace)
 	}
 	h := &hitHeap{better: better}
 	began := time.Now()
 	var page Page
-	overflow := false // a match did not fit the page
+	overflow := false      // a match did not fit the page
+	var stopped *cursorPos // where the budget stopped the scan
 
 	// Blocks are read and decoded by a few workers (one per core), at
 	// most that many ahead of the block the results are merged from.
@@ -867,8 +871,18 @@ func (s *Store) searchBlocks(q *Query, f *filter, since, until int64, after *cur
 			}
 		}
 		if el := time.Since(began); el > q.TotalBudget || h.Len() > 0 && el > q.HitBudget {
-			page.Partial = true
-			break
+			// Every trace of the blocks not read comes after bound.
+			bound := cursorPos{start: b.maxEnd + 1}
+			if !desc {
+				bound = cursorPos{start: b.minStart - 1, id: trace.ID{Hi: math.MaxUint64, Lo: math.MaxUint64}}
+			}
+			// Stop only where the next page starts after this one's
+			// cursor: each page moves on, however small the budget.
+			if after == nil || better(*after, bound) {
+				page.Partial = true
+				stopped = &bound
+				break
+			}
 		}
 		dispatch(i + workers)
 		res := <-results[i]
@@ -886,20 +900,35 @@ func (s *Store) searchBlocks(q *Query, f *filter, since, until int64, after *cur
 			}
 		}
 	}
-	page.Traces = make([]Summary, h.Len())
-	for i := len(page.Traces) - 1; i >= 0; i-- {
-		page.Traces[i] = heap.Pop(h).(hit).sum
+	hits := make([]hit, h.Len())
+	for i := len(hits) - 1; i >= 0; i-- {
+		hits[i] = heap.Pop(h).(hit)
 	}
-	if (done < len(blocks) || overflow) && len(page.Traces) > 0 {
-		page.More = true
-		last := page.Traces[len(page.Traces)-1]
-		page.Cursor = cursorPos{start: last.Start, id: last.ID}.String(q.Oldest)
-	} else if page.Partial {
-		page.More = true
-		if len(page.Traces) > 0 {
-			last := page.Traces[len(page.Traces)-1]
-			page.Cursor = cursorPos{start: last.Start, id: last.ID}.String(q.Oldest)
+	if stopped != nil {
+		// The budget ended the scan: blocks not read may hold traces
+		// that come before some hits (blocks overlap in time). The page
+		// keeps the hits before the first unread block's bound; the
+		// cursor resumes at the last of them if the page is full, else at
+		// the bound, so the next page neither skips nor repeats a trace.
+		full := len(hits) == q.Limit
+		n := 0
+		for n < len(hits) && better(hits[n].pos, *stopped) {
+			n++
 		}
+		page.More = true
+		if full && n == len(hits) {
+			page.Cursor = hits[n-1].pos.String(q.Oldest)
+		} else {
+			hits = hits[:n]
+			page.Cursor = stopped.String(q.Oldest)
+		}
+	} else if (done < len(blocks) || overflow) && len(hits) > 0 {
+		page.More = true
+		page.Cursor = hits[len(hits)-1].pos.String(q.Oldest)
+	}
+	page.Traces = make([]Summary, len(hits))
+	for i := range hits {
+		page.Traces[i] = hits[i].sum
 	}
 	return page, nil
 }

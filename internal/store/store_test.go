@@ -379,3 +379,61 @@ func TestKiekerPositionsAsAttributes(t *testing.T) {
 		t.Fatalf("pivot (-want +got):\n%s", d)
 	}
 }
+
+// TestBudgetCutPagesResume: a block scan that the time budget cuts after
+// every block (blocks of four hosts overlap in time) still pages through
+// every match exactly once and in order, newest or oldest first, and every
+// cut page has a cursor.
+func TestBudgetCutPagesResume(t *testing.T) {
+	s := open(t, t.TempDir(), Options{BlockSize: 2 << 10})
+	var traces []*trace.Trace
+	for i := range 400 {
+		host := "h" + strconv.Itoa(i%4)
+		// Hosts drift apart in time so that their blocks overlap.
+		start := int64(1e12 + i*1000 + (i%4)*37000)
+		traces = append(traces, mkTrace(i, host, 3, start, int64(100+i%50), i%9 == 0))
+	}
+	if _, err := s.Append(traces); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for _, oldest := range []bool{false, true} {
+		full, err := s.Search(Query{Text: "select * from t2", Deep: true, Oldest: oldest, Limit: 1000})
+		if err != nil || full.Partial || len(full.Traces) != 400 {
+			t.Fatalf("oldest=%v: the whole search: %d traces, partial %v, %v", oldest, len(full.Traces), full.Partial, err)
+		}
+		for _, limit := range []int{7, 1000} {
+			var got []Summary
+			cursor := ""
+			for pages := 0; ; pages++ {
+				p, err := s.Search(Query{Text: "select * from t2", Deep: true, Oldest: oldest, Limit: limit, Cursor: cursor, HitBudget: time.Nanosecond, TotalBudget: time.Nanosecond})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, p.Traces...)
+				if !p.More {
+					break
+				}
+				if p.Cursor == "" {
+					t.Fatalf("oldest=%v limit=%d: page %d says more but has no cursor", oldest, limit, pages)
+				}
+				if pages > 2000 {
+					t.Fatalf("oldest=%v limit=%d: no end after %d pages", oldest, limit, pages)
+				}
+				cursor = p.Cursor
+			}
+			ids := func(ss []Summary) []string {
+				var out []string
+				for _, x := range ss {
+					out = append(out, x.TraceID)
+				}
+				return out
+			}
+			if diff := cmp.Diff(ids(full.Traces), ids(got)); diff != "" {
+				t.Errorf("oldest=%v limit=%d: paging with a cut budget differs from the whole search (-whole +paged):\n%s", oldest, limit, diff)
+			}
+		}
+	}
+}
