@@ -31,6 +31,37 @@ func (w *webBridge) apiJSON(t *testing.T, path, token string, v any) {
 	}
 }
 
+// openView loads the page at another view, installs watchers (CSP
+// violations into window.cspViolations, every WebSocket the page opens
+// into window.sockets), then lets the router show path: what the view
+// does from its first moment is watched.
+func openView(t *testing.T, ctx context.Context, w *webBridge, path string) {
+	t.Helper()
+	act(t, ctx, "open the page", chromedp.Navigate(w.base+"/compare"), chromedp.WaitVisible(css(`#nav a.active`)))
+	eval[bool](t, ctx, `(() => {
+		window.cspViolations = [];
+		document.addEventListener('securitypolicyviolation', (e) => window.cspViolations.push(e.violatedDirective + ' ' + e.sourceFile + ':' + e.lineNumber));
+		window.sockets = [];
+		const WS = window.WebSocket;
+		window.WebSocket = class extends WS { constructor(...a) { super(...a); window.sockets.push(this); } };
+		history.pushState(null, '', `+jsString(path)+`);
+		window.dispatchEvent(new Event('tb-navigate'));
+		return true;
+	})()`)
+}
+
+// checkCSP fails the test if the page broke its content security policy
+// (an inline style or script) since openView.
+func checkCSP(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if v := eval[[]string](t, ctx, `window.cspViolations || ['the watcher is gone (a reload?)']`); len(v) > 0 {
+		t.Errorf("content security policy violations: %v", v)
+	}
+	if b := eval[string](t, ctx, `document.getElementById('banner').hidden ? '' : document.getElementById('banner').textContent`); b != "" {
+		t.Errorf("the page's banner says %q", b)
+	}
+}
+
 type apiGraph struct {
 	Graph struct {
 		Nodes []struct {
@@ -116,9 +147,8 @@ func containerNames(d domGraph) []string {
 func TestWebOpsAnalysisGraph(t *testing.T) {
 	w := startWebBridge(t)
 	ctx := browser(t)
-	act(t, ctx, "open the container graph",
-		chromedp.Navigate(w.base+"/analysis?kind=container"),
-		chromedp.WaitVisible(css(`svg.graph g.node[data-id="n1"]`)))
+	openView(t, ctx, w, "/analysis?kind=container")
+	act(t, ctx, "open the container graph", chromedp.WaitVisible(css(`svg.graph g.node[data-id="n1"]`)))
 	dom := checkGraph(t, ctx, w, "container", "")
 	names := containerNames(dom)
 	for _, s := range []string{"frontend", "checkout", "inventory", "realclients-host", "zorka-host"} {
@@ -169,7 +199,38 @@ func TestWebOpsAnalysisGraph(t *testing.T) {
 	if u := eval[string](t, ctx, "location.search"); !strings.Contains(u, "kind=assembly-operation") {
 		t.Errorf("the kind is not in the address: %s", u)
 	}
+	// No two nodes overlap; every edge leaves its caller's column.
+	if bad := eval[string](t, ctx, `(() => {
+		const boxes = [...document.querySelectorAll('svg.graph g.node rect')].map((r) => r.getBoundingClientRect());
+		for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+			const a = boxes[i], b = boxes[j];
+			if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) return 'nodes ' + i + ' and ' + j + ' overlap';
+		}
+		return '';
+	})()`); bad != "" {
+		t.Error(bad)
+	}
 	shot(t, ctx, "analysis-graph")
+
+	// The wheel zooms, a drag pans.
+	before := eval[string](t, ctx, `document.querySelector('svg.graph .viewport').getAttribute('transform')`)
+	act(t, ctx, "zoom", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Evaluate[bool](`document.querySelector('svg.graph').dispatchEvent(new WheelEvent('wheel', {deltaY: -300, clientX: 400, clientY: 400, bubbles: true, cancelable: true}))`)(ctx, tg)
+		return err
+	}))
+	zoomed := eval[string](t, ctx, `document.querySelector('svg.graph .viewport').getAttribute('transform')`)
+	if zoomed == before || !strings.Contains(zoomed, "scale(") {
+		t.Errorf("the wheel did not zoom: %s, then %s", before, zoomed)
+	}
+	eval[bool](t, ctx, `(() => {
+		const svg = document.querySelector('svg.graph');
+		const ev = (type, x, y) => svg.dispatchEvent(new PointerEvent(type, {clientX: x, clientY: y, button: 0, pointerId: 1, bubbles: true}));
+		ev('pointerdown', 300, 600); ev('pointermove', 340, 640); ev('pointermove', 400, 700); ev('pointerup', 400, 700);
+		return true;
+	})()`)
+	if panned := eval[string](t, ctx, `document.querySelector('svg.graph .viewport').getAttribute('transform')`); panned == zoomed {
+		t.Errorf("a drag did not pan: %s", panned)
+	}
 
 	// Filters: the traces of service frontend only.
 	act(t, ctx, "filter by service",
@@ -177,6 +238,8 @@ func TestWebOpsAnalysisGraph(t *testing.T) {
 		chromedp.Click(css(`.filters button[type="submit"]`)))
 	waitJS(t, ctx, "the filtered graph", `location.search.includes('service=frontend') && document.querySelectorAll('svg.graph g.node').length > 1 && ![...document.querySelectorAll('svg.graph g.node title')].some((x) => x.textContent.startsWith('public long'))`)
 	checkGraph(t, ctx, w, "assembly-operation", "&service=frontend")
+
+	checkCSP(t, ctx)
 
 	// A reload of the address shows the same view.
 	act(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(css(`svg.graph g.node[data-id="n1"]`)))
@@ -201,9 +264,8 @@ func TestWebOpsAnalysisTables(t *testing.T) {
 		}
 	}
 	w.apiJSON(t, "/api/v1/analysis/operations", "", &ops)
-	act(t, ctx, "open the operations",
-		chromedp.Navigate(w.base+"/analysis?tab=operations"),
-		chromedp.WaitVisible(css(`.vtable tbody tr td`)))
+	openView(t, ctx, w, "/analysis?tab=operations")
+	act(t, ctx, "open the operations", chromedp.WaitVisible(css(`.vtable tbody tr td`)))
 	if n := eval[int](t, ctx, `+document.querySelector('.vtable-box').dataset.rows`); n != len(ops.Operations) {
 		t.Errorf("%d operations in the table, the API has %d", n, len(ops.Operations))
 	}
@@ -256,6 +318,34 @@ func TestWebOpsAnalysisTables(t *testing.T) {
 		t.Errorf("the pivot is not in the address: %s", u)
 	}
 
+	// The flame graph of the profile tab, given a flame of the same
+	// shape (a trace's): drawn, a hover names a frame, a click zooms.
+	tr := w.find(t, "frontend")
+	eval[bool](t, ctx, `(async () => {
+		const m = await import('/ui/js/flamegraph-profile.js');
+		const f = await (await fetch('/api/v1/traces/`+tr.TraceID+`/flame')).json();
+		const div = document.createElement('div');
+		div.id = 'flame-check';
+		document.querySelector('.an-body').append(div);
+		window.flameCheck = m.flame(div, f);
+		return true;
+	})()`)
+	if n := canvasInk(t, ctx, "#flame-check canvas"); n < 1000 {
+		t.Errorf("the flame graph has %d pixels of ink", n)
+	}
+	act(t, ctx, "hover a frame", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Evaluate[bool](`(() => { const c = document.querySelector('#flame-check canvas'), r = c.getBoundingClientRect();
+			c.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + 20, clientY: r.bottom - 46, bubbles: true}));
+			c.dispatchEvent(new MouseEvent('click', {clientX: r.left + 20, clientY: r.bottom - 46, bubbles: true})); return true; })()`)(ctx, tg)
+		return err
+	}))
+	if tip := eval[string](t, ctx, `document.querySelector('#flame-check .flame-tip').textContent`); !strings.Contains(tip, "checkout.Pay") {
+		t.Errorf("hovering the third frame says %q", tip)
+	}
+	if z := eval[string](t, ctx, `document.querySelector('#flame-check .flame-crumbs').textContent`); !strings.Contains(z, "zoomed: GET /cart → checkout.Pay") {
+		t.Errorf("after a click: %q", z)
+	}
+
 	// The JFR profile: this bridge keeps none, and the page says what the
 	// API says.
 	code, b := apiGet(t, "GET", w.base+"/api/v1/profiles/flame?host=frontend-host", "", "")
@@ -272,6 +362,7 @@ func TestWebOpsAnalysisTables(t *testing.T) {
 	if msg := eval[string](t, ctx, `document.querySelector('.profile-out .error').textContent`); !strings.Contains(msg, e.Error) {
 		t.Errorf("the profile tab says %q, the API %q", msg, e.Error)
 	}
+	checkCSP(t, ctx)
 	w.p.Stop()
 }
 
@@ -286,18 +377,9 @@ const beforeEvent = "kieker.common.record.flow.trace.operation.BeforeOperationEv
 func TestWebOpsLive(t *testing.T) {
 	w := startWebBridge(t)
 	ctx := browser(t)
-	// The page's sockets are kept in window.sockets: a WebSocket that
-	// records itself, installed before the router mounts the live view.
-	act(t, ctx, "open the page", chromedp.Navigate(w.base+"/compare"), chromedp.WaitVisible(css(`#nav a.active`)))
-	eval[bool](t, ctx, `(() => {
-		window.sockets = [];
-		const WS = window.WebSocket;
-		window.WebSocket = class extends WS { constructor(...a) { super(...a); window.sockets.push(this); } };
-		return true;
-	})()`)
-	act(t, ctx, "open the live page",
-		chromedp.Click(css(`#nav a[data-view="live"]`)),
-		chromedp.WaitVisible(css(`.live-status[data-state="live"]`)))
+	// The page's sockets are kept in window.sockets.
+	openView(t, ctx, w, "/live")
+	act(t, ctx, "open the live page", chromedp.WaitVisible(css(`.live-status[data-state="live"]`)))
 	if u := eval[string](t, ctx, `window.sockets.length === 1 && window.sockets[0].url`); u != strings.Replace(w.base, "http://", "ws://", 1)+"/api/live" {
 		t.Errorf("the live page connected to %q", u)
 	}
@@ -400,6 +482,7 @@ func TestWebOpsLive(t *testing.T) {
 	// Leaving the page closes its socket.
 	act(t, ctx, "leave", chromedp.Click(css(`#nav a[data-view="compare"]`)))
 	waitJS(t, ctx, "the socket closed", `window.sockets.every((s) => s.readyState >= WebSocket.CLOSING)`)
+	checkCSP(t, ctx)
 	w.p.Stop()
 }
 
@@ -434,9 +517,8 @@ func (w *webBridge) receiver(t *testing.T, name string) apiReceiver {
 func TestWebOpsConsole(t *testing.T) {
 	w := startWebBridge(t)
 	ctx := browser(t)
-	act(t, ctx, "open the console",
-		chromedp.Navigate(w.base+"/console"),
-		chromedp.WaitVisible(css(`.console-receivers tr[data-name="kieker"]`)))
+	openView(t, ctx, w, "/console")
+	act(t, ctx, "open the console", chromedp.WaitVisible(css(`.console-receivers tr[data-name="kieker"]`)))
 	var st struct{ Version string }
 	w.apiJSON(t, "/api/v1/status", "", &st)
 	if v := eval[string](t, ctx, `document.querySelector('.console-status').dataset.version`); v != st.Version {
@@ -546,5 +628,6 @@ func TestWebOpsConsole(t *testing.T) {
 			t.Errorf("the downloaded YAML lacks %q:\n%s", s, yaml)
 		}
 	}
+	checkCSP(t, ctx)
 	w.p.Stop()
 }

@@ -68,7 +68,7 @@ export function mount(el, ctx) {
 
 function filterForm(state, apply) {
   const input = (name, attrs) => h('input', Object.assign({ name, value: state[name] || '' }, attrs));
-  const since = input('since', { placeholder: '15m, 2h, 7d or a time', size: 14 });
+  const since = input('since', { placeholder: '15m, 2h or a time', size: 14 });
   const until = input('until', { placeholder: 'now', size: 12 });
   const host = input('host', { placeholder: 'any', list: 'an-hosts', size: 16 });
   const service = input('service', { placeholder: 'any', list: 'an-services', size: 14 });
@@ -194,11 +194,16 @@ function graphTab(body, { state, save, filters, signal }) {
   const side = h('aside', { class: 'graph-side panel' }, h('div', { class: 'muted' }, 'Hover over a node to see its calls; click it for details. Drag to pan, scroll to zoom.'));
   fill(body, tools, h('div', { class: 'graph-split' }, box, side));
 
+  let current = null;
   const load = () => guard(box, async () => {
+    // A newer choice wins over an answer still on its way.
+    if (current) current.abort();
+    current = new AbortController();
+    const sig = AbortSignal.any([signal, current.signal]);
     fill(box, h('div', { class: 'loading' }, 'Analysing…'));
     fill(summary);
     details(side, null);
-    const r = await api('/api/v1/analysis/graph', Object.assign({ kind: state.kind, selfLoops: state.selfLoops }, filters()), { signal });
+    const r = await api('/api/v1/analysis/graph', Object.assign({ kind: state.kind, selfLoops: state.selfLoops }, filters()), { signal: sig });
     fill(summary, summaryLine(r.summary));
     const nodes = r.graph.nodes.map((n) => nodeView(n, state.kind));
     const byId = new Map(nodes.map((n) => [n.id, n]));
@@ -291,11 +296,15 @@ function pivotTab(body, { state, save, filters, signal }) {
   const form = h('form', { class: 'row', onsubmit: (e) => { e.preventDefault(); state.key = key.value.trim(); save(); load(); } },
     h('label', null, 'group the traces by the root span attribute', key), h('button', { class: 'primary', type: 'submit' }, 'Group'));
   fill(body, form, out);
+  let current = null;
   const load = () => {
+    if (current) current.abort();
+    current = new AbortController();
+    const sig = AbortSignal.any([signal, current.signal]);
     if (!state.key) { fill(out, h('div', { class: 'notice' }, 'Name a root span attribute (http.method, http.route, a zorka or Kieker attribute…) to see the traces grouped by its values.')); return; }
     fill(out, h('div', { class: 'loading' }, 'Grouping…'));
     guard(out, async () => {
-      const r = await api('/api/v1/pivot', Object.assign({ key: state.key }, filters()), { signal });
+      const r = await api('/api/v1/pivot', Object.assign({ key: state.key }, filters()), { signal: sig });
       const rows = r.rows.map((x) => Object.assign({ avgNs: x.calls ? x.sumNs / x.calls : 0, errorRate: x.calls ? x.errors / x.calls : 0 }, x));
       const t = table([
         { key: 'value', label: state.key, cell: (x) => (x.value === '' ? h('span', { class: 'muted' }, '(none)') : x.value) },
@@ -326,12 +335,16 @@ function profileTab(body, { state, save, signal }) {
     h('label', null, 'host', host), h('button', { class: 'primary', type: 'submit' }, 'Show'),
     h('span', { class: 'muted' }, `window: ${state.since || '15m'} to ${state.until || 'now'} (the filters' since and until)`));
   fill(body, form, out);
+  let current = null;
   const load = () => {
+    if (current) current.abort();
+    current = new AbortController();
+    const sig = AbortSignal.any([signal, current.signal]);
     if (fg) { fg.destroy(); fg = null; }
     if (!host.value.trim()) { fill(out, h('div', { class: 'notice' }, 'Name a host whose JVM a jfr receiver follows to see where its threads spent their time.')); return; }
     fill(out, h('div', { class: 'loading' }, 'Reading samples…'));
     guard(out, async () => {
-      const r = await api('/api/v1/profiles/flame', { host: host.value.trim(), since: state.since, until: state.until }, { signal });
+      const r = await api('/api/v1/profiles/flame', { host: host.value.trim(), since: state.since, until: state.until }, { signal: sig });
       fill(out);
       fg = flame(out, r, {
         path: state.fpath ? state.fpath.split('\n') : null,

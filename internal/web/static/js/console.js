@@ -18,7 +18,7 @@ export function mount(el, ctx) {
 
   const statusBox = h('div', { class: 'kv console-status' }, h('span', { class: 'loading' }, 'loading…'));
   const tokenHint = h('div', { class: 'notice', hidden: true }, 'Read-only: starting, stopping and adding receivers, saving mappings and downloading the configuration need an API token (the Token button, top right; `tracebridge token` makes one).');
-  const recError = h('div');
+  const recError = h('div'), recPollError = h('div');
   const recTable = keyedTable('receivers', [
     ['Name'], ['Type'], ['Where'], ['State'], ['Since'], ['Connections', 'num'], ['Records', 'num'], ['Records/s', 'num'],
     ['Bytes/s', 'num'], ['Decode errors', 'num'], ['Rejected', 'num'], ['']]);
@@ -32,7 +32,7 @@ export function mount(el, ctx) {
 
   el.append(h('h2', null, 'Console'), tokenHint,
     h('section', { class: 'panel' }, h('h3', null, 'Bridge'), statusBox),
-    h('section', { class: 'panel' }, h('h3', null, 'Receivers'), recError, recTable.el),
+    h('section', { class: 'panel' }, h('h3', null, 'Receivers'), recError, recPollError, recTable.el),
     mappingBox,
     h('section', { class: 'panel' }, h('h3', null, 'Add a receiver'), addBox),
     h('section', { class: 'panel' }, h('h3', null, 'Sinks'), sinkError, sinkTable.el),
@@ -107,17 +107,19 @@ export function mount(el, ctx) {
 
   // refresh reads the status, receivers and sinks; a failure shows in its
   // panel and the next round tries again.
-  let busy = false;
+  let busy = false, again = false;
   async function refresh() {
-    if (busy || closed) return;
+    if (closed) return;
+    // One round at a time; a change asked for meanwhile gets another.
+    if (busy) { again = true; return; }
     busy = true;
     const [st, rs, ss] = await Promise.allSettled([api('/api/v1/status', null, { signal }), api('/api/v1/receivers', null, { signal }), api('/api/v1/sinks', null, { signal })]);
     busy = false;
     if (closed) return;
     if (st.status === 'fulfilled') showStatus(st.value); else fill(statusBox, errorBox(st.reason));
-    if (rs.status === 'fulfilled') recTable.update(rs.value.receivers, (r) => r.name, receiverRow);
-    else if (rs.reason.name !== 'AbortError') fill(recError, errorBox(rs.reason));
+    if (rs.status === 'fulfilled') { fill(recPollError); recTable.update(rs.value.receivers, (r) => r.name, receiverRow); } else if (rs.reason.name !== 'AbortError') fill(recPollError, errorBox(rs.reason));
     if (ss.status === 'fulfilled') { fill(sinkError); sinkTable.update(ss.value.sinks, (s) => s.name, sinkRow); } else if (ss.reason.name !== 'AbortError') fill(sinkError, errorBox(ss.reason));
+    if (again) { again = false; refresh(); }
   }
 
   // The mapping editor of one receiver (?mapping=NAME).

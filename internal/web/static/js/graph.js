@@ -25,8 +25,17 @@ export function layout(nodes, edges, opts = {}) {
   edges.forEach((e, k) => { if (e.from !== e.to && index.has(e.from) && index.has(e.to)) real.push({ from: e.from, to: e.to, k }); });
   const dir = breakCycles(nodes.length, real.map((e) => [index.get(e.from), index.get(e.to)]), index.get(opts.root));
   const layerOf = longestPath(nodes.length, dir);
+  // Long edges cost a dummy node per layer they cross: past a budget
+  // the graph is too big to draw legibly (and quickly).
+  let dummies = 0;
+  for (const e of dir) dummies += layerOf[e.to] - layerOf[e.from] - 1;
+  if (dummies + nodes.length > (opts.maxSize ?? 150000)) {
+    throw new Error(`the graph is too big to draw: ${nodes.length} nodes, ${real.length} edges over ${maxOf(layerOf, 0) + 1} layers; narrow the filters or choose a coarser graph`);
+  }
   const g = withDummies(nodes, dir, layerOf);
-  const layers = order(g, sweeps);
+  // Big graphs get fewer ordering sweeps: each costs a pass over every
+  // segment.
+  const layers = order(g, g.n > 20000 ? Math.min(sweeps, 6) : sweeps);
   const ys = verticals(g, layers, gapY);
   const cols = columns(g, layers, gapX), xs = cols.x;
   const out = nodes.map((n, i) => ({ id: n.id, w: n.w, h: n.h, layer: layerOf[i], x: xs[i] - n.w / 2, y: ys[i] - n.h / 2 }));
@@ -40,6 +49,14 @@ export function layout(nodes, edges, opts = {}) {
     height = Math.max(height, ys[i] + g.h[i] / 2);
   }
   return { nodes: out, edges: routed, width, height, layers: layers.length };
+}
+
+// maxOf is the largest of xs and at least: Math.max(...xs) overflows the
+// stack on big arrays.
+function maxOf(xs, least) {
+  let m = least;
+  for (const x of xs) if (x > m) m = x;
+  return m;
 }
 
 // breakCycles answers the edges as [from, to] pairs pointing forward: a
@@ -113,7 +130,7 @@ function withDummies(nodes, dir, layerOf) {
 // start, then barycentre sweeps down and up, keeping the order with the
 // fewest crossings.
 function order(g, sweeps) {
-  const nl = Math.max(0, ...g.layer.slice(0, g.n)) + 1;
+  const nl = maxOf(g.layer, 0) + 1;
   const layers = Array.from({ length: nl }, () => []);
   const seen = new Uint8Array(g.n);
   const dfs = (s) => {
@@ -230,7 +247,7 @@ function columns(g, layers, gapX) {
   const x = new Float64Array(g.n), left = [], right = [];
   let at = 0;
   for (const l of layers) {
-    const w = Math.max(0, ...l.map((v) => g.w[v]));
+    const w = maxOf(l.map((v) => g.w[v]), 0);
     for (const v of l) x[v] = at + w / 2;
     left.push(at); right.push(at + w);
     at += w + gapX;
@@ -304,7 +321,7 @@ export function drawGraph(host, graph, opts = {}) {
   const labelSize = (lines) => lines && lines.length ? { w: Math.ceil(Math.max(...lines.map((s, i) => textWidth(s, i ? FONT_SUB : FONT_MAIN)))) + 8, h: lines.length * 13 + 3 } : null;
   const labels = graph.edges.map((e) => labelSize(e.label));
   // Labels go into the gaps between the columns: as wide as the widest.
-  const gapX = Math.min(260, Math.max(70, ...labels.map((l) => (l ? l.w + 36 : 0))));
+  const gapX = Math.min(260, maxOf(labels.map((l) => (l ? l.w + 36 : 0)), 70));
   const lay = layout(sizes, graph.edges, { root: opts.root, gapX });
   const byId = new Map(lay.nodes.map((n) => [n.id, n]));
   const routed = new Map(lay.edges.map((r) => [r.k, r]));

@@ -147,7 +147,7 @@ export function mount(el, ctx) {
         for (const r of m.records || []) {
           const type = r.record?.type || '?';
           count(type, r.host || '-', 1);
-          event({ time: r.time, host: r.host, type, text: summary(r.record) });
+          event({ time: r.time, host: r.host, type, rec: r.record });
         }
         break;
       case 'trace': {
@@ -214,12 +214,13 @@ export function mount(el, ctx) {
   function event(e) {
     if (paused) { missedWhilePaused++; return; }
     pending.push(e);
-    if (pending.length > MAX_EVENTS) pending.splice(0, pending.length - MAX_EVENTS);
+    // Trimmed now and then, not per record (bursts of 100k a second).
+    if (pending.length > 4 * MAX_EVENTS) pending = pending.slice(-MAX_EVENTS);
   }
   function showEvents() {
     if (paused) { if (missedWhilePaused) eventNote.textContent = `paused: ${fmtNum(missedWhilePaused)} events not shown`; return; }
     if (!pending.length) return;
-    const fresh = pending.reverse().map(eventItem);
+    const fresh = pending.slice(-MAX_EVENTS).reverse().map(eventItem);
     pending = [];
     eventList.prepend(...fresh);
     while (eventList.childElementCount > MAX_EVENTS) eventList.lastElementChild.remove();
@@ -229,7 +230,8 @@ export function mount(el, ctx) {
       h('span', { class: 'time mono', title: fmtTime(e.time) }, fmtTime(e.time).slice(11)),
       h('span', { class: 'host' }, e.host || '-'),
       h('span', { class: 'type', title: e.type }, shortType(e.type)),
-      e.trace ? link('/trace/' + e.trace, h('span', { class: 'mono' }, e.trace), ' · ', e.text) : h('span', { class: 'text mono' }, e.text));
+      // The summary is made only for the events shown.
+      e.trace ? link('/trace/' + e.trace, h('span', { class: 'mono' }, e.trace), ' · ', e.text) : h('span', { class: 'text mono' }, e.rec ? summary(e.rec) : e.text));
   }
 
   tick = setInterval(second, 1000);
