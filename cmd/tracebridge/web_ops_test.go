@@ -210,6 +210,10 @@ func TestWebOpsAnalysisGraph(t *testing.T) {
 	})()`); bad != "" {
 		t.Error(bad)
 	}
+	// The picture: GET /cart selected, its calls lit.
+	cart := eval[string](t, ctx, `[...document.querySelectorAll('svg.graph g.node')].find((g) => g.querySelector('title').textContent.startsWith('GET /cart')).dataset.id`)
+	act(t, ctx, "select GET /cart", chromedp.Click(css(`svg.graph g.node[data-id="`+cart+`"] rect`)))
+	waitJS(t, ctx, "the details of GET /cart", `document.querySelector('.graph-side h3')?.textContent === 'GET /cart'`)
 	shot(t, ctx, "analysis-graph")
 
 	// The wheel zooms, a drag pans.
