@@ -35,16 +35,24 @@ type jsonStats struct {
 }
 
 type jsonEdge struct {
-	From  string `json:"from"`
-	To    string `json:"to"`
-	Calls int64  `json:"calls,omitempty"`
-	Order int    `json:"order,omitempty"`
+	From  string     `json:"from"`
+	To    string     `json:"to"`
+	Calls int64      `json:"calls,omitempty"`
+	Order int        `json:"order,omitempty"`
+	Stats *jsonStats `json:"stats,omitempty"`
+}
+
+func statsJSON(s *Stats) *jsonStats {
+	if s == nil {
+		return nil
+	}
+	return &jsonStats{Count: s.Count, Min: s.Min, Avg: s.Avg(), Max: s.Max, Total: s.Total}
 }
 
 // MarshalJSON encodes the graph as
-// {"nodes":[{"id","container","component","operation","stats"}],"edges":[{"from","to","calls"|"order"}]}:
+// {"nodes":[{"id","container","component","operation","stats"}],"edges":[{"from","to","calls"|"order","stats"}]}:
 // fields that do not apply to the kind (and all of the entry node's) are
-// null, stats appear when the nodes have them.
+// null, stats appear when the nodes and edges have them.
 func (g *Graph) MarshalJSON() ([]byte, error) {
 	out := jsonGraph{Nodes: make([]jsonNode, 0, len(g.Nodes)), Edges: make([]jsonEdge, 0, len(g.Edges))}
 	for i := range g.Nodes {
@@ -60,14 +68,12 @@ func (g *Graph) MarshalJSON() ([]byte, error) {
 			if g.Kind.operations() {
 				j.Operation = &n.Operation
 			}
-			if s := n.Stats; s != nil {
-				j.Stats = &jsonStats{Count: s.Count, Min: s.Min, Avg: s.Avg(), Max: s.Max, Total: s.Total}
-			}
+			j.Stats = statsJSON(n.Stats)
 		}
 		out.Nodes = append(out.Nodes, j)
 	}
 	for _, e := range g.Edges {
-		out.Edges = append(out.Edges, jsonEdge(e))
+		out.Edges = append(out.Edges, jsonEdge{From: e.From, To: e.To, Calls: e.Calls, Order: e.Order, Stats: statsJSON(e.Stats)})
 	}
 	return json.Marshal(out)
 }

@@ -97,11 +97,14 @@ type Node struct {
 
 // Edge is a dependency (Calls messages from From to To) or a call tree's
 // edge: Order is the call's position in its trace (1 for the entry call),
-// 0 in aggregated trees, which count Calls.
+// 0 in aggregated trees, which count Calls. Stats are the response times
+// of these calls (nil when not wanted): a node's Stats merge the calls of
+// every edge into it, an edge's only its caller's.
 type Edge struct {
 	From, To string
 	Calls    int64
 	Order    int
+	Stats    *Stats
 }
 
 // Stats are response times in ns.
@@ -141,11 +144,14 @@ func (g *Graph) WithoutSelfLoops() *Graph {
 	return out
 }
 
-// WithoutStats returns g with no response times on its nodes.
+// WithoutStats returns g with no response times on its nodes and edges.
 func (g *Graph) WithoutStats() *Graph {
-	out := &Graph{Kind: g.Kind, Nodes: slices.Clone(g.Nodes), Edges: g.Edges}
+	out := &Graph{Kind: g.Kind, Nodes: slices.Clone(g.Nodes), Edges: slices.Clone(g.Edges)}
 	for i := range out.Nodes {
 		out.Nodes[i].Stats = nil
+	}
+	for i := range out.Edges {
+		out.Edges[i].Stats = nil
 	}
 	return out
 }
@@ -216,7 +222,7 @@ const MaxInvalidKept = 100
 
 type depGraph struct {
 	nodes map[string]*depNode
-	edges map[[2]string]int64
+	edges map[[2]string]*Stats
 }
 
 type depNode struct {
@@ -228,7 +234,7 @@ type depNode struct {
 func New(o Options) *Analyzer {
 	a := &Analyzer{opt: o, ops: map[string]*OperationStats{}}
 	for k := ContainerGraph; k <= AssemblyOperationGraph; k++ {
-		a.deps[k] = depGraph{nodes: map[string]*depNode{}, edges: map[[2]string]int64{}}
+		a.deps[k] = depGraph{nodes: map[string]*depNode{}, edges: map[[2]string]*Stats{}}
 	}
 	a.trees[0] = &treeNode{}
 	a.trees[1] = &treeNode{}
@@ -263,7 +269,13 @@ func (a *Analyzer) AddMessages(m *MessageTrace) {
 			if e.Caller >= 0 {
 				from = g.get(k, &m.Execs[e.Caller]).key
 			}
-			g.edges[[2]string{from, to.key}]++
+			ek := [2]string{from, to.key}
+			es := g.edges[ek]
+			if es == nil {
+				es = &Stats{}
+				g.edges[ek] = es
+			}
+			es.add(e.Duration())
 			if from != to.key {
 				to.stats.add(e.Duration())
 			}
@@ -330,7 +342,8 @@ func (g *depGraph) graph(k Kind) *Graph {
 		return cmp.Or(cmp.Compare(rank[x[0]], rank[y[0]]), cmp.Compare(rank[x[1]], rank[y[1]]))
 	})
 	for _, e := range edges {
-		out.Edges = append(out.Edges, Edge{From: ids[e[0]], To: ids[e[1]], Calls: g.edges[e]})
+		st := *g.edges[e]
+		out.Edges = append(out.Edges, Edge{From: ids[e[0]], To: ids[e[1]], Calls: st.Count, Stats: &st})
 	}
 	return out
 }
@@ -389,7 +402,8 @@ func (t *treeNode) graph(k Kind, order bool) *Graph {
 			st := c.stats
 			n.Stats = &st
 			out.Nodes = append(out.Nodes, n)
-			e := Edge{From: pid, To: n.ID}
+			// A tree's node has one edge in: the same calls.
+			e := Edge{From: pid, To: n.ID, Stats: &st}
 			if order {
 				e.Order = len(out.Nodes) - 1
 			} else {

@@ -62,8 +62,9 @@ var handSchemas = map[string]any{
 		"kind": str(""),
 		"graph": obj("", map[string]any{
 			"nodes": arr(obj("", map[string]any{"id": str(""), "container": nullable("string"), "component": nullable("string"), "operation": nullable("string"),
-				"stats": obj("response times of the calls into the node", map[string]any{"count": integer(""), "minNs": integer(""), "avgNs": integer(""), "maxNs": integer(""), "totalNs": integer("")})})),
-			"edges": arr(obj("", map[string]any{"from": str(""), "to": str(""), "calls": integer(""), "order": integer("")})),
+				"stats": graphStats("response times of the calls into the node (from every caller)")})),
+			"edges": arr(obj("", map[string]any{"from": str(""), "to": str(""), "calls": integer(""), "order": integer(""),
+				"stats": graphStats("response times of the calls along the edge (this caller's only)")})),
 		}),
 		"summary": ref("AnalysisSummary"),
 	}),
@@ -72,6 +73,10 @@ var handSchemas = map[string]any{
 	"JaegerTraces":       jaegerEnvelope(arr(schemaOf(reflect.TypeFor[jTrace]()))),
 	"JaegerDependencies": jaegerEnvelope(arr(schemaOf(reflect.TypeFor[jDependency]()))),
 	"AnalysisSummary":    schemaOf(reflect.TypeFor[AnalysisSummary]()),
+}
+
+func graphStats(desc string) map[string]any {
+	return obj(desc, map[string]any{"count": integer(""), "minNs": integer(""), "avgNs": integer(""), "maxNs": integer(""), "totalNs": integer("")})
 }
 
 func obj(desc string, props map[string]any) map[string]any {
