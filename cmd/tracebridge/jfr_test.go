@@ -493,7 +493,8 @@ func TestServeJFRFlags(t *testing.T) {
 // receiver's host, thread.id = a worker's Java thread id, a time window
 // in which the worker ran) is stored with the execution samples taken on
 // that thread during it (the profile stage serve adds for the jfr
-// receiver).
+// receiver). The host's flame graph of the last minutes is served by the
+// HTTP API.
 func TestServeSamplesOnOTLPSpans(t *testing.T) {
 	tools := jfrtest.Require(t)
 	cp, err := tools.Compile()
@@ -503,7 +504,7 @@ func TestServeSamplesOnOTLPSpans(t *testing.T) {
 	work := t.TempDir()
 	root := filepath.Join(work, "repository")
 	yaml := fmt.Sprintf("flush_interval: 100ms\nreceivers:\n  - {name: jvms, type: jfr, repository: %q, host: shop-1}\n  - {name: otlp, type: otlp-http, listen: \"127.0.0.1:0\"}\nsinks:\n  - {type: kieker-log, path: logs}\n  - {type: store, path: store}\n", root)
-	p := bridgetest.Start(t, work, "-c", bridgetest.WriteConfig(t, work, yaml))
+	p := bridgetest.Start(t, work, "-c", bridgetest.WriteConfig(t, work, yaml), "--http", "127.0.0.1:0")
 	jvm, err := tools.Start(cp, jfrtest.Options{Seconds: 60, RunID: "otlp", Repository: root, Settings: jfrtest.Small})
 	if err != nil {
 		t.Fatal(err)
@@ -565,6 +566,17 @@ func TestServeSamplesOnOTLPSpans(t *testing.T) {
 		t.Fatalf("OTLP/HTTP: %s", resp.Status)
 	}
 	time.Sleep(3 * time.Second) // the trace window (2 s)
+
+	// The host's flame graph over the HTTP API (what the web UI's
+	// profile tab draws) holds the worker's stacks; another host has none.
+	base := httpURL(t, p)
+	code, b := apiGet(t, "GET", base+"/api/v1/profiles/flame?host=shop-1&since=15m&format=folded", "", "")
+	if code != 200 || !strings.Contains(string(b), "Workload.contend()") {
+		t.Errorf("the host's flame graph: %d %.500s", code, b)
+	}
+	if code, b := apiGet(t, "GET", base+"/api/v1/profiles/flame?host=nobody", "", ""); code != 404 || !strings.Contains(string(b), "no samples of host nobody") {
+		t.Errorf("another host's flame graph: %d %s", code, b)
+	}
 	p.Stop()
 
 	st, err := store.Open(filepath.Join(work, "store"), store.Options{})

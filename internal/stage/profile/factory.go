@@ -25,6 +25,7 @@ type FactoryConfig struct {
 	MaxEventsPerSpan int               `yaml:"max_events_per_span"`
 	MaxStacksPerSpan int               `yaml:"max_stacks_per_span"`
 	Retain           pipeline.Duration `yaml:"retain"`
+	History          pipeline.Duration `yaml:"history"`
 }
 
 // Validate checks the configuration.
@@ -34,8 +35,8 @@ func (c *FactoryConfig) Validate() error {
 			return errors.New("limits must not be negative")
 		}
 	}
-	if c.Retain < 0 {
-		return errors.New("retain must not be negative")
+	if c.Retain < 0 || c.History < 0 {
+		return errors.New("retain and history must not be negative")
 	}
 	return nil
 }
@@ -46,14 +47,20 @@ func (c *FactoryConfig) Options() Options {
 		Types: c.Types, Lines: c.Lines, IgnoreHost: c.IgnoreHost,
 		PerThread: c.PerThread, MaxThreads: c.MaxThreads, MaxSamples: c.MaxSamples, MaxFrames: c.MaxFrames, MaxStacks: c.MaxStacks,
 		MaxEventsPerSpan: c.MaxEventsPerSpan, MaxStacksPerSpan: c.MaxStacksPerSpan, Retain: time.Duration(c.Retain),
+		History: time.Duration(c.History),
 	}
 }
 
 // Factory returns the factory of profile stages.
 func Factory() pipeline.StageFactory {
 	return pipeline.NewStageFactory(Type, func() *FactoryConfig { return &FactoryConfig{} },
-		func(c *FactoryConfig, _ pipeline.Settings) (pipeline.Stage, error) {
+		func(c *FactoryConfig, set pipeline.Settings) (pipeline.Stage, error) {
 			opt := c.Options()
-			return func(next pipeline.Consumer) pipeline.Consumer { return New(next, opt) }, nil
+			return func(next pipeline.Consumer) pipeline.Consumer {
+				st := New(next, opt)
+				// The HTTP API's flame graphs of a host (api.Profiles).
+				set.Shared.Publish("profiles", st)
+				return st
+			}, nil
 		})
 }

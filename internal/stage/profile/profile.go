@@ -62,6 +62,9 @@ type Options struct {
 	// Retain bounds how far behind the newest sample of its thread a
 	// sample is kept.
 	Retain time.Duration
+	// History is how long each host's stacks are kept, per minute, for
+	// flame graphs of a host and time window (default DefaultHistory).
+	History time.Duration
 }
 
 func (o *Options) defaults() {
@@ -80,6 +83,9 @@ func (o *Options) defaults() {
 	o.PerThread = min(o.PerThread, o.MaxSamples)
 	if o.Retain <= 0 {
 		o.Retain = DefaultRetain
+	}
+	if o.History <= 0 {
+		o.History = DefaultHistory
 	}
 	if len(o.Types) == 0 {
 		o.Types = []string{DefaultType}
@@ -119,6 +125,7 @@ type Stage struct {
 	stacks map[uint64]*stack
 	seed   maphash.Seed
 	frames []string
+	hist   *history
 
 	mu    sync.Mutex
 	stats Stats
@@ -136,7 +143,7 @@ var (
 func New(next pipeline.Consumer, opt Options) *Stage {
 	opt.defaults()
 	return &Stage{next: next, opt: opt, layouts: map[*record.Type]layout{}, rings: map[key]*ring{},
-		byTID: map[int64][]*ring{}, stacks: map[uint64]*stack{}, seed: maphash.MakeSeed()}
+		byTID: map[int64][]*ring{}, stacks: map[uint64]*stack{}, seed: maphash.MakeSeed(), hist: newHistory(opt.History)}
 }
 
 // Stats returns the counts so far.
@@ -232,6 +239,7 @@ func (s *Stage) add(r *record.Record, l layout, o *record.Origin) {
 	s.tick++
 	rg.used = s.tick
 	smp := sample{time: t, stack: s.intern(list.Items), session: o.Session}
+	s.hist.add(o.Host, t, smp.stack.frames)
 	if l.state >= 0 {
 		smp.state = r.Values[l.state].Str()
 	}

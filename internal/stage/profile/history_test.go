@@ -1,0 +1,54 @@
+package profile
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// TestStacksOfAHostAndWindow: the stage answers a host's stacks in a time
+// window (to the minute), merged over threads, apart from other hosts',
+// and forgets minutes older than its history.
+func TestStacksOfAHostAndWindow(t *testing.T) {
+	s := New(&discard{}, Options{History: 10 * time.Minute})
+	base := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC).UnixNano()
+	min := int64(time.Minute)
+	feed(t, s, "shop-1", func(b *record.Batch) {
+		addSample(b, 1, base+5e9, "a.Leaf.run()", "a.Main.main()")
+		addSample(b, 2, base+6e9, "a.Leaf.run()", "a.Main.main()")
+		addSample(b, 1, base+min+1e9, "b.Other.go()", "a.Main.main()")
+	})
+	feed(t, s, "shop-2", func(b *record.Batch) {
+		addSample(b, 1, base+5e9, "c.Elsewhere.x()")
+	})
+	st, err := s.Stacks(context.Background(), "shop-1", base, base+30e9)
+	if err != nil || st == nil {
+		t.Fatalf("first minute: %v %v", st, err)
+	}
+	if st.Total() != 2 || st.Count("a.Main.main();a.Leaf.run()") != 2 {
+		t.Errorf("first minute: total %d, main;run %d", st.Total(), st.Count("a.Main.main();a.Leaf.run()"))
+	}
+	st, _ = s.Stacks(context.Background(), "shop-1", base, base+2*min)
+	if st.Total() != 3 || st.Count("a.Main.main();b.Other.go()") != 1 {
+		t.Errorf("two minutes: total %d", st.Total())
+	}
+	if st, _ := s.Stacks(context.Background(), "shop-1", base+5*min, base+6*min); st != nil {
+		t.Errorf("a window without samples: %d samples", st.Total())
+	}
+	if st, _ := s.Stacks(context.Background(), "nobody", base, base+min); st != nil {
+		t.Errorf("an unknown host has samples")
+	}
+	// Eleven minutes on, the first minutes are forgotten.
+	feed(t, s, "shop-1", func(b *record.Batch) { addSample(b, 1, base+11*min+1e9, "a.Leaf.run()") })
+	st, _ = s.Stacks(context.Background(), "shop-1", base, base+12*min)
+	if st.Total() != 2 {
+		t.Errorf("after the history's span: %d samples, want the two newest", st.Total())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Stacks(ctx, "shop-1", base, base+12*min); err == nil {
+		t.Errorf("a cancelled request was answered")
+	}
+}
