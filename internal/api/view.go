@@ -200,9 +200,9 @@ type TraceView struct {
 	// Root is the index of the subtree shown (-1: the whole trace).
 	Root int `json:"root"`
 	// Shown spans are in Spans; Pruned (PrunedErrors in error) are not.
-	Shown        int        `json:"shown"`
-	Pruned       int        `json:"pruned"`
-	PrunedErrors int        `json:"prunedErrors"`
+	Shown        int `json:"shown"`
+	Pruned       int `json:"pruned"`
+	PrunedErrors int `json:"prunedErrors"`
 	// Slowest is the span of the scope with the most self time (-1: no
 	// span), shown or not, so the UI can jump to it with reveal.
 	Slowest int `json:"slowest"`
