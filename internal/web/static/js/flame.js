@@ -20,6 +20,7 @@ export class Flame {
     this.levels = depth(root);
     this.scrollY = 0;
     this.rects = [];
+    this.widths = new Map(); // text widths in the frames' font
     this.canvas = h('canvas', { id: 'flame-canvas', class: 'flame-canvas' });
     this.tip = h('div', { class: 'tl-tip', hidden: true });
     this.crumbs = h('div', { class: 'flame-crumbs' });
@@ -135,7 +136,7 @@ export class Flame {
     }
     if (w > 30) {
       g.fillStyle = '#1d2330';
-      g.fillText(clip(g, node.name, w - 6), x + 3, y + rowH / 2);
+      g.fillText(clip(g, node.name, w - 6, this.widths), x + 3, y + rowH / 2);
     }
     this.rects.push({ x, y, w, node, path });
   }

@@ -86,6 +86,8 @@ export class Timeline {
     this.critical = null; // [{pos, start, end}] or null
     this.frame = 0;
     this.drawTimes = [];
+    this.barWidths = new Map(); // text widths in the bars' font
+    this.laneWidths = new Map(); // and in the lane labels'
     this.listen();
   }
 
@@ -132,7 +134,10 @@ export class Timeline {
   }
 
   rowsInView() { return Math.max(1, Math.floor((this.height - axisH) / rowH)); }
-  width() { return this.el.clientWidth || 800; }
+  // width is the canvas's CSS width, read once per draw (a layout read
+  // per span would cost more than the drawing).
+  width() { return this.w || this.measure(); }
+  measure() { this.w = this.el.clientWidth || 800; return this.w; }
   plotW() { return Math.max(50, this.width() - gutter - 10); }
   x(t) { return gutter + (t - this.t0) / (this.t1 - this.t0) * this.plotW(); }
   timeAt(x) { return this.t0 + (x - gutter) / this.plotW() * (this.t1 - this.t0); }
@@ -245,7 +250,7 @@ export class Timeline {
 
   draw() {
     const t0 = performance.now();
-    const W = this.width(), H = this.height;
+    const W = this.measure(), H = this.height;
     const g = sized(this.canvas, W, H);
     g.fillStyle = '#fff';
     g.fillRect(0, 0, W, H);
@@ -293,7 +298,7 @@ export class Timeline {
         g.strokeStyle = '#e3e6ec';
         g.beginPath(); g.moveTo(0, top + 0.5); g.lineTo(W, top + 0.5); g.stroke();
         g.fillStyle = '#374151';
-        g.fillText(clip(g, row.lane.name, gutter - 8), 4, Math.max(y, top) + rowH / 2);
+        g.fillText(clip(g, row.lane.name, gutter - 8, this.laneWidths), 4, Math.max(y, top) + rowH / 2);
       }
     }
     g.strokeStyle = '#d9dde5';
@@ -311,6 +316,7 @@ export class Timeline {
     while (a < b) { const m = (a + b) >> 1; if (this.spans[items[m]].start < lo) a = m + 1; else b = m; }
     let lastX = -1;
     g.globalAlpha = dim ? 0.35 : 1;
+    g.font = '10px system-ui, sans-serif'; // once: setting a font is slow
     for (let k = a; k < items.length; k++) {
       const s = this.spans[items[k]];
       if (s.start > hi) break;
@@ -325,8 +331,7 @@ export class Timeline {
       if (s.error) errorMark(g, x0, y, Math.max(1, x1 - x0), hh);
       if (x1 - x0 > 40) {
         g.fillStyle = '#111';
-        g.font = '10px system-ui, sans-serif';
-        g.fillText(clip(g, s.operation, x1 - x0 - 6), x0 + 3, y + hh / 2);
+        g.fillText(clip(g, s.operation, x1 - x0 - 6, this.barWidths), x0 + 3, y + hh / 2);
       }
     }
     g.globalAlpha = 1;
@@ -449,16 +454,27 @@ function niceStep(x) {
   return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
 }
 
-// clip shortens text to fit width px (measured on g).
-export function clip(g, text, width) {
-  if (!text) return '';
-  if (width <= 8) return '';
-  if (g.measureText(text).width <= width) return text;
-  // Binary search on the length: measureText is the cost here.
-  let a = 0, b = text.length;
-  while (a < b) {
-    const m = (a + b + 1) >> 1;
-    if (g.measureText(text.slice(0, m) + '…').width <= width) a = m; else b = m - 1;
+// textWidth measures text on g, through cache (a Map for g's font):
+// measureText is what drawing many labels costs.
+function textWidth(g, text, cache) {
+  let w = cache.get(text);
+  if (w === undefined) {
+    if (cache.size > 20000) cache.clear();
+    w = g.measureText(text).width;
+    cache.set(text, w);
   }
-  return a ? text.slice(0, a) + '…' : '';
+  return w;
+}
+
+// clip shortens text to fit width px when drawn on g (in the font whose
+// widths cache holds).
+export function clip(g, text, width, cache) {
+  if (!text || width <= 8) return '';
+  const full = textWidth(g, text, cache);
+  if (full <= width) return text;
+  // Start from the share of the characters that fits, then step down
+  // until it does (usually at once).
+  let n = Math.floor(text.length * width / full);
+  while (n > 0 && textWidth(g, text.slice(0, n) + '…', cache) > width) n--;
+  return n ? text.slice(0, n) + '…' : '';
 }
