@@ -26,9 +26,9 @@ func getJSON(t *testing.T, url string, v any) {
 
 // apiView is what the tests read of a trace view.
 type apiView struct {
-	SpanCount  int   `json:"spanCount"`
-	Slowest    int   `json:"slowest"`
-	ErrorSpans []int `json:"errorSpans"`
+	SpanCount  int        `json:"spanCount"`
+	Slowest    int        `json:"slowest"`
+	ErrorSpans []int      `json:"errorSpans"`
 	Spans      []viewSpan `json:"spans"`
 }
 
