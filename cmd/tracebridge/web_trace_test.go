@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -34,6 +35,7 @@ type apiView struct {
 
 type viewSpan struct {
 	Index       int    `json:"index"`
+	DurationNs  int64  `json:"durationNs"`
 	Operation   string `json:"operation"`
 	SelfNs      int64  `json:"selfNs"`
 	Descendants int    `json:"descendants"`
@@ -63,6 +65,15 @@ func openTrace(t *testing.T, ctx context.Context, base, path string) {
 	t.Helper()
 	act(t, ctx, "open "+path, chromedp.Navigate(base+path))
 	waitJS(t, ctx, "the trace page drawn", `window.__tbTraceReady !== undefined`)
+}
+
+// noBanner fails the test when the page shows an error across the top
+// (an exception the view did not handle).
+func noBanner(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if msg := eval[string](t, ctx, `(() => { const b = document.getElementById('banner'); return b.hidden ? '' : b.textContent; })()`); msg != "" {
+		t.Errorf("the page shows an error: %s", msg)
+	}
 }
 
 // TestWebTrace: the trace page and the comparison in Chromium, on
@@ -109,6 +120,7 @@ func TestWebTrace(t *testing.T) {
 				t.Errorf("header %q lacks %q", head, s)
 			}
 		}
+		noBanner(t, ctx)
 	})
 
 	t.Run("Collapse", func(t *testing.T) {
@@ -128,6 +140,7 @@ func TestWebTrace(t *testing.T) {
 		if n := eval[int](t, ctx, `Number(document.querySelector('#trace-tree').dataset.rows)`); n != before {
 			t.Errorf("after expanding again: %d rows, want %d", n, before)
 		}
+		noBanner(t, ctx)
 	})
 
 	t.Run("Slowest", func(t *testing.T) {
@@ -144,6 +157,7 @@ func TestWebTrace(t *testing.T) {
 			t.Errorf("address %v, want span=%d", q, want)
 		}
 		waitJS(t, ctx, "its details", fmt.Sprintf(`document.querySelector('#span-details').dataset.index === "%d"`, want))
+		noBanner(t, ctx)
 	})
 
 	t.Run("Errors", func(t *testing.T) {
@@ -159,6 +173,7 @@ func TestWebTrace(t *testing.T) {
 		}
 		act(t, ctx, "previous error (wraps)", chromedp.Click(css("#go-slowest")), chromedp.Click(css("#prev-error")))
 		waitJS(t, ctx, "the error selected again", fmt.Sprintf(`document.querySelector('#trace-tree .tr-row.selected.is-error[data-index="%d"]')`, full.ErrorSpans[0]))
+		noBanner(t, ctx)
 	})
 
 	t.Run("Search", func(t *testing.T) {
@@ -197,6 +212,7 @@ func TestWebTrace(t *testing.T) {
 		if got := selectedIndex(t, ctx); got != found.Hits[found.Count-1].Index {
 			t.Errorf("after a reload: selected %d, want %d", got, found.Hits[found.Count-1].Index)
 		}
+		noBanner(t, ctx)
 	})
 
 	t.Run("Details", func(t *testing.T) {
@@ -209,6 +225,7 @@ func TestWebTrace(t *testing.T) {
 				t.Errorf("details %q lack %q", text, s)
 			}
 		}
+		noBanner(t, ctx)
 	})
 
 	t.Run("Timeline", func(t *testing.T) {
@@ -267,6 +284,7 @@ func TestWebTrace(t *testing.T) {
 			return true;
 		})()`)
 		waitJS(t, ctx, "the root selected from the timeline", `document.querySelector('#trace-tree .tr-row.selected[data-index="0"]')`)
+		noBanner(t, ctx)
 	})
 
 	t.Run("Flame", func(t *testing.T) {
@@ -297,6 +315,7 @@ func TestWebTrace(t *testing.T) {
 		if ink := canvasInk(t, ctx, "#flame-canvas"); ink < 3000 {
 			t.Errorf("the icicle has %d pixels of ink", ink)
 		}
+		noBanner(t, ctx)
 	})
 
 	t.Run("Ranking", func(t *testing.T) {
@@ -320,6 +339,7 @@ func TestWebTrace(t *testing.T) {
 		if s := eval[string](t, ctx, `document.querySelector('#rank-table tbody tr td:nth-child(3)').textContent`); s != fmt.Sprint(most) {
 			t.Errorf("sorted by calls, the first row has %s calls, want %d", s, most)
 		}
+		noBanner(t, ctx)
 	})
 
 	t.Run("CriticalPath", func(t *testing.T) {
@@ -332,6 +352,7 @@ func TestWebTrace(t *testing.T) {
 		}
 		act(t, ctx, "highlight", chromedp.Click(css("#crit-show")))
 		waitJS(t, ctx, "the timeline with the path", `Number(document.querySelector('.tl-box').dataset.critical) > 0 && document.querySelector('#crit-toggle').checked`)
+		noBanner(t, ctx)
 	})
 
 	t.Run("Pruned", func(t *testing.T) {
@@ -358,6 +379,57 @@ func TestWebTrace(t *testing.T) {
 		if n := eval[int](t, ctx, `Number(document.querySelector('#trace-tree').dataset.rows)`); n != shown {
 			t.Errorf("after a reload %d rows, before %d", n, shown)
 		}
+		// A search hit the page does not hold is fetched (reveal) and
+		// selected: the last span of the trace.
+		openTrace(t, ctx, w.base, "/trace/"+url.PathEscape(k.TraceID)+"?max=3")
+		last := v.Spans[len(v.Spans)-1]
+		if eval[bool](t, ctx, fmt.Sprintf(`!!document.querySelector('#trace-tree .tr-row[data-index="%d"]')`, last.Index)) {
+			t.Fatalf("the last span %d is shown already", last.Index)
+		}
+		var found struct {
+			Hits []struct{ Index int }
+		}
+		getJSON(t, w.base+"/api/v1/traces/"+url.PathEscape(k.TraceID)+"/find?ignoreCase&q="+url.QueryEscape(last.Operation), &found)
+		k0 := slices.IndexFunc(found.Hits, func(h struct{ Index int }) bool { return h.Index == last.Index })
+		act(t, ctx, "search the last span", chromedp.SendKeys(css("#find-input"), last.Operation+"\r"))
+		for range k0 {
+			act(t, ctx, "next hit", chromedp.Click(css("#next-hit")))
+		}
+		waitJS(t, ctx, "the hidden hit revealed and selected", fmt.Sprintf(`document.querySelector('#trace-tree .tr-row.selected[data-index="%d"]')`, last.Index))
+		// Kieker's positions in the details.
+		waitJS(t, ctx, "its details", fmt.Sprintf(`document.querySelector('#span-details').dataset.index === "%d"`, last.Index))
+		text := eval[string](t, ctx, `document.querySelector('#span-details').innerText`)
+		for _, s := range []string{"Kieker record", "eoi", "ess", "orderIndex", "realclients-host"} {
+			if !strings.Contains(text, s) {
+				t.Errorf("details %q lack %q", text, s)
+			}
+		}
+		shot(t, ctx, "trace-kieker")
+		noBanner(t, ctx)
+	})
+
+	t.Run("MinDuration", func(t *testing.T) {
+		k := w.find(t, "realclients")
+		var all, some apiView
+		getJSON(t, w.base+"/api/v1/traces/"+url.PathEscape(k.TraceID)+"/view", &all)
+		// A threshold in the middle of the spans' durations.
+		durs := []int64{}
+		for _, s := range all.Spans {
+			durs = append(durs, s.DurationNs)
+		}
+		slices.Sort(durs)
+		min := time.Duration(durs[len(durs)/2]).String()
+		getJSON(t, w.base+"/api/v1/traces/"+url.PathEscape(k.TraceID)+"/view?minDuration="+url.QueryEscape(min), &some)
+		if len(some.Spans) >= len(all.Spans) {
+			t.Skipf("minDuration %s prunes nothing", min)
+		}
+		openTrace(t, ctx, w.base, "/trace/"+url.PathEscape(k.TraceID))
+		act(t, ctx, "min duration", chromedp.SendKeys(css("#min-duration"), min+"\t"))
+		waitJS(t, ctx, "the pruned view", fmt.Sprintf(`Number((document.querySelector('#trace-tree') || {dataset: {}}).dataset.rows) === %d`, len(some.Spans)))
+		if q := pageQuery(t, ctx); q.Get("min") != min {
+			t.Errorf("address %v, want min=%s", q, min)
+		}
+		noBanner(t, ctx)
 	})
 
 	t.Run("Unknown", func(t *testing.T) {
@@ -373,6 +445,7 @@ func TestWebTrace(t *testing.T) {
 		if s := eval[string](t, ctx, `document.querySelector('#view .error').textContent`); s != "404: "+e.Error {
 			t.Errorf("the page says %q, the API %q", s, e.Error)
 		}
+		noBanner(t, ctx)
 	})
 
 	t.Run("Compare", func(t *testing.T) {
@@ -423,6 +496,7 @@ func TestWebTrace(t *testing.T) {
 		shot(t, ctx, "trace-compare")
 		act(t, ctx, "unknown b", chromedp.Navigate(w.base+"/compare?a="+otel.TraceID+"&b=0123456789abcdef0123456789abcdef"))
 		waitJS(t, ctx, "the error", `document.querySelector('#cmp-result .error') && document.querySelector('#cmp-result .error').textContent.includes('not found')`)
+		noBanner(t, ctx)
 	})
 	w.p.Stop()
 }

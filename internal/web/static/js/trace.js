@@ -110,8 +110,8 @@ class TracePage {
         h('span', { id: 'trace-errors', class: v.errorCount ? 'err' : '' }, plural(v.errorCount, 'error')),
         h('span', { id: 'trace-shown', class: 'muted' }, ''),
         v.part ? h('span', { class: 'badge' }, `part ${v.part}`) : null,
-        h('span', null, 'hosts ', badges(v.hosts, 'host')),
-        h('span', null, 'services ', badges(v.services, 'svc')),
+        v.hosts.length ? h('span', null, 'hosts ', badges(v.hosts, 'host')) : null,
+        v.services.length ? h('span', null, 'services ', badges(v.services, 'svc')) : null,
         link('/compare?a=' + encodeURIComponent(this.id), 'Compare with…')),
       v.broken.length ? h('div', { class: 'trace-broken' }, h('span', { class: 'badge err' }, 'broken'),
         ...v.broken.map((b) => h('div', { class: 'muted' }, b))) : null);
@@ -136,7 +136,8 @@ class TracePage {
     const minInput = h('input', { id: 'min-duration', placeholder: 'e.g. 1ms', value: this.st.min, size: 7 });
     minInput.addEventListener('change', () => { this.st.min = minInput.value.trim(); this.reload(); });
     const maxSel = h('select', { id: 'max-spans', onchange: (e) => { this.st.max = Number(e.target.value); this.reload(); } },
-      maxChoices.map((n) => h('option', { value: String(n), selected: n === this.st.max }, fmtNum(n))));
+      [...new Set([...maxChoices, this.st.max])].sort((a, b) => a - b)
+        .map((n) => h('option', { value: String(n), selected: n === this.st.max }, fmtNum(n))));
     return h('div', { class: 'row trace-toolbar' },
       h('button', { type: 'button', id: 'go-slowest', title: 'Select the span with the most self time', onclick: () => this.goTo(v.slowest) }, 'Go to slowest'),
       h('span', { class: 'group' },
