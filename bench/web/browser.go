@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -105,8 +106,33 @@ func (b *browser) measure(ctx context.Context, base, id, query string, o *option
 	if r.zoom, err = frameRun(c, "timeline", "zoom", o.events); err != nil {
 		return err
 	}
-	r.tree, err = frameRun(c, "tree", "scroll", o.events)
-	return err
+	if r.tree, err = frameRun(c, "tree", "scroll", o.events); err != nil {
+		return err
+	}
+	// The other tabs fetch their own data when first shown.
+	for _, tab := range []struct{ name, done string }{
+		{"flame", `document.querySelector('#flame-canvas') && Number(document.querySelector('#flame-canvas').dataset.frames) > 0`},
+		{"rank", `document.querySelector('#rank-table tbody tr')`},
+		{"critical", `document.querySelector('#critical-table tbody tr')`},
+	} {
+		t0 := time.Now()
+		if err := chromedp.Do(c, chromedp.Click(chromedp.CSS("#tab-"+tab.name))); err != nil {
+			return err
+		}
+		if err := waitTrue(c, tab.done+` || document.querySelector('#panel-`+tab.name+` .error')`); err != nil {
+			return err
+		}
+		if msg, _ := chromedp.Run(c, chromedp.Evaluate[string](`(document.querySelector('#panel-`+tab.name+` .error') || {}).textContent || ''`)); msg != "" {
+			return fmt.Errorf("the %s tab shows an error: %s", tab.name, msg)
+		}
+		r.tabs = append(r.tabs, time.Since(t0))
+		if o.shot != "" && r.name == "large" {
+			if err := b.screenshot(ctx, filepath.Join(o.shot, "trace-large-"+tab.name+".png")); err != nil {
+				return err
+			}
+		}
+	}
+	return chromedp.Do(c, chromedp.Click(chromedp.CSS("#tab-timeline")))
 }
 
 // frameJS dispatches one event per animation frame and records the

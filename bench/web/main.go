@@ -101,12 +101,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 type result struct {
 	name          string
 	spans, shown  int
-	send, stored  time.Duration // sending it; from the first span sent until the store answers it whole
-	apiView       time.Duration // GET /view (10 000 spans) from Go, median
-	open          []float64     // ms, navigation start to drawn, one per run
-	fetch         []float64     // ms of the page's /view fetch(es)
-	scroll, zoom  frames        // the timeline's
-	tree          frames        // the call tree's
+	send, stored  time.Duration   // sending it; from the first span sent until the store answers it whole
+	apiView       time.Duration   // GET /view (10 000 spans) from Go, median
+	open          []float64       // ms, navigation start to drawn, one per run
+	fetch         []float64       // ms of the page's /view fetch(es)
+	scroll, zoom  frames          // the timeline's
+	tree          frames          // the call tree's
+	tabs          []time.Duration // flame graph, ranking, critical path: click to drawn
 	viewJSONBytes int
 }
 
@@ -381,6 +382,15 @@ func report(out io.Writer, o *options, rs []*result) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%v\t%v\t%.0f ms\t%.0f ms\t%s\t%s\t%.1f ms\t%s\t\n", r.name, r.spans, r.shown, r.stored.Round(time.Millisecond),
 			r.apiView.Round(time.Millisecond), median(r.open), median(r.fetch), r.scroll, r.zoom,
 			max(pct(r.scroll.draw, 99), pct(r.zoom.draw, 99)), r.tree)
+	}
+	tw.Flush()
+	fmt.Fprintln(out)
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "trace\tshown\tflame graph tab\tranking tab\tcritical path tab\t")
+	for _, r := range rs {
+		if len(r.tabs) == 3 {
+			fmt.Fprintf(tw, "%s\t%d\t%v\t%v\t%v\t\n", r.name, r.shown, r.tabs[0].Round(time.Millisecond), r.tabs[1].Round(time.Millisecond), r.tabs[2].Round(time.Millisecond))
+		}
 	}
 	tw.Flush()
 	if len(rs) >= 2 {

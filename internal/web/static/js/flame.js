@@ -116,10 +116,13 @@ export class Flame {
   walk(g, node, path, x, w, d, H) {
     if (w < 0.5) return;
     this.box(g, node, path, x, w, d, H, false);
-    if (!node.value) return;
+    // Calls that ran in parallel (a span's children on other threads)
+    // can add up to more than their parent: then they share its width.
+    const total = Math.max(node.value, childSum(node));
+    if (!total) return;
     let cx = x;
     for (const c of node.children) {
-      const cw = w * c.value / node.value;
+      const cw = w * c.value / total;
       if (cw >= 0.5) this.walk(g, c, path.concat([c]), cx, cw, d + 1, H);
       cx += cw;
     }
@@ -150,6 +153,12 @@ export class Flame {
     parts.forEach((p, i) => { if (i) out.push(' › '); out.push(p); });
     this.crumbs.replaceChildren(...out);
   }
+}
+
+// childSum is the sum of n's children's values (kept on n).
+function childSum(n) {
+  if (n.childSum === undefined) n.childSum = (n.children || []).reduce((a, c) => a + c.value, 0);
+  return n.childSum;
 }
 
 function depth(root) {

@@ -403,7 +403,10 @@ class TracePage {
     fill(p, h('div', { class: 'loading' }, 'Computing the critical path…'));
     guard(p, async () => {
       const cp = await this.critical();
-      const rows = cp.spans.map((s) => {
+      // The spans are by time on the path, most first; a long path's
+      // tail adds nothing to read and would cost its DOM.
+      const limit = 1000;
+      const rows = cp.spans.slice(0, limit).map((s) => {
         const bar = h('i');
         bar.style.width = (100 * s.share).toFixed(1) + '%';
         return h('tr', { class: 'clickable', dataset: { index: String(s.index) }, onclick: () => this.goTo(s.index) },
@@ -413,7 +416,8 @@ class TracePage {
       });
       fill(p,
         h('div', { class: 'row' },
-          h('span', null, `${fmtNum(cp.spans.length)} spans on the path over ${fmtDur(cp.durationNs)}, ${fmtNum(cp.segments.length)} segments.`),
+          h('span', null, `${fmtNum(cp.spans.length)} spans on the path over ${fmtDur(cp.durationNs)}, ${fmtNum(cp.segments.length)} segments` +
+            (cp.spans.length > limit ? `; the ${fmtNum(limit)} longest on it shown.` : '.')),
           h('button', { type: 'button', id: 'crit-show', onclick: async () => { await this.setCritical(true); this.showTab('timeline'); } }, 'Highlight in the timeline')),
         h('table', { class: 'grid', id: 'critical-table' },
           h('thead', null, h('tr', null, h('th', null, 'Span'), h('th', null, 'Service'), h('th', null, 'Host'),
