@@ -86,6 +86,7 @@ export class Timeline {
     this.critical = null; // [{pos, start, end}] or null
     this.frame = 0;
     this.drawTimes = [];
+    this.colours = new Map(); // of names
     this.barWidths = new Map(); // text widths in the bars' font
     this.laneWidths = new Map(); // and in the lane labels'
     this.listen();
@@ -240,12 +241,18 @@ export class Timeline {
   }
 
   colourOf(s) {
+    let k;
     switch (this.colour) {
-      case 'host': return color(s.host || '?');
-      case 'thread': return color(s.thread || s.service || '?');
-      case 'operation': return color(s.operation || '?');
-      default: return color(s.service || s.host || '?');
+      case 'host': k = s.host; break;
+      case 'thread': k = s.thread || s.service; break;
+      case 'operation': k = s.operation; break;
+      default: k = s.service || s.host;
     }
+    k = k || '?';
+    // Cached: hashing the name for every span of every frame adds up.
+    let c = this.colours.get(k);
+    if (!c) { c = color(k); this.colours.set(k, c); }
+    return c;
   }
 
   draw() {
@@ -314,19 +321,28 @@ export class Timeline {
     // First item that may reach into the window (items are by start).
     let a = 0, b = items.length;
     while (a < b) { const m = (a + b) >> 1; if (this.spans[items[m]].start < lo) a = m + 1; else b = m; }
-    let lastX = -1;
     g.globalAlpha = dim ? 0.35 : 1;
     g.font = '10px system-ui, sans-serif'; // once: setting a font is slow
+    // Spans narrower than 2 px that touch, in one colour, are drawn as one
+    // run: zoomed out, a row of thousands of spans is a few rectangles.
+    let runX0 = 0, runX1 = -10, runCol = '';
+    const flush = () => { if (runX1 > runX0) { g.fillStyle = runCol; g.fillRect(runX0, y, Math.max(1, runX1 - runX0), hh); } runX1 = -10; };
+    const W = this.width();
     for (let k = a; k < items.length; k++) {
       const s = this.spans[items[k]];
       if (s.start > hi) break;
       const x0 = Math.max(gutter, this.x(s.start));
-      const x1 = Math.min(this.width(), this.x(s.start + s.durationNs));
+      const x1 = Math.min(W, this.x(s.start + s.durationNs));
       if (x1 < gutter) continue;
-      // Spans within the pixel already drawn add nothing visible.
-      if (x1 - x0 < 1 && Math.floor(x0) === lastX) continue;
-      lastX = Math.floor(x0);
-      g.fillStyle = this.colourOf(s);
+      const col = this.colourOf(s);
+      if (x1 - x0 < 2 && !s.error) {
+        if (col === runCol && x0 <= runX1 + 1) { runX1 = Math.max(runX1, x1, x0 + 1); continue; }
+        flush();
+        runX0 = x0; runX1 = Math.max(x1, x0 + 1); runCol = col;
+        continue;
+      }
+      flush();
+      g.fillStyle = col;
       g.fillRect(x0, y, Math.max(1, x1 - x0), hh);
       if (s.error) errorMark(g, x0, y, Math.max(1, x1 - x0), hh);
       if (x1 - x0 > 40) {
@@ -334,6 +350,7 @@ export class Timeline {
         g.fillText(clip(g, s.operation, x1 - x0 - 6, this.barWidths), x0 + 3, y + hh / 2);
       }
     }
+    flush();
     g.globalAlpha = 1;
   }
 
