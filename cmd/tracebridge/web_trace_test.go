@@ -247,6 +247,11 @@ func TestWebTrace(t *testing.T) {
 		if lanes < 3 || links != 1+reserves {
 			t.Errorf("%d lanes, %d cross-lane links (want %d)", lanes, links, 1+reserves)
 		}
+		// Lanes by service: one a service; the address keeps it.
+		eval[bool](t, ctx, `(() => { const s = document.querySelector('#tl-lanes'); s.value = 'service'; s.dispatchEvent(new Event('change')); return true; })()`)
+		if n := eval[int](t, ctx, `window.__tbTimeline.lay.lanes.length`); n != 3 || pageQuery(t, ctx).Get("lanes") != "service" {
+			t.Errorf("lanes by service: %d lanes, address %v", n, pageQuery(t, ctx))
+		}
 		w0 := eval[float64](t, ctx, `window.__tbTimeline.t1 - window.__tbTimeline.t0`)
 		act(t, ctx, "zoom in", chromedp.Click(css("#zoom-in")))
 		if w1 := eval[float64](t, ctx, `window.__tbTimeline.t1 - window.__tbTimeline.t0`); w1 > w0*0.51 {

@@ -271,6 +271,7 @@ export class Timeline {
     g.rect(0, axisH, W, H - axisH);
     g.clip();
     this.drawLanes(g, first, last, W);
+    this.drawGrid(g);
     for (let r = first; r < last; r++) this.drawRow(g, r, dim);
     if (this.critical) this.drawCritical(g, first, last);
     this.drawLinks(g, first, last);
@@ -407,25 +408,39 @@ export class Timeline {
     }
   }
 
+  // ticks answers the axis's ticks: [x, offset from the trace's start].
+  // Offsets are whole multiples of the step (epoch ns are beyond a
+  // double's integers, so adding steps to them would drift).
+  ticks() {
+    const step = niceStep((this.t1 - this.t0) / Math.max(1, this.plotW() / 110));
+    const out = [];
+    for (let k = Math.ceil((this.t0 - this.start) / step); this.start + k * step <= this.t1; k++) {
+      const x = Math.round(this.x(this.start + k * step)) + 0.5;
+      if (x >= gutter) out.push([x, k * step]);
+    }
+    return out;
+  }
+
+  // drawGrid draws the ticks' lines under the spans.
+  drawGrid(g) {
+    g.strokeStyle = '#eceff4';
+    g.beginPath();
+    for (const [x] of this.ticks()) { g.moveTo(x, axisH); g.lineTo(x, this.height); }
+    g.stroke();
+  }
+
   drawAxis(g, W) {
     g.fillStyle = '#f5f7fa';
     g.fillRect(0, 0, W, axisH);
     g.strokeStyle = '#d9dde5';
     g.beginPath(); g.moveTo(0, axisH - 0.5); g.lineTo(W, axisH - 0.5); g.stroke();
-    const span = this.t1 - this.t0;
-    const step = niceStep(span / Math.max(1, this.plotW() / 110));
     g.fillStyle = '#6b7280';
     g.font = '10px system-ui, sans-serif';
     g.textBaseline = 'middle';
-    const firstTick = Math.ceil((this.t0 - this.start) / step) * step + this.start;
-    for (let t = firstTick; t <= this.t1; t += step) {
-      const x = Math.round(this.x(t)) + 0.5;
-      if (x < gutter) continue;
-      g.strokeStyle = '#eceff4';
-      g.beginPath(); g.moveTo(x, axisH); g.lineTo(x, this.height); g.stroke();
-      g.strokeStyle = '#9aa3b2';
+    g.strokeStyle = '#9aa3b2';
+    for (const [x, off] of this.ticks()) {
       g.beginPath(); g.moveTo(x, axisH - 5); g.lineTo(x, axisH); g.stroke();
-      g.fillText(fmtDur(Math.round(t - this.start)), x + 3, axisH / 2);
+      g.fillText(fmtDur(off), x + 3, axisH / 2);
     }
     g.fillStyle = '#374151';
     g.fillText(`${this.lay.lanes.length} lanes · ${this.lay.rows.length} rows`, 4, axisH / 2);
