@@ -434,6 +434,14 @@ func TestWebTrace(t *testing.T) {
 		if q := pageQuery(t, ctx); q.Get("min") != min {
 			t.Errorf("address %v, want min=%s", q, min)
 		}
+		// A duration the API refuses: said at the top, the page kept.
+		act(t, ctx, "a bad duration", chromedp.SendKeys(css("#min-duration"), "x\t"))
+		waitJS(t, ctx, "the API's message", `!document.getElementById('banner').hidden && document.getElementById('banner').textContent.includes('minDuration')`)
+		if n := eval[int](t, ctx, `Number(document.querySelector('#trace-tree').dataset.rows)`); n != len(some.Spans) || pageQuery(t, ctx).Get("min") != min {
+			t.Errorf("after a bad duration: %d rows, address %v", n, pageQuery(t, ctx))
+		}
+		act(t, ctx, "back to the page", chromedp.Navigate(w.base+"/trace/"+url.PathEscape(k.TraceID)+"?span=999999"))
+		waitJS(t, ctx, "the page without the unknown span", `window.__tbTraceReady !== undefined && document.querySelector('#trace-tree .tr-row')`)
 		noBanner(t, ctx)
 	})
 

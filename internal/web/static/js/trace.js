@@ -8,7 +8,7 @@
 // critical path. The address keeps the state: tab, span, search, limits,
 // expansions, lanes and colours, critical-path highlight.
 
-import { api, errorBox, fill, fmtDur, fmtNum, guard, h, link, setQuery } from './lib.js';
+import { api, banner, errorBox, fill, fmtDur, fmtNum, guard, h, link, setQuery } from './lib.js';
 import { TraceModel } from './tracemodel.js';
 import { CallTree } from './calltree.js';
 import { Timeline, laneModes, colourModes } from './timeline.js';
@@ -38,7 +38,7 @@ class TracePage {
       span: q.has('span') ? Number(q.get('span')) : -1, // selected span's index
       find: q.get('find') || '',
       hit: Number(q.get('hit') || 0),
-      max: Number(q.get('max')) || defaults.max,
+      max: Math.min(200000, Math.max(1, Math.floor(Number(q.get('max'))) || defaults.max)),
       min: q.get('min') || '',
       x: parseExpansions(q.get('x')),
       lanes: laneModes.includes(q.get('lanes')) ? q.get('lanes') : defaults.lanes,
@@ -55,12 +55,26 @@ class TracePage {
 
   get(path, params) { return api(this.base + path, params, { signal: this.abort.signal }); }
 
-  async start() {
+  // mainView fetches the page's view of the whole trace (with the
+  // selected span revealed).
+  mainView() {
+    return this.get('/view', { maxSpans: this.st.max, minDuration: this.st.min, reveal: this.st.span >= 0 ? [this.st.span] : undefined });
+  }
+
+  async start(prefetched) {
     this.el.classList.add('trace-page');
-    fill(this.el, h('div', { class: 'loading' }, `Loading trace ${this.id}…`));
+    if (!prefetched) fill(this.el, h('div', { class: 'loading' }, `Loading trace ${this.id}…`));
     await guard(this.el, async () => {
       const t0 = performance.now();
-      const view = await this.get('/view', { maxSpans: this.st.max, minDuration: this.st.min, reveal: this.st.span >= 0 ? [this.st.span] : undefined });
+      let view = prefetched;
+      try {
+        view = view || await this.mainView();
+      } catch (e) {
+        // A span index from an old or edited address: open without it.
+        if (!(e.status === 400 && this.st.span >= 0)) throw e;
+        this.st.span = -1;
+        view = await this.mainView();
+      }
       this.model = new TraceModel(view);
       for (const [root, max] of this.st.x) await this.expandIndex(root, max, false);
       this.fetched = performance.now() - t0;
@@ -134,8 +148,12 @@ class TracePage {
     });
     this.hitNote = h('span', { id: 'find-count', class: 'muted' }, '');
     const minInput = h('input', { id: 'min-duration', placeholder: 'e.g. 1ms', value: this.st.min, size: 7 });
-    minInput.addEventListener('change', () => { this.st.min = minInput.value.trim(); this.reload(); });
-    const maxSel = h('select', { id: 'max-spans', onchange: (e) => { this.st.max = Number(e.target.value); this.reload(); } },
+    minInput.addEventListener('change', () => {
+      const previous = { min: this.st.min };
+      this.st.min = minInput.value.trim();
+      this.reload(minInput, previous);
+    });
+    const maxSel = h('select', { id: 'max-spans', onchange: (e) => { const previous = { max: this.st.max }; this.st.max = Number(e.target.value); this.reload(e.target, previous); } },
       [...new Set([...maxChoices, this.st.max])].sort((a, b) => a - b)
         .map((n) => h('option', { value: String(n), selected: n === this.st.max }, fmtNum(n))));
     return h('div', { class: 'row trace-toolbar' },
@@ -155,13 +173,26 @@ class TracePage {
 
   // reload fetches the main view again (limits changed): expansions are
   // dropped, the selection kept.
-  async reload() {
+  async reload(input, previous) {
+    let view;
+    try {
+      view = await this.mainView();
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      // A limit the API refuses (a malformed duration): say so at the
+      // input and keep the page as it is.
+      if (input) { input.classList.add('invalid'); input.title = e.message; }
+      banner(e.message);
+      Object.assign(this.st, previous);
+      return;
+    }
+    banner('');
     this.st.x = [];
     this.save();
     for (const c of [this.timeline, this.tree, this.flame]) if (c) c.destroy();
-    this.timeline = this.tree = null;
+    this.timeline = this.tree = this.flame = null;
     this.panels = {};
-    await this.start();
+    await this.start(view);
   }
 
   showTab(k, first) {
