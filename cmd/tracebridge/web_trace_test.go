@@ -445,6 +445,22 @@ func TestWebTrace(t *testing.T) {
 		noBanner(t, ctx)
 	})
 
+	t.Run("Zorka", func(t *testing.T) {
+		// A trace from a ZICO agent: every span in the tree, the
+		// timeline drawn.
+		z := w.find(t, "zorka")
+		var v apiView
+		getJSON(t, w.base+"/api/v1/traces/"+url.PathEscape(z.TraceID)+"/view?maxSpans=200000", &v)
+		openTrace(t, ctx, w.base, "/trace/"+url.PathEscape(z.TraceID))
+		if n := eval[int](t, ctx, `Number(document.querySelector('#trace-tree').dataset.rows)`); n != len(v.Spans) || n != v.SpanCount {
+			t.Errorf("%d rows, the trace has %d spans", n, v.SpanCount)
+		}
+		if ink := canvasInk(t, ctx, "#tl-canvas"); ink < 1000 {
+			t.Errorf("the timeline has %d pixels of ink", ink)
+		}
+		noBanner(t, ctx)
+	})
+
 	t.Run("Unknown", func(t *testing.T) {
 		id := "0123456789abcdef0123456789abcdef"
 		code, b := apiGet(t, "GET", w.base+"/api/v1/traces/"+id+"/view", "", "")
