@@ -438,6 +438,39 @@ func TestViewEndpoint(t *testing.T) {
 	}
 }
 
+// TestViewSlowestAndErrors: a view names the span with the most self
+// time and the spans in error of its scope even when it does not show
+// them, so the UI can jump to them with reveal.
+func TestViewSlowestAndErrors(t *testing.T) {
+	traces := shop(10, time.Now().Add(-time.Hour))
+	e := newEnv(t, nil, traces...)
+	tr := traces[9]
+	tree := newTree(tr)
+	want, most := -1, int64(-1)
+	for i := range tr.Spans {
+		if self := tree.self(i); self > most {
+			want, most = i, self
+		}
+	}
+	db := slices.IndexFunc(tr.Spans, func(s trace.Span) bool { return s.Error })
+	var v TraceView
+	e.get("/api/v1/traces/"+tr.ID.String()+"/view?maxSpans=1", &v)
+	if v.Slowest != want || !slices.Equal(v.ErrorSpans, []int{db}) || v.Shown != 1 {
+		t.Errorf("slowest %d (want %d), errors %v (want [%d]), shown %d", v.Slowest, want, v.ErrorSpans, db, v.Shown)
+	}
+	// Inside a subtree without the error: none, and its own slowest.
+	pub := slices.IndexFunc(tr.Spans, func(s trace.Span) bool { return s.Operation == "jobs publish" })
+	e.get(fmt.Sprintf("/api/v1/traces/%s/view?root=%d", tr.ID, pub), &v)
+	if len(v.ErrorSpans) != 0 || v.ErrorSpans == nil || v.Slowest < pub || v.Slowest > pub+1 {
+		t.Errorf("subtree: slowest %d, errors %v", v.Slowest, v.ErrorSpans)
+	}
+	// Process is in the view when the span has one.
+	tr.Spans[0].Process = "4711@svc-0"
+	if got := newTree(tr).view(pruneOptions{maxSpans: 1, root: -1}, false).Spans[0].Process; got != "4711@svc-0" {
+		t.Errorf("process %q", got)
+	}
+}
+
 // TestFlameAndCriticalPath: a trace's flame graph weighs call paths by
 // time (a frame's value is its calls' time, its self time what its
 // children leave); the critical path covers the root's duration exactly

@@ -166,6 +166,7 @@ type ViewSpan struct {
 	Component    string `json:"component"`
 	Host         string `json:"host"`
 	Service      string `json:"service"`
+	Process      string `json:"process,omitempty"`
 	Thread       string `json:"thread,omitempty"`
 	Start        int64  `json:"start"`
 	DurationNs   int64  `json:"durationNs"`
@@ -199,11 +200,21 @@ type TraceView struct {
 	// Root is the index of the subtree shown (-1: the whole trace).
 	Root int `json:"root"`
 	// Shown spans are in Spans; Pruned (PrunedErrors in error) are not.
-	Shown        int        `json:"shown"`
-	Pruned       int        `json:"pruned"`
-	PrunedErrors int        `json:"prunedErrors"`
-	Spans        []ViewSpan `json:"spans"`
+	Shown        int `json:"shown"`
+	Pruned       int `json:"pruned"`
+	PrunedErrors int `json:"prunedErrors"`
+	// Slowest is the span of the scope with the most self time (-1: no
+	// span), shown or not, so the UI can jump to it with reveal.
+	Slowest int `json:"slowest"`
+	// ErrorSpans are the indexes of the scope's spans in error, shown or
+	// not, in tree order; at most maxErrorSpans (ErrorCount or the
+	// root's counts say how many in all).
+	ErrorSpans []int      `json:"errorSpans"`
+	Spans      []ViewSpan `json:"spans"`
 }
+
+// maxErrorSpans bounds TraceView.ErrorSpans.
+const maxErrorSpans = 10_000
 
 func attrsObject(s *trace.Span) map[string]json.RawMessage {
 	m := make(map[string]json.RawMessage, len(s.Attributes))
@@ -256,7 +267,7 @@ func (tr *tree) view(o pruneOptions, attrs bool) TraceView {
 		}
 		s := &t.Spans[i]
 		vs := ViewSpan{Index: i, Parent: tr.parent(i), Depth: s.Depth, SpanID: s.SpanID.String(), Operation: s.Operation,
-			Component: s.Component, Host: s.Host, Service: s.Service, Thread: s.Thread, Start: s.Start, DurationNs: s.Duration(),
+			Component: s.Component, Host: s.Host, Service: s.Service, Process: s.Process, Thread: s.Thread, Start: s.Start, DurationNs: s.Duration(),
 			SelfNs: tr.self(i), Error: s.Error, Kind: s.Kind.String(), Message: s.StatusMessage,
 			Children: int(tr.children[i]), Descendants: int(tr.size[i]) - 1}
 		if s.ParentID != 0 {
@@ -284,5 +295,23 @@ func (tr *tree) view(o pruneOptions, attrs bool) TraceView {
 		}
 	}
 	v.Pruned, v.PrunedErrors = total-v.Shown, errs-shownErrs
+	v.Slowest, v.ErrorSpans = tr.slowestAndErrors(lo, hi)
 	return v
+}
+
+// slowestAndErrors returns the span of [lo, hi) with the most self time
+// (the first of equals; -1 for an empty range) and the first
+// maxErrorSpans spans in error.
+func (tr *tree) slowestAndErrors(lo, hi int) (slowest int, errs []int) {
+	slowest, errs = -1, []int{}
+	var most int64 = -1
+	for i := lo; i < hi; i++ {
+		if self := tr.self(i); self > most {
+			slowest, most = i, self
+		}
+		if tr.t.Spans[i].Error && len(errs) < maxErrorSpans {
+			errs = append(errs, i)
+		}
+	}
+	return slowest, errs
 }

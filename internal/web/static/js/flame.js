@@ -1,0 +1,182 @@
+// flame.js: a flame graph (root at the bottom) or icicle (root at the
+// top) of a Flame tree from the API, drawn on a canvas. Frames narrower
+// than half a pixel are not drawn nor descended into, so a tree of any
+// size draws in bounded time. A click zooms into a frame (its ancestors
+// stay as full-width bars to click back out).
+
+import { fmtDur, fmtNum, h } from './lib.js';
+import { clip, sized } from './timeline.js';
+
+const rowH = 18;
+
+export class Flame {
+  // root: the API's FlameNode tree; unit: "ns" or "samples".
+  constructor({ root, unit = 'ns', mode = 'flame', onZoom }) {
+    this.root = root;
+    this.unit = unit;
+    this.mode = mode;
+    this.onZoom = onZoom;
+    this.path = [root]; // root … the zoomed frame
+    this.levels = depth(root);
+    this.scrollY = 0;
+    this.rects = [];
+    this.widths = new Map(); // text widths in the frames' font
+    this.canvas = h('canvas', { id: 'flame-canvas', class: 'flame-canvas' });
+    this.tip = h('div', { class: 'tl-tip', hidden: true });
+    this.crumbs = h('div', { class: 'flame-crumbs' });
+    this.el = h('div', { class: 'flame-box' }, this.crumbs, h('div', { class: 'flame-plot' }, this.canvas, this.tip));
+    this.frame = 0;
+    this.listen();
+    this.request();
+  }
+
+  setMode(mode) { this.mode = mode; this.scrollY = 0; this.request(); }
+
+  // zoomTo zooms into the frame at path (names from the root's child).
+  zoomTo(names) {
+    const path = [this.root];
+    for (const n of names) {
+      const c = path[path.length - 1].children.find((x) => x.name === n);
+      if (!c) break;
+      path.push(c);
+    }
+    this.path = path;
+    this.request();
+  }
+
+  zoomed() { return this.path.slice(1).map((n) => n.name); }
+
+  height() { return Math.min(640, Math.max(120, this.levels * rowH + 4)); }
+  width() { return this.el.clientWidth || 800; }
+
+  request() { if (!this.frame) this.frame = requestAnimationFrame(() => { this.frame = 0; this.draw(); }); }
+
+  listen() {
+    this.canvas.addEventListener('click', (e) => {
+      const r = this.hit(e.offsetX, e.offsetY);
+      if (!r) return;
+      const i = this.path.indexOf(r.node);
+      if (i >= 0) this.path = this.path.slice(0, i + 1); // an ancestor: zoom out to it
+      else this.path = r.path;
+      this.request();
+      if (this.onZoom) this.onZoom(this.zoomed());
+    });
+    this.canvas.addEventListener('wheel', (e) => {
+      const max = Math.max(0, this.levels * rowH + 4 - this.height());
+      if (!max) return;
+      e.preventDefault();
+      this.scrollY = Math.max(0, Math.min(max, this.scrollY + (this.mode === 'flame' ? -e.deltaY : e.deltaY)));
+      this.request();
+    }, { passive: false });
+    this.canvas.addEventListener('mousemove', (e) => this.hover(e));
+    this.canvas.addEventListener('mouseleave', () => { this.tip.hidden = true; });
+    this.resize = new ResizeObserver(() => this.request());
+    this.resize.observe(this.el);
+  }
+
+  destroy() { this.resize.disconnect(); if (this.frame) cancelAnimationFrame(this.frame); }
+
+  hit(x, y) {
+    for (const r of this.rects) if (x >= r.x && x <= r.x + r.w && y >= r.y && y <= r.y + rowH - 1) return r;
+    return null;
+  }
+
+  hover(e) {
+    const r = this.hit(e.offsetX, e.offsetY);
+    if (!r) { this.tip.hidden = true; return; }
+    const n = r.node;
+    const total = this.root.value || 1;
+    const v = (x) => this.unit === 'ns' ? fmtDur(x) : fmtNum(x) + ' ' + this.unit;
+    this.tip.textContent = `${n.name} — ${v(n.value)} (${(100 * n.value / total).toFixed(1)} %), self ${v(n.self)}` +
+      (n.calls ? `, ${fmtNum(n.calls)} calls` : '') + (n.errors ? `, ${fmtNum(n.errors)} errors` : '');
+    this.tip.hidden = false;
+    this.tip.style.left = Math.min(e.offsetX + 12, this.width() - 320) + 'px';
+    this.tip.style.top = (e.offsetY + 14) + 'px';
+  }
+
+  // yOf answers the canvas y of level d.
+  yOf(d, H) { return this.mode === 'flame' ? H - (d + 1) * rowH + this.scrollY : d * rowH - this.scrollY; }
+
+  draw() {
+    const W = this.width(), H = this.height();
+    const g = sized(this.canvas, W, H);
+    g.fillStyle = '#fff';
+    g.fillRect(0, 0, W, H);
+    g.font = '11px system-ui, sans-serif';
+    g.textBaseline = 'middle';
+    this.rects = [];
+    // The zoomed frame's ancestors, full width.
+    const top = this.path[this.path.length - 1];
+    for (let d = 0; d < this.path.length - 1; d++) this.box(g, this.path[d], this.path.slice(0, d + 1), 0, W, d, H, true);
+    this.walk(g, top, this.path, 0, W, this.path.length - 1, H);
+    this.drawCrumbs();
+    this.canvas.dataset.frames = String(this.rects.length);
+  }
+
+  walk(g, node, path, x, w, d, H) {
+    if (w < 0.5) return;
+    this.box(g, node, path, x, w, d, H, false);
+    // Calls that ran in parallel (a span's children on other threads)
+    // can add up to more than their parent: then they share its width.
+    const total = Math.max(node.value, childSum(node));
+    if (!total) return;
+    let cx = x;
+    for (const c of node.children) {
+      const cw = w * c.value / total;
+      if (cw >= 0.5) this.walk(g, c, path.concat([c]), cx, cw, d + 1, H);
+      cx += cw;
+    }
+  }
+
+  box(g, node, path, x, w, d, H, ancestor) {
+    const y = this.yOf(d, H);
+    if (y + rowH < 0 || y > H) return;
+    g.fillStyle = ancestor ? '#d1d5db' : warm(node.name);
+    g.fillRect(x, y, Math.max(0.5, w - 0.5), rowH - 1);
+    if (node.errors) {
+      g.strokeStyle = '#c62828';
+      g.strokeRect(x + 0.5, y + 0.5, Math.max(0.5, w - 1.5), rowH - 2);
+    }
+    if (w > 30) {
+      g.fillStyle = '#1d2330';
+      g.fillText(clip(g, node.name, w - 6, this.widths), x + 3, y + rowH / 2);
+    }
+    this.rects.push({ x, y, w, node, path });
+  }
+
+  drawCrumbs() {
+    const parts = this.path.map((n, i) => h('button', {
+      type: 'button', class: 'linkish',
+      onclick: () => { this.path = this.path.slice(0, i + 1); this.request(); if (this.onZoom) this.onZoom(this.zoomed()); },
+    }, i ? n.name : 'all'));
+    const out = [];
+    parts.forEach((p, i) => { if (i) out.push(' › '); out.push(p); });
+    this.crumbs.replaceChildren(...out);
+  }
+}
+
+// childSum is the sum of n's children's values (kept on n).
+function childSum(n) {
+  if (n.childSum === undefined) n.childSum = (n.children || []).reduce((a, c) => a + c.value, 0);
+  return n.childSum;
+}
+
+function depth(root) {
+  // Iterative: a deep trace must not overflow the stack.
+  let max = 0;
+  const stack = [[root, 0]];
+  while (stack.length) {
+    const [n, d] = stack.pop();
+    if (d > max) max = d;
+    for (const c of n.children || []) stack.push([c, d + 1]);
+  }
+  return max + 1;
+}
+
+// warm picks a flame colour (reds to yellows) stable for a name.
+function warm(name) {
+  let x = 2166136261;
+  for (let i = 0; i < name.length; i++) { x ^= name.charCodeAt(i); x = Math.imul(x, 16777619); }
+  x >>>= 0;
+  return `hsl(${x % 50}, ${70 + (x >> 8) % 20}%, ${58 + (x >> 16) % 12}%)`;
+}
