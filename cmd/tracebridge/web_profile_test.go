@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
+)
+
+// TestWebProfile: a jfr receiver reads a real JVM's recording (its
+// repository, from the beginning); the analyses page's JFR profile tab
+// draws the host's flame graph of the recording's time — the frames the
+// API answers, on a canvas with ink.
+func TestWebProfile(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "workload.jfr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	jvm := filepath.Join(work, "repository", "2026_01_02_03_04_05_1")
+	os.MkdirAll(jvm, 0o755)
+	splitRecording(t, data, jvm)
+	yaml := fmt.Sprintf("flush_interval: 100ms\nhttp: \"127.0.0.1:0\"\nreceivers:\n  - {name: jvms, type: jfr, repository: %q, start: beginning, host: shop-jvm}\nsinks:\n  - {type: kieker-log, path: logs}\n", filepath.Join(work, "repository"))
+	p := bridgetest.Start(t, work, "-c", bridgetest.WriteConfig(t, work, yaml), "--no-store")
+	base := httpURL(t, p)
+	const since = "2000-01-01T00:00:00Z"
+	var flame struct {
+		Unit string
+		Root struct {
+			Value    int64
+			Children []struct{ Name string }
+		}
+	}
+	for i := 0; ; i++ {
+		code, b := apiGet(t, "GET", base+"/api/v1/profiles/flame?host=shop-jvm&since="+since, "", "")
+		if code == 200 {
+			json.Unmarshal(b, &flame)
+			break
+		}
+		if i > 100 {
+			t.Fatalf("the host's flame graph: %d %s\nstderr:\n%s", code, b, p.Stderr())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if flame.Unit != "samples" || flame.Root.Value < 10 || len(flame.Root.Children) == 0 {
+		t.Fatalf("the API's flame graph: %+v", flame)
+	}
+	ctx := browser(t)
+	w := &webBridge{p: p, base: base}
+	openView(t, ctx, w, "/analysis?tab=profile&phost=shop-jvm&since="+since)
+	waitJS(t, ctx, "the flame graph", `document.querySelector('.profile-out canvas')`)
+	if n := canvasInk(t, ctx, ".profile-out canvas"); n < 2000 {
+		t.Errorf("the JFR flame graph has %d pixels of ink", n)
+	}
+	// The page draws the frames the API answers: a hover on the widest
+	// frame below the root names one of the root's children.
+	tip := eval[string](t, ctx, `(() => { const c = document.querySelector('.profile-out canvas'), r = c.getBoundingClientRect();
+		c.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + 3, clientY: r.bottom - 26, bubbles: true}));
+		const t = document.querySelector('.profile-out .flame-tip'); return t ? t.textContent : ''; })()`)
+	found := false
+	for _, c := range flame.Root.Children {
+		if strings.Contains(tip, c.Name) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("hovering the second row says %q; the root's children are %+v", tip, flame.Root.Children)
+	}
+	shot(t, ctx, "analysis-profile")
+	checkCSP(t, ctx)
+	act(t, ctx, "leave", chromedp.Navigate("about:blank"))
+	p.Stop()
+}
