@@ -38,6 +38,14 @@
 // short attributes and one folded text with its distinct stacks, not 100
 // copies of a 64-frame stack.
 //
+// # Flame graphs of a host
+//
+// Besides the rings, every sample's stack is counted in a history per
+// host and minute (Options.History, an hour by default; at most 20,000
+// distinct stacks per host and minute). Stacks answers the merged stacks
+// of a host in a time window, to the minute; the stage publishes itself
+// in pipeline.Shared as "profiles", where the HTTP API finds it.
+//
 // # Limits
 //
 // PerThread samples per thread (oldest dropped), samples older than Retain
@@ -54,5 +62,5 @@
 // # Concurrency
 //
 // The stage runs on the engine's drain goroutine (Consume, Enrich);
-// Stats may be called from any goroutine.
+// Stats and Stacks may be called from any goroutine.
 package profile
