@@ -160,15 +160,17 @@ func (s *Store) Search(q Query) (Page, error) {
 		if !ok {
 			break
 		}
-		page.Scanned++
-		last = &pos
-		if page.Scanned%64 == 0 {
+		if (page.Scanned+1)%64 == 0 {
+			// The cursor stays at the last trace looked at: this one
+			// is read again by the next page.
 			el := time.Since(start)
 			if el > q.TotalBudget || len(page.Traces) > 0 && el > q.HitBudget {
 				page.Partial, page.More = true, true
 				break
 			}
 		}
+		page.Scanned++
+		last = &pos
 		sum, match, err := f.match(&ref)
 		if err != nil {
 			return page, err
@@ -805,7 +807,7 @@ func (s *Store) searchBlocks(q *Query, f *filter, since, until int64, after *cur
 		for _, b := range p.blocks {
 			// The attribute pairs' Bloom filter, here rather than on a
 			// worker: most blocks fail it.
-			if b.maxEnd >= since && b.minStart <= until && b.filter.hasAll(f.pairs) {
+			if b.maxEnd >= since && b.minStart <= until && !b.before(after, q.Oldest) && b.filter.hasAll(f.pairs) {
 				blocks = append(blocks, b)
 			}
 		}
@@ -931,6 +933,19 @@ func (s *Store) searchBlocks(q *Query, f *filter, since, until int64, after *cur
 		page.Traces[i] = hits[i].sum
 	}
 	return page, nil
+}
+
+// before says whether every trace of b comes before the cursor after
+// (nil: none does), so that a page continuing a search skips the blocks
+// the earlier pages read.
+func (b *blockMeta) before(after *cursorPos, oldest bool) bool {
+	if after == nil {
+		return false
+	}
+	if oldest {
+		return b.maxEnd < after.start // every trace started before the cursor
+	}
+	return b.minStart > after.start
 }
 
 // blockHits are the matches a worker found in one block.
