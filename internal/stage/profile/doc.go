@@ -40,11 +40,14 @@
 //
 // # Flame graphs of a host
 //
-// Besides the rings, every sample's stack is counted in a history per
-// host and minute (Options.History, an hour by default; at most 20,000
-// distinct stacks per host and minute). Stacks answers the merged stacks
-// of a host in a time window, to the minute; the stage publishes itself
-// in pipeline.Shared as "profiles", where the HTTP API finds it.
+// Besides the rings, every sample is counted in a history per host and
+// minute: samples per interned stack (Options.History minutes, an hour by
+// default, behind the newest minute of any host; at most 20,000 distinct
+// stacks per host and minute, more counted as one "[other stacks]"). A
+// host silent for the whole history is forgotten; a sample more than five
+// minutes ahead of the wall clock is not kept. Stacks answers the merged
+// stacks of a host in a time window, to the minute; the stage publishes
+// itself in pipeline.Shared as "profiles", where the HTTP API finds it.
 //
 // # Limits
 //

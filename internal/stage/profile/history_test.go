@@ -13,7 +13,7 @@ import (
 // and forgets minutes older than its history.
 func TestStacksOfAHostAndWindow(t *testing.T) {
 	s := New(&discard{}, Options{History: 10 * time.Minute})
-	base := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC).UnixNano()
+	base := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC).UnixNano() // before now: a recording read later
 	min := int64(time.Minute)
 	feed(t, s, "shop-1", func(b *record.Batch) {
 		addSample(b, 1, base+5e9, "a.Leaf.run()", "a.Main.main()")
@@ -40,15 +40,69 @@ func TestStacksOfAHostAndWindow(t *testing.T) {
 	if st, _ := s.Stacks(context.Background(), "nobody", base, base+min); st != nil {
 		t.Errorf("an unknown host has samples")
 	}
-	// Eleven minutes on, the first minutes are forgotten.
-	feed(t, s, "shop-1", func(b *record.Batch) { addSample(b, 1, base+11*min+1e9, "a.Leaf.run()") })
+	// Ten minutes on, the first minute is forgotten (ten are kept), and
+	// shop-2, which sent nothing since, with it.
+	feed(t, s, "shop-1", func(b *record.Batch) { addSample(b, 1, base+10*min+1e9, "a.Leaf.run()") })
 	st, _ = s.Stacks(context.Background(), "shop-1", base, base+12*min)
 	if st.Total() != 2 {
 		t.Errorf("after the history's span: %d samples, want the two newest", st.Total())
+	}
+	if st, _ := s.Stacks(context.Background(), "shop-2", base, base+12*min); st != nil {
+		t.Errorf("a host silent for the whole history still has %d samples", st.Total())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := s.Stacks(ctx, "shop-1", base, base+12*min); err == nil {
 		t.Errorf("a cancelled request was answered")
+	}
+}
+
+// TestHistoryIgnoresSamplesFromTheFuture: a sample far ahead of the
+// clock (a skewed clock, a damaged recording) is not kept, and the
+// host's real minutes stay.
+func TestHistoryIgnoresSamplesFromTheFuture(t *testing.T) {
+	s := New(&discard{}, Options{})
+	now := time.Now().UnixNano()
+	feed(t, s, "shop-1", func(b *record.Batch) {
+		addSample(b, 1, now-1e9, "a.Leaf.run()")
+		addSample(b, 1, now+int64(24*time.Hour), "x.Future.run()")
+		addSample(b, 1, now, "a.Leaf.run()")
+	})
+	st, _ := s.Stacks(context.Background(), "shop-1", now-int64(time.Minute), now+int64(48*time.Hour))
+	if st == nil || st.Total() != 2 || st.Count("x.Future.run()") != 0 {
+		t.Errorf("after a sample a day ahead: %v", st)
+	}
+	if s.hist.ahead != 1 {
+		t.Errorf("%d samples counted as ahead of the clock", s.hist.ahead)
+	}
+}
+
+// TestHistoryWhileSampling: flame graphs are asked for while samples
+// arrive (run with -race).
+func TestHistoryWhileSampling(t *testing.T) {
+	s := New(&discard{}, Options{})
+	now := time.Now().UnixNano()
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := s.Stacks(context.Background(), "shop-1", now-int64(time.Hour), now+int64(time.Hour)); err != nil {
+				t.Errorf("Stacks: %v", err)
+			}
+		}
+	}()
+	for i := range 2000 {
+		feed(t, s, "shop-1", func(b *record.Batch) { addSample(b, int64(i%7), now+int64(i)*1e6, "a.Leaf.run()", "f"+string(rune('a'+i%26))) })
+	}
+	close(stop)
+	<-done
+	st, _ := s.Stacks(context.Background(), "shop-1", now-int64(time.Hour), now+int64(time.Hour))
+	if st.Total() != 2000 {
+		t.Errorf("%d samples, want 2000", st.Total())
 	}
 }

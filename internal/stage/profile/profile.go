@@ -143,7 +143,7 @@ var (
 func New(next pipeline.Consumer, opt Options) *Stage {
 	opt.defaults()
 	return &Stage{next: next, opt: opt, layouts: map[*record.Type]layout{}, rings: map[key]*ring{},
-		byTID: map[int64][]*ring{}, stacks: map[uint64]*stack{}, seed: maphash.MakeSeed(), hist: newHistory(opt.History)}
+		byTID: map[int64][]*ring{}, stacks: map[uint64]*stack{}, seed: maphash.MakeSeed(), hist: newHistory(opt.History, time.Now)}
 }
 
 // Stats returns the counts so far.
@@ -239,7 +239,7 @@ func (s *Stage) add(r *record.Record, l layout, o *record.Origin) {
 	s.tick++
 	rg.used = s.tick
 	smp := sample{time: t, stack: s.intern(list.Items), session: o.Session}
-	s.hist.add(o.Host, t, smp.stack.frames)
+	s.hist.add(o.Host, t, smp.stack)
 	if l.state >= 0 {
 		smp.state = r.Values[l.state].Str()
 	}
