@@ -97,7 +97,9 @@ func TestHistoryWhileSampling(t *testing.T) {
 		}
 	}()
 	for i := range 2000 {
-		feed(t, s, "shop-1", func(b *record.Batch) { addSample(b, int64(i%7), now+int64(i)*1e6, "a.Leaf.run()", "f"+string(rune('a'+i%26))) })
+		feed(t, s, "shop-1", func(b *record.Batch) {
+			addSample(b, int64(i%7), now+int64(i)*1e6, "a.Leaf.run()", "f"+string(rune('a'+i%26)))
+		})
 	}
 	close(stop)
 	<-done
