@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -18,6 +19,9 @@ func TestSmallRun(t *testing.T) {
 		t.Skip("builds tracebridge and starts Chromium")
 	}
 	if _, err := exec.LookPath("chromium"); err != nil {
+		if os.Getenv("TRACEBRIDGE_REQUIRE_SERVICES") != "" {
+			t.Fatal("chromium is not installed; TRACEBRIDGE_REQUIRE_SERVICES is set")
+		}
 		t.Skip("chromium is not installed")
 	}
 	o, err := parseFlags([]string{"-spans", "3000", "-small", "200", "-runs", "1", "-events", "5", "-batch", "700", "-wide", "0", "-timeout", "2m"}, io.Discard)

@@ -124,6 +124,9 @@ func browser(t *testing.T) context.Context {
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		if path, err = exec.LookPath("chromium-browser"); err != nil {
+			if os.Getenv("TRACEBRIDGE_REQUIRE_SERVICES") != "" {
+				t.Fatal("chromium is not installed; TRACEBRIDGE_REQUIRE_SERVICES is set")
+			}
 			t.Skip("chromium is not installed (apt-get install chromium); .ci/run installs it")
 		}
 	}

@@ -10,7 +10,9 @@
 package web
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"io/fs"
 	"net/http"
 	"path"
@@ -34,6 +36,10 @@ func Handler() http.Handler {
 	if err != nil {
 		panic(err)
 	}
+	etags, err := hashes(static)
+	if err != nil {
+		panic(err)
+	}
 	fileServer := http.FileServer(http.FS(static))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -49,13 +55,15 @@ func Handler() http.Handler {
 		p := path.Clean("/" + r.URL.Path)
 		if strings.HasPrefix(p, "/ui/") {
 			name := strings.TrimPrefix(p, "/ui/")
-			if _, err := fs.Stat(static, name); err != nil {
+			etag, ok := etags[name]
+			if !ok { // not a file (a directory, or nothing)
 				http.NotFound(w, r)
 				return
 			}
-			// The binary's version is the cache key: a new binary,
-			// new files (index.html is never cached).
+			// Browsers ask again each time and get 304 while the file
+			// is the same: a new binary's files are used at once.
 			h.Set("Cache-Control", "no-cache")
+			h.Set("ETag", etag)
 			r2 := r.Clone(r.Context())
 			r2.URL.Path = "/" + name
 			fileServer.ServeHTTP(w, r2)
@@ -65,4 +73,22 @@ func Handler() http.Handler {
 		h.Set("Cache-Control", "no-store")
 		w.Write(index)
 	})
+}
+
+// hashes returns an ETag for every file of the UI, by its path.
+func hashes(static fs.FS) (map[string]string, error) {
+	out := map[string]string{}
+	err := fs.WalkDir(static, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(static, name)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		out[name] = `"` + hex.EncodeToString(sum[:12]) + `"`
+		return nil
+	})
+	return out, err
 }

@@ -44,10 +44,30 @@ func TestHandler(t *testing.T) {
 			t.Errorf("%s: Content-Type %q", p, ct)
 		}
 	}
-	for _, p := range []string{"/ui/nothing.js", "/ui/../web.go", "/ui/%2e%2e/web.go", "/ui/"} {
-		if resp, body := get(t, h, "GET", p); resp.StatusCode != 404 && !strings.Contains(body, `src="/ui/js/app.js"`) {
+	// Directories and missing files are 404s; a path that leaves /ui/
+	// is cleaned to a page address and answers the page.
+	for _, p := range []string{"/ui/nothing.js", "/ui/js/", "/ui/css", "/ui/index.html/x"} {
+		if resp, body := get(t, h, "GET", p); resp.StatusCode != 404 {
 			t.Errorf("%s: %d %.80s", p, resp.StatusCode, body)
 		}
+	}
+	for _, p := range []string{"/ui/../web.go", "/ui/%2e%2e/web.go"} {
+		if resp, body := get(t, h, "GET", p); resp.StatusCode != 200 || !strings.Contains(body, `src="/ui/js/app.js"`) {
+			t.Errorf("%s: %d %.80s", p, resp.StatusCode, body)
+		}
+	}
+	// A file is revalidated by its ETag: the same file, 304.
+	resp, _ := get(t, h, "GET", "/ui/js/app.js")
+	etag := resp.Header.Get("ETag")
+	if len(etag) < 10 {
+		t.Fatalf("app.js has no ETag: %v", resp.Header)
+	}
+	req := httptest.NewRequest("GET", "/ui/js/app.js", nil)
+	req.Header.Set("If-None-Match", etag)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusNotModified {
+		t.Errorf("a revalidation of app.js: %d", rec.Code)
 	}
 	if resp, _ := get(t, h, "POST", "/search"); resp.StatusCode != 405 || resp.Header.Get("Allow") != "GET, HEAD" {
 		t.Errorf("POST: %d %v", resp.StatusCode, resp.Header)
