@@ -72,7 +72,9 @@ func NewHandler(url string, o HandlerOptions) *Handler {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	h.up = websocket.Upgrader{CheckOrigin: o.CheckOrigin, ReadBufferSize: 1024, WriteBufferSize: 64 << 10}
+	// A page that sent its token as a subprotocol (the HTTP API's
+	// tracebridge.bearer) gets that protocol back, never the token.
+	h.up = websocket.Upgrader{CheckOrigin: o.CheckOrigin, ReadBufferSize: 1024, WriteBufferSize: 64 << 10, Subprotocols: []string{"tracebridge.bearer"}}
 	return h
 }
 

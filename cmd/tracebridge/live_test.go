@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,47 @@ stream: {listen: "127.0.0.1:0"}
 	}
 	if kinds[0] != "metadata" {
 		t.Fatalf("the first message is %q, not the metadata", kinds[0])
+	}
+	p.Stop()
+}
+
+// TestLiveWithToken: where reads need a token, a page opens the live
+// WebSocket with its token as a subprotocol after tracebridge.bearer
+// (a browser cannot set the Authorization header; a token must not be
+// in a URL): accepted, answered with tracebridge.bearer alone; without
+// a token or with a wrong one, 401.
+func TestLiveWithToken(t *testing.T) {
+	dir := t.TempDir()
+	pair := strings.Split(strings.TrimSpace(ok(t, "token").stdout), "\n")
+	writeFile(t, filepath.Join(dir, "tokens"), pair[1]+"\n")
+	p := bridgetest.Start(t, dir, "-c", bridgetest.WriteConfig(t, dir, `flush_interval: 100ms
+http: {listen: "127.0.0.1:0", api_tokens_file: tokens, read_token_required: true}
+receivers: [{name: k, type: kieker-tcp, listen: "127.0.0.1:0"}]
+sinks: [{type: kieker-log, path: logs}]
+stream: {listen: "127.0.0.1:0"}
+`))
+	base := httpURL(t, p)
+	ws := "ws" + strings.TrimPrefix(base, "http") + "/api/live"
+	origin := http.Header{"Origin": {base}}
+	for _, protos := range [][]string{nil, {"tracebridge.bearer", "tbt_wrong"}} {
+		d := websocket.Dialer{Subprotocols: protos}
+		if _, resp, err := d.Dial(ws, origin); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("subprotocols %v: %v %v", protos, resp, err)
+		}
+	}
+	d := websocket.Dialer{Subprotocols: []string{"tracebridge.bearer", pair[0]}}
+	c, resp, err := d.Dial(ws, origin)
+	if err != nil {
+		t.Fatalf("with the token: %v %v", resp, err)
+	}
+	defer c.Close()
+	if got := resp.Header.Get("Sec-WebSocket-Protocol"); got != "tracebridge.bearer" {
+		t.Errorf("the server answered the subprotocol %q", got)
+	}
+	var m struct{ Kind string }
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if err := c.ReadJSON(&m); err != nil || m.Kind != "metadata" {
+		t.Errorf("the first message: %+v %v", m, err)
 	}
 	p.Stop()
 }

@@ -147,14 +147,44 @@ func NewToken() (token, hash string) {
 	return token, store.HashSecret(token)
 }
 
-// bearer returns the token of an Authorization header ("" when none).
+// bearer returns the token of an Authorization header ("" when none),
+// or of a WebSocket handshake's subprotocols.
 func bearer(r *http.Request) string {
 	h := r.Header.Get("Authorization")
+	if h == "" {
+		return wsBearer(r)
+	}
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return ""
 	}
 	return strings.TrimSpace(tok)
+}
+
+// WSBearerProtocol is the WebSocket subprotocol that carries a token: a
+// browser cannot set headers on a WebSocket, and a token must not be in
+// a URL, so the page opens new WebSocket(url, ["tracebridge.bearer",
+// TOKEN]) and the server answers with this protocol alone.
+const WSBearerProtocol = "tracebridge.bearer"
+
+// wsBearer returns the token offered after WSBearerProtocol in the
+// Sec-WebSocket-Protocol header of a WebSocket handshake ("" when none).
+func wsBearer(r *http.Request) string {
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		return ""
+	}
+	var protos []string
+	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for p := range strings.SplitSeq(h, ",") {
+			protos = append(protos, strings.TrimSpace(p))
+		}
+	}
+	for i, p := range protos {
+		if p == WSBearerProtocol && i+1 < len(protos) {
+			return protos[i+1]
+		}
+	}
+	return ""
 }
 
 // loopback reports whether the request comes from this machine.

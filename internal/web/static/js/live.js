@@ -6,7 +6,7 @@
 // address and goes to the server as the socket's query; a closed socket
 // is reopened with backoff.
 
-import { h, fill, fmtNum, fmtTime, canvasFor, setQuery, link } from './lib.js';
+import { h, fill, fmtNum, fmtTime, canvasFor, setQuery, link, token } from './lib.js';
 
 const HISTORY = 30; // seconds of sparkline
 const MAX_EVENTS = 200; // the latest events kept
@@ -98,7 +98,11 @@ export function mount(el, ctx) {
     if (closed) return;
     setState('connecting', 'connecting…');
     let opened = false, heard = false;
-    const sock = new WebSocket(url());
+    // A browser cannot set headers on a WebSocket and a token must not
+    // be in the address: the token goes as a subprotocol after
+    // tracebridge.bearer (the server answers with that protocol alone).
+    const t = token();
+    const sock = t ? new WebSocket(url(), ['tracebridge.bearer', t]) : new WebSocket(url());
     ws = sock;
     sock.onopen = () => { opened = true; setState('connecting', 'connected, waiting for the metadata…'); };
     sock.onmessage = (ev) => {
