@@ -12,6 +12,10 @@ type PathSegment struct {
 	Service   string `json:"service"`
 	Start     int64  `json:"start"`
 	End       int64  `json:"end"`
+	// OffsetNs and EndOffsetNs are Start and End less the trace's start
+	// (exact in JavaScript, unlike unix times in ns).
+	OffsetNs    int64 `json:"offsetNs"`
+	EndOffsetNs int64 `json:"endOffsetNs"`
 }
 
 // PathSpan sums a span's segments.
@@ -78,9 +82,11 @@ func (tr *tree) criticalPath() CriticalPath {
 		end int64
 	}
 	var segs []PathSegment
+	t0 := t.Start()
 	seg := func(i int, start, end int64) {
 		if start < end {
-			segs = append(segs, PathSegment{Index: i, Operation: t.Spans[i].Operation, Service: t.Spans[i].Service, Start: start, End: end})
+			segs = append(segs, PathSegment{Index: i, Operation: t.Spans[i].Operation, Service: t.Spans[i].Service, Start: start, End: end,
+				OffsetNs: start - t0, EndOffsetNs: end - t0})
 		}
 	}
 	stack := []frame{{cp.Root, root.End}}

@@ -398,16 +398,26 @@ func TestHugeTraceView(t *testing.T) {
 		t.Skip("a million spans")
 	}
 	tr := hugeTrace(rand.New(rand.NewPCG(3, 4)), 1_000_000)
-	start := time.Now()
 	v := newTree(tr).view(pruneOptions{maxSpans: 10_000, root: -1}, false)
-	el := time.Since(start)
 	if v.Shown != 10_000 || v.Pruned != 990_000 {
 		t.Fatalf("shown %d, pruned %d", v.Shown, v.Pruned)
 	}
+	for _, s := range v.Spans {
+		if s.OffsetNs != s.Start-v.Start {
+			t.Fatalf("span %d: offset %d, start %d, the trace's %d", s.Index, s.OffsetNs, s.Start, v.Start)
+		}
+	}
 	b, _ := json.Marshal(v)
-	t.Logf("a view of 1M spans: %v, %d KB", el, len(b)>>10)
-	if el > 10*time.Second {
-		t.Errorf("a view of a million spans took %v", el)
+	t.Logf("a view of 1M spans: %d KB", len(b)>>10)
+}
+
+// BenchmarkHugeTraceView: the view of a million-span trace the trace
+// page opens with (10,000 spans shown).
+func BenchmarkHugeTraceView(b *testing.B) {
+	tr := hugeTrace(rand.New(rand.NewPCG(3, 4)), 1_000_000)
+	b.ResetTimer()
+	for b.Loop() {
+		newTree(tr).view(pruneOptions{maxSpans: 10_000, root: -1}, false)
 	}
 }
 

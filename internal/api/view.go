@@ -169,11 +169,14 @@ type ViewSpan struct {
 	Process      string `json:"process,omitempty"`
 	Thread       string `json:"thread,omitempty"`
 	Start        int64  `json:"start"`
-	DurationNs   int64  `json:"durationNs"`
-	SelfNs       int64  `json:"selfNs"`
-	Error        bool   `json:"error"`
-	Kind         string `json:"kind"`
-	Message      string `json:"statusMessage,omitempty"`
+	// OffsetNs is Start less the trace's start: exact in JavaScript,
+	// where a unix time in ns is a double rounded to 256 ns.
+	OffsetNs   int64  `json:"offsetNs"`
+	DurationNs int64  `json:"durationNs"`
+	SelfNs     int64  `json:"selfNs"`
+	Error      bool   `json:"error"`
+	Kind       string `json:"kind"`
+	Message    string `json:"statusMessage,omitempty"`
 	// Children and Descendants count the span's children and its whole
 	// subtree in the trace; Pruned and PrunedErrors what of the subtree
 	// the view leaves out.
@@ -261,13 +264,14 @@ func (tr *tree) view(o pruneOptions, attrs bool) TraceView {
 			shownErr[p-lo] += shownErr[i-lo]
 		}
 	}
+	t0 := v.Start // Trace.Start reads every span: once
 	for i := lo; i < hi; i++ {
 		if !keep[i] {
 			continue
 		}
 		s := &t.Spans[i]
 		vs := ViewSpan{Index: i, Parent: tr.parent(i), Depth: s.Depth, SpanID: s.SpanID.String(), Operation: s.Operation,
-			Component: s.Component, Host: s.Host, Service: s.Service, Process: s.Process, Thread: s.Thread, Start: s.Start, DurationNs: s.Duration(),
+			Component: s.Component, Host: s.Host, Service: s.Service, Process: s.Process, Thread: s.Thread, Start: s.Start, OffsetNs: s.Start - t0, DurationNs: s.Duration(),
 			SelfNs: tr.self(i), Error: s.Error, Kind: s.Kind.String(), Message: s.StatusMessage,
 			Children: int(tr.children[i]), Descendants: int(tr.size[i]) - 1}
 		if s.ParentID != 0 {
