@@ -277,6 +277,12 @@ func TestWebOpsAnalysisTables(t *testing.T) {
 	if first != ops.Operations[0].Operation {
 		t.Errorf("the first row (most total time) is %q, the API's %q", first, ops.Operations[0].Operation)
 	}
+	// Every column in view at 1400 px (the long names are cut, not the
+	// figures): Total, the order, and Self are the last two.
+	if cut := eval[[]string](t, ctx, `(() => { const box = document.querySelector('.vtable-box'), r = box.getBoundingClientRect();
+		return [...box.querySelectorAll('th')].filter((th) => th.getBoundingClientRect().right > r.right + 1).map((th) => th.textContent); })()`); len(cut) > 0 {
+		t.Errorf("columns cut off at the right: %q", cut)
+	}
 	// Sorted by count, most first.
 	act(t, ctx, "sort by count", chromedp.Click(css(`.vtable th[data-key="count"]`)))
 	waitJS(t, ctx, "the sort in the address", `location.search.includes('sort=count') && location.search.includes('desc=1')`)
@@ -546,6 +552,9 @@ func TestWebOpsConsole(t *testing.T) {
 	waitJS(t, ctx, "kieker stopped", `document.querySelector('.console-receivers tr[data-name="kieker"]').dataset.state === 'stopped'`)
 	if r := w.receiver(t, "kieker"); r.State != "stopped" {
 		t.Errorf("after Stop the API says %+v", r)
+	}
+	if where := eval[string](t, ctx, `document.querySelector('.console-receivers tr[data-name="kieker"] td:nth-child(3)').textContent`); where != "was listening on "+addr {
+		t.Errorf("the stopped receiver is %q", where)
 	}
 	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		c.Close()

@@ -262,6 +262,25 @@ func TestWebTrace(t *testing.T) {
 		if w2 := eval[float64](t, ctx, `window.__tbTimeline.t1 - window.__tbTimeline.t0`); w2 <= w0*0.51 {
 			t.Errorf("ctrl+wheel did not zoom out: %v", w2)
 		}
+		// The axis's labels: on the canvas and all different, over the
+		// whole trace and zoomed in to 20 µs a third into it (where
+		// three digits would label every tick alike).
+		for _, zoom := range []string{`tl.reset()`, `tl.t0 = tl.start + Math.round((tl.end - tl.start) / 3); tl.t1 = tl.t0 + 20000`} {
+			labels := eval[[]string](t, ctx, `(() => { const tl = window.__tbTimeline; `+zoom+`; tl.draw();
+				const W = tl.canvas.clientWidth;
+				return tl.axisLabels().map((l) => l.x >= 0 && l.x + l.w <= W ? l.text : 'off the canvas: ' + l.text); })()`)
+			seen := map[string]bool{}
+			for _, l := range labels {
+				if seen[l] || strings.HasPrefix(l, "off") {
+					t.Errorf("after %s the axis reads %q", zoom, labels)
+					break
+				}
+				seen[l] = true
+			}
+			if len(labels) < 4 {
+				t.Errorf("after %s the axis has %d labels: %q", zoom, len(labels), labels)
+			}
+		}
 		act(t, ctx, "whole trace", chromedp.Click(css("#zoom-reset")), chromedp.Click(css("#next-error")))
 		waitJS(t, ctx, "the error's details", `document.querySelector('#span-details').innerText.includes('out of stock')`)
 		shot(t, ctx, "trace-timeline")

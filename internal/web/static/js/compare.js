@@ -86,7 +86,8 @@ function render(out, c) {
   fill(out,
     h('div', { class: 'cmp-sides' }, side('a', c.a), side('b', c.b)),
     h('div', { class: 'row', id: 'cmp-counts' },
-      h('span', null, `b took ${fmtDur(Math.abs(dd))} ${dd >= 0 ? 'longer' : 'less'} (${c.a.durationNs ? (100 * dd / c.a.durationNs).toFixed(1) : '∞'} %).`),
+      h('span', { id: 'cmp-delta' }, dd === 0 ? `a and b took as long (${fmtDur(c.a.durationNs)}).`
+        : `b took ${fmtDur(Math.abs(dd))} ${dd > 0 ? 'longer' : 'less'} (${dd > 0 ? '+' : '−'}${c.a.durationNs ? (100 * Math.abs(dd) / c.a.durationNs).toFixed(1) : '∞'} %).`),
       ...['changed', 'added', 'removed', 'same'].map((k) => h('span', { class: 'badge cmp-count-' + k }, `${fmtNum(c.counts[k])} ${k}`)),
       c.limited ? h('span', { class: 'badge err' }, 'limited to 100,000 paths') : null,
       h('label', { class: 'check' }, only, 'Only differences')),

@@ -57,7 +57,10 @@ export function mount(el, ctx) {
     tr.dataset.state = r.state || '';
     cells[0].textContent = r.name;
     cells[1].textContent = r.type;
-    cells[2].textContent = r.where;
+    // A stopped or failed receiver no longer listens where it did.
+    const down = r.state === 'stopped' || r.state === 'failed';
+    cells[2].textContent = down && r.where ? `was ${r.where}` : r.where;
+    cells[2].classList.toggle('muted', down);
     fill(cells[3], h('span', { class: 'badge state ' + (running ? 'ok' : r.state === 'failed' ? 'err' : ''), title: r.error || '' }, r.state || '?'),
       r.error ? h('div', { class: 'err small' }, r.error) : null);
     cells[4].textContent = r.since ? fmtTime(r.since) : '';

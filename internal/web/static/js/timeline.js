@@ -438,12 +438,34 @@ export class Timeline {
     g.font = '10px system-ui, sans-serif';
     g.textBaseline = 'middle';
     g.strokeStyle = '#9aa3b2';
-    for (const [x, off] of this.ticks()) {
-      g.beginPath(); g.moveTo(x, axisH - 5); g.lineTo(x, axisH); g.stroke();
-      g.fillText(fmtDur(off), x + 3, axisH / 2);
+    for (const { x, tick, text } of this.axisLabels(g, W)) {
+      g.beginPath(); g.moveTo(tick, axisH - 5); g.lineTo(tick, axisH); g.stroke();
+      g.fillText(text, x, axisH / 2);
     }
     g.fillStyle = '#374151';
-    g.fillText(`${this.lay.lanes.length} lanes · ${this.lay.rows.length} rows`, 4, axisH / 2);
+    const n = (k, w) => `${k} ${w}${k === 1 ? '' : 's'}`;
+    g.fillText(`${n(this.lay.lanes.length, 'lane')} · ${n(this.lay.rows.length, 'row')}`, 4, axisH / 2);
+  }
+
+  // axisLabels answers the ticks' labels as drawn: the tick's x, the
+  // text's x and width. Labels are offsets from the trace's start in
+  // one unit with as many decimals as the step needs, so neighbouring
+  // ticks differ however far the view is zoomed in; a label that would
+  // run off the canvas's right edge goes left of its tick.
+  axisLabels(g, W) {
+    g = g || this.canvas.getContext('2d');
+    W = W || this.width();
+    g.font = '10px system-ui, sans-serif';
+    const ticks = this.ticks();
+    if (!ticks.length) return [];
+    const step = ticks.length > 1 ? ticks[1][1] - ticks[0][1] : this.t1 - this.t0;
+    const span = Math.max(Math.abs(this.t0 - this.start), Math.abs(this.t1 - this.start));
+    return ticks.map(([tick, off]) => {
+      const text = tickLabel(off, step, span);
+      const w = g.measureText(text).width;
+      const x = tick + 3 + w <= W - 2 ? tick + 3 : tick - 3 - w;
+      return { tick, x, w, text };
+    });
   }
 
   drawScrollbar(g, W, H) {
@@ -476,6 +498,18 @@ export function sized(canvas, w, h) {
   const g = canvas.getContext('2d');
   g.setTransform(r, 0, 0, r, 0, 0);
   return g;
+}
+
+// tickLabel formats a tick's offset off (ns) from the trace's start:
+// in the unit of the largest offset in view (span), with the decimals
+// the step needs (step 500µs in a 4ms view: 0.5ms, 1.0ms, …; step 2µs
+// 50ms into the trace: 50.002ms, 50.004ms, …).
+export function tickLabel(off, step, span) {
+  let div = 1, unit = 'ns';
+  for (const [d, u] of [[1e3, 'µs'], [1e6, 'ms'], [1e9, 's']]) if (span >= d) { div = d; unit = u; }
+  const decimals = Math.max(0, Math.min(9, Math.ceil(-Math.log10(step / div) - 1e-9)));
+  const v = off / div;
+  return (Object.is(Number(v.toFixed(decimals)), -0) ? 0 : v).toFixed(decimals) + unit;
 }
 
 // niceStep rounds a tick interval to 1, 2 or 5 times a power of ten.

@@ -347,6 +347,8 @@ class TracePage {
     if (!text) {
       this.hits = []; this.hitCount = 0; this.st.hit = 0;
       this.hitNote.textContent = '';
+      this.hitNote.title = '';
+      this.hitNote.classList.replace('err', 'muted');
       this.markHits();
       this.save();
       return;
@@ -360,7 +362,11 @@ class TracePage {
       if (e.name === 'AbortError') return;
       this.hits = []; this.hitCount = 0;
       this.findInput.classList.add('invalid');
+      // The whole message is the note's tooltip; the note stays one
+      // short line so the toolbar keeps its place.
       this.hitNote.textContent = e.message;
+      this.hitNote.title = e.message;
+      this.hitNote.classList.replace('muted', 'err');
       return;
     }
     this.st.hit = Math.min(k, Math.max(0, this.hits.length - 1));
@@ -379,6 +385,8 @@ class TracePage {
 
   noteHit() {
     this.hitNote.textContent = this.hits.length ? `${this.st.hit + 1} / ${fmtNum(this.hitCount)}` : 'no hits';
+    this.hitNote.title = '';
+    this.hitNote.classList.replace('err', 'muted');
   }
 
   markHits() {
