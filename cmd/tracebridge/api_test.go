@@ -200,7 +200,11 @@ sinks:
 	if code, b := apiGet(t, "POST", base+"/api/v1/hosts", host, token); code != 201 || bytes.Contains(b, []byte("s3cret")) {
 		t.Errorf("a write with the token: %d %s", code, b)
 	}
-	if code, b := apiGet(t, "GET", base+"/api/v1/config", "", token); code != 200 || !bytes.Contains(b, []byte("api_tokens_file: tokens")) {
+	// The effective configuration: the file's values, and the defaults
+	// in effect where it has none (traces: window is the file's).
+	if code, b := apiGet(t, "GET", base+"/api/v1/config", "", token); code != 200 || !bytes.Contains(b, []byte("api_tokens_file: tokens")) ||
+		!bytes.Contains(b, []byte("queue_batches: 64")) || !bytes.Contains(b, []byte("window: 200ms")) || !bytes.Contains(b, []byte("max_open_traces: 100000")) ||
+		!bytes.Contains(b, []byte("shutdown_timeout: 30s")) {
 		t.Errorf("config: %d %s", code, b)
 	}
 

@@ -187,19 +187,26 @@ func (e *Engine) TraceStats() trace.Stats {
 	return e.tstats
 }
 
+// The defaults of Settings.
+const (
+	DefaultQueueBatches    = 64
+	DefaultFlushInterval   = time.Second
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
 // New returns an empty engine.
 func New(s Settings) *Engine {
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
 	if s.QueueBatches <= 0 {
-		s.QueueBatches = 64
+		s.QueueBatches = DefaultQueueBatches
 	}
 	if s.FlushInterval == 0 {
-		s.FlushInterval = time.Second
+		s.FlushInterval = DefaultFlushInterval
 	}
 	if s.ShutdownTimeout <= 0 {
-		s.ShutdownTimeout = 30 * time.Second
+		s.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if s.ListenerInterval <= 0 {
 		s.ListenerInterval = 100

@@ -520,7 +520,26 @@ func (s *Server) buildReceiver(c *config.Component) (pipeline.Receiver, Endpoint
 func (s *Server) Config() ([]byte, error) {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
-	return s.cfg.Marshal()
+	// The values in effect where the file leaves the defaults.
+	c := *s.cfg
+	def := func(v *pipeline.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = pipeline.Duration(d)
+		}
+	}
+	if c.QueueBatches <= 0 {
+		c.QueueBatches = engine.DefaultQueueBatches
+	}
+	def(&c.FlushInterval, engine.DefaultFlushInterval)
+	def(&c.ShutdownTimeout, engine.DefaultShutdownTimeout)
+	def(&c.Traces.Window, trace.DefaultWindow)
+	if c.Traces.MaxOpenTraces <= 0 {
+		c.Traces.MaxOpenTraces = trace.DefaultMaxOpenTraces
+	}
+	if c.Traces.MaxSpans <= 0 {
+		c.Traces.MaxSpans = trace.DefaultMaxSpans
+	}
+	return c.Marshal()
 }
 
 // Factories returns the component types the server can build.
