@@ -180,13 +180,20 @@ func (s *Store) Touch(name string, at time.Time) {
 	if s.closed || s.opt.ReadOnly {
 		return
 	}
-	h, ok := s.hostRecord(name)
-	if !ok || at.Sub(h.LastContact) < time.Second {
+	if h, ok := s.hostRecord(name); ok {
+		s.touchLocked(h, at)
+	}
+}
+
+// touchLocked records a host's last contact at most once a second. The
+// writer lock is held.
+func (s *Store) touchLocked(h Host, at time.Time) {
+	if at.Sub(h.LastContact) < time.Second {
 		return
 	}
 	h.LastContact = at.UTC()
 	b, _ := json.Marshal(h)
-	s.db.Set(keyHostRecord(name), b, pebble.NoSync)
+	s.db.Set(keyHostRecord(h.Name), b, pebble.NoSync)
 }
 
 // DeleteHost removes a host and every trace of its partition.

@@ -640,9 +640,14 @@ func (s *Store) Append(ts []*trace.Trace) (dropped int, err error) {
 		if err != nil {
 			return dropped, err
 		}
-		if h, ok := s.hostRecord(p.name); ok && h.Disabled {
-			dropped++
-			continue
+		if h, ok := s.hostRecord(p.name); ok {
+			if h.Disabled {
+				dropped++
+				continue
+			}
+			// Traces of any source are contact (not only a zico
+			// HELLO or an OTLP token).
+			s.touchLocked(h, s.opt.Now())
 		}
 		p.smu.Lock()
 		body := p.enc.encodeTrace(t)

@@ -472,3 +472,30 @@ func budgetCutPages(t *testing.T, s *Store, name string, q Query, oldest bool, w
 		}
 	}
 }
+
+// TestTracesAreContact: a host's last contact is the last time traces of
+// it were stored, whatever their source (at most once a second).
+func TestTracesAreContact(t *testing.T) {
+	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	s := open(t, t.TempDir(), Options{Now: func() time.Time { return now }})
+	if _, err := s.AddHost(Host{Name: "shop-1"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append([]*trace.Trace{mkTrace(1, "shop-1", 2, now.UnixNano(), 100, false)}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Host("shop-1")
+	if err != nil || !h.LastContact.Equal(now) {
+		t.Fatalf("after a trace: last contact %v (%v)", h.LastContact, err)
+	}
+	now = now.Add(500 * time.Millisecond)
+	s.Append([]*trace.Trace{mkTrace(2, "shop-1", 2, now.UnixNano(), 100, false)})
+	if h, _ := s.Host("shop-1"); !h.LastContact.Equal(now.Add(-500 * time.Millisecond)) {
+		t.Errorf("within a second: %v", h.LastContact)
+	}
+	now = now.Add(time.Second)
+	s.Append([]*trace.Trace{mkTrace(3, "shop-1", 2, now.UnixNano(), 100, false)})
+	if h, _ := s.Host("shop-1"); !h.LastContact.Equal(now) {
+		t.Errorf("a second later: %v, want %v", h.LastContact, now)
+	}
+}

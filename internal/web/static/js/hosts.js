@@ -140,7 +140,7 @@ class HostsView {
       h('td', { class: 'h-name' }, link('/search?host=' + encodeURIComponent(x.name), x.name)),
       h('td', { class: 'h-group' }, x.group),
       h('td', { class: 'h-addr mono' }, x.addr),
-      h('td', { class: 'h-contact', title: lc ? fmtTime(lc.getTime()) : '' }, lc ? ago(lc) : h('span', { class: 'muted', title: 'no contact recorded: only zorka agents (ZICO) and OTLP senders with security on are recorded; traces over Kieker TCP or plain OTLP are not' }, '—')),
+      h('td', { class: 'h-contact', title: lc ? fmtTime(lc.getTime()) : '' }, lc ? ago(lc) : h('span', { class: 'muted', title: 'no contact yet: neither a connection that names the host (a zorka HELLO, an OTLP token) nor a stored trace of it' }, '—')),
       h('td', { class: 'h-size num' }, fmtBytes(x.size)),
       h('td', { class: 'h-rate num' }, rate(x.tracesPerSecond)),
       h('td', { class: 'h-enabled-cell' }, h('label', { class: 'switch' },
