@@ -189,7 +189,7 @@ func TestHosts(t *testing.T) {
 	for _, h := range list.Hosts {
 		byName[h.Name] = h
 	}
-	if len(list.Hosts) != 6 || byName["host-0"].Size == 0 || byName["host-0"].LastContact != nil || byName["host-0"].TracesPerSecond < 0.4 ||
+	if len(list.Hosts) != 6 || byName["host-0"].Size == 0 || byName["host-0"].LastContact == nil || byName["host-0"].TracesPerSecond < 0.4 ||
 		byName["edge-1"].TracesPerSecond != 0 || len(list.Groups) != 1 || list.Groups[0] != "core" {
 		t.Errorf("hosts %+v, groups %v", list.Hosts, list.Groups)
 	}

@@ -170,7 +170,11 @@ func (p *params) dur(name string, def, lo, hi time.Duration) time.Duration {
 	}
 	d, err := pipeline.ParseDuration(s)
 	if err != nil || d < lo || d > hi {
-		p.bad(name, "%q: want a duration from %v to %v (Go syntax: 250ms, 1.5s, 2m; or days: 7d)", s, lo, hi)
+		bounds := fmt.Sprintf("from %v to %v", lo, hi)
+		if hi >= 1<<62 { // no bound but what a duration holds
+			bounds = fmt.Sprintf("of at least %v", lo)
+		}
+		p.bad(name, "%q: want a duration %s (Go syntax: 250ms, 1.5s, 2m; or days: 7d)", s, bounds)
 		return def
 	}
 	return d
