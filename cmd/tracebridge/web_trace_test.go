@@ -281,6 +281,44 @@ func TestWebTrace(t *testing.T) {
 				t.Errorf("after %s the axis has %d labels: %q", zoom, len(labels), labels)
 			}
 		}
+		// Within a lane, spans that run at once get rows of their own,
+		// below their parent: no two bars in a row overlap (this trace
+		// in each lane mode, and a fan-out of concurrent calls of a
+		// service without threads), so a click can reach each.
+		if bad := eval[string](t, ctx, `(async () => {
+			const m = await import('/ui/js/timeline.js');
+			const check = (spans, mode) => {
+				const lay = m.layout(spans, mode);
+				for (const row of lay.rows) {
+					let end = -Infinity;
+					for (const i of row.items) {
+						if (spans[i].offsetNs < end) return mode + ': spans overlap in a row of lane ' + row.lane.name;
+						end = spans[i].offsetNs + spans[i].durationNs;
+					}
+				}
+				for (let i = 0; i < spans.length; i++) {
+					const p = spans[i].parentPos;
+					if (p >= 0 && lay.rows[lay.rowOf[p]].lane === lay.rows[lay.rowOf[i]].lane && lay.rowOf[p] >= lay.rowOf[i]) return mode + ': span ' + i + ' is not below its parent';
+				}
+				return '';
+			};
+			for (const mode of m.laneModes) { const b = check(window.__tbTimeline.spans, mode); if (b) return b; }
+			const at = (parentPos, depth, offsetNs, durationNs, thread) => ({ parentPos, depth, offsetNs, durationNs, host: 'h', service: 's', thread });
+			const fan = [at(-1, 0, 0, 100)];
+			for (let k = 0; k < 4; k++) { const c = fan.length; fan.push(at(0, 1, 10 + k, 50), at(c, 2, 12 + k, 20)); }
+			const b = check(fan, 'thread');
+			if (b) return 'fan-out: ' + b;
+			const lay = m.layout(fan, 'thread');
+			const rows = new Set([1, 3, 5, 7].map((i) => lay.rowOf[i]));
+			if (lay.lanes.length !== 1 || rows.size !== 4) return 'fan-out: ' + lay.lanes.length + ' lanes, the 4 calls in ' + rows.size + ' rows';
+			// A service whose root span says its thread: its lanes all
+			// name the service.
+			const names = m.layout([at(-1, 0, 0, 100, '17'), at(0, 1, 10, 50)], 'thread').lanes.map((l) => l.name).join(' | ');
+			if (names !== 'h · s · 17 | h · s') return 'lanes ' + names;
+			return '';
+		})()`); bad != "" {
+			t.Error(bad)
+		}
 		act(t, ctx, "whole trace", chromedp.Click(css("#zoom-reset")), chromedp.Click(css("#next-error")))
 		waitJS(t, ctx, "the error's details", `document.querySelector('#span-details').innerText.includes('out of stock')`)
 		shot(t, ctx, "trace-timeline")
@@ -303,7 +341,7 @@ func TestWebTrace(t *testing.T) {
 		act(t, ctx, "click the root's bar", chromedp.Click(css("#zoom-reset")))
 		eval[bool](t, ctx, `(() => {
 			const c = document.querySelector('#tl-canvas'), r = c.getBoundingClientRect(), tl = window.__tbTimeline;
-			const s = tl.spans[0], x = r.left + tl.x(s.start + s.durationNs / 2), y = r.top + tl.y(tl.lay.rowOf[0]) + 8;
+			const s = tl.spans[0], x = r.left + tl.x(s.offsetNs + s.durationNs / 2), y = r.top + tl.y(tl.lay.rowOf[0]) + 8;
 			for (const type of ['mousedown', 'mouseup']) c.dispatchEvent(new MouseEvent(type, {clientX: x, clientY: y, bubbles: true}));
 			return true;
 		})()`)

@@ -1,11 +1,12 @@
 // flame.js: a flame graph (root at the bottom) or icicle (root at the
-// top) of a Flame tree from the API, drawn on a canvas. Frames narrower
+// top) of a Flame tree from the API (a trace's, in ns, or a JFR
+// profile's, in samples), drawn on a canvas. Frames narrower
 // than half a pixel are not drawn nor descended into, so a tree of any
 // size draws in bounded time. A click zooms into a frame (its ancestors
 // stay as full-width bars to click back out).
 
-import { fmtDur, fmtNum, h } from './lib.js';
-import { clip, sized } from './timeline.js';
+import { color, fmtDur, fmtNum, h, sized } from './lib.js';
+import { clip } from './timeline.js';
 
 const rowH = 18;
 

@@ -191,6 +191,16 @@ export function canvasFor(canvas, width, height) {
   return ctx;
 }
 
+// sized is canvasFor that keeps the canvas (and spares the browser a new
+// bitmap) while its size stays the same.
+export function sized(canvas, w, h) {
+  const r = window.devicePixelRatio || 1;
+  if (canvas.width !== Math.round(w * r) || canvas.height !== Math.round(h * r)) return canvasFor(canvas, w, h);
+  const g = canvas.getContext('2d');
+  g.setTransform(r, 0, 0, r, 0, 0);
+  return g;
+}
+
 // setQuery replaces the address's query with params (a view's state)
 // without reloading or remounting the view.
 export function setQuery(params) {

@@ -239,7 +239,7 @@ class TracePage {
       h('button', { type: 'button', id: 'collapse-all', onclick: () => this.tree.collapseAll(false) }, 'Collapse all'),
       h('button', { type: 'button', id: 'expand-all', onclick: () => this.tree.collapseAll(true) }, 'Expand all')),
     h('div', { class: 'split trace-split' }, this.tree.el, this.details));
-    this.timeline.set(this.model.spans, this.model.view.start, this.model.view.end, this.st.lanes);
+    this.timeline.set(this.model.spans, 0, this.model.view.durationNs, this.st.lanes);
     this.timeline.setColour(this.st.colour);
     this.shownNote();
     // Draw now, not at the next frame, so the page is ready when this
@@ -256,7 +256,7 @@ class TracePage {
   refreshModel() {
     if (this.tree) this.tree.rebuild();
     if (this.timeline) {
-      this.timeline.set(this.model.spans, this.model.view.start, this.model.view.end, this.st.lanes);
+      this.timeline.set(this.model.spans, 0, this.model.view.durationNs, this.st.lanes);
       if (this.critSegments && this.st.crit) this.timeline.setCritical(this.mapCritical());
     }
     this.shownNote();
@@ -282,7 +282,8 @@ class TracePage {
     try {
       const d = await api(this.base + '/spans/' + index, null, { signal: ac.signal });
       if (ac.signal.aborted) return;
-      fill(this.details, renderSpan(d, this.id, this.model.view.start));
+      const s = this.model.spans[this.model.pos(index)];
+      fill(this.details, renderSpan(d, this.id, s ? s.offsetNs : d.start - this.model.view.start));
       this.details.dataset.index = String(index);
     } catch (e) {
       if (e.name !== 'AbortError') fill(this.details, errorBox(e));
@@ -400,7 +401,7 @@ class TracePage {
   critical() { return this.cache.critical || (this.cache.critical = this.get('/critical-path')); }
 
   mapCritical() {
-    return this.critSegments.map((sg) => ({ pos: this.model.pos(sg.index), start: sg.start, end: sg.end }));
+    return this.critSegments.map((sg) => ({ pos: this.model.pos(sg.index), start: sg.offsetNs, end: sg.endOffsetNs }));
   }
 
   async setCritical(on) {
