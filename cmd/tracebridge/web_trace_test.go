@@ -436,11 +436,24 @@ func TestWebTrace(t *testing.T) {
 			t.Errorf("address %v lacks the expansion", q)
 		}
 		shown := eval[int](t, ctx, `Number(document.querySelector('#trace-tree').dataset.rows)`)
+		x := pageQuery(t, ctx).Get("x")
 		act(t, ctx, "reload", chromedp.Reload())
 		waitJS(t, ctx, "the page again", `window.__tbTraceReady !== undefined`)
 		if n := eval[int](t, ctx, `Number(document.querySelector('#trace-tree').dataset.rows)`); n != shown {
 			t.Errorf("after a reload %d rows, before %d", n, shown)
 		}
+		// An edited address: an expansion of a root the trace does not
+		// have is dropped, one of more than /view takes is cut to 200000;
+		// the page opens with the rest.
+		root := strings.SplitN(x, ".", 2)[0]
+		openTrace(t, ctx, w.base, "/trace/"+url.PathEscape(k.TraceID)+"?max=3&x=99999999.5,"+root+".900000")
+		if n := eval[int](t, ctx, `Number(document.querySelector('#trace-tree').dataset.rows)`); n <= 3 || n > v.SpanCount {
+			t.Errorf("with an edited expansion %d rows", n)
+		}
+		if q := pageQuery(t, ctx); q.Get("x") != root+".900000" && q.Get("x") != root+".200000" {
+			t.Errorf("with an edited expansion the address is %v", q)
+		}
+		noBanner(t, ctx)
 		// A search hit the page does not hold is fetched (reveal) and
 		// selected: the last span of the trace.
 		openTrace(t, ctx, w.base, "/trace/"+url.PathEscape(k.TraceID)+"?max=3")

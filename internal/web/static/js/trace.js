@@ -76,7 +76,17 @@ class TracePage {
         view = await this.mainView();
       }
       this.model = new TraceModel(view);
-      for (const [root, max] of this.st.x) await this.expandIndex(root, max, false);
+      // An expansion from an old or edited address (a root the trace
+      // does not have): dropped, the page kept.
+      for (const [root, max] of this.st.x) {
+        try {
+          await this.expandIndex(root, max, false);
+        } catch (e) {
+          if (e.status !== 400) throw e;
+          this.st.x = this.st.x.filter(([r]) => r !== root);
+          this.save();
+        }
+      }
       this.fetched = performance.now() - t0;
       this.render();
       if (this.st.find) await this.search(this.st.find, this.st.hit, this.st.span < 0);
@@ -540,8 +550,10 @@ function ready(fetchMs) {
   window.__tbTraceFetchMs = fetchMs;
 }
 
-// parseExpansions reads x=ROOT.MAX,ROOT.MAX.
+// parseExpansions reads x=ROOT.MAX,ROOT.MAX (MAX at most what /view
+// takes: 200000).
 function parseExpansions(s) {
   if (!s) return [];
-  return s.split(',').map((p) => p.split('.').map(Number)).filter(([r, m]) => Number.isInteger(r) && r >= 0 && m > 0).slice(0, 50);
+  return s.split(',').map((p) => p.split('.').map(Number)).filter(([r, m]) => Number.isInteger(r) && r >= 0 && m > 0)
+    .map(([r, m]) => [r, Math.min(200000, Math.max(1, Math.floor(m)))]).slice(0, 50);
 }
