@@ -550,6 +550,10 @@ func TestWebTrace(t *testing.T) {
 	t.Run("Compare", func(t *testing.T) {
 		openTrace(t, ctx, w.base, "/trace/"+otel.TraceID)
 		act(t, ctx, "compare with", chromedp.Click(css(`.trace-head a[href^="/compare"]`)), chromedp.WaitVisible(css("#cmp-b")))
+		// The trace page is gone, and its test hook with it.
+		if eval[bool](t, ctx, `window.__tbTimeline !== undefined`) {
+			t.Errorf("the timeline of the trace page left is still in window.__tbTimeline")
+		}
 		if v := eval[string](t, ctx, `document.querySelector('#cmp-a').value`); v != otel.TraceID {
 			t.Errorf("a is %q", v)
 		}

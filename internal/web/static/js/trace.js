@@ -97,7 +97,11 @@ class TracePage {
 
   destroy() {
     this.abort.abort();
+    if (this.detailAbort) this.detailAbort.abort();
     for (const c of [this.timeline, this.tree, this.flame]) if (c) c.destroy();
+    // The test hooks must not keep a page that is gone (and its model).
+    if (window.__tbTimeline === this.timeline) delete window.__tbTimeline;
+    if (window.__tbFlame === this.flame) delete window.__tbFlame;
   }
 
   // save keeps the state in the address (defaults left out).
