@@ -235,7 +235,7 @@ export function mount(el, ctx) {
       h('span', { class: 'host' }, e.host || '-'),
       h('span', { class: 'type', title: e.type }, shortType(e.type)),
       // The summary is made only for the events shown.
-      e.trace ? link('/trace/' + e.trace, h('span', { class: 'mono' }, e.trace), ' · ', e.text) : h('span', { class: 'text mono' }, e.rec ? summary(e.rec) : e.text));
+      e.trace ? link('/trace/' + encodeURIComponent(e.trace), h('span', { class: 'mono' }, e.trace), ' · ', e.text) : h('span', { class: 'text mono' }, e.rec ? summary(e.rec) : e.text));
   }
 
   tick = setInterval(second, 1000);

@@ -38,7 +38,7 @@ export function renderSpan(d, traceId, offsetNs) {
   if (d.links.length) {
     out.push(h('h4', null, `Links (${d.links.length})`));
     for (const l of d.links) {
-      out.push(h('div', { class: 'sd-link mono' }, l.traceId === traceId ? 'this trace' : link('/trace/' + l.traceId, l.traceId),
+      out.push(h('div', { class: 'sd-link mono' }, l.traceId === traceId ? 'this trace' : link('/trace/' + encodeURIComponent(l.traceId), l.traceId),
         ' · span ', l.spanId, l.kind ? ' · ' + l.kind : ''));
     }
   }
