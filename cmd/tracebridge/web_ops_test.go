@@ -328,16 +328,20 @@ func TestWebOpsAnalysisTables(t *testing.T) {
 		t.Errorf("the pivot is not in the address: %s", u)
 	}
 
-	// The flame graph of the profile tab, given a flame of the same
-	// shape (a trace's): drawn, a hover names a frame, a click zooms.
+	// The flame graph of the profile tab (flame.js's, as the trace
+	// page's), given a flame of the same shape (a trace's): drawn, a
+	// hover names a frame in the tooltip, a click zooms (the path above
+	// says into what).
 	tr := w.find(t, "frontend")
 	eval[bool](t, ctx, `(async () => {
-		const m = await import('/ui/js/flamegraph-profile.js');
+		const m = await import('/ui/js/flame.js');
 		const f = await (await fetch('/api/v1/traces/`+tr.TraceID+`/flame')).json();
 		const div = document.createElement('div');
 		div.id = 'flame-check';
 		document.querySelector('.an-body').append(div);
-		window.flameCheck = m.flame(div, f);
+		const fg = new m.Flame({root: f.root, unit: f.unit});
+		div.append(fg.el);
+		fg.draw();
 		return true;
 	})()`)
 	if n := canvasInk(t, ctx, "#flame-check canvas"); n < 1000 {
@@ -349,12 +353,10 @@ func TestWebOpsAnalysisTables(t *testing.T) {
 			c.dispatchEvent(new MouseEvent('click', {clientX: r.left + 20, clientY: r.bottom - 46, bubbles: true})); return true; })()`)(ctx, tg)
 		return err
 	}))
-	if tip := eval[string](t, ctx, `document.querySelector('#flame-check .flame-tip').textContent`); !strings.Contains(tip, "checkout.Pay") {
+	if tip := eval[string](t, ctx, `document.querySelector('#flame-check .tl-tip').textContent`); !strings.HasPrefix(tip, "checkout.Pay — ") {
 		t.Errorf("hovering the third frame says %q", tip)
 	}
-	if z := eval[string](t, ctx, `document.querySelector('#flame-check .flame-crumbs').textContent`); !strings.Contains(z, "zoomed: GET /cart → checkout.Pay") {
-		t.Errorf("after a click: %q", z)
-	}
+	waitJS(t, ctx, "the zoomed path", `document.querySelector('#flame-check .flame-crumbs').textContent.endsWith('GET /cart › checkout.Pay')`)
 
 	// The JFR profile: this bridge keeps none, and the page says what the
 	// API says.

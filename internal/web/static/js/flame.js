@@ -132,7 +132,7 @@ export class Flame {
   box(g, node, path, x, w, d, H, ancestor) {
     const y = this.yOf(d, H);
     if (y + rowH < 0 || y > H) return;
-    g.fillStyle = ancestor ? '#d1d5db' : warm(node.name);
+    g.fillStyle = ancestor ? '#d1d5db' : color(node.name, 'warm');
     g.fillRect(x, y, Math.max(0.5, w - 0.5), rowH - 1);
     if (node.errors) {
       g.strokeStyle = '#c62828';
@@ -172,12 +172,4 @@ function depth(root) {
     for (const c of n.children || []) stack.push([c, d + 1]);
   }
   return max + 1;
-}
-
-// warm picks a flame colour (reds to yellows) stable for a name.
-function warm(name) {
-  let x = 2166136261;
-  for (let i = 0; i < name.length; i++) { x ^= name.charCodeAt(i); x = Math.imul(x, 16777619); }
-  x >>>= 0;
-  return `hsl(${x % 50}, ${70 + (x >> 8) % 20}%, ${58 + (x >> 16) % 12}%)`;
 }
