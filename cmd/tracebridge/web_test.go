@@ -293,5 +293,9 @@ func TestWebLoads(t *testing.T) {
 			t.Errorf("after the %s link the address is %s", v, url)
 		}
 	}
+	// This bridge has no live stream: the live page says what to
+	// configure instead of reconnecting for ever.
+	act(t, ctx, "live", chromedp.Click(css(`#nav a[data-view="live"]`)))
+	waitJS(t, ctx, "the live page's advice", `document.querySelector('.live-status').dataset.state === 'error' && document.querySelector('.live-status').textContent.includes('stream: {listen:')`)
 	p.Stop()
 }
