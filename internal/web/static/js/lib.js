@@ -86,7 +86,7 @@ function append(el, children) {
   }
 }
 
-// clear empties el and appends children.
+// fill empties el and appends children.
 export function fill(el, ...children) {
   el.replaceChildren();
   append(el, children);
