@@ -186,6 +186,24 @@ func waitJS(t *testing.T, ctx context.Context, what, expr string) {
 	}
 }
 
+// evalUntil waits until the expression is true in the page (at most
+// 20 s) and answers whether it became true, so that the caller can say
+// what the page shows instead.
+func evalUntil(t *testing.T, ctx context.Context, expr string) bool {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	for {
+		if v, err := chromedp.Run(c, chromedp.Evaluate[bool]("!!("+expr+")")); err == nil && v {
+			return true
+		}
+		if c.Err() != nil {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func failPage(t *testing.T, ctx context.Context, what string, err error) {
 	t.Helper()
 	shot(t, ctx, "failed-"+strings.NewReplacer(" ", "-", "/", "-").Replace(what))
