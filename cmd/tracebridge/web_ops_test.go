@@ -209,6 +209,24 @@ func TestWebOpsAnalysisGraph(t *testing.T) {
 	})()`); bad != "" {
 		t.Error(bad)
 	}
+	// The first view is readable: never below 0.6 of the size (then the
+	// Entry is at the left, the rest a pan away); no edge label overlaps
+	// another or a node.
+	if k := eval[float64](t, ctx, `+document.querySelector('svg.graph .viewport').getAttribute('transform').match(/scale\(([\d.]+)\)/)[1]`); k < 0.6 {
+		t.Errorf("the first view's scale is %v", k)
+	}
+	if bad := eval[string](t, ctx, `(() => {
+		const labels = [...document.querySelectorAll('svg.graph .edge-label rect')].map((r) => r.getBoundingClientRect());
+		const nodes = [...document.querySelectorAll('svg.graph g.node rect')].map((r) => r.getBoundingClientRect());
+		const over = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+		for (let i = 0; i < labels.length; i++) {
+			for (let j = i + 1; j < labels.length; j++) if (over(labels[i], labels[j])) return 'labels ' + i + ' and ' + j + ' overlap';
+			for (let j = 0; j < nodes.length; j++) if (over(labels[i], nodes[j])) return 'label ' + i + ' overlaps node ' + j;
+		}
+		return labels.length ? '' : 'no edge labels';
+	})()`); bad != "" {
+		t.Error(bad)
+	}
 	// The picture: GET /cart selected, its calls lit.
 	cart := eval[string](t, ctx, `[...document.querySelectorAll('svg.graph g.node')].find((g) => g.querySelector('title').textContent.startsWith('GET /cart')).dataset.id`)
 	act(t, ctx, "select GET /cart", chromedp.Click(css(`svg.graph g.node[data-id="`+cart+`"] rect`)))
