@@ -63,7 +63,7 @@ func TestWebProfile(t *testing.T) {
 	// frame below the root names one of the root's children.
 	tip := eval[string](t, ctx, `(() => { const c = document.querySelector('.profile-out canvas'), r = c.getBoundingClientRect();
 		c.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + 3, clientY: r.bottom - 26, bubbles: true}));
-		const t = document.querySelector('.profile-out .flame-tip'); return t ? t.textContent : ''; })()`)
+		const t = document.querySelector('.profile-out .tl-tip'); return t && !t.hidden ? t.textContent : ''; })()`)
 	found := false
 	for _, c := range flame.Root.Children {
 		if strings.Contains(tip, c.Name) {

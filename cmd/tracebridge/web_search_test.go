@@ -787,18 +787,21 @@ func TestWebHosts(t *testing.T) {
 
 	t.Run("search link", func(t *testing.T) {
 		// Leaving the page stops its refreshing: count the requests for
-		// the host list after the search page has loaded.
+		// the host list, seen while the page is open (its refresh every
+		// 5 s), after the search page has loaded for longer than that
+		// (on the page's own clock: a tick a second).
 		eval[bool](t, ctx, `(() => {
 			window.hostCalls = 0;
 			const f = window.fetch;
 			window.fetch = (u, o) => { if (String(u).startsWith('/api/v1/hosts')) window.hostCalls++; return f(u, o) };
 			return true;
 		})()`)
+		waitJS(t, ctx, "a refresh of the hosts page", `window.hostCalls > 0`)
 		act(t, ctx, "search", chromedp.Click(css(`#nav a[data-view="search"]`)))
 		waitJS(t, ctx, "the search", searchDone+` && document.querySelector('#f-host option[value="zorka-host"]')`)
-		before := eval[int](t, ctx, `window.hostCalls`)
-		time.Sleep(6 * time.Second)
-		if after := eval[int](t, ctx, `window.hostCalls`); after != before {
+		before := eval[int](t, ctx, `(() => { window.ticks = 0; window.tickTimer = setInterval(() => window.ticks++, 1000); return window.hostCalls; })()`)
+		waitJS(t, ctx, "six seconds on the search page", `window.ticks >= 6`)
+		if after := eval[int](t, ctx, `(() => { clearInterval(window.tickTimer); return window.hostCalls; })()`); after != before {
 			t.Errorf("%d requests for the hosts after leaving the page", after-before)
 		}
 

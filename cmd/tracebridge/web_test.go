@@ -186,6 +186,24 @@ func waitJS(t *testing.T, ctx context.Context, what, expr string) {
 	}
 }
 
+// evalUntil waits until the expression is true in the page (at most
+// 20 s) and answers whether it became true, so that the caller can say
+// what the page shows instead.
+func evalUntil(t *testing.T, ctx context.Context, expr string) bool {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	for {
+		if v, err := chromedp.Run(c, chromedp.Evaluate[bool]("!!("+expr+")")); err == nil && v {
+			return true
+		}
+		if c.Err() != nil {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func failPage(t *testing.T, ctx context.Context, what string, err error) {
 	t.Helper()
 	shot(t, ctx, "failed-"+strings.NewReplacer(" ", "-", "/", "-").Replace(what))
@@ -293,5 +311,9 @@ func TestWebLoads(t *testing.T) {
 			t.Errorf("after the %s link the address is %s", v, url)
 		}
 	}
+	// This bridge has no live stream: the live page says what to
+	// configure instead of reconnecting for ever.
+	act(t, ctx, "live", chromedp.Click(css(`#nav a[data-view="live"]`)))
+	waitJS(t, ctx, "the live page's advice", `document.querySelector('.live-status').dataset.state === 'error' && document.querySelector('.live-status').textContent.includes('stream: {listen:')`)
 	p.Stop()
 }

@@ -281,6 +281,44 @@ func TestWebTrace(t *testing.T) {
 				t.Errorf("after %s the axis has %d labels: %q", zoom, len(labels), labels)
 			}
 		}
+		// Within a lane, spans that run at once get rows of their own,
+		// below their parent: no two bars in a row overlap (this trace
+		// in each lane mode, and a fan-out of concurrent calls of a
+		// service without threads), so a click can reach each.
+		if bad := eval[string](t, ctx, `(async () => {
+			const m = await import('/ui/js/timeline.js');
+			const check = (spans, mode) => {
+				const lay = m.layout(spans, mode);
+				for (const row of lay.rows) {
+					let end = -Infinity;
+					for (const i of row.items) {
+						if (spans[i].offsetNs < end) return mode + ': spans overlap in a row of lane ' + row.lane.name;
+						end = spans[i].offsetNs + spans[i].durationNs;
+					}
+				}
+				for (let i = 0; i < spans.length; i++) {
+					const p = spans[i].parentPos;
+					if (p >= 0 && lay.rows[lay.rowOf[p]].lane === lay.rows[lay.rowOf[i]].lane && lay.rowOf[p] >= lay.rowOf[i]) return mode + ': span ' + i + ' is not below its parent';
+				}
+				return '';
+			};
+			for (const mode of m.laneModes) { const b = check(window.__tbTimeline.spans, mode); if (b) return b; }
+			const at = (parentPos, depth, offsetNs, durationNs, thread) => ({ parentPos, depth, offsetNs, durationNs, host: 'h', service: 's', thread });
+			const fan = [at(-1, 0, 0, 100)];
+			for (let k = 0; k < 4; k++) { const c = fan.length; fan.push(at(0, 1, 10 + k, 50), at(c, 2, 12 + k, 20)); }
+			const b = check(fan, 'thread');
+			if (b) return 'fan-out: ' + b;
+			const lay = m.layout(fan, 'thread');
+			const rows = new Set([1, 3, 5, 7].map((i) => lay.rowOf[i]));
+			if (lay.lanes.length !== 1 || rows.size !== 4) return 'fan-out: ' + lay.lanes.length + ' lanes, the 4 calls in ' + rows.size + ' rows';
+			// A service whose root span says its thread: its lanes all
+			// name the service.
+			const names = m.layout([at(-1, 0, 0, 100, '17'), at(0, 1, 10, 50)], 'thread').lanes.map((l) => l.name).join(' | ');
+			if (names !== 'h · s · 17 | h · s') return 'lanes ' + names;
+			return '';
+		})()`); bad != "" {
+			t.Error(bad)
+		}
 		act(t, ctx, "whole trace", chromedp.Click(css("#zoom-reset")), chromedp.Click(css("#next-error")))
 		waitJS(t, ctx, "the error's details", `document.querySelector('#span-details').innerText.includes('out of stock')`)
 		shot(t, ctx, "trace-timeline")
@@ -303,7 +341,7 @@ func TestWebTrace(t *testing.T) {
 		act(t, ctx, "click the root's bar", chromedp.Click(css("#zoom-reset")))
 		eval[bool](t, ctx, `(() => {
 			const c = document.querySelector('#tl-canvas'), r = c.getBoundingClientRect(), tl = window.__tbTimeline;
-			const s = tl.spans[0], x = r.left + tl.x(s.start + s.durationNs / 2), y = r.top + tl.y(tl.lay.rowOf[0]) + 8;
+			const s = tl.spans[0], x = r.left + tl.x(s.offsetNs + s.durationNs / 2), y = r.top + tl.y(tl.lay.rowOf[0]) + 8;
 			for (const type of ['mousedown', 'mouseup']) c.dispatchEvent(new MouseEvent(type, {clientX: x, clientY: y, bubbles: true}));
 			return true;
 		})()`)
@@ -386,7 +424,7 @@ func TestWebTrace(t *testing.T) {
 		var v apiView
 		getJSON(t, w.base+"/api/v1/traces/"+url.PathEscape(k.TraceID)+"/view?maxSpans=200000", &v)
 		if v.SpanCount < 5 {
-			t.Skipf("the Kieker trace has %d spans", v.SpanCount)
+			t.Fatalf("the Kieker trace has %d spans", v.SpanCount)
 		}
 		openTrace(t, ctx, w.base, "/trace/"+url.PathEscape(k.TraceID)+"?max=3")
 		if n := len(treeRows(t, ctx)); n != 3 {
@@ -398,11 +436,24 @@ func TestWebTrace(t *testing.T) {
 			t.Errorf("address %v lacks the expansion", q)
 		}
 		shown := eval[int](t, ctx, `Number(document.querySelector('#trace-tree').dataset.rows)`)
+		x := pageQuery(t, ctx).Get("x")
 		act(t, ctx, "reload", chromedp.Reload())
 		waitJS(t, ctx, "the page again", `window.__tbTraceReady !== undefined`)
 		if n := eval[int](t, ctx, `Number(document.querySelector('#trace-tree').dataset.rows)`); n != shown {
 			t.Errorf("after a reload %d rows, before %d", n, shown)
 		}
+		// An edited address: an expansion of a root the trace does not
+		// have is dropped, one of more than /view takes is cut to 200000;
+		// the page opens with the rest.
+		root := strings.SplitN(x, ".", 2)[0]
+		openTrace(t, ctx, w.base, "/trace/"+url.PathEscape(k.TraceID)+"?max=3&x=99999999.5,"+root+".900000")
+		if n := eval[int](t, ctx, `Number(document.querySelector('#trace-tree').dataset.rows)`); n <= 3 || n > v.SpanCount {
+			t.Errorf("with an edited expansion %d rows", n)
+		}
+		if q := pageQuery(t, ctx); q.Get("x") != root+".900000" && q.Get("x") != root+".200000" {
+			t.Errorf("with an edited expansion the address is %v", q)
+		}
+		noBanner(t, ctx)
 		// A search hit the page does not hold is fetched (reveal) and
 		// selected: the last span of the trace.
 		openTrace(t, ctx, w.base, "/trace/"+url.PathEscape(k.TraceID)+"?max=3")
@@ -445,7 +496,7 @@ func TestWebTrace(t *testing.T) {
 		min := time.Duration(durs[len(durs)/2]).String()
 		getJSON(t, w.base+"/api/v1/traces/"+url.PathEscape(k.TraceID)+"/view?minDuration="+url.QueryEscape(min), &some)
 		if len(some.Spans) >= len(all.Spans) {
-			t.Skipf("minDuration %s prunes nothing", min)
+			t.Fatalf("minDuration %s prunes nothing", min)
 		}
 		openTrace(t, ctx, w.base, "/trace/"+url.PathEscape(k.TraceID))
 		act(t, ctx, "min duration", chromedp.SendKeys(css("#min-duration"), min+"\t"))
@@ -499,6 +550,10 @@ func TestWebTrace(t *testing.T) {
 	t.Run("Compare", func(t *testing.T) {
 		openTrace(t, ctx, w.base, "/trace/"+otel.TraceID)
 		act(t, ctx, "compare with", chromedp.Click(css(`.trace-head a[href^="/compare"]`)), chromedp.WaitVisible(css("#cmp-b")))
+		// The trace page is gone, and its test hook with it.
+		if eval[bool](t, ctx, `window.__tbTimeline !== undefined`) {
+			t.Errorf("the timeline of the trace page left is still in window.__tbTimeline")
+		}
 		if v := eval[string](t, ctx, `document.querySelector('#cmp-a').value`); v != otel.TraceID {
 			t.Errorf("a is %q", v)
 		}

@@ -4,10 +4,10 @@
 // flame graph of a host. The filters, the tab and each tab's settings
 // live in the address, so a view can be shared.
 
-import { api, h, fill, errorBox, guard, fmtDur, fmtNum, color, setQuery } from './lib.js';
+import { api, h, fill, guard, fmtDur, fmtNum, color, setQuery } from './lib.js';
 import { drawGraph } from './graph.js';
 import { table } from './ops-table.js';
-import { flame } from './flamegraph-profile.js';
+import { Flame } from './flame.js';
 
 const KINDS = [
   ['container', 'Containers (hosts, services)'],
@@ -345,11 +345,13 @@ function profileTab(body, { state, save, signal }) {
     fill(out, h('div', { class: 'loading' }, 'Reading samples…'));
     guard(out, async () => {
       const r = await api('/api/v1/profiles/flame', { host: host.value.trim(), since: state.since, until: state.until }, { signal: sig });
-      fill(out);
-      fg = flame(out, r, {
-        path: state.fpath ? state.fpath.split('\n') : null,
+      fg = new Flame({
+        root: r.root, unit: r.unit || 'samples',
         onZoom: (p) => { if (p.length) state.fpath = p.join('\n'); else delete state.fpath; save(); },
       });
+      if (state.fpath) fg.zoomTo(state.fpath.split('\n'));
+      fill(out, h('div', { class: 'muted' }, `${fmtNum(r.root.value)} ${r.unit || 'samples'} in all. Callers at the bottom, callees above; width is ${r.unit || 'samples'}. Click a frame to zoom in, a grey bar or the path above to zoom out.`), fg.el);
+      fg.draw();
     });
   };
   load();

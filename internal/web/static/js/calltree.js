@@ -97,8 +97,8 @@ export class CallTree {
       }, `+${fmtNum(s.pruned)} pruned` + (s.prunedErrors ? ` (${fmtNum(s.prunedErrors)} err)` : '')) : null);
     name.style.paddingLeft = (4 + s.level * 14) + 'px';
     const bar = h('i');
-    const total = Math.max(1, v.end - v.start);
-    bar.style.left = (100 * (s.start - v.start) / total) + '%';
+    const total = Math.max(1, v.durationNs);
+    bar.style.left = (100 * s.offsetNs / total) + '%';
     bar.style.width = Math.max(0.2, 100 * s.durationNs / total) + '%';
     const r = h('div', { class: cls.join(' '), dataset: { index: String(s.index) }, onclick: () => this.on.select(pos) },
       name, h('span', { class: 'tr-bar' }, bar), h('span', { class: 'num' }, fmtDur(s.durationNs)), h('span', { class: 'num muted' }, fmtDur(s.selfNs)));

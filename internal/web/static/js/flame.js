@@ -1,11 +1,12 @@
 // flame.js: a flame graph (root at the bottom) or icicle (root at the
-// top) of a Flame tree from the API, drawn on a canvas. Frames narrower
+// top) of a Flame tree from the API (a trace's, in ns, or a JFR
+// profile's, in samples), drawn on a canvas. Frames narrower
 // than half a pixel are not drawn nor descended into, so a tree of any
 // size draws in bounded time. A click zooms into a frame (its ancestors
 // stay as full-width bars to click back out).
 
-import { fmtDur, fmtNum, h } from './lib.js';
-import { clip, sized } from './timeline.js';
+import { color, fmtDur, fmtNum, h, sized } from './lib.js';
+import { clip } from './timeline.js';
 
 const rowH = 18;
 
@@ -131,7 +132,7 @@ export class Flame {
   box(g, node, path, x, w, d, H, ancestor) {
     const y = this.yOf(d, H);
     if (y + rowH < 0 || y > H) return;
-    g.fillStyle = ancestor ? '#d1d5db' : warm(node.name);
+    g.fillStyle = ancestor ? '#d1d5db' : color(node.name, 'warm');
     g.fillRect(x, y, Math.max(0.5, w - 0.5), rowH - 1);
     if (node.errors) {
       g.strokeStyle = '#c62828';
@@ -171,12 +172,4 @@ function depth(root) {
     for (const c of n.children || []) stack.push([c, d + 1]);
   }
   return max + 1;
-}
-
-// warm picks a flame colour (reds to yellows) stable for a name.
-function warm(name) {
-  let x = 2166136261;
-  for (let i = 0; i < name.length; i++) { x ^= name.charCodeAt(i); x = Math.imul(x, 16777619); }
-  x >>>= 0;
-  return `hsl(${x % 50}, ${70 + (x >> 8) % 20}%, ${58 + (x >> 16) % 12}%)`;
 }

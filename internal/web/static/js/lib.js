@@ -86,7 +86,7 @@ function append(el, children) {
   }
 }
 
-// clear empties el and appends children.
+// fill empties el and appends children.
 export function fill(el, ...children) {
   el.replaceChildren();
   append(el, children);
@@ -159,12 +159,15 @@ export function fmtBytes(n) {
   return (i ? n.toFixed(1) : n) + ' ' + u[i];
 }
 
-// color picks a stable colour for a name (a service, a host, a class).
-export function color(name, light) {
+// color picks a stable colour for a name (a service, a host, a class, a
+// frame) from its hash (FNV-1a): tone true for a light one (a fill behind
+// text), 'warm' for a flame graph's reds to yellows.
+export function color(name, tone) {
   let x = 2166136261;
   for (let i = 0; i < name.length; i++) { x ^= name.charCodeAt(i); x = Math.imul(x, 16777619); }
-  const hue = (x >>> 0) % 360;
-  return `hsl(${hue}, 55%, ${light ? 85 : 62}%)`;
+  x >>>= 0;
+  if (tone === 'warm') return `hsl(${x % 50}, ${70 + (x >>> 8) % 20}%, ${58 + (x >>> 16) % 12}%)`;
+  return `hsl(${x % 360}, 55%, ${tone ? 85 : 62}%)`;
 }
 
 // navigate goes to an address of the UI without reloading the page.
@@ -189,6 +192,16 @@ export function canvasFor(canvas, width, height) {
   const ctx = canvas.getContext('2d');
   ctx.setTransform(r, 0, 0, r, 0, 0);
   return ctx;
+}
+
+// sized is canvasFor that keeps the canvas (and spares the browser a new
+// bitmap) while its size stays the same.
+export function sized(canvas, w, h) {
+  const r = window.devicePixelRatio || 1;
+  if (canvas.width !== Math.round(w * r) || canvas.height !== Math.round(h * r)) return canvasFor(canvas, w, h);
+  const g = canvas.getContext('2d');
+  g.setTransform(r, 0, 0, r, 0, 0);
+  return g;
 }
 
 // setQuery replaces the address's query with params (a view's state)

@@ -1,20 +1,29 @@
 // live.js: the live page (/live). It follows the bridge's stream over the
 // WebSocket /api/live (docs/STREAM.md): records (spans too: they are
 // records) and, if asked, assembled traces, counted per type and host
-// with a rate per second and a sparkline of the last minute, and the
-// latest events, newest first. The filter (type, host, traces) is in the
-// address and goes to the server as the socket's query; a closed socket
-// is reopened with backoff.
+// with a rate per second and a sparkline of the last HISTORY seconds,
+// and the latest events, newest first. The filter (type, host, traces)
+// is in the address and goes to the server as the socket's query; a
+// closed socket is reopened with backoff, unless the bridge has no live
+// view (503) or the token may not read it (403): then the page says what
+// to configure.
 
-import { h, fill, fmtNum, fmtTime, canvasFor, setQuery, link, token } from './lib.js';
+import { h, fill, fmtNum, fmtTime, sized, setQuery, link, token } from './lib.js';
 
 const HISTORY = 30; // seconds of sparkline
 const MAX_EVENTS = 200; // the latest events kept
+// Rows of the table at most: the counts of further (type, host) pairs
+// go to one row "other". A row that counted nothing for longer than
+// HISTORY is dropped (its counts stay in the totals).
+const MAX_ROWS = 500;
+const OTHER = '\0other';
 const ALL = '';
 
 export function mount(el, ctx) {
   const filter = { type: ctx.query.getAll('type'), host: ctx.query.getAll('host'), traces: ctx.query.get('traces') === '1' };
   let ws = null, closed = false, retry = null, attempts = 0, tick = null, paint = null;
+  let refused = false; // 503 or 403: retrying would not help
+  let gone = { total: 0, missed: 0 }; // of the rows dropped
   let paused = false, missedWhilePaused = 0;
   const rates = new Map(); // "type\0host" → row state
   let pending = []; // events not yet shown, newest last
@@ -79,7 +88,9 @@ export function mount(el, ctx) {
     setQuery({ type: filter.type, host: filter.host, traces: filter.traces ? '1' : '' });
     // Counts were of the old filter.
     rates.clear(); fill(rateBody); events = []; pending = []; fill(eventList);
+    gone = { total: 0, missed: 0 };
     attempts = 0;
+    refused = false;
     reconnect(0);
   }
 
@@ -95,7 +106,7 @@ export function mount(el, ctx) {
 
   function connect() {
     retry = null;
-    if (closed) return;
+    if (closed || refused) return;
     setState('connecting', 'connecting…');
     let opened = false, heard = false;
     // A browser cannot set headers on a WebSocket and a token must not
@@ -130,13 +141,22 @@ export function mount(el, ctx) {
 
   // explain asks the endpoint over plain HTTP: 503 (no live view) and
   // 401/403 carry a message worth showing; a WebSocket error has none.
+  // 503 and 403 stop the retries: the bridge's configuration or the
+  // token has to change first (Apply or a reload tries again).
   async function explain() {
     try {
-      const r = await fetch('/api/live', { credentials: 'same-origin' });
-      if (r.status === 503 || r.status === 401 || r.status === 403) {
-        const body = await r.json().catch(() => ({}));
-        if (!closed && !ws) statusText.textContent = `${r.status}: ${body.error || r.statusText}; retrying…`;
-      }
+      const t = token();
+      const r = await fetch('/api/live', { credentials: 'same-origin', headers: t ? { Authorization: 'Bearer ' + t } : {} });
+      if (r.status !== 503 && r.status !== 401 && r.status !== 403) return;
+      const body = await r.json().catch(() => ({}));
+      if (closed || ws) return;
+      const msg = `${r.status}: ${body.error || r.statusText}`;
+      if (r.status === 401) { statusText.textContent = msg + '; retrying…'; return; }
+      refused = true;
+      if (retry) { clearTimeout(retry); retry = null; }
+      setState('error', msg + (r.status === 503
+        ? ' — the bridge needs a live stream: add stream: {listen: "127.0.0.1:14222"} to its YAML (see the README) and restart it.'
+        : ' — the token may not read the live stream: set one that may with the Token button, then Apply.'));
     } catch { /* the bridge is away: the status says disconnected */ }
   }
 
@@ -160,10 +180,12 @@ export function mount(el, ctx) {
         event({ time: t.start, host: m.host, type: 'assembled trace', text: `${(t.spans || []).length} spans`, trace: t.traceId });
         break;
       }
-      case 'gap':
-        row(m.type || '?', m.host || '-').missed += m.records || 0;
+      case 'gap': {
+        const r = row(m.type || '?', m.host || '-');
+        r.missed += m.records || 0; r.idle = 0;
         event({ time: Date.now() * 1e6, host: m.host, type: m.type, text: `missed ${fmtNum(m.records)} records${m.bridgeLost ? ` (${fmtNum(m.bridgeLost)} lost by the bridge)` : ''}`, gap: true });
         break;
+      }
       case 'error':
         setState('error', 'stream error: ' + m.error);
         break;
@@ -172,31 +194,43 @@ export function mount(el, ctx) {
 
   // Counting.
   function row(type, host) {
-    const key = type + '\0' + host;
+    let key = type + '\0' + host;
     let r = rates.get(key);
+    if (!r && rates.size >= MAX_ROWS - (rates.has(OTHER) ? 0 : 1)) {
+      key = OTHER; type = 'other'; host = '(more types and hosts)';
+      r = rates.get(key);
+    }
     if (!r) {
-      r = { type, host, total: 0, now: 0, rate: 0, missed: 0, hist: [] };
+      r = { key, type, host, total: 0, now: 0, rate: 0, missed: 0, hist: [], idle: 0 };
       const canvas = h('canvas', { class: 'spark', width: 100, height: 22 });
       r.cells = { rate: h('td', { class: 'num rate' }), total: h('td', { class: 'num total' }), missed: h('td', { class: 'num missed' }) };
       r.canvas = canvas;
       r.tr = h('tr', { dataset: { type, host } }, h('td', { title: type }, shortType(type)), h('td', null, host), r.cells.rate, r.cells.total, r.cells.missed, h('td', null, canvas));
       rates.set(key, r);
-      // Rows stay sorted by type, then host: they do not jump.
-      const after = [...rates.values()].filter((x) => x !== r && (x.type > type || (x.type === type && x.host > host)))
-        .sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : a.host < b.host ? -1 : 1))[0];
+      // Rows stay sorted by type, then host: they do not jump ("other"
+      // is last).
+      const after = key === OTHER ? null : [...rates.values()].filter((x) => x !== r && (x.key === OTHER || x.type > type || (x.type === type && x.host > host)))
+        .sort((a, b) => (a.key === OTHER ? 1 : b.key === OTHER ? -1 : a.type < b.type ? -1 : a.type > b.type ? 1 : a.host < b.host ? -1 : 1))[0];
       rateBody.insertBefore(r.tr, after ? after.tr : null);
     }
     return r;
   }
   function count(type, host, n) {
     const r = row(type, host);
-    r.total += n; r.now += n;
+    r.total += n; r.now += n; r.idle = 0;
   }
 
   // Every second: the last second's counts become the rates.
   function second() {
-    let rate = 0, total = 0, missed = 0;
+    let rate = 0, total = gone.total, missed = gone.missed;
     for (const r of rates.values()) {
+      if (!r.now && ++r.idle > HISTORY) {
+        gone.total += r.total; gone.missed += r.missed;
+        total += r.total; missed += r.missed;
+        r.tr.remove();
+        rates.delete(r.key);
+        continue;
+      }
       r.rate = r.now; r.now = 0;
       r.hist.push(r.rate);
       if (r.hist.length > HISTORY) r.hist.shift();
@@ -235,7 +269,7 @@ export function mount(el, ctx) {
       h('span', { class: 'host' }, e.host || '-'),
       h('span', { class: 'type', title: e.type }, shortType(e.type)),
       // The summary is made only for the events shown.
-      e.trace ? link('/trace/' + e.trace, h('span', { class: 'mono' }, e.trace), ' · ', e.text) : h('span', { class: 'text mono' }, e.rec ? summary(e.rec) : e.text));
+      e.trace ? link('/trace/' + encodeURIComponent(e.trace), h('span', { class: 'mono' }, e.trace), ' · ', e.text) : h('span', { class: 'text mono' }, e.rec ? summary(e.rec) : e.text));
   }
 
   tick = setInterval(second, 1000);
@@ -271,10 +305,11 @@ function short(v) {
   return s && s.length > 80 ? s.slice(0, 79) + '…' : s;
 }
 
-// spark draws counts as a filled line scaled to their maximum.
+// spark draws counts as a filled line scaled to their maximum (on the
+// canvas's bitmap as it is, unless its size changed).
 function spark(canvas, hist) {
   const w = 100, hgt = 22;
-  const ctx = canvasFor(canvas, w, hgt);
+  const ctx = sized(canvas, w, hgt);
   ctx.clearRect(0, 0, w, hgt);
   const max = Math.max(1, ...hist);
   const step = w / (HISTORY - 1);

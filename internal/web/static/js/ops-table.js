@@ -1,16 +1,16 @@
 // ops-table.js: a sortable table that renders only the rows in view, so
-// tens of thousands of rows stay fast (the analyses' and console's
-// tables).
+// tens of thousands of rows stay fast (the analyses' operations and
+// pivot tables).
 
 import { h } from './lib.js';
 
 const ROW = 26; // px: rows have one line (CSS .vtable td { height })
 
-// table answers {el, set(rows), sortBy(key, desc)}.
+// table answers {el, set(rows)}.
 //   columns: [{key, label, num, title, value(row) (sort key, default
 //   row[key]), cell(row) (text or Node, default value)}]
 //   opts: {sort, desc, onSort(key, desc), height (px of the scroll box),
-//   rowClass(row), onRow(row, tr)}
+//   empty (the text of an empty table)}
 export function table(columns, rows, opts = {}) {
   let sort = opts.sort || '', desc = !!opts.desc;
   let data = rows.slice();
@@ -52,12 +52,10 @@ export function table(columns, rows, opts = {}) {
     box.dataset.rows = data.length;
   };
   const row = (r) => {
-    const tr = h('tr', { class: opts.rowClass ? opts.rowClass(r) : null }, columns.map((c) => {
+    return h('tr', null, columns.map((c) => {
       const v = c.cell ? c.cell(r) : valueOf(c, r);
       return h('td', { class: c.num ? 'num' : null, title: typeof v === 'string' && v.length > 40 ? v : null }, v);
     }));
-    if (opts.onRow) opts.onRow(r, tr);
-    return tr;
   };
   box.addEventListener('scroll', () => { if (!frame) frame = requestAnimationFrame(() => render(false)); });
   const marks = () => {
@@ -73,7 +71,7 @@ export function table(columns, rows, opts = {}) {
   // The first render needs the box's height: after it is in the page.
   render(true);
   requestAnimationFrame(() => render(true));
-  return { el: box, set, sortBy, rows: () => data };
+  return { el: box, set };
 }
 
 function spacer(px, cols) {

@@ -71,6 +71,7 @@ export class Scatter {
 
   destroy() {
     this.resize.disconnect();
+    delete this.base.tbPoints; // the hook would keep the points alive
     this.wrap.replaceChildren();
   }
 

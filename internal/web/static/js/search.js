@@ -161,8 +161,8 @@ class SearchView {
     for (const t of page.traces) this.traces.push(t);
     this.cursor = page.cursor;
     this.scanned = (this.scanned || 0) + page.scanned;
-    // A page cut by the budget before its first hit has no cursor: "More"
-    // could only start again from the top.
+    // "More" needs a cursor to go on from (the store gives one whenever
+    // more is true, a page cut by the budget too).
     const more = page.more && !!page.cursor;
     const n = this.traces.length;
     const errs = this.traces.reduce((a, t) => a + (t.error ? 1 : 0), 0);

@@ -5,8 +5,9 @@
 import { fmtDur, fmtTime, h, link } from './lib.js';
 
 // renderSpan answers the panel's content for a SpanDetail d of the trace
-// traceId (traceStart: the trace's start, for offsets).
-export function renderSpan(d, traceId, traceStart) {
+// traceId (offsetNs: the span's start less the trace's, from the view:
+// exact, where d.start as a double is not).
+export function renderSpan(d, traceId, offsetNs) {
   const kv = (pairs) => h('div', { class: 'kv' }, pairs.filter((p) => p[1] !== undefined && p[1] !== '' && p[1] !== null)
     .flatMap(([k, v]) => [h('span', null, k), h('span', null, v)]));
   const out = [
@@ -16,7 +17,7 @@ export function renderSpan(d, traceId, traceStart) {
       ['index', String(d.index)], ['span id', d.spanId], ['parent span', d.parentSpanId], ['component', d.component],
       ['service', d.service], ['host', d.host], ['process', d.process], ['thread', d.thread], ['session', d.session],
       ['kind', d.kind], ['status', d.status + (d.statusMessage && !d.error ? ': ' + d.statusMessage : '')],
-      ['start', fmtTime(d.start) + ` (+${fmtDur(d.start - traceStart)})`], ['duration', fmtDur(d.durationNs)],
+      ['start', fmtTime(d.start) + ` (+${fmtDur(offsetNs)})`], ['duration', fmtDur(d.durationNs)],
       ['self', fmtDur(d.selfNs)], ['children', String(d.children.length)], ['source', d.source],
     ]),
   ];
@@ -37,7 +38,7 @@ export function renderSpan(d, traceId, traceStart) {
   if (d.links.length) {
     out.push(h('h4', null, `Links (${d.links.length})`));
     for (const l of d.links) {
-      out.push(h('div', { class: 'sd-link mono' }, l.traceId === traceId ? 'this trace' : link('/trace/' + l.traceId, l.traceId),
+      out.push(h('div', { class: 'sd-link mono' }, l.traceId === traceId ? 'this trace' : link('/trace/' + encodeURIComponent(l.traceId), l.traceId),
         ' · span ', l.spanId, l.kind ? ' · ' + l.kind : ''));
     }
   }

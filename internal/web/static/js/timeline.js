@@ -6,16 +6,21 @@
 // calls (a child on another thread, process or host than its parent) are
 // drawn as arrows; the critical path can be highlighted.
 
-import { canvasFor, color, fmtDur, h } from './lib.js';
+import { color, fmtDur, h, sized } from './lib.js';
 
 const rowH = 16;
 const axisH = 22;
 const gutter = 190; // lane labels
 const minSpanNs = 1; // the narrowest window a zoom can reach
 
-// laneKey says which lane a span runs in.
+// laneKey says which lane a span runs in. By thread, a lane is a
+// service's thread on a host (host · service · thread) or, for spans that
+// do not say their thread, the service on the host (host · service): the
+// service is in both keys, so a service whose spans only partly carry a
+// thread (an OpenTelemetry root span with thread.id, its children
+// without) has lanes that all name it, instead of "host · 17" for some and "host · service" for the rest.
 const laneKeys = {
-  thread: (s) => [s.host, s.process, s.thread || s.service].filter(Boolean).join(' · '),
+  thread: (s) => [s.host, s.service, s.thread].filter(Boolean).join(' · '),
   service: (s) => s.service || s.host,
   host: (s) => s.host || s.service,
 };
@@ -23,9 +28,10 @@ const laneKeys = {
 export const laneModes = Object.keys(laneKeys);
 export const colourModes = ['service', 'host', 'thread', 'operation'];
 
-// layout puts the spans (tree order, each with pos = its place in spans
-// and parentPos) in lanes and rows. It answers the rows (each with its
-// spans' positions sorted by start) and, per span, its row.
+// layout puts the spans (tree order, each with pos = its place in spans,
+// parentPos, depth, offsetNs and durationNs) in lanes and rows. It
+// answers the rows (each with its spans' positions sorted by start) and,
+// per span, its row.
 export function layout(spans, mode) {
   const key = laneKeys[mode] || laneKeys.thread;
   const lanes = new Map();
@@ -33,31 +39,44 @@ export function layout(spans, mode) {
   for (let i = 0; i < spans.length; i++) {
     const k = key(spans[i]);
     let lane = lanes.get(k);
-    if (!lane) { lane = { name: k, depths: new Map(), spans: [] }; lanes.set(k, lane); }
+    if (!lane) { lane = { name: k, spans: [], nrows: 0 }; lanes.set(k, lane); }
     lane.spans.push(i);
     laneOf[i] = lane;
   }
-  // Within a lane, a span's row is its depth among the lane's depths, so
-  // calls nested in a thread stack up and the lane stays as low as it can.
+  // Within a lane, spans are packed: each (by start) goes to the first
+  // row at or below its depth (its rank among the lane's depths) and
+  // below its parent's row (when the parent is in the lane) that is free
+  // at its start (the row's last end ≤ its start). Calls nested in a
+  // thread stack up as before, and calls that run at once (a parallel
+  // fan-out, a service's spans without a thread) get rows of their own
+  // instead of hiding each other.
   const rows = [];
   const rowOf = new Int32Array(spans.length);
   let k = 0;
   for (const lane of lanes.values()) {
     lane.k = k++;
-    const depths = [...new Set(lane.spans.map((i) => spans[i].depth))].sort((a, b) => a - b);
     lane.first = rows.length;
-    for (let d = 0; d < depths.length; d++) {
-      lane.depths.set(depths[d], rows.length);
-      rows.push({ lane, level: d, items: [], maxDur: 0 });
+    const depths = [...new Set(lane.spans.map((i) => spans[i].depth))].sort((a, b) => a - b);
+    const rank = new Map(depths.map((d, r) => [d, r]));
+    const order = lane.spans.slice().sort((a, b) => spans[a].offsetNs - spans[b].offsetNs || a - b);
+    const ends = []; // per row of the lane: its last span's end
+    for (const i of order) {
+      const s = spans[i];
+      let r = rank.get(s.depth);
+      if (s.parentPos >= 0 && laneOf[s.parentPos] === lane) r = Math.max(r, rowOf[s.parentPos] - lane.first + 1);
+      while (r < ends.length && ends[r] > s.offsetNs) r++;
+      while (ends.length <= r) {
+        ends.push(-Infinity);
+        rows.push({ lane, level: rows.length - lane.first, items: [], maxDur: 0 });
+      }
+      ends[r] = s.offsetNs + s.durationNs;
+      const row = rows[lane.first + r];
+      rowOf[i] = lane.first + r;
+      row.items.push(i);
+      row.maxDur = Math.max(row.maxDur, s.durationNs);
     }
-    for (const i of lane.spans) {
-      const r = lane.depths.get(spans[i].depth);
-      rowOf[i] = r;
-      rows[r].items.push(i);
-      rows[r].maxDur = Math.max(rows[r].maxDur, spans[i].durationNs);
-    }
+    lane.nrows = ends.length;
   }
-  for (const r of rows) r.items.sort((a, b) => spans[a].start - spans[b].start);
   const links = [];
   for (let i = 0; i < spans.length; i++) {
     const p = spans[i].parentPos;
@@ -78,13 +97,18 @@ export class Timeline {
     this.el = h('div', { class: 'tl-box' }, this.canvas, this.tip);
     this.spans = [];
     this.lay = { rows: [], rowOf: new Int32Array(0), links: [], lanes: [] };
+    // Times are offsets from the trace's start in ns (the API's offsetNs:
+    // exact, where unix ns as doubles are rounded to 256 ns).
     this.t0 = 0; this.t1 = 1; // the time window shown
     this.start = 0; this.end = 1; // the trace's
     this.scrollY = 0;
     this.selected = -1;
     this.colour = 'service';
-    this.critical = null; // [{pos, start, end}] or null
+    this.critical = null; // [{pos, start, end}] (offsets) or null
     this.frame = 0;
+    // drawTimes (ms per draw, the latest 500 to 1000) is for measuring:
+    // bench/web (frameJS) reads it through window.__tbTimeline; the page
+    // itself does not.
     this.drawTimes = [];
     this.colours = new Map(); // of names
     this.barWidths = new Map(); // text widths in the bars' font
@@ -92,7 +116,8 @@ export class Timeline {
     this.listen();
   }
 
-  // set gives the timeline its spans (see layout) and the trace's time.
+  // set gives the timeline its spans (see layout) and the trace's time
+  // (offsets: 0 and its duration).
   set(spans, start, end, lanes) {
     this.spans = spans;
     this.setLayout(layout(spans, lanes));
@@ -126,8 +151,8 @@ export class Timeline {
       }
       const s = this.spans[pos];
       const w = this.t1 - this.t0;
-      if (s.start + s.durationNs < this.t0 || s.start > this.t1) {
-        this.t0 = s.start - w / 10; this.t1 = this.t0 + w;
+      if (s.offsetNs + s.durationNs < this.t0 || s.offsetNs > this.t1) {
+        this.t0 = s.offsetNs - w / 10; this.t1 = this.t0 + w;
       }
       this.clamp();
     }
@@ -224,8 +249,8 @@ export class Timeline {
     let best = -1;
     for (const i of row.items) {
       const s = this.spans[i];
-      if (s.start - slop <= t && t <= s.start + s.durationNs + slop) best = i;
-      if (s.start > t + slop) break;
+      if (s.offsetNs - slop <= t && t <= s.offsetNs + s.durationNs + slop) best = i;
+      if (s.offsetNs > t + slop) break;
     }
     return best;
   }
@@ -280,10 +305,8 @@ export class Timeline {
     this.drawAxis(g, W);
     this.drawScrollbar(g, W, H);
     const ms = performance.now() - t0;
-    this.drawTimes.push(ms);
+    this.drawTimes.push(ms); // for bench/web (see the constructor)
     if (this.drawTimes.length > 1000) this.drawTimes.splice(0, 500);
-    this.canvas.dataset.draws = String(this.drawTimes.length);
-    if (this.onDraw) this.onDraw(ms);
   }
 
   y(r) { return axisH + r * rowH - this.scrollY; }
@@ -299,7 +322,7 @@ export class Timeline {
         prev = row.lane;
         // A lane's band and, on its first row (or the first in view), its name.
         const k = row.lane.k;
-        const nrows = row.lane.depths.size;
+        const nrows = row.lane.nrows;
         const top = this.y(row.lane.first);
         g.fillStyle = k % 2 ? '#f7f8fb' : '#fff';
         g.fillRect(0, top, W, nrows * rowH);
@@ -321,7 +344,7 @@ export class Timeline {
     const items = row.items;
     // First item that may reach into the window (items are by start).
     let a = 0, b = items.length;
-    while (a < b) { const m = (a + b) >> 1; if (this.spans[items[m]].start < lo) a = m + 1; else b = m; }
+    while (a < b) { const m = (a + b) >> 1; if (this.spans[items[m]].offsetNs < lo) a = m + 1; else b = m; }
     g.globalAlpha = dim ? 0.35 : 1;
     g.font = '10px system-ui, sans-serif'; // once: setting a font is slow
     // Spans narrower than 2 px that touch, in one colour, are drawn as one
@@ -331,9 +354,9 @@ export class Timeline {
     const W = this.width();
     for (let k = a; k < items.length; k++) {
       const s = this.spans[items[k]];
-      if (s.start > hi) break;
-      const x0 = Math.max(gutter, this.x(s.start));
-      const x1 = Math.min(W, this.x(s.start + s.durationNs));
+      if (s.offsetNs > hi) break;
+      const x0 = Math.max(gutter, this.x(s.offsetNs));
+      const x1 = Math.min(W, this.x(s.offsetNs + s.durationNs));
       if (x1 < gutter) continue;
       const col = this.colourOf(s);
       if (x1 - x0 < 2 && !s.error) {
@@ -379,7 +402,7 @@ export class Timeline {
     g.lineWidth = 1.5;
     for (const i of this.lay.links) {
       const s = this.spans[i];
-      const x = this.x(s.start);
+      const x = this.x(s.offsetNs);
       if (x < gutter || x > this.width()) continue;
       const rc = this.lay.rowOf[i], rp = this.lay.rowOf[s.parentPos];
       if (Math.max(rc, rp) < first || Math.min(rc, rp) >= last) continue;
@@ -396,7 +419,7 @@ export class Timeline {
     if (pos < 0 || pos >= this.spans.length) return;
     const s = this.spans[pos];
     const r = this.lay.rowOf[pos];
-    const x0 = Math.max(gutter, this.x(s.start)), x1 = Math.min(this.width(), this.x(s.start + s.durationNs));
+    const x0 = Math.max(gutter, this.x(s.offsetNs)), x1 = Math.min(this.width(), this.x(s.offsetNs + s.durationNs));
     const y = this.y(r);
     g.fillStyle = 'rgba(37, 99, 235, 0.08)';
     g.fillRect(gutter, y, this.width() - gutter, rowH);
@@ -409,8 +432,7 @@ export class Timeline {
   }
 
   // ticks answers the axis's ticks: [x, offset from the trace's start].
-  // Offsets are whole multiples of the step (epoch ns are beyond a
-  // double's integers, so adding steps to them would drift).
+  // Offsets are whole multiples of the step (adding steps would drift).
   ticks() {
     const step = niceStep((this.t1 - this.t0) / Math.max(1, this.plotW() / 110));
     const out = [];
@@ -490,15 +512,6 @@ function errorMark(g, x, y, w, hh) {
   g.beginPath(); g.moveTo(x, y); g.lineTo(x + Math.min(8, w), y); g.lineTo(x, y + Math.min(8, hh)); g.closePath(); g.fill();
 }
 
-// sized is canvasFor that keeps the canvas (and spares the browser a new
-// bitmap) while its size stays the same.
-export function sized(canvas, w, h) {
-  const r = window.devicePixelRatio || 1;
-  if (canvas.width !== Math.round(w * r) || canvas.height !== Math.round(h * r)) return canvasFor(canvas, w, h);
-  const g = canvas.getContext('2d');
-  g.setTransform(r, 0, 0, r, 0, 0);
-  return g;
-}
 
 // tickLabel formats a tick's offset off (ns) from the trace's start:
 // in the unit of the largest offset in view (span), with the decimals

@@ -76,7 +76,17 @@ class TracePage {
         view = await this.mainView();
       }
       this.model = new TraceModel(view);
-      for (const [root, max] of this.st.x) await this.expandIndex(root, max, false);
+      // An expansion from an old or edited address (a root the trace
+      // does not have): dropped, the page kept.
+      for (const [root, max] of this.st.x) {
+        try {
+          await this.expandIndex(root, max, false);
+        } catch (e) {
+          if (e.status !== 400) throw e;
+          this.st.x = this.st.x.filter(([r]) => r !== root);
+          this.save();
+        }
+      }
       this.fetched = performance.now() - t0;
       this.render();
       if (this.st.find) await this.search(this.st.find, this.st.hit, this.st.span < 0);
@@ -87,7 +97,11 @@ class TracePage {
 
   destroy() {
     this.abort.abort();
+    if (this.detailAbort) this.detailAbort.abort();
     for (const c of [this.timeline, this.tree, this.flame]) if (c) c.destroy();
+    // The test hooks must not keep a page that is gone (and its model).
+    if (window.__tbTimeline === this.timeline) delete window.__tbTimeline;
+    if (window.__tbFlame === this.flame) delete window.__tbFlame;
   }
 
   // save keeps the state in the address (defaults left out).
@@ -239,7 +253,7 @@ class TracePage {
       h('button', { type: 'button', id: 'collapse-all', onclick: () => this.tree.collapseAll(false) }, 'Collapse all'),
       h('button', { type: 'button', id: 'expand-all', onclick: () => this.tree.collapseAll(true) }, 'Expand all')),
     h('div', { class: 'split trace-split' }, this.tree.el, this.details));
-    this.timeline.set(this.model.spans, this.model.view.start, this.model.view.end, this.st.lanes);
+    this.timeline.set(this.model.spans, 0, this.model.view.durationNs, this.st.lanes);
     this.timeline.setColour(this.st.colour);
     this.shownNote();
     // Draw now, not at the next frame, so the page is ready when this
@@ -256,7 +270,7 @@ class TracePage {
   refreshModel() {
     if (this.tree) this.tree.rebuild();
     if (this.timeline) {
-      this.timeline.set(this.model.spans, this.model.view.start, this.model.view.end, this.st.lanes);
+      this.timeline.set(this.model.spans, 0, this.model.view.durationNs, this.st.lanes);
       if (this.critSegments && this.st.crit) this.timeline.setCritical(this.mapCritical());
     }
     this.shownNote();
@@ -282,7 +296,8 @@ class TracePage {
     try {
       const d = await api(this.base + '/spans/' + index, null, { signal: ac.signal });
       if (ac.signal.aborted) return;
-      fill(this.details, renderSpan(d, this.id, this.model.view.start));
+      const s = this.model.spans[this.model.pos(index)];
+      fill(this.details, renderSpan(d, this.id, s ? s.offsetNs : d.start - this.model.view.start));
       this.details.dataset.index = String(index);
     } catch (e) {
       if (e.name !== 'AbortError') fill(this.details, errorBox(e));
@@ -400,7 +415,7 @@ class TracePage {
   critical() { return this.cache.critical || (this.cache.critical = this.get('/critical-path')); }
 
   mapCritical() {
-    return this.critSegments.map((sg) => ({ pos: this.model.pos(sg.index), start: sg.start, end: sg.end }));
+    return this.critSegments.map((sg) => ({ pos: this.model.pos(sg.index), start: sg.offsetNs, end: sg.endOffsetNs }));
   }
 
   async setCritical(on) {
@@ -539,8 +554,10 @@ function ready(fetchMs) {
   window.__tbTraceFetchMs = fetchMs;
 }
 
-// parseExpansions reads x=ROOT.MAX,ROOT.MAX.
+// parseExpansions reads x=ROOT.MAX,ROOT.MAX (MAX at most what /view
+// takes: 200000).
 function parseExpansions(s) {
   if (!s) return [];
-  return s.split(',').map((p) => p.split('.').map(Number)).filter(([r, m]) => Number.isInteger(r) && r >= 0 && m > 0).slice(0, 50);
+  return s.split(',').map((p) => p.split('.').map(Number)).filter(([r, m]) => Number.isInteger(r) && r >= 0 && m > 0)
+    .map(([r, m]) => [r, Math.min(200000, Math.max(1, Math.floor(m)))]).slice(0, 50);
 }

@@ -12,7 +12,7 @@ const maxPx = 15_000_000;
 // vlist makes a scrolling list in a new element: render(i) answers the
 // element of row i (the list positions it). count is the number of
 // rows; set it again with update(count).
-export function vlist({ rowHeight, count = 0, render, className = '', onRender }) {
+export function vlist({ rowHeight, count = 0, render, className = '' }) {
   const spacer = h('div', { class: 'vl-spacer' });
   const layer = h('div', { class: 'vl-layer' });
   const el = h('div', { class: 'vlist ' + className, tabindex: '0' }, spacer, layer);
@@ -45,7 +45,6 @@ export function vlist({ rowHeight, count = 0, render, className = '', onRender }
       rows.push(r);
     }
     layer.replaceChildren(...rows);
-    if (onRender) onRender(first, last);
   }
 
   function refresh() { if (!frame) frame = requestAnimationFrame(draw); }
