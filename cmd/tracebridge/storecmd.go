@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/pipeline"
-	sinkstore "github.com/tracebridge/tracebridge/internal/sink/store"
 	"github.com/tracebridge/tracebridge/internal/store"
 )
 
@@ -98,7 +97,7 @@ func cmdHosts(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	var size int64
 	if *maxSize != "" {
-		if size, err = sinkstore.ParseByteSize(*maxSize); err != nil {
+		if size, err = pipeline.ParseByteSize(*maxSize); err != nil {
 			return usagef("hosts: --max-size: %v", err)
 		}
 	}

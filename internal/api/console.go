@@ -21,7 +21,6 @@ import (
 	"github.com/tracebridge/tracebridge/internal/mapping"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
-	sinkstore "github.com/tracebridge/tracebridge/internal/sink/store"
 )
 
 // Bridge is the running bridge as the console sees it; internal/serve
@@ -645,7 +644,7 @@ type ComponentTypes struct {
 var (
 	durationType = reflect.TypeFor[pipeline.Duration]()
 	stdDuration  = reflect.TypeFor[time.Duration]()
-	sizeType     = reflect.TypeFor[sinkstore.ByteSize]()
+	sizeType     = reflect.TypeFor[pipeline.ByteSize]()
 )
 
 // configKeys describes the YAML keys of a configuration struct.

@@ -14,7 +14,6 @@ import (
 	"unicode"
 
 	"github.com/tracebridge/tracebridge/internal/pipeline"
-	sinkstore "github.com/tracebridge/tracebridge/internal/sink/store"
 	"github.com/tracebridge/tracebridge/internal/store"
 )
 
@@ -160,7 +159,7 @@ func (f *flex) size() (int64, error) {
 	if err := json.Unmarshal(f.raw, &s); err != nil {
 		return 0, fmt.Errorf("want a number or a string such as 2GiB")
 	}
-	return sinkstore.ParseByteSize(s)
+	return pipeline.ParseByteSize(s)
 }
 
 func (f *flex) duration() (time.Duration, error) {

@@ -36,10 +36,10 @@ type Config struct {
 	// MaxAge and MaxSize bound the whole store (0: unbounded); hosts have
 	// bounds of their own (tracebridge hosts set).
 	MaxAge  pipeline.Duration `yaml:"max_age"`
-	MaxSize ByteSize          `yaml:"max_size"`
+	MaxSize pipeline.ByteSize `yaml:"max_size"`
 	// SegmentSize and SegmentAge: when a host's segment is closed (64MiB,
 	// 1h); retention drops whole segments.
-	SegmentSize ByteSize          `yaml:"segment_size"`
+	SegmentSize pipeline.ByteSize `yaml:"segment_size"`
 	SegmentAge  pipeline.Duration `yaml:"segment_age"`
 	// RetentionInterval: how often retention runs (default 1m).
 	RetentionInterval pipeline.Duration `yaml:"retention_interval"`
