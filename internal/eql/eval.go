@@ -1,6 +1,7 @@
 package eql
 
 import (
+	"cmp"
 	"math"
 	"strconv"
 	"strings"
@@ -469,7 +470,7 @@ func compareBool(a, b bool) int {
 func compareNum(a, b value) (int, bool) {
 	switch {
 	case a.k == kInt && b.k == kInt:
-		return compareInt(a.i, b.i), true
+		return cmp.Compare(a.i, b.i), true
 	case a.k == kInt:
 		if math.IsNaN(b.f) {
 			return 0, false
@@ -493,16 +494,6 @@ func compareNum(a, b value) (int, bool) {
 	return 0, true
 }
 
-func compareInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // compareIntFloat compares exactly (no rounding of i to a float64).
 func compareIntFloat(i int64, f float64) int {
 	switch {
@@ -512,7 +503,7 @@ func compareIntFloat(i int64, f float64) int {
 		return 1
 	}
 	t := math.Trunc(f)
-	if c := compareInt(i, int64(t)); c != 0 {
+	if c := cmp.Compare(i, int64(t)); c != 0 {
 		return c
 	}
 	switch {

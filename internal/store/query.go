@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"container/heap"
 	"encoding/base64"
 	"encoding/binary"
@@ -816,9 +817,9 @@ func (s *Store) searchBlocks(q *Query, f *filter, since, until int64, after *cur
 	desc := !q.Oldest
 	slices.SortFunc(blocks, func(a, b *blockMeta) int {
 		if desc {
-			return cmpInt(b.maxEnd, a.maxEnd)
+			return cmp.Compare(b.maxEnd, a.maxEnd)
 		}
-		return cmpInt(a.minStart, b.minStart)
+		return cmp.Compare(a.minStart, b.minStart)
 	})
 	better := func(a, b cursorPos) bool { // a comes before b in the order asked for
 		if a.start != b.start {
@@ -1052,14 +1053,4 @@ func (h *hitHeap) Pop() any {
 	x := h.items[len(h.items)-1]
 	h.items = h.items[:len(h.items)-1]
 	return x
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -954,13 +955,13 @@ func tree(t *Trace) {
 		sa, sb := &t.Spans[a], &t.Spans[b]
 		switch {
 		case sa.Start != sb.Start:
-			return cmpInt64(sa.Start, sb.Start)
+			return cmp.Compare(sa.Start, sb.Start)
 		case sa.OrderIndex != sb.OrderIndex:
-			return cmpInt64(int64(sa.OrderIndex), int64(sb.OrderIndex))
+			return cmp.Compare(int64(sa.OrderIndex), int64(sb.OrderIndex))
 		case sa.EOI != sb.EOI:
-			return cmpInt64(int64(sa.EOI), int64(sb.EOI))
+			return cmp.Compare(int64(sa.EOI), int64(sb.EOI))
 		}
-		return cmpInt64(int64(a), int64(b))
+		return cmp.Compare(int64(a), int64(b))
 	}
 	for i := range children {
 		slices.SortFunc(children[i], less)
@@ -983,14 +984,4 @@ func tree(t *Trace) {
 		walk(r, 0, -1)
 	}
 	t.Spans = out
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"regexp"
 	"slices"
 	"strings"
@@ -56,9 +57,9 @@ func Rank(t *Trace) []MethodStat {
 	slices.SortStableFunc(out, func(a, b MethodStat) int {
 		switch {
 		case a.Self != b.Self:
-			return cmpInt64(b.Self, a.Self)
+			return cmp.Compare(b.Self, a.Self)
 		case a.Total != b.Total:
-			return cmpInt64(b.Total, a.Total)
+			return cmp.Compare(b.Total, a.Total)
 		}
 		return strings.Compare(a.Operation, b.Operation)
 	})

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"cmp"
 	"context"
 	"hash/maphash"
 	"slices"
@@ -438,11 +439,11 @@ func (s *Stage) attach(t *trace.Trace, rings []*ring, idx []int) (int64, int64) 
 		sa, sb := &t.Spans[a], &t.Spans[b]
 		switch {
 		case sa.Start != sb.Start:
-			return cmpInt(sa.Start, sb.Start)
+			return cmp.Compare(sa.Start, sb.Start)
 		case sa.Depth != sb.Depth:
-			return cmpInt(int64(sa.Depth), int64(sb.Depth))
+			return cmp.Compare(int64(sa.Depth), int64(sb.Depth))
 		}
-		return cmpInt(sb.End, sa.End)
+		return cmp.Compare(sb.End, sa.End)
 	})
 	var open []int
 	next := 0
@@ -485,16 +486,6 @@ func (s *Stage) attach(t *trace.Trace, rings []*ring, idx []int) (int64, int64) 
 		h = e
 	}
 	return attached, changed
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // annotate adds the samples (in time order) to a span.
