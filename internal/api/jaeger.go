@@ -429,18 +429,7 @@ func jaegerSearch(c *call) error {
 		return int64(d)
 	}
 	m.min, m.max = dur("minDuration"), dur("maxDuration")
-	num := func(name string, def int64) int64 {
-		s := c.str(name)
-		if s == "" {
-			return def
-		}
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || v < 0 {
-			errs = append(errs, fmt.Sprintf("unable to parse param '%s': want a whole number, not %q", name, s))
-			return def
-		}
-		return v
-	}
+	num := func(name string, def int64) int64 { return jaegerNum(c, &errs, name, "a whole number", def) }
 	now := c.a.opt.Now()
 	end := num("end", now.UnixMicro())
 	start := num("start", end-int64(48*time.Hour/time.Microsecond))
@@ -520,18 +509,7 @@ func jaegerDependencies(c *call) error {
 	}
 	now := c.a.opt.Now()
 	var errs []string
-	num := func(name string, def int64) int64 {
-		s := c.str(name)
-		if s == "" {
-			return def
-		}
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || v < 0 {
-			errs = append(errs, fmt.Sprintf("unable to parse param '%s': want a whole number of milliseconds, not %q", name, s))
-			return def
-		}
-		return v
-	}
+	num := func(name string, def int64) int64 { return jaegerNum(c, &errs, name, "a whole number of milliseconds", def) }
 	end := num("endTs", now.UnixMilli())
 	lookback := num("lookback", int64(24*time.Hour/time.Millisecond))
 	if len(errs) > 0 {
@@ -570,4 +548,19 @@ func jaegerDependencies(c *call) error {
 	}
 	writeJaeger(c.w, deps, len(deps))
 	return nil
+}
+
+// jaegerNum reads a parameter of Jaeger's API that is a whole number ≥ 0
+// (def when absent); a bad one is noted in errs in Jaeger's words.
+func jaegerNum(c *call, errs *[]string, name, want string, def int64) int64 {
+	s := c.str(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 {
+		*errs = append(*errs, fmt.Sprintf("unable to parse param '%s': want %s, not %q", name, want, s))
+		return def
+	}
+	return v
 }
