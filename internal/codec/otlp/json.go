@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/tracebridge/tracebridge/internal/record"
 )
@@ -263,7 +262,6 @@ func (d *Decoder) jsonSpan(j *js) {
 }
 
 func (d *Decoder) jsonEvent(j *js) {
-	s := &d.sp
 	j.ws()
 	at := j.pos
 	var name []byte
@@ -298,29 +296,14 @@ func (d *Decoder) jsonEvent(j *js) {
 	if j.err != nil {
 		return
 	}
-	s.nEvents++
-	switch {
-	case problem != "":
-		s.rejectf("event at offset %d: %s", at, problem)
-	case n > d.opt.MaxAttributes:
-		s.rejectf("event at offset %d: more than %d attributes", at, d.opt.MaxAttributes)
-	case len(name) > d.opt.MaxStringLen:
-		s.rejectf("event at offset %d: name of %d bytes, limit %d", at, len(name), d.opt.MaxStringLen)
-	case s.nEvents > d.opt.MaxEvents:
-		s.rejectf("more than %d events", d.opt.MaxEvents)
-	case s.reject == "":
-		d.buf = strconv.AppendInt(d.buf[:0], int64(t), 10)
-		when := string(d.buf)
-		s.events = append(s.events, d.str(name), when, d.objectText(root))
-	}
+	d.addEvent(at, name, t, n, problem, root)
 }
 
 func (d *Decoder) jsonLink(j *js) {
-	s := &d.sp
 	j.ws()
 	at := j.pos
 	var hi, lo, id uint64
-	var state string
+	var state []byte
 	idProblem := ""
 	d.resetNodes()
 	root := d.newNode(nList)
@@ -365,7 +348,7 @@ func (d *Decoder) jsonLink(j *js) {
 				}
 				break
 			}
-			state = d.str(b)
+			state = d.stable(b)
 		case "attributes":
 			for ok := j.array(); ok; ok = j.more(']') {
 				key, val, prob := d.jsonKV(j, 1)
@@ -388,22 +371,7 @@ func (d *Decoder) jsonLink(j *js) {
 	if j.err != nil {
 		return
 	}
-	s.nLinks++
-	switch {
-	case idProblem != "":
-		s.rejectf("link at offset %d: %s", at, idProblem)
-	case problem != "":
-		s.rejectf("link at offset %d: %s", at, problem)
-	case n > d.opt.MaxAttributes:
-		s.rejectf("link at offset %d: more than %d attributes", at, d.opt.MaxAttributes)
-	case s.nLinks > d.opt.MaxLinks:
-		s.rejectf("more than %d links", d.opt.MaxLinks)
-	case s.reject == "":
-		d.buf = appendIDHex(d.buf[:0], hi, lo)
-		t := d.str(d.buf)
-		d.buf = appendIDHex(d.buf[:0], id)
-		s.links = append(s.links, t, d.str(d.buf), state, d.objectText(root))
-	}
+	d.addLink(at, idProblem, problem, n, hi, lo, id, state, root)
 }
 
 // stable returns b, copied into the node strings when it is the

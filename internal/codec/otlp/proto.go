@@ -475,7 +475,6 @@ func (d *Decoder) status(p pb) error {
 // event reads a span event into the span's events: name, time, and its
 // attributes as a JSON object.
 func (d *Decoder) event(p pb) error {
-	s := &d.sp
 	at := p.base
 	var name []byte
 	var t uint64
@@ -513,6 +512,16 @@ func (d *Decoder) event(p pb) error {
 	if p.err != nil {
 		return p.err
 	}
+	d.addEvent(at, name, t, n, problem, root)
+	return nil
+}
+
+// addEvent checks an event read at offset at (protobuf or JSON) against
+// the limits and adds it to the span's events: name, time and its n
+// attributes (list node root) as a JSON object; problem is the first
+// thing wrong with its attributes.
+func (d *Decoder) addEvent(at int, name []byte, t uint64, n int, problem string, root int32) {
+	s := &d.sp
 	s.nEvents++
 	switch {
 	case problem != "":
@@ -528,7 +537,6 @@ func (d *Decoder) event(p pb) error {
 		when := string(d.buf)
 		s.events = append(s.events, d.str(name), when, d.objectText(root))
 	}
-	return nil
 }
 
 // member makes val a member named key of list node root.
@@ -552,7 +560,6 @@ func (d *Decoder) objectText(root int32) string {
 // link reads a span link into the span's links: trace id, span id (hex),
 // trace state, attributes as a JSON object.
 func (d *Decoder) link(p pb) error {
-	s := &d.sp
 	at := p.base
 	var tid, sid, state []byte
 	d.resetNodes()
@@ -595,34 +602,50 @@ func (d *Decoder) link(p pb) error {
 	if p.err != nil {
 		return p.err
 	}
-	s.nLinks++
+	idProblem := ""
 	switch {
 	case len(tid) != 0 && len(tid) != 16:
-		s.rejectf("link at offset %d: trace id of %d bytes, want 16", at, len(tid))
+		idProblem = fmt.Sprintf("trace id of %d bytes, want 16", len(tid))
 	case len(sid) != 0 && len(sid) != 8:
-		s.rejectf("link at offset %d: span id of %d bytes, want 8", at, len(sid))
+		idProblem = fmt.Sprintf("span id of %d bytes, want 8", len(sid))
+	}
+	if len(state) > d.opt.MaxStringLen && problem == "" {
+		problem = fmt.Sprintf("trace state of %d bytes, limit %d", len(state), d.opt.MaxStringLen)
+	}
+	var hi, lo, id uint64
+	if len(tid) == 16 {
+		hi, lo = beUint64(tid), beUint64(tid[8:])
+	}
+	if len(sid) == 8 {
+		id = beUint64(sid)
+	}
+	d.addLink(at, idProblem, problem, n, hi, lo, id, state, root)
+	return nil
+}
+
+// addLink checks a link read at offset at (protobuf or JSON) against the
+// limits and adds it to the span's links: trace id, span id (hex), trace
+// state and its n attributes (list node root) as a JSON object.
+// idProblem is what is wrong with its ids, problem the first thing wrong
+// with the rest.
+func (d *Decoder) addLink(at int, idProblem, problem string, n int, hi, lo, id uint64, state []byte, root int32) {
+	s := &d.sp
+	s.nLinks++
+	switch {
+	case idProblem != "":
+		s.rejectf("link at offset %d: %s", at, idProblem)
 	case problem != "":
 		s.rejectf("link at offset %d: %s", at, problem)
 	case n > d.opt.MaxAttributes:
 		s.rejectf("link at offset %d: more than %d attributes", at, d.opt.MaxAttributes)
-	case len(state) > d.opt.MaxStringLen:
-		s.rejectf("link at offset %d: trace state of %d bytes, limit %d", at, len(state), d.opt.MaxStringLen)
 	case s.nLinks > d.opt.MaxLinks:
 		s.rejectf("more than %d links", d.opt.MaxLinks)
 	case s.reject == "":
-		var hi, lo, id uint64
-		if len(tid) == 16 {
-			hi, lo = beUint64(tid), beUint64(tid[8:])
-		}
-		if len(sid) == 8 {
-			id = beUint64(sid)
-		}
 		d.buf = appendIDHex(d.buf[:0], hi, lo)
 		t := d.str(d.buf)
 		d.buf = appendIDHex(d.buf[:0], id)
 		s.links = append(s.links, t, d.str(d.buf), d.str(state), d.objectText(root))
 	}
-	return nil
 }
 
 // kv reads a KeyValue into the node arena: its key and the index of its
