@@ -509,7 +509,9 @@ func jaegerDependencies(c *call) error {
 	}
 	now := c.a.opt.Now()
 	var errs []string
-	num := func(name string, def int64) int64 { return jaegerNum(c, &errs, name, "a whole number of milliseconds", def) }
+	num := func(name string, def int64) int64 {
+		return jaegerNum(c, &errs, name, "a whole number of milliseconds", def)
+	}
 	end := num("endTs", now.UnixMilli())
 	lookback := num("lookback", int64(24*time.Hour/time.Millisecond))
 	if len(errs) > 0 {

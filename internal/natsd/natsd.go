@@ -42,6 +42,20 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// SplitListen splits a listen address (HOST:PORT) into Config's Host and
+// Port.
+func SplitListen(addr string) (host string, port int, err error) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 0 || n > 65535 {
+		return "", 0, fmt.Errorf("port %q", p)
+	}
+	return h, n, nil
+}
+
 // Limits on what the server buffers before a stream has stored it. NATS's
 // defaults (100,000 messages, 128 MiB) drop messages from fast core-NATS
 // publishers silently; publishers that need at-least-once delivery publish

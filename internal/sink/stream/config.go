@@ -3,14 +3,13 @@ package stream
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/codec/streammsg"
+	"github.com/tracebridge/tracebridge/internal/natsd"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/stage/control"
 )
@@ -87,7 +86,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("listen (the embedded server) and url (an external server) exclude each other"))
 	}
 	if c.Listen != "" {
-		if _, _, err := splitHostPort(c.Listen); err != nil {
+		if _, _, err := natsd.SplitListen(c.Listen); err != nil {
 			errs = append(errs, fmt.Errorf("listen: %w", err))
 		}
 	}
@@ -156,16 +155,4 @@ func readToken(path string) ([]byte, error) {
 func ReadToken(path string) (string, error) {
 	b, err := readToken(path)
 	return string(b), err
-}
-
-func splitHostPort(addr string) (string, int, error) {
-	h, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, err
-	}
-	n, err := strconv.Atoi(p)
-	if err != nil || n < 0 || n > 65535 {
-		return "", 0, fmt.Errorf("port %q", p)
-	}
-	return h, n, nil
 }

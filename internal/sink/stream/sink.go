@@ -232,7 +232,7 @@ func (s *Sink) connect(set pipeline.Settings) error {
 		if listen == "" {
 			listen, anyAddr = DefaultListen, true
 		}
-		host, port, _ := splitHostPort(listen)
+		host, port, _ := natsd.SplitListen(listen)
 		srv, release, err := natsd.Acquire(set.Shared, natsd.Config{Host: host, Port: port, StoreDir: filepath.Join(set.DataDir, "broker"), Logger: set.Logger}, anyAddr)
 		if err != nil {
 			return pipeline.Classify(pipeline.ErrComm, fmt.Errorf("stream: %w", err))

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/natsd"
@@ -56,15 +54,15 @@ func (c *EmbeddedConfig) Validate() error {
 	if c.Listen == "" {
 		return errors.New("listen address missing")
 	}
-	if _, _, err := splitHostPort(c.Listen); err != nil {
+	if _, _, err := natsd.SplitListen(c.Listen); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	if c.MQTTListen != "" {
-		mh, _, err := splitHostPort(c.MQTTListen)
+		mh, _, err := natsd.SplitListen(c.MQTTListen)
 		if err != nil {
 			return fmt.Errorf("mqtt_listen: %w", err)
 		}
-		if h, _, _ := splitHostPort(c.Listen); mh != h {
+		if h, _, _ := natsd.SplitListen(c.Listen); mh != h {
 			return fmt.Errorf("mqtt_listen must use the host of listen (%s)", h)
 		}
 	}
@@ -123,10 +121,10 @@ func buildEmbedded(c *EmbeddedConfig, set pipeline.Settings) (pipeline.Receiver,
 	if err != nil {
 		return nil, err
 	}
-	host, port, _ := splitHostPort(c.Listen)
+	host, port, _ := natsd.SplitListen(c.Listen)
 	sc := ServerConfig{Host: host, Port: port, StoreDir: filepath.Join(set.DataDir, "broker"), Logger: set.Logger}
 	if c.MQTTListen != "" {
-		_, mp, _ := splitHostPort(c.MQTTListen)
+		_, mp, _ := natsd.SplitListen(c.MQTTListen)
 		sc.MQTT, sc.MQTTPort = true, mp
 	}
 	srv, release, err := natsd.Acquire(set.Shared, sc, false)
@@ -155,16 +153,4 @@ func buildEmbedded(c *EmbeddedConfig, set pipeline.Settings) (pipeline.Receiver,
 		return nil, pipeline.Classify(pipeline.ErrComm, err)
 	}
 	return b, nil
-}
-
-func splitHostPort(addr string) (string, int, error) {
-	h, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, err
-	}
-	n, err := strconv.Atoi(p)
-	if err != nil || n < 0 || n > 65535 {
-		return "", 0, fmt.Errorf("port %q", p)
-	}
-	return h, n, nil
 }
