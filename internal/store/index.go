@@ -133,20 +133,22 @@ func (r *Ref) marshalLocation(dst []byte) []byte {
 func unmarshalLocation(id trace.ID, p []byte) (Ref, bool) {
 	d := &decoder{p: p}
 	r := Ref{ID: id}
+	d.location(&r)
+	return r, d.err == nil
+}
+
+// location reads what marshalLocation wrote.
+func (d *decoder) location(r *Ref) {
 	r.loc.host = uint32(d.uvarint())
 	r.loc.seg = uint32(d.uvarint())
 	r.loc.off = int64(d.uvarint())
 	r.loc.idx = uint32(d.uvarint())
 	r.Start = d.varint()
-	return r, d.err == nil
 }
 
+// marshal writes the location, then the summary.
 func (r *Ref) marshal(dst []byte) []byte {
-	dst = binary.AppendUvarint(dst, uint64(r.loc.host))
-	dst = binary.AppendUvarint(dst, uint64(r.loc.seg))
-	dst = binary.AppendUvarint(dst, uint64(r.loc.off))
-	dst = binary.AppendUvarint(dst, uint64(r.loc.idx))
-	dst = binary.AppendVarint(dst, r.Start)
+	dst = r.marshalLocation(dst)
 	dst = binary.AppendVarint(dst, r.Duration)
 	dst = binary.AppendUvarint(dst, uint64(r.Spans))
 	dst = binary.AppendUvarint(dst, uint64(r.Errors))
@@ -166,11 +168,7 @@ func (r *Ref) marshal(dst []byte) []byte {
 func unmarshalRef(id trace.ID, p []byte) (Ref, bool) {
 	d := &decoder{p: p}
 	r := Ref{ID: id}
-	r.loc.host = uint32(d.uvarint())
-	r.loc.seg = uint32(d.uvarint())
-	r.loc.off = int64(d.uvarint())
-	r.loc.idx = uint32(d.uvarint())
-	r.Start = d.varint()
+	d.location(&r)
 	r.Duration = d.varint()
 	r.Spans = int(d.uvarint())
 	r.Errors = int(d.uvarint())
