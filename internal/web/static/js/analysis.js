@@ -9,6 +9,18 @@ import { drawGraph } from './graph.js';
 import { table } from './ops-table.js';
 import { Flame } from './flame.js';
 
+// latest returns a function that gives the signal of a new request of a
+// tab, aborting the tab's previous one (a newer choice wins over an
+// answer still on its way) and ending with the page's signal.
+function latest(signal) {
+  let current = null;
+  return () => {
+    if (current) current.abort();
+    current = new AbortController();
+    return AbortSignal.any([signal, current.signal]);
+  };
+}
+
 const KINDS = [
   ['container', 'Containers (hosts, services)'],
   ['deployment-component', 'Deployment components'],
@@ -194,12 +206,9 @@ function graphTab(body, { state, save, filters, signal }) {
   const side = h('aside', { class: 'graph-side panel' }, h('div', { class: 'muted' }, 'Hover over a node to see its calls; click it for details. Drag to pan, scroll to zoom.'));
   fill(body, tools, h('div', { class: 'graph-split' }, box, side));
 
-  let current = null;
+  const newest = latest(signal);
   const load = () => guard(box, async () => {
-    // A newer choice wins over an answer still on its way.
-    if (current) current.abort();
-    current = new AbortController();
-    const sig = AbortSignal.any([signal, current.signal]);
+    const sig = newest();
     fill(box, h('div', { class: 'loading' }, 'Analysing…'));
     fill(summary);
     details(side, null);
@@ -296,11 +305,9 @@ function pivotTab(body, { state, save, filters, signal }) {
   const form = h('form', { class: 'row', onsubmit: (e) => { e.preventDefault(); state.key = key.value.trim(); save(); load(); } },
     h('label', null, 'group the traces by the root span attribute', key), h('button', { class: 'primary', type: 'submit' }, 'Group'));
   fill(body, form, out);
-  let current = null;
+  const newest = latest(signal);
   const load = () => {
-    if (current) current.abort();
-    current = new AbortController();
-    const sig = AbortSignal.any([signal, current.signal]);
+    const sig = newest();
     if (!state.key) { fill(out, h('div', { class: 'notice' }, 'Name a root span attribute (http.method, http.route, a zorka or Kieker attribute…) to see the traces grouped by its values.')); return; }
     fill(out, h('div', { class: 'loading' }, 'Grouping…'));
     guard(out, async () => {
@@ -335,11 +342,9 @@ function profileTab(body, { state, save, signal }) {
     h('label', null, 'host', host), h('button', { class: 'primary', type: 'submit' }, 'Show'),
     h('span', { class: 'muted' }, `window: ${state.since || '15m'} to ${state.until || 'now'} (the filters' since and until)`));
   fill(body, form, out);
-  let current = null;
+  const newest = latest(signal);
   const load = () => {
-    if (current) current.abort();
-    current = new AbortController();
-    const sig = AbortSignal.any([signal, current.signal]);
+    const sig = newest();
     if (fg) { fg.destroy(); fg = null; }
     if (!host.value.trim()) { fill(out, h('div', { class: 'notice' }, 'Name a host whose JVM a jfr receiver follows to see where its threads spent their time.')); return; }
     fill(out, h('div', { class: 'loading' }, 'Reading samples…'));
