@@ -632,6 +632,8 @@ func (s *Store) Append(ts []*trace.Trace) (dropped int, err error) {
 	if s.batch == nil {
 		s.batch = s.db.NewBatch()
 	}
+	// A host's record is read once a call, not once a trace.
+	disabled := map[*partition]bool{}
 	for _, t := range ts {
 		if len(t.Spans) == 0 {
 			continue
@@ -640,14 +642,21 @@ func (s *Store) Append(ts []*trace.Trace) (dropped int, err error) {
 		if err != nil {
 			return dropped, err
 		}
-		if h, ok := s.hostRecord(p.name); ok {
-			if h.Disabled {
-				dropped++
-				continue
+		off, seen := disabled[p]
+		if !seen {
+			if h, ok := s.hostRecord(p.name); ok {
+				off = h.Disabled
+				if !off {
+					// Traces of any source are contact (not only a
+					// zico HELLO or an OTLP token).
+					s.touchLocked(h, s.opt.Now())
+				}
 			}
-			// Traces of any source are contact (not only a zico
-			// HELLO or an OTLP token).
-			s.touchLocked(h, s.opt.Now())
+			disabled[p] = off
+		}
+		if off {
+			dropped++
+			continue
 		}
 		p.smu.Lock()
 		body := p.enc.encodeTrace(t)
