@@ -41,7 +41,7 @@ function route() {
     if (!m) continue;
     const params = {};
     (r.names || []).forEach((n, i) => { params[n] = decodeURIComponent(m[i + 1]); });
-    for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.view === r.nav);
+    for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.getAttribute('data-view') === r.nav);
     document.title = 'tracebridge · ' + r.nav;
     try {
       cleanup = r.view.mount(el, { path, params, query: new URLSearchParams(location.search) }) || null;
@@ -60,7 +60,7 @@ export function remember() { current = location.pathname + location.search; }
 window.addEventListener('tb-remember', remember);
 
 document.addEventListener('click', (e) => {
-  const a = e.target.closest('a[data-nav]');
+  const a = /** @type {Element} */ (e.target).closest('a[data-nav]');
   if (!a || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
   e.preventDefault();
   navigate(a.getAttribute('href'));
@@ -73,9 +73,9 @@ window.addEventListener('unhandledrejection', (e) => {
 });
 
 function tokenUI() {
-  const btn = document.getElementById('token-button');
-  const dlg = document.getElementById('token-dialog');
-  const input = document.getElementById('token-input');
+  const btn = /** @type {HTMLButtonElement} */ (document.getElementById('token-button'));
+  const dlg = /** @type {HTMLDialogElement} */ (document.getElementById('token-dialog'));
+  const input = /** @type {HTMLInputElement} */ (document.getElementById('token-input'));
   const mark = () => { btn.classList.toggle('has-token', !!token()); btn.textContent = token() ? 'Token ✓' : 'Token'; };
   btn.addEventListener('click', () => { input.value = ''; dlg.showModal(); });
   dlg.addEventListener('close', () => {

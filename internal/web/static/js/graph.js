@@ -202,6 +202,7 @@ function verticals(g, layers, gapY) {
     let at = 0;
     l.forEach((v, i) => { at += i ? sep(l[i - 1], v) : g.h[v] / 2; y[v] = at; });
   }
+  /** @type {['pred' | 'succ' | 'both', number][]} */
   const passes = [['pred', 1], ['succ', -1], ['pred', 1], ['succ', -1], ['both', 1], ['both', -1], ['both', 1]];
   for (const [which, step] of passes) {
     const nl = layers.length;

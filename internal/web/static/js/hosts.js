@@ -120,7 +120,7 @@ class HostsView {
       if (!by.has(g)) by.set(g, []);
       by.get(g).push(x);
     }
-    const keys = [...by.keys()].sort((a, b) => (a === '') - (b === '') || a.localeCompare(b));
+    const keys = [...by.keys()].sort((a, b) => Number(a === '') - Number(b === '') || a.localeCompare(b));
     const rows = [];
     for (const g of keys) {
       const hs = by.get(g).sort((a, b) => a.name.localeCompare(b.name));
@@ -338,13 +338,17 @@ function ago(d) {
 // bytes ("" for unbounded).
 function sizeText(n) {
   if (!n) return '';
-  for (const [u, m] of [['TiB', 2 ** 40], ['GiB', 2 ** 30], ['MiB', 2 ** 20], ['KiB', 2 ** 10]]) if (n % m === 0) return n / m + u;
+  /** @type {[string, number][]} */
+  const units = [['TiB', 2 ** 40], ['GiB', 2 ** 30], ['MiB', 2 ** 20], ['KiB', 2 ** 10]];
+  for (const [u, m] of units) if (n % m === 0) return n / m + u;
   return String(n);
 }
 
 // ageText writes ns as 7d, 12h, 30m, 45s, or in Go's form.
 function ageText(ns) {
   const s = ns / 1e9;
-  for (const [u, m] of [['d', 86400], ['h', 3600], ['m', 60], ['s', 1]]) if (Number.isInteger(s / m)) return s / m + u;
+  /** @type {[string, number][]} */
+  const units = [['d', 86400], ['h', 3600], ['m', 60], ['s', 1]];
+  for (const [u, m] of units) if (Number.isInteger(s / m)) return s / m + u;
   return fmtDur(ns);
 }

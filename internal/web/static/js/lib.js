@@ -144,7 +144,7 @@ export function fmtTime(t) {
   let d;
   if (typeof t === 'number') d = new Date(t > 1e15 ? t / 1e6 : t);
   else d = new Date(t);
-  if (isNaN(d)) return String(t);
+  if (isNaN(d.getTime())) return String(t);
   const p = (n, w = 2) => String(n).padStart(w, '0');
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`;
 }

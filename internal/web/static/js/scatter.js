@@ -192,7 +192,9 @@ export class Scatter {
       ctx.fillStyle = 'rgba(37, 99, 235, 0.12)';
       ctx.fillRect(x0, M.top, x1 - x0, HEIGHT - M.top - M.bottom);
     }
-    for (const [i, color] of [[this.marked, '#111827'], [this.hover, '#111827']]) {
+    /** @type {[number, string][]} */
+    const marks = [[this.marked, '#111827'], [this.hover, '#111827']];
+    for (const [i, color] of marks) {
       if (i < 0 || i >= this.points.length) continue;
       ctx.strokeStyle = color;
       ctx.lineWidth = 2;

@@ -519,7 +519,9 @@ function errorMark(g, x, y, w, hh) {
 // 50ms into the trace: 50.002ms, 50.004ms, …).
 export function tickLabel(off, step, span) {
   let div = 1, unit = 'ns';
-  for (const [d, u] of [[1e3, 'µs'], [1e6, 'ms'], [1e9, 's']]) if (span >= d) { div = d; unit = u; }
+  /** @type {[number, string][]} */
+  const units = [[1e3, 'µs'], [1e6, 'ms'], [1e9, 's']];
+  for (const [d, u] of units) if (span >= d) { div = d; unit = u; }
   const decimals = Math.max(0, Math.min(9, Math.ceil(-Math.log10(step / div) - 1e-9)));
   const v = off / div;
   return (Object.is(Number(v.toFixed(decimals)), -0) ? 0 : v).toFixed(decimals) + unit;

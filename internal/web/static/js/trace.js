@@ -509,6 +509,7 @@ class TracePage {
     fill(p, h('div', { class: 'loading' }, 'Ranking the methods…'));
     guard(p, async () => {
       const r = await (this.cache.rank || (this.cache.rank = this.get('/rank')));
+      /** @type {[string, string, boolean][]} */
       const cols = [
         ['operation', 'Operation', false], ['component', 'Component', false], ['calls', 'Calls', true], ['errors', 'Errors', true],
         ['totalNs', 'Total', true], ['selfNs', 'Self', true], ['minNs', 'Min', true], ['maxNs', 'Max', true],
