@@ -133,12 +133,12 @@ function summaryLine(s) {
 
 // short names: a class without its package, an operation without its
 // class (Kieker's signatures carry both).
-function shortClass(c) {
+export function shortClass(c) {
   if (!c) return '';
   const i = c.lastIndexOf('.');
   return i > 0 && i < c.length - 1 && !c.includes(' ') ? c.slice(i + 1) : c;
 }
-function shortOp(op, comp) {
+export function shortOp(op, comp) {
   if (!op) return '';
   if (comp) {
     const i = op.lastIndexOf(comp + '.');
@@ -148,13 +148,13 @@ function shortOp(op, comp) {
 }
 function clip(s, n) { return s.length > n ? s.slice(0, n - 1) + '…' : s; }
 
-function statsText(st) {
+export function statsText(st) {
   if (!st || !st.count) return '';
   return `${fmtNum(st.count)}× ⌀${fmtDur(st.avgNs)} max ${fmtDur(st.maxNs)}`;
 }
 
 // nodeView turns an API node into what the graph draws.
-function nodeView(n, kind) {
+export function nodeView(n, kind) {
   if (n.id === 'entry' || (n.container == null && n.component == null && n.operation == null)) {
     return { id: n.id, entry: true, lines: ['Entry'], title: "'Entry': the calls from outside", fill: '#1d2330', stroke: '#1d2330' };
   }
@@ -180,7 +180,7 @@ function nodeView(n, kind) {
   return { id: n.id, lines, statsLast: !!st, title, fill: color(key, true), stroke: color(key), api: n };
 }
 
-function edgeView(e, byId) {
+export function edgeView(e, byId) {
   const st = e.stats;
   const label = [`${fmtNum(e.calls || 0)}×`];
   if (st && st.count) label.push(`⌀${fmtDur(st.avgNs)} · max ${fmtDur(st.maxNs)}`);

@@ -31,14 +31,7 @@ export class CallTree {
 
   // rebuild recomputes the visible rows (after a merge or a collapse).
   rebuild() {
-    const spans = this.model.spans;
-    const rows = [];
-    const rowOfPos = new Int32Array(spans.length).fill(-1);
-    for (let p = 0; p < spans.length;) {
-      rowOfPos[p] = rows.length;
-      rows.push(p);
-      p = this.collapsed.has(spans[p].index) ? spans[p].end : p + 1;
-    }
+    const { rows, rowOfPos } = shownRows(this.model.spans, this.collapsed);
     this.rows = rows;
     this.rowOfPos = rowOfPos;
     this.list.el.dataset.rows = String(rows.length);
@@ -123,4 +116,18 @@ export class CallTree {
   }
 
   destroy() { this.list.destroy(); }
+}
+
+// shownRows answers the rows of the tree of spans (a TraceModel's) with
+// the spans whose index is in collapsed folded: rows, the pos of each
+// row's span, and rowOfPos, each span's row (-1: folded away).
+export function shownRows(spans, collapsed) {
+  const rows = [];
+  const rowOfPos = new Int32Array(spans.length).fill(-1);
+  for (let p = 0; p < spans.length;) {
+    rowOfPos[p] = rows.length;
+    rows.push(p);
+    p = collapsed.has(spans[p].index) ? spans[p].end : p + 1;
+  }
+  return { rows, rowOfPos };
 }

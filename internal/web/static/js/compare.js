@@ -39,14 +39,7 @@ export function mount(el, ctx) {
 function render(out, c) {
   const nodes = c.nodes;
   const n = nodes.length;
-  // end[i]: the node after i's subtree; diff[i]: the subtree has a change.
-  const end = new Int32Array(n);
-  const diff = new Uint8Array(n);
-  for (let i = 0; i < n; i++) { end[i] = i + 1; diff[i] = nodes[i].status !== 'same' ? 1 : 0; }
-  for (let i = n - 1; i >= 0; i--) {
-    const p = nodes[i].parent;
-    if (p >= 0) { end[p] = Math.max(end[p], end[i]); if (diff[i]) diff[p] = 1; }
-  }
+  const { end, diff } = subtrees(nodes);
   const collapsed = new Set();
   let onlyDiff = false;
   let rows = [];
@@ -96,4 +89,19 @@ function render(out, c) {
     list.el);
   rebuild();
   return list;
+}
+
+// subtrees answers, for the merged tree's nodes (parents first, each
+// with parent: its index or -1), end[i]: the node after i's subtree,
+// and diff[i]: 1 when a node in i's subtree is not the same in a and b.
+export function subtrees(nodes) {
+  const n = nodes.length;
+  const end = new Int32Array(n);
+  const diff = new Uint8Array(n);
+  for (let i = 0; i < n; i++) { end[i] = i + 1; diff[i] = nodes[i].status !== 'same' ? 1 : 0; }
+  for (let i = n - 1; i >= 0; i--) {
+    const p = nodes[i].parent;
+    if (p >= 0) { end[p] = Math.max(end[p], end[i]); if (diff[i]) diff[p] = 1; }
+  }
+  return { end, diff };
 }

@@ -35,13 +35,7 @@ export class Flame {
 
   // zoomTo zooms into the frame at path (names from the root's child).
   zoomTo(names) {
-    const path = [this.root];
-    for (const n of names) {
-      const c = path[path.length - 1].children.find((x) => x.name === n);
-      if (!c) break;
-      path.push(c);
-    }
-    this.path = path;
+    this.path = zoomPath(this.root, names);
     this.request();
   }
 
@@ -85,11 +79,7 @@ export class Flame {
   hover(e) {
     const r = this.hit(e.offsetX, e.offsetY);
     if (!r) { this.tip.hidden = true; return; }
-    const n = r.node;
-    const total = this.root.value || 1;
-    const v = (x) => this.unit === 'ns' ? fmtDur(x) : fmtNum(x) + ' ' + this.unit;
-    this.tip.textContent = `${n.name} — ${v(n.value)} (${(100 * n.value / total).toFixed(1)} %), self ${v(n.self)}` +
-      (n.calls ? `, ${fmtNum(n.calls)} calls` : '') + (n.errors ? `, ${fmtNum(n.errors)} errors` : '');
+    this.tip.textContent = frameTip(r.node, this.root.value, this.unit);
     this.tip.hidden = false;
     this.tip.style.left = Math.min(e.offsetX + 12, this.width() - 320) + 'px';
     this.tip.style.top = (e.offsetY + 14) + 'px';
@@ -106,27 +96,9 @@ export class Flame {
     g.font = '11px system-ui, sans-serif';
     g.textBaseline = 'middle';
     this.rects = [];
-    // The zoomed frame's ancestors, full width.
-    const top = this.path[this.path.length - 1];
-    for (let d = 0; d < this.path.length - 1; d++) this.box(g, this.path[d], this.path.slice(0, d + 1), 0, W, d, H, true);
-    this.walk(g, top, this.path, 0, W, this.path.length - 1, H);
+    for (const f of frames(this.path, W)) this.box(g, f.node, f.path, f.x, f.w, f.d, H, f.ancestor);
     this.drawCrumbs();
     this.canvas.dataset.frames = String(this.rects.length);
-  }
-
-  walk(g, node, path, x, w, d, H) {
-    if (w < 0.5) return;
-    this.box(g, node, path, x, w, d, H, false);
-    // Calls that ran in parallel (a span's children on other threads)
-    // can add up to more than their parent: then they share its width.
-    const total = Math.max(node.value, childSum(node));
-    if (!total) return;
-    let cx = x;
-    for (const c of node.children) {
-      const cw = w * c.value / total;
-      if (cw >= 0.5) this.walk(g, c, path.concat([c]), cx, cw, d + 1, H);
-      cx += cw;
-    }
   }
 
   box(g, node, path, x, w, d, H, ancestor) {
@@ -156,13 +128,60 @@ export class Flame {
   }
 }
 
+// zoomPath answers the frames from root along names (from the root's
+// child), as far as the tree has them.
+export function zoomPath(root, names) {
+  const path = [root];
+  for (const n of names) {
+    const c = path[path.length - 1].children.find((x) => x.name === n);
+    if (!c) break;
+    path.push(c);
+  }
+  return path;
+}
+
+// frames answers what a graph zoomed into path (root … the zoomed
+// frame) W px wide shows, in drawing order: the zoomed frame's ancestors
+// full width, then the zoomed frame's subtree, each frame as wide as its
+// share of its parent; a frame narrower than half a pixel is left out
+// with what is below it. d is the level (0: the root).
+export function frames(path, W) {
+  const out = [];
+  for (let d = 0; d < path.length - 1; d++) out.push({ node: path[d], path: path.slice(0, d + 1), x: 0, w: W, d, ancestor: true });
+  const walk = (node, p, x, w, d) => {
+    if (w < 0.5) return;
+    out.push({ node, path: p, x, w, d, ancestor: false });
+    // Calls that ran in parallel (a span's children on other threads)
+    // can add up to more than their parent: then they share its width.
+    const total = Math.max(node.value, childSum(node));
+    if (!total) return;
+    let cx = x;
+    for (const c of node.children) {
+      const cw = w * c.value / total;
+      if (cw >= 0.5) walk(c, p.concat([c]), cx, cw, d + 1);
+      cx += cw;
+    }
+  };
+  walk(path[path.length - 1], path, 0, W, path.length - 1);
+  return out;
+}
+
+// frameTip is a frame's tooltip: its value, share of the whole (total)
+// and self value in unit ("ns" or a count's name), calls and errors.
+export function frameTip(n, total, unit) {
+  const v = (x) => unit === 'ns' ? fmtDur(x) : fmtNum(x) + ' ' + unit;
+  return `${n.name} — ${v(n.value)} (${(100 * n.value / (total || 1)).toFixed(1)} %), self ${v(n.self)}` +
+    (n.calls ? `, ${fmtNum(n.calls)} calls` : '') + (n.errors ? `, ${fmtNum(n.errors)} errors` : '');
+}
+
 // childSum is the sum of n's children's values (kept on n).
-function childSum(n) {
+export function childSum(n) {
   if (n.childSum === undefined) n.childSum = (n.children || []).reduce((a, c) => a + c.value, 0);
   return n.childSum;
 }
 
-function depth(root) {
+// depth answers the number of levels of the tree under root.
+export function depth(root) {
   // Iterative: a deep trace must not overflow the stack.
   let max = 0;
   const stack = [[root, 0]];

@@ -321,12 +321,12 @@ class HostForm {
 }
 
 // rate formats traces per second: two decimals while small.
-function rate(r) {
+export function rate(r) {
   return r >= 100 ? fmtNum(Math.round(r)) : r.toFixed(2);
 }
 
 // ago formats how long ago a time was.
-function ago(d) {
+export function ago(d) {
   const s = Math.max(0, Math.round((Date.now() - d.getTime()) / 1000));
   if (s < 60) return `${s} s ago`;
   if (s < 3600) return `${Math.floor(s / 60)} min ago`;
@@ -336,7 +336,7 @@ function ago(d) {
 
 // sizeText writes bytes as the API reads them back: 2GiB, 500MiB, or
 // bytes ("" for unbounded).
-function sizeText(n) {
+export function sizeText(n) {
   if (!n) return '';
   /** @type {[string, number][]} */
   const units = [['TiB', 2 ** 40], ['GiB', 2 ** 30], ['MiB', 2 ** 20], ['KiB', 2 ** 10]];
@@ -345,7 +345,7 @@ function sizeText(n) {
 }
 
 // ageText writes ns as 7d, 12h, 30m, 45s, or in Go's form.
-function ageText(ns) {
+export function ageText(ns) {
   const s = ns / 1e9;
   /** @type {[string, number][]} */
   const units = [['d', 86400], ['h', 3600], ['m', 60], ['s', 1]];

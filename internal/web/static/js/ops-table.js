@@ -22,24 +22,14 @@ export function table(columns, rows, opts = {}) {
   const tbl = h('table', { class: 'grid vtable' }, h('thead', null, head), body);
   const box = h('div', { class: 'vtable-box' }, tbl);
   if (opts.height) box.style.maxHeight = opts.height + 'px';
-  const valueOf = (c, r) => (c.value ? c.value(r) : r[c.key]);
-
   const order = () => {
     const c = columns.find((x) => x.key === sort);
-    if (!c) return;
-    const sign = desc ? -1 : 1;
-    data.sort((a, b) => {
-      const x = valueOf(c, a), y = valueOf(c, b);
-      if (typeof x === 'number' && typeof y === 'number') return sign * (x - y);
-      return sign * String(x ?? '').localeCompare(String(y ?? ''));
-    });
+    if (c) sortRows(data, c, desc);
   };
   let frame = 0, last = '';
   const render = (force) => {
     frame = 0;
-    const top = box.scrollTop, view = box.clientHeight || 600;
-    const first = Math.max(0, Math.floor(top / ROW) - 10);
-    const end = Math.min(data.length, Math.ceil((top + view) / ROW) + 10);
+    const { first, end } = rowWindow(box.scrollTop, box.clientHeight || 600, data.length);
     const key = first + ':' + end;
     if (!force && key === last) return;
     last = key;
@@ -72,6 +62,30 @@ export function table(columns, rows, opts = {}) {
   render(true);
   requestAnimationFrame(() => render(true));
   return { el: box, set };
+}
+
+// valueOf is row r's value in column c (its sort key).
+function valueOf(c, r) { return c.value ? c.value(r) : r[c.key]; }
+
+// sortRows sorts rows in place by column c: numbers by value, anything
+// else as text; descending when desc.
+export function sortRows(rows, c, desc) {
+  const sign = desc ? -1 : 1;
+  rows.sort((a, b) => {
+    const x = valueOf(c, a), y = valueOf(c, b);
+    if (typeof x === 'number' && typeof y === 'number') return sign * (x - y);
+    return sign * String(x ?? '').localeCompare(String(y ?? ''));
+  });
+  return rows;
+}
+
+// rowWindow answers the rows to render, first up to end (exclusive), of
+// n rows ROW px tall scrolled top px down a box view px tall: the rows in
+// view and 10 either side.
+export function rowWindow(top, view, n) {
+  const first = Math.max(0, Math.floor(top / ROW) - 10);
+  const end = Math.min(n, Math.ceil((top + view) / ROW) + 10);
+  return { first, end };
 }
 
 function spacer(px, cols) {

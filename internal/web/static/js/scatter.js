@@ -86,39 +86,7 @@ export class Scatter {
   }
 
   // scales fits the axes to the points.
-  scales() {
-    const w = this.width, ht = HEIGHT;
-    let t0 = Infinity, t1 = -Infinity, d0 = Infinity, d1 = -Infinity;
-    for (const p of this.points) {
-      if (p.t < t0) t0 = p.t;
-      if (p.t > t1) t1 = p.t;
-      if (p.d < d0) d0 = p.d;
-      if (p.d > d1) d1 = p.d;
-    }
-    // ms from here on: ns since the epoch lose precision in doubles
-    // beyond what a plot shows, but the ticks are nicer in ms.
-    let a = t0 / 1e6, b = t1 / 1e6;
-    if (b - a < 1) { a -= 500; b += 500; }
-    const pad = (b - a) * 0.03;
-    a -= pad; b += pad;
-    const x = (t) => M.left + ((t / 1e6 - a) / (b - a)) * (w - M.left - M.right);
-    const xInv = (px) => (a + ((px - M.left) / (w - M.left - M.right)) * (b - a)) * 1e6;
-    let y, yTicks;
-    const top = M.top, bottom = ht - M.bottom;
-    if (this.log) {
-      let l0 = Math.log10(Math.max(1, d0)), l1 = Math.log10(Math.max(1, d1));
-      if (l1 - l0 < 0.5) { l0 -= 0.25; l1 += 0.25; }
-      const lp = (l1 - l0) * 0.06;
-      l0 -= lp; l1 += lp;
-      y = (d) => bottom - ((Math.log10(Math.max(1, d)) - l0) / (l1 - l0)) * (bottom - top);
-      yTicks = logTicks(l0, l1);
-    } else {
-      const hi = niceCeil(d1 * 1.05 || 1);
-      y = (d) => bottom - (d / hi) * (bottom - top);
-      yTicks = linearTicks(hi);
-    }
-    return { x, xInv, y, yTicks, xTicks: timeTicks(a, b, w), a, b };
-  }
+  scales() { return scales(this.points, this.width, this.log); }
 
   draw() {
     this.width = Math.max(320, this.wrap.clientWidth);
@@ -206,16 +174,7 @@ export class Scatter {
 
   // hit answers the index of the point nearest (x, y) within HIT px, or
   // -1; errors are drawn on top, so among equals they win.
-  hit(x, y) {
-    let best = -1, bestD = HIT * HIT, bestErr = false;
-    for (let i = 0; i < this.points.length; i++) {
-      const dx = this.px[i] - x, dy = this.py[i] - y;
-      const d = dx * dx + dy * dy;
-      const err = !!this.points[i].error;
-      if (d < bestD || (d === bestD && err && !bestErr)) { best = i; bestD = d; bestErr = err; }
-    }
-    return best;
-  }
+  hit(x, y) { return nearest(this.points, this.px, this.py, x, y); }
 
   listen() {
     const pos = (e) => {
@@ -274,8 +233,60 @@ export class Scatter {
   }
 }
 
+// scales fits the axes of a plot w px wide (HEIGHT tall) to the points:
+// x maps a start (ns) to px and xInv back, y a duration (ns, log or
+// linear) to px; the ticks go with them; a and b are the x axis's ends
+// in ms since the epoch.
+export function scales(points, w, log) {
+  const ht = HEIGHT;
+  let t0 = Infinity, t1 = -Infinity, d0 = Infinity, d1 = -Infinity;
+  for (const p of points) {
+    if (p.t < t0) t0 = p.t;
+    if (p.t > t1) t1 = p.t;
+    if (p.d < d0) d0 = p.d;
+    if (p.d > d1) d1 = p.d;
+  }
+  // ms from here on: ns since the epoch lose precision in doubles
+  // beyond what a plot shows, but the ticks are nicer in ms.
+  let a = t0 / 1e6, b = t1 / 1e6;
+  if (b - a < 1) { a -= 500; b += 500; }
+  const pad = (b - a) * 0.03;
+  a -= pad; b += pad;
+  const x = (t) => M.left + ((t / 1e6 - a) / (b - a)) * (w - M.left - M.right);
+  const xInv = (px) => (a + ((px - M.left) / (w - M.left - M.right)) * (b - a)) * 1e6;
+  let y, yTicks;
+  const top = M.top, bottom = ht - M.bottom;
+  if (log) {
+    let l0 = Math.log10(Math.max(1, d0)), l1 = Math.log10(Math.max(1, d1));
+    if (l1 - l0 < 0.5) { l0 -= 0.25; l1 += 0.25; }
+    const lp = (l1 - l0) * 0.06;
+    l0 -= lp; l1 += lp;
+    y = (d) => bottom - ((Math.log10(Math.max(1, d)) - l0) / (l1 - l0)) * (bottom - top);
+    yTicks = logTicks(l0, l1);
+  } else {
+    const hi = niceCeil(d1 * 1.05 || 1);
+    y = (d) => bottom - (d / hi) * (bottom - top);
+    yTicks = linearTicks(hi);
+  }
+  return { x, xInv, y, yTicks, xTicks: timeTicks(a, b, w), a, b };
+}
+
+// nearest answers the index of the point (drawn at px[i], py[i]) nearest
+// (x, y) within HIT px, or -1; errors are drawn on top, so among equals
+// they win.
+export function nearest(points, px, py, x, y) {
+  let best = -1, bestD = HIT * HIT, bestErr = false;
+  for (let i = 0; i < points.length; i++) {
+    const dx = px[i] - x, dy = py[i] - y;
+    const d = dx * dx + dy * dy;
+    const err = !!points[i].error;
+    if (d < bestD || (d === bestD && err && !bestErr)) { best = i; bestD = d; bestErr = err; }
+  }
+  return best;
+}
+
 // tickDur formats a tick's duration without trailing zeros: 10ms, 2.5s.
-function tickDur(ns) {
+export function tickDur(ns) {
   return fmtDur(ns).replace(/^(-?\d+)\.(\d*?)0*([^\d.].*)$/, (m, a, b, u) => a + (b ? '.' + b : '') + u);
 }
 
@@ -288,7 +299,7 @@ function line(ctx, x0, y0, x1, y1) {
 
 // logTicks answers durations (ns) for a log axis from 10^l0 to 10^l1:
 // decades, with 2 and 5 between them when the range is short.
-function logTicks(l0, l1) {
+export function logTicks(l0, l1) {
   const out = [];
   const steps = l1 - l0 < 2 ? [1, 2, 5] : [1];
   for (let e = Math.floor(l0); e <= Math.ceil(l1); e++) {
@@ -302,13 +313,13 @@ function logTicks(l0, l1) {
 }
 
 // niceCeil rounds up to 1, 2 or 5 times a power of ten.
-function niceCeil(v) {
+export function niceCeil(v) {
   const e = 10 ** Math.floor(Math.log10(v));
   for (const s of [1, 2, 5, 10]) if (s * e >= v) return s * e;
   return 10 * e;
 }
 
-function linearTicks(hi) {
+export function linearTicks(hi) {
   const step = niceCeil(hi / 5);
   const out = [];
   for (let v = 0; v <= hi + step / 2; v += step) out.push(v);
@@ -317,7 +328,7 @@ function linearTicks(hi) {
 
 // timeTicks answers ticks {ms, label} from a to b (ms) at a step that
 // leaves room for about one label per 110 px.
-function timeTicks(a, b, width) {
+export function timeTicks(a, b, width) {
   const want = Math.max(2, Math.floor((width - M.left - M.right) / 110));
   const step = TIME_STEPS.find((s) => (b - a) / s <= want) || TIME_STEPS[TIME_STEPS.length - 1];
   // Round in local time: steps of hours and days start at midnight.
@@ -327,7 +338,7 @@ function timeTicks(a, b, width) {
   return out;
 }
 
-function timeLabel(ms, step, range) {
+export function timeLabel(ms, step, range) {
   const d = new Date(ms);
   const p = (n, w = 2) => String(n).padStart(w, '0');
   const hm = `${p(d.getHours())}:${p(d.getMinutes())}`;

@@ -27,7 +27,7 @@ export function mount(el, ctx) {
 }
 
 // apiParams picks the search's parameters out of the address.
-function apiParams(q) {
+export function apiParams(q) {
   const p = {};
   for (const k of API_PARAMS) {
     if (REPEATED.has(k)) { const vs = q.getAll(k).filter((x) => x !== ''); if (vs.length) p[k] = vs; } else if (q.get(k)) p[k] = q.get(k);
@@ -209,7 +209,7 @@ class SearchView {
 }
 
 // seconds reads a Go duration such as 500ms, 5s or 1m (NaN for others).
-function seconds(d) {
+export function seconds(d) {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(d);
   return m ? Number(m[1]) * { ms: 1e-3, s: 1, m: 60 }[m[2]] : NaN;
 }

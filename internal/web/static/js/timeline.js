@@ -171,10 +171,7 @@ export class Timeline {
   // zoom scales the window by f around the time under x (a canvas x).
   zoom(f, x) {
     const at = x === undefined ? (this.t0 + this.t1) / 2 : this.timeAt(Math.max(gutter, x));
-    let w = (this.t1 - this.t0) * f;
-    w = Math.max(minSpanNs, Math.min(w, (this.end - this.start) * 1.05));
-    const share = (at - this.t0) / (this.t1 - this.t0);
-    this.t0 = at - share * w; this.t1 = this.t0 + w;
+    [this.t0, this.t1] = zoomWindow(this.t0, this.t1, f, at, this.start, this.end);
     this.clamp();
     this.request();
   }
@@ -191,10 +188,7 @@ export class Timeline {
   }
 
   clamp() {
-    const w = this.t1 - this.t0;
-    const slack = (this.end - this.start) * 0.05;
-    if (this.t0 < this.start - slack) { this.t0 = this.start - slack; this.t1 = this.t0 + w; }
-    if (this.t1 > this.end + slack) { this.t1 = this.end + slack; this.t0 = this.t1 - w; }
+    [this.t0, this.t1] = clampWindow(this.t0, this.t1, this.start, this.end);
     const maxY = Math.max(0, this.lay.rows.length * rowH - (this.height - axisH));
     this.scrollY = Math.max(0, Math.min(this.scrollY, maxY));
   }
@@ -244,15 +238,8 @@ export class Timeline {
     const r = Math.floor((y - axisH + this.scrollY) / rowH);
     const row = this.lay.rows[r];
     if (!row) return -1;
-    const t = this.timeAt(x);
     const slop = 3 / this.plotW() * (this.t1 - this.t0); // 3 px
-    let best = -1;
-    for (const i of row.items) {
-      const s = this.spans[i];
-      if (s.offsetNs - slop <= t && t <= s.offsetNs + s.durationNs + slop) best = i;
-      if (s.offsetNs > t + slop) break;
-    }
-    return best;
+    return spanAt(this.spans, row.items, this.timeAt(x), slop);
   }
 
   hover(e) {
@@ -436,9 +423,9 @@ export class Timeline {
   ticks() {
     const step = niceStep((this.t1 - this.t0) / Math.max(1, this.plotW() / 110));
     const out = [];
-    for (let k = Math.ceil((this.t0 - this.start) / step); this.start + k * step <= this.t1; k++) {
-      const x = Math.round(this.x(this.start + k * step)) + 0.5;
-      if (x >= gutter) out.push([x, k * step]);
+    for (const off of tickOffsets(this.t0, this.t1, this.start, step)) {
+      const x = Math.round(this.x(this.start + off)) + 0.5;
+      if (x >= gutter) out.push([x, off]);
     }
     return out;
   }
@@ -527,8 +514,49 @@ export function tickLabel(off, step, span) {
   return (Object.is(Number(v.toFixed(decimals)), -0) ? 0 : v).toFixed(decimals) + unit;
 }
 
+// zoomWindow answers the window t0…t1 scaled by f around the time at
+// (which stays where it is in the window), no narrower than minSpanNs
+// nor wider than the trace's time (start…end) and 5 %.
+export function zoomWindow(t0, t1, f, at, start, end) {
+  let w = (t1 - t0) * f;
+  w = Math.max(minSpanNs, Math.min(w, (end - start) * 1.05));
+  const share = (at - t0) / (t1 - t0);
+  const z0 = at - share * w;
+  return [z0, z0 + w];
+}
+
+// clampWindow answers the window t0…t1 moved, not resized, so that it
+// reaches at most 5 % of the trace's time before start or after end.
+export function clampWindow(t0, t1, start, end) {
+  const w = t1 - t0;
+  const slack = (end - start) * 0.05;
+  if (t0 < start - slack) { t0 = start - slack; t1 = t0 + w; }
+  if (t1 > end + slack) { t1 = end + slack; t0 = t1 - w; }
+  return [t0, t1];
+}
+
+// tickOffsets answers the ticks from t0 to t1 every step as offsets
+// from start: whole multiples of the step (adding steps would drift).
+export function tickOffsets(t0, t1, start, step) {
+  const out = [];
+  for (let k = Math.ceil((t0 - start) / step); start + k * step <= t1; k++) out.push(k * step);
+  return out;
+}
+
+// spanAt answers the last of a row's items (span positions, by start)
+// whose span covers time t give or take slop, or -1.
+export function spanAt(spans, items, t, slop) {
+  let best = -1;
+  for (const i of items) {
+    const s = spans[i];
+    if (s.offsetNs - slop <= t && t <= s.offsetNs + s.durationNs + slop) best = i;
+    if (s.offsetNs > t + slop) break;
+  }
+  return best;
+}
+
 // niceStep rounds a tick interval to 1, 2 or 5 times a power of ten.
-function niceStep(x) {
+export function niceStep(x) {
   if (!(x > 0)) return 1;
   const p = Math.pow(10, Math.floor(Math.log10(x)));
   const m = x / p;

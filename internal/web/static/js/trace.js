@@ -557,7 +557,7 @@ function ready(fetchMs) {
 
 // parseExpansions reads x=ROOT.MAX,ROOT.MAX (MAX at most what /view
 // takes: 200000).
-function parseExpansions(s) {
+export function parseExpansions(s) {
   if (!s) return [];
   return s.split(',').map((p) => p.split('.').map(Number)).filter(([r, m]) => Number.isInteger(r) && r >= 0 && m > 0)
     .map(([r, m]) => [r, Math.min(200000, Math.max(1, Math.floor(m)))]).slice(0, 50);
