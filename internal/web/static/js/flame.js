@@ -10,8 +10,35 @@ import { clip } from './timeline.js';
 
 const rowH = 18;
 
+/**
+ * A frame of a flame graph (the API's FlameNode): value in ns or
+ * samples, self what is not in its children.
+ * @typedef {object} FlameNode
+ * @property {string} name
+ * @property {number} value
+ * @property {number} self
+ * @property {number} [calls]
+ * @property {number} [errors]
+ * @property {FlameNode[]} children
+ * @property {number} [childSum] kept by childSum
+ */
+
+/**
+ * A frame as drawn: x and w in px, d its level (0: the root).
+ * @typedef {object} Frame
+ * @property {FlameNode} node
+ * @property {FlameNode[]} path the root … node
+ * @property {number} x
+ * @property {number} w
+ * @property {number} d
+ * @property {boolean} ancestor one of the zoomed frame's ancestors
+ */
+
 export class Flame {
   // root: the API's FlameNode tree; unit: "ns" or "samples".
+  /**
+   * @param {{root: FlameNode, unit?: string, mode?: string, onZoom?: (names: string[]) => void}} opts
+   */
   constructor({ root, unit = 'ns', mode = 'flame', onZoom }) {
     this.root = root;
     this.unit = unit;
@@ -130,6 +157,11 @@ export class Flame {
 
 // zoomPath answers the frames from root along names (from the root's
 // child), as far as the tree has them.
+/**
+ * @param {FlameNode} root
+ * @param {string[]} names
+ * @returns {FlameNode[]}
+ */
 export function zoomPath(root, names) {
   const path = [root];
   for (const n of names) {
@@ -145,9 +177,16 @@ export function zoomPath(root, names) {
 // full width, then the zoomed frame's subtree, each frame as wide as its
 // share of its parent; a frame narrower than half a pixel is left out
 // with what is below it. d is the level (0: the root).
+/**
+ * @param {FlameNode[]} path
+ * @param {number} W
+ * @returns {Frame[]}
+ */
 export function frames(path, W) {
+  /** @type {Frame[]} */
   const out = [];
   for (let d = 0; d < path.length - 1; d++) out.push({ node: path[d], path: path.slice(0, d + 1), x: 0, w: W, d, ancestor: true });
+  /** @type {(node: FlameNode, p: FlameNode[], x: number, w: number, d: number) => void} */
   const walk = (node, p, x, w, d) => {
     if (w < 0.5) return;
     out.push({ node, path: p, x, w, d, ancestor: false });
@@ -168,6 +207,12 @@ export function frames(path, W) {
 
 // frameTip is a frame's tooltip: its value, share of the whole (total)
 // and self value in unit ("ns" or a count's name), calls and errors.
+/**
+ * @param {FlameNode} n
+ * @param {number} total
+ * @param {string} unit
+ * @returns {string}
+ */
 export function frameTip(n, total, unit) {
   const v = (x) => unit === 'ns' ? fmtDur(x) : fmtNum(x) + ' ' + unit;
   return `${n.name} — ${v(n.value)} (${(100 * n.value / (total || 1)).toFixed(1)} %), self ${v(n.self)}` +
@@ -175,15 +220,18 @@ export function frameTip(n, total, unit) {
 }
 
 // childSum is the sum of n's children's values (kept on n).
+/** @param {FlameNode} n @returns {number} */
 export function childSum(n) {
   if (n.childSum === undefined) n.childSum = (n.children || []).reduce((a, c) => a + c.value, 0);
   return n.childSum;
 }
 
 // depth answers the number of levels of the tree under root.
+/** @param {FlameNode} root @returns {number} */
 export function depth(root) {
   // Iterative: a deep trace must not overflow the stack.
   let max = 0;
+  /** @type {[FlameNode, number][]} */
   const stack = [[root, 0]];
   while (stack.length) {
     const [n, d] = stack.pop();

@@ -15,12 +15,57 @@ const SVG = 'http://www.w3.org/2000/svg';
 
 // Layout ----------------------------------------------------------------
 
+/** @typedef {{id: string, w: number, h: number}} SizedNode */
+/** @typedef {[number, number]} Point */
+
+/**
+ * A node placed: x and y its top left corner, layer its column.
+ * @typedef {SizedNode & {layer: number, x: number, y: number}} PlacedNode
+ */
+
+/**
+ * An edge routed: k its index in the edges given, points from its
+ * source's side to its target's, gap the segment where its label goes.
+ * @typedef {object} RoutedEdge
+ * @property {number} k
+ * @property {string} from
+ * @property {string} to
+ * @property {boolean} reversed it points against the layers (a cycle's back edge)
+ * @property {Point[]} points
+ * @property {{a: Point, b: Point}} gap
+ */
+
+/**
+ * @typedef {object} GraphLayout
+ * @property {PlacedNode[]} nodes
+ * @property {RoutedEdge[]} edges
+ * @property {number} width
+ * @property {number} height
+ * @property {number} layers
+ */
+
+/**
+ * @typedef {object} LayoutOptions
+ * @property {string} [root] the node to start breaking cycles from
+ * @property {number} [gapX] between columns
+ * @property {number} [gapY] between nodes
+ * @property {number} [sweeps] ordering iterations
+ * @property {number} [maxSize] nodes and dummy nodes beyond which it refuses
+ */
+
 // layout places nodes in columns (layers) with edges routed through
 // dummy points. opts: gapX (between columns), gapY (between nodes),
 // sweeps (ordering iterations).
+/**
+ * @param {SizedNode[]} nodes
+ * @param {{from: string, to: string}[]} edges
+ * @param {LayoutOptions} [opts]
+ * @returns {GraphLayout}
+ */
 export function layout(nodes, edges, opts = {}) {
   const gapX = opts.gapX ?? 120, gapY = opts.gapY ?? 18, sweeps = opts.sweeps ?? 24;
   const index = new Map(nodes.map((n, i) => [n.id, i]));
+  /** @type {{from: string, to: string, k: number}[]} */
   const real = [];
   edges.forEach((e, k) => { if (e.from !== e.to && index.has(e.from) && index.has(e.to)) real.push({ from: e.from, to: e.to, k }); });
   const dir = breakCycles(nodes.length, real.map((e) => [index.get(e.from), index.get(e.to)]), index.get(opts.root));
@@ -53,6 +98,11 @@ export function layout(nodes, edges, opts = {}) {
 
 // maxOf is the largest of xs and at least: Math.max(...xs) overflows the
 // stack on big arrays.
+/**
+ * @param {Iterable<number>} xs
+ * @param {number} least
+ * @returns {number}
+ */
 function maxOf(xs, least) {
   let m = least;
   for (const x of xs) if (x > m) m = x;
@@ -225,6 +275,12 @@ function verticals(g, layers, gapY) {
 // place answers positions as close as possible (least squares) to want,
 // in order, each at least gaps[i] below the one before: pool adjacent
 // violators on want minus the cumulative gaps.
+/**
+ * @param {unknown[]} l
+ * @param {number[]} want
+ * @param {number[]} gaps
+ * @returns {number[]}
+ */
 function place(l, want, gaps) {
   const off = [];
   let acc = 0;

@@ -19,6 +19,36 @@ const minSpanNs = 1; // the narrowest window a zoom can reach
 // service is in both keys, so a service whose spans only partly carry a
 // thread (an OpenTelemetry root span with thread.id, its children
 // without) has lanes that all name it, instead of "host · 17" for some and "host · service" for the rest.
+/** @typedef {import('./tracemodel.js').Span} Span */
+
+/**
+ * A lane: the spans (positions) of one thread, service or host.
+ * @typedef {object} Lane
+ * @property {string} name
+ * @property {number[]} spans
+ * @property {number} nrows
+ * @property {number} [k] its place among the lanes
+ * @property {number} [first] its first row
+ */
+
+/**
+ * A row of a lane: its spans' positions by start, none overlapping.
+ * @typedef {object} Row
+ * @property {Lane} lane
+ * @property {number} level the row's place in its lane
+ * @property {number[]} items
+ * @property {number} maxDur the longest of its spans
+ */
+
+/**
+ * @typedef {object} Layout
+ * @property {Row[]} rows
+ * @property {Int32Array} rowOf each span's row
+ * @property {number[]} links the spans whose parent is in another lane
+ * @property {Lane[]} lanes
+ */
+
+/** @type {Object<string, (s: Span) => string>} */
 const laneKeys = {
   thread: (s) => [s.host, s.service, s.thread].filter(Boolean).join(' · '),
   service: (s) => s.service || s.host,
@@ -32,9 +62,16 @@ export const colourModes = ['service', 'host', 'thread', 'operation'];
 // parentPos, depth, offsetNs and durationNs) in lanes and rows. It
 // answers the rows (each with its spans' positions sorted by start) and,
 // per span, its row.
+/**
+ * @param {Span[]} spans
+ * @param {string} mode one of laneModes
+ * @returns {Layout}
+ */
 export function layout(spans, mode) {
   const key = laneKeys[mode] || laneKeys.thread;
+  /** @type {Map<string, Lane>} */
   const lanes = new Map();
+  /** @type {Lane[]} */
   const laneOf = new Array(spans.length);
   for (let i = 0; i < spans.length; i++) {
     const k = key(spans[i]);
@@ -50,6 +87,7 @@ export function layout(spans, mode) {
   // thread stack up as before, and calls that run at once (a parallel
   // fan-out, a service's spans without a thread) get rows of their own
   // instead of hiding each other.
+  /** @type {Row[]} */
   const rows = [];
   const rowOf = new Int32Array(spans.length);
   let k = 0;
@@ -77,6 +115,7 @@ export function layout(spans, mode) {
     }
     lane.nrows = ends.length;
   }
+  /** @type {number[]} */
   const links = [];
   for (let i = 0; i < spans.length; i++) {
     const p = spans[i].parentPos;
@@ -95,7 +134,9 @@ export class Timeline {
     this.canvas = h('canvas', { id: 'tl-canvas', class: 'tl-canvas' });
     this.tip = h('div', { class: 'tl-tip', hidden: true });
     this.el = h('div', { class: 'tl-box' }, this.canvas, this.tip);
+    /** @type {Span[]} */
     this.spans = [];
+    /** @type {Layout} */
     this.lay = { rows: [], rowOf: new Int32Array(0), links: [], lanes: [] };
     // Times are offsets from the trace's start in ns (the API's offsetNs:
     // exact, where unix ns as doubles are rounded to 256 ns).
@@ -504,6 +545,12 @@ function errorMark(g, x, y, w, hh) {
 // in the unit of the largest offset in view (span), with the decimals
 // the step needs (step 500µs in a 4ms view: 0.5ms, 1.0ms, …; step 2µs
 // 50ms into the trace: 50.002ms, 50.004ms, …).
+/**
+ * @param {number} off
+ * @param {number} step
+ * @param {number} span
+ * @returns {string}
+ */
 export function tickLabel(off, step, span) {
   let div = 1, unit = 'ns';
   /** @type {[number, string][]} */
@@ -517,6 +564,15 @@ export function tickLabel(off, step, span) {
 // zoomWindow answers the window t0…t1 scaled by f around the time at
 // (which stays where it is in the window), no narrower than minSpanNs
 // nor wider than the trace's time (start…end) and 5 %.
+/**
+ * @param {number} t0
+ * @param {number} t1
+ * @param {number} f
+ * @param {number} at
+ * @param {number} start
+ * @param {number} end
+ * @returns {[number, number]}
+ */
 export function zoomWindow(t0, t1, f, at, start, end) {
   let w = (t1 - t0) * f;
   w = Math.max(minSpanNs, Math.min(w, (end - start) * 1.05));
@@ -527,6 +583,13 @@ export function zoomWindow(t0, t1, f, at, start, end) {
 
 // clampWindow answers the window t0…t1 moved, not resized, so that it
 // reaches at most 5 % of the trace's time before start or after end.
+/**
+ * @param {number} t0
+ * @param {number} t1
+ * @param {number} start
+ * @param {number} end
+ * @returns {[number, number]}
+ */
 export function clampWindow(t0, t1, start, end) {
   const w = t1 - t0;
   const slack = (end - start) * 0.05;
@@ -537,6 +600,13 @@ export function clampWindow(t0, t1, start, end) {
 
 // tickOffsets answers the ticks from t0 to t1 every step as offsets
 // from start: whole multiples of the step (adding steps would drift).
+/**
+ * @param {number} t0
+ * @param {number} t1
+ * @param {number} start
+ * @param {number} step
+ * @returns {number[]}
+ */
 export function tickOffsets(t0, t1, start, step) {
   const out = [];
   for (let k = Math.ceil((t0 - start) / step); start + k * step <= t1; k++) out.push(k * step);
@@ -545,6 +615,13 @@ export function tickOffsets(t0, t1, start, step) {
 
 // spanAt answers the last of a row's items (span positions, by start)
 // whose span covers time t give or take slop, or -1.
+/**
+ * @param {Span[]} spans
+ * @param {number[]} items
+ * @param {number} t
+ * @param {number} slop
+ * @returns {number}
+ */
 export function spanAt(spans, items, t, slop) {
   let best = -1;
   for (const i of items) {
@@ -556,6 +633,7 @@ export function spanAt(spans, items, t, slop) {
 }
 
 // niceStep rounds a tick interval to 1, 2 or 5 times a power of ten.
+/** @param {number} x @returns {number} */
 export function niceStep(x) {
   if (!(x > 0)) return 1;
   const p = Math.pow(10, Math.floor(Math.log10(x)));
@@ -565,6 +643,12 @@ export function niceStep(x) {
 
 // textWidth measures text on g, through cache (a Map for g's font):
 // measureText is what drawing many labels costs.
+/**
+ * @param {{measureText(text: string): {width: number}}} g
+ * @param {string} text
+ * @param {Map<string, number>} cache
+ * @returns {number}
+ */
 function textWidth(g, text, cache) {
   let w = cache.get(text);
   if (w === undefined) {
@@ -577,6 +661,13 @@ function textWidth(g, text, cache) {
 
 // clip shortens text to fit width px when drawn on g (in the font whose
 // widths cache holds).
+/**
+ * @param {{measureText(text: string): {width: number}}} g
+ * @param {string} text
+ * @param {number} width
+ * @param {Map<string, number>} cache
+ * @returns {string}
+ */
 export function clip(g, text, width, cache) {
   if (!text || width <= 8) return '';
   const full = textWidth(g, text, cache);

@@ -5,15 +5,81 @@
 // is too, and the counts of what is pruned are recomputed from each
 // span's true totals.
 
+/**
+ * A span of a trace view (the API's ViewSpan) and what TraceModel
+ * computes for it (pos and below).
+ * @typedef {object} Span
+ * @property {number} index its place in the whole trace (tree order)
+ * @property {number} parent its parent's index (-1: a root)
+ * @property {number} depth its depth in the whole trace
+ * @property {string} [spanId]
+ * @property {string} [parentSpanId]
+ * @property {string} operation
+ * @property {string} [component]
+ * @property {string} host
+ * @property {string} service
+ * @property {string} [process]
+ * @property {string} [thread]
+ * @property {number} [start] ns since the epoch (a double: rounded)
+ * @property {number} offsetNs start less the trace's (exact)
+ * @property {number} durationNs
+ * @property {number} selfNs
+ * @property {boolean} error
+ * @property {string} [kind]
+ * @property {string} [statusMessage]
+ * @property {number} [children] in the whole trace
+ * @property {number} descendants its whole subtree, in the whole trace
+ * @property {number} pruned of its subtree, what the view (then the model) leaves out
+ * @property {number} prunedErrors of those, the spans in error
+ * @property {Object<string, unknown>} [attributes]
+ * @property {number} [pos] its place in TraceModel.spans
+ * @property {number} [parentPos] its parent's pos (-1: none)
+ * @property {number} [level] its depth in what the model holds
+ * @property {number} [end] the pos after its subtree
+ * @property {number} [shownDesc] its descendants the model holds
+ * @property {number} [shownErrDesc] of those, the spans in error
+ * @property {number} [shownErrBelow] its descendants in error in one view
+ * @property {number} [errDesc] its descendants in error in the whole trace
+ */
+
+/**
+ * A trace view (/view, the API's TraceView).
+ * @typedef {object} TraceView
+ * @property {string} traceId
+ * @property {number} start
+ * @property {number} end
+ * @property {number} durationNs
+ * @property {string[]} hosts
+ * @property {string[]} services
+ * @property {number} spanCount the whole trace's
+ * @property {number} errorCount the whole trace's
+ * @property {string[]} broken
+ * @property {number} [part]
+ * @property {number} root the subtree shown (-1: the whole trace)
+ * @property {number} shown
+ * @property {number} pruned
+ * @property {number} prunedErrors
+ * @property {number} slowest the span with the most self time (-1: none)
+ * @property {number[]} errorSpans
+ * @property {Span[]} spans
+ */
+
 export class TraceModel {
+  /** @param {TraceView} view */
   constructor(view) {
     this.view = view; // the first (whole-trace) view: the trace's totals
+    /** @type {Span[]} */
     this.spans = [];
+    /** @type {Map<number, Span>} */
     this.byIndex = new Map();
     this.merge(view);
   }
 
   // merge adds the spans of another view of the same trace.
+  /**
+   * @param {TraceView} view
+   * @returns {number} the spans added
+   */
   merge(view) {
     prepare(view.spans);
     let added = 0;
@@ -24,7 +90,9 @@ export class TraceModel {
     return added;
   }
 
+  /** @param {number} index */
   has(index) { return this.byIndex.has(index); }
+  /** @param {number} index @returns {number} */
   pos(index) { const s = this.byIndex.get(index); return s ? s.pos : -1; }
 
   // reindex puts the spans in tree order (by index) and computes each
@@ -57,6 +125,7 @@ export class TraceModel {
   }
 
   // ancestors answers the positions of span pos's ancestors, root first.
+  /** @param {number} pos @returns {number[]} */
   ancestors(pos) {
     const out = [];
     for (let p = this.spans[pos].parentPos; p >= 0; p = this.spans[p].parentPos) out.push(p);
@@ -67,6 +136,7 @@ export class TraceModel {
 // prepare computes, for the spans of one view, errDesc: the spans in
 // error among each span's descendants in the whole trace (what it shows
 // in error below it plus what it prunes in error).
+/** @param {Span[]} spans */
 function prepare(spans) {
   const at = new Map();
   spans.forEach((s, i) => { at.set(s.index, i); s.shownErrBelow = 0; });
