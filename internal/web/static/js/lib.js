@@ -9,6 +9,11 @@ export function setToken(t) {
 
 // ApiError carries the HTTP status and the API's message.
 export class ApiError extends Error {
+  /**
+   * @param {number} status 0: no answer
+   * @param {string} message
+   * @param {string} path
+   */
   constructor(status, message, path) {
     super(message);
     this.status = status;
@@ -49,6 +54,10 @@ export async function api(path, params, opts = {}) {
 
 // query renders params as a query string ("" when empty); empty values
 // are left out.
+/**
+ * @param {Object<string, unknown> | null | undefined} params
+ * @returns {string}
+ */
 export function query(params) {
   if (!params) return '';
   const q = new URLSearchParams();
@@ -119,6 +128,7 @@ export function banner(msg) {
 }
 
 // fmtDur formats nanoseconds: 950ns, 12.3µs, 4.56ms, 1.23s, 2m03s.
+/** @param {number | null | undefined} ns @returns {string} */
 export function fmtDur(ns) {
   if (ns == null || isNaN(ns)) return '';
   const a = Math.abs(ns);
@@ -132,6 +142,7 @@ export function fmtDur(ns) {
   return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
 }
 
+/** @param {number} x */
 function trim(x) {
   const a = Math.abs(x);
   return a >= 100 ? x.toFixed(0) : a >= 10 ? x.toFixed(1) : x.toFixed(2);
@@ -139,6 +150,7 @@ function trim(x) {
 
 // fmtTime formats an RFC 3339 string, ns or ms since the epoch as local
 // time with milliseconds.
+/** @param {string | number | null | undefined} t @returns {string} */
 export function fmtTime(t) {
   if (t == null || t === '') return '';
   let d;
@@ -150,7 +162,9 @@ export function fmtTime(t) {
 }
 
 // fmtNum formats a count with thousands separators; fmtBytes a size.
+/** @param {number | string | null | undefined} n @returns {string} */
 export function fmtNum(n) { return n == null ? '' : Number(n).toLocaleString('en-US', { maximumFractionDigits: 2 }); }
+/** @param {number | null | undefined} n @returns {string} */
 export function fmtBytes(n) {
   if (n == null) return '';
   const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
@@ -162,6 +176,11 @@ export function fmtBytes(n) {
 // color picks a stable colour for a name (a service, a host, a class, a
 // frame) from its hash (FNV-1a): tone true for a light one (a fill behind
 // text), 'warm' for a flame graph's reds to yellows.
+/**
+ * @param {string} name
+ * @param {boolean | 'warm'} [tone]
+ * @returns {string}
+ */
 export function color(name, tone) {
   let x = 2166136261;
   for (let i = 0; i < name.length; i++) { x ^= name.charCodeAt(i); x = Math.imul(x, 16777619); }

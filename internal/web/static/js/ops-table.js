@@ -69,6 +69,13 @@ function valueOf(c, r) { return c.value ? c.value(r) : r[c.key]; }
 
 // sortRows sorts rows in place by column c: numbers by value, anything
 // else as text; descending when desc.
+/**
+ * @template T
+ * @param {T[]} rows
+ * @param {{key: string, value?: (row: T) => unknown}} c
+ * @param {boolean} desc
+ * @returns {T[]}
+ */
 export function sortRows(rows, c, desc) {
   const sign = desc ? -1 : 1;
   rows.sort((a, b) => {
@@ -82,6 +89,12 @@ export function sortRows(rows, c, desc) {
 // rowWindow answers the rows to render, first up to end (exclusive), of
 // n rows ROW px tall scrolled top px down a box view px tall: the rows in
 // view and 10 either side.
+/**
+ * @param {number} top
+ * @param {number} view
+ * @param {number} n
+ * @returns {{first: number, end: number}}
+ */
 export function rowWindow(top, view, n) {
   const first = Math.max(0, Math.floor(top / ROW) - 10);
   const end = Math.min(n, Math.ceil((top + view) / ROW) + 10);

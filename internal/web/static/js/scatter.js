@@ -8,6 +8,8 @@
 //
 // A point is {t: start ns, d: duration ns, error: bool, id, data}.
 
+/** @typedef {{t: number, d: number, error?: boolean, id?: string, data?: any}} Point */
+
 import { canvasFor, fmtDur, h } from './lib.js';
 
 const HEIGHT = 240;
@@ -237,6 +239,11 @@ export class Scatter {
 // x maps a start (ns) to px and xInv back, y a duration (ns, log or
 // linear) to px; the ticks go with them; a and b are the x axis's ends
 // in ms since the epoch.
+/**
+ * @param {Point[]} points
+ * @param {number} w
+ * @param {boolean} log
+ */
 export function scales(points, w, log) {
   const ht = HEIGHT;
   let t0 = Infinity, t1 = -Infinity, d0 = Infinity, d1 = -Infinity;
@@ -274,6 +281,14 @@ export function scales(points, w, log) {
 // nearest answers the index of the point (drawn at px[i], py[i]) nearest
 // (x, y) within HIT px, or -1; errors are drawn on top, so among equals
 // they win.
+/**
+ * @param {Point[]} points
+ * @param {ArrayLike<number>} px
+ * @param {ArrayLike<number>} py
+ * @param {number} x
+ * @param {number} y
+ * @returns {number}
+ */
 export function nearest(points, px, py, x, y) {
   let best = -1, bestD = HIT * HIT, bestErr = false;
   for (let i = 0; i < points.length; i++) {
