@@ -7,7 +7,8 @@
 
 /**
  * A span of a trace view (the API's ViewSpan) and what TraceModel
- * computes for it (pos and below).
+ * computes for it (pos and below; a view's spans get them when the
+ * model merges the view).
  * @typedef {object} Span
  * @property {number} index its place in the whole trace (tree order)
  * @property {number} parent its parent's index (-1: a root)
@@ -32,14 +33,14 @@
  * @property {number} pruned of its subtree, what the view (then the model) leaves out
  * @property {number} prunedErrors of those, the spans in error
  * @property {Object<string, unknown>} [attributes]
- * @property {number} [pos] its place in TraceModel.spans
- * @property {number} [parentPos] its parent's pos (-1: none)
- * @property {number} [level] its depth in what the model holds
- * @property {number} [end] the pos after its subtree
- * @property {number} [shownDesc] its descendants the model holds
- * @property {number} [shownErrDesc] of those, the spans in error
- * @property {number} [shownErrBelow] its descendants in error in one view
- * @property {number} [errDesc] its descendants in error in the whole trace
+ * @property {number} pos its place in TraceModel.spans
+ * @property {number} parentPos its parent's pos (-1: none)
+ * @property {number} level its depth in what the model holds
+ * @property {number} end the pos after its subtree
+ * @property {number} shownDesc its descendants the model holds
+ * @property {number} shownErrDesc of those, the spans in error
+ * @property {number} shownErrBelow its descendants in error in one view
+ * @property {number} errDesc its descendants in error in the whole trace
  */
 
 /**
