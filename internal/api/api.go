@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tracebridge/tracebridge/internal/engine"
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/store"
@@ -25,10 +24,10 @@ type Options struct {
 	// Store returns the trace store (nil when the bridge keeps none). It
 	// is called per request.
 	Store func() *store.Store
-	// Bridge is the running bridge: receivers, sinks, the console.
-	Bridge Bridge
-	// Engine gives the bridge's record and trace counts.
-	Engine *engine.Engine
+	// Console is the running bridge: receivers, sinks, the console.
+	Console Console
+	// Counters are the bridge's record and trace counts.
+	Counters Counters
 	// Metrics is the bridge's registry: /metrics and the console's
 	// connections, rates and queue depths.
 	Metrics *metrics.Registry
