@@ -187,6 +187,18 @@ func (c *call) store() (*store.Store, error) {
 	return st, nil
 }
 
+// withStore makes a route's handler of a handler that reads the trace
+// store: without a store the route answers 503.
+func withStore(h func(c *call, st *store.Store) error) func(*call) error {
+	return func(c *call) error {
+		st, err := c.store()
+		if err != nil {
+			return err
+		}
+		return h(c, st)
+	}
+}
+
 type ctxKey struct{}
 
 // CanWrite reports whether the request (to a handler the API mounted,

@@ -87,6 +87,18 @@ func (c *call) console() (Console, error) {
 	return c.a.opt.Console, nil
 }
 
+// withConsole makes a route's handler of a handler of the console:
+// without a bridge the route answers 503.
+func withConsole(h func(c *call, b Console) error) func(*call) error {
+	return func(c *call) error {
+		b, err := c.console()
+		if err != nil {
+			return err
+		}
+		return h(c, b)
+	}
+}
+
 // rateTracker turns counters into rates: the increase since the sample
 // taken at least a second before (the average since the API started at
 // first).
@@ -203,11 +215,7 @@ func (a *API) receiverInfos(b Console) []ReceiverInfo {
 	return out
 }
 
-func listReceivers(c *call) error {
-	b, err := c.console()
-	if err != nil {
-		return err
-	}
+func listReceivers(c *call, b Console) error {
 	return c.json(ReceiverList{c.a.receiverInfos(b)})
 }
 
@@ -227,11 +235,7 @@ type SinkList struct {
 	Sinks []SinkInfo `json:"sinks"`
 }
 
-func listSinks(c *call) error {
-	b, err := c.console()
-	if err != nil {
-		return err
-	}
+func listSinks(c *call, b Console) error {
 	g := c.a.gather()
 	now := c.a.opt.Now()
 	out := SinkList{Sinks: []SinkInfo{}}
@@ -355,11 +359,7 @@ func componentError(err error) error {
 	return errorf(http.StatusConflict, "%s", msg)
 }
 
-func addReceiver(c *call) error {
-	b, err := c.console()
-	if err != nil {
-		return err
-	}
+func addReceiver(c *call, b Console) error {
 	if ct := c.r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
 		return errorf(http.StatusUnsupportedMediaType, "Content-Type %q: want application/json", ct)
 	}
@@ -395,15 +395,12 @@ func addReceiver(c *call) error {
 	return nil
 }
 
-func (c *call) control(stop bool) error {
-	b, err := c.console()
-	if err != nil {
-		return err
-	}
+func (c *call) control(b Console, stop bool) error {
 	name := c.str("name")
 	if _, err := c.receiverInfo(b, name); err != nil {
 		return err
 	}
+	var err error
 	if stop {
 		err = b.StopReceiver(name)
 	} else {
@@ -420,8 +417,8 @@ func (c *call) control(stop bool) error {
 	return c.json(ri)
 }
 
-func stopReceiver(c *call) error  { return c.control(true) }
-func startReceiver(c *call) error { return c.control(false) }
+func stopReceiver(c *call, b Console) error  { return c.control(b, true) }
+func startReceiver(c *call, b Console) error { return c.control(b, false) }
 
 // MappingEntry maps a KDB record id to a record type.
 type MappingEntry struct {
@@ -498,11 +495,7 @@ func mappingOf(receiver, path string, m *kdb.Mapping) Mapping {
 	return out
 }
 
-func getMapping(c *call) error {
-	b, err := c.console()
-	if err != nil {
-		return err
-	}
+func getMapping(c *call, b Console) error {
 	name := c.str("name")
 	path, err := receiverMapping(b, name)
 	if err != nil {
@@ -517,11 +510,7 @@ func getMapping(c *call) error {
 
 const maxMappingEntries = 65536
 
-func putMapping(c *call) error {
-	b, err := c.console()
-	if err != nil {
-		return err
-	}
+func putMapping(c *call, b Console) error {
 	name := c.str("name")
 	restart := c.bool("restart")
 	if err := c.check(); err != nil {
@@ -748,11 +737,7 @@ func typeOf(cfg pipeline.Config) []ConfigKey {
 	return configKeys(reflect.TypeOf(cfg), reflect.ValueOf(cfg))
 }
 
-func componentTypes(c *call) error {
-	b, err := c.console()
-	if err != nil {
-		return err
-	}
+func componentTypes(c *call, b Console) error {
 	f := b.Factories()
 	out := ComponentTypes{Receivers: []ComponentType{}, Stages: []ComponentType{}, Sinks: []ComponentType{}}
 	for _, r := range f.Receivers {
@@ -787,11 +772,7 @@ type RecordTypes struct {
 	Aliases map[string]string `json:"aliases"`
 }
 
-func recordTypes(c *call) error {
-	b, err := c.console()
-	if err != nil {
-		return err
-	}
+func recordTypes(c *call, b Console) error {
 	cat := b.Catalog()
 	out := RecordTypes{Types: []RecordType{}, Aliases: cat.Aliases()}
 	for _, t := range cat.Types() {
@@ -804,11 +785,7 @@ func recordTypes(c *call) error {
 	return c.json(out)
 }
 
-func getConfig(c *call) error {
-	b, err := c.console()
-	if err != nil {
-		return err
-	}
+func getConfig(c *call, b Console) error {
 	y, err := b.Config()
 	if err != nil {
 		return err

@@ -78,11 +78,7 @@ func criticalPath(c *call) error {
 	return c.json(analysis.NewTree(t).CriticalPath())
 }
 
-func compareTraces(c *call) error {
-	st, err := c.store()
-	if err != nil {
-		return err
-	}
+func compareTraces(c *call, st *store.Store) error {
 	var ids [2]trace.ID
 	for i, name := range []string{"a", "b"} {
 		s := c.str(name)
