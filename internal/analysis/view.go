@@ -106,14 +106,9 @@ func (h *spanHeap) Pop() any {
 	return x
 }
 
-// ViewSpan is a span of a trace view.
-type ViewSpan struct {
-	// Index is the span's position in the trace (tree order), the key
-	// of the other trace endpoints; Parent its parent's (-1 for a root
-	// or a missing parent).
-	Index        int    `json:"index"`
-	Parent       int    `json:"parent"`
-	Depth        int32  `json:"depth"`
+// SpanRef names a span: its ids, operation and where it ran, as the
+// views of a trace show them.
+type SpanRef struct {
 	SpanID       string `json:"spanId"`
 	ParentSpanID string `json:"parentSpanId,omitempty"`
 	Operation    string `json:"operation"`
@@ -122,7 +117,28 @@ type ViewSpan struct {
 	Service      string `json:"service"`
 	Process      string `json:"process,omitempty"`
 	Thread       string `json:"thread,omitempty"`
-	Start        int64  `json:"start"`
+}
+
+// NewSpanRef returns the SpanRef of s.
+func NewSpanRef(s *trace.Span) SpanRef {
+	r := SpanRef{SpanID: s.SpanID.String(), Operation: s.Operation, Component: s.Component, Host: s.Host, Service: s.Service,
+		Process: s.Process, Thread: s.Thread}
+	if s.ParentID != 0 {
+		r.ParentSpanID = s.ParentID.String()
+	}
+	return r
+}
+
+// ViewSpan is a span of a trace view.
+type ViewSpan struct {
+	// Index is the span's position in the trace (tree order), the key
+	// of the other trace endpoints; Parent its parent's (-1 for a root
+	// or a missing parent).
+	Index  int   `json:"index"`
+	Parent int   `json:"parent"`
+	Depth  int32 `json:"depth"`
+	SpanRef
+	Start int64 `json:"start"`
 	// OffsetNs is Start less the trace's start: exact in JavaScript,
 	// where a unix time in ns is a double rounded to 256 ns.
 	OffsetNs   int64  `json:"offsetNs"`
@@ -226,13 +242,9 @@ func (tr *Tree) View(o ViewOptions) TraceView {
 			continue
 		}
 		s := &t.Spans[i]
-		vs := ViewSpan{Index: i, Parent: tr.Parent(i), Depth: s.Depth, SpanID: s.SpanID.String(), Operation: s.Operation,
-			Component: s.Component, Host: s.Host, Service: s.Service, Process: s.Process, Thread: s.Thread, Start: s.Start, OffsetNs: s.Start - t0, DurationNs: s.Duration(),
-			SelfNs: tr.Self(i), Error: s.Error, Kind: s.Kind.String(), Message: s.StatusMessage,
+		vs := ViewSpan{Index: i, Parent: tr.Parent(i), Depth: s.Depth, SpanRef: NewSpanRef(s), Start: s.Start, OffsetNs: s.Start - t0,
+			DurationNs: s.Duration(), SelfNs: tr.Self(i), Error: s.Error, Kind: s.Kind.String(), Message: s.StatusMessage,
 			Children: int(tr.children[i]), Descendants: int(tr.size[i]) - 1}
-		if s.ParentID != 0 {
-			vs.ParentSpanID = s.ParentID.String()
-		}
 		vs.Pruned = int(tr.size[i]) - 1 - int(shownDesc[i-lo])
 		vs.PrunedErrors = int(tr.errs[i] - shownErr[i-lo])
 		if o.Attributes {

@@ -151,18 +151,11 @@ type KiekerPosition struct {
 
 // SpanDetail is one span in full.
 type SpanDetail struct {
-	Index         int             `json:"index"`
-	Parent        int             `json:"parent"`
-	Children      []int           `json:"children"`
-	Depth         int32           `json:"depth"`
-	SpanID        string          `json:"spanId"`
-	ParentSpanID  string          `json:"parentSpanId,omitempty"`
-	Operation     string          `json:"operation"`
-	Component     string          `json:"component"`
-	Host          string          `json:"host"`
-	Service       string          `json:"service"`
-	Process       string          `json:"process,omitempty"`
-	Thread        string          `json:"thread,omitempty"`
+	Index    int   `json:"index"`
+	Parent   int   `json:"parent"`
+	Children []int `json:"children"`
+	Depth    int32 `json:"depth"`
+	analysis.SpanRef
 	Session       string          `json:"session,omitempty"`
 	Start         int64           `json:"start"`
 	End           int64           `json:"end"`
@@ -192,16 +185,12 @@ func getSpan(c *call) error {
 	}
 	tr := analysis.NewTree(t)
 	s := &t.Spans[idx]
-	d := SpanDetail{Index: idx, Parent: tr.Parent(idx), Children: tr.Children(idx), Depth: s.Depth, SpanID: s.SpanID.String(),
-		Operation: s.Operation, Component: s.Component, Host: s.Host, Service: s.Service, Process: s.Process,
-		Thread: s.Thread, Session: s.Session, Start: s.Start, End: s.End, DurationNs: s.Duration(), SelfNs: tr.Self(idx),
+	d := SpanDetail{Index: idx, Parent: tr.Parent(idx), Children: tr.Children(idx), Depth: s.Depth, SpanRef: analysis.NewSpanRef(s),
+		Session: s.Session, Start: s.Start, End: s.End, DurationNs: s.Duration(), SelfNs: tr.Self(idx),
 		Error: s.Error, Kind: s.Kind.String(), Status: "unset", StatusMessage: s.StatusMessage, Source: s.Source.String(),
 		Attributes: attrList(s.Attributes), Events: []Event{}, Links: []Link{}}
 	if int(s.Status) < len(statusNames) {
 		d.Status = statusNames[s.Status]
-	}
-	if s.ParentID != 0 {
-		d.ParentSpanID = s.ParentID.String()
 	}
 	for _, e := range s.Events {
 		d.Events = append(d.Events, Event{e.Name, e.Time, attrList(e.Attributes)})
