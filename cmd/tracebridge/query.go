@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/api"
+	"github.com/tracebridge/tracebridge/internal/apiclient"
 	"github.com/tracebridge/tracebridge/internal/eql"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/store"
@@ -95,7 +96,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if storeSet {
 			return usagef("query: --store and --url exclude each other")
 		}
-		c, err := api.NewClient(f.url, os.Getenv("TRACEBRIDGE_TOKEN"))
+		c, err := apiclient.New(f.url, os.Getenv("TRACEBRIDGE_TOKEN"))
 		if err != nil {
 			return usagef("query: --url: %v", err)
 		}
@@ -370,7 +371,7 @@ func (l localSource) find(id, text string, fields trace.Fields, _ string, ignore
 
 // remoteSource asks a running bridge.
 type remoteSource struct {
-	c      *api.Client
+	c      *apiclient.Client
 	ctx    context.Context
 	params url.Values
 }
@@ -416,7 +417,7 @@ func (f *queryFlags) params(pos []string, q store.Query) url.Values {
 
 // remoteError turns the API's refusals into the errors of --store.
 func remoteError(err error, id string) error {
-	var ce *api.ClientError
+	var ce *apiclient.Error
 	if !errors.As(err, &ce) {
 		return withCode(exitComm, err)
 	}

@@ -1,7 +1,8 @@
-// Package analysis is Kieker's trace analysis without Java: the dependency
-// graphs (execution containers, deployment and assembly components,
-// deployment and assembly operations), the aggregated call trees, the call
-// tree of one trace, response times per node, and statistics per
+// Package analysis holds the analyses of assembled traces. First,
+// Kieker's trace analysis without Java: the dependency graphs (execution
+// containers, deployment and assembly components, deployment and
+// assembly operations), the aggregated call trees, the call tree of one
+// trace, response times per node, and statistics per
 // operation, computed from assembled traces (*trace.Trace) of any source:
 // Kieker event traces, OperationExecutionRecords and OTLP spans.
 //
@@ -38,5 +39,13 @@
 //     duration for every message whose two ends are different nodes
 //     (Kieker's ResponseTimeNodeDecorator ignores calls within a node).
 //
+// Beside Kieker's analyses, the views of one trace the HTTP API serves:
+// a Tree (NewTree) holds a trace's shape and gives its View (pruned to
+// the longest spans, what it leaves out counted), its CriticalPath
+// (Jaeger's algorithm) and its Flame graph; FoldedFlame makes the flame
+// graph of folded profile stacks, Compare merges the call trees of two
+// traces by path.
+//
 // An Analyzer is used by one goroutine; Graphs it returns are the caller's.
+// A Tree is read-only once made; views it returns are the caller's.
 package analysis

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tracebridge/tracebridge/internal/engine"
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/store"
@@ -25,10 +24,10 @@ type Options struct {
 	// Store returns the trace store (nil when the bridge keeps none). It
 	// is called per request.
 	Store func() *store.Store
-	// Bridge is the running bridge: receivers, sinks, the console.
-	Bridge Bridge
-	// Engine gives the bridge's record and trace counts.
-	Engine *engine.Engine
+	// Console is the running bridge: receivers, sinks, the console.
+	Console Console
+	// Counters are the bridge's record and trace counts.
+	Counters Counters
 	// Metrics is the bridge's registry: /metrics and the console's
 	// connections, rates and queue depths.
 	Metrics *metrics.Registry
@@ -186,6 +185,18 @@ func (c *call) store() (*store.Store, error) {
 		return nil, errNoStore
 	}
 	return st, nil
+}
+
+// withStore makes a route's handler of a handler that reads the trace
+// store: without a store the route answers 503.
+func withStore(h func(c *call, st *store.Store) error) func(*call) error {
+	return func(c *call) error {
+		st, err := c.store()
+		if err != nil {
+			return err
+		}
+		return h(c, st)
+	}
 }
 
 type ctxKey struct{}

@@ -214,11 +214,7 @@ type Names struct {
 	Complete bool `json:"complete"`
 }
 
-func names(c *call) error {
-	st, err := c.store()
-	if err != nil {
-		return err
-	}
+func names(c *call, st *store.Store) error {
 	host := c.str("host")
 	if err := c.check(); err != nil {
 		return err

@@ -17,15 +17,17 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
-	"github.com/tracebridge/tracebridge/internal/config"
 	"github.com/tracebridge/tracebridge/internal/mapping"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
-// Bridge is the running bridge as the console sees it; internal/serve
-// implements it.
-type Bridge interface {
+// Console is the running bridge as the console controls it: its
+// receivers and sinks, the receivers' configuration, the record
+// catalogue. internal/serve implements it over the engine and the
+// configuration.
+type Console interface {
 	// Receivers and Sinks describe the components with their state.
 	Receivers() []Component
 	Sinks() []Component
@@ -34,12 +36,16 @@ type Bridge interface {
 	// configuration and runs it.
 	StopReceiver(name string) error
 	StartReceiver(name string) error
-	// AddReceiver validates a receiver's configuration through its
+	// AddReceiver validates a receiver's configuration (its type, name,
+	// and settings as the YAML configuration has them) through its
 	// factory, builds it and runs it. Errors wrap pipeline.ErrConfig
 	// (bad configuration), ErrMapping or ErrComm (a port in use).
-	AddReceiver(c config.Component) (Component, error)
-	// ReceiverConfig returns a receiver's configuration.
-	ReceiverConfig(name string) (config.Component, bool)
+	AddReceiver(typ, name string, settings map[string]any) (Component, error)
+	// ReceiverConfig returns a receiver's type and its configuration
+	// decoded into the config struct of the type's factory (nil when no
+	// factory builds the type); ok is false when there is no such
+	// receiver.
+	ReceiverConfig(name string) (typ string, cfg pipeline.Config, ok bool, err error)
 	// SetReceiverKey sets one key of a receiver's configuration (it
 	// applies when the receiver starts again).
 	SetReceiverKey(name, key string, v any) error
@@ -48,6 +54,16 @@ type Bridge interface {
 	Factories() *pipeline.Factories
 	Catalog() *record.Catalog
 	DataDir() string
+}
+
+// Counters are the running bridge's record and trace counts;
+// internal/serve gives the engine's.
+type Counters interface {
+	// Delivered returns the records handed to the sinks and how long
+	// the bridge has run (0 before it started).
+	Delivered() (records int64, running time.Duration)
+	// Traces returns the trace assembler's counts.
+	Traces() trace.Stats
 }
 
 // Component is a receiver or sink.
@@ -64,11 +80,23 @@ type Component struct {
 	Error string    `json:"error,omitempty"`
 }
 
-func (c *call) bridge() (Bridge, error) {
-	if c.a.opt.Bridge == nil {
+func (c *call) console() (Console, error) {
+	if c.a.opt.Console == nil {
 		return nil, errNoBridge
 	}
-	return c.a.opt.Bridge, nil
+	return c.a.opt.Console, nil
+}
+
+// withConsole makes a route's handler of a handler of the console:
+// without a bridge the route answers 503.
+func withConsole(h func(c *call, b Console) error) func(*call) error {
+	return func(c *call) error {
+		b, err := c.console()
+		if err != nil {
+			return err
+		}
+		return h(c, b)
+	}
 }
 
 // rateTracker turns counters into rates: the increase since the sample
@@ -171,7 +199,7 @@ type ReceiverList struct {
 	Receivers []ReceiverInfo `json:"receivers"`
 }
 
-func (a *API) receiverInfos(b Bridge) []ReceiverInfo {
+func (a *API) receiverInfos(b Console) []ReceiverInfo {
 	g := a.gather()
 	now := a.opt.Now()
 	out := []ReceiverInfo{}
@@ -187,11 +215,7 @@ func (a *API) receiverInfos(b Bridge) []ReceiverInfo {
 	return out
 }
 
-func listReceivers(c *call) error {
-	b, err := c.bridge()
-	if err != nil {
-		return err
-	}
+func listReceivers(c *call, b Console) error {
 	return c.json(ReceiverList{c.a.receiverInfos(b)})
 }
 
@@ -211,11 +235,7 @@ type SinkList struct {
 	Sinks []SinkInfo `json:"sinks"`
 }
 
-func listSinks(c *call) error {
-	b, err := c.bridge()
-	if err != nil {
-		return err
-	}
+func listSinks(c *call, b Console) error {
 	g := c.a.gather()
 	now := c.a.opt.Now()
 	out := SinkList{Sinks: []SinkInfo{}}
@@ -271,11 +291,10 @@ func status(c *call) error {
 	now := c.a.opt.Now()
 	s := StatusInfo{Version: c.a.opt.Version, Started: c.a.started, UptimeNs: int64(now.Sub(c.a.started)),
 		Writes: c.a.opt.Tokens.Len() > 0, CanWrite: c.writer}
-	if e := c.a.opt.Engine; e != nil {
-		st := e.Stats()
-		s.Records = st.Records
-		s.RecordsPerSecond = c.a.rates.rate("engine/records", float64(st.Records), now, c.a.started)
-		ts := e.TraceStats()
+	if e := c.a.opt.Counters; e != nil {
+		s.Records, _ = e.Delivered()
+		s.RecordsPerSecond = c.a.rates.rate("engine/records", float64(s.Records), now, c.a.started)
+		ts := e.Traces()
 		s.Traces = TraceCounts{ts.Records, ts.Traces, ts.Spans, ts.Broken, ts.Untraced, ts.Evicted, ts.Parts, ts.Open}
 	}
 	s.QueueBatches = c.a.gather()["tracebridge_queue_depth_batches"][""]
@@ -318,7 +337,7 @@ func jsonToYAML(v any) any {
 	return v
 }
 
-func (c *call) receiverInfo(b Bridge, name string) (ReceiverInfo, error) {
+func (c *call) receiverInfo(b Console, name string) (ReceiverInfo, error) {
 	for _, r := range c.a.receiverInfos(b) {
 		if r.Name == name {
 			return r, nil
@@ -340,11 +359,7 @@ func componentError(err error) error {
 	return errorf(http.StatusConflict, "%s", msg)
 }
 
-func addReceiver(c *call) error {
-	b, err := c.bridge()
-	if err != nil {
-		return err
-	}
+func addReceiver(c *call, b Console) error {
 	if ct := c.r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
 		return errorf(http.StatusUnsupportedMediaType, "Content-Type %q: want application/json", ct)
 	}
@@ -367,9 +382,7 @@ func addReceiver(c *call) error {
 		}
 		in.Config[k] = jsonToYAML(v)
 	}
-	comp := config.NewComponent(in.Type, in.Config)
-	comp.Name = in.Name
-	ep, err := b.AddReceiver(comp)
+	ep, err := b.AddReceiver(in.Type, in.Name, in.Config)
 	if err != nil {
 		return componentError(err)
 	}
@@ -382,15 +395,12 @@ func addReceiver(c *call) error {
 	return nil
 }
 
-func (c *call) control(stop bool) error {
-	b, err := c.bridge()
-	if err != nil {
-		return err
-	}
+func (c *call) control(b Console, stop bool) error {
 	name := c.str("name")
 	if _, err := c.receiverInfo(b, name); err != nil {
 		return err
 	}
+	var err error
 	if stop {
 		err = b.StopReceiver(name)
 	} else {
@@ -407,8 +417,8 @@ func (c *call) control(stop bool) error {
 	return c.json(ri)
 }
 
-func stopReceiver(c *call) error  { return c.control(true) }
-func startReceiver(c *call) error { return c.control(false) }
+func stopReceiver(c *call, b Console) error  { return c.control(b, true) }
+func startReceiver(c *call, b Console) error { return c.control(b, false) }
 
 // MappingEntry maps a KDB record id to a record type.
 type MappingEntry struct {
@@ -436,18 +446,16 @@ type MappingInput struct {
 
 // receiverMapping returns a receiver's mapping key (its path, "" for the
 // default) and whether its type takes one.
-func receiverMapping(b Bridge, name string) (string, error) {
-	comp, ok := b.ReceiverConfig(name)
+func receiverMapping(b Console, name string) (string, error) {
+	typ, pc, ok, err := b.ReceiverConfig(name)
 	if !ok {
 		return "", errorf(http.StatusNotFound, "no receiver %s", name)
 	}
-	rf := b.Factories().Receiver(comp.Type)
-	if rf == nil {
-		return "", errorf(http.StatusNotFound, "receiver %s: unknown type %s", name, comp.Type)
-	}
-	pc := rf.NewConfig()
-	if err := comp.Decode(pc); err != nil {
+	if err != nil {
 		return "", err
+	}
+	if pc == nil {
+		return "", errorf(http.StatusNotFound, "receiver %s: unknown type %s", name, typ)
 	}
 	v := reflect.ValueOf(pc)
 	for v.Kind() == reflect.Pointer {
@@ -456,7 +464,7 @@ func receiverMapping(b Bridge, name string) (string, error) {
 	if f, ok := fieldByKey(v, "mapping"); ok && f.Kind() == reflect.String {
 		return f.String(), nil
 	}
-	return "", errorf(http.StatusBadRequest, "receiver %s (%s) takes no KDB mapping", name, comp.Type)
+	return "", errorf(http.StatusBadRequest, "receiver %s (%s) takes no KDB mapping", name, typ)
 }
 
 // fieldByKey finds the field of a struct value with a YAML key,
@@ -487,11 +495,7 @@ func mappingOf(receiver, path string, m *kdb.Mapping) Mapping {
 	return out
 }
 
-func getMapping(c *call) error {
-	b, err := c.bridge()
-	if err != nil {
-		return err
-	}
+func getMapping(c *call, b Console) error {
 	name := c.str("name")
 	path, err := receiverMapping(b, name)
 	if err != nil {
@@ -506,11 +510,7 @@ func getMapping(c *call) error {
 
 const maxMappingEntries = 65536
 
-func putMapping(c *call) error {
-	b, err := c.bridge()
-	if err != nil {
-		return err
-	}
+func putMapping(c *call, b Console) error {
 	name := c.str("name")
 	restart := c.bool("restart")
 	if err := c.check(); err != nil {
@@ -737,11 +737,7 @@ func typeOf(cfg pipeline.Config) []ConfigKey {
 	return configKeys(reflect.TypeOf(cfg), reflect.ValueOf(cfg))
 }
 
-func componentTypes(c *call) error {
-	b, err := c.bridge()
-	if err != nil {
-		return err
-	}
+func componentTypes(c *call, b Console) error {
 	f := b.Factories()
 	out := ComponentTypes{Receivers: []ComponentType{}, Stages: []ComponentType{}, Sinks: []ComponentType{}}
 	for _, r := range f.Receivers {
@@ -776,11 +772,7 @@ type RecordTypes struct {
 	Aliases map[string]string `json:"aliases"`
 }
 
-func recordTypes(c *call) error {
-	b, err := c.bridge()
-	if err != nil {
-		return err
-	}
+func recordTypes(c *call, b Console) error {
 	cat := b.Catalog()
 	out := RecordTypes{Types: []RecordType{}, Aliases: cat.Aliases()}
 	for _, t := range cat.Types() {
@@ -793,11 +785,7 @@ func recordTypes(c *call) error {
 	return c.json(out)
 }
 
-func getConfig(c *call) error {
-	b, err := c.bridge()
-	if err != nil {
-		return err
-	}
+func getConfig(c *call, b Console) error {
 	y, err := b.Config()
 	if err != nil {
 		return err
@@ -812,7 +800,11 @@ func readyz(c *call) error {
 	if c.a.closed {
 		return errClosed
 	}
-	if e := c.a.opt.Engine; e == nil || e.Stats().Elapsed <= 0 {
+	var running time.Duration
+	if e := c.a.opt.Counters; e != nil {
+		_, running = e.Delivered()
+	}
+	if running <= 0 {
 		return errorf(http.StatusServiceUnavailable, "starting")
 	}
 	return c.raw("text/plain; charset=utf-8", []byte("ready\n"))

@@ -2,15 +2,21 @@
 // the web UI does (trace search, a trace and its views, analyses, hosts,
 // receivers and the console), Jaeger's query API over the same trace
 // store (so Grafana's Jaeger data source and Jaeger's UI can read it),
-// the OpenAPI description of the REST API, authentication with hashed
-// tokens, and a small client (Client) that `tracebridge query --url` uses.
-// docs/API.md documents every endpoint.
+// the OpenAPI description of the REST API, and authentication with
+// hashed tokens. docs/API.md documents every endpoint; internal/apiclient
+// is the client `tracebridge query --url` uses.
+//
+// The API routes; it does not analyse: a handler parses its parameters,
+// calls the store or internal/analysis (trace views, critical path,
+// comparison, flame graphs, Kieker's analyses) and encodes the answer.
 //
 // internal/serve owns the listener and mounts the handler New returns
 // when the configuration has an `http:` section; the API knows the
-// running bridge only through Options (the trace store, the Bridge
-// interface serve implements, the engine, the metrics registry and the
-// services components publish in pipeline.Shared).
+// running bridge only through Options (the trace store, the Console and
+// Counters interfaces serve implements over the engine and the
+// configuration, the metrics registry and the services components
+// publish in pipeline.Shared); it imports neither internal/engine nor
+// internal/config.
 //
 // Every route is a row of one table (routes.go): its method and path,
 // parameters, who may call it, and the handler. The table registers the

@@ -6,51 +6,22 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/analysis"
 	"github.com/tracebridge/tracebridge/internal/flame"
 )
 
-// FlameNode is a frame of a flame graph: Value is its width (ns of a
-// trace's calls, or samples of a profile), Self the part not in its
-// children, Calls how many calls (spans) it merges (0 for profiles).
-type FlameNode struct {
-	Name     string       `json:"name"`
-	Value    int64        `json:"value"`
-	Self     int64        `json:"self"`
-	Calls    int64        `json:"calls,omitempty"`
-	Errors   int64        `json:"errors,omitempty"`
-	Children []*FlameNode `json:"children"`
-}
-
-// Flame is a flame graph.
-type Flame struct {
-	// Unit of the values: ns (a trace) or samples (a profile).
-	Unit string     `json:"unit"`
-	Root *FlameNode `json:"root"`
-}
-
-func (n *FlameNode) child(name string, index map[flameKey]*FlameNode) *FlameNode {
-	k := flameKey{n, name}
-	if c := index[k]; c != nil {
-		return c
-	}
-	c := &FlameNode{Name: name, Children: []*FlameNode{}}
-	index[k] = c
-	n.Children = append(n.Children, c)
-	return c
-}
-
-type flameKey struct {
-	parent *FlameNode
-	name   string
-}
+// Flame graphs are internal/analysis's.
+type (
+	Flame     = analysis.Flame
+	FlameNode = analysis.FlameNode
+)
 
 // writeFolded writes the tree as folded stacks weighted by self values.
-func (n *FlameNode) writeFolded(w *bufio.Writer, path []string) {
+func writeFolded(w *bufio.Writer, n *FlameNode, path []string) {
 	if n.Self > 0 && len(path) > 0 {
 		w.WriteString(strings.Join(path, ";"))
 		w.WriteByte(' ')
@@ -58,7 +29,7 @@ func (n *FlameNode) writeFolded(w *bufio.Writer, path []string) {
 		w.WriteByte('\n')
 	}
 	for _, c := range n.Children {
-		c.writeFolded(w, append(path, foldedFrame(c.Name)))
+		writeFolded(w, c, append(path, foldedFrame(c.Name)))
 	}
 }
 
@@ -73,29 +44,7 @@ func traceFlame(c *call) error {
 	if err != nil {
 		return err
 	}
-	tr := newTree(t)
-	root := &FlameNode{Name: "all", Children: []*FlameNode{}}
-	index := map[flameKey]*FlameNode{}
-	nodes := make([]*FlameNode, len(t.Spans))
-	for i := range t.Spans {
-		s := &t.Spans[i]
-		parent := root
-		if p := tr.parent(i); p >= 0 {
-			parent = nodes[p]
-		}
-		n := parent.child(s.Operation, index)
-		nodes[i] = n
-		n.Value += s.Duration()
-		n.Self += tr.self(i)
-		n.Calls++
-		if s.Error {
-			n.Errors++
-		}
-		if parent == root {
-			root.Value += s.Duration()
-		}
-	}
-	return c.flame(Flame{Unit: "ns", Root: root}, format, "trace "+t.ID.String())
+	return c.flame(analysis.NewTree(t).Flame(), format, "trace "+t.ID.String())
 }
 
 // flame answers a flame graph as JSON, folded stacks or SVG.
@@ -106,7 +55,7 @@ func (c *call) flame(f Flame, format, title string) error {
 	}
 	var folded bytes.Buffer
 	w := bufio.NewWriter(&folded)
-	f.Root.writeFolded(w, nil)
+	writeFolded(w, f.Root, nil)
 	w.Flush()
 	if format == "folded" {
 		return c.raw("text/plain; charset=utf-8", folded.Bytes())
@@ -166,47 +115,10 @@ func profileFlame(c *call) error {
 		return errorf(http.StatusNotFound, "no samples of host %s between %s and %s", host,
 			time.Unix(0, since).UTC().Format(time.RFC3339), time.Unix(0, until).UTC().Format(time.RFC3339))
 	}
-	root, err := stacksTree(st)
-	if err != nil {
+	var folded strings.Builder
+	if err := st.WriteFolded(&folded); err != nil {
 		return err
 	}
-	return c.flame(Flame{Unit: "samples", Root: root}, format, fmt.Sprintf("%s, %s to %s", host,
+	return c.flame(analysis.FoldedFlame(folded.String()), format, fmt.Sprintf("%s, %s to %s", host,
 		time.Unix(0, since).UTC().Format(time.RFC3339), time.Unix(0, until).UTC().Format(time.RFC3339)))
-}
-
-// stacksTree turns folded stacks into a tree.
-func stacksTree(st *flame.Stacks) (*FlameNode, error) {
-	var b bytes.Buffer
-	if err := st.WriteFolded(&b); err != nil {
-		return nil, err
-	}
-	root := &FlameNode{Name: "all", Children: []*FlameNode{}}
-	index := map[flameKey]*FlameNode{}
-	for line := range strings.Lines(b.String()) {
-		line = strings.TrimRight(line, "\n")
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		n, err := strconv.ParseInt(line[i+1:], 10, 64)
-		if err != nil {
-			continue
-		}
-		node := root
-		root.Value += n
-		for f := range strings.SplitSeq(line[:i], ";") {
-			node = node.child(f, index)
-			node.Value += n
-		}
-		node.Self += n
-	}
-	sortFlame(root)
-	return root, nil
-}
-
-func sortFlame(n *FlameNode) {
-	slices.SortFunc(n.Children, func(a, b *FlameNode) int { return strings.Compare(a.Name, b.Name) })
-	for _, c := range n.Children {
-		sortFlame(c)
-	}
 }

@@ -81,11 +81,7 @@ func hostRates(st *store.Store, now time.Time) map[string]float64 {
 	return out
 }
 
-func listHosts(c *call) error {
-	st, err := c.store()
-	if err != nil {
-		return err
-	}
+func listHosts(c *call, st *store.Store) error {
 	hosts, err := st.Hosts()
 	if err != nil {
 		return err
@@ -103,11 +99,7 @@ func listHosts(c *call) error {
 	return c.json(res)
 }
 
-func getHost(c *call) error {
-	st, err := c.store()
-	if err != nil {
-		return err
-	}
+func getHost(c *call, st *store.Store) error {
 	h, err := st.Host(c.str("name"))
 	if err != nil {
 		return hostError(err)
@@ -282,11 +274,7 @@ func (in *HostInput) apply(h *store.Host) error {
 	return nil
 }
 
-func addHost(c *call) error {
-	st, err := c.store()
-	if err != nil {
-		return err
-	}
+func addHost(c *call, st *store.Store) error {
 	var in HostInput
 	if err := c.decodeBody(&in); err != nil {
 		return err
@@ -301,7 +289,7 @@ func addHost(c *call) error {
 	if err := in.apply(&h); err != nil {
 		return err
 	}
-	h, err = st.AddHost(h, "")
+	h, err := st.AddHost(h, "")
 	if err != nil {
 		return hostError(err)
 	}
@@ -310,11 +298,7 @@ func addHost(c *call) error {
 	return nil
 }
 
-func patchHost(c *call) error {
-	st, err := c.store()
-	if err != nil {
-		return err
-	}
+func patchHost(c *call, st *store.Store) error {
 	name := c.str("name")
 	var in HostInput
 	if err := c.decodeBody(&in); err != nil {
@@ -336,11 +320,7 @@ type Deleted struct {
 	Deleted string `json:"deleted"`
 }
 
-func deleteHost(c *call) error {
-	st, err := c.store()
-	if err != nil {
-		return err
-	}
+func deleteHost(c *call, st *store.Store) error {
 	name := c.str("name")
 	if err := st.DeleteHost(name); err != nil {
 		return hostError(err)

@@ -276,21 +276,13 @@ func toJaeger(t *trace.Trace) jTrace {
 	return jt
 }
 
-func jaegerServices(c *call) error {
-	st, err := c.store()
-	if err != nil {
-		return err
-	}
+func jaegerServices(c *call, st *store.Store) error {
 	svcs := c.a.services(st)
 	writeJaeger(c.w, svcs, len(svcs))
 	return nil
 }
 
-func jaegerServiceOperations(c *call) error {
-	st, err := c.store()
-	if err != nil {
-		return err
-	}
+func jaegerServiceOperations(c *call, st *store.Store) error {
 	names := []string{}
 	for _, op := range c.a.operations(st, c.str("service")) {
 		if len(names) == 0 || names[len(names)-1] != op.name {
@@ -301,11 +293,7 @@ func jaegerServiceOperations(c *call) error {
 	return nil
 }
 
-func jaegerOperations(c *call) error {
-	st, err := c.store()
-	if err != nil {
-		return err
-	}
+func jaegerOperations(c *call, st *store.Store) error {
 	svc := c.str("service")
 	if svc == "" {
 		return errorf(http.StatusBadRequest, "parameter 'service' is required")
@@ -326,11 +314,7 @@ func jaegerOperations(c *call) error {
 	return nil
 }
 
-func jaegerTrace(c *call) error {
-	st, err := c.store()
-	if err != nil {
-		return err
-	}
+func jaegerTrace(c *call, st *store.Store) error {
 	id, err := parseJaegerID(c.str("traceID"))
 	if err != nil {
 		return errorf(http.StatusBadRequest, "%v", err)
@@ -390,11 +374,7 @@ var derivedTags = map[string]bool{"span.kind": true, "error": true, "otel.scope.
 // jaegerLimit is Jaeger's default number of traces.
 const jaegerLimit = 100
 
-func jaegerSearch(c *call) error {
-	st, err := c.store()
-	if err != nil {
-		return err
-	}
+func jaegerSearch(c *call, st *store.Store) error {
 	if ids := c.strs("traceID"); len(ids) > 0 {
 		out := []jTrace{}
 		for _, s := range ids {
@@ -502,11 +482,7 @@ func jaegerSearch(c *call) error {
 	return nil
 }
 
-func jaegerDependencies(c *call) error {
-	st, err := c.store()
-	if err != nil {
-		return err
-	}
+func jaegerDependencies(c *call, st *store.Store) error {
 	now := c.a.opt.Now()
 	var errs []string
 	num := func(name string, def int64) int64 {

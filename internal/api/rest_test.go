@@ -290,12 +290,12 @@ func TestViewPruning(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{1, 2, 10, 500, 5000} {
 		tr := randomTrace(rng, n)
-		tree := newTree(tr)
-		for _, o := range []pruneOptions{
-			{maxSpans: 1, root: -1}, {maxSpans: 10, root: -1}, {maxSpans: n, root: -1}, {maxSpans: 50, root: -1, minDur: int64(n) * 10},
-			{maxSpans: 20, root: n / 2}, {maxSpans: 5, root: -1, reveal: []int{n - 1, n / 3}},
+		tree := analysis.NewTree(tr)
+		for _, o := range []analysis.ViewOptions{
+			{MaxSpans: 1, Root: -1}, {MaxSpans: 10, Root: -1}, {MaxSpans: n, Root: -1}, {MaxSpans: 50, Root: -1, MinDuration: int64(n) * 10},
+			{MaxSpans: 20, Root: n / 2}, {MaxSpans: 5, Root: -1, Reveal: []int{n - 1, n / 3}},
 		} {
-			v := tree.view(o, false)
+			v := tree.View(o)
 			check := func(cond bool, format string, args ...any) {
 				if !cond {
 					t.Fatalf("n=%d %+v: "+format, append([]any{n, o}, args...)...)
@@ -305,14 +305,14 @@ func TestViewPruning(t *testing.T) {
 			for _, s := range v.Spans {
 				shown[s.Index] = true
 			}
-			check(v.Shown == len(v.Spans) && v.Shown <= o.maxSpans+len(o.reveal)*n, "shown %d", v.Shown)
+			check(v.Shown == len(v.Spans) && v.Shown <= o.MaxSpans+len(o.Reveal)*n, "shown %d", v.Shown)
 			lo, hi := 0, n
-			if o.root >= 0 {
-				lo, hi = o.root, o.root+int(tree.size[o.root])
+			if o.Root >= 0 {
+				lo, hi = o.Root, o.Root+tree.Size(o.Root)
 			}
 			check(v.Shown+v.Pruned == hi-lo, "shown %d + pruned %d != %d", v.Shown, v.Pruned, hi-lo)
-			for _, r := range o.reveal {
-				for i := r; i >= 0; i = tree.parent(i) {
+			for _, r := range o.Reveal {
+				for i := r; i >= 0; i = tree.Parent(i) {
 					check(shown[i], "revealed %d: ancestor %d not shown", r, i)
 				}
 			}
@@ -321,12 +321,12 @@ func TestViewPruning(t *testing.T) {
 				if s.Error {
 					errs++
 				}
-				if s.Index != o.root && tree.parent(s.Index) >= 0 {
+				if s.Index != o.Root && tree.Parent(s.Index) >= 0 {
 					check(shown[s.Parent], "span %d shown without its parent %d", s.Index, s.Parent)
 				}
 				// Pruned counts what of the subtree is not shown.
 				hidden, hiddenErr := 0, 0
-				for j := s.Index + 1; j < s.Index+int(tree.size[s.Index]); j++ {
+				for j := s.Index + 1; j < s.Index+tree.Size(s.Index); j++ {
 					if !shown[j] {
 						hidden++
 						if tr.Spans[j].Error {
@@ -335,7 +335,7 @@ func TestViewPruning(t *testing.T) {
 					}
 				}
 				check(s.Pruned == hidden && s.PrunedErrors == hiddenErr, "span %d: pruned %d/%d, want %d/%d", s.Index, s.Pruned, s.PrunedErrors, hidden, hiddenErr)
-				check(s.Descendants == int(tree.size[s.Index])-1, "descendants")
+				check(s.Descendants == tree.Size(s.Index)-1, "descendants")
 			}
 			totalErr := 0
 			for j := lo; j < hi; j++ {
@@ -347,22 +347,22 @@ func TestViewPruning(t *testing.T) {
 			// The longest first: a span not shown whose parent is shown
 			// is no longer than the shortest shown span that was chosen
 			// (roots and revealed spans aside).
-			if len(o.reveal) == 0 && o.minDur == 0 && v.Pruned > 0 {
+			if len(o.Reveal) == 0 && o.MinDuration == 0 && v.Pruned > 0 {
 				shortest := int64(1 << 62)
 				for _, s := range v.Spans {
-					if s.Index != o.root && s.Parent >= 0 {
+					if s.Index != o.Root && s.Parent >= 0 {
 						shortest = min(shortest, s.DurationNs)
 					}
 				}
 				for j := lo; j < hi; j++ {
-					if p := tree.parent(j); !shown[j] && p >= 0 && shown[p] {
+					if p := tree.Parent(j); !shown[j] && p >= 0 && shown[p] {
 						check(tr.Spans[j].Duration() <= shortest, "span %d (%d ns) left out, %d ns shown", j, tr.Spans[j].Duration(), shortest)
 					}
 				}
 			}
-			if o.minDur > 0 {
+			if o.MinDuration > 0 {
 				for _, s := range v.Spans {
-					check(s.Parent < 0 || s.DurationNs >= o.minDur, "span %d shorter than minDuration", s.Index)
+					check(s.Parent < 0 || s.DurationNs >= o.MinDuration, "span %d shorter than minDuration", s.Index)
 				}
 			}
 		}
@@ -398,7 +398,7 @@ func TestHugeTraceView(t *testing.T) {
 		t.Skip("a million spans")
 	}
 	tr := hugeTrace(rand.New(rand.NewPCG(3, 4)), 1_000_000)
-	v := newTree(tr).view(pruneOptions{maxSpans: 10_000, root: -1}, false)
+	v := analysis.NewTree(tr).View(analysis.ViewOptions{MaxSpans: 10_000, Root: -1})
 	if v.Shown != 10_000 || v.Pruned != 990_000 {
 		t.Fatalf("shown %d, pruned %d", v.Shown, v.Pruned)
 	}
@@ -417,7 +417,7 @@ func BenchmarkHugeTraceView(b *testing.B) {
 	tr := hugeTrace(rand.New(rand.NewPCG(3, 4)), 1_000_000)
 	b.ResetTimer()
 	for b.Loop() {
-		newTree(tr).view(pruneOptions{maxSpans: 10_000, root: -1}, false)
+		analysis.NewTree(tr).View(analysis.ViewOptions{MaxSpans: 10_000, Root: -1})
 	}
 }
 
@@ -455,10 +455,10 @@ func TestViewSlowestAndErrors(t *testing.T) {
 	traces := shop(10, time.Now().Add(-time.Hour))
 	e := newEnv(t, nil, traces...)
 	tr := traces[9]
-	tree := newTree(tr)
+	tree := analysis.NewTree(tr)
 	want, most := -1, int64(-1)
 	for i := range tr.Spans {
-		if self := tree.self(i); self > most {
+		if self := tree.Self(i); self > most {
 			want, most = i, self
 		}
 	}
@@ -476,7 +476,7 @@ func TestViewSlowestAndErrors(t *testing.T) {
 	}
 	// Process is in the view when the span has one.
 	tr.Spans[0].Process = "4711@svc-0"
-	if got := newTree(tr).view(pruneOptions{maxSpans: 1, root: -1}, false).Spans[0].Process; got != "4711@svc-0" {
+	if got := analysis.NewTree(tr).View(analysis.ViewOptions{MaxSpans: 1, Root: -1}).Spans[0].Process; got != "4711@svc-0" {
 		t.Errorf("process %q", got)
 	}
 }

@@ -101,11 +101,7 @@ func (c *call) filters(budget time.Duration) store.Query {
 	return q
 }
 
-func searchTraces(c *call) error {
-	st, err := c.store()
-	if err != nil {
-		return err
-	}
+func searchTraces(c *call, st *store.Store) error {
 	q := c.filters(5 * time.Second)
 	q.Oldest = c.bool("oldest")
 	q.Limit = c.int("limit", 20, 1, 100_000)
@@ -134,11 +130,7 @@ type PivotResult struct {
 	Partial bool             `json:"partial"`
 }
 
-func pivot(c *call) error {
-	st, err := c.store()
-	if err != nil {
-		return err
-	}
+func pivot(c *call, st *store.Store) error {
 	key := c.str("key")
 	if key == "" {
 		c.bad("key", "required: the root span's attribute to group by")

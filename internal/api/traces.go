@@ -3,12 +3,23 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/tracebridge/tracebridge/internal/analysis"
+	"github.com/tracebridge/tracebridge/internal/store"
 	"github.com/tracebridge/tracebridge/internal/trace"
+)
+
+// The views of a trace are internal/analysis's; the API names them in
+// its OpenAPI description.
+type (
+	TraceView    = analysis.TraceView
+	CriticalPath = analysis.CriticalPath
+	Comparison   = analysis.Comparison
 )
 
 func getTrace(c *call) error {
@@ -29,10 +40,10 @@ func getTrace(c *call) error {
 const maxViewSpans = 200_000
 
 func traceView(c *call) error {
-	o := pruneOptions{
-		maxSpans: c.int("maxSpans", 10_000, 1, maxViewSpans),
-		minDur:   int64(c.dur("minDuration", 0, 0, 1<<62)),
-		root:     c.int("root", -1, 0, 1<<31-1),
+	o := analysis.ViewOptions{
+		MaxSpans:    c.int("maxSpans", 10_000, 1, maxViewSpans),
+		MinDuration: int64(c.dur("minDuration", 0, 0, 1<<62)),
+		Root:        c.int("root", -1, 0, 1<<31-1),
 	}
 	for _, s := range c.strs("reveal") {
 		i, err := strconv.Atoi(s)
@@ -40,23 +51,62 @@ func traceView(c *call) error {
 			c.bad("reveal", "%q: want a span index", s)
 			continue
 		}
-		o.reveal = append(o.reveal, i)
+		o.Reveal = append(o.Reveal, i)
 	}
-	attrs := c.bool("attributes")
+	o.Attributes = c.bool("attributes")
 	t, err := c.trace()
 	if err != nil {
 		return err
 	}
 	n := len(t.Spans)
-	if o.root >= n {
-		return errorf(http.StatusBadRequest, "root: %d: the trace has %d spans (0 to %d)", o.root, n, n-1)
+	if o.Root >= n {
+		return errorf(http.StatusBadRequest, "root: %d: the trace has %d spans (0 to %d)", o.Root, n, n-1)
 	}
-	for _, i := range o.reveal {
+	for _, i := range o.Reveal {
 		if i >= n {
 			return errorf(http.StatusBadRequest, "reveal: %d: the trace has %d spans (0 to %d)", i, n, n-1)
 		}
 	}
-	return c.json(newTree(t).view(o, attrs))
+	return c.json(analysis.NewTree(t).View(o))
+}
+
+func criticalPath(c *call) error {
+	t, err := c.trace()
+	if err != nil {
+		return err
+	}
+	return c.json(analysis.NewTree(t).CriticalPath())
+}
+
+func compareTraces(c *call, st *store.Store) error {
+	var ids [2]trace.ID
+	for i, name := range []string{"a", "b"} {
+		s := c.str(name)
+		if s == "" {
+			c.bad(name, "required: a trace id")
+			continue
+		}
+		id, err := trace.ParseID(s)
+		if err != nil {
+			c.bad(name, "%v", err)
+		}
+		ids[i] = id
+	}
+	if err := c.check(); err != nil {
+		return err
+	}
+	var ts [2]*trace.Trace
+	for i, id := range ids {
+		t, err := st.Get(id)
+		if errors.Is(err, store.ErrNotFound) {
+			return errorf(http.StatusNotFound, "trace %s not found", id)
+		}
+		if err != nil {
+			return err
+		}
+		ts[i] = t
+	}
+	return c.json(analysis.Compare(ts[0], ts[1]))
 }
 
 // Attr is an attribute with its type: value is a JSON string, number,
@@ -101,18 +151,11 @@ type KiekerPosition struct {
 
 // SpanDetail is one span in full.
 type SpanDetail struct {
-	Index         int             `json:"index"`
-	Parent        int             `json:"parent"`
-	Children      []int           `json:"children"`
-	Depth         int32           `json:"depth"`
-	SpanID        string          `json:"spanId"`
-	ParentSpanID  string          `json:"parentSpanId,omitempty"`
-	Operation     string          `json:"operation"`
-	Component     string          `json:"component"`
-	Host          string          `json:"host"`
-	Service       string          `json:"service"`
-	Process       string          `json:"process,omitempty"`
-	Thread        string          `json:"thread,omitempty"`
+	Index    int   `json:"index"`
+	Parent   int   `json:"parent"`
+	Children []int `json:"children"`
+	Depth    int32 `json:"depth"`
+	analysis.SpanRef
 	Session       string          `json:"session,omitempty"`
 	Start         int64           `json:"start"`
 	End           int64           `json:"end"`
@@ -140,21 +183,14 @@ func getSpan(c *call) error {
 	if idx >= len(t.Spans) {
 		return errorf(http.StatusNotFound, "trace %s has %d spans, no span %d", t.ID, len(t.Spans), idx)
 	}
-	tr := newTree(t)
+	tr := analysis.NewTree(t)
 	s := &t.Spans[idx]
-	d := SpanDetail{Index: idx, Parent: tr.parent(idx), Children: []int{}, Depth: s.Depth, SpanID: s.SpanID.String(),
-		Operation: s.Operation, Component: s.Component, Host: s.Host, Service: s.Service, Process: s.Process,
-		Thread: s.Thread, Session: s.Session, Start: s.Start, End: s.End, DurationNs: s.Duration(), SelfNs: tr.self(idx),
+	d := SpanDetail{Index: idx, Parent: tr.Parent(idx), Children: tr.Children(idx), Depth: s.Depth, SpanRef: analysis.NewSpanRef(s),
+		Session: s.Session, Start: s.Start, End: s.End, DurationNs: s.Duration(), SelfNs: tr.Self(idx),
 		Error: s.Error, Kind: s.Kind.String(), Status: "unset", StatusMessage: s.StatusMessage, Source: s.Source.String(),
 		Attributes: attrList(s.Attributes), Events: []Event{}, Links: []Link{}}
 	if int(s.Status) < len(statusNames) {
 		d.Status = statusNames[s.Status]
-	}
-	if s.ParentID != 0 {
-		d.ParentSpanID = s.ParentID.String()
-	}
-	for ch := tr.first[idx]; ch >= 0; ch = tr.next[ch] {
-		d.Children = append(d.Children, int(ch))
 	}
 	for _, e := range s.Events {
 		d.Events = append(d.Events, Event{e.Name, e.Time, attrList(e.Attributes)})

@@ -15,6 +15,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	tstore "github.com/tracebridge/tracebridge/internal/store"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // httpListener is the `http:` listener: the HTTP API (internal/api),
@@ -60,8 +61,8 @@ func (s *Server) listenHTTP(c config.HTTP, set Settings) error {
 	h.api = api.New(api.Options{
 		Logger:            s.base.Logger,
 		Store:             s.traceStore,
-		Bridge:            bridge{s},
-		Engine:            s.Engine,
+		Console:           bridge{s},
+		Counters:          bridge{s},
 		Metrics:           s.Metrics,
 		Shared:            s.Shared,
 		Tokens:            tokens,
@@ -108,10 +109,14 @@ func (h *httpListener) stop() {
 	})
 }
 
-// bridge is the Server as the API's console sees it.
+// bridge is the Server as the API's console sees it, and its engine's
+// counts.
 type bridge struct{ s *Server }
 
-var _ api.Bridge = bridge{}
+var (
+	_ api.Console  = bridge{}
+	_ api.Counters = bridge{}
+)
 
 func (b bridge) Receivers() []api.Component {
 	var out []api.Component
@@ -132,12 +137,29 @@ func (b bridge) Sinks() []api.Component {
 func (b bridge) StopReceiver(name string) error  { return b.s.StopReceiver(name) }
 func (b bridge) StartReceiver(name string) error { return b.s.StartReceiver(name) }
 
-func (b bridge) AddReceiver(c config.Component) (api.Component, error) {
+func (b bridge) AddReceiver(typ, name string, settings map[string]any) (api.Component, error) {
+	c := config.NewComponent(typ, settings)
+	c.Name = name
 	ep, err := b.s.AddReceiver(c)
 	return api.Component{Name: ep.Name, Type: ep.Type, Where: ep.Where}, err
 }
 
-func (b bridge) ReceiverConfig(name string) (config.Component, bool) { return b.s.ReceiverConfig(name) }
+func (b bridge) ReceiverConfig(name string) (string, pipeline.Config, bool, error) {
+	c, ok := b.s.ReceiverConfig(name)
+	if !ok {
+		return "", nil, false, nil
+	}
+	rf := b.s.Factories().Receiver(c.Type)
+	if rf == nil {
+		return c.Type, nil, true, nil
+	}
+	cfg := rf.NewConfig()
+	if err := c.Decode(cfg); err != nil {
+		return c.Type, nil, true, err
+	}
+	return c.Type, cfg, true, nil
+}
+
 func (b bridge) SetReceiverKey(name, key string, v any) error {
 	return b.s.SetReceiverKey(name, key, v)
 }
@@ -145,6 +167,12 @@ func (b bridge) Config() ([]byte, error)        { return b.s.Config() }
 func (b bridge) Factories() *pipeline.Factories { return b.s.Factories() }
 func (b bridge) Catalog() *record.Catalog       { return b.s.Catalog() }
 func (b bridge) DataDir() string                { return b.s.base.DataDir }
+
+func (b bridge) Delivered() (int64, time.Duration) {
+	st := b.s.Engine.Stats()
+	return st.Records, st.Elapsed
+}
+func (b bridge) Traces() trace.Stats { return b.s.Engine.TraceStats() }
 
 // ReceiverConfig returns a receiver's configuration.
 func (s *Server) ReceiverConfig(name string) (config.Component, bool) {

@@ -1,4 +1,4 @@
-package api
+package analysis
 
 import (
 	"container/heap"
@@ -7,88 +7,42 @@ import (
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
-// tree holds what the views of a trace need about its shape, computed in
-// one pass (spans are in tree order: a parent before its subtree, so a
-// subtree is the contiguous run [i, i+size[i])).
-type tree struct {
-	t         *trace.Trace
-	size      []int32 // spans in the subtree, the span included
-	errs      []int32 // spans in error in the subtree
-	children  []int32 // direct children
-	childTime []int64 // the children's durations summed
-	first     []int32 // first child (-1: none)
-	next      []int32 // next sibling (-1: none)
+// ViewOptions say what a view shows.
+type ViewOptions struct {
+	// MaxSpans bounds the spans shown (revealed spans and their
+	// ancestors aside).
+	MaxSpans int
+	// MinDuration (ns): shorter spans are not shown (roots always are).
+	MinDuration int64
+	// Root is the index of the subtree shown; -1: the whole trace.
+	Root int
+	// Reveal are spans shown with their ancestors whatever their length.
+	Reveal []int
+	// Attributes: the spans' attributes are in the view.
+	Attributes bool
 }
 
-func newTree(t *trace.Trace) *tree {
-	n := len(t.Spans)
-	tr := &tree{t: t, size: make([]int32, n), errs: make([]int32, n), children: make([]int32, n),
-		childTime: make([]int64, n), first: make([]int32, n), next: make([]int32, n)}
-	for i := range n {
-		tr.first[i], tr.next[i] = -1, -1
-	}
-	for i := n - 1; i >= 0; i-- {
-		s := &t.Spans[i]
-		tr.size[i]++
-		if s.Error {
-			tr.errs[i]++
-		}
-		if p := tr.parent(i); p >= 0 {
-			tr.size[p] += tr.size[i]
-			tr.errs[p] += tr.errs[i]
-			tr.children[p]++
-			tr.childTime[p] += s.Duration()
-			tr.next[i] = tr.first[p]
-			tr.first[p] = int32(i)
-		}
-	}
-	return tr
-}
-
-// parent returns the index of span i's parent (-1 for a root, or a
-// parent that is missing or, in a malformed trace, not before it).
-func (tr *tree) parent(i int) int {
-	p := int(tr.t.Spans[i].Parent)
-	if p < 0 || p >= i {
-		return -1
-	}
-	return p
-}
-
-// self returns span i's time outside its children (never below 0).
-func (tr *tree) self(i int) int64 {
-	return max(tr.t.Spans[i].Duration()-tr.childTime[i], 0)
-}
-
-// pruneOptions say what a view shows.
-type pruneOptions struct {
-	maxSpans int
-	minDur   int64
-	root     int // -1: the whole trace
-	reveal   []int
-}
-
-// prune chooses the spans a view shows: the spans of reveal and their
+// prune chooses the spans a view shows: the spans of Reveal and their
 // ancestors, then, from the roots down, always the longest span whose
-// parent is shown, until maxSpans are shown; spans shorter than minDur
+// parent is shown, until MaxSpans are shown; spans shorter than MinDuration
 // are not shown (roots always are). It returns the shown flags of the
 // spans of the scope [lo, hi).
-func (tr *tree) prune(o pruneOptions) (keep []bool, lo, hi int) {
+func (tr *Tree) prune(o ViewOptions) (keep []bool, lo, hi int) {
 	n := len(tr.t.Spans)
 	lo, hi = 0, n
-	if o.root >= 0 {
-		lo, hi = o.root, o.root+int(tr.size[o.root])
+	if o.Root >= 0 {
+		lo, hi = o.Root, o.Root+int(tr.size[o.Root])
 	}
 	keep = make([]bool, n)
 	shown := 0
-	for _, i := range o.reveal {
+	for _, i := range o.Reveal {
 		for i >= lo && i < hi && !keep[i] {
 			keep[i] = true
 			shown++
-			if i == o.root {
+			if i == o.Root {
 				break
 			}
-			i = tr.parent(i)
+			i = tr.Parent(i)
 		}
 	}
 	h := &spanHeap{t: tr.t}
@@ -99,16 +53,16 @@ func (tr *tree) prune(o pruneOptions) (keep []bool, lo, hi int) {
 	}
 	pushChildren := func(i int) {
 		for c := tr.first[i]; c >= 0; c = tr.next[c] {
-			if tr.t.Spans[c].Duration() >= o.minDur {
+			if tr.t.Spans[c].Duration() >= o.MinDuration {
 				push(int(c))
 			}
 		}
 	}
-	if o.root >= 0 {
-		push(o.root)
+	if o.Root >= 0 {
+		push(o.Root)
 	} else {
 		for i := range n {
-			if tr.parent(i) < 0 {
+			if tr.Parent(i) < 0 {
 				push(i)
 			}
 		}
@@ -118,7 +72,7 @@ func (tr *tree) prune(o pruneOptions) (keep []bool, lo, hi int) {
 			pushChildren(i)
 		}
 	}
-	for shown < o.maxSpans && h.Len() > 0 {
+	for shown < o.MaxSpans && h.Len() > 0 {
 		i := int(heap.Pop(h).(int32))
 		if keep[i] {
 			continue
@@ -152,14 +106,9 @@ func (h *spanHeap) Pop() any {
 	return x
 }
 
-// ViewSpan is a span of a trace view.
-type ViewSpan struct {
-	// Index is the span's position in the trace (tree order), the key
-	// of the other trace endpoints; Parent its parent's (-1 for a root
-	// or a missing parent).
-	Index        int    `json:"index"`
-	Parent       int    `json:"parent"`
-	Depth        int32  `json:"depth"`
+// SpanRef names a span: its ids, operation and where it ran, as the
+// views of a trace show them.
+type SpanRef struct {
 	SpanID       string `json:"spanId"`
 	ParentSpanID string `json:"parentSpanId,omitempty"`
 	Operation    string `json:"operation"`
@@ -168,7 +117,28 @@ type ViewSpan struct {
 	Service      string `json:"service"`
 	Process      string `json:"process,omitempty"`
 	Thread       string `json:"thread,omitempty"`
-	Start        int64  `json:"start"`
+}
+
+// NewSpanRef returns the SpanRef of s.
+func NewSpanRef(s *trace.Span) SpanRef {
+	r := SpanRef{SpanID: s.SpanID.String(), Operation: s.Operation, Component: s.Component, Host: s.Host, Service: s.Service,
+		Process: s.Process, Thread: s.Thread}
+	if s.ParentID != 0 {
+		r.ParentSpanID = s.ParentID.String()
+	}
+	return r
+}
+
+// ViewSpan is a span of a trace view.
+type ViewSpan struct {
+	// Index is the span's position in the trace (tree order), the key
+	// of the other trace endpoints; Parent its parent's (-1 for a root
+	// or a missing parent).
+	Index  int   `json:"index"`
+	Parent int   `json:"parent"`
+	Depth  int32 `json:"depth"`
+	SpanRef
+	Start int64 `json:"start"`
 	// OffsetNs is Start less the trace's start: exact in JavaScript,
 	// where a unix time in ns is a double rounded to 256 ns.
 	OffsetNs   int64  `json:"offsetNs"`
@@ -229,12 +199,14 @@ func attrsObject(s *trace.Span) map[string]json.RawMessage {
 	return m
 }
 
-// view renders the spans prune chose.
-func (tr *tree) view(o pruneOptions, attrs bool) TraceView {
+// View renders a trace (or the subtree of o.Root) with the spans prune
+// chooses: the longest first, at most o.MaxSpans, and counts what it
+// leaves out.
+func (tr *Tree) View(o ViewOptions) TraceView {
 	t := tr.t
 	keep, lo, hi := tr.prune(o)
 	v := TraceView{TraceID: t.ID.String(), Start: t.Start(), End: t.End(), DurationNs: t.Duration(), Hosts: t.Hosts(),
-		SpanCount: len(t.Spans), ErrorCount: t.Errors(), Broken: t.Broken, Part: t.Part, Root: o.root, Spans: []ViewSpan{}}
+		SpanCount: len(t.Spans), ErrorCount: t.Errors(), Broken: t.Broken, Part: t.Part, Root: o.Root, Spans: []ViewSpan{}}
 	if v.Hosts == nil {
 		v.Hosts = []string{}
 	}
@@ -259,7 +231,7 @@ func (tr *tree) view(o pruneOptions, attrs bool) TraceView {
 		if t.Spans[i].Error {
 			shownErr[i-lo]++
 		}
-		if p := tr.parent(i); p >= lo && i != o.root && keep[p] {
+		if p := tr.Parent(i); p >= lo && i != o.Root && keep[p] {
 			shownDesc[p-lo] += 1 + shownDesc[i-lo]
 			shownErr[p-lo] += shownErr[i-lo]
 		}
@@ -270,16 +242,12 @@ func (tr *tree) view(o pruneOptions, attrs bool) TraceView {
 			continue
 		}
 		s := &t.Spans[i]
-		vs := ViewSpan{Index: i, Parent: tr.parent(i), Depth: s.Depth, SpanID: s.SpanID.String(), Operation: s.Operation,
-			Component: s.Component, Host: s.Host, Service: s.Service, Process: s.Process, Thread: s.Thread, Start: s.Start, OffsetNs: s.Start - t0, DurationNs: s.Duration(),
-			SelfNs: tr.self(i), Error: s.Error, Kind: s.Kind.String(), Message: s.StatusMessage,
+		vs := ViewSpan{Index: i, Parent: tr.Parent(i), Depth: s.Depth, SpanRef: NewSpanRef(s), Start: s.Start, OffsetNs: s.Start - t0,
+			DurationNs: s.Duration(), SelfNs: tr.Self(i), Error: s.Error, Kind: s.Kind.String(), Message: s.StatusMessage,
 			Children: int(tr.children[i]), Descendants: int(tr.size[i]) - 1}
-		if s.ParentID != 0 {
-			vs.ParentSpanID = s.ParentID.String()
-		}
 		vs.Pruned = int(tr.size[i]) - 1 - int(shownDesc[i-lo])
 		vs.PrunedErrors = int(tr.errs[i] - shownErr[i-lo])
-		if attrs {
+		if o.Attributes {
 			vs.Attributes = attrsObject(s)
 		}
 		v.Spans = append(v.Spans, vs)
@@ -287,8 +255,8 @@ func (tr *tree) view(o pruneOptions, attrs bool) TraceView {
 	}
 	// What the scope holds and the view leaves out.
 	total, errs := 0, 0
-	if o.root >= 0 {
-		total, errs = int(tr.size[o.root]), int(tr.errs[o.root])
+	if o.Root >= 0 {
+		total, errs = int(tr.size[o.Root]), int(tr.errs[o.Root])
 	} else {
 		total, errs = len(t.Spans), t.Errors()
 	}
@@ -306,11 +274,11 @@ func (tr *tree) view(o pruneOptions, attrs bool) TraceView {
 // slowestAndErrors returns the span of [lo, hi) with the most self time
 // (the first of equals; -1 for an empty range) and the first
 // maxErrorSpans spans in error.
-func (tr *tree) slowestAndErrors(lo, hi int) (slowest int, errs []int) {
+func (tr *Tree) slowestAndErrors(lo, hi int) (slowest int, errs []int) {
 	slowest, errs = -1, []int{}
 	var most int64 = -1
 	for i := lo; i < hi; i++ {
-		if self := tr.self(i); self > most {
+		if self := tr.Self(i); self > most {
 			slowest, most = i, self
 		}
 		if tr.t.Spans[i].Error && len(errs) < maxErrorSpans {

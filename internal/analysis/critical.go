@@ -1,4 +1,4 @@
-package api
+package analysis
 
 import (
 	"cmp"
@@ -37,18 +37,18 @@ type CriticalPath struct {
 	Spans      []PathSpan    `json:"spans"`
 }
 
-// criticalPath follows Jaeger's algorithm: from the root's end, walk
+// CriticalPath returns the critical path of the trace. It follows Jaeger's algorithm: from the root's end, walk
 // back to the child that finished last before that point, descend into
 // it, and when a span has no child left, its remaining time is on the
 // path and the walk returns to its parent at the span's start. Children
 // are cut to their parent's end; children that start after it are left
 // out.
-func (tr *tree) criticalPath() CriticalPath {
+func (tr *Tree) CriticalPath() CriticalPath {
 	t := tr.t
 	cp := CriticalPath{Root: -1, Segments: []PathSegment{}, Spans: []PathSpan{}}
 	// The root that ends last.
 	for i := range t.Spans {
-		if tr.parent(i) < 0 && (cp.Root < 0 || t.Spans[i].End > t.Spans[cp.Root].End) {
+		if tr.Parent(i) < 0 && (cp.Root < 0 || t.Spans[i].End > t.Spans[cp.Root].End) {
 			cp.Root = i
 		}
 	}
@@ -131,12 +131,4 @@ func (tr *tree) criticalPath() CriticalPath {
 	}
 	slices.SortStableFunc(cp.Spans, func(a, b PathSpan) int { return cmp.Compare(b.OnPathNs, a.OnPathNs) })
 	return cp
-}
-
-func criticalPath(c *call) error {
-	t, err := c.trace()
-	if err != nil {
-		return err
-	}
-	return c.json(newTree(t).criticalPath())
 }

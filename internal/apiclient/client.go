@@ -1,4 +1,8 @@
-package api
+// Package apiclient is the client of a running bridge's HTTP API
+// (internal/api) that `tracebridge query --url` uses: GET requests with
+// an optional bearer token, answers decoded into the API's own types.
+// A Client may be used by several goroutines at once.
+package apiclient
 
 import (
 	"context"
@@ -9,6 +13,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/tracebridge/tracebridge/internal/api"
 )
 
 // Client calls the API of a running bridge (tracebridge query --url).
@@ -18,19 +24,19 @@ type Client struct {
 	http  *http.Client
 }
 
-// ClientError is an answer other than 200.
-type ClientError struct {
+// Error is an answer other than 200.
+type Error struct {
 	Status int
 	Msg    string
 }
 
-func (e *ClientError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("%d %s: %s", e.Status, http.StatusText(e.Status), e.Msg)
 }
 
-// NewClient returns a client of the bridge at base (http://host:port);
-// token, when not empty, goes in the Authorization header.
-func NewClient(base, token string) (*Client, error) {
+// New returns a client of the bridge at base (http://host:port); token,
+// when not empty, goes in the Authorization header.
+func New(base, token string) (*Client, error) {
 	u, err := url.Parse(base)
 	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return nil, fmt.Errorf("url %q: want http://HOST:PORT or https://HOST:PORT", base)
@@ -64,11 +70,13 @@ func (c *Client) Get(ctx context.Context, path string, q url.Values) ([]byte, er
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e errorBody
+		var e struct {
+			Error string `json:"error"`
+		}
 		if json.Unmarshal(b, &e) != nil || e.Error == "" {
 			e.Error = strings.TrimSpace(string(b))
 		}
-		return nil, &ClientError{resp.StatusCode, e.Error}
+		return nil, &Error{resp.StatusCode, e.Error}
 	}
 	return b, nil
 }
@@ -85,8 +93,8 @@ func (c *Client) getJSON(ctx context.Context, path string, q url.Values, v any) 
 }
 
 // Search runs a search (the parameters of GET /api/v1/traces).
-func (c *Client) Search(ctx context.Context, q url.Values) (SearchResult, error) {
-	var r SearchResult
+func (c *Client) Search(ctx context.Context, q url.Values) (api.SearchResult, error) {
+	var r api.SearchResult
 	return r, c.getJSON(ctx, "/api/v1/traces", q, &r)
 }
 
@@ -96,19 +104,19 @@ func (c *Client) Trace(ctx context.Context, id, format string) ([]byte, error) {
 }
 
 // Find searches inside a trace.
-func (c *Client) Find(ctx context.Context, id string, q url.Values) (FindResult, error) {
-	var r FindResult
+func (c *Client) Find(ctx context.Context, id string, q url.Values) (api.FindResult, error) {
+	var r api.FindResult
 	return r, c.getJSON(ctx, "/api/v1/traces/"+url.PathEscape(id)+"/find", q, &r)
 }
 
 // Rank returns a trace's method ranking.
-func (c *Client) Rank(ctx context.Context, id string) (Ranking, error) {
-	var r Ranking
+func (c *Client) Rank(ctx context.Context, id string) (api.Ranking, error) {
+	var r api.Ranking
 	return r, c.getJSON(ctx, "/api/v1/traces/"+url.PathEscape(id)+"/rank", nil, &r)
 }
 
 // Pivot groups the selected traces by a root attribute.
-func (c *Client) Pivot(ctx context.Context, q url.Values) (PivotResult, error) {
-	var r PivotResult
+func (c *Client) Pivot(ctx context.Context, q url.Values) (api.PivotResult, error) {
+	var r api.PivotResult
 	return r, c.getJSON(ctx, "/api/v1/pivot", q, &r)
 }

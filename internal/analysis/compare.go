@@ -1,12 +1,6 @@
-package api
+package analysis
 
-import (
-	"errors"
-	"net/http"
-
-	"github.com/tracebridge/tracebridge/internal/store"
-	"github.com/tracebridge/tracebridge/internal/trace"
-)
+import "github.com/tracebridge/tracebridge/internal/trace"
 
 // maxCompareNodes bounds a comparison's merged tree.
 const maxCompareNodes = 100_000
@@ -75,40 +69,33 @@ func (n *cmpNode) child(op, comp string, count *int) *cmpNode {
 	return c
 }
 
-// compare merges the call trees of a and b by path.
-func compare(a, b *trace.Trace) Comparison {
+// Compare merges the call trees of a and b by path: a structural diff
+// of two traces.
+func Compare(a, b *trace.Trace) Comparison {
 	root := &cmpNode{index: map[[2]string]*cmpNode{}}
 	count := 0
 	limited := false
 	add := func(t *trace.Trace, side func(*cmpNode) **CallStats) {
-		tr := newTree(t)
-		nodes := make([]*cmpNode, len(t.Spans))
-		for i := range t.Spans {
+		tr := NewTree(t)
+		mergePaths(tr, root, func(parent *cmpNode, i int) *cmpNode {
 			s := &t.Spans[i]
-			parent := root
-			if p := tr.parent(i); p >= 0 {
-				parent = nodes[p]
-			}
-			if parent == nil {
-				continue
-			}
 			n := parent.child(s.Operation, s.Component, &count)
 			if n == nil {
 				limited = true
-				continue
+				return nil
 			}
-			nodes[i] = n
 			st := side(n)
 			if *st == nil {
 				*st = &CallStats{}
 			}
 			(*st).Calls++
 			(*st).TotalNs += s.Duration()
-			(*st).SelfNs += tr.self(i)
+			(*st).SelfNs += tr.Self(i)
 			if s.Error {
 				(*st).Errors++
 			}
-		}
+			return n
+		})
 	}
 	add(a, func(n *cmpNode) **CallStats { return &n.a })
 	add(b, func(n *cmpNode) **CallStats { return &n.b })
@@ -156,39 +143,4 @@ func compare(a, b *trace.Trace) Comparison {
 
 func side(t *trace.Trace) CompareSide {
 	return CompareSide{TraceID: t.ID.String(), Spans: len(t.Spans), Errors: t.Errors(), DurationNs: t.Duration()}
-}
-
-func compareTraces(c *call) error {
-	st, err := c.store()
-	if err != nil {
-		return err
-	}
-	var ids [2]trace.ID
-	for i, name := range []string{"a", "b"} {
-		s := c.str(name)
-		if s == "" {
-			c.bad(name, "required: a trace id")
-			continue
-		}
-		id, err := trace.ParseID(s)
-		if err != nil {
-			c.bad(name, "%v", err)
-		}
-		ids[i] = id
-	}
-	if err := c.check(); err != nil {
-		return err
-	}
-	var ts [2]*trace.Trace
-	for i, id := range ids {
-		t, err := st.Get(id)
-		if errors.Is(err, store.ErrNotFound) {
-			return errorf(http.StatusNotFound, "trace %s not found", id)
-		}
-		if err != nil {
-			return err
-		}
-		ts[i] = t
-	}
-	return c.json(compare(ts[0], ts[1]))
 }
