@@ -1,10 +1,9 @@
 package pipeline
 
 import (
-	"context"
-	"errors"
-	"net"
 	"sync"
+
+	"github.com/tracebridge/tracebridge/internal/hostauth"
 )
 
 // Shared holds what the components of one bridge share besides their own
@@ -15,7 +14,7 @@ import (
 // know). A nil *Shared shares nothing.
 type Shared struct {
 	mu     sync.RWMutex
-	hosts  HostTable
+	hosts  hostauth.Table
 	values map[any]any
 }
 
@@ -44,7 +43,7 @@ func (s *Shared) Value(key any, mk func() any) any {
 }
 
 // SetHosts publishes the host table.
-func (s *Shared) SetHosts(h HostTable) {
+func (s *Shared) SetHosts(h hostauth.Table) {
 	if s == nil {
 		return
 	}
@@ -54,7 +53,7 @@ func (s *Shared) SetHosts(h HostTable) {
 }
 
 // Hosts returns the host table, or nil when the bridge has none.
-func (s *Shared) Hosts() HostTable {
+func (s *Shared) Hosts() hostauth.Table {
 	if s == nil {
 		return nil
 	}
@@ -89,38 +88,3 @@ func (s *Shared) Lookup(name string) any {
 	defer s.mu.RUnlock()
 	return s.values[name]
 }
-
-// HostTable decides which monitored hosts may send (zico's host table):
-// receivers that know who is sending (a ZICO HELLO, an OTLP bearer token)
-// ask it.
-type HostTable interface {
-	// Admit checks host name connecting from remote with secret. With
-	// security off an unknown host is created and admitted; with it on,
-	// the host must exist, its address must match when it has one, and
-	// its secret must match.
-	Admit(ctx context.Context, name string, remote net.Addr, secret string, security bool) (Admission, error)
-	// HostByToken finds the host whose secret is token (a bearer token),
-	// and checks its address; ErrUnauthorized when none.
-	HostByToken(ctx context.Context, token string, remote net.Addr) (string, Admission, error)
-	// Status says what the table says of an admitted host now: Admitted,
-	// Disabled, or Deleted when it is gone.
-	Status(name string) Admission
-}
-
-// Admission is what a host table says of a host.
-type Admission uint8
-
-const (
-	// Admitted: the host's data is taken.
-	Admitted Admission = iota
-	// Disabled: the host is known but disabled: its data is dropped (and
-	// answered as if taken).
-	Disabled
-	// Refused: unknown host, wrong address or wrong secret.
-	Refused
-	// Deleted: the host was deleted while connected.
-	Deleted
-)
-
-// ErrUnauthorized is wrapped by refusals of a host table.
-var ErrUnauthorized = errors.New("unauthorized")
