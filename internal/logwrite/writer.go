@@ -1,4 +1,4 @@
-// Package kiekerlog writes records as a Kieker log directory that Kieker's
+// Package logwrite writes records as a Kieker log directory that Kieker's
 // own readers accept: Kieker ≥1.13 directory and file names, kieker.map,
 // ASCII (.dat) or binary (.bin) data files, rotation, retention and
 // compression (see internal/logdir), one string registry per writer with
@@ -17,7 +17,7 @@
 //
 // Concurrency: a Writer may be used from several goroutines; Consume, Flush
 // and Close serialise on a mutex.
-package kiekerlog
+package logwrite
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package kiekerlog
+package logwrite
 
 import (
 	"fmt"
