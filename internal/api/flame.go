@@ -154,7 +154,7 @@ func profileFlame(c *call) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	p, _ := c.a.opt.Shared.Lookup("profiles").(Profiles)
+	var p Profiles = c.a.opt.Shared.Profiles()
 	if p == nil {
 		return errorf(http.StatusNotFound, "no profiles: this bridge keeps no JFR samples (it needs a JFR receiver and the profile stage)")
 	}

@@ -314,7 +314,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		}
 		// The web UI's live view: the stream over WebSocket, at /api/live.
 		s.live = livestream.NewHandler(s.StreamURL, livestream.HandlerOptions{Logger: set.Logger})
-		s.Shared.Publish("live", s.live)
+		s.Shared.SetLive(s.live)
 	}
 	ok = true
 	return s, nil

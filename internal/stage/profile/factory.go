@@ -58,8 +58,8 @@ func Factory() pipeline.StageFactory {
 			opt := c.Options()
 			return func(next pipeline.Consumer) pipeline.Consumer {
 				st := New(next, opt)
-				// The HTTP API's flame graphs of a host (api.Profiles).
-				set.Shared.Publish("profiles", st)
+				// The HTTP API's flame graphs of a host (pipeline.Profiles).
+				set.Shared.SetProfiles(st)
 				return st
 			}, nil
 		})
