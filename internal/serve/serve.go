@@ -177,7 +177,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		stages = append([]config.Component{config.NewComponent(split.Type, map[string]any{"boundaries": cfg.Split})}, stages...)
 		stages[0].Name = "split"
 	}
-	stages = withProfile(cfg.Receivers, stages)
+	stages = impliedStages(f, cfg.Receivers, stages)
 	type planned struct {
 		comp *config.Component
 		cfg  pipeline.Config
@@ -227,7 +227,20 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		sinks = append(sinks, decode("sink", c, sf.NewConfig))
 	}
 	// The top-level stream: a best-effort stream sink, with the control
-	// stage first among the stages.
+	// stage first among the stages. It stays a case of its own, not a
+	// factory with declared dependencies, because it is not a sink entry:
+	// it is the bridge's one live stream, and its key configures three
+	// things at once that a `sinks:` entry of type stream must keep not
+	// having (existing YAML lists plain extra streams that way): the
+	// remote control (the control stage, exactly one, before every
+	// configured stage, whose probe controllers the stream's key names),
+	// the receivers list it announces (known only once the receivers are
+	// built, so it is built after every other sink), and the web UI's live
+	// view (its URL). A dependency declared by the stream sink factory
+	// would give every listed stream sink a control stage and the live
+	// view, or need a flag telling the top-level one apart: this case under
+	// another name. See docs/ARCHITECTURE.md, "Components own their
+	// configuration".
 	var stream planned
 	if cfg.Stream != nil {
 		c := *cfg.Stream
@@ -320,16 +333,34 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 	return s, nil
 }
 
-// withProfile adds a profile stage (JFR execution samples on the spans of
-// their thread) when a jfr receiver is configured and no profile stage is.
-func withProfile(receivers, stages []config.Component) []config.Component {
-	jfrs := slices.ContainsFunc(receivers, func(c config.Component) bool { return c.Type == jfr.Type })
-	if !jfrs || slices.ContainsFunc(stages, func(c config.Component) bool { return c.Type == profile.Type }) {
-		return stages
+// impliedStage is a stage factory that declares the receiver types whose
+// data its stage is for (the profile stage: jfr).
+type impliedStage interface {
+	ImpliedBy() []string
+}
+
+// impliedStages adds, after the configured stages, a stage with its
+// defaults for every stage type implied by a configured receiver's type
+// when no stage of that type is configured (a jfr receiver brings a
+// profile stage: JFR execution samples on the spans of their thread).
+func impliedStages(f *pipeline.Factories, receivers, stages []config.Component) []config.Component {
+	for _, sf := range f.Stages {
+		im, ok := sf.(impliedStage)
+		if !ok || slices.ContainsFunc(stages, func(c config.Component) bool { return c.Type == sf.Type() }) {
+			continue
+		}
+		by := im.ImpliedBy()
+		if !slices.ContainsFunc(receivers, func(c config.Component) bool {
+			rf := f.Receiver(c.Type)
+			return rf != nil && slices.Contains(by, rf.Type())
+		}) {
+			continue
+		}
+		p := config.NewComponent(sf.Type(), nil)
+		p.Name = sf.Type()
+		stages = append(slices.Clone(stages), p)
 	}
-	p := config.NewComponent(profile.Type, nil)
-	p.Name = profile.Type
-	return append(slices.Clone(stages), p)
+	return stages
 }
 
 // addStream builds the top-level stream sink and tells it the receivers.
