@@ -123,6 +123,23 @@ func checkImports(r io.Reader) (bad []string, packages int, err error) {
 	return bad, packages, nil
 }
 
+// listImports runs go list with args in dir ("": here) and returns what
+// checkImports reports of its output, and how many packages it listed.
+func listImports(t *testing.T, dir string, args ...string) (bad []string, packages int) {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	bad, packages, err = checkImports(strings.NewReader(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bad, packages
+}
+
 // TestImportRules keeps the house (importRules): components (sources,
 // stages, sinks) never import the engine, serve, the configuration or
 // the public bridge; the record model imports neither codecs nor the
@@ -132,14 +149,7 @@ func checkImports(r io.Reader) (bad []string, packages int, err error) {
 // config; sinks and sources import no stages; the public stream and probe
 // packages import no sink.
 func TestImportRules(t *testing.T) {
-	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", module+"...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	bad, checked, err := checkImports(strings.NewReader(string(out)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bad, checked := listImports(t, "", "-json=ImportPath,Imports", module+"...")
 	for _, b := range bad {
 		t.Error(b)
 	}
@@ -180,16 +190,7 @@ func TestImportRulesBite(t *testing.T) {
 	if err := os.WriteFile(ovf, overlay, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", append([]string{"list", "-e", "-overlay", ovf, "-json=ImportPath,Imports"}, pkgs...)...)
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	bad, _, err := checkImports(strings.NewReader(string(out)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bad, _ := listImports(t, root, append([]string{"-e", "-overlay", ovf, "-json=ImportPath,Imports"}, pkgs...)...)
 	for _, v := range violations {
 		want := fmt.Sprintf("%s imports %s: %s", v.pkg, v.imports, v.rule)
 		if v.rule == "" {
