@@ -195,37 +195,44 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		}
 		return planned{c, pc}
 	}
-	var recvs, stgs, sinks []planned
-	for i := range cfg.Receivers {
-		c := &cfg.Receivers[i]
-		rf := f.Receiver(c.Type)
-		if rf == nil {
-			errs = append(errs, fmt.Errorf("receiver %s: unknown type %q (want one of %v)", c.Name, c.Type, f.ReceiverTypes()))
-			continue
+	// plan decodes the components cs of one kind; newCfg gives a type's
+	// configuration, nil for a type the factories do not know.
+	plan := func(what string, cs []config.Component, newCfg func(typ string) func() pipeline.Config, types func() []string) []planned {
+		var out []planned
+		for i := range cs {
+			c := &cs[i]
+			nc := newCfg(c.Type)
+			if nc == nil {
+				errs = append(errs, fmt.Errorf("%s %s: unknown type %q (want one of %v)", what, c.Name, c.Type, types()))
+				continue
+			}
+			out = append(out, decode(what, c, nc))
 		}
-		recvs = append(recvs, decode("receiver", c, rf.NewConfig))
+		return out
 	}
 	for i := range stages {
-		c := &stages[i]
-		if c.Name == "" {
-			c.Name = c.Type
+		if stages[i].Name == "" {
+			stages[i].Name = stages[i].Type
 		}
-		sf := f.Stage(c.Type)
-		if sf == nil {
-			errs = append(errs, fmt.Errorf("stage %s: unknown type %q (want one of %v)", c.Name, c.Type, f.StageTypes()))
-			continue
-		}
-		stgs = append(stgs, decode("stage", c, sf.NewConfig))
 	}
-	for i := range cfg.Sinks {
-		c := &cfg.Sinks[i]
-		sf := f.Sink(c.Type)
-		if sf == nil {
-			errs = append(errs, fmt.Errorf("sink %s: unknown type %q (want one of %v)", c.Name, c.Type, f.SinkTypes()))
-			continue
+	recvs := plan("receiver", cfg.Receivers, func(typ string) func() pipeline.Config {
+		if rf := f.Receiver(typ); rf != nil {
+			return rf.NewConfig
 		}
-		sinks = append(sinks, decode("sink", c, sf.NewConfig))
-	}
+		return nil
+	}, f.ReceiverTypes)
+	stgs := plan("stage", stages, func(typ string) func() pipeline.Config {
+		if sf := f.Stage(typ); sf != nil {
+			return sf.NewConfig
+		}
+		return nil
+	}, f.StageTypes)
+	sinks := plan("sink", cfg.Sinks, func(typ string) func() pipeline.Config {
+		if sf := f.Sink(typ); sf != nil {
+			return sf.NewConfig
+		}
+		return nil
+	}, f.SinkTypes)
 	// The top-level stream: a best-effort stream sink, with the control
 	// stage first among the stages. It stays a case of its own, not a
 	// factory with declared dependencies, because it is not a sink entry:
