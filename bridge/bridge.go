@@ -25,13 +25,13 @@ import (
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/config"
 	"github.com/tracebridge/tracebridge/internal/engine"
+	"github.com/tracebridge/tracebridge/internal/logwrite"
 	"github.com/tracebridge/tracebridge/internal/mapping"
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/serve"
 	"github.com/tracebridge/tracebridge/internal/sink/forward"
-	"github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
 	"github.com/tracebridge/tracebridge/internal/source/tcp"
 )
 
@@ -139,11 +139,11 @@ func NewKDBReceiver(cfg TCPReceiverConfig, mappingFile string, logger *slog.Logg
 
 // KiekerLogConfig configures a Kieker log directory sink (Kieker's
 // FileWriter settings).
-type KiekerLogConfig = kiekerlog.Config
+type KiekerLogConfig = logwrite.Config
 
 // NewKiekerLog returns a sink writing a Kieker log directory under
 // cfg.Path.
-func NewKiekerLog(cfg KiekerLogConfig) (*kiekerlog.Writer, error) { return kiekerlog.New(cfg) }
+func NewKiekerLog(cfg KiekerLogConfig) (*logwrite.Writer, error) { return logwrite.New(cfg) }
 
 // NewForward returns a sink sending records to another receiver:
 // kieker-tcp://HOST:PORT or kdb-tcp://HOST:PORT (default mapping).

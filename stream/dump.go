@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/logwrite"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
@@ -113,7 +113,7 @@ func (s *Stream) Dump(ctx context.Context, out string, o DumpOptions) (DumpStats
 
 // kiekerDump writes events to a Kieker log directory in dir.
 func kiekerDump(dir string, binary bool, st *DumpStats) (func(*Event), func() error, error) {
-	w, err := kiekerlog.New(kiekerlog.Config{Path: dir, Binary: binary, Metadata: true, ControllerName: "tracebridge-dump", ConvertSpans: true})
+	w, err := logwrite.New(logwrite.Config{Path: dir, Binary: binary, Metadata: true, ControllerName: "tracebridge-dump", ConvertSpans: true})
 	if err != nil {
 		return nil, nil, err
 	}

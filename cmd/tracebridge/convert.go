@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/tracebridge/tracebridge/internal/logdir"
-	"github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
+	"github.com/tracebridge/tracebridge/internal/logwrite"
 	jfrsrc "github.com/tracebridge/tracebridge/internal/source/jfr"
 	srclog "github.com/tracebridge/tracebridge/internal/source/kiekerlog"
 )
@@ -55,7 +55,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usagef("convert: --max-entries must be positive")
 	}
 	if isJFR {
-		return convertJFR(ctx, pos[0], pos[1], splitTypes(types), kiekerlog.Config{
+		return convertJFR(ctx, pos[0], pos[1], splitTypes(types), logwrite.Config{
 			Path: pos[1], Binary: binary, Compression: comp, MaxEntriesInFile: *maxEntries, Metadata: true,
 		}, stdout, stderr)
 	}
@@ -95,7 +95,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer bar.stop()
 	for i, l := range logs {
 		r := readers[i]
-		w, err := kiekerlog.New(kiekerlog.Config{
+		w, err := logwrite.New(logwrite.Config{
 			Path:             pos[1],
 			Binary:           binary,
 			Compression:      comp,
@@ -138,8 +138,8 @@ kieker.map, so cat, convert and traces read the log without -L.
 // convertJFR writes the events of a recording or repository as one Kieker
 // log. Damaged chunks and events are reported (file, offset, reason) and
 // skipped; the log then holds every readable event, and the exit code is 1.
-func convertJFR(ctx context.Context, in, out string, types []string, cfg kiekerlog.Config, stdout, stderr io.Writer) error {
-	w, err := kiekerlog.New(cfg)
+func convertJFR(ctx context.Context, in, out string, types []string, cfg logwrite.Config, stdout, stderr io.Writer) error {
+	w, err := logwrite.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ func convertJFR(ctx context.Context, in, out string, types []string, cfg kiekerl
 // convertInterrupted removes the incomplete output of w (it was converting
 // the log at in when Ctrl-C or SIGTERM came) and returns the error saying
 // what is left: the done logs converted before it are complete.
-func convertInterrupted(w *kiekerlog.Writer, in string, done int) error {
+func convertInterrupted(w *logwrite.Writer, in string, done int) error {
 	var removed, left []string
 	var errs []error
 	for _, d := range w.Dirs() {

@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
+	"github.com/tracebridge/tracebridge/internal/logwrite"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
 )
 
 // bigLog writes a binary log of n Before events and returns its directory.
 func bigLog(t *testing.T, n int) string {
 	t.Helper()
-	w, err := kiekerlog.New(kiekerlog.Config{Path: t.TempDir(), Binary: true, MaxEntriesInFile: -1, Metadata: true}) // one data file
+	w, err := logwrite.New(logwrite.Config{Path: t.TempDir(), Binary: true, MaxEntriesInFile: -1, Metadata: true}) // one data file
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/logdir"
+	"github.com/tracebridge/tracebridge/internal/logwrite"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
 	srclog "github.com/tracebridge/tracebridge/internal/source/kiekerlog"
 	"github.com/tracebridge/tracebridge/internal/stage/split"
 )
@@ -170,7 +170,7 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			bin = &b
 		}
-		w, err := kiekerlog.New(kiekerlog.Config{
+		w, err := logwrite.New(logwrite.Config{
 			Path:             pos[1],
 			Binary:           *bin,
 			Compression:      comp,

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/hostauth"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/store"
 )
@@ -132,7 +133,7 @@ func cmdHosts(_ context.Context, args []string, stdout, stderr io.Writer) error 
 			h.MaxAge = age
 		}
 		if secret != "" {
-			h.Secret = store.HashSecret(secret)
+			h.Secret = hostauth.HashSecret(secret)
 		}
 	}
 	var name string

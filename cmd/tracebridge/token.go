@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/tracebridge/tracebridge/internal/api"
-	"github.com/tracebridge/tracebridge/internal/store"
+	"github.com/tracebridge/tracebridge/internal/hostauth"
 )
 
 const tokenSynopsis = `token [--hash]
@@ -42,7 +42,7 @@ func cmdToken(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		if tok == "" {
 			return usagef("token --hash: the first line of standard input is empty")
 		}
-		fmt.Fprintln(stdout, store.HashSecret(tok))
+		fmt.Fprintln(stdout, hostauth.HashSecret(tok))
 		return nil
 	}
 	tok, hash := api.NewToken()

@@ -31,8 +31,9 @@ type Options struct {
 	// Metrics is the bridge's registry: /metrics and the console's
 	// connections, rates and queue depths.
 	Metrics *metrics.Registry
-	// Shared holds the services components publish: "live" (an
-	// http.Handler for /api/live) and "profiles" (Profiles).
+	// Shared holds the services components publish: Live (the
+	// http.Handler for /api/live) and Profiles (flame graphs of sampled
+	// stacks).
 	Shared *pipeline.Shared
 	// Tokens may write (nil: nobody may write).
 	Tokens *Tokens

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tracebridge/tracebridge/internal/store"
+	"github.com/tracebridge/tracebridge/internal/hostauth"
 )
 
 // Tokens are the argon2id hashes of the API tokens that may write. A
@@ -117,7 +117,7 @@ func (t *Tokens) Check(token string) (bool, error) {
 	}
 	ok := false
 	for _, h := range t.hashes {
-		if store.CheckSecret(h, token) {
+		if hostauth.CheckSecret(h, token) {
 			ok = true
 			break
 		}
@@ -144,7 +144,7 @@ func NewToken() (token, hash string) {
 		panic(err) // crypto/rand does not fail on Linux
 	}
 	token = tokenPrefix + base64.RawURLEncoding.EncodeToString(b)
-	return token, store.HashSecret(token)
+	return token, hostauth.HashSecret(token)
 }
 
 // bearer returns the token of an Authorization header ("" when none),

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/flame"
+	"github.com/tracebridge/tracebridge/internal/hostauth"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
-	"github.com/tracebridge/tracebridge/internal/store"
 )
 
 // TestWhoMayDoWhat: reads need no token on loopback, a token from
@@ -156,7 +156,7 @@ func TestHosts(t *testing.T) {
 		t.Errorf("the answer shows the secret: %s", b)
 	}
 	rec, _ := e.st.Host("edge-1")
-	if !store.CheckSecret(rec.Secret, "s3cret") {
+	if !hostauth.CheckSecret(rec.Secret, "s3cret") {
 		t.Error("the secret is not stored as its hash")
 	}
 	for _, bad := range []struct{ method, path, body, mention string }{
@@ -230,7 +230,7 @@ func TestServicesOfComponents(t *testing.T) {
 	if code != http.StatusServiceUnavailable || !strings.Contains(string(b), "no live view") {
 		t.Errorf("without a stream sink: %d %s", code, b)
 	}
-	shared.Publish("profiles", fakeProfiles{})
+	shared.SetProfiles(fakeProfiles{})
 	var f Flame
 	e.get("/api/v1/profiles/flame?host=jvm-1&since=1h", &f)
 	if f.Unit != "samples" || f.Root.Value != 45 || f.Root.Children[0].Name != "main" || len(f.Root.Children[0].Children) != 2 {
@@ -242,7 +242,7 @@ func TestServicesOfComponents(t *testing.T) {
 	if code, b, _ := e.do("GET", "/api/v1/profiles/flame?host=other", ""); code != http.StatusNotFound || !strings.Contains(string(b), "no samples") {
 		t.Errorf("a host without samples: %d %s", code, b)
 	}
-	shared.Publish("live", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	shared.SetLive(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !CanWrite(r.Context()) {
 			w.Write([]byte("read-only"))
 			return

@@ -301,8 +301,8 @@ func status(c *call) error {
 	if st := c.a.opt.Store(); st != nil {
 		s.Store, s.StoreDir, s.StoreSize = true, st.Dir(), st.Size()
 	}
-	_, s.Live = c.a.opt.Shared.Lookup("live").(http.Handler)
-	_, s.Profiles = c.a.opt.Shared.Lookup("profiles").(Profiles)
+	s.Live = c.a.opt.Shared.Live() != nil
+	s.Profiles = c.a.opt.Shared.Profiles() != nil
 	return c.json(s)
 }
 
@@ -830,7 +830,7 @@ func liveHandler(a *API) http.Handler {
 				return
 			}
 		}
-		h, _ := a.opt.Shared.Lookup("live").(http.Handler)
+		h := a.opt.Shared.Live()
 		if h == nil {
 			writeError(w, errorf(http.StatusServiceUnavailable, "no live view: this bridge has no stream sink publishing one (the live view is not configured)"))
 			return

@@ -3,7 +3,6 @@ package api
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -73,16 +72,6 @@ func (c *call) flame(f Flame, format, title string) error {
 	return c.raw("image/svg+xml", svg.Bytes())
 }
 
-// Profiles gives flame graphs of sampled stacks (JFR execution samples).
-// A JFR profile stage implements it and publishes itself in
-// pipeline.Shared under "profiles"; until one does, the profile
-// endpoints answer 404.
-type Profiles interface {
-	// Stacks returns the stacks sampled on host between since and until
-	// (unix ns), merged; nil without samples there.
-	Stacks(ctx context.Context, host string, since, until int64) (*flame.Stacks, error)
-}
-
 func profileFlame(c *call) error {
 	now := c.a.opt.Now()
 	host := c.str("host")
@@ -103,7 +92,7 @@ func profileFlame(c *call) error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	p, _ := c.a.opt.Shared.Lookup("profiles").(Profiles)
+	p := c.a.opt.Shared.Profiles()
 	if p == nil {
 		return errorf(http.StatusNotFound, "no profiles: this bridge keeps no JFR samples (it needs a JFR receiver and the profile stage)")
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/tracebridge/tracebridge/internal/hostauth"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/store"
 )
@@ -265,7 +266,7 @@ func (in *HostInput) apply(h *store.Host) error {
 		}
 		h.Secret = ""
 		if *in.Secret != "" && len(errs) == 0 {
-			h.Secret = store.HashSecret(*in.Secret)
+			h.Secret = hostauth.HashSecret(*in.Secret)
 		}
 	}
 	if len(errs) > 0 {

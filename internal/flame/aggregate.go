@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 )
 
@@ -54,8 +53,6 @@ type profileKey struct {
 	group string
 	start int64
 }
-
-var _ pipeline.Consumer = (*Aggregator)(nil)
 
 // ByField groups by a field's value as text (a thread's name:
 // "sampledThread"; for JFR, "sampledThread.javaThreadId" tells apart

@@ -2,21 +2,28 @@ package pipeline
 
 import (
 	"context"
-	"errors"
-	"net"
+	"net/http"
 	"sync"
+
+	"github.com/tracebridge/tracebridge/internal/flame"
+	"github.com/tracebridge/tracebridge/internal/hostauth"
 )
 
 // Shared holds what the components of one bridge share besides their own
 // configuration, filled while the bridge is built: a component that owns
-// a service publishes it (the trace store publishes its host table) and
-// others look it up when they need it (at run time, not while being
-// built, since the order in which components are built is not theirs to
-// know). A nil *Shared shares nothing.
+// a service publishes it through a typed setter (the trace store's sink
+// its host table, SetHosts; serve the live view, SetLive; the profile
+// stage its stacks, SetProfiles) and others read it when they need it (at
+// run time, not while being built, since the order in which components
+// are built is not theirs to know). Services private to a few packages
+// (the control settings, the embedded NATS server) live under a key of
+// the owning package (Value). A nil *Shared shares nothing.
 type Shared struct {
-	mu     sync.RWMutex
-	hosts  HostTable
-	values map[any]any
+	mu       sync.RWMutex
+	hosts    hostauth.Table
+	live     http.Handler
+	profiles Profiles
+	values   map[any]any
 }
 
 // Value returns the service shared under key (an unexported type of the
@@ -44,7 +51,7 @@ func (s *Shared) Value(key any, mk func() any) any {
 }
 
 // SetHosts publishes the host table.
-func (s *Shared) SetHosts(h HostTable) {
+func (s *Shared) SetHosts(h hostauth.Table) {
 	if s == nil {
 		return
 	}
@@ -54,7 +61,7 @@ func (s *Shared) SetHosts(h HostTable) {
 }
 
 // Hosts returns the host table, or nil when the bridge has none.
-func (s *Shared) Hosts() HostTable {
+func (s *Shared) Hosts() hostauth.Table {
 	if s == nil {
 		return nil
 	}
@@ -63,64 +70,53 @@ func (s *Shared) Hosts() HostTable {
 	return s.hosts
 }
 
-// Publish makes a service of a component available under a name, for
-// the parts of the bridge that serve people (the HTTP API). The names the
-// API looks up: "live" (an http.Handler mounted at /api/live, the live
-// view's WebSocket) and "profiles" (an api.Profiles: flame graphs of
-// sampled stacks). Publishing a name again replaces the service.
-func (s *Shared) Publish(name string, service any) {
+// SetLive publishes the live view's WebSocket handler (the top-level
+// stream's), which the HTTP API mounts at /api/live.
+func (s *Shared) SetLive(h http.Handler) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.values == nil {
-		s.values = map[any]any{}
-	}
-	s.values[name] = service
+	s.live = h
+	s.mu.Unlock()
 }
 
-// Lookup returns the service published under name, or nil.
-func (s *Shared) Lookup(name string) any {
+// Live returns the live view's handler, or nil when the bridge has none.
+func (s *Shared) Live() http.Handler {
 	if s == nil {
 		return nil
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.values[name]
+	return s.live
 }
 
-// HostTable decides which monitored hosts may send (zico's host table):
-// receivers that know who is sending (a ZICO HELLO, an OTLP bearer token)
-// ask it.
-type HostTable interface {
-	// Admit checks host name connecting from remote with secret. With
-	// security off an unknown host is created and admitted; with it on,
-	// the host must exist, its address must match when it has one, and
-	// its secret must match.
-	Admit(ctx context.Context, name string, remote net.Addr, secret string, security bool) (Admission, error)
-	// HostByToken finds the host whose secret is token (a bearer token),
-	// and checks its address; ErrUnauthorized when none.
-	HostByToken(ctx context.Context, token string, remote net.Addr) (string, Admission, error)
-	// Status says what the table says of an admitted host now: Admitted,
-	// Disabled, or Deleted when it is gone.
-	Status(name string) Admission
+// Profiles gives the stacks a profile stage sampled (JFR's execution
+// samples), for the HTTP API's flame graphs.
+type Profiles interface {
+	// Stacks returns the stacks sampled on host between since and until
+	// (unix ns), merged; nil without samples there.
+	Stacks(ctx context.Context, host string, since, until int64) (*flame.Stacks, error)
 }
 
-// Admission is what a host table says of a host.
-type Admission uint8
+// SetProfiles publishes the profile stage's stacks. Publishing again
+// replaces them.
+func (s *Shared) SetProfiles(p Profiles) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.profiles = p
+	s.mu.Unlock()
+}
 
-const (
-	// Admitted: the host's data is taken.
-	Admitted Admission = iota
-	// Disabled: the host is known but disabled: its data is dropped (and
-	// answered as if taken).
-	Disabled
-	// Refused: unknown host, wrong address or wrong secret.
-	Refused
-	// Deleted: the host was deleted while connected.
-	Deleted
-)
-
-// ErrUnauthorized is wrapped by refusals of a host table.
-var ErrUnauthorized = errors.New("unauthorized")
+// Profiles returns the profile stage's stacks, or nil when the bridge has
+// no profile stage.
+func (s *Shared) Profiles() Profiles {
+	if s == nil {
+		return nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.profiles
+}

@@ -313,15 +313,15 @@ func TestJFRReceiverAddsProfileStage(t *testing.T) {
 		return strings.Fields(strings.Join(out, " "))
 	}
 	cfg := parse(t, "receivers:\n  - {type: jfr, repository: /r}\nstages:\n  - {type: timeunit, unit: us}\nsinks:\n  - {type: kieker-log}\n")
-	if got := types(withProfile(cfg.Receivers, cfg.Stages)); strings.Join(got, ",") != "timeunit,profile" {
+	if got := types(impliedStages(DefaultFactories(), cfg.Receivers, cfg.Stages)); strings.Join(got, ",") != "timeunit,profile" {
 		t.Errorf("stages %v", got)
 	}
 	cfg = parse(t, "receivers:\n  - {type: jfr, repository: /r}\nstages:\n  - {type: profile, lines: true}\nsinks:\n  - {type: kieker-log}\n")
-	if got := types(withProfile(cfg.Receivers, cfg.Stages)); strings.Join(got, ",") != "profile" {
+	if got := types(impliedStages(DefaultFactories(), cfg.Receivers, cfg.Stages)); strings.Join(got, ",") != "profile" {
 		t.Errorf("stages %v", got)
 	}
 	cfg = parse(t, "receivers:\n  - {type: kieker-tcp, listen: \"127.0.0.1:0\"}\nsinks:\n  - {type: kieker-log}\n")
-	if got := withProfile(cfg.Receivers, cfg.Stages); len(got) != 0 {
+	if got := impliedStages(DefaultFactories(), cfg.Receivers, cfg.Stages); len(got) != 0 {
 		t.Errorf("stages %v", got)
 	}
 	// It builds: the receiver, the stage, the sinks.

@@ -270,16 +270,6 @@ func TestRetentionDropsOldestSegments(t *testing.T) {
 	}
 }
 
-func TestSecrets(t *testing.T) {
-	h := HashSecret("s3cr3t")
-	if !CheckSecret(h, "s3cr3t") || CheckSecret(h, "s3cr3T") || CheckSecret("plain", "plain") {
-		t.Fatal("secret check")
-	}
-	if h == HashSecret("s3cr3t") {
-		t.Fatal("no salt")
-	}
-}
-
 // TestRebuildFromSegments: with the index gone, rebuild makes it again
 // from the segments alone (hosts from their name files).
 func TestRebuildFromSegments(t *testing.T) {

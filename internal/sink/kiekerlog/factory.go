@@ -1,3 +1,7 @@
+// Package kiekerlog is the kieker-log sink: Kieker's FileWriter settings
+// (YAML keys or a Kieker properties file) turned into a Kieker log
+// directory writer (internal/logwrite, which also serves the public stream
+// package's dump and the CLI's converters).
 package kiekerlog
 
 import (
@@ -7,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tracebridge/tracebridge/internal/logdir"
+	"github.com/tracebridge/tracebridge/internal/logwrite"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/properties"
 )
@@ -67,7 +72,7 @@ func Factory() pipeline.SinkFactory {
 			kc.OnUndescribed = func(err error) {
 				set.Logger.Warn("kieker log: record type not described", "sink", set.Name, "err", err)
 			}
-			w, err := New(kc)
+			w, err := logwrite.New(kc)
 			if err != nil {
 				return nil, pipeline.Classify(pipeline.ErrConfig, err)
 			}
@@ -75,23 +80,23 @@ func Factory() pipeline.SinkFactory {
 		})
 }
 
-type built struct{ *Writer }
+type built struct{ *logwrite.Writer }
 
 func (b built) Where() string { return "writing to " + b.Dir() }
 
 // WriterConfig turns the sink's settings (a Kieker properties file first,
 // then the sink's own keys, then dataDir for the path) into the writer's
 // configuration.
-func (c *FactoryConfig) WriterConfig(dataDir string) (Config, error) {
+func (c *FactoryConfig) WriterConfig(dataDir string) (logwrite.Config, error) {
 	eff := *c
 	if c.KiekerProperties != "" {
 		p, err := properties.Load(c.KiekerProperties)
 		if err != nil {
-			return Config{}, err
+			return logwrite.Config{}, err
 		}
 		var base FactoryConfig
 		if err := base.ApplyKiekerProperties(p); err != nil {
-			return Config{}, fmt.Errorf("%s: %w", c.KiekerProperties, err)
+			return logwrite.Config{}, fmt.Errorf("%s: %w", c.KiekerProperties, err)
 		}
 		eff = base.overlay(*c)
 	}
@@ -100,13 +105,13 @@ func (c *FactoryConfig) WriterConfig(dataDir string) (Config, error) {
 	}
 	comp, err := logdir.ParseCompression(eff.Compression)
 	if err != nil {
-		return Config{}, err
+		return logwrite.Config{}, err
 	}
 	metadata := true
 	if eff.Metadata != nil {
 		metadata = *eff.Metadata
 	}
-	return Config{
+	return logwrite.Config{
 		Path:                eff.Path,
 		Binary:              eff.Format != "ascii",
 		Compression:         comp,

@@ -100,7 +100,7 @@ func New(c *Config, set pipeline.Settings) (*Sink, error) {
 	}
 	s := &Sink{st: st, log: set.Logger, name: set.Name, stop: make(chan struct{}), done: make(chan struct{}),
 		syncFaults: lograte.Limiter{PerSecond: 1}}
-	set.Shared.SetHosts(st)
+	set.Shared.SetHosts(st.Auth())
 	sync := time.Duration(c.SyncInterval)
 	if sync <= 0 {
 		sync = time.Second

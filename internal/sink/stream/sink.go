@@ -18,11 +18,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tracebridge/tracebridge/internal/codec/streammsg"
+	"github.com/tracebridge/tracebridge/internal/control"
 	"github.com/tracebridge/tracebridge/internal/lograte"
 	"github.com/tracebridge/tracebridge/internal/natsd"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/stage/control"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 

@@ -16,11 +16,12 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tracebridge/tracebridge/internal/codec/streammsg"
+	"github.com/tracebridge/tracebridge/internal/control"
 	"github.com/tracebridge/tracebridge/internal/natsd"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	sink "github.com/tracebridge/tracebridge/internal/sink/stream"
-	"github.com/tracebridge/tracebridge/internal/stage/control"
+	controlstage "github.com/tracebridge/tracebridge/internal/stage/control"
 	"github.com/tracebridge/tracebridge/stream"
 )
 
@@ -444,7 +445,7 @@ func TestControl(t *testing.T) {
 		}
 		return s.Consume(context.Background(), b)
 	})
-	stage := ctl.Stage()(out)
+	stage := controlstage.Stage(ctl)(out)
 	ctx := context.Background()
 
 	for _, tc := range []struct {

@@ -7,7 +7,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
 	"github.com/tracebridge/tracebridge/internal/mapping"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
-	"github.com/tracebridge/tracebridge/internal/stage/timeunit"
+	"github.com/tracebridge/tracebridge/internal/timeunit"
 )
 
 // Options are the keys every broker receiver takes in YAML besides its

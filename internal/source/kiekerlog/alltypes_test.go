@@ -7,9 +7,9 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/gen"
+	"github.com/tracebridge/tracebridge/internal/logwrite"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
-	sink "github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
 	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
 )
 
@@ -19,7 +19,7 @@ import (
 func writeAll(t *testing.T, binary bool) (string, []record.Record) {
 	t.Helper()
 	recs := gen.Samples(record.Builtin().Types())
-	w, err := sink.New(sink.Config{Path: t.TempDir(), Binary: binary, Metadata: false})
+	w, err := logwrite.New(logwrite.Config{Path: t.TempDir(), Binary: binary, Metadata: false})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ import (
 type Options struct {
 	// Catalog resolves class names; nil means record.Builtin(). The IRL
 	// files (*.irl) in a log directory, such as the ones
-	// internal/sink/kiekerlog writes beside kieker.map for JFR and other
+	// internal/logwrite writes beside kieker.map for JFR and other
 	// types Kieker lacks, add to it for that log; where they describe a
 	// type of Catalog differently, the log's own description wins.
 	Catalog *record.Catalog

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/tracebridge/tracebridge/internal/logdir"
+	"github.com/tracebridge/tracebridge/internal/logwrite"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
-	sink "github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
 	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
 )
 
@@ -20,7 +20,7 @@ var cat = record.Builtin()
 
 func writeLog(t testing.TB, dir string, binary bool, records int) string {
 	t.Helper()
-	w, err := sink.New(sink.Config{Path: dir, Binary: binary, MaxEntriesInFile: 200_000, Metadata: true})
+	w, err := logwrite.New(logwrite.Config{Path: dir, Binary: binary, MaxEntriesInFile: 200_000, Metadata: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestMemoryDoesNotGrowWithLogSize(t *testing.T) {
 func cutLog(t *testing.T, binary bool, comp logdir.Compression, records, perFile, cut, bytes int) (dir, cutFile string) {
 	t.Helper()
 	base := t.TempDir()
-	w, err := sink.New(sink.Config{Path: base, Binary: binary, Compression: comp, MaxEntriesInFile: perFile, Metadata: true})
+	w, err := logwrite.New(logwrite.Config{Path: base, Binary: binary, Compression: comp, MaxEntriesInFile: perFile, Metadata: true})
 	if err != nil {
 		t.Fatal(err)
 	}

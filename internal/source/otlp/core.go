@@ -11,6 +11,7 @@ import (
 	"time"
 
 	otlpcodec "github.com/tracebridge/tracebridge/internal/codec/otlp"
+	"github.com/tracebridge/tracebridge/internal/hostauth"
 	"github.com/tracebridge/tracebridge/internal/lograte"
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
@@ -124,7 +125,7 @@ type outcome struct {
 // admit checks a request's credentials (auth: the Authorization header or
 // metadata) when security is on: it returns the host the spans belong to
 // ("" with security off), whether to drop them (a disabled host), or an
-// error wrapping pipeline.ErrUnauthorized, or ErrNoHostTable.
+// error wrapping hostauth.ErrUnauthorized, or ErrNoHostTable.
 func (c *core) admit(ctx context.Context, auth string, remote net.Addr) (host string, drop bool, err error) {
 	if !c.security {
 		return "", false, nil
@@ -138,7 +139,7 @@ func (c *core) admit(ctx context.Context, auth string, remote net.Addr) (host st
 		token, ok = strings.CutPrefix(auth, "bearer ")
 	}
 	if !ok || token == "" {
-		return "", false, fmt.Errorf("%w: no bearer token", pipeline.ErrUnauthorized)
+		return "", false, fmt.Errorf("%w: no bearer token", hostauth.ErrUnauthorized)
 	}
 	name, adm, err := hosts.HostByToken(ctx, strings.TrimSpace(token), remote)
 	if err != nil {
@@ -146,12 +147,12 @@ func (c *core) admit(ctx context.Context, auth string, remote net.Addr) (host st
 		return "", false, err
 	}
 	switch adm {
-	case pipeline.Admitted:
+	case hostauth.Admitted:
 		return name, false, nil
-	case pipeline.Disabled:
+	case hostauth.Disabled:
 		return name, true, nil
 	}
-	return "", false, fmt.Errorf("%w: host %s is not admitted", pipeline.ErrUnauthorized, name)
+	return "", false, fmt.Errorf("%w: host %s is not admitted", hostauth.ErrUnauthorized, name)
 }
 
 func addrString(a net.Addr) string {

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	otlpcodec "github.com/tracebridge/tracebridge/internal/codec/otlp"
+	"github.com/tracebridge/tracebridge/internal/hostauth"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 )
 
@@ -151,7 +152,7 @@ func (g *GRPC) export(ctx context.Context, dec func(any) error) (any, error) {
 	}
 	host, drop, err := g.c.admit(ctx, auth, remote)
 	switch {
-	case errors.Is(err, pipeline.ErrUnauthorized):
+	case errors.Is(err, hostauth.ErrUnauthorized):
 		return nil, status.Error(codes.Unauthenticated, "otlp-grpc: "+err.Error())
 	case err != nil:
 		return nil, status.Error(codes.Unavailable, "otlp-grpc: "+err.Error())

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	otlpcodec "github.com/tracebridge/tracebridge/internal/codec/otlp"
+	"github.com/tracebridge/tracebridge/internal/hostauth"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 )
 
@@ -165,7 +166,7 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	remote, _ := net.ResolveTCPAddr("tcp", r.RemoteAddr) // an IP:port: no lookup
 	host, drop, err := h.c.admit(r.Context(), r.Header.Get("Authorization"), remote)
 	switch {
-	case errors.Is(err, pipeline.ErrUnauthorized):
+	case errors.Is(err, hostauth.ErrUnauthorized):
 		w.Header().Set("WWW-Authenticate", `Bearer realm="tracebridge"`)
 		h.fail(w, json, http.StatusUnauthorized, rpcUnauthenticated, err.Error())
 		return

@@ -10,7 +10,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/mapping"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
-	"github.com/tracebridge/tracebridge/internal/stage/timeunit"
+	"github.com/tracebridge/tracebridge/internal/timeunit"
 )
 
 // The receiver types this package builds.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	codec "github.com/tracebridge/tracebridge/internal/codec/zico"
+	"github.com/tracebridge/tracebridge/internal/hostauth"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/trace"
@@ -158,12 +159,12 @@ func (r *Receiver) hello(ctx context.Context, req HelloRequest, remote net.Addr)
 	}
 	adm, err := hosts.Admit(ctx, req.Hostname, remote, req.Auth, r.cfg.Security)
 	switch adm {
-	case pipeline.Admitted:
+	case hostauth.Admitted:
 		return nil
-	case pipeline.Disabled:
+	case hostauth.Disabled:
 		r.disabled.Store(info.ID, true)
 		return nil
-	case pipeline.Deleted:
+	case hostauth.Deleted:
 		return ErrEOD
 	}
 	return fmt.Errorf("%w: %v", ErrAuth, err)
@@ -174,9 +175,9 @@ func (r *Receiver) data(ctx context.Context, host string, traces []Trace) error 
 	info, _ := InfoFromContext(ctx)
 	if hosts := r.set.Shared.Hosts(); hosts != nil {
 		switch hosts.Status(host) {
-		case pipeline.Deleted:
+		case hostauth.Deleted:
 			return ErrEOD
-		case pipeline.Disabled:
+		case hostauth.Disabled:
 			return nil // dropped, answered OK (zico)
 		}
 	}

@@ -1,9 +1,17 @@
+// Package control is the control stage: it applies the settings of the
+// bridge's remote control (internal/control: record types and hosts
+// switched off, types sampled) to every batch, before the other stages
+// and every sink.
+//
+// Concurrency: the stage runs on the engine's drain goroutine; it reads
+// the settings with one atomic load a batch.
 package control
 
 import (
 	"context"
 	"path/filepath"
 
+	ctl "github.com/tracebridge/tracebridge/internal/control"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 )
@@ -18,21 +26,11 @@ type FactoryConfig struct {
 	StateFile string `yaml:"state_file"`
 	// ProbeControllers are the Kieker TCP controllers of monitored
 	// programs that probe commands go to.
-	ProbeControllers []Probe `yaml:"probe_controllers"`
+	ProbeControllers []ctl.Probe `yaml:"probe_controllers"`
 }
 
 // Validate checks the configuration.
-func (c *FactoryConfig) Validate() error { return ValidateProbes(c.ProbeControllers) }
-
-// ValidateProbes checks probe controller addresses.
-func ValidateProbes(ps []Probe) error {
-	for _, p := range ps {
-		if _, _, err := splitAddr(p.Address); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (c *FactoryConfig) Validate() error { return ctl.ValidateProbes(c.ProbeControllers) }
 
 // Factory returns the factory of control stages.
 func Factory() pipeline.StageFactory {
@@ -42,16 +40,16 @@ func Factory() pipeline.StageFactory {
 			if file == "" {
 				file = filepath.Join(set.DataDir, "control.json")
 			}
-			ctl, err := Shared(set.Shared, Options{StateFile: file, Catalog: set.Catalog, Probes: c.ProbeControllers, Logger: set.Logger})
+			cl, err := ctl.Shared(set.Shared, ctl.Options{StateFile: file, Catalog: set.Catalog, Probes: c.ProbeControllers, Logger: set.Logger})
 			if err != nil {
 				return nil, pipeline.Classify(pipeline.ErrConfig, err)
 			}
-			return ctl.Stage(), nil
+			return Stage(cl), nil
 		})
 }
 
-// Stage returns the stage that applies the controller's settings.
-func (c *Controller) Stage() pipeline.Stage {
+// Stage returns the stage that applies c's settings.
+func Stage(c *ctl.Controller) pipeline.Stage {
 	return func(next pipeline.Consumer) pipeline.Consumer {
 		f := &filter{c: c, next: next}
 		f.emit, _ = next.(pipeline.Emitter)
@@ -62,11 +60,11 @@ func (c *Controller) Stage() pipeline.Stage {
 // filter drops the records the settings switch off, in place. It runs on
 // the drain goroutine only.
 type filter struct {
-	c    *Controller
+	c    *ctl.Controller
 	next pipeline.Consumer
 	emit pipeline.Emitter
 
-	rules *rules                     // the settings the cache is for
+	rules *ctl.Rules                 // the settings the cache is for
 	cache map[*record.Type]*typeRule // per type, for rules
 	hostF map[*record.Type]int       // index of a string field hostname, or -1
 }
@@ -99,25 +97,25 @@ func (f *filter) Emit(ctx context.Context, b *record.Batch) (*record.Batch, erro
 }
 
 func (f *filter) apply(b *record.Batch) {
-	r := f.c.rules.Load()
-	if r == nil || r.empty() || b.Len() == 0 {
+	r := f.c.Rules()
+	if r == nil || r.Empty() || b.Len() == 0 {
 		return
 	}
 	if r != f.rules {
 		f.rules, f.cache = r, map[*record.Type]*typeRule{}
 	}
-	if b.Origin.Host != "" && r.hosts[b.Origin.Host] {
+	if b.Origin.Host != "" && r.Hosts[b.Origin.Host] {
 		b.Truncate(0)
 		return
 	}
-	perRecordHost := b.Origin.Host == "" && len(r.hosts) > 0
+	perRecordHost := b.Origin.Host == "" && len(r.Hosts) > 0
 	out := b.Records[:0]
 	for i := range b.Records {
 		rec := &b.Records[i]
 		tr := f.rule(rec.Type)
 		keep := !tr.drop
 		if keep && perRecordHost {
-			if j := f.hostField(rec.Type); j >= 0 && r.hosts[rec.Values[j].Str()] {
+			if j := f.hostField(rec.Type); j >= 0 && r.Hosts[rec.Values[j].Str()] {
 				keep = false
 			}
 		}
@@ -136,7 +134,7 @@ func (f *filter) rule(t *record.Type) *typeRule {
 	if tr := f.cache[t]; tr != nil {
 		return tr
 	}
-	tr := &typeRule{drop: f.rules.types[t.Name], rate: f.rules.samples[t.Name], trace: -1}
+	tr := &typeRule{drop: f.rules.Types[t.Name], rate: f.rules.Samples[t.Name], trace: -1}
 	if j := t.FieldIndex("traceId"); j >= 0 && t.Fields[j].Kind == record.Long && !t.Fields[j].Array {
 		tr.trace = j
 	}

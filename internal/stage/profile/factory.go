@@ -53,13 +53,26 @@ func (c *FactoryConfig) Options() Options {
 
 // Factory returns the factory of profile stages.
 func Factory() pipeline.StageFactory {
+	return factory{newFactory()}
+}
+
+// factory declares the receivers whose data the stage is for: serve adds
+// a profile stage (with its defaults) when a jfr receiver is configured
+// and no profile stage is.
+type factory struct{ pipeline.StageFactory }
+
+// ImpliedBy names the receiver types that bring a profile stage: jfr
+// (internal/source/jfr's Type; stages import no sources).
+func (factory) ImpliedBy() []string { return []string{"jfr"} }
+
+func newFactory() pipeline.StageFactory {
 	return pipeline.NewStageFactory(Type, func() *FactoryConfig { return &FactoryConfig{} },
 		func(c *FactoryConfig, set pipeline.Settings) (pipeline.Stage, error) {
 			opt := c.Options()
 			return func(next pipeline.Consumer) pipeline.Consumer {
 				st := New(next, opt)
-				// The HTTP API's flame graphs of a host (api.Profiles).
-				set.Shared.Publish("profiles", st)
+				// The HTTP API's flame graphs of a host (pipeline.Profiles).
+				set.Shared.SetProfiles(st)
 				return st
 			}, nil
 		})

@@ -1,3 +1,7 @@
+// Package timeunit is the timeunit stage: it converts the timestamps of
+// every batch to nanoseconds, the conversion receivers do with their
+// timestamp_unit key, for all receivers at once. The conversion itself
+// lives in internal/timeunit, shared with the receivers.
 package timeunit
 
 import (
@@ -5,6 +9,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
+	unit "github.com/tracebridge/tracebridge/internal/timeunit"
 )
 
 // Type is the stage type this package builds.
@@ -20,7 +25,7 @@ type FactoryConfig struct {
 
 // Validate checks the configuration.
 func (c *FactoryConfig) Validate() error {
-	_, err := Factor(c.Unit)
+	_, err := unit.Factor(c.Unit)
 	return err
 }
 
@@ -28,7 +33,7 @@ func (c *FactoryConfig) Validate() error {
 func Factory() pipeline.StageFactory {
 	return pipeline.NewStageFactory(Type, func() *FactoryConfig { return &FactoryConfig{} },
 		func(c *FactoryConfig, set pipeline.Settings) (pipeline.Stage, error) {
-			conv, err := New(c.Unit, set.Catalog)
+			conv, err := unit.New(c.Unit, set.Catalog)
 			if err != nil {
 				return nil, pipeline.Classify(pipeline.ErrConfig, err)
 			}

@@ -1,4 +1,4 @@
-package kiekerlog_test
+package logwrite_test
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tracebridge/tracebridge/internal/codec/jsonl"
+	"github.com/tracebridge/tracebridge/internal/logwrite"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
@@ -73,7 +73,7 @@ func lines(recs []record.Record) []string {
 func TestTypesDescribedBesideMap(t *testing.T) {
 	for _, binary := range []bool{false, true} {
 		t.Run(fmt.Sprintf("binary=%v", binary), func(t *testing.T) {
-			w, err := kiekerlog.New(kiekerlog.Config{Path: t.TempDir(), Binary: binary, MaxEntriesInFile: 50})
+			w, err := logwrite.New(logwrite.Config{Path: t.TempDir(), Binary: binary, MaxEntriesInFile: 50})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +120,7 @@ func TestTypesDescribedBesideMap(t *testing.T) {
 // directory; each reads back.
 func TestConflictingLayoutStartsNewLog(t *testing.T) {
 	other := record.MustType(jfrSample.Name, append(append([]record.Field(nil), jfrSample.Fields...), record.Field{Name: "sampledThread.virtual", Kind: record.Bool})...)
-	w, err := kiekerlog.New(kiekerlog.Config{Path: t.TempDir(), Binary: true})
+	w, err := logwrite.New(logwrite.Config{Path: t.TempDir(), Binary: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestConflictingLayoutStartsNewLog(t *testing.T) {
 // TestUndescribableType: a type IRL cannot name is written, and reported.
 func TestUndescribableType(t *testing.T) {
 	var reported []string
-	w, err := kiekerlog.New(kiekerlog.Config{Path: t.TempDir(), OnUndescribed: func(err error) { reported = append(reported, err.Error()) }})
+	w, err := logwrite.New(logwrite.Config{Path: t.TempDir(), OnUndescribed: func(err error) { reported = append(reported, err.Error()) }})
 	if err != nil {
 		t.Fatal(err)
 	}

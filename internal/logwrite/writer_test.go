@@ -1,4 +1,4 @@
-package kiekerlog_test
+package logwrite_test
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/logdir"
+	"github.com/tracebridge/tracebridge/internal/logwrite"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
 	source "github.com/tracebridge/tracebridge/internal/source/kiekerlog"
 )
 
@@ -58,7 +58,7 @@ func TestFlushWithoutCloseIsReadable(t *testing.T) {
 	for _, binary := range []bool{false, true} {
 		for _, comp := range []logdir.Compression{logdir.None, logdir.Deflate, logdir.Gzip, logdir.Zip, logdir.XZ} {
 			t.Run(fmt.Sprintf("binary=%v/%v", binary, comp), func(t *testing.T) {
-				w, err := kiekerlog.New(kiekerlog.Config{Path: t.TempDir(), Binary: binary, Compression: comp, MaxEntriesInFile: 300, Metadata: true})
+				w, err := logwrite.New(logwrite.Config{Path: t.TempDir(), Binary: binary, Compression: comp, MaxEntriesInFile: 300, Metadata: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -119,7 +119,7 @@ func copyDir(t *testing.T, from, to string) {
 
 func TestRotationAndMetadata(t *testing.T) {
 	now := time.Date(2026, 11, 22, 3, 4, 5, 6_000_000, time.UTC)
-	w, err := kiekerlog.New(kiekerlog.Config{
+	w, err := logwrite.New(logwrite.Config{
 		Path: t.TempDir(), MaxEntriesInFile: 250, Metadata: true,
 		Hostname: "lab", ControllerName: "BRIDGE", SetLoggingTimestamp: true,
 		Now: func() time.Time { return now },
@@ -165,7 +165,7 @@ func TestRotationAndMetadata(t *testing.T) {
 }
 
 func TestMaxLogFilesDeletesOldest(t *testing.T) {
-	w, err := kiekerlog.New(kiekerlog.Config{Path: t.TempDir(), Binary: true, MaxEntriesInFile: 100, MaxLogFiles: 3})
+	w, err := logwrite.New(logwrite.Config{Path: t.TempDir(), Binary: true, MaxEntriesInFile: 100, MaxLogFiles: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestMaxLogFilesDeletesOldest(t *testing.T) {
 }
 
 func TestConsumeAfterClose(t *testing.T) {
-	w, err := kiekerlog.New(kiekerlog.Config{Path: t.TempDir()})
+	w, err := logwrite.New(logwrite.Config{Path: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestConsumeAfterClose(t *testing.T) {
 
 func BenchmarkWriteBinary(b *testing.B) {
 	batch := events(0, 1024)
-	w, err := kiekerlog.New(kiekerlog.Config{Path: b.TempDir(), Binary: true, MaxEntriesInFile: -1})
+	w, err := logwrite.New(logwrite.Config{Path: b.TempDir(), Binary: true, MaxEntriesInFile: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func BenchmarkWriteBinary(b *testing.B) {
 func TestUntrustedNamesStayInsidePath(t *testing.T) {
 	base := t.TempDir()
 	out := filepath.Join(base, "out")
-	w, err := kiekerlog.New(kiekerlog.Config{Path: out, Hostname: "h/../../escaped", ControllerName: ".."})
+	w, err := logwrite.New(logwrite.Config{Path: out, Hostname: "h/../../escaped", ControllerName: ".."})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,11 +227,11 @@ func TestUntrustedNamesStayInsidePath(t *testing.T) {
 		t.Fatal("name has a separator")
 	}
 	// A second writer in the same instant gets its own directory.
-	w2, err := kiekerlog.New(kiekerlog.Config{Path: out, Hostname: "h/../../escaped", ControllerName: "..", Now: func() time.Time { return time.Unix(0, 5) }})
+	w2, err := logwrite.New(logwrite.Config{Path: out, Hostname: "h/../../escaped", ControllerName: "..", Now: func() time.Time { return time.Unix(0, 5) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w3, err := kiekerlog.New(kiekerlog.Config{Path: out, Hostname: "h/../../escaped", ControllerName: "..", Now: func() time.Time { return time.Unix(0, 5) }})
+	w3, err := logwrite.New(logwrite.Config{Path: out, Hostname: "h/../../escaped", ControllerName: "..", Now: func() time.Time { return time.Unix(0, 5) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestUntrustedNamesStayInsidePath(t *testing.T) {
 // continue in a new log directory; every record stays readable.
 func TestRegistryLimitStartsNewLog(t *testing.T) {
 	base := t.TempDir()
-	w, err := kiekerlog.New(kiekerlog.Config{Path: base, Binary: true, MaxRegistryEntries: 60, Metadata: true})
+	w, err := logwrite.New(logwrite.Config{Path: base, Binary: true, MaxRegistryEntries: 60, Metadata: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,3 +78,13 @@ func splitAddr(addr string) (string, string, error) {
 	}
 	return h, p, nil
 }
+
+// ValidateProbes checks probe controller addresses.
+func ValidateProbes(ps []Probe) error {
+	for _, p := range ps {
+		if _, _, err := splitAddr(p.Address); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,7 +1,8 @@
-package kiekerlog
+package logwrite
 
 import (
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,19 +62,31 @@ func (d *describer) skip(t *record.Type, err error) {
 	}
 }
 
+// unseen yields the records of recs (index and type) whose type the
+// directory has not seen yet, once per run of records of one type.
+func (d *describer) unseen(recs []record.Record) iter.Seq2[int, *record.Type] {
+	return func(yield func(int, *record.Type) bool) {
+		var last *record.Type
+		for i := range recs {
+			t := recs[i].Type
+			if t == last || d.seen[t] {
+				last = t
+				continue
+			}
+			last = t
+			if !yield(i, t) {
+				return
+			}
+		}
+	}
+}
+
 // conflict returns the index of the first record whose type has the name
 // of a type already described with other fields (the same event type from
 // two JVM versions): a log describes one layout per name. -1: none.
 func (d *describer) conflict(recs []record.Record) int {
-	var last *record.Type
 	var fresh map[string]*record.Type // types new in recs, by name
-	for i := range recs {
-		t := recs[i].Type
-		if t == last || d.seen[t] {
-			last = t
-			continue
-		}
-		last = t
+	for i, t := range d.unseen(recs) {
 		old := d.byName[t.Name]
 		if old == nil {
 			if old = fresh[t.Name]; old == nil {
@@ -93,14 +106,7 @@ func (d *describer) conflict(recs []record.Record) int {
 
 // add notes the types of recs that are new to the directory.
 func (d *describer) add(recs []record.Record) {
-	var last *record.Type
-	for i := range recs {
-		t := recs[i].Type
-		if t == last || d.seen[t] {
-			last = t
-			continue
-		}
-		last = t
+	for _, t := range d.unseen(recs) {
 		d.seen[t] = true
 		if b := d.builtin.Lookup(t.Name); b != nil {
 			if b.Name != t.Name || !b.SameFields(t) {

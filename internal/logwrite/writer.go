@@ -1,4 +1,4 @@
-// Package kiekerlog writes records as a Kieker log directory that Kieker's
+// Package logwrite writes records as a Kieker log directory that Kieker's
 // own readers accept: Kieker ≥1.13 directory and file names, kieker.map,
 // ASCII (.dat) or binary (.bin) data files, rotation, retention and
 // compression (see internal/logdir), one string registry per writer with
@@ -17,7 +17,7 @@
 //
 // Concurrency: a Writer may be used from several goroutines; Consume, Flush
 // and Close serialise on a mutex.
-package kiekerlog
+package logwrite
 
 import (
 	"context"
@@ -258,11 +258,8 @@ func (w *Writer) open() error {
 func (w *Writer) Consume(_ context.Context, b *record.Batch) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed {
-		return fmt.Errorf("kieker log %s: %w", w.dir, logdir.ErrClosed)
-	}
-	if w.err != nil {
-		return w.err
+	if err := w.usable(); err != nil {
+		return err
 	}
 	if w.files == nil {
 		w.nameFromMetadata(b.Records)
@@ -283,6 +280,15 @@ func (w *Writer) Consume(_ context.Context, b *record.Batch) error {
 		return w.flush()
 	}
 	return nil
+}
+
+// usable says why the writer cannot write: it is closed, or an earlier
+// write failed (nil when it can). w.mu is held.
+func (w *Writer) usable() error {
+	if w.closed {
+		return fmt.Errorf("kieker log %s: %w", w.dir, logdir.ErrClosed)
+	}
+	return w.err
 }
 
 // withoutSpans returns recs without span records (which ConsumeTraces
@@ -333,11 +339,8 @@ func (w *Writer) ConsumeTraces(_ context.Context, ts []*trace.Trace) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed {
-		return fmt.Errorf("kieker log %s: %w", w.dir, logdir.ErrClosed)
-	}
-	if w.err != nil {
-		return w.err
+	if err := w.usable(); err != nil {
+		return err
 	}
 	if w.oerType == nil {
 		w.oerType = record.Builtin().Lookup(record.OperationExecutionRecord)

@@ -2,16 +2,18 @@
 // enable, disable and settings): a Controller holds the settings (record
 // types and hosts switched off, types sampled), keeps them in a file so
 // they survive a restart, applies commands and sends probe
-// (de)activations to monitored programs; the control stage applies the
-// settings to every batch before the other stages and every sink.
+// (de)activations to monitored programs.
 //
-// The stream sink (internal/sink/stream) receives the commands over NATS,
-// checks who sends them, and announces every change in the stream's
-// metadata; it finds the Controller in pipeline.Shared.
+// Two components use it: the control stage (internal/stage/control)
+// applies the settings to every batch before the other stages and every
+// sink; the stream sink (internal/sink/stream) receives the commands over
+// NATS, checks who sends them, and announces every change in the stream's
+// metadata. Both find the bridge's Controller in pipeline.Shared (Shared,
+// Lookup).
 //
-// Concurrency: a Controller is safe for concurrent use; the stage reads
-// its settings through an atomic pointer (a batch costs one load when
-// nothing is switched off) and runs on the engine's drain goroutine.
+// Concurrency: a Controller is safe for concurrent use; its Rules are
+// read through an atomic pointer (a batch costs one load when nothing is
+// switched off).
 package control
 
 import (
@@ -69,17 +71,23 @@ type Controller struct {
 	known    func() []string
 	onChange []func(old, now streammsg.ControlState)
 
-	rules atomic.Pointer[rules]
+	rules atomic.Pointer[Rules]
 }
 
-// rules are the settings in the form the stage applies them.
-type rules struct {
-	types   map[string]bool // disabled, by full name
-	hosts   map[string]bool
-	samples map[string]float64
+// Rules are the settings in the form the control stage applies them.
+// They are read-only: a change installs new Rules.
+type Rules struct {
+	Types   map[string]bool // disabled, by full name
+	Hosts   map[string]bool
+	Samples map[string]float64 // sampling rate, by full type name
 }
 
-func (r *rules) empty() bool { return len(r.types) == 0 && len(r.hosts) == 0 && len(r.samples) == 0 }
+// Empty reports whether the rules switch nothing off.
+func (r *Rules) Empty() bool { return len(r.Types) == 0 && len(r.Hosts) == 0 && len(r.Samples) == 0 }
+
+// Rules returns the settings now in force (a new value after every
+// change, so a user may cache what it derives from them by pointer).
+func (c *Controller) Rules() *Rules { return c.rules.Load() }
 
 // Open returns a controller with the settings of opt.StateFile (none when
 // the file does not exist yet).
@@ -345,17 +353,17 @@ func (c *Controller) save() error {
 	return nil
 }
 
-// install makes the settings the ones the stage applies.
+// install makes the settings the Rules in force.
 func (c *Controller) install() {
-	r := &rules{types: map[string]bool{}, hosts: map[string]bool{}, samples: map[string]float64{}}
+	r := &Rules{Types: map[string]bool{}, Hosts: map[string]bool{}, Samples: map[string]float64{}}
 	for _, t := range c.state.DisabledTypes {
-		r.types[t] = true
+		r.Types[t] = true
 	}
 	for _, h := range c.state.DisabledHosts {
-		r.hosts[h] = true
+		r.Hosts[h] = true
 	}
 	for _, s := range c.state.Samples {
-		r.samples[s.Type] = s.Rate
+		r.Samples[s.Type] = s.Rate
 	}
 	c.rules.Store(r)
 }
