@@ -21,16 +21,12 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -60,34 +56,14 @@ type options struct {
 }
 
 func main() {
-	if os.Getenv(roleEnv) == "discard" {
-		if err := discardServer(); err != nil {
-			fmt.Fprintln(os.Stderr, "discard server:", err)
-			os.Exit(1)
-		}
-		return
+	if code, ok := benchkit.Child(roleEnv, "discard", "discard server", discardServer); ok {
+		os.Exit(code)
 	}
-	o, err := parseFlags(os.Args[1:], os.Stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	code := run(ctx, o, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(benchkit.Main(os.Args[1:], parseFlags, run))
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./bench/ingest [-conns K] [-records N | -duration D] [-dialects kdb,kieker] [-bin PATH] [-keep]")
-		fs.PrintDefaults()
-	}
+	fs := benchkit.NewFlags("ingest", "usage: go run ./bench/ingest [-conns K] [-records N | -duration D] [-dialects kdb,kieker] [-bin PATH] [-keep]", stderr)
 	var o options
 	var dialects string
 	fs.IntVar(&o.conns, "conns", 4, "concurrent client connections")
@@ -101,39 +77,25 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	var bad []string
-	if fs.NArg() > 0 {
-		bad = append(bad, fmt.Sprintf("unexpected arguments %q", fs.Args()))
-	}
 	if o.conns < 1 || o.conns > 1000 {
-		bad = append(bad, fmt.Sprintf("-conns %d: want 1 to 1000", o.conns))
+		fs.Bad("-conns %d: want 1 to 1000", o.conns)
 	}
 	if o.duration < 0 || (o.duration == 0 && o.records < 1) {
-		bad = append(bad, "want -records ≥ 1 or a positive -duration")
+		fs.Bad("want -records ≥ 1 or a positive -duration")
 	}
 	if o.rawRuns < 1 || o.rawRuns > 100 {
-		bad = append(bad, fmt.Sprintf("-raw-runs %d: want 1 to 100", o.rawRuns))
+		fs.Bad("-raw-runs %d: want 1 to 100", o.rawRuns)
 	}
 	if o.chunk < 1 || o.chunk > chunkLimit {
-		bad = append(bad, fmt.Sprintf("-chunk %d: want 1 to %d", o.chunk, chunkLimit))
+		fs.Bad("-chunk %d: want 1 to %d", o.chunk, chunkLimit)
 	}
-	for _, d := range strings.Split(dialects, ",") {
-		d = strings.TrimSpace(d)
-		switch d {
-		case dialectKDB, dialectKieker:
-			o.dialects = append(o.dialects, d)
-		case "":
-		default:
-			bad = append(bad, fmt.Sprintf("-dialects: unknown dialect %q (want kdb or kieker)", d))
+	o.dialects = fs.List("dialects", dialects, func(d string) string {
+		if d != dialectKDB && d != dialectKieker {
+			return fmt.Sprintf("-dialects: unknown dialect %q (want kdb or kieker)", d)
 		}
-	}
-	if len(o.dialects) == 0 && len(bad) == 0 {
-		bad = append(bad, "-dialects: none given")
-	}
-	if len(bad) > 0 {
-		err := errors.New(strings.Join(bad, "; "))
-		fmt.Fprintln(stderr, "ingest:", err)
-		fs.Usage()
+		return ""
+	})
+	if err := fs.Err(); err != nil {
 		return nil, err
 	}
 	return &o, nil

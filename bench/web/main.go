@@ -33,12 +33,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -57,20 +55,13 @@ type options struct {
 }
 
 func main() {
-	o, err := parseFlags(os.Args[1:], os.Stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
+	os.Exit(benchkit.Main(os.Args[1:], parseFlags, func(ctx context.Context, o *options, stdout, stderr io.Writer) int {
+		if err := run(ctx, o, stdout); err != nil {
+			fmt.Fprintln(stderr, "web bench:", err)
+			return 1
 		}
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err = run(ctx, o, os.Stdout)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "web bench:", err)
-		os.Exit(1)
-	}
+		return 0
+	}))
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
