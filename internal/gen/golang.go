@@ -404,13 +404,7 @@ func (w *goWriter) goPut(k record.Kind, x string, kieker bool) string {
 // goValue renders a value as a Go expression of the field's type.
 func goValue(k record.Kind, array bool, v record.Value) string {
 	if array {
-		var items []string
-		if l := v.List(); l != nil {
-			for _, it := range l.Items {
-				items = append(items, goValue(k, false, it))
-			}
-		}
-		return goFieldType(k, true) + "{" + strings.Join(items, ", ") + "}"
+		return goFieldType(k, true) + "{" + listItems(v, func(it record.Value) string { return goValue(k, false, it) }) + "}"
 	}
 	switch k {
 	case record.Bool:

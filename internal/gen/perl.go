@@ -323,13 +323,7 @@ func perlString(s string) string {
 // perlValue renders a value; with bits, floats as exact bit patterns.
 func perlValue(k record.Kind, array bool, v record.Value, bits bool) string {
 	if array {
-		var items []string
-		if l := v.List(); l != nil {
-			for _, it := range l.Items {
-				items = append(items, perlValue(k, false, it, bits))
-			}
-		}
-		return "[" + strings.Join(items, ", ") + "]"
+		return "[" + listItems(v, func(it record.Value) string { return perlValue(k, false, it, bits) }) + "]"
 	}
 	switch k {
 	case record.Bool:

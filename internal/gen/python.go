@@ -378,13 +378,7 @@ func pyString(s string) string {
 // (_f32/_f64 of the test file).
 func pyValue(k record.Kind, array bool, v record.Value, bits bool) string {
 	if array {
-		var items []string
-		if l := v.List(); l != nil {
-			for _, it := range l.Items {
-				items = append(items, pyValue(k, false, it, bits))
-			}
-		}
-		return "[" + strings.Join(items, ", ") + "]"
+		return "[" + listItems(v, func(it record.Value) string { return pyValue(k, false, it, bits) }) + "]"
 	}
 	switch k {
 	case record.Bool:
