@@ -156,23 +156,16 @@ func (r *result) rate() float64 { return float64(r.records) / r.elapsed.Seconds(
 // run runs the benchmark and returns the exit code.
 func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "brokers: "+format+"\n", args...) }
-	tmp, err := os.MkdirTemp("", "tracebridge-brokers-")
+	tmp, done, err := benchkit.WorkDir("tracebridge-brokers-", o.keep, logf)
 	if err != nil {
 		logf("%v", err)
 		return 1
 	}
-	if o.keep {
-		defer logf("kept %s", tmp)
-	} else {
-		defer os.RemoveAll(tmp)
-	}
-	bin := o.bin
-	if bin == "" {
-		logf("building ./cmd/tracebridge")
-		if bin, err = benchkit.Build(ctx, tmp); err != nil {
-			logf("%v", err)
-			return 1
-		}
+	defer done()
+	bin, err := benchkit.Tracebridge(ctx, o.bin, tmp, logf)
+	if err != nil {
+		logf("%v", err)
+		return 1
 	}
 	bridgeGo := benchkit.GoVersion(bin)
 	stompServer := "not used"

@@ -119,23 +119,16 @@ type result struct {
 // run runs the benchmark and returns the exit code.
 func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "ingest: "+format+"\n", args...) }
-	tmp, err := os.MkdirTemp("", "tracebridge-bench-")
+	tmp, done, err := benchkit.WorkDir("tracebridge-bench-", o.keep, logf)
 	if err != nil {
 		logf("%v", err)
 		return 1
 	}
-	if o.keep {
-		defer logf("kept %s", tmp)
-	} else {
-		defer os.RemoveAll(tmp)
-	}
-	bin := o.bin
-	if bin == "" {
-		logf("building ./cmd/tracebridge")
-		if bin, err = benchkit.Build(ctx, tmp); err != nil {
-			logf("%v", err)
-			return 1
-		}
+	defer done()
+	bin, err := benchkit.Tracebridge(ctx, o.bin, tmp, logf)
+	if err != nil {
+		logf("%v", err)
+		return 1
 	}
 	bridgeGo := benchkit.GoVersion(bin)
 

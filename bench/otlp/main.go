@@ -114,16 +114,12 @@ func (s sample) perCPU() float64 { return float64(s.spans) / s.cpu.Seconds() }
 
 func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "otlp: "+format+"\n", args...) }
-	tmp, err := os.MkdirTemp("", "tracebridge-otlp-bench-")
+	tmp, done, err := benchkit.WorkDir("tracebridge-otlp-bench-", o.keep, logf)
 	if err != nil {
 		logf("%v", err)
 		return 1
 	}
-	if o.keep {
-		defer logf("kept %s", tmp)
-	} else {
-		defer os.RemoveAll(tmp)
-	}
+	defer done()
 	if err := measure(ctx, o, tmp, stdout, logf); err != nil {
 		logf("%v", err)
 		return 1
@@ -132,13 +128,9 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 }
 
 func measure(ctx context.Context, o *options, tmp string, stdout io.Writer, logf func(string, ...any)) error {
-	bin := o.bin
-	var err error
-	if bin == "" {
-		logf("building ./cmd/tracebridge")
-		if bin, err = benchkit.Build(ctx, tmp); err != nil {
-			return err
-		}
+	bin, err := benchkit.Tracebridge(ctx, o.bin, tmp, logf)
+	if err != nil {
+		return err
 	}
 	col := o.otelcol
 	if col == "" {

@@ -59,3 +59,27 @@ func ChildCommand(ctx context.Context, env, role string, extra ...string) (*exec
 	cmd.Env = append(append(os.Environ(), env+"="+role), extra...)
 	return cmd, nil
 }
+
+// WorkDir makes a new temporary directory for a run (pattern as in
+// os.MkdirTemp). The run defers done, which removes the directory or, with
+// keep, logs "kept DIR" instead.
+func WorkDir(pattern string, keep bool, logf func(format string, args ...any)) (dir string, done func(), err error) {
+	dir, err = os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", nil, err
+	}
+	if keep {
+		return dir, func() { logf("kept %s", dir) }, nil
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// Tracebridge returns bin, the tracebridge binary the user gave, or when
+// it is "" builds ./cmd/tracebridge into dir (Build), logging that it does.
+func Tracebridge(ctx context.Context, bin, dir string, logf func(format string, args ...any)) (string, error) {
+	if bin != "" {
+		return bin, nil
+	}
+	logf("building ./cmd/tracebridge")
+	return Build(ctx, dir)
+}
