@@ -38,7 +38,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -481,7 +480,7 @@ func printTable(w io.Writer, perMsg int, results []result) {
 			base = r.rate()
 		}
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := benchkit.Table(w)
 	fmt.Fprintln(tw, "path\trec/msg\trecords\tmessages\tseconds\trecords/s\tratio\tsend s\tpub-only s\tpub-only rec/s\tpub-only msg/s\tmax pause s\tdistinct\tduplicates\tmissing\tpeak RSS MiB\tbridge CPU s\tbench CPU s\t")
 	for _, r := range results {
 		rpm := "-"

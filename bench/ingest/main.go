@@ -27,7 +27,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"text/tabwriter"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/benchkit"
@@ -331,7 +330,7 @@ func drive(ctx context.Context, o *options, b *benchkit.Bridge, streams []*strea
 
 // printTable prints one row per dialect.
 func printTable(w io.Writer, conns int, results []result) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := benchkit.Table(w)
 	fmt.Fprintln(tw, "dialect\tconns\trecords\tbytes\tseconds\trecords/s\tMB/s\traw MB/s\tratio\tpeak RSS MiB\tmax sampled RSS MiB\tbridge CPU s\traw CPU s\t")
 	for _, r := range results {
 		if !r.verified {

@@ -32,7 +32,6 @@ import (
 	"runtime"
 	"slices"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/benchkit"
@@ -157,7 +156,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 
 	fmt.Fprintf(stdout, "recording: %s, %.1f MB, %d chunks, %d events; %s, %s/%s, %d CPUs\n\n",
 		path, float64(size)/1e6, chunks, ours.records, jfrtest.JavaVersion(tools), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := benchkit.Table(stdout)
 	fmt.Fprintln(tw, "\twall s\tCPU s\tMB/s\tvs reader\t")
 	for _, r := range results {
 		ratio := r.wall.Seconds() / ours.wall.Seconds()

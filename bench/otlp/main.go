@@ -28,7 +28,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/benchkit"
@@ -206,7 +205,7 @@ func measure(ctx context.Context, o *options, tmp string, stdout io.Writer, logf
 		o.spans, o.runs, o.clients, o.perRequest, o.distinct, float64(reqBytes)/float64(o.distinct*o.perRequest))
 	fmt.Fprintf(stdout, "bench %s, tracebridge %s, GOMAXPROCS %d, %d CPUs, %s/%s\n\n",
 		runtime.Version(), benchkit.GoVersion(bin), runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
-	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := benchkit.Table(stdout)
 	fmt.Fprintln(w, "protocol\tserver\tspans/CPU-s\tCPU-s per phase\tspans/s (wall)\tretries\t")
 	ok := true
 	for _, p := range o.protocols {

@@ -62,7 +62,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.boundary, "boundary", "package:3", "boundary spec for the split")
 	fs.BoolVar(&o.keep, "keep", false, "keep the generated and split logs")
 	fs.BoolVar(&o.verify, "verify", false, "merge the split log again and check its record count")
-	if err := fs.FlagSet.Parse(args); err != nil {
+	if err := fs.FlagSet.Parse(args); err != nil { // not fs.Parse: split stops at the first problem
 		return nil, err
 	}
 	if fs.NArg() > 0 {

@@ -37,7 +37,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/benchkit"
@@ -374,7 +373,7 @@ func cpuName() string {
 func report(out io.Writer, o *options, rs []*result) bool {
 	met := true
 	fmt.Fprintln(out)
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := benchkit.Table(out)
 	fmt.Fprintln(tw, "trace\tspans\tshown\tstored\tAPI /view\topen (drawn)\tof it /view fetch\ttimeline scroll avg/p99\tzoom avg/p99\ttimeline draw p50/p99\ttree scroll avg/p99\t")
 	for _, r := range rs {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%v\t%v\t%.0f ms\t%.0f ms\t%s\t%s\t%.1f/%.1f ms\t%s\t\n", r.name, r.spans, r.shown, r.stored.Round(time.Millisecond),
@@ -383,7 +382,7 @@ func report(out io.Writer, o *options, rs []*result) bool {
 	}
 	tw.Flush()
 	fmt.Fprintln(out)
-	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw = benchkit.Table(out)
 	fmt.Fprintln(tw, "trace\tshown\tflame graph tab\tranking tab\tcritical path tab\t")
 	for _, r := range rs {
 		if len(r.tabs) == 3 {
