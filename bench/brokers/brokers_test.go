@@ -24,12 +24,8 @@ import (
 // TestMain lets the test binary act as the embedded broker process, which
 // publishOnly starts by running its own executable again.
 func TestMain(m *testing.M) {
-	if os.Getenv(roleEnv) == roleEmbedded {
-		if err := embeddedBroker(); err != nil {
-			fmt.Fprintln(os.Stderr, "embedded broker:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+	if code, ok := benchkit.Child(roleEnv, roleEmbedded, "embedded broker", embeddedBroker); ok {
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

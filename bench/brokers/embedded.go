@@ -62,13 +62,11 @@ type brokerProc struct {
 
 // startBroker starts the embedded broker process with its storage in dir.
 func startBroker(ctx context.Context, dir string) (*brokerProc, error) {
-	exe, err := os.Executable()
+	cmd, err := benchkit.ChildCommand(ctx, roleEnv, roleEmbedded, dirEnv+"="+dir)
 	if err != nil {
 		return nil, err
 	}
-	p := &brokerProc{stderr: benchkit.NewTail(16 << 10)}
-	p.cmd = exec.CommandContext(ctx, exe)
-	p.cmd.Env = append(os.Environ(), roleEnv+"="+roleEmbedded, dirEnv+"="+dir)
+	p := &brokerProc{cmd: cmd, stderr: benchkit.NewTail(16 << 10)}
 	p.cmd.Stderr = p.stderr
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
 		return nil, err

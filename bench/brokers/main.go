@@ -30,17 +30,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
-	"syscall"
-	"text/tabwriter"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -82,34 +79,14 @@ type options struct {
 }
 
 func main() {
-	if os.Getenv(roleEnv) == roleEmbedded {
-		if err := embeddedBroker(); err != nil {
-			fmt.Fprintln(os.Stderr, "embedded broker:", err)
-			os.Exit(1)
-		}
-		return
+	if code, ok := benchkit.Child(roleEnv, roleEmbedded, "embedded broker", embeddedBroker); ok {
+		os.Exit(code)
 	}
-	o, err := parseFlags(os.Args[1:], os.Stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	code := run(ctx, o, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(benchkit.Main(os.Args[1:], parseFlags, run))
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	fs := flag.NewFlagSet("brokers", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./bench/brokers [-records N] [-per-message R] [-publishers P] [-paths LIST] [-bin PATH] [-keep]")
-		fs.PrintDefaults()
-	}
+	fs := benchkit.NewFlags("brokers", "usage: go run ./bench/brokers [-records N] [-per-message R] [-publishers P] [-paths LIST] [-bin PATH] [-keep]", stderr)
 	var o options
 	var paths string
 	fs.Int64Var(&o.records, "records", 100_000, "records sent in total over each path")
@@ -126,53 +103,32 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	var bad []string
-	if fs.NArg() > 0 {
-		bad = append(bad, fmt.Sprintf("unexpected arguments %q", fs.Args()))
-	}
 	if o.publishers < 1 || o.publishers > maxPublisher {
-		bad = append(bad, fmt.Sprintf("-publishers %d: want 1 to %d", o.publishers, maxPublisher))
+		fs.Bad("-publishers %d: want 1 to %d", o.publishers, maxPublisher)
 	}
 	if o.records < int64(max(o.publishers, 1)) || o.records > maxRecords {
-		bad = append(bad, fmt.Sprintf("-records %d: want one per publisher at least, %d at most", o.records, maxRecords))
+		fs.Bad("-records %d: want one per publisher at least, %d at most", o.records, maxRecords)
 	}
 	if o.baseline < 0 || o.baseline > maxRecords {
-		bad = append(bad, fmt.Sprintf("-baseline-records %d: want 0 to %d", o.baseline, maxRecords))
+		fs.Bad("-baseline-records %d: want 0 to %d", o.baseline, maxRecords)
 	}
 	if o.perMsg < 1 || o.perMsg > maxPerMsg {
-		bad = append(bad, fmt.Sprintf("-per-message %d: want 1 to %d", o.perMsg, maxPerMsg))
+		fs.Bad("-per-message %d: want 1 to %d", o.perMsg, maxPerMsg)
 	}
-	seen := map[string]bool{}
-	for _, p := range strings.Split(paths, ",") {
-		p = strings.TrimSpace(p)
-		switch {
-		case p == "":
-		case !contains(allPaths, p):
-			bad = append(bad, fmt.Sprintf("-paths: unknown path %q (want %s)", p, strings.Join(allPaths, ", ")))
-		case !seen[p]:
-			seen[p] = true
+	for _, p := range fs.List("paths", paths, func(p string) string {
+		if !slices.Contains(allPaths, p) {
+			return fmt.Sprintf("-paths: unknown path %q (want %s)", p, strings.Join(allPaths, ", "))
+		}
+		return ""
+	}) {
+		if !slices.Contains(o.paths, p) {
 			o.paths = append(o.paths, p)
 		}
 	}
-	if len(o.paths) == 0 && len(bad) == 0 {
-		bad = append(bad, "-paths: none given")
-	}
-	if len(bad) > 0 {
-		err := errors.New(strings.Join(bad, "; "))
-		fmt.Fprintln(stderr, "brokers:", err)
-		fs.Usage()
+	if err := fs.Err(); err != nil {
 		return nil, err
 	}
 	return &o, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // result is one path's measurement.
@@ -199,27 +155,20 @@ func (r *result) rate() float64 { return float64(r.records) / r.elapsed.Seconds(
 // run runs the benchmark and returns the exit code.
 func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "brokers: "+format+"\n", args...) }
-	tmp, err := os.MkdirTemp("", "tracebridge-brokers-")
+	tmp, done, err := benchkit.WorkDir("tracebridge-brokers-", o.keep, logf)
 	if err != nil {
 		logf("%v", err)
 		return 1
 	}
-	if o.keep {
-		defer logf("kept %s", tmp)
-	} else {
-		defer os.RemoveAll(tmp)
-	}
-	bin := o.bin
-	if bin == "" {
-		logf("building ./cmd/tracebridge")
-		if bin, err = benchkit.Build(ctx, tmp); err != nil {
-			logf("%v", err)
-			return 1
-		}
+	defer done()
+	bin, err := benchkit.Tracebridge(ctx, o.bin, tmp, logf)
+	if err != nil {
+		logf("%v", err)
+		return 1
 	}
 	bridgeGo := benchkit.GoVersion(bin)
 	stompServer := "not used"
-	if contains(o.paths, pathSTOMP) {
+	if slices.Contains(o.paths, pathSTOMP) {
 		if stompServer, err = stompServerName(o); err != nil {
 			logf("%v", err)
 			return 1
@@ -231,7 +180,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 	var tcpLoads, brokerLoads []*load
 	var messages int64
 	tcpRecords := max(o.records, o.baseline)
-	if contains(o.paths, pathTCP) {
+	if slices.Contains(o.paths, pathTCP) {
 		if tcpLoads, err = newLoads(tcpRecords, o.publishers, 0, cat, sigs); err != nil {
 			logf("%v", err)
 			return 1
@@ -531,7 +480,7 @@ func printTable(w io.Writer, perMsg int, results []result) {
 			base = r.rate()
 		}
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := benchkit.Table(w)
 	fmt.Fprintln(tw, "path\trec/msg\trecords\tmessages\tseconds\trecords/s\tratio\tsend s\tpub-only s\tpub-only rec/s\tpub-only msg/s\tmax pause s\tdistinct\tduplicates\tmissing\tpeak RSS MiB\tbridge CPU s\tbench CPU s\t")
 	for _, r := range results {
 		rpm := "-"

@@ -189,12 +189,8 @@ func TestParseFlags(t *testing.T) {
 // TestMain lets the test binary act as the baseline's discard server,
 // which rawRun starts by running its own executable again.
 func TestMain(m *testing.M) {
-	if os.Getenv(roleEnv) == "discard" {
-		if err := discardServer(); err != nil {
-			fmt.Fprintln(os.Stderr, "discard server:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+	if code, ok := benchkit.Child(roleEnv, "discard", "discard server", discardServer); ok {
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

@@ -21,17 +21,12 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
-	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/benchkit"
@@ -60,34 +55,14 @@ type options struct {
 }
 
 func main() {
-	if os.Getenv(roleEnv) == "discard" {
-		if err := discardServer(); err != nil {
-			fmt.Fprintln(os.Stderr, "discard server:", err)
-			os.Exit(1)
-		}
-		return
+	if code, ok := benchkit.Child(roleEnv, "discard", "discard server", discardServer); ok {
+		os.Exit(code)
 	}
-	o, err := parseFlags(os.Args[1:], os.Stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	code := run(ctx, o, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(benchkit.Main(os.Args[1:], parseFlags, run))
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./bench/ingest [-conns K] [-records N | -duration D] [-dialects kdb,kieker] [-bin PATH] [-keep]")
-		fs.PrintDefaults()
-	}
+	fs := benchkit.NewFlags("ingest", "usage: go run ./bench/ingest [-conns K] [-records N | -duration D] [-dialects kdb,kieker] [-bin PATH] [-keep]", stderr)
 	var o options
 	var dialects string
 	fs.IntVar(&o.conns, "conns", 4, "concurrent client connections")
@@ -101,39 +76,25 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	var bad []string
-	if fs.NArg() > 0 {
-		bad = append(bad, fmt.Sprintf("unexpected arguments %q", fs.Args()))
-	}
 	if o.conns < 1 || o.conns > 1000 {
-		bad = append(bad, fmt.Sprintf("-conns %d: want 1 to 1000", o.conns))
+		fs.Bad("-conns %d: want 1 to 1000", o.conns)
 	}
 	if o.duration < 0 || (o.duration == 0 && o.records < 1) {
-		bad = append(bad, "want -records ≥ 1 or a positive -duration")
+		fs.Bad("want -records ≥ 1 or a positive -duration")
 	}
 	if o.rawRuns < 1 || o.rawRuns > 100 {
-		bad = append(bad, fmt.Sprintf("-raw-runs %d: want 1 to 100", o.rawRuns))
+		fs.Bad("-raw-runs %d: want 1 to 100", o.rawRuns)
 	}
 	if o.chunk < 1 || o.chunk > chunkLimit {
-		bad = append(bad, fmt.Sprintf("-chunk %d: want 1 to %d", o.chunk, chunkLimit))
+		fs.Bad("-chunk %d: want 1 to %d", o.chunk, chunkLimit)
 	}
-	for _, d := range strings.Split(dialects, ",") {
-		d = strings.TrimSpace(d)
-		switch d {
-		case dialectKDB, dialectKieker:
-			o.dialects = append(o.dialects, d)
-		case "":
-		default:
-			bad = append(bad, fmt.Sprintf("-dialects: unknown dialect %q (want kdb or kieker)", d))
+	o.dialects = fs.List("dialects", dialects, func(d string) string {
+		if d != dialectKDB && d != dialectKieker {
+			return fmt.Sprintf("-dialects: unknown dialect %q (want kdb or kieker)", d)
 		}
-	}
-	if len(o.dialects) == 0 && len(bad) == 0 {
-		bad = append(bad, "-dialects: none given")
-	}
-	if len(bad) > 0 {
-		err := errors.New(strings.Join(bad, "; "))
-		fmt.Fprintln(stderr, "ingest:", err)
-		fs.Usage()
+		return ""
+	})
+	if err := fs.Err(); err != nil {
 		return nil, err
 	}
 	return &o, nil
@@ -157,23 +118,16 @@ type result struct {
 // run runs the benchmark and returns the exit code.
 func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "ingest: "+format+"\n", args...) }
-	tmp, err := os.MkdirTemp("", "tracebridge-bench-")
+	tmp, done, err := benchkit.WorkDir("tracebridge-bench-", o.keep, logf)
 	if err != nil {
 		logf("%v", err)
 		return 1
 	}
-	if o.keep {
-		defer logf("kept %s", tmp)
-	} else {
-		defer os.RemoveAll(tmp)
-	}
-	bin := o.bin
-	if bin == "" {
-		logf("building ./cmd/tracebridge")
-		if bin, err = benchkit.Build(ctx, tmp); err != nil {
-			logf("%v", err)
-			return 1
-		}
+	defer done()
+	bin, err := benchkit.Tracebridge(ctx, o.bin, tmp, logf)
+	if err != nil {
+		logf("%v", err)
+		return 1
 	}
 	bridgeGo := benchkit.GoVersion(bin)
 
@@ -376,7 +330,7 @@ func drive(ctx context.Context, o *options, b *benchkit.Bridge, streams []*strea
 
 // printTable prints one row per dialect.
 func printTable(w io.Writer, conns int, results []result) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := benchkit.Table(w)
 	fmt.Fprintln(tw, "dialect\tconns\trecords\tbytes\tseconds\trecords/s\tMB/s\traw MB/s\tratio\tpeak RSS MiB\tmax sampled RSS MiB\tbridge CPU s\traw CPU s\t")
 	for _, r := range results {
 		if !r.verified {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,13 +31,11 @@ const (
 // discards them. The clock runs from the first byte sent until the server
 // has read every byte.
 func rawRun(ctx context.Context, streams []*stream, counts []int64) (time.Duration, time.Duration, error) {
-	exe, err := os.Executable()
+	cmd, err := benchkit.ChildCommand(ctx, roleEnv, "discard", connsEnv+"="+strconv.Itoa(len(streams)))
 	if err != nil {
 		return 0, 0, err
 	}
 	stderr := benchkit.NewTail(16 << 10)
-	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), roleEnv+"=discard", connsEnv+"="+strconv.Itoa(len(streams)))
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -84,7 +81,7 @@ func rawRun(ctx context.Context, streams []*stream, counts []int64) (time.Durati
 	if want := strconv.FormatInt(res.total().bytes, 10); got != want {
 		return 0, 0, fmt.Errorf("discard server read %s bytes where %s were sent", got, want)
 	}
-	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	cpu, _ := benchkit.Usage(cmd.ProcessState)
 	return elapsed, cpu, nil
 }
 

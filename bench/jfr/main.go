@@ -24,20 +24,17 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/benchkit"
 	"github.com/tracebridge/tracebridge/internal/codec/jsonl"
 	"github.com/tracebridge/tracebridge/internal/jfrtest"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
@@ -59,12 +56,12 @@ type options struct {
 }
 
 func main() {
+	os.Exit(benchkit.Main(os.Args[1:], parseFlags, run))
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
-	fs := flag.NewFlagSet("jfr", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: go run ./bench/jfr [-file REC.jfr] [-seconds 20] [-scale 8] [-runs 3] [-dir DIR] [-keep]")
-		fs.PrintDefaults()
-	}
+	fs := benchkit.NewFlags("jfr", "usage: go run ./bench/jfr [-file REC.jfr] [-seconds 20] [-scale 8] [-runs 3] [-dir DIR] [-keep]", stderr)
 	fs.StringVar(&o.file, "file", "", "use this recording instead of recording the workload")
 	fs.StringVar(&o.dir, "dir", "", "work directory (default: a new one under $TMPDIR)")
 	fs.IntVar(&o.seconds, "seconds", 20, "how long the workload runs")
@@ -73,16 +70,8 @@ func main() {
 	fs.IntVar(&o.runs, "runs", 3, "runs of tracebridge's reader (the fastest counts)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the recording")
 	fs.BoolVar(&o.noPrint, "no-print", false, "skip jfr print --json (it is slow)")
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, o, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	err := fs.FlagSet.Parse(args) // arguments after the flags are ignored
+	return o, err
 }
 
 type timing struct {
@@ -167,7 +156,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 
 	fmt.Fprintf(stdout, "recording: %s, %.1f MB, %d chunks, %d events; %s, %s/%s, %d CPUs\n\n",
 		path, float64(size)/1e6, chunks, ours.records, jfrtest.JavaVersion(tools), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := benchkit.Table(stdout)
 	fmt.Fprintln(tw, "\twall s\tCPU s\tMB/s\tvs reader\t")
 	for _, r := range results {
 		ratio := r.wall.Seconds() / ours.wall.Seconds()
@@ -271,7 +260,7 @@ func child(ctx context.Context, name, bin string, args ...string) (timing, error
 		return timing{}, fmt.Errorf("%s: %v: %s", name, err, stderr.String())
 	}
 	wall := time.Since(t0)
-	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	cpu, _ := benchkit.Usage(cmd.ProcessState)
 	return timing{name: name, wall: wall, cpu: cpu}, nil
 }
 

@@ -21,17 +21,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/benchkit"
@@ -56,33 +52,14 @@ type options struct {
 }
 
 func main() {
-	if os.Getenv(roleEnv) == "nop" {
-		if err := nopBridge(); err != nil {
-			fmt.Fprintln(os.Stderr, "sink-less bridge:", err)
-			os.Exit(1)
-		}
-		return
+	if code, ok := benchkit.Child(roleEnv, "nop", "sink-less bridge", nopBridge); ok {
+		os.Exit(code)
 	}
-	o, err := parseFlags(os.Args[1:], os.Stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, o, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(benchkit.Main(os.Args[1:], parseFlags, run))
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	fs := flag.NewFlagSet("otlp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./bench/otlp [-spans N] [-per-request S] [-clients K] [-runs R] [-protocols grpc,http] [-bin PATH] [-otelcol PATH] [-keep]")
-		fs.PrintDefaults()
-	}
+	fs := benchkit.NewFlags("otlp", "usage: go run ./bench/otlp [-spans N] [-per-request S] [-clients K] [-runs R] [-protocols grpc,http] [-bin PATH] [-otelcol PATH] [-keep]", stderr)
 	var o options
 	var protocols string
 	fs.Int64Var(&o.spans, "spans", 1_000_000, "spans per measured phase (one server, one protocol)")
@@ -97,29 +74,16 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	var bad []string
-	if fs.NArg() > 0 {
-		bad = append(bad, fmt.Sprintf("unexpected arguments %q", fs.Args()))
-	}
 	if o.spans < 1 || o.perRequest < 1 || o.perRequest > 100_000 || o.clients < 1 || o.clients > 256 || o.runs < 1 || o.distinct < 1 {
-		bad = append(bad, "want -spans ≥ 1, -per-request 1–100000, -clients 1–256, -runs ≥ 1, -distinct ≥ 1")
+		fs.Bad("want -spans ≥ 1, -per-request 1–100000, -clients 1–256, -runs ≥ 1, -distinct ≥ 1")
 	}
-	for _, p := range strings.Split(protocols, ",") {
-		switch p = strings.TrimSpace(p); p {
-		case "grpc", "http":
-			o.protocols = append(o.protocols, p)
-		case "":
-		default:
-			bad = append(bad, fmt.Sprintf("-protocols: unknown %q", p))
+	o.protocols = fs.List("protocols", protocols, func(p string) string {
+		if p != "grpc" && p != "http" {
+			return fmt.Sprintf("-protocols: unknown %q", p)
 		}
-	}
-	if len(o.protocols) == 0 && len(bad) == 0 {
-		bad = append(bad, "-protocols: none given")
-	}
-	if len(bad) > 0 {
-		err := errors.New(strings.Join(bad, "; "))
-		fmt.Fprintln(stderr, "otlp:", err)
-		fs.Usage()
+		return ""
+	})
+	if err := fs.Err(); err != nil {
 		return nil, err
 	}
 	return &o, nil
@@ -149,16 +113,12 @@ func (s sample) perCPU() float64 { return float64(s.spans) / s.cpu.Seconds() }
 
 func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "otlp: "+format+"\n", args...) }
-	tmp, err := os.MkdirTemp("", "tracebridge-otlp-bench-")
+	tmp, done, err := benchkit.WorkDir("tracebridge-otlp-bench-", o.keep, logf)
 	if err != nil {
 		logf("%v", err)
 		return 1
 	}
-	if o.keep {
-		defer logf("kept %s", tmp)
-	} else {
-		defer os.RemoveAll(tmp)
-	}
+	defer done()
 	if err := measure(ctx, o, tmp, stdout, logf); err != nil {
 		logf("%v", err)
 		return 1
@@ -167,13 +127,9 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 }
 
 func measure(ctx context.Context, o *options, tmp string, stdout io.Writer, logf func(string, ...any)) error {
-	bin := o.bin
-	var err error
-	if bin == "" {
-		logf("building ./cmd/tracebridge")
-		if bin, err = benchkit.Build(ctx, tmp); err != nil {
-			return err
-		}
+	bin, err := benchkit.Tracebridge(ctx, o.bin, tmp, logf)
+	if err != nil {
+		return err
 	}
 	col := o.otelcol
 	if col == "" {
@@ -249,7 +205,7 @@ func measure(ctx context.Context, o *options, tmp string, stdout io.Writer, logf
 		o.spans, o.runs, o.clients, o.perRequest, o.distinct, float64(reqBytes)/float64(o.distinct*o.perRequest))
 	fmt.Fprintf(stdout, "bench %s, tracebridge %s, GOMAXPROCS %d, %d CPUs, %s/%s\n\n",
 		runtime.Version(), benchkit.GoVersion(bin), runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
-	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := benchkit.Table(stdout)
 	fmt.Fprintln(w, "protocol\tserver\tspans/CPU-s\tCPU-s per phase\tspans/s (wall)\tretries\t")
 	ok := true
 	for _, p := range o.protocols {
@@ -316,7 +272,7 @@ func phase(ctx context.Context, o *options, t *target, p string, reqs []request,
 			s.close()
 		}
 	}()
-	cpu0, err := cpu(t.srv.pid())
+	cpu0, err := benchkit.CPU(t.srv.pid())
 	if err != nil {
 		return sample{}, err
 	}
@@ -330,7 +286,7 @@ func phase(ctx context.Context, o *options, t *target, p string, reqs []request,
 		return sample{}, err
 	}
 	wall := time.Since(start)
-	cpu1, err := cpu(t.srv.pid())
+	cpu1, err := benchkit.CPU(t.srv.pid())
 	if err != nil {
 		return sample{}, err
 	}

@@ -19,17 +19,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -53,26 +50,11 @@ type options struct {
 }
 
 func main() {
-	o, err := parseFlags(os.Args[1:], os.Stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, o, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(benchkit.Main(os.Args[1:], parseFlags, run))
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	fs := flag.NewFlagSet("split", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./bench/split [-sizes 200MB,2GB] [-boundary SPEC] [-bin PATH] [-dir DIR] [-keep] [-verify]")
-		fs.PrintDefaults()
-	}
+	fs := benchkit.NewFlags("split", "usage: go run ./bench/split [-sizes 200MB,2GB] [-boundary SPEC] [-bin PATH] [-dir DIR] [-keep] [-verify]", stderr)
 	var o options
 	sizes := fs.String("sizes", "200MB,2GB", "comma-separated input sizes (kB, MB, GB: powers of 1000)")
 	fs.StringVar(&o.bin, "bin", "", "tracebridge binary (default: go build ./cmd/tracebridge into the work directory)")
@@ -80,7 +62,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.boundary, "boundary", "package:3", "boundary spec for the split")
 	fs.BoolVar(&o.keep, "keep", false, "keep the generated and split logs")
 	fs.BoolVar(&o.verify, "verify", false, "merge the split log again and check its record count")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.FlagSet.Parse(args); err != nil { // not fs.Parse: split stops at the first problem
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -193,7 +175,7 @@ func runSize(ctx context.Context, o *options, bin, dir string, size int64, stder
 		return nil, fmt.Errorf("tracebridge split: %v\n%s", err, serr.String())
 	}
 	r := &result{size: size, gen: g, wall: wall, copyWall: copyWall}
-	r.cpu, r.peakRSS = usage(cmd.ProcessState)
+	r.cpu, r.peakRSS = benchkit.Usage(cmd.ProcessState)
 	m := summaryRE.FindStringSubmatch(serr.String())
 	if m == nil {
 		return nil, fmt.Errorf("no summary in tracebridge's output:\n%s", serr.String())

@@ -33,13 +33,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/benchkit"
@@ -57,20 +54,13 @@ type options struct {
 }
 
 func main() {
-	o, err := parseFlags(os.Args[1:], os.Stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
+	os.Exit(benchkit.Main(os.Args[1:], parseFlags, func(ctx context.Context, o *options, stdout, stderr io.Writer) int {
+		if err := run(ctx, o, stdout); err != nil {
+			fmt.Fprintln(stderr, "web bench:", err)
+			return 1
 		}
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err = run(ctx, o, os.Stdout)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "web bench:", err)
-		os.Exit(1)
-	}
+		return 0
+	}))
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -383,7 +373,7 @@ func cpuName() string {
 func report(out io.Writer, o *options, rs []*result) bool {
 	met := true
 	fmt.Fprintln(out)
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := benchkit.Table(out)
 	fmt.Fprintln(tw, "trace\tspans\tshown\tstored\tAPI /view\topen (drawn)\tof it /view fetch\ttimeline scroll avg/p99\tzoom avg/p99\ttimeline draw p50/p99\ttree scroll avg/p99\t")
 	for _, r := range rs {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%v\t%v\t%.0f ms\t%.0f ms\t%s\t%s\t%.1f/%.1f ms\t%s\t\n", r.name, r.spans, r.shown, r.stored.Round(time.Millisecond),
@@ -392,7 +382,7 @@ func report(out io.Writer, o *options, rs []*result) bool {
 	}
 	tw.Flush()
 	fmt.Fprintln(out)
-	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw = benchkit.Table(out)
 	fmt.Fprintln(tw, "trace\tshown\tflame graph tab\tranking tab\tcritical path tab\t")
 	for _, r := range rs {
 		if len(r.tabs) == 3 {

@@ -1,11 +1,15 @@
-// Package benchkit holds what the benchmark programs share (bench/ingest,
-// bench/brokers, bench/split, probe/bench, clients/c/bench): building
-// tracebridge (Build, GoVersion), running `tracebridge serve` as a child
-// process and asking its metrics endpoint how many records the receiver
-// decoded or the sink consumed (Start, Bridge, PollStep), keeping the tail
-// of a child's standard error (Tail), reading a process's memory from
-// /proc (Memory, SettleDisk, SelfCPU), and generating Kieker Before/After
-// events that form call trees (Signatures, Events, Recorder).
+// Package benchkit holds what the benchmark programs share (bench/*,
+// probe/bench, clients/c/bench): the body of main (Main: flags, a context
+// cancelled by SIGINT or SIGTERM, the exit status), their flags (Flags:
+// the usage line, comma-separated lists, every problem reported at once),
+// starting the program itself again as a child process in a role
+// (ChildCommand, Child), building tracebridge (Build, GoVersion), running
+// `tracebridge serve` as a child process and asking its metrics endpoint
+// how many records the receiver decoded or the sink consumed (Start,
+// Bridge, PollStep), keeping the tail of a child's standard error (Tail),
+// reading a process's memory and CPU time (Memory and CPU from /proc,
+// Usage of a finished child, SettleDisk, SelfCPU), and generating Kieker
+// Before/After events that form call trees (Signatures, Events, Recorder).
 //
 // The bridge configuration Start writes has one receiver named
 // ReceiverName and one binary kieker-log sink named SinkName; the caller

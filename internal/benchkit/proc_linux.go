@@ -57,3 +57,13 @@ func SelfCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// CPU returns the CPU time (user and system) a running process has used,
+// from /proc/PID/stat (clock ticks of 1/100 s, Linux's USER_HZ).
+func CPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStat(string(b))
+}

@@ -17,3 +17,8 @@ func SettleDisk() {}
 
 // SelfCPU is only measured on Linux.
 func SelfCPU() time.Duration { return 0 }
+
+// CPU is only measured on Linux (/proc/PID/stat).
+func CPU(pid int) (time.Duration, error) {
+	return 0, errors.New("a process's CPU time is only measured on Linux")
+}

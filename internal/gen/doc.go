@@ -72,6 +72,16 @@
 // kieker.bin in the directory given as its argument. Package gentest
 // compiles and runs it and decodes those files with internal/codec.
 //
+// # Templates
+//
+// The fixed code of each language (the buffer, registry and helper code,
+// the body of the test programs) is not in Go strings but in
+// templates/<lang>/, embedded: files the language's own tools read and
+// check (gcc, python3, perl -c, go vet templates/go/records.go), cut into
+// parts by "gen:part NAME" marker comments (template.go). The generator
+// writes what depends on the types around those parts; the golden files
+// in testdata/golden hold whole outputs.
+//
 // Concurrency: the package holds no state; Generate, Find and Samples may
 // run concurrently. Generate's files share no memory with its input.
 package gen

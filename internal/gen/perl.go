@@ -64,11 +64,11 @@ func genPerl(ts []*tinfo, o Options) ([]File, error) {
 
 	w := &pyWriter{} // same line syntax: '#' comments
 	w.header(o)
-	w.raw(strings.ReplaceAll(perlPrelude, "PKG", o.Package))
+	w.raw(strings.ReplaceAll(perlTemplate["prelude"], "PKG", o.Package))
 	for _, p := range pts {
 		perlEmitType(w, p, o)
 	}
-	w.p("1;")
+	w.raw(perlTemplate["end"])
 	file := strings.ReplaceAll(o.Package, "::", "/") + ".pm"
 	files := []File{{Name: file, Data: w.b.Bytes()}}
 	if !o.Tests {
@@ -81,108 +81,6 @@ func genPerl(ts []*tinfo, o Options) ([]File, error) {
 	program, mapping := TestFiles(o.Lang, o.Package)
 	return append(files, File{Name: program, Data: test}, File{Name: mapping, Data: mappingFile(ts)}), nil
 }
-
-const perlPrelude = `#
-# Record types and their encoders for Kieker's binary format with an inline
-# string registry (single-socket TCP) and the Kieker Data Bridge's binary
-# dialect (KDB). Perl 5.10 or later, core modules only; 64-bit integers
-# (pack 'q>') are required, so a perl built with 32-bit IVs refuses to load
-# this module.
-#
-# Every record package has a constructor taking the Kieker field names
-# (IRL defaults where none is given), an accessor per field, and
-#
-#     $r->encode_kdb($id)                          # bytes
-#     $r->encode_kieker($registry, $logging_timestamp)   # bytes
-#
-# which return byte strings for the caller to append to its buffer.
-# Strings are Perl character strings (decode what you read); undef is written
-# as the empty string, and a string that is not valid Unicode text dies.
-# Numbers are cut to their field's width; a char is a number (one UTF-16
-# unit); arrays are array references (undef is an empty array).
-#
-# A PKG::Registry belongs to one connection.
-package PKG;
-
-use strict;
-use warnings;
-
-use Carp ();
-use Encode ();
-
-BEGIN {
-	eval { my $x = pack('q>', 1); 1 } or die "PKG needs a perl with 64-bit integers\n";
-}
-
-# The logging timestamp of a record that has none.
-use constant NO_TIMESTAMP => -1;
-
-sub _utf8 {
-	my ($s) = @_;
-	return '' unless defined $s;
-	return Encode::encode('UTF-8', $s, Encode::FB_CROAK() | Encode::LEAVE_SRC());
-}
-
-sub _kdb_str {
-	my $b = _utf8($_[0]);
-	Carp::croak('string of ' . length($b) . ' bytes is too long') if length($b) > 0x7FFFFFFF;
-	return pack('l>', length $b) . $b;
-}
-
-package PKG::Registry;
-
-use strict;
-use warnings;
-
-# new returns the empty string registry of one Kieker connection: it assigns
-# ids from 0 in order of first use.
-sub new {
-	my ($class) = @_;
-	return bless { ids => {}, count => 0 }, $class;
-}
-
-# len returns the number of registered strings.
-sub len { return $_[0]{count} }
-
-# lookup returns the id of a string, or undef.
-sub lookup {
-	my ($self, $s) = @_;
-	return $self->{ids}{ PKG::_utf8($s) };
-}
-
-# _resolve returns the ids of UTF-8 byte strings, the new ones, and their
-# registry entries (int32 -1 | int32 id | int32 byte length | bytes), without
-# registering anything.
-sub _resolve {
-	my $self = shift;
-	my $ids  = $self->{ids};
-	my (@out, %new);
-	my $entries = '';
-	my $n = $self->{count};
-	for my $b (@_) {
-		my $i = $ids->{$b};
-		if (!defined $i) {
-			$i = $new{$b};
-			if (!defined $i) {
-				$i = $n + keys %new;
-				$new{$b} = $i;
-				$entries .= pack('l>l>l>', -1, $i, length $b) . $b;
-			}
-		}
-		push @out, $i;
-	}
-	return (\@out, \%new, $entries);
-}
-
-sub _commit {
-	my ($self, $new) = @_;
-	my $ids = $self->{ids};
-	$ids->{$_} = $new->{$_} for keys %$new;
-	$self->{count} += keys %$new;
-	return;
-}
-
-`
 
 func perlEmitType(w *pyWriter, p *perlType, o Options) {
 	t := p.tinfo
@@ -425,13 +323,7 @@ func perlString(s string) string {
 // perlValue renders a value; with bits, floats as exact bit patterns.
 func perlValue(k record.Kind, array bool, v record.Value, bits bool) string {
 	if array {
-		var items []string
-		if l := v.List(); l != nil {
-			for _, it := range l.Items {
-				items = append(items, perlValue(k, false, it, bits))
-			}
-		}
-		return "[" + strings.Join(items, ", ") + "]"
+		return "[" + listItems(v, func(it record.Value) string { return perlValue(k, false, it, bits) }) + "]"
 	}
 	switch k {
 	case record.Bool:
@@ -487,7 +379,7 @@ func perlTest(pts []*perlType, o Options) ([]byte, error) {
 	w := &pyWriter{}
 	w.p("#!/usr/bin/env perl")
 	w.header(o)
-	w.raw(strings.ReplaceAll(perlTestPrelude, "PKG", o.Package))
+	w.raw(strings.ReplaceAll(perlTestTemplate["prelude"], "PKG", o.Package))
 	for i, r := range samples {
 		p := pts[i/SamplesPerType]
 		var args []string
@@ -499,7 +391,7 @@ func perlTest(pts []*perlType, o Options) ([]byte, error) {
 		w.p("\t\t'%s',", hex.EncodeToString(exp.kdb[i]))
 		w.p("\t\t'%s'],", hex.EncodeToString(exp.kieker[i]))
 	}
-	w.raw(strings.ReplaceAll(perlTestLoop, "PKG", o.Package))
+	w.raw(strings.ReplaceAll(perlTestTemplate["loop"], "PKG", o.Package))
 	k := errorType(ts)
 	p := pts[k]
 	if i := firstField(p.tinfo, func(f finfo) bool { return !f.array && f.kind == record.String }); i >= 0 {
@@ -523,61 +415,6 @@ func perlTest(pts []*perlType, o Options) ([]byte, error) {
 		w.p("}")
 		w.p("")
 	}
-	w.raw(strings.ReplaceAll(perlTestMain, "PKG", o.Package))
+	w.raw(strings.ReplaceAll(perlTestTemplate["main"], "PKG", o.Package))
 	return w.b.Bytes(), nil
 }
-
-const perlTestPrelude = `#
-# Round-trip test of PKG: encodes sample records of every type in both
-# formats, compares the bytes with those tracebridge's own encoders produce
-# for the same records, and writes the streams to kdb.bin and kieker.bin in
-# the directory given as the first argument (default: the current one).
-# Exit status 0 when every record matched.
-use strict;
-use warnings;
-
-use FindBin ();
-use lib $FindBin::Bin;
-
-use PKG;
-
-my @samples = (
-`
-
-const perlTestLoop = `);
-
-my $dir = @ARGV ? $ARGV[0] : '.';
-my ($kdb, $kieker) = ('', '');
-my $reg = PKG::Registry->new;
-my $failures = 0;
-for my $s (@samples) {
-	my ($what, $r, $id, $ts, $want_kdb, $want_kieker) = @$s;
-	for my $c (['KDB', \$kdb, sub { $r->encode_kdb($id) }, $want_kdb],
-		['Kieker', \$kieker, sub { $r->encode_kieker($reg, $ts) }, $want_kieker]) {
-		my ($format, $buf, $enc, $want) = @$c;
-		my $got = eval { $enc->() };
-		if (!defined $got) {
-			print STDERR "$what: $format encoder: $@";
-			$failures++;
-			next;
-		}
-		$$buf .= $got;
-		my $hex = unpack('H*', $got);
-		if ($hex ne $want) {
-			print STDERR "$what: $format bytes differ\n got  $hex\n want $want\n";
-			$failures++;
-		}
-	}
-}
-`
-
-const perlTestMain = `for my $f (['kdb.bin', $kdb], ['kieker.bin', $kieker]) {
-	my $path = "$dir/$f->[0]";
-	open(my $fh, '>:raw', $path) or die "$path: $!\n";
-	print $fh $f->[1] or die "$path: $!\n";
-	close($fh) or die "$path: $!\n";
-}
-printf("%d records: kdb.bin %d bytes, kieker.bin %d bytes, %d strings registered\n",
-	scalar(@samples), length($kdb), length($kieker), $reg->len);
-exit($failures ? 1 : 0);
-`

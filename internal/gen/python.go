@@ -66,7 +66,7 @@ func genPython(ts []*tinfo, o Options) ([]File, error) {
 
 	w := &pyWriter{}
 	w.header(o)
-	w.raw(strings.ReplaceAll(pyPrelude, "MODULE", o.Package))
+	w.raw(strings.ReplaceAll(pyTemplate["prelude"], "MODULE", o.Package))
 	for _, p := range pts {
 		w.typ(p)
 	}
@@ -110,147 +110,6 @@ func (w *pyWriter) comment(indent string, lines []string) {
 		}
 	}
 }
-
-const pyPrelude = `"""Record types and their encoders for Kieker's binary format with an
-inline string registry (single-socket TCP) and the Kieker Data Bridge's
-binary dialect (KDB). Python 3, standard library only.
-
-Every record class has the Kieker fields as attributes (keyword arguments of
-the constructor, IRL defaults as their defaults) and four encoders:
-
-    r.append_kdb(buf, record_id)                   # buf: a bytearray
-    r.encode_kdb(record_id) -> bytes
-    r.append_kieker(buf, registry, logging_timestamp=NO_TIMESTAMP)
-    r.encode_kieker(registry, logging_timestamp=NO_TIMESTAMP) -> bytes
-
-Strings are str (or UTF-8 bytes); None is written as the empty string. A
-str that cannot be encoded as UTF-8 (a lone surrogate) raises
-UnicodeEncodeError, invalid UTF-8 bytes UnicodeDecodeError; a number out of
-its field's range raises struct.error. A failed call leaves buf and the
-registry unchanged. A char field holds an int (one UTF-16 unit) or a
-one-character str. Array fields hold lists (None is an empty array).
-
-A Registry belongs to one connection and is not thread-safe.
-"""
-
-import struct
-
-NO_TIMESTAMP = -1
-"""The logging timestamp of a record that has none."""
-
-_I32 = struct.Struct('>i')
-_ENTRY = struct.Struct('>iii')
-_HEAD = struct.Struct('>iq')
-
-
-def _utf8(s):
-    if s is None:
-        return b''
-    if isinstance(s, (bytes, bytearray)):
-        s = bytes(s)
-        s.decode('utf-8')
-        return s
-    return s.encode('utf-8')
-
-
-def _char(c):
-    if isinstance(c, str):
-        if len(c) != 1 or ord(c) > 0xFFFF:
-            raise ValueError('char %r is not one UTF-16 unit' % (c,))
-        return ord(c)
-    return c
-
-
-def _flag(v):
-    return 1 if v else 0
-
-
-def _kdb_str(out, s):
-    b = _utf8(s)
-    if len(b) > 0x7FFFFFFF:
-        raise ValueError('string of %d bytes is too long' % len(b))
-    out += _I32.pack(len(b))
-    out += b
-
-
-def _count(a):
-    if len(a) > 0x7FFFFFFF:
-        raise ValueError('array of %d elements is too long' % len(a))
-    return len(a)
-
-
-class Registry(object):
-    """The string registry of one Kieker connection: it assigns ids from 0 in
-    order of first use. Not thread-safe."""
-
-    __slots__ = ('_ids',)
-
-    def __init__(self):
-        self._ids = {}
-
-    def __len__(self):
-        return len(self._ids)
-
-    def lookup(self, s):
-        """Returns the id of s, or None."""
-        return self._ids.get(_utf8(s))
-
-    def _resolve(self, strs):
-        """Returns the ids of strs (UTF-8 bytes), the new ones, and their
-        registry entries (int32 -1 | int32 id | int32 byte length | bytes),
-        without registering anything."""
-        ids = self._ids
-        new = {}
-        out = []
-        entries = bytearray()
-        n = len(ids)
-        for b in strs:
-            i = ids.get(b)
-            if i is None:
-                i = new.get(b)
-                if i is None:
-                    if len(b) > 0x7FFFFFFF:
-                        raise ValueError('string of %d bytes is too long' % len(b))
-                    i = n + len(new)
-                    new[b] = i
-                    entries += _ENTRY.pack(-1, i, len(b))
-                    entries += b
-            out.append(i)
-        return out, new, entries
-
-
-class Record(object):
-    """The base of the record classes."""
-
-    __slots__ = ()
-
-    def encode_kdb(self, record_id):
-        """Returns the record in the KDB binary dialect under record_id."""
-        out = bytearray()
-        self.append_kdb(out, record_id)
-        return bytes(out)
-
-    def encode_kieker(self, registry, logging_timestamp=NO_TIMESTAMP):
-        """Returns the record as a Kieker binary frame, preceded by the registry
-        entries of its strings that registry has not seen."""
-        out = bytearray()
-        self.append_kieker(out, registry, logging_timestamp)
-        return bytes(out)
-
-    def __repr__(self):
-        return '%s(%s)' % (type(self).__name__, ', '.join(
-            '%s=%r' % (n, getattr(self, n)) for n in self.__slots__))
-
-    def __eq__(self, other):
-        return type(self) is type(other) and all(
-            getattr(self, n) == getattr(other, n) for n in self.__slots__)
-
-    def __ne__(self, other):
-        return not self == other
-
-    __hash__ = None
-
-`
 
 func (w *pyWriter) typ(p *pyType) {
 	t := p.tinfo
@@ -519,13 +378,7 @@ func pyString(s string) string {
 // (_f32/_f64 of the test file).
 func pyValue(k record.Kind, array bool, v record.Value, bits bool) string {
 	if array {
-		var items []string
-		if l := v.List(); l != nil {
-			for _, it := range l.Items {
-				items = append(items, pyValue(k, false, it, bits))
-			}
-		}
-		return "[" + strings.Join(items, ", ") + "]"
+		return "[" + listItems(v, func(it record.Value) string { return pyValue(k, false, it, bits) }) + "]"
 	}
 	switch k {
 	case record.Bool:
@@ -625,7 +478,7 @@ func pyTest(pts []*pyType, o Options) ([]byte, error) {
 	w := &pyWriter{}
 	w.p("#!/usr/bin/env python3")
 	w.header(o)
-	w.raw(strings.ReplaceAll(pyTestPrelude, "MODULE", o.Package))
+	w.raw(strings.ReplaceAll(pyTestTemplate["prelude"], "MODULE", o.Package))
 	for i, r := range samples {
 		p := pts[i/SamplesPerType]
 		var args []string
@@ -636,76 +489,8 @@ func pyTest(pts []*pyType, o Options) ([]byte, error) {
 		w.p("         '%s',", hex.EncodeToString(exp.kdb[i]))
 		w.p("         '%s'),", hex.EncodeToString(exp.kieker[i]))
 	}
-	w.raw(strings.ReplaceAll(pyTestMid, "MODULE", o.Package))
+	w.raw(strings.ReplaceAll(pyTestTemplate["mid"], "MODULE", o.Package))
 	pyErrorPaths(w, pts, samples, o)
-	w.raw(strings.ReplaceAll(pyTestMain, "MODULE", o.Package))
+	w.raw(strings.ReplaceAll(pyTestTemplate["main"], "MODULE", o.Package))
 	return w.b.Bytes(), nil
 }
-
-const pyTestPrelude = `"""Round-trip test of MODULE: encodes sample records of every type in both
-formats, compares the bytes with those tracebridge's own encoders produce
-for the same records, and writes the streams to kdb.bin and kieker.bin in
-the directory given as the first argument (default: the current one).
-Exit status 0 when every record matched."""
-
-import os
-import struct
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import MODULE  # noqa: E402
-
-
-def _f32(bits):
-    return struct.unpack('>f', struct.pack('>I', bits))[0]
-
-
-def _f64(bits):
-    return struct.unpack('>d', struct.pack('>Q', bits))[0]
-
-
-def samples():
-    return [
-`
-
-const pyTestMid = `    ]
-
-`
-
-const pyTestMain = `
-
-def main(argv):
-    out_dir = argv[1] if len(argv) > 1 else '.'
-    kdb = bytearray()
-    kieker = bytearray()
-    registry = MODULE.Registry()
-    failures = 0
-    all_samples = samples()
-    for what, r, record_id, ts, want_kdb, want_kieker in all_samples:
-        for fmt, buf, append, want in (
-                ('KDB', kdb, lambda b: r.append_kdb(b, record_id), want_kdb),
-                ('Kieker', kieker, lambda b: r.append_kieker(b, registry, ts), want_kieker)):
-            start = len(buf)
-            try:
-                append(buf)
-            except Exception as e:  # noqa: BLE001 - report and go on
-                sys.stderr.write('%s: %s encoder: %r\n' % (what, fmt, e))
-                failures += 1
-                continue
-            got = bytes(buf[start:]).hex()
-            if got != want:
-                sys.stderr.write('%s: %s bytes differ\n got  %s\n want %s\n' % (what, fmt, got, want))
-                failures += 1
-    failures += error_paths()
-    for name, data in (('kdb.bin', kdb), ('kieker.bin', kieker)):
-        with open(os.path.join(out_dir, name), 'wb') as f:
-            f.write(data)
-    print('%d records: kdb.bin %d bytes, kieker.bin %d bytes, %d strings registered'
-          % (len(all_samples), len(kdb), len(kieker), len(registry)))
-    return 1 if failures else 0
-
-
-if __name__ == '__main__':
-    sys.exit(main(sys.argv))
-`

@@ -205,3 +205,15 @@ func firstField(t *tinfo, pred func(finfo) bool) int {
 	}
 	return -1
 }
+
+// listItems renders the items of an array value with item, separated by
+// ", ".
+func listItems(v record.Value, item func(record.Value) string) string {
+	var items []string
+	if l := v.List(); l != nil {
+		for _, it := range l.Items {
+			items = append(items, item(it))
+		}
+	}
+	return strings.Join(items, ", ")
+}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package benchkit
 
 import (
 	"os"
@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// usage returns the CPU time (user + system) and peak RSS in bytes of a
+// Usage returns the CPU time (user + system) and peak RSS in bytes of a
 // finished child process.
-func usage(ps *os.ProcessState) (cpu time.Duration, peakRSS int64) {
+func Usage(ps *os.ProcessState) (cpu time.Duration, peakRSS int64) {
 	cpu = ps.UserTime() + ps.SystemTime()
 	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
 		peakRSS = int64(ru.Maxrss)
