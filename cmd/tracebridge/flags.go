@@ -141,22 +141,31 @@ func (o *options) usage(w io.Writer) {
 		if opt.arg != "" {
 			names += " " + opt.arg
 		}
-		line := "  " + names
-		if len(line) >= usageColumn-1 {
-			b.WriteString(line + "\n")
-			line = ""
-		}
-		line += strings.Repeat(" ", usageColumn-len(line))
-		for i, word := range strings.Fields(opt.help) {
-			if i > 0 && len(line)+1+len(word) > 80 {
-				b.WriteString(line + "\n")
-				line = strings.Repeat(" ", usageColumn)
-			} else if i > 0 {
-				line += " "
-			}
-			line += word
-		}
-		b.WriteString(line + "\n")
+		b.WriteString(wrap("  "+names, usageColumn, opt.help))
 	}
 	io.WriteString(w, b.String())
+}
+
+// wrap returns head and text as lines of at most 80 columns (unless a word
+// is longer): text starts at column, on the next line when head reaches
+// it, and goes on at column on the lines after.
+func wrap(head string, column int, text string) string {
+	var b strings.Builder
+	line := head
+	if len(line) >= column-1 {
+		b.WriteString(line + "\n")
+		line = ""
+	}
+	line += strings.Repeat(" ", column-len(line))
+	for i, word := range strings.Fields(text) {
+		if i > 0 && len(line)+1+len(word) > 80 {
+			b.WriteString(line + "\n")
+			line = strings.Repeat(" ", column)
+		} else if i > 0 {
+			line += " "
+		}
+		line += word
+	}
+	b.WriteString(line + "\n")
+	return b.String()
 }
