@@ -8,12 +8,14 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/tracebridge/tracebridge/internal/codec/jsonl"
+	"github.com/tracebridge/tracebridge/internal/codec/textline"
 	"github.com/tracebridge/tracebridge/internal/irl"
+	"github.com/tracebridge/tracebridge/internal/logdir"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/progress"
 	"github.com/tracebridge/tracebridge/internal/record"
 	jfrsrc "github.com/tracebridge/tracebridge/internal/source/jfr"
 	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
@@ -39,15 +41,15 @@ type skipReporter struct {
 	shown int
 	// bar, if it points to a progress bar, is cleared while a line is
 	// printed.
-	bar **progress
+	bar **progress.Bar
 }
 
 const maxShownSkips = 20
 
 func (s *skipReporter) report(err error) {
-	if s.bar != nil && *s.bar != nil {
-		(*s.bar).pause()
-		defer (*s.bar).resume()
+	if s.bar != nil {
+		(*s.bar).Pause()
+		defer (*s.bar).Resume()
 	}
 	s.shown++
 	if s.shown <= maxShownSkips {
@@ -87,7 +89,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			if *asJSON {
 				line = jsonl.AppendRecord(line, &b.Records[i])
 			} else {
-				line = appendText(line, &b.Records[i])
+				line = textline.AppendRecord(line, &b.Records[i])
 			}
 			if _, err := out.Write(line); err != nil {
 				return err
@@ -205,41 +207,35 @@ func (s *readStats) report(w io.Writer) {
 	}
 }
 
-// appendText renders a record for people: the short type name, the logging
-// timestamp, then name=value pairs with strings quoted.
-func appendText(dst []byte, r *record.Record) []byte {
-	dst = append(dst, r.Type.ShortName()...)
-	dst = append(dst, " loggingTimestamp="...)
-	dst = strconv.AppendInt(dst, r.LoggingTimestamp, 10)
-	for i, f := range r.Type.Fields {
-		dst = append(dst, ' ')
-		dst = append(dst, f.Name...)
-		dst = append(dst, '=')
-		v := r.Values[i]
-		if f.Array {
-			dst = append(dst, '[')
-			if l := v.List(); l != nil {
-				for j, it := range l.Items {
-					if j > 0 {
-						dst = append(dst, ' ')
-					}
-					dst = appendTextValue(dst, f.Kind, it)
-				}
-			}
-			dst = append(dst, ']')
-			continue
+// openLogs opens logs with opt, printing skipped records and cut ends on
+// stderr, and starts a progress bar over the bytes of all of them (drawn
+// on a terminal only; cleared while those lines are printed).
+func openLogs(logs []*logdir.Log, opt kiekerlog.Options, stderr io.Writer) ([]*kiekerlog.Reader, *progress.Bar, int64, error) {
+	var bar *progress.Bar
+	skips := &skipReporter{w: stderr, bar: &bar}
+	warn := warnCutEnd(stderr)
+	opt.OnSkip = skips.report
+	opt.OnCutEnd = func(err error) {
+		bar.Pause()
+		warn(err)
+		bar.Resume()
+	}
+	readers := make([]*kiekerlog.Reader, len(logs))
+	var total int64
+	for i, l := range logs {
+		r, err := kiekerlog.Open(l.Path, opt)
+		if err != nil {
+			return nil, nil, 0, err
 		}
-		dst = appendTextValue(dst, f.Kind, v)
+		readers[i] = r
+		total += r.Size()
 	}
-	return append(dst, '\n')
-}
-
-func appendTextValue(dst []byte, k record.Kind, v record.Value) []byte {
-	switch k {
-	case record.String:
-		return strconv.AppendQuote(dst, v.Str())
-	case record.Char:
-		return strconv.AppendQuoteRune(dst, rune(uint16(v.Int())))
-	}
-	return append(dst, v.Format(k)...)
+	bar = progress.Start(stderr, total, func() int64 {
+		var n int64
+		for _, r := range readers {
+			n += r.Consumed()
+		}
+		return n
+	})
+	return readers, bar, total, nil
 }

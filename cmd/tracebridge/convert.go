@@ -69,30 +69,11 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	// One output log per input log: IN may hold several. On a terminal a
 	// progress bar shows the bytes read of all of them.
-	var bar *progress
-	skips := &skipReporter{w: stderr, bar: &bar}
-	warn := warnCutEnd(stderr)
-	cutEnd := func(err error) {
-		bar.pause()
-		warn(err)
-		bar.resume()
+	readers, bar, _, err := openLogs(logs, srclog.Options{Catalog: cat, SkipBad: *skipBad, Strict: *strict}, stderr)
+	if err != nil {
+		return err
 	}
-	readers := make([]*srclog.Reader, len(logs))
-	var total int64
-	for i, l := range logs {
-		if readers[i], err = srclog.Open(l.Path, srclog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report, Strict: *strict, OnCutEnd: cutEnd}); err != nil {
-			return err
-		}
-		total += readers[i].Size()
-	}
-	bar = startProgress(stderr, total, func() int64 {
-		var n int64
-		for _, r := range readers {
-			n += r.Consumed()
-		}
-		return n
-	})
-	defer bar.stop()
+	defer bar.Stop()
 	for i, l := range logs {
 		r := readers[i]
 		w, err := kiekerlog.New(kiekerlog.Config{
@@ -108,20 +89,20 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		runErr := r.Run(ctx, w)
 		closeErr := w.Close()
 		if ctx.Err() != nil {
-			bar.stop()
+			bar.Stop()
 			return convertInterrupted(w, l.Path, i)
 		}
 		if err := errors.Join(runErr, closeErr); err != nil {
 			return err
 		}
 		st := r.Stats()
-		bar.pause()
+		bar.Pause()
 		fmt.Fprintf(stdout, "%s\n", w.Dir())
 		fmt.Fprintf(stderr, "tracebridge: converted %d records from %s (%d files) to %s\n", w.Records(), l.Path, st.Files, w.Dir())
 		var sum readStats
 		sum.add(st)
 		sum.report(stderr)
-		bar.resume()
+		bar.Resume()
 	}
 	return nil
 }

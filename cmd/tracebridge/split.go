@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/handoff"
 	"github.com/tracebridge/tracebridge/internal/logdir"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
-	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/progress"
 	"github.com/tracebridge/tracebridge/internal/sink/kiekerlog"
 	srclog "github.com/tracebridge/tracebridge/internal/source/kiekerlog"
 	"github.com/tracebridge/tracebridge/internal/stage/split"
@@ -131,29 +130,10 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	skips := &skipReporter{w: stderr}
-	readers := make([]*srclog.Reader, len(logs))
-	var total int64
-	var bar *progress
-	warn := warnCutEnd(stderr)
-	cutEnd := func(err error) { // called while reading, once bar runs
-		bar.pause()
-		warn(err)
-		bar.resume()
+	readers, bar, total, err := openLogs(logs, srclog.Options{Catalog: cat, SkipBad: f.skipBad}, stderr)
+	if err != nil {
+		return err
 	}
-	for i, l := range logs {
-		if readers[i], err = srclog.Open(l.Path, srclog.Options{Catalog: cat, SkipBad: f.skipBad, OnSkip: skips.report, OnCutEnd: cutEnd}); err != nil {
-			return err
-		}
-		total += readers[i].Size()
-	}
-	bar = startProgress(stderr, total, func() int64 {
-		var n int64
-		for _, r := range readers {
-			n += r.Consumed()
-		}
-		return n
-	})
 	mal := &malformedReporter{w: stderr, bar: bar}
 	f.opts.OnMalformed = mal.report
 
@@ -165,7 +145,7 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if bin == nil {
 			b, err := isBinary(l)
 			if err != nil {
-				bar.stop()
+				bar.Stop()
 				return err
 			}
 			bin = &b
@@ -179,13 +159,13 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			NameFromMetadata: true, // the input's own KiekerMetadataRecord is copied
 		})
 		if err != nil {
-			bar.stop()
+			bar.Stop()
 			return err
 		}
 		// Reading and splitting on this goroutine, encoding and writing on
 		// another (whose write system calls overlap the encoding, see
 		// logdir.Files): two cores.
-		out := newHandoff(ctx, w, 4)
+		out := handoff.New(ctx, w, 4)
 		var stage interface {
 			pipeline.Consumer
 			Finish(context.Context) error
@@ -203,16 +183,16 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		handErr := out.Close()
 		closeErr := w.Close()
 		if err := errors.Join(runErr, handErr, closeErr); err != nil {
-			bar.stop()
+			bar.Stop()
 			return err
 		}
-		bar.pause()
+		bar.Pause()
 		fmt.Fprintf(stdout, "%s\n", w.Dir())
-		bar.resume()
+		bar.Resume()
 		add(&sum, stage.Stats())
 		read.add(readers[i].Stats())
 	}
-	bar.stop()
+	bar.Stop()
 	elapsed := time.Since(start)
 	printSummary(stderr, f.merge, sum, total, elapsed)
 	mal.summary(sum)
@@ -261,13 +241,13 @@ func printSummary(w io.Writer, merge bool, s split.Stats, bytes int64, elapsed t
 			s.TracesIn, s.TracesOut, s.Partial, s.MaxNesting, s.MaxDepth)
 	}
 	fmt.Fprintf(w, "tracebridge: %d records in, %d out; %s in %.1f s (%.1f MB/s)\n",
-		s.RecordsIn, s.RecordsOut, formatBytes(bytes), elapsed.Seconds(), rate)
+		s.RecordsIn, s.RecordsOut, progress.FormatBytes(bytes), elapsed.Seconds(), rate)
 }
 
 // malformedReporter prints the first malformed traces as they are found.
 type malformedReporter struct {
 	w     io.Writer
-	bar   *progress
+	bar   *progress.Bar
 	shown int
 }
 
@@ -278,13 +258,13 @@ func (m *malformedReporter) report(x split.Malformed) {
 	if m.shown > maxShownMalformed+1 {
 		return
 	}
-	m.bar.pause()
+	m.bar.Pause()
 	if m.shown <= maxShownMalformed {
 		fmt.Fprintf(m.w, "tracebridge: passed through unsplit: %v\n", x)
 	} else {
 		fmt.Fprintln(m.w, "tracebridge: (further malformed traces not shown)")
 	}
-	m.bar.resume()
+	m.bar.Resume()
 }
 
 func (m *malformedReporter) summary(s split.Stats) {
@@ -300,181 +280,4 @@ func (m *malformedReporter) summary(s split.Stats) {
 		more = ", …"
 	}
 	fmt.Fprintf(m.w, "tracebridge: %d malformed traces passed through unsplit (traceIds %s%s)\n", s.Malformed, strings.Join(ids, ", "), more)
-}
-
-// progress draws a progress bar on a terminal: bytes done, rate and time
-// left, redrawn five times a second. Without a terminal it does nothing.
-type progress struct {
-	w     io.Writer
-	total int64
-	done  func() int64
-	start time.Time
-
-	mu      sync.Mutex
-	drawn   bool
-	quit    chan struct{}
-	stopped sync.WaitGroup
-}
-
-func startProgress(w io.Writer, total int64, done func() int64) *progress {
-	p := &progress{w: w, total: total, done: done, start: time.Now()}
-	if !isTerminal(w) {
-		return p
-	}
-	p.quit = make(chan struct{})
-	p.stopped.Add(1)
-	go func() {
-		defer p.stopped.Done()
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.quit:
-				return
-			case <-t.C:
-				p.mu.Lock()
-				p.draw()
-				p.mu.Unlock()
-			}
-		}
-	}()
-	return p
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-func (p *progress) draw() {
-	done := p.done()
-	el := time.Since(p.start).Seconds()
-	frac := 1.0
-	if p.total > 0 {
-		frac = min(float64(done)/float64(p.total), 1)
-	}
-	const width = 30
-	fill := int(frac * width)
-	rate := float64(done) / max(el, 1e-9)
-	left := "?"
-	if rate > 0 && done > 0 {
-		left = formatDuration(time.Duration(float64(p.total-done) / rate * float64(time.Second)))
-	}
-	fmt.Fprintf(p.w, "\r[%s%s] %3.0f%% %s / %s  %s/s  %s left \x1b[K",
-		strings.Repeat("=", fill), strings.Repeat(" ", width-fill), 100*frac,
-		formatBytes(done), formatBytes(p.total), formatBytes(int64(rate)), left)
-	p.drawn = true
-}
-
-// pause clears the bar so that a line can be printed; resume lets it be
-// drawn again.
-func (p *progress) pause() {
-	if p.quit == nil {
-		return
-	}
-	p.mu.Lock()
-	if p.drawn {
-		fmt.Fprint(p.w, "\r\x1b[K")
-		p.drawn = false
-	}
-}
-
-func (p *progress) resume() {
-	if p.quit != nil {
-		p.mu.Unlock()
-	}
-}
-
-// stop removes the bar for good. It is safe to call twice.
-func (p *progress) stop() {
-	if p.quit == nil {
-		return
-	}
-	close(p.quit)
-	p.stopped.Wait()
-	if p.drawn {
-		fmt.Fprint(p.w, "\r\x1b[K")
-	}
-	p.quit = nil
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
-func formatDuration(d time.Duration) string {
-	s := int64(d.Round(time.Second) / time.Second)
-	if s >= 3600 {
-		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
-	}
-	return fmt.Sprintf("%d:%02d", s/60, s%60)
-}
-
-// handoff passes batches on to a consumer running on a goroutine of its
-// own, so that reading and splitting use one core and encoding and writing
-// another: a pipeline.Queue in front of the consumer. Consume copies the
-// caller's batch (which the caller reuses when Consume returns) and queues
-// it; the first error of the consumer is returned by the next Consume and
-// by Close, and what is queued after it is dropped.
-type handoff struct {
-	q    *pipeline.Queue
-	done chan struct{}
-
-	mu  sync.Mutex
-	err error
-}
-
-func newHandoff(ctx context.Context, next pipeline.Consumer, depth int) *handoff {
-	h := &handoff{done: make(chan struct{})}
-	guarded := pipeline.ConsumerFunc(func(ctx context.Context, b *record.Batch) error {
-		if h.failed() != nil {
-			return nil
-		}
-		return next.Consume(ctx, b)
-	})
-	h.q = pipeline.NewQueue(depth, guarded, func(err error) {
-		h.mu.Lock()
-		if h.err == nil {
-			h.err = err
-		}
-		h.mu.Unlock()
-	})
-	go func() {
-		defer close(h.done)
-		h.q.Run(ctx)
-	}()
-	return h
-}
-
-func (h *handoff) failed() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.err
-}
-
-func (h *handoff) Consume(ctx context.Context, b *record.Batch) error {
-	if err := h.failed(); err != nil {
-		return err
-	}
-	return h.q.Consume(ctx, b)
-}
-
-// Close waits for the queued batches to be consumed. It must be called
-// once, after the last Consume.
-func (h *handoff) Close() error {
-	h.q.Close()
-	<-h.done
-	return h.failed()
 }
