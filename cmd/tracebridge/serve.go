@@ -8,12 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tracebridge/tracebridge/internal/config"
+	"github.com/tracebridge/tracebridge/internal/daemon"
 	"github.com/tracebridge/tracebridge/internal/serve"
 	streamsink "github.com/tracebridge/tracebridge/internal/sink/stream"
 	"github.com/tracebridge/tracebridge/internal/web"
@@ -117,8 +117,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if f.daemon && os.Getenv(daemonEnv) == "" {
-		return daemonize(args, f.pidFile, f.logFile, stdout)
+	if f.daemon && !daemon.IsChild() {
+		pid, err := daemon.Start(append([]string{"serve"}, args...), f.pidFile, f.logFile)
+		var ee *daemon.ExitError
+		if errors.As(err, &ee) {
+			return withCode(ee.Code, err)
+		}
+		if err != nil {
+			return withCode(exitConfig, err)
+		}
+		fmt.Fprintf(stdout, "tracebridge: daemon started, pid %d (PID file %s, output in %s)\n", pid, f.pidFile, f.logFile)
+		return nil
 	}
 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -153,12 +162,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "tracebridge: http on %s://%s/ (API /api/v1, Jaeger /api)\n", srv.HTTPScheme, srv.HTTPAddr)
 	}
 	fmt.Fprintln(stdout, "tracebridge: ready")
-	if os.Getenv(daemonEnv) != "" {
-		if err := writePIDFile(f.pidFile); err != nil {
+	if daemon.IsChild() {
+		if err := daemon.WritePIDFile(f.pidFile); err != nil {
 			srv.Close()
 			return withCode(exitConfig, err)
 		}
-		defer removePIDFile(f.pidFile)
+		defer daemon.RemovePIDFile(f.pidFile)
 	}
 	runErr := srv.Run(ctx)
 	if f.stats {

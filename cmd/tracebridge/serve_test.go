@@ -19,6 +19,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
+	"github.com/tracebridge/tracebridge/internal/daemon"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
@@ -380,7 +381,7 @@ func TestServeDaemon(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	pid, err := readPIDFile(filepath.Join(dir, "tb.pid"))
+	pid, err := daemon.ReadPIDFile(filepath.Join(dir, "tb.pid"))
 	if err != nil {
 		t.Fatal(err)
 	}
