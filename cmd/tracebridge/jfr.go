@@ -188,4 +188,3 @@ func cmdFlame(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintln(stderr)
 	return dataErr
 }
-
