@@ -64,10 +64,9 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	asJSON := fs.Bool("json", false, "print one JSON object per record")
 	var types repeatFlag
 	fs.Var(&types, "type", "print only records of these types: names, names without package, globs such as jdk.GC* (repeatable or comma-separated); JFR inputs decode only those")
-	skipBad := fs.Bool("skip-bad", false, "skip malformed records instead of stopping, and report how many")
-	strict := fs.Bool("strict", false, "stop at a record whose type is not in the catalogue (by default such records are skipped and counted per type)")
-	var libs listFlag
-	fs.Var(&libs, "L", "IRL file or directory with more record types (repeatable, or ':'-separated)")
+	skipBad := skipBadFlag(fs)
+	strict := strictFlag(fs)
+	libs := libsFlag(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -76,7 +75,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usagef("cat: no log directory or recording given")
 	}
 	typeList := splitTypes(types)
-	cat, err := loadCatalog(libs)
+	cat, err := loadCatalog(*libs)
 	if err != nil {
 		return err
 	}

@@ -21,10 +21,9 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Var(&types, "type", "JFR input: convert only the events of these types (names, names without package, globs; repeatable or comma-separated)")
 	compress := fs.String("compress", "none", "compression of the data files: none, deflate, gzip, zip or xz")
 	maxEntries := fs.Int("max-entries", logdir.DefaultMaxEntriesInFile, "records per data file (Kieker's maxEntriesInFile)")
-	skipBad := fs.Bool("skip-bad", false, "skip malformed records instead of stopping, and report how many")
-	strict := fs.Bool("strict", false, "stop at a record whose type is not in the catalogue (by default such records are skipped and counted per type)")
-	var libs listFlag
-	fs.Var(&libs, "L", "IRL file or directory with more record types (repeatable, or ':'-separated)")
+	skipBad := skipBadFlag(fs)
+	strict := strictFlag(fs)
+	libs := libsFlag(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -59,7 +58,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			Path: pos[1], Binary: binary, Compression: comp, MaxEntriesInFile: *maxEntries, Metadata: true,
 		}, stdout, stderr)
 	}
-	cat, err := loadCatalog(libs)
+	cat, err := loadCatalog(*libs)
 	if err != nil {
 		return err
 	}

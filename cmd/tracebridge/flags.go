@@ -66,6 +66,25 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
+// libsFlag defines -L, the IRL files and directories with more record
+// types of the commands that read records.
+func libsFlag(fs *flag.FlagSet) *listFlag {
+	var libs listFlag
+	fs.Var(&libs, "L", "IRL file or directory with more record types (repeatable, or ':'-separated)")
+	return &libs
+}
+
+// skipBadFlag defines --skip-bad of the commands that read logs.
+func skipBadFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("skip-bad", false, "skip malformed records instead of stopping, and report how many")
+}
+
+// strictFlag defines --strict of the commands that print or rewrite
+// records.
+func strictFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("strict", false, "stop at a record whose type is not in the catalogue (by default such records are skipped and counted per type)")
+}
+
 // repeatFlag collects a repeatable flag's values as given.
 type repeatFlag []string
 

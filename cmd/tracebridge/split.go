@@ -55,7 +55,6 @@ type splitFlags struct {
 	compress   string
 	maxEntries int
 	skipBad    bool
-	libs       listFlag
 	opts       split.Options
 }
 
@@ -72,7 +71,7 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&f.opts.MaxDepth, "max-depth", split.DefaultMaxDepth, "open calls per trace; a deeper trace passes through unsplit")
 	fs.IntVar(&f.opts.MaxFrames, "max-frames", split.DefaultMaxFrames, "open calls of all traces together")
 	fs.IntVar(&f.opts.MaxBuffered, "max-buffered", split.DefaultMaxBuffered, "records held back for incomplete OperationExecutionRecord traces")
-	fs.Var(&f.libs, "L", "IRL file or directory with more record types (repeatable, or ':'-separated)")
+	libs := libsFlag(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -119,7 +118,7 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usagef("split: --%s must be positive", lim.name)
 		}
 	}
-	cat, err := loadCatalog(f.libs)
+	cat, err := loadCatalog(*libs)
 	if err != nil {
 		return err
 	}

@@ -31,8 +31,7 @@ func cmdTraces(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	maxOpen := fs.Int("max-open-traces", trace.DefaultMaxOpenTraces, "traces assembled at once; beyond, the one idle longest is printed early")
 	maxSpans := fs.Int("max-spans", trace.DefaultMaxSpans, "spans held per trace; a larger trace is printed in parts")
 	strict := fs.Bool("strict", false, "stop at a record whose type is not in the catalogue")
-	var libs listFlag
-	fs.Var(&libs, "L", "IRL file or directory with more record types (repeatable, or ':'-separated)")
+	libs := libsFlag(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -49,7 +48,7 @@ func cmdTraces(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *minDur < 0 || *window <= 0 {
 		return usagef("traces: --min-duration must not be negative, --window must be positive")
 	}
-	cat, err := loadCatalog(libs)
+	cat, err := loadCatalog(*libs)
 	if err != nil {
 		return err
 	}
