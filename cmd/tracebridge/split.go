@@ -142,7 +142,7 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for i, l := range logs {
 		bin := binary
 		if bin == nil {
-			b, err := isBinary(l)
+			b, err := l.Binary()
 			if err != nil {
 				bar.Stop()
 				return err
@@ -188,7 +188,7 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		bar.Pause()
 		fmt.Fprintf(stdout, "%s\n", w.Dir())
 		bar.Resume()
-		add(&sum, stage.Stats())
+		sum.Add(stage.Stats())
 		read.add(readers[i].Stats())
 	}
 	bar.Stop()
@@ -197,37 +197,6 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mal.summary(sum)
 	read.report(stderr)
 	return nil
-}
-
-// isBinary tells whether a log's data is binary (by its first data file).
-func isBinary(l *logdir.Log) (bool, error) {
-	files := l.DataFiles()
-	if len(files) == 0 {
-		return false, nil
-	}
-	s, err := files[0].Open()
-	if err != nil {
-		return false, fmt.Errorf("kieker log: %w", err)
-	}
-	defer s.Close()
-	return !s.Format.Text, nil
-}
-
-func add(sum *split.Stats, s split.Stats) {
-	sum.RecordsIn += s.RecordsIn
-	sum.RecordsOut += s.RecordsOut
-	sum.TracesIn += s.TracesIn
-	sum.TracesOut += s.TracesOut
-	sum.Partial += s.Partial
-	sum.MaxNesting = max(sum.MaxNesting, s.MaxNesting)
-	sum.MaxDepth = max(sum.MaxDepth, s.MaxDepth)
-	sum.Malformed += s.Malformed
-	sum.Evicted += s.Evicted
-	for _, id := range s.MalformedIDs {
-		if len(sum.MalformedIDs) < 10 {
-			sum.MalformedIDs = append(sum.MalformedIDs, id)
-		}
-	}
 }
 
 func printSummary(w io.Writer, merge bool, s split.Stats, bytes int64, elapsed time.Duration) {
