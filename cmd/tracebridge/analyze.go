@@ -121,20 +121,20 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	})
 	skips := &skipReporter{w: stderr}
-	var sum readStats
+	var sum kiekerlog.Stats
 	for _, p := range pos {
 		r, err := kiekerlog.Open(p, kiekerlog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report})
 		if err != nil {
 			return err
 		}
 		err = r.Run(ctx, feed)
-		sum.add(r.Stats())
+		sum.Add(r.Stats())
 		if err != nil {
 			return err
 		}
 	}
 	asm.Flush()
-	sum.report(stderr)
+	reportSkipped(stderr, sum)
 
 	var out bytes.Buffer
 	switch {

@@ -97,7 +97,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return nil
 	})
 	skips := &skipReporter{w: stderr}
-	var sum readStats
+	var sum kiekerlog.Stats
 	var dataErrs []error
 	filtered, err := typeFilter(typeList, print)
 	if err != nil {
@@ -121,7 +121,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		err = r.Run(ctx, filtered)
-		sum.add(r.Stats())
+		sum.Add(r.Stats())
 		if err != nil {
 			return err
 		}
@@ -129,7 +129,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := out.Flush(); err != nil {
 		return err
 	}
-	sum.report(stderr)
+	reportSkipped(stderr, sum)
 	if len(dataErrs) > 0 {
 		return withCode(exitData, errors.Join(dataErrs...))
 	}
@@ -169,39 +169,21 @@ func warnCutEnd(w io.Writer) func(error) {
 	}
 }
 
-// readStats sums what the log readers of a command skipped.
-type readStats struct {
-	skipped, tails int64
-	unknown        map[string]int64
-	unknownTails   []string
-}
-
-func (s *readStats) add(st kiekerlog.Stats) {
-	s.skipped += st.Skipped
-	s.tails += st.SkippedTails
-	for k, n := range st.Unknown {
-		if s.unknown == nil {
-			s.unknown = map[string]int64{}
-		}
-		s.unknown[k] += n
-	}
-	s.unknownTails = append(s.unknownTails, st.UnknownTails...)
-}
-
-// report says what was skipped: malformed records (--skip-bad), and once
-// per type the records whose type is not in the catalogue.
-func (s *readStats) report(w io.Writer) {
+// reportSkipped says what the log readers skipped: malformed records
+// (--skip-bad), and once per type the records whose type is not in the
+// catalogue.
+func reportSkipped(w io.Writer, s kiekerlog.Stats) {
 	switch {
-	case s.skipped == 0:
-	case s.tails == 0:
-		fmt.Fprintf(w, "tracebridge: skipped %d malformed records\n", s.skipped)
+	case s.Skipped == 0:
+	case s.SkippedTails == 0:
+		fmt.Fprintf(w, "tracebridge: skipped %d malformed records\n", s.Skipped)
 	default:
-		fmt.Fprintf(w, "tracebridge: skipped %d malformed records; in %d of them the rest of the file could not be read\n", s.skipped, s.tails)
+		fmt.Fprintf(w, "tracebridge: skipped %d malformed records; in %d of them the rest of the file could not be read\n", s.Skipped, s.SkippedTails)
 	}
-	for _, name := range slices.Sorted(maps.Keys(s.unknown)) {
-		fmt.Fprintf(w, "tracebridge: skipped %d records of type %s, which is not in the catalogue (describe it with -L FILE.irl; --strict stops at it)\n", s.unknown[name], name)
+	for _, name := range slices.Sorted(maps.Keys(s.Unknown)) {
+		fmt.Fprintf(w, "tracebridge: skipped %d records of type %s, which is not in the catalogue (describe it with -L FILE.irl; --strict stops at it)\n", s.Unknown[name], name)
 	}
-	for _, t := range s.unknownTails {
+	for _, t := range s.UnknownTails {
 		fmt.Fprintf(w, "tracebridge: the rest of %s could not be read after a record of an unknown type (binary records carry no length)\n", t)
 	}
 }

@@ -98,9 +98,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		bar.Pause()
 		fmt.Fprintf(stdout, "%s\n", w.Dir())
 		fmt.Fprintf(stderr, "tracebridge: converted %d records from %s (%d files) to %s\n", w.Records(), l.Path, st.Files, w.Dir())
-		var sum readStats
-		sum.add(st)
-		sum.report(stderr)
+		reportSkipped(stderr, st)
 		bar.Resume()
 	}
 	return nil

@@ -101,9 +101,9 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if st.Dropped > 0 {
 		fmt.Fprintf(stderr, "tracebridge: %d records could not be sent (no id in the KDB mapping)\n", st.Dropped)
 	}
-	var sum readStats
-	sum.add(r.Stats())
-	sum.report(stderr)
+	var sum kiekerlog.Stats
+	sum.Add(r.Stats())
+	reportSkipped(stderr, sum)
 	return nil
 }
 

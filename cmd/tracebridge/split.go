@@ -138,7 +138,7 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	start := time.Now()
 	var sum split.Stats
-	var read readStats
+	var read srclog.Stats
 	for i, l := range logs {
 		bin := binary
 		if bin == nil {
@@ -189,13 +189,13 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "%s\n", w.Dir())
 		bar.Resume()
 		sum.Add(stage.Stats())
-		read.add(readers[i].Stats())
+		read.Add(readers[i].Stats())
 	}
 	bar.Stop()
 	elapsed := time.Since(start)
 	printSummary(stderr, f.merge, sum, total, elapsed)
 	mal.summary(sum)
-	read.report(stderr)
+	reportSkipped(stderr, read)
 	return nil
 }
 

@@ -73,7 +73,7 @@ func cmdTraces(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			werr = trace.WriteText(out, t)
 		},
 	})
-	var sum readStats
+	var sum kiekerlog.Stats
 	skips := &skipReporter{w: stderr}
 	for _, p := range pos {
 		r, err := kiekerlog.Open(p, kiekerlog.Options{Catalog: cat, Strict: *strict, OnSkip: skips.report})
@@ -85,7 +85,7 @@ func cmdTraces(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			a.Tick()
 			return werr
 		}))
-		sum.add(r.Stats())
+		sum.Add(r.Stats())
 		if err != nil {
 			return err
 		}
@@ -97,7 +97,7 @@ func cmdTraces(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := out.Flush(); err != nil {
 		return err
 	}
-	sum.report(stderr)
+	reportSkipped(stderr, sum)
 	st := a.Stats()
 	if st.Untraced > 0 {
 		fmt.Fprintf(stderr, "tracebridge: %d OperationExecutionRecords ran outside any trace (traceId -1)\n", st.Untraced)
