@@ -99,9 +99,9 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	skips := &skipReporter{w: stderr}
 	var sum kiekerlog.Stats
 	var dataErrs []error
-	filtered, err := typeFilter(typeList, print)
+	filtered, err := jfrsrc.TypeFilter(typeList, print)
 	if err != nil {
-		return err
+		return usagef("--type: %v", err)
 	}
 	for _, p := range pos {
 		if jfrsrc.Detect(p) {

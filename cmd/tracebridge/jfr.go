@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	codec "github.com/tracebridge/tracebridge/internal/codec/jfr"
 	"github.com/tracebridge/tracebridge/internal/flame"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -42,41 +41,6 @@ func readJFR(ctx context.Context, path string, types []string, out pipeline.Cons
 		return st, withCode(exitData, fmt.Errorf("%s: %d damaged chunks or events skipped (shown above); every readable event was read", path, st.Errors))
 	}
 	return st, nil
-}
-
-// typeFilter returns a consumer handing on only the records whose type
-// matches the --type patterns (next itself without patterns).
-func typeFilter(types []string, next pipeline.Consumer) (pipeline.Consumer, error) {
-	match, err := codec.NewFilter(types...)
-	if err != nil {
-		return nil, usagef("--type: %v", err)
-	}
-	if match == nil {
-		return next, nil
-	}
-	keep := map[*record.Type]bool{}
-	var sub record.Batch
-	return pipeline.ConsumerFunc(func(ctx context.Context, b *record.Batch) error {
-		sub.Records = sub.Records[:0]
-		sub.Origin = b.Origin
-		for i := range b.Records {
-			t := b.Records[i].Type
-			k, ok := keep[t]
-			if !ok {
-				k = match(t.Name)
-				keep[t] = k
-			}
-			if k {
-				sub.Records = append(sub.Records, b.Records[i])
-			}
-		}
-		if len(sub.Records) == 0 {
-			return nil
-		}
-		err := next.Consume(ctx, &sub)
-		clear(sub.Records)
-		return err
-	}), nil
 }
 
 const flameSynopsis = `analyze --flame [--per-thread | --per-host] [--every DURATION] [--lines] [--type T…] [-o PREFIX] RECORDING.jfr|REPOSITORY|LOGDIR…
