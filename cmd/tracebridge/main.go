@@ -1,9 +1,14 @@
-// Command tracebridge receives monitoring records from programs in any
-// language, decodes Kieker's and the Kieker Data Bridge's formats, and
-// writes Kieker-compatible logs.
+// Command tracebridge receives monitoring records and traces from
+// programs in any language (Kieker's and the Kieker Data Bridge's formats,
+// brokers, OTLP, zorka, JFR), writes Kieker-compatible logs, assembles and
+// stores traces, and serves them over an HTTP API, a web UI and a live
+// stream; its other commands read, convert, replay, analyse and query what
+// it wrote.
 //
-// This file only parses the command line and maps failures to exit codes;
-// the work happens in internal/….
+// This package only parses the command line, calls the packages under
+// internal/ that do the work, and maps their failures to exit codes. The
+// subcommands are one table (commands), from which the top-level help is
+// generated.
 package main
 
 import (
