@@ -174,6 +174,13 @@ func serveConns(t *testing.T, handle func(net.Conn)) net.Listener {
 	if err != nil {
 		t.Fatal(err)
 	}
+	acceptEach(t, ln, handle)
+	return ln
+}
+
+// acceptEach hands each connection ln accepts to handle on a goroutine of
+// its own, and closes ln when the test ends.
+func acceptEach(t *testing.T, ln net.Listener, handle func(net.Conn)) {
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -184,5 +191,4 @@ func serveConns(t *testing.T, handle func(net.Conn)) net.Listener {
 			go handle(c)
 		}
 	}()
-	return ln
 }
