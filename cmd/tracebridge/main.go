@@ -131,15 +131,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, topUsage())
 		return exitUsage
 	}
-	switch args[0] {
+	name := args[0]
+	switch name {
 	case "--version", "-version":
-		args[0] = "version"
+		name = "version"
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, topUsage())
 		return exitOK
 	}
 	for _, c := range commands {
-		if c.name == args[0] {
+		if c.name == name {
 			return report(c.run(ctx, args[1:], stdout, stderr), stderr)
 		}
 	}
