@@ -3,14 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/analysis"
@@ -53,9 +50,8 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	invalid := fs.Bool("include-invalid", false, "keep the traces Kieker drops as invalid, as far as they were assembled")
 	window := fs.Duration("window", time.Hour, "a trace is complete when none of its records came for this long, in the records' own time (Kieker waits for a trace to be complete; a shorter window saves memory but may cut long calls off)")
 	outFile := fs.String("o", "", "write to FILE instead of standard output")
-	skipBad := fs.Bool("skip-bad", false, "skip malformed records instead of stopping, and report how many")
-	var libs listFlag
-	fs.Var(&libs, "L", "IRL file or directory with more record types (repeatable, or ':'-separated)")
+	skipBad := skipBadFlag(fs)
+	libs := libsFlag(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -106,35 +102,17 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return usagef("analyze: --format must be table or json with --stats")
 		}
 	}
-	cat, err := loadCatalog(libs)
+	cat, err := loadCatalog(*libs)
 	if err != nil {
 		return err
 	}
 
 	opt := analysis.Options{IncludeInvalid: *invalid}
 	an := analysis.New(opt)
-	var tree *analysis.MessageTrace
-	var treeInvalid *analysis.Invalid
-	emit := func(t *trace.Trace) {
-		if kind != analysis.CallTree {
-			an.Add(t)
-			return
-		}
-		if tree != nil {
-			return
-		}
-		ms, inv := analysis.Messages(t, opt)
-		for _, m := range ms {
-			if m.ID == treeID {
-				tree = m
-				return
-			}
-		}
-		for _, v := range inv {
-			if v.ID == treeID && treeInvalid == nil {
-				treeInvalid = &v
-			}
-		}
+	finder := analysis.TreeFinder{ID: treeID, Options: opt}
+	emit := an.Add
+	if kind == analysis.CallTree {
+		emit = finder.Add
 	}
 	asm := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Window: *window, Emit: emit})
 	feed := pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
@@ -143,37 +121,37 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	})
 	skips := &skipReporter{w: stderr}
-	var sum readStats
+	var sum kiekerlog.Stats
 	for _, p := range pos {
 		r, err := kiekerlog.Open(p, kiekerlog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report})
 		if err != nil {
 			return err
 		}
 		err = r.Run(ctx, feed)
-		sum.add(r.Stats())
+		sum.Add(r.Stats())
 		if err != nil {
 			return err
 		}
 	}
 	asm.Flush()
-	sum.report(stderr)
+	reportSkipped(stderr, sum)
 
 	var out bytes.Buffer
 	switch {
 	case *stats:
-		if err := writeStats(&out, an.Operations(), *format == "json"); err != nil {
+		if err := analysis.WriteOperations(&out, an.Operations(), *format == "json"); err != nil {
 			return err
 		}
 	default:
 		var g *analysis.Graph
 		if kind == analysis.CallTree {
-			if tree == nil {
-				if treeInvalid != nil {
-					return fmt.Errorf("analyze: trace %s is invalid for Kieker's trace analysis: %s (--include-invalid draws it anyway)", treeID, treeInvalid.Reason)
+			if finder.Tree == nil {
+				if finder.Invalid != nil {
+					return fmt.Errorf("analyze: trace %s is invalid for Kieker's trace analysis: %s (--include-invalid draws it anyway)", treeID, finder.Invalid.Reason)
 				}
 				return fmt.Errorf("analyze: no trace %s in %s", treeID, strings.Join(pos, ", "))
 			}
-			g = analysis.TraceCallTree(tree)
+			g = analysis.TraceCallTree(finder.Tree)
 		} else if g, err = an.Graph(kind); err != nil {
 			return err
 		}
@@ -183,7 +161,11 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if !*respTimes {
 			g = g.WithoutStats()
 		}
-		if err := writeGraph(ctx, &out, g, *format, analysis.DOTOptions{ShortLabels: *short, Unit: *unit}); err != nil {
+		err := analysis.WriteGraph(ctx, &out, g, *format, analysis.DOTOptions{ShortLabels: *short, Unit: *unit})
+		if errors.Is(err, analysis.ErrNoDot) {
+			return withCode(exitConfig, err)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -195,72 +177,6 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	return os.WriteFile(*outFile, out.Bytes(), 0o644)
-}
-
-// errNoDot says that svg output needs Graphviz.
-var errNoDot = errors.New("analyze: --format svg needs Graphviz's dot program on PATH (Debian/Ubuntu: apt-get install graphviz); or write --format dot and render it with dot -Tsvg elsewhere")
-
-func writeGraph(ctx context.Context, w io.Writer, g *analysis.Graph, format string, o analysis.DOTOptions) error {
-	switch format {
-	case "json":
-		b, err := json.MarshalIndent(g, "", " ")
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(append(b, '\n'))
-		return err
-	case "svg":
-		dot, err := exec.LookPath("dot")
-		if err != nil {
-			return withCode(exitConfig, errNoDot)
-		}
-		var src bytes.Buffer
-		if err := analysis.WriteDOT(&src, g, o); err != nil {
-			return err
-		}
-		var errOut bytes.Buffer
-		cmd := exec.CommandContext(ctx, dot, "-Tsvg")
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = &src, w, &errOut
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("analyze: %s -Tsvg: %v: %s", dot, err, strings.TrimSpace(errOut.String()))
-		}
-		return nil
-	}
-	return analysis.WriteDOT(w, g, o)
-}
-
-func writeStats(w io.Writer, ops []analysis.OperationStats, asJSON bool) error {
-	if asJSON {
-		type row struct {
-			Component string `json:"component"`
-			Operation string `json:"operation"`
-			Count     int64  `json:"count"`
-			Min       int64  `json:"minNs"`
-			Avg       int64  `json:"avgNs"`
-			Max       int64  `json:"maxNs"`
-			Total     int64  `json:"totalNs"`
-			Self      int64  `json:"selfNs"`
-			Errors    int64  `json:"errors"`
-		}
-		rows := make([]row, 0, len(ops))
-		for _, o := range ops {
-			rows = append(rows, row{o.Component, o.Operation, o.Count, o.Min, o.Avg(), o.Max, o.Total, o.Self, o.Errors})
-		}
-		b, err := json.MarshalIndent(map[string]any{"operations": rows}, "", " ")
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(append(b, '\n'))
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "count\tmin ms\tavg ms\tmax ms\ttotal ms\tself ms\terrors\t  operation")
-	ms := func(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e6) }
-	for _, o := range ops {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t  %s.%s\n", o.Count, ms(o.Min), ms(o.Avg()), ms(o.Max), ms(o.Total), ms(o.Self), o.Errors,
-			o.Component, o.Sig.Short())
-	}
-	return tw.Flush()
 }
 
 // reportAnalysis says on stderr how many traces were analysed and which

@@ -63,7 +63,7 @@ func runEnv(t *testing.T, env []string, args ...string) result {
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatal(err)
+		t.Fatalf("running tracebridge %v: %v", args, err)
 	}
 	return result{out.String(), errb.String(), code}
 }

@@ -8,12 +8,14 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/tracebridge/tracebridge/internal/codec/jsonl"
+	"github.com/tracebridge/tracebridge/internal/codec/textline"
 	"github.com/tracebridge/tracebridge/internal/irl"
+	"github.com/tracebridge/tracebridge/internal/logdir"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/progress"
 	"github.com/tracebridge/tracebridge/internal/record"
 	jfrsrc "github.com/tracebridge/tracebridge/internal/source/jfr"
 	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
@@ -39,15 +41,15 @@ type skipReporter struct {
 	shown int
 	// bar, if it points to a progress bar, is cleared while a line is
 	// printed.
-	bar **progress
+	bar **progress.Bar
 }
 
 const maxShownSkips = 20
 
 func (s *skipReporter) report(err error) {
-	if s.bar != nil && *s.bar != nil {
-		(*s.bar).pause()
-		defer (*s.bar).resume()
+	if s.bar != nil {
+		(*s.bar).Pause()
+		defer (*s.bar).Resume()
 	}
 	s.shown++
 	if s.shown <= maxShownSkips {
@@ -62,10 +64,9 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	asJSON := fs.Bool("json", false, "print one JSON object per record")
 	var types repeatFlag
 	fs.Var(&types, "type", "print only records of these types: names, names without package, globs such as jdk.GC* (repeatable or comma-separated); JFR inputs decode only those")
-	skipBad := fs.Bool("skip-bad", false, "skip malformed records instead of stopping, and report how many")
-	strict := fs.Bool("strict", false, "stop at a record whose type is not in the catalogue (by default such records are skipped and counted per type)")
-	var libs listFlag
-	fs.Var(&libs, "L", "IRL file or directory with more record types (repeatable, or ':'-separated)")
+	skipBad := skipBadFlag(fs)
+	strict := strictFlag(fs)
+	libs := libsFlag(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -74,7 +75,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usagef("cat: no log directory or recording given")
 	}
 	typeList := splitTypes(types)
-	cat, err := loadCatalog(libs)
+	cat, err := loadCatalog(*libs)
 	if err != nil {
 		return err
 	}
@@ -87,7 +88,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			if *asJSON {
 				line = jsonl.AppendRecord(line, &b.Records[i])
 			} else {
-				line = appendText(line, &b.Records[i])
+				line = textline.AppendRecord(line, &b.Records[i])
 			}
 			if _, err := out.Write(line); err != nil {
 				return err
@@ -96,11 +97,11 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return nil
 	})
 	skips := &skipReporter{w: stderr}
-	var sum readStats
+	var sum kiekerlog.Stats
 	var dataErrs []error
-	filtered, err := typeFilter(typeList, print)
+	filtered, err := jfrsrc.TypeFilter(typeList, print)
 	if err != nil {
-		return err
+		return usagef("--type: %v", err)
 	}
 	for _, p := range pos {
 		if jfrsrc.Detect(p) {
@@ -120,7 +121,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		err = r.Run(ctx, filtered)
-		sum.add(r.Stats())
+		sum.Add(r.Stats())
 		if err != nil {
 			return err
 		}
@@ -128,7 +129,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := out.Flush(); err != nil {
 		return err
 	}
-	sum.report(stderr)
+	reportSkipped(stderr, sum)
 	if len(dataErrs) > 0 {
 		return withCode(exitData, errors.Join(dataErrs...))
 	}
@@ -168,78 +169,54 @@ func warnCutEnd(w io.Writer) func(error) {
 	}
 }
 
-// readStats sums what the log readers of a command skipped.
-type readStats struct {
-	skipped, tails int64
-	unknown        map[string]int64
-	unknownTails   []string
-}
-
-func (s *readStats) add(st kiekerlog.Stats) {
-	s.skipped += st.Skipped
-	s.tails += st.SkippedTails
-	for k, n := range st.Unknown {
-		if s.unknown == nil {
-			s.unknown = map[string]int64{}
-		}
-		s.unknown[k] += n
-	}
-	s.unknownTails = append(s.unknownTails, st.UnknownTails...)
-}
-
-// report says what was skipped: malformed records (--skip-bad), and once
-// per type the records whose type is not in the catalogue.
-func (s *readStats) report(w io.Writer) {
+// reportSkipped says what the log readers skipped: malformed records
+// (--skip-bad), and once per type the records whose type is not in the
+// catalogue.
+func reportSkipped(w io.Writer, s kiekerlog.Stats) {
 	switch {
-	case s.skipped == 0:
-	case s.tails == 0:
-		fmt.Fprintf(w, "tracebridge: skipped %d malformed records\n", s.skipped)
+	case s.Skipped == 0:
+	case s.SkippedTails == 0:
+		fmt.Fprintf(w, "tracebridge: skipped %d malformed records\n", s.Skipped)
 	default:
-		fmt.Fprintf(w, "tracebridge: skipped %d malformed records; in %d of them the rest of the file could not be read\n", s.skipped, s.tails)
+		fmt.Fprintf(w, "tracebridge: skipped %d malformed records; in %d of them the rest of the file could not be read\n", s.Skipped, s.SkippedTails)
 	}
-	for _, name := range slices.Sorted(maps.Keys(s.unknown)) {
-		fmt.Fprintf(w, "tracebridge: skipped %d records of type %s, which is not in the catalogue (describe it with -L FILE.irl; --strict stops at it)\n", s.unknown[name], name)
+	for _, name := range slices.Sorted(maps.Keys(s.Unknown)) {
+		fmt.Fprintf(w, "tracebridge: skipped %d records of type %s, which is not in the catalogue (describe it with -L FILE.irl; --strict stops at it)\n", s.Unknown[name], name)
 	}
-	for _, t := range s.unknownTails {
+	for _, t := range s.UnknownTails {
 		fmt.Fprintf(w, "tracebridge: the rest of %s could not be read after a record of an unknown type (binary records carry no length)\n", t)
 	}
 }
 
-// appendText renders a record for people: the short type name, the logging
-// timestamp, then name=value pairs with strings quoted.
-func appendText(dst []byte, r *record.Record) []byte {
-	dst = append(dst, r.Type.ShortName()...)
-	dst = append(dst, " loggingTimestamp="...)
-	dst = strconv.AppendInt(dst, r.LoggingTimestamp, 10)
-	for i, f := range r.Type.Fields {
-		dst = append(dst, ' ')
-		dst = append(dst, f.Name...)
-		dst = append(dst, '=')
-		v := r.Values[i]
-		if f.Array {
-			dst = append(dst, '[')
-			if l := v.List(); l != nil {
-				for j, it := range l.Items {
-					if j > 0 {
-						dst = append(dst, ' ')
-					}
-					dst = appendTextValue(dst, f.Kind, it)
-				}
-			}
-			dst = append(dst, ']')
-			continue
+// openLogs opens logs with opt, printing skipped records and cut ends on
+// stderr, and starts a progress bar over the bytes of all of them (drawn
+// on a terminal only; cleared while those lines are printed).
+func openLogs(logs []*logdir.Log, opt kiekerlog.Options, stderr io.Writer) ([]*kiekerlog.Reader, *progress.Bar, int64, error) {
+	var bar *progress.Bar
+	skips := &skipReporter{w: stderr, bar: &bar}
+	warn := warnCutEnd(stderr)
+	opt.OnSkip = skips.report
+	opt.OnCutEnd = func(err error) {
+		bar.Pause()
+		warn(err)
+		bar.Resume()
+	}
+	readers := make([]*kiekerlog.Reader, len(logs))
+	var total int64
+	for i, l := range logs {
+		r, err := kiekerlog.Open(l.Path, opt)
+		if err != nil {
+			return nil, nil, 0, err
 		}
-		dst = appendTextValue(dst, f.Kind, v)
+		readers[i] = r
+		total += r.Size()
 	}
-	return append(dst, '\n')
-}
-
-func appendTextValue(dst []byte, k record.Kind, v record.Value) []byte {
-	switch k {
-	case record.String:
-		return strconv.AppendQuote(dst, v.Str())
-	case record.Char:
-		return strconv.AppendQuoteRune(dst, rune(uint16(v.Int())))
-	}
-	return append(dst, v.Format(k)...)
+	bar = progress.Start(stderr, total, func() int64 {
+		var n int64
+		for _, r := range readers {
+			n += r.Consumed()
+		}
+		return n
+	})
+	return readers, bar, total, nil
 }

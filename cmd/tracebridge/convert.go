@@ -21,10 +21,9 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Var(&types, "type", "JFR input: convert only the events of these types (names, names without package, globs; repeatable or comma-separated)")
 	compress := fs.String("compress", "none", "compression of the data files: none, deflate, gzip, zip or xz")
 	maxEntries := fs.Int("max-entries", logdir.DefaultMaxEntriesInFile, "records per data file (Kieker's maxEntriesInFile)")
-	skipBad := fs.Bool("skip-bad", false, "skip malformed records instead of stopping, and report how many")
-	strict := fs.Bool("strict", false, "stop at a record whose type is not in the catalogue (by default such records are skipped and counted per type)")
-	var libs listFlag
-	fs.Var(&libs, "L", "IRL file or directory with more record types (repeatable, or ':'-separated)")
+	skipBad := skipBadFlag(fs)
+	strict := strictFlag(fs)
+	libs := libsFlag(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -59,7 +58,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			Path: pos[1], Binary: binary, Compression: comp, MaxEntriesInFile: *maxEntries, Metadata: true,
 		}, stdout, stderr)
 	}
-	cat, err := loadCatalog(libs)
+	cat, err := loadCatalog(*libs)
 	if err != nil {
 		return err
 	}
@@ -69,30 +68,11 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	// One output log per input log: IN may hold several. On a terminal a
 	// progress bar shows the bytes read of all of them.
-	var bar *progress
-	skips := &skipReporter{w: stderr, bar: &bar}
-	warn := warnCutEnd(stderr)
-	cutEnd := func(err error) {
-		bar.pause()
-		warn(err)
-		bar.resume()
+	readers, bar, _, err := openLogs(logs, srclog.Options{Catalog: cat, SkipBad: *skipBad, Strict: *strict}, stderr)
+	if err != nil {
+		return err
 	}
-	readers := make([]*srclog.Reader, len(logs))
-	var total int64
-	for i, l := range logs {
-		if readers[i], err = srclog.Open(l.Path, srclog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report, Strict: *strict, OnCutEnd: cutEnd}); err != nil {
-			return err
-		}
-		total += readers[i].Size()
-	}
-	bar = startProgress(stderr, total, func() int64 {
-		var n int64
-		for _, r := range readers {
-			n += r.Consumed()
-		}
-		return n
-	})
-	defer bar.stop()
+	defer bar.Stop()
 	for i, l := range logs {
 		r := readers[i]
 		w, err := logwrite.New(logwrite.Config{
@@ -108,20 +88,18 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		runErr := r.Run(ctx, w)
 		closeErr := w.Close()
 		if ctx.Err() != nil {
-			bar.stop()
+			bar.Stop()
 			return convertInterrupted(w, l.Path, i)
 		}
 		if err := errors.Join(runErr, closeErr); err != nil {
 			return err
 		}
 		st := r.Stats()
-		bar.pause()
+		bar.Pause()
 		fmt.Fprintf(stdout, "%s\n", w.Dir())
 		fmt.Fprintf(stderr, "tracebridge: converted %d records from %s (%d files) to %s\n", w.Records(), l.Path, st.Files, w.Dir())
-		var sum readStats
-		sum.add(st)
-		sum.report(stderr)
-		bar.resume()
+		reportSkipped(stderr, st)
+		bar.Resume()
 	}
 	return nil
 }

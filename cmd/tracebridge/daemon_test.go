@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/daemon"
 	"github.com/tracebridge/tracebridge/internal/servicetest"
 )
 
@@ -49,7 +50,7 @@ func TestSecondDaemonKeepsPIDFile(t *testing.T) {
 	if r := startDaemon(t, dir, port); r.code != 0 {
 		t.Fatalf("first daemon: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	pid, err := readPIDFile(pidFile)
+	pid, err := daemon.ReadPIDFile(pidFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestSecondDaemonKeepsPIDFile(t *testing.T) {
 	if !strings.Contains(r.stderr, "tb.pid") || !strings.Contains(r.stderr, fmt.Sprint(pid)) {
 		t.Errorf("the refusal does not name the PID file and the running process %d:\n%s", pid, r.stderr)
 	}
-	if got, err := readPIDFile(pidFile); err != nil || got != pid {
+	if got, err := daemon.ReadPIDFile(pidFile); err != nil || got != pid {
 		t.Fatalf("after the second start the PID file holds %d (%v), want %d", got, err, pid)
 	}
 	if !alive(pid) {
@@ -74,7 +75,7 @@ func TestSecondDaemonKeepsPIDFile(t *testing.T) {
 	if r := startDaemon(t, dir, servicetest.FreePort(t)); r.code == 0 {
 		t.Fatalf("a daemon on another port with the same PID file started:\n%s", r.stdout)
 	}
-	if got, _ := readPIDFile(pidFile); got != pid {
+	if got, _ := daemon.ReadPIDFile(pidFile); got != pid {
 		t.Fatalf("PID file holds %d, want %d", got, pid)
 	}
 	stopDaemon(t, pid)
@@ -97,7 +98,7 @@ func TestDaemonReplacesStalePIDFile(t *testing.T) {
 	if r := startDaemon(t, dir, servicetest.FreePort(t)); r.code != 0 {
 		t.Fatalf("exit %d with a stale PID file\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	pid, err := readPIDFile(pidFile)
+	pid, err := daemon.ReadPIDFile(pidFile)
 	if err != nil || pid == gone.Process.Pid || !alive(pid) {
 		t.Fatalf("PID file holds %d (%v), want the new daemon's", pid, err)
 	}

@@ -66,6 +66,25 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
+// libsFlag defines -L, the IRL files and directories with more record
+// types of the commands that read records.
+func libsFlag(fs *flag.FlagSet) *listFlag {
+	var libs listFlag
+	fs.Var(&libs, "L", "IRL file or directory with more record types (repeatable, or ':'-separated)")
+	return &libs
+}
+
+// skipBadFlag defines --skip-bad of the commands that read logs.
+func skipBadFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("skip-bad", false, "skip malformed records instead of stopping, and report how many")
+}
+
+// strictFlag defines --strict of the commands that print or rewrite
+// records.
+func strictFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("strict", false, "stop at a record whose type is not in the catalogue (by default such records are skipped and counted per type)")
+}
+
 // repeatFlag collects a repeatable flag's values as given.
 type repeatFlag []string
 
@@ -141,22 +160,31 @@ func (o *options) usage(w io.Writer) {
 		if opt.arg != "" {
 			names += " " + opt.arg
 		}
-		line := "  " + names
-		if len(line) >= usageColumn-1 {
-			b.WriteString(line + "\n")
-			line = ""
-		}
-		line += strings.Repeat(" ", usageColumn-len(line))
-		for i, word := range strings.Fields(opt.help) {
-			if i > 0 && len(line)+1+len(word) > 80 {
-				b.WriteString(line + "\n")
-				line = strings.Repeat(" ", usageColumn)
-			} else if i > 0 {
-				line += " "
-			}
-			line += word
-		}
-		b.WriteString(line + "\n")
+		b.WriteString(wrap("  "+names, usageColumn, opt.help))
 	}
 	io.WriteString(w, b.String())
+}
+
+// wrap returns head and text as lines of at most 80 columns (unless a word
+// is longer): text starts at column, on the next line when head reaches
+// it, and goes on at column on the lines after.
+func wrap(head string, column int, text string) string {
+	var b strings.Builder
+	line := head
+	if len(line) >= column-1 {
+		b.WriteString(line + "\n")
+		line = ""
+	}
+	line += strings.Repeat(" ", column-len(line))
+	for i, word := range strings.Fields(text) {
+		if i > 0 && len(line)+1+len(word) > 80 {
+			b.WriteString(line + "\n")
+			line = strings.Repeat(" ", column)
+		} else if i > 0 {
+			line += " "
+		}
+		line += word
+	}
+	b.WriteString(line + "\n")
+	return b.String()
 }

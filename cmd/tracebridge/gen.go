@@ -10,9 +10,6 @@ import (
 	"strings"
 
 	"github.com/tracebridge/tracebridge/internal/gen"
-	"github.com/tracebridge/tracebridge/internal/irl"
-	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 const genSynopsis = "gen --lang c|go|python|perl [-o DIR] [-L PATH…] [--package NAME] [--tests] [--all] TYPE…|FILE.irl…"
@@ -53,56 +50,9 @@ func cmdGen(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		return usagef("gen: no record types or IRL files given (or --all)")
 	}
 
-	var names, files []string
-	for _, p := range pos {
-		if isIRLPath(p) {
-			files = append(files, p)
-		} else {
-			names = append(names, p)
-		}
-	}
-	var model *irl.Model
-	cat := trace.Types()
-	if irlPaths := append(append([]string(nil), libs...), files...); len(irlPaths) > 0 {
-		model, err = irl.Load(irlPaths...)
-		if err != nil {
-			return withCode(exitConfig, fmt.Errorf("gen: record types: %w", err))
-		}
-		if _, err := model.AddTo(cat); err != nil {
-			return withCode(exitConfig, fmt.Errorf("gen: record types: %w", err))
-		}
-	}
-
-	var types []gen.Type
-	add := func(t *record.Type) {
-		gt := gen.Type{Record: t}
-		if model != nil {
-			if d := model.Decl(t.Name); d != nil {
-				gt.Decl, gt.Model = d, model
-			}
-		}
-		types = append(types, gt)
-	}
-	if *all {
-		for _, t := range cat.Types() {
-			add(t)
-		}
-	}
-	for _, f := range files {
-		n, err := irlTypes(model, cat, f, add)
-		if err != nil {
-			return withCode(exitConfig, fmt.Errorf("gen: %w", err))
-		}
-		if n == 0 {
-			return withCode(exitConfig, fmt.Errorf("gen: %s defines no record types (only templates or abstract entities)", f))
-		}
-	}
-	for _, n := range names {
-		t, err := gen.Find(cat, n)
-		if err != nil {
-			return withCode(exitConfig, fmt.Errorf("gen: %w", err))
-		}
-		add(t)
+	types, err := gen.Select(pos, libs, *all)
+	if err != nil {
+		return withCode(exitConfig, fmt.Errorf("gen: %w", err))
 	}
 
 	out, err := gen.Generate(types, gen.Options{Lang: lang, Package: *pkg, Tests: *tests, Command: genCommand(args)})
@@ -123,45 +73,6 @@ func cmdGen(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, path)
 	}
 	return nil
-}
-
-// isIRLPath reports whether a gen argument names IRL (a .irl file or a
-// directory) rather than a record type.
-func isIRLPath(arg string) bool {
-	if strings.HasSuffix(arg, ".irl") {
-		return true
-	}
-	fi, err := os.Stat(arg)
-	return err == nil && fi.IsDir()
-}
-
-// irlTypes adds the record types declared in the IRL file (or the files
-// under the directory) path, in declaration order, and returns how many.
-func irlTypes(m *irl.Model, cat *record.Catalog, path string, add func(*record.Type)) (int, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, d := range m.Decls() {
-		if !d.IsRecord() {
-			continue
-		}
-		f, err := filepath.Abs(m.File(d).Name)
-		if err != nil {
-			return 0, err
-		}
-		if f != abs && !strings.HasPrefix(f, abs+string(filepath.Separator)) {
-			continue
-		}
-		t := cat.Lookup(d.FullName())
-		if t == nil {
-			return 0, fmt.Errorf("%s: record type %s is not in the catalogue", d.Pos, d.FullName())
-		}
-		add(t)
-		n++
-	}
-	return n, nil
 }
 
 // genCommand renders the command line for the generated files' headers.

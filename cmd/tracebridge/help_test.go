@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -62,5 +63,49 @@ func TestServeHostFlag(t *testing.T) {
 	p.Stop()
 	if r := tb(t, "serve", "-t", "tcp-client", "-p", "1", "-h"); r.code != exitUsage {
 		t.Errorf("-h without a host among other flags: exit %d, want %d", r.code, exitUsage)
+	}
+}
+
+// TestTopHelp: `tracebridge help`, -h and --help print the top-level help
+// (testdata/help.golden) generated from the command table; without a
+// command or with an unknown one it goes to stderr with exit code 4. Every
+// command of the table is listed and runs.
+func TestTopHelp(t *testing.T) {
+	golden := filepath.Join("testdata", "help.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(topUsage()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"-help"}} {
+		var stdout, stderr strings.Builder
+		if code := run(context.Background(), args, &stdout, &stderr); code != exitOK || stdout.String() != string(want) {
+			t.Errorf("%v: exit %d, stdout differs from %s (run with -update after a change):\n%s", args, code, golden, stdout.String())
+		}
+	}
+	for _, c := range []struct {
+		args   []string
+		prefix string
+	}{{nil, ""}, {[]string{"frobnicate"}, "tracebridge: unknown command \"frobnicate\"\n\n"}} {
+		var stdout, stderr strings.Builder
+		if code := run(context.Background(), c.args, &stdout, &stderr); code != exitUsage || stderr.String() != c.prefix+string(want) {
+			t.Errorf("%v: exit %d, stderr:\n%s", c.args, code, stderr.String())
+		}
+	}
+	for _, c := range commands {
+		if !regexp.MustCompile(`(?m)^  ` + c.name + ` +\S`).MatchString(string(want)) {
+			t.Errorf("command %s is not in the help", c.name)
+		}
+		if c.name == "version" {
+			continue
+		}
+		var stdout, stderr strings.Builder
+		if code := run(context.Background(), []string{c.name, "-h"}, &stdout, &stderr); code != exitOK {
+			t.Errorf("%s -h: exit %d\n%s", c.name, code, stderr.String())
+		}
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"net"
 	"os"
 	"os/exec"
@@ -12,36 +11,13 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/logwrite"
-	"github.com/tracebridge/tracebridge/internal/record"
 )
 
 // bigLog writes a binary log of n Before events and returns its directory.
 func bigLog(t *testing.T, n int) string {
 	t.Helper()
-	w, err := logwrite.New(logwrite.Config{Path: t.TempDir(), Binary: true, MaxEntriesInFile: -1, Metadata: true}) // one data file
-	if err != nil {
-		t.Fatal(err)
-	}
-	typ := catalog.Lookup(record.BeforeOperationEvent)
-	var b record.Batch
-	for i := 0; i < n; i += 1000 {
-		b.Reset()
-		for j := i; j < min(i+1000, n); j++ {
-			r := b.Add(typ, record.NoTimestamp)
-			r.Values[0] = record.IntValue(int64(j))
-			r.Values[1] = record.IntValue(int64(j / 100))
-			r.Values[2] = record.IntValue(int64(j % 100))
-			r.Values[3] = record.StringValue("public void some.pkg.Clazz.method(int)")
-			r.Values[4] = record.StringValue("some.pkg.Clazz")
-		}
-		if err := w.Consume(context.Background(), &b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return w.Dir()
+	cfg := logwrite.Config{Path: t.TempDir(), Binary: true, MaxEntriesInFile: -1, Metadata: true} // one data file
+	return bridgetest.WriteEventLog(t, cfg, n, func(j int) (int64, int64) { return int64(j / 100), int64(j % 100) })
 }
 
 // TestConvertStopsOnCtrlC interrupts `convert` of a large log (SIGINT, as

@@ -5,13 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"time"
 
-	codec "github.com/tracebridge/tracebridge/internal/codec/jfr"
 	"github.com/tracebridge/tracebridge/internal/flame"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -45,41 +41,6 @@ func readJFR(ctx context.Context, path string, types []string, out pipeline.Cons
 		return st, withCode(exitData, fmt.Errorf("%s: %d damaged chunks or events skipped (shown above); every readable event was read", path, st.Errors))
 	}
 	return st, nil
-}
-
-// typeFilter returns a consumer handing on only the records whose type
-// matches the --type patterns (next itself without patterns).
-func typeFilter(types []string, next pipeline.Consumer) (pipeline.Consumer, error) {
-	match, err := codec.NewFilter(types...)
-	if err != nil {
-		return nil, usagef("--type: %v", err)
-	}
-	if match == nil {
-		return next, nil
-	}
-	keep := map[*record.Type]bool{}
-	var sub record.Batch
-	return pipeline.ConsumerFunc(func(ctx context.Context, b *record.Batch) error {
-		sub.Records = sub.Records[:0]
-		sub.Origin = b.Origin
-		for i := range b.Records {
-			t := b.Records[i].Type
-			k, ok := keep[t]
-			if !ok {
-				k = match(t.Name)
-				keep[t] = k
-			}
-			if k {
-				sub.Records = append(sub.Records, b.Records[i])
-			}
-		}
-		if len(sub.Records) == 0 {
-			return nil
-		}
-		err := next.Consume(ctx, &sub)
-		clear(sub.Records)
-		return err
-	}), nil
 }
 
 const flameSynopsis = `analyze --flame [--per-thread | --per-host] [--every DURATION] [--lines] [--type T…] [-o PREFIX] RECORDING.jfr|REPOSITORY|LOGDIR…
@@ -133,7 +94,7 @@ func cmdFlame(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var host string // the origin of the batch being added
 	switch {
 	case *perThread:
-		agg.Group = threadOf
+		agg.Group = flame.ThreadOf
 	case *perHost:
 		agg.Group = func(*record.Record) string { return host }
 	}
@@ -178,97 +139,16 @@ func cmdFlame(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return dataErr
 	}
-	title := "CPU samples"
-	if len(typeList) != 1 || typeList[0] != "jdk.ExecutionSample" {
-		title = strings.Join(typeList, ", ")
-	}
-	write := func(name string, s *flame.Stacks, subtitle string) error {
-		if err := writeFileWith(name+".folded", s.WriteFolded); err != nil {
-			return err
-		}
-		if err := writeFileWith(name+".svg", func(w io.Writer) error {
-			return s.WriteSVG(w, flame.SVGOptions{Title: title, Subtitle: subtitle})
-		}); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s.folded\n%s.svg\n", name, name)
-		return nil
-	}
-	if err := write(prefix, merged, fmt.Sprintf("%d samples of %s", merged.Total(), strings.Join(pos, ", "))); err != nil {
+	if err := agg.WriteFiles(prefix, pos, func(name string) { fmt.Fprintf(stdout, "%s.folded\n%s.svg\n", name, name) }); err != nil {
 		return err
-	}
-	profiles := agg.Profiles()
-	if agg.Group != nil || agg.Window > 0 {
-		for _, p := range profiles {
-			name := prefix
-			sub := fmt.Sprintf("%d samples", p.Stacks.Total())
-			if agg.Group != nil {
-				name += "-" + fileSafe(p.Group)
-				sub += " of " + p.Group
-			}
-			if agg.Window > 0 {
-				start := time.Unix(0, p.Start).UTC()
-				name += "-" + start.Format("20060102T150405.000Z")
-				sub += fmt.Sprintf(", %s + %v", start.Format(time.RFC3339Nano), agg.Window)
-			}
-			if err := write(name, p.Stacks, sub); err != nil {
-				return err
-			}
-		}
 	}
 	fmt.Fprintf(stderr, "tracebridge: %d samples, %d distinct stacks", merged.Total(), merged.Len())
 	if agg.Group != nil || agg.Window > 0 {
-		fmt.Fprintf(stderr, ", %d profiles", len(profiles))
+		fmt.Fprintf(stderr, ", %d profiles", len(agg.Profiles()))
 	}
 	if agg.Dropped > 0 {
 		fmt.Fprintf(stderr, " (%d samples of further profiles dropped: more than 10,000 profiles)", agg.Dropped)
 	}
 	fmt.Fprintln(stderr)
 	return dataErr
-}
-
-// threadOf names a sample's thread: its name and Java thread id.
-func threadOf(r *record.Record) string {
-	for _, f := range []string{"sampledThread", "eventThread"} {
-		name, ok := r.Field(f)
-		if !ok {
-			continue
-		}
-		id, _ := r.Field(f + ".javaThreadId")
-		return name.Str() + " #" + strconv.FormatInt(id.Int(), 10)
-	}
-	return ""
-}
-
-// fileSafe makes a group name usable in a file name.
-func fileSafe(s string) string {
-	if s == "" {
-		return "none"
-	}
-	s = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' {
-			return r
-		}
-		return '_'
-	}, s)
-	if len(s) > 80 {
-		s = s[:80]
-	}
-	return s
-}
-
-// writeFileWith creates name and fills it with write.
-func writeFileWith(name string, write func(io.Writer) error) error {
-	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(name)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

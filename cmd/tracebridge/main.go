@@ -1,9 +1,14 @@
-// Command tracebridge receives monitoring records from programs in any
-// language, decodes Kieker's and the Kieker Data Bridge's formats, and
-// writes Kieker-compatible logs.
+// Command tracebridge receives monitoring records and traces from
+// programs in any language (Kieker's and the Kieker Data Bridge's formats,
+// brokers, OTLP, zorka, JFR), writes Kieker-compatible logs, assembles and
+// stores traces, and serves them over an HTTP API, a web UI and a live
+// stream; its other commands read, convert, replay, analyse and query what
+// it wrote.
 //
-// This file only parses the command line and maps failures to exit codes;
-// the work happens in internal/….
+// This package only parses the command line, calls the packages under
+// internal/ that do the work, and maps their failures to exit codes. The
+// subcommands are one table (commands), from which the top-level help is
+// generated.
 package main
 
 import (
@@ -15,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 )
 
@@ -33,30 +39,54 @@ const (
 	exitInterrupted = 130
 )
 
-const topUsage = `tracebridge: a monitoring-data bridge and trace collector for programs in any language
+// command is one subcommand: its name, the one line the top-level help
+// says of it, and the function that parses its flags and runs it.
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
 
-usage: tracebridge <command> [flags] [arguments]
+// commands is the one list of subcommands; run dispatches and topUsage
+// describes from it, so the two cannot disagree.
+var commands = []command{
+	{"serve", "run the bridge: receive records (Kieker and KDB TCP, brokers, OTLP, zorka, JFR repositories), write Kieker logs, assemble and store traces, serve the HTTP API, web UI and live stream", cmdServe},
+	{"cat", "print the records of Kieker log directories or JFR recordings (text or --json)", cmdCat},
+	{"convert", "rewrite a Kieker log (ASCII/binary, compression, rotation), or a JFR recording as one", cmdConvert},
+	{"replay", "send a Kieker log to a bridge (Kieker TCP or KDB binary), optionally at a rate", cmdReplay},
+	{"split", "cut huge traces into linked partial traces at component boundaries (--merge: back)", cmdSplit},
+	{"traces", "assemble and print the traces of Kieker logs (call trees across threads and hosts)", cmdTraces},
+	{"query", "search the trace store (filters, text, regex, EQL; a trace's tree, ranking, pivot)", cmdQuery},
+	{"store", "check or rebuild a trace store", cmdStore},
+	{"hosts", "manage the hosts of a trace store (list, add, set, enable, disable, delete)", cmdHosts},
+	{"token", "make an API token for writes over the HTTP API (and its hash for the configuration)", cmdToken},
+	{"analyze", "Kieker's trace analyses: dependency graphs, call trees (dot, json, svg), statistics; --flame: JFR flame graphs", cmdAnalyze},
+	{"tail", "follow a bridge's live stream from anywhere (nats://HOST:PORT), or from a point in the past", cmdTail},
+	{"dump", "write a window of a bridge's stream as a Kieker log or OTLP JSON", cmdDump},
+	{"control", "change what a running bridge records: enable, disable, sample, probes", cmdControl},
+	{"gen", "write record types and encoders for C, Go, Python or Perl from IRL", cmdGen},
+	{"version", "print the version", cmdVersion},
+}
 
-commands:
-  serve    run the bridge: receive records over TCP (or follow JVMs' JFR repositories), write Kieker logs
-  cat      print the records of Kieker log directories or JFR recordings (text or --json)
-  convert  rewrite a Kieker log (ASCII/binary, compression, rotation), or a JFR recording as one
-  replay   send a Kieker log to a bridge (Kieker TCP or KDB binary), optionally at a rate
-  split    cut huge traces into linked partial traces at component boundaries (--merge: back)
-  traces   assemble and print the traces of Kieker logs (call trees across threads and hosts)
-  query    search the trace store (filters, text, regex, EQL; a trace's tree, ranking, pivot)
-  store    check or rebuild a trace store
-  hosts    manage the hosts of a trace store (list, add, set, enable, disable, delete)
-  token    make an API token for writes over the HTTP API (and its hash for the configuration)
-  analyze  Kieker's trace analyses: dependency graphs, call trees (dot, json, svg), statistics; --flame: JFR flame graphs
-  tail     follow a bridge's live stream from anywhere (nats://HOST:PORT), or from a point in the past
-  dump     write a window of a bridge's stream as a Kieker log or OTLP JSON
-  control  change what a running bridge records: enable, disable, sample, probes
-  gen      write record types and encoders for C, Go, Python or Perl from IRL
-  version  print the version
+// summaryColumn is where the summaries of the top-level help start.
+const summaryColumn = 11
 
-Run 'tracebridge <command> -h' for a command's flags.
-`
+// topUsage is the top-level help: what tracebridge is, then one line per
+// command (wrapped at 80 columns).
+func topUsage() string {
+	var b strings.Builder
+	b.WriteString("tracebridge: a monitoring-data bridge and trace collector for programs in any language\n\n")
+	b.WriteString("usage: tracebridge <command> [flags] [arguments]\n\ncommands:\n")
+	for _, c := range commands {
+		b.WriteString(wrap("  "+c.name, summaryColumn, c.summary))
+	}
+	b.WriteString("\nRun 'tracebridge <command> -h' for a command's flags.\n")
+	return b.String()
+}
+
+func cmdVersion(_ context.Context, _ []string, stdout, _ io.Writer) error {
+	fmt.Fprintln(stdout, "tracebridge", version)
+	return nil
+}
 
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "0.1.0-dev"
@@ -98,50 +128,24 @@ func withCode(code int, err error) error {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, topUsage)
+		fmt.Fprint(stderr, topUsage())
 		return exitUsage
 	}
-	var err error
-	switch args[0] {
-	case "cat":
-		err = cmdCat(ctx, args[1:], stdout, stderr)
-	case "convert":
-		err = cmdConvert(ctx, args[1:], stdout, stderr)
-	case "serve":
-		err = cmdServe(ctx, args[1:], stdout, stderr)
-	case "replay":
-		err = cmdReplay(ctx, args[1:], stdout, stderr)
-	case "gen":
-		err = cmdGen(ctx, args[1:], stdout, stderr)
-	case "split":
-		err = cmdSplit(ctx, args[1:], stdout, stderr)
-	case "traces":
-		err = cmdTraces(ctx, args[1:], stdout, stderr)
-	case "query":
-		err = cmdQuery(ctx, args[1:], stdout, stderr)
-	case "store":
-		err = cmdStore(ctx, args[1:], stdout, stderr)
-	case "hosts":
-		err = cmdHosts(ctx, args[1:], stdout, stderr)
-	case "analyze":
-		err = cmdAnalyze(ctx, args[1:], stdout, stderr)
-	case "token":
-		err = cmdToken(ctx, args[1:], stdout, stderr)
-	case "tail":
-		err = cmdTail(ctx, args[1:], stdout, stderr)
-	case "dump":
-		err = cmdDump(ctx, args[1:], stdout, stderr)
-	case "control":
-		err = cmdControl(ctx, args[1:], stdout, stderr)
-	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "tracebridge", version)
+	name := args[0]
+	switch name {
+	case "--version", "-version":
+		name = "version"
 	case "help", "-h", "--help", "-help":
-		fmt.Fprint(stdout, topUsage)
-	default:
-		fmt.Fprintf(stderr, "tracebridge: unknown command %q\n\n%s", args[0], topUsage)
-		return exitUsage
+		fmt.Fprint(stdout, topUsage())
+		return exitOK
 	}
-	return report(err, stderr)
+	for _, c := range commands {
+		if c.name == name {
+			return report(c.run(ctx, args[1:], stdout, stderr), stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "tracebridge: unknown command %q\n\n%s", args[0], topUsage())
+	return exitUsage
 }
 
 func report(err error, stderr io.Writer) int {

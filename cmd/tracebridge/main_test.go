@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"testing"
 
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
@@ -24,17 +22,7 @@ type result struct {
 // tb runs the tracebridge binary with args.
 func tb(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(bridgetest.Binary(t), args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running tracebridge %v: %v", args, err)
-	}
-	return result{out.String(), errb.String(), code}
+	return runEnv(t, nil, args...)
 }
 
 // ok runs tracebridge and fails the test unless it exits 0.

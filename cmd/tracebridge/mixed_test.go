@@ -45,22 +45,16 @@ func tlsProxy(t *testing.T, target string) (addr, caFile string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			go func() { io.Copy(up, c); up.Close() }()
-			go func() { io.Copy(c, up); c.Close() }()
+	acceptEach(t, ln, func(c net.Conn) {
+		up, err := net.Dial("tcp", target)
+		if err != nil {
+			c.Close()
+			return
 		}
-	}()
+		go func() { io.Copy(up, c); up.Close() }()
+		io.Copy(c, up)
+		c.Close()
+	})
 	return ln.Addr().String(), caFile
 }
 

@@ -8,20 +8,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/tracebridge/tracebridge/internal/api"
 	"github.com/tracebridge/tracebridge/internal/apiclient"
 	"github.com/tracebridge/tracebridge/internal/eql"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/query"
 	"github.com/tracebridge/tracebridge/internal/store"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
@@ -89,7 +86,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	var src querySource
+	var src query.Source
 	if f.url != "" {
 		storeSet := false
 		fs.Visit(func(fl *flag.Flag) { storeSet = storeSet || fl.Name == "store" })
@@ -100,7 +97,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return usagef("query: --url: %v", err)
 		}
-		src = &remoteSource{c: c, ctx: ctx, params: f.params(pos, q)}
+		src = &query.Remote{Client: c, Params: f.params(pos, q)}
 	} else {
 		s, err := store.Open(f.dir, store.Options{ReadOnly: true})
 		if err != nil {
@@ -110,17 +107,17 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return withCode(exitConfig, err)
 		}
 		defer s.Close()
-		src = localSource{s}
+		src = query.Local{Store: s}
 	}
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	switch {
 	case f.traceID != "":
-		return f.inTrace(src, out)
+		return queryError(f.inTrace(ctx, src, out))
 	case f.pivot != "":
-		rows, partial, err := src.pivot(q, f.pivot)
+		rows, partial, err := src.Pivot(ctx, q, f.pivot)
 		if err != nil {
-			return err
+			return queryError(err)
 		}
 		if f.asJSON {
 			enc := json.NewEncoder(out)
@@ -138,9 +135,9 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return nil
 	}
-	page, err := src.search(q)
+	page, err := src.Search(ctx, q)
 	if err != nil {
-		return err
+		return queryError(err)
 	}
 	if f.asJSON {
 		for _, t := range page.Traces {
@@ -230,13 +227,13 @@ func parseWhen(s string, now time.Time) (int64, error) {
 }
 
 // inTrace prints one trace, its spans matching --find, or its ranking.
-func (f *queryFlags) inTrace(src querySource, out io.Writer) error {
+func (f *queryFlags) inTrace(ctx context.Context, src query.Source, out io.Writer) error {
 	if _, err := trace.ParseID(f.traceID); err != nil {
 		return usagef("query: --trace-id: %v", err)
 	}
 	switch {
 	case f.rank:
-		rows, err := src.rank(f.traceID)
+		rows, err := src.Rank(ctx, f.traceID)
 		if err != nil {
 			return err
 		}
@@ -265,7 +262,7 @@ func (f *queryFlags) inTrace(src querySource, out io.Writer) error {
 				return usagef("query: --find: %v", err)
 			}
 		}
-		hits, err := src.find(f.traceID, f.find, fields, f.fields, f.ignoreCase)
+		hits, err := src.Find(ctx, f.traceID, f.find, fields, f.fields, f.ignoreCase)
 		if err != nil {
 			return err
 		}
@@ -279,101 +276,12 @@ func (f *queryFlags) inTrace(src querySource, out io.Writer) error {
 		}
 		return nil
 	}
-	b, err := src.trace(f.traceID, f.asJSON)
+	b, err := src.Trace(ctx, f.traceID, f.asJSON)
 	if err != nil {
 		return err
 	}
 	_, err = out.Write(b)
 	return err
-}
-
-// querySource answers the queries: a store on disk, or a bridge's API.
-type querySource interface {
-	search(q store.Query) (api.SearchResult, error)
-	pivot(q store.Query, key string) ([]store.PivotRow, bool, error)
-	// trace returns the trace as JSON (with a newline) or as its tree.
-	trace(id string, asJSON bool) ([]byte, error)
-	rank(id string) ([]trace.MethodStat, error)
-	find(id, text string, fields trace.Fields, fieldsText string, ignoreCase bool) ([]api.Hit, error)
-}
-
-// localSource reads a store.
-type localSource struct{ s *store.Store }
-
-func (l localSource) search(q store.Query) (api.SearchResult, error) {
-	page, err := l.s.Search(q)
-	if errors.Is(err, store.ErrBadCursor) {
-		return api.SearchResult{}, usagef("query: --cursor: not a cursor this store made")
-	}
-	if err != nil {
-		return api.SearchResult{}, err
-	}
-	res := api.SearchResult{More: page.More, Cursor: page.Cursor, Partial: page.Partial}
-	for _, t := range page.Traces {
-		res.Traces = append(res.Traces, api.NewSummary(t))
-	}
-	return res, nil
-}
-
-func (l localSource) pivot(q store.Query, key string) ([]store.PivotRow, bool, error) {
-	return l.s.Pivot(q, key)
-}
-
-func (l localSource) get(id string) (*trace.Trace, error) {
-	tid, _ := trace.ParseID(id)
-	t, err := l.s.Get(tid)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("trace %s: %w", id, err)
-	}
-	return t, err
-}
-
-func (l localSource) trace(id string, asJSON bool) ([]byte, error) {
-	t, err := l.get(id)
-	if err != nil {
-		return nil, err
-	}
-	if asJSON {
-		return append(trace.AppendJSON(nil, t), '\n'), nil
-	}
-	var b strings.Builder
-	trace.WriteText(&b, t)
-	return []byte(b.String()), nil
-}
-
-func (l localSource) rank(id string) ([]trace.MethodStat, error) {
-	t, err := l.get(id)
-	if err != nil {
-		return nil, err
-	}
-	return trace.Rank(t), nil
-}
-
-func (l localSource) find(id, text string, fields trace.Fields, _ string, ignoreCase bool) ([]api.Hit, error) {
-	t, err := l.get(id)
-	if err != nil {
-		return nil, err
-	}
-	var re *regexp.Regexp
-	if r, ok := strings.CutPrefix(text, "~"); ok {
-		if ignoreCase {
-			r = "(?i)" + r
-		}
-		re = regexp.MustCompile(r) // checked by inTrace
-	}
-	var hits []api.Hit
-	for _, i := range trace.Find(t, text, re, fields, ignoreCase) {
-		sp := &t.Spans[i]
-		hits = append(hits, api.Hit{Index: i, SpanID: sp.SpanID.String(), Depth: sp.Depth, Operation: sp.Operation, Component: sp.Component, DurationNs: sp.Duration()})
-	}
-	return hits, nil
-}
-
-// remoteSource asks a running bridge.
-type remoteSource struct {
-	c      *apiclient.Client
-	ctx    context.Context
-	params url.Values
 }
 
 // params are the API's parameters of the flags: the same filters, times
@@ -415,75 +323,20 @@ func (f *queryFlags) params(pos []string, q store.Query) url.Values {
 	return v
 }
 
-// remoteError turns the API's refusals into the errors of --store.
-func remoteError(err error, id string) error {
-	var ce *apiclient.Error
-	if !errors.As(err, &ce) {
+// queryError maps the sources' errors to messages and exit codes.
+func queryError(err error) error {
+	var bad *query.BadRequestError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrBadCursor):
+		return usagef("query: --cursor: not a cursor this store made")
+	case errors.As(err, &bad):
+		return usagef("query: %s", bad.Msg)
+	case errors.Is(err, query.ErrUnauthorized):
+		return withCode(exitConfig, fmt.Errorf("%v (set TRACEBRIDGE_TOKEN)", err))
+	case errors.Is(err, query.ErrUnreachable):
 		return withCode(exitComm, err)
 	}
-	switch {
-	case ce.Status == http.StatusNotFound && id != "":
-		return fmt.Errorf("trace %s: %w", id, store.ErrNotFound)
-	case ce.Status == http.StatusBadRequest && strings.HasPrefix(ce.Msg, "cursor:"):
-		return usagef("query: --cursor: not a cursor this store made")
-	case ce.Status == http.StatusBadRequest:
-		return usagef("query: %s", ce.Msg)
-	case ce.Status == http.StatusUnauthorized:
-		return withCode(exitConfig, fmt.Errorf("%s: %s (set TRACEBRIDGE_TOKEN)", ce.Msg, http.StatusText(ce.Status)))
-	}
-	return withCode(exitComm, err)
-}
-
-func (r *remoteSource) search(q store.Query) (api.SearchResult, error) {
-	p := maps.Clone(r.params)
-	if q.Oldest {
-		p.Set("oldest", "true")
-	}
-	p.Set("limit", strconv.Itoa(q.Limit))
-	if q.Cursor != "" {
-		p.Set("cursor", q.Cursor)
-	}
-	res, err := r.c.Search(r.ctx, p)
-	if err != nil {
-		return res, remoteError(err, "")
-	}
-	return res, nil
-}
-
-func (r *remoteSource) pivot(_ store.Query, key string) ([]store.PivotRow, bool, error) {
-	p := maps.Clone(r.params)
-	p.Set("key", key)
-	res, err := r.c.Pivot(r.ctx, p)
-	if err != nil {
-		return nil, false, remoteError(err, "")
-	}
-	return res.Rows, res.Partial, nil
-}
-
-func (r *remoteSource) trace(id string, asJSON bool) ([]byte, error) {
-	b, err := r.c.Trace(r.ctx, id, map[bool]string{true: "json", false: "text"}[asJSON])
-	if err != nil {
-		return nil, remoteError(err, id)
-	}
-	return b, nil
-}
-
-func (r *remoteSource) rank(id string) ([]trace.MethodStat, error) {
-	res, err := r.c.Rank(r.ctx, id)
-	if err != nil {
-		return nil, remoteError(err, id)
-	}
-	return res.Rows, nil
-}
-
-func (r *remoteSource) find(id, text string, _ trace.Fields, fields string, ignoreCase bool) ([]api.Hit, error) {
-	p := url.Values{"q": {text}, "fields": {fields}, "limit": {"1000000"}}
-	if ignoreCase {
-		p.Set("ignoreCase", "true")
-	}
-	res, err := r.c.Find(r.ctx, id, p)
-	if err != nil {
-		return nil, remoteError(err, id)
-	}
-	return res.Hits, nil
+	return err
 }

@@ -23,8 +23,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	mappingFile := fs.String("mapping", "", "KDB mapping file for kdb-tcp (default: common Kieker types)")
 	rate := fs.Float64("rate", 0, "records per second (0: as fast as the target takes them)")
 	skipBad := fs.Bool("skip-bad", false, "skip malformed records instead of stopping")
-	var libs listFlag
-	fs.Var(&libs, "L", "IRL file or directory with more record types (repeatable, or ':'-separated)")
+	libs := libsFlag(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -39,7 +38,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usagef("replay: --to: %v", err)
 	}
-	cat, err := loadCatalog(libs)
+	cat, err := loadCatalog(*libs)
 	if err != nil {
 		return err
 	}
@@ -102,9 +101,9 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if st.Dropped > 0 {
 		fmt.Fprintf(stderr, "tracebridge: %d records could not be sent (no id in the KDB mapping)\n", st.Dropped)
 	}
-	var sum readStats
-	sum.add(r.Stats())
-	sum.report(stderr)
+	var sum kiekerlog.Stats
+	sum.Add(r.Stats())
+	reportSkipped(stderr, sum)
 	return nil
 }
 

@@ -101,20 +101,7 @@ func TestReplayErrors(t *testing.T) {
 		t.Error("missing log accepted")
 	}
 	// A malformed log is a data error (1), not a communication error.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go io.Copy(io.Discard, c)
-		}
-	}()
+	ln := serveConns(t, func(c net.Conn) { io.Copy(io.Discard, c) })
 	if r := tb(t, "replay", filepath.Join("testdata", "bad-log"), "--to", "kieker-tcp://"+ln.Addr().String()); r.code != exitData {
 		t.Errorf("malformed log: exit %d, want %d (%s)", r.code, exitData, r.stderr)
 	}
@@ -145,20 +132,7 @@ sinks: [{type: kieker-log, path: logs}]
 // at once has not read the records; replay must not report them replayed.
 func TestReplayToReceiverThatHangsUp(t *testing.T) {
 	log := testcorpus.Path(t, "kieker-logs", "kieker-2.0-binary-event-trace")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	ln := serveConns(t, func(c net.Conn) { c.Close() })
 	r := tb(t, "replay", log, "--to", "kdb-tcp://"+ln.Addr().String())
 	if r.code != exitComm {
 		t.Fatalf("replay to a receiver that hangs up: exit %d, want %d\nstdout: %s\nstderr: %s", r.code, exitComm, r.stdout, r.stderr)
@@ -190,4 +164,31 @@ func TestReplayIntoTheWrongReceiver(t *testing.T) {
 	if n := len(jsonWithout(bridgetest.ReadLog(t, b.LogDir), false)); n != 0 {
 		t.Errorf("the bridge wrote %d records", n)
 	}
+}
+
+// serveConns listens on a loopback port until the test ends and hands
+// each connection to handle on a goroutine of its own.
+func serveConns(t *testing.T, handle func(net.Conn)) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acceptEach(t, ln, handle)
+	return ln
+}
+
+// acceptEach hands each connection ln accepts to handle on a goroutine of
+// its own, and closes ln when the test ends.
+func acceptEach(t *testing.T, ln net.Listener, handle func(net.Conn)) {
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go handle(c)
+		}
+	}()
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
+	"github.com/tracebridge/tracebridge/internal/daemon"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
@@ -33,20 +34,26 @@ func countByType(recs []record.Record) map[string]int {
 
 var catalog = record.Builtin()
 
+// addEvent adds Before event i of a trace to b: timestamp 1000+i,
+// orderIndex i, operation void op<i%10>() of class a.B.
+func addEvent(b *record.Batch, loggingTimestamp, trace int64, i int) *record.Record {
+	r := b.Add(catalog.Lookup(record.BeforeOperationEvent), loggingTimestamp)
+	r.Values[0] = record.IntValue(int64(1000 + i))
+	r.Values[1] = record.IntValue(trace)
+	r.Values[2] = record.IntValue(int64(i))
+	r.Values[3] = record.StringValue(fmt.Sprintf("void op%d()", i%10))
+	r.Values[4] = record.StringValue("a.B")
+	return r
+}
+
 // kdbEvents encodes n Before events of one trace in the KDB binary dialect
 // (default mapping id 1), orderIndex from..from+n.
 func kdbEvents(t testing.TB, trace int64, from, n int) []byte {
-	typ := catalog.Lookup(record.BeforeOperationEvent)
 	var b record.Batch
 	var out []byte
 	for i := from; i < from+n; i++ {
 		b.Reset()
-		r := b.Add(typ, record.NoTimestamp)
-		r.Values[0] = record.IntValue(int64(1000 + i))
-		r.Values[1] = record.IntValue(trace)
-		r.Values[2] = record.IntValue(int64(i))
-		r.Values[3] = record.StringValue(fmt.Sprintf("void op%d()", i%10))
-		r.Values[4] = record.StringValue("a.B")
+		r := addEvent(&b, record.NoTimestamp, trace, i)
 		var err error
 		if out, err = kdb.AppendBinary(out, 1, r); err != nil {
 			t.Fatal(err)
@@ -57,18 +64,12 @@ func kdbEvents(t testing.TB, trace int64, from, n int) []byte {
 
 // kiekerEvents encodes the same in Kieker's single-socket protocol.
 func kiekerEvents(t testing.TB, trace int64, n int) []byte {
-	typ := catalog.Lookup(record.BeforeOperationEvent)
 	enc := kieker.NewEncoder(kieker.EncoderOptions{Inline: true})
 	var b record.Batch
 	var out []byte
 	for i := 0; i < n; i++ {
 		b.Reset()
-		r := b.Add(typ, int64(i))
-		r.Values[0] = record.IntValue(int64(1000 + i))
-		r.Values[1] = record.IntValue(trace)
-		r.Values[2] = record.IntValue(int64(i))
-		r.Values[3] = record.StringValue(fmt.Sprintf("void op%d()", i%10))
-		r.Values[4] = record.StringValue("a.B")
+		r := addEvent(&b, int64(i), trace, i)
 		var err error
 		if out, err = enc.Append(out, r); err != nil {
 			t.Fatal(err)
@@ -380,7 +381,7 @@ func TestServeDaemon(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	pid, err := readPIDFile(filepath.Join(dir, "tb.pid"))
+	pid, err := daemon.ReadPIDFile(filepath.Join(dir, "tb.pid"))
 	if err != nil {
 		t.Fatal(err)
 	}

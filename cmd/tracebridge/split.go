@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/handoff"
 	"github.com/tracebridge/tracebridge/internal/logdir"
 	"github.com/tracebridge/tracebridge/internal/logwrite"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
-	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/progress"
 	srclog "github.com/tracebridge/tracebridge/internal/source/kiekerlog"
 	"github.com/tracebridge/tracebridge/internal/stage/split"
 )
@@ -56,7 +55,6 @@ type splitFlags struct {
 	compress   string
 	maxEntries int
 	skipBad    bool
-	libs       listFlag
 	opts       split.Options
 }
 
@@ -73,7 +71,7 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&f.opts.MaxDepth, "max-depth", split.DefaultMaxDepth, "open calls per trace; a deeper trace passes through unsplit")
 	fs.IntVar(&f.opts.MaxFrames, "max-frames", split.DefaultMaxFrames, "open calls of all traces together")
 	fs.IntVar(&f.opts.MaxBuffered, "max-buffered", split.DefaultMaxBuffered, "records held back for incomplete OperationExecutionRecord traces")
-	fs.Var(&f.libs, "L", "IRL file or directory with more record types (repeatable, or ':'-separated)")
+	libs := libsFlag(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -120,7 +118,7 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usagef("split: --%s must be positive", lim.name)
 		}
 	}
-	cat, err := loadCatalog(f.libs)
+	cat, err := loadCatalog(*libs)
 	if err != nil {
 		return err
 	}
@@ -131,41 +129,22 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	skips := &skipReporter{w: stderr}
-	readers := make([]*srclog.Reader, len(logs))
-	var total int64
-	var bar *progress
-	warn := warnCutEnd(stderr)
-	cutEnd := func(err error) { // called while reading, once bar runs
-		bar.pause()
-		warn(err)
-		bar.resume()
+	readers, bar, total, err := openLogs(logs, srclog.Options{Catalog: cat, SkipBad: f.skipBad}, stderr)
+	if err != nil {
+		return err
 	}
-	for i, l := range logs {
-		if readers[i], err = srclog.Open(l.Path, srclog.Options{Catalog: cat, SkipBad: f.skipBad, OnSkip: skips.report, OnCutEnd: cutEnd}); err != nil {
-			return err
-		}
-		total += readers[i].Size()
-	}
-	bar = startProgress(stderr, total, func() int64 {
-		var n int64
-		for _, r := range readers {
-			n += r.Consumed()
-		}
-		return n
-	})
 	mal := &malformedReporter{w: stderr, bar: bar}
 	f.opts.OnMalformed = mal.report
 
 	start := time.Now()
 	var sum split.Stats
-	var read readStats
+	var read srclog.Stats
 	for i, l := range logs {
 		bin := binary
 		if bin == nil {
-			b, err := isBinary(l)
+			b, err := l.Binary()
 			if err != nil {
-				bar.stop()
+				bar.Stop()
 				return err
 			}
 			bin = &b
@@ -179,13 +158,13 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			NameFromMetadata: true, // the input's own KiekerMetadataRecord is copied
 		})
 		if err != nil {
-			bar.stop()
+			bar.Stop()
 			return err
 		}
 		// Reading and splitting on this goroutine, encoding and writing on
 		// another (whose write system calls overlap the encoding, see
 		// logdir.Files): two cores.
-		out := newHandoff(ctx, w, 4)
+		out := handoff.New(ctx, w, 4)
 		var stage interface {
 			pipeline.Consumer
 			Finish(context.Context) error
@@ -203,52 +182,21 @@ func cmdSplit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		handErr := out.Close()
 		closeErr := w.Close()
 		if err := errors.Join(runErr, handErr, closeErr); err != nil {
-			bar.stop()
+			bar.Stop()
 			return err
 		}
-		bar.pause()
+		bar.Pause()
 		fmt.Fprintf(stdout, "%s\n", w.Dir())
-		bar.resume()
-		add(&sum, stage.Stats())
-		read.add(readers[i].Stats())
+		bar.Resume()
+		sum.Add(stage.Stats())
+		read.Add(readers[i].Stats())
 	}
-	bar.stop()
+	bar.Stop()
 	elapsed := time.Since(start)
 	printSummary(stderr, f.merge, sum, total, elapsed)
 	mal.summary(sum)
-	read.report(stderr)
+	reportSkipped(stderr, read)
 	return nil
-}
-
-// isBinary tells whether a log's data is binary (by its first data file).
-func isBinary(l *logdir.Log) (bool, error) {
-	files := l.DataFiles()
-	if len(files) == 0 {
-		return false, nil
-	}
-	s, err := files[0].Open()
-	if err != nil {
-		return false, fmt.Errorf("kieker log: %w", err)
-	}
-	defer s.Close()
-	return !s.Format.Text, nil
-}
-
-func add(sum *split.Stats, s split.Stats) {
-	sum.RecordsIn += s.RecordsIn
-	sum.RecordsOut += s.RecordsOut
-	sum.TracesIn += s.TracesIn
-	sum.TracesOut += s.TracesOut
-	sum.Partial += s.Partial
-	sum.MaxNesting = max(sum.MaxNesting, s.MaxNesting)
-	sum.MaxDepth = max(sum.MaxDepth, s.MaxDepth)
-	sum.Malformed += s.Malformed
-	sum.Evicted += s.Evicted
-	for _, id := range s.MalformedIDs {
-		if len(sum.MalformedIDs) < 10 {
-			sum.MalformedIDs = append(sum.MalformedIDs, id)
-		}
-	}
 }
 
 func printSummary(w io.Writer, merge bool, s split.Stats, bytes int64, elapsed time.Duration) {
@@ -261,13 +209,13 @@ func printSummary(w io.Writer, merge bool, s split.Stats, bytes int64, elapsed t
 			s.TracesIn, s.TracesOut, s.Partial, s.MaxNesting, s.MaxDepth)
 	}
 	fmt.Fprintf(w, "tracebridge: %d records in, %d out; %s in %.1f s (%.1f MB/s)\n",
-		s.RecordsIn, s.RecordsOut, formatBytes(bytes), elapsed.Seconds(), rate)
+		s.RecordsIn, s.RecordsOut, progress.FormatBytes(bytes), elapsed.Seconds(), rate)
 }
 
 // malformedReporter prints the first malformed traces as they are found.
 type malformedReporter struct {
 	w     io.Writer
-	bar   *progress
+	bar   *progress.Bar
 	shown int
 }
 
@@ -278,13 +226,13 @@ func (m *malformedReporter) report(x split.Malformed) {
 	if m.shown > maxShownMalformed+1 {
 		return
 	}
-	m.bar.pause()
+	m.bar.Pause()
 	if m.shown <= maxShownMalformed {
 		fmt.Fprintf(m.w, "tracebridge: passed through unsplit: %v\n", x)
 	} else {
 		fmt.Fprintln(m.w, "tracebridge: (further malformed traces not shown)")
 	}
-	m.bar.resume()
+	m.bar.Resume()
 }
 
 func (m *malformedReporter) summary(s split.Stats) {
@@ -300,181 +248,4 @@ func (m *malformedReporter) summary(s split.Stats) {
 		more = ", …"
 	}
 	fmt.Fprintf(m.w, "tracebridge: %d malformed traces passed through unsplit (traceIds %s%s)\n", s.Malformed, strings.Join(ids, ", "), more)
-}
-
-// progress draws a progress bar on a terminal: bytes done, rate and time
-// left, redrawn five times a second. Without a terminal it does nothing.
-type progress struct {
-	w     io.Writer
-	total int64
-	done  func() int64
-	start time.Time
-
-	mu      sync.Mutex
-	drawn   bool
-	quit    chan struct{}
-	stopped sync.WaitGroup
-}
-
-func startProgress(w io.Writer, total int64, done func() int64) *progress {
-	p := &progress{w: w, total: total, done: done, start: time.Now()}
-	if !isTerminal(w) {
-		return p
-	}
-	p.quit = make(chan struct{})
-	p.stopped.Add(1)
-	go func() {
-		defer p.stopped.Done()
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.quit:
-				return
-			case <-t.C:
-				p.mu.Lock()
-				p.draw()
-				p.mu.Unlock()
-			}
-		}
-	}()
-	return p
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-func (p *progress) draw() {
-	done := p.done()
-	el := time.Since(p.start).Seconds()
-	frac := 1.0
-	if p.total > 0 {
-		frac = min(float64(done)/float64(p.total), 1)
-	}
-	const width = 30
-	fill := int(frac * width)
-	rate := float64(done) / max(el, 1e-9)
-	left := "?"
-	if rate > 0 && done > 0 {
-		left = formatDuration(time.Duration(float64(p.total-done) / rate * float64(time.Second)))
-	}
-	fmt.Fprintf(p.w, "\r[%s%s] %3.0f%% %s / %s  %s/s  %s left \x1b[K",
-		strings.Repeat("=", fill), strings.Repeat(" ", width-fill), 100*frac,
-		formatBytes(done), formatBytes(p.total), formatBytes(int64(rate)), left)
-	p.drawn = true
-}
-
-// pause clears the bar so that a line can be printed; resume lets it be
-// drawn again.
-func (p *progress) pause() {
-	if p.quit == nil {
-		return
-	}
-	p.mu.Lock()
-	if p.drawn {
-		fmt.Fprint(p.w, "\r\x1b[K")
-		p.drawn = false
-	}
-}
-
-func (p *progress) resume() {
-	if p.quit != nil {
-		p.mu.Unlock()
-	}
-}
-
-// stop removes the bar for good. It is safe to call twice.
-func (p *progress) stop() {
-	if p.quit == nil {
-		return
-	}
-	close(p.quit)
-	p.stopped.Wait()
-	if p.drawn {
-		fmt.Fprint(p.w, "\r\x1b[K")
-	}
-	p.quit = nil
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
-func formatDuration(d time.Duration) string {
-	s := int64(d.Round(time.Second) / time.Second)
-	if s >= 3600 {
-		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
-	}
-	return fmt.Sprintf("%d:%02d", s/60, s%60)
-}
-
-// handoff passes batches on to a consumer running on a goroutine of its
-// own, so that reading and splitting use one core and encoding and writing
-// another: a pipeline.Queue in front of the consumer. Consume copies the
-// caller's batch (which the caller reuses when Consume returns) and queues
-// it; the first error of the consumer is returned by the next Consume and
-// by Close, and what is queued after it is dropped.
-type handoff struct {
-	q    *pipeline.Queue
-	done chan struct{}
-
-	mu  sync.Mutex
-	err error
-}
-
-func newHandoff(ctx context.Context, next pipeline.Consumer, depth int) *handoff {
-	h := &handoff{done: make(chan struct{})}
-	guarded := pipeline.ConsumerFunc(func(ctx context.Context, b *record.Batch) error {
-		if h.failed() != nil {
-			return nil
-		}
-		return next.Consume(ctx, b)
-	})
-	h.q = pipeline.NewQueue(depth, guarded, func(err error) {
-		h.mu.Lock()
-		if h.err == nil {
-			h.err = err
-		}
-		h.mu.Unlock()
-	})
-	go func() {
-		defer close(h.done)
-		h.q.Run(ctx)
-	}()
-	return h
-}
-
-func (h *handoff) failed() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.err
-}
-
-func (h *handoff) Consume(ctx context.Context, b *record.Batch) error {
-	if err := h.failed(); err != nil {
-		return err
-	}
-	return h.q.Consume(ctx, b)
-}
-
-// Close waits for the queued batches to be consumed. It must be called
-// once, after the last Consume.
-func (h *handoff) Close() error {
-	h.q.Close()
-	<-h.done
-	return h.failed()
 }

@@ -3,17 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/tracebridge/tracebridge/internal/pipeline"
-	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
@@ -160,60 +156,5 @@ func TestSplitReportsMalformed(t *testing.T) {
 	}
 	if !strings.HasPrefix(stdout, filepath.Join(dir, "out")+string(filepath.Separator)+"kieker-") {
 		t.Fatalf("stdout %q", stdout)
-	}
-}
-
-func TestProgressBar(t *testing.T) {
-	var b bytes.Buffer
-	p := &progress{w: &b, total: 2e9, done: func() int64 { return 5e8 }, start: time.Now().Add(-2 * time.Second)}
-	p.draw()
-	line := b.String()
-	for _, want := range []string{"\r[=======", " 25% ", "500.0 MB / 2.00 GB", "MB/s", "0:06 left"} {
-		if !strings.Contains(line, want) {
-			t.Errorf("bar %q lacks %q", line, want)
-		}
-	}
-	// Without a terminal nothing is drawn.
-	q := startProgress(&b, 1, func() int64 { return 1 })
-	q.pause()
-	q.resume()
-	q.stop()
-	q.stop()
-}
-
-// The handoff copies batches (the caller reuses its own) and reports the
-// consumer's first error.
-func TestHandoff(t *testing.T) {
-	ctx := context.Background()
-	cat := record.Builtin()
-	typ := cat.Lookup(record.TraceMetadata)
-	var got []int64
-	boom := errors.New("disk full")
-	h := newHandoff(ctx, pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
-		for _, r := range b.Records {
-			got = append(got, r.Values[0].Int())
-		}
-		if len(got) >= 4 {
-			return boom
-		}
-		return nil
-	}), 2)
-	var b record.Batch
-	for i := range 3 {
-		b.Reset()
-		for j := range 2 {
-			b.Add(typ, 0).Values[0] = record.IntValue(int64(2*i + j))
-		}
-		err := h.Consume(ctx, &b)
-		b.Records[0].Values[0] = record.IntValue(-1) // the caller reuses its batch
-		if err != nil && !errors.Is(err, boom) {
-			t.Fatal(err)
-		}
-	}
-	if err := h.Close(); !errors.Is(err, boom) {
-		t.Fatalf("Close: %v", err)
-	}
-	if d := cmp.Diff([]int64{0, 1, 2, 3}, got[:4]); d != "" {
-		t.Fatalf("consumed (-want +got):\n%s", d)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/codec/jsonl"
+	"github.com/tracebridge/tracebridge/internal/codec/textline"
 	"github.com/tracebridge/tracebridge/stream"
 )
 
@@ -151,7 +152,7 @@ func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		case *asJSON:
 			line = jsonl.AppendRecord(line, &e.Record)
 		default:
-			line = appendText(line, &e.Record)
+			line = textline.AppendRecord(line, &e.Record)
 		}
 		out.Write(line)
 		n++

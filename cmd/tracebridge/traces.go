@@ -31,8 +31,7 @@ func cmdTraces(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	maxOpen := fs.Int("max-open-traces", trace.DefaultMaxOpenTraces, "traces assembled at once; beyond, the one idle longest is printed early")
 	maxSpans := fs.Int("max-spans", trace.DefaultMaxSpans, "spans held per trace; a larger trace is printed in parts")
 	strict := fs.Bool("strict", false, "stop at a record whose type is not in the catalogue")
-	var libs listFlag
-	fs.Var(&libs, "L", "IRL file or directory with more record types (repeatable, or ':'-separated)")
+	libs := libsFlag(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -49,7 +48,7 @@ func cmdTraces(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *minDur < 0 || *window <= 0 {
 		return usagef("traces: --min-duration must not be negative, --window must be positive")
 	}
-	cat, err := loadCatalog(libs)
+	cat, err := loadCatalog(*libs)
 	if err != nil {
 		return err
 	}
@@ -74,7 +73,7 @@ func cmdTraces(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			werr = trace.WriteText(out, t)
 		},
 	})
-	var sum readStats
+	var sum kiekerlog.Stats
 	skips := &skipReporter{w: stderr}
 	for _, p := range pos {
 		r, err := kiekerlog.Open(p, kiekerlog.Options{Catalog: cat, Strict: *strict, OnSkip: skips.report})
@@ -86,7 +85,7 @@ func cmdTraces(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			a.Tick()
 			return werr
 		}))
-		sum.add(r.Stats())
+		sum.Add(r.Stats())
 		if err != nil {
 			return err
 		}
@@ -98,7 +97,7 @@ func cmdTraces(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := out.Flush(); err != nil {
 		return err
 	}
-	sum.report(stderr)
+	reportSkipped(stderr, sum)
 	st := a.Stats()
 	if st.Untraced > 0 {
 		fmt.Fprintf(stderr, "tracebridge: %d OperationExecutionRecords ran outside any trace (traceId -1)\n", st.Untraced)

@@ -59,6 +59,21 @@ type DataFile struct {
 // which is Kieker's writing order.
 func (l *Log) DataFiles() []DataFile { return slices.Clone(l.files) }
 
+// Binary tells whether the log's data is binary (by its first data
+// file; a log without data files is not).
+func (l *Log) Binary() (bool, error) {
+	files := l.DataFiles()
+	if len(files) == 0 {
+		return false, nil
+	}
+	s, err := files[0].Open()
+	if err != nil {
+		return false, fmt.Errorf("kieker log: %w", err)
+	}
+	defer s.Close()
+	return !s.Format.Text, nil
+}
+
 // Size returns the total compressed size of the data files, the end of
 // the scale Consumed counts on.
 func (l *Log) Size() int64 { return l.size }

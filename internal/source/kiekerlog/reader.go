@@ -95,6 +95,23 @@ type Stats struct {
 	CutEnds int64
 }
 
+// Add adds o's counts to s (as for the readers of one command).
+func (s *Stats) Add(o Stats) {
+	s.Logs += o.Logs
+	s.Files += o.Files
+	s.Records += o.Records
+	s.Skipped += o.Skipped
+	s.SkippedTails += o.SkippedTails
+	for k, n := range o.Unknown {
+		if s.Unknown == nil {
+			s.Unknown = map[string]int64{}
+		}
+		s.Unknown[k] += n
+	}
+	s.UnknownTails = append(s.UnknownTails, o.UnknownTails...)
+	s.CutEnds += o.CutEnds
+}
+
 // Reader reads the Kieker logs found under one path.
 type Reader struct {
 	path string

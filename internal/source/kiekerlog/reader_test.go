@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/logdir"
 	"github.com/tracebridge/tracebridge/internal/logwrite"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
@@ -20,30 +21,8 @@ var cat = record.Builtin()
 
 func writeLog(t testing.TB, dir string, binary bool, records int) string {
 	t.Helper()
-	w, err := logwrite.New(logwrite.Config{Path: dir, Binary: binary, MaxEntriesInFile: 200_000, Metadata: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	typ := cat.Lookup(record.BeforeOperationEvent)
-	var b record.Batch
-	for i := 0; i < records; i += 1000 {
-		b.Reset()
-		for j := i; j < i+1000 && j < records; j++ {
-			r := b.Add(typ, record.NoTimestamp)
-			r.Values[0] = record.IntValue(int64(j))
-			r.Values[1] = record.IntValue(1)
-			r.Values[2] = record.IntValue(int64(j))
-			r.Values[3] = record.StringValue("public void some.pkg.Clazz.method(int)")
-			r.Values[4] = record.StringValue("some.pkg.Clazz")
-		}
-		if err := w.Consume(context.Background(), &b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return w.Dir()
+	cfg := logwrite.Config{Path: dir, Binary: binary, MaxEntriesInFile: 200_000, Metadata: true}
+	return bridgetest.WriteEventLog(t, cfg, records, func(j int) (int64, int64) { return 1, int64(j) })
 }
 
 // TestMemoryDoesNotGrowWithLogSize reads a log of ~1M records and checks

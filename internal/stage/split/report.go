@@ -130,6 +130,25 @@ func (s *Stats) malformed(m Malformed, hook func(Malformed)) {
 	}
 }
 
+// Add adds o's counts to s (the maxima are the larger; the ids the first
+// ones), as for the logs of one command.
+func (s *Stats) Add(o Stats) {
+	s.RecordsIn += o.RecordsIn
+	s.RecordsOut += o.RecordsOut
+	s.TracesIn += o.TracesIn
+	s.TracesOut += o.TracesOut
+	s.Partial += o.Partial
+	s.MaxNesting = max(s.MaxNesting, o.MaxNesting)
+	s.MaxDepth = max(s.MaxDepth, o.MaxDepth)
+	s.Malformed += o.Malformed
+	s.Evicted += o.Evicted
+	for _, id := range o.MalformedIDs {
+		if len(s.MalformedIDs) < maxMalformedIDs {
+			s.MalformedIDs = append(s.MalformedIDs, id)
+		}
+	}
+}
+
 func (s Stats) clone() Stats {
 	s.MalformedIDs = append([]int64(nil), s.MalformedIDs...)
 	return s

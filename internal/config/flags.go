@@ -1,0 +1,258 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Flags are the command-line flags of `tracebridge serve` that describe a
+// configuration: the Kieker Data Bridge's (KDB's) receiver flags and
+// tracebridge's own overrides. Ports are -1 when not given.
+type Flags struct {
+	ConfigFile string // -c: a YAML file; excludes the receiver flags
+
+	// The receiver (-t and its flags).
+	Type, Host, Mapping, URL, User, Password, Destination, DeadLetter, Encoding, Repository string
+	Port, RegistryPort, MQTTPort                                                            int
+	Respawn, Security                                                                       bool
+
+	KiekerProperties string   // -k: the Kieker log's kieker.monitoring.properties
+	Stream           string   // the live stream: a listen address, a URL or "off"
+	DataDir          string   // --data-dir
+	Metrics          string   // --metrics
+	HTTP             string   // --http: the API's address, or "off"
+	NoStore          bool     // --no-store: no store sink
+	Libraries        []string // -L: more IRL record types
+	Split            []string // --split: boundary specs
+}
+
+// FlagError is a combination of flags that describes no configuration.
+type FlagError struct{ Msg string }
+
+func (e *FlagError) Error() string { return e.Msg }
+
+func flagErrorf(format string, args ...any) error {
+	return &FlagError{fmt.Sprintf(format, args...)}
+}
+
+// FromFlags builds the configuration the flags describe: a YAML file (-c)
+// with the flags' overrides, one receiver, the Kieker log and the store
+// described by KDB's flags (-t …), or the embedded default (Default). A
+// combination of flags that describes no configuration is a *FlagError;
+// other errors are Load's.
+func FromFlags(f Flags) (*Config, error) {
+	var cfg *Config
+	kdbFlags := f.Type != "" || f.Port >= 0 || f.Host != "" || f.Mapping != "" || f.Respawn || f.RegistryPort >= 0 ||
+		f.URL != "" || f.User != "" || f.Password != "" || f.Destination != "" || f.DeadLetter != "" || f.Encoding != "" || f.MQTTPort >= 0 || f.Security ||
+		f.Repository != ""
+	switch {
+	case f.ConfigFile != "" && kdbFlags:
+		return nil, flagErrorf("-c and the receiver flags (-t, -p, -h, -m, -l, -u, -w, --respawn, …) exclude each other")
+	case f.ConfigFile != "":
+		c, err := Load(f.ConfigFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg = c
+		if f.KiekerProperties != "" {
+			for i := range cfg.Sinks {
+				if cfg.Sinks[i].Type == "kieker-log" && !cfg.Sinks[i].Has("kieker_properties") {
+					cfg.Sinks[i].Set("kieker_properties", f.KiekerProperties)
+				}
+			}
+		}
+	case kdbFlags:
+		if f.Type == "" {
+			return nil, flagErrorf("the receiver flags (-p, -h, -m, -l, …) need -t TYPE")
+		}
+		rs, err := f.receivers()
+		if err != nil {
+			return nil, err
+		}
+		cfg = &Config{
+			Receivers: rs,
+			Sinks:     []Component{NewComponent("kieker-log", map[string]any{"kieker_properties": f.KiekerProperties}), NewComponent("store", nil)},
+		}
+	default:
+		cfg = Default()
+		cfg.Sinks[0].Set("kieker_properties", f.KiekerProperties)
+	}
+	if f.NoStore {
+		cfg.Sinks = slices.DeleteFunc(cfg.Sinks, func(c Component) bool { return c.Type == "store" })
+	}
+	switch {
+	case f.Stream == "":
+	case f.Stream == "off":
+		cfg.Stream = nil
+	default:
+		var c Component
+		if cfg.Stream != nil {
+			c = *cfg.Stream
+		}
+		key, other := "listen", "url"
+		if strings.Contains(f.Stream, "://") {
+			key, other = "url", "listen"
+		}
+		c.Delete(other)
+		c.Set(key, f.Stream)
+		cfg.Stream = &c
+	}
+	if f.DataDir != "" {
+		cfg.DataDir = f.DataDir
+	}
+	if f.Metrics != "" {
+		cfg.Metrics = f.Metrics
+	}
+	switch f.HTTP {
+	case "":
+	case "off":
+		cfg.HTTP = HTTP{}
+	default:
+		cfg.HTTP.Listen = f.HTTP
+	}
+	cfg.Libraries = append(cfg.Libraries, f.Libraries...)
+	cfg.Split = append(cfg.Split, f.Split...)
+	return cfg, nil
+}
+
+// receivers describes the receivers of KDB's command line: one, or the
+// two OTLP receivers of -t otlp.
+func (f Flags) receivers() ([]Component, error) {
+	if f.Repository != "" && f.Type != "jfr" {
+		return nil, flagErrorf("--repository is for -t jfr")
+	}
+	host := f.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	listen := func(port int) string {
+		if f.Port >= 0 {
+			port = f.Port
+		}
+		return net.JoinHostPort(host, strconv.Itoa(port))
+	}
+	switch f.Type {
+	case "otlp", "otlp-grpc", "otlp-http", "zico":
+		if f.Mapping != "" || f.URL != "" || f.Respawn || f.RegistryPort >= 0 || f.MQTTPort >= 0 || f.User != "" ||
+			f.Password != "" || f.Destination != "" || f.DeadLetter != "" || f.Encoding != "" {
+			return nil, flagErrorf("-t %s takes -p, -h and --security only", f.Type)
+		}
+		keys := func(port int) map[string]any {
+			return map[string]any{"listen": listen(port), "security": f.Security}
+		}
+		switch f.Type {
+		case "otlp":
+			if f.Port >= 0 {
+				return nil, flagErrorf("-t otlp listens on 4317 (gRPC) and 4318 (HTTP); for another port use -t otlp-grpc or -t otlp-http with -p")
+			}
+			return []Component{NewComponent("otlp-grpc", keys(4317)), NewComponent("otlp-http", keys(4318))}, nil
+		case "otlp-grpc":
+			return []Component{NewComponent(f.Type, keys(4317))}, nil
+		case "otlp-http":
+			return []Component{NewComponent(f.Type, keys(4318))}, nil
+		}
+		return []Component{NewComponent(f.Type, keys(8640))}, nil
+	}
+	if f.Security {
+		return nil, flagErrorf("--security is for -t zico and -t otlp")
+	}
+	r, err := f.receiver()
+	if err != nil {
+		return nil, err
+	}
+	return []Component{r}, nil
+}
+
+// receiver describes the receiver of KDB's command line.
+func (f Flags) receiver() (Component, error) {
+	for _, p := range []struct {
+		flag string
+		port int
+	}{{"-p", f.Port}, {"--registry-port", f.RegistryPort}, {"--mqtt-port", f.MQTTPort}} {
+		if p.port < -1 || p.port > 65535 {
+			return Component{}, flagErrorf("%s %d: a port is 0 to 65535", p.flag, p.port)
+		}
+	}
+	keys := map[string]any{"mapping": f.Mapping}
+	broker := func() {
+		for k, v := range map[string]any{"user": f.User, "password": f.Password, "destination": f.Destination,
+			"dead_letter": f.DeadLetter, "encoding": f.Encoding} {
+			keys[k] = v
+		}
+	}
+	r := func() Component { return NewComponent(f.Type, keys) }
+	host := f.Host
+	switch f.Type {
+	case "jfr":
+		if f.Repository == "" {
+			return Component{}, flagErrorf("-t jfr needs --repository DIR (the JVMs' -XX:FlightRecorderOptions:repository=DIR)")
+		}
+		if f.Mapping != "" || f.Port >= 0 || f.Respawn {
+			return Component{}, flagErrorf("-t jfr takes --repository and -h HOST, not -m, -p or --respawn")
+		}
+		return NewComponent(f.Type, map[string]any{"repository": f.Repository, "host": f.Host}), nil
+	case "jms-client", "stomp-client", "nats-client", "mqtt-client":
+		example := map[string]string{"jms-client": "stomp://HOST:61613", "stomp-client": "stomp://HOST:61613",
+			"nats-client": "nats://HOST:4222", "mqtt-client": "mqtt://HOST:1883"}[f.Type]
+		if f.URL == "" {
+			return Component{}, flagErrorf("-t %s needs -l URL, such as %s", f.Type, example)
+		}
+		// Not echoed: it may hold a password.
+		if !strings.Contains(f.URL, "://") {
+			return Component{}, flagErrorf("-l: want a URL with its scheme, such as %s, not just HOST:PORT", example)
+		}
+		broker()
+		keys["url"] = f.URL
+		return r(), nil
+	case "jms-embedded", "broker-embedded":
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		port := f.Port
+		if port < 0 {
+			port = 4222
+		}
+		broker()
+		keys["listen"] = net.JoinHostPort(host, strconv.Itoa(port))
+		if f.MQTTPort >= 0 {
+			keys["mqtt_listen"] = net.JoinHostPort(host, strconv.Itoa(f.MQTTPort))
+		}
+		return r(), nil
+	case "tcp-client":
+		if host == "" || f.Port <= 0 {
+			return Component{}, flagErrorf("-t tcp-client needs -h HOST and -p PORT")
+		}
+		keys["connect"] = net.JoinHostPort(host, strconv.Itoa(f.Port))
+		keys["respawn"] = f.Respawn
+		return r(), nil
+	case "tcp-server", "kdb-tcp", "tcp-single-server", "kieker-tcp", "kieker-tcp-dual":
+	default:
+		return Component{}, flagErrorf("unknown type %q", f.Type)
+	}
+	if f.Respawn {
+		return Component{}, flagErrorf("--respawn is for -t tcp-client")
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if f.Port < 0 {
+		return Component{}, flagErrorf("-t %s needs -p PORT", f.Type)
+	}
+	keys["listen"] = net.JoinHostPort(host, strconv.Itoa(f.Port))
+	if f.Type == "kieker-tcp-dual" {
+		if f.RegistryPort < 0 {
+			return Component{}, flagErrorf("-t kieker-tcp-dual needs --registry-port PORT")
+		}
+		keys["registry_listen"] = net.JoinHostPort(host, strconv.Itoa(f.RegistryPort))
+	}
+	if f.Type == "kieker-tcp" || f.Type == "kieker-tcp-dual" {
+		delete(keys, "mapping")
+		if f.Mapping != "" {
+			return Component{}, flagErrorf("-m is for the KDB receivers, not -t %s", f.Type)
+		}
+	}
+	return r(), nil
+}
