@@ -6,25 +6,13 @@ import (
 	"testing"
 
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/record/recordtest"
 )
 
 // arrayType has array fields of a numeric and of the string kind.
-var arrayType = record.MustType("test.ArrayRecord",
-	record.Field{Name: "id", Kind: record.Long},
-	record.Field{Name: "samples", Kind: record.Long, Array: true},
-	record.Field{Name: "tags", Kind: record.String, Array: true})
+var arrayType = recordtest.ArrayType
 
-func arrayRecords(n int) []record.Record {
-	recs := make([]record.Record, n)
-	for i := range recs {
-		recs[i] = record.Record{Type: arrayType, LoggingTimestamp: int64(i), Values: []record.Value{
-			record.IntValue(int64(i)),
-			record.ListValue(record.Long, []record.Value{record.IntValue(1), record.IntValue(int64(i)), record.IntValue(3)}),
-			record.ListValue(record.String, []record.Value{record.StringValue("alpha"), record.StringValue("beta")}),
-		}}
-	}
-	return recs
-}
+func arrayRecords(n int) []record.Record { return recordtest.ArrayRecords(n, true) }
 
 func arrayCatalog(t *testing.T) *record.Catalog {
 	cat := record.Builtin()
