@@ -261,6 +261,15 @@ func (d *Decoder) jsonSpan(j *js) {
 	}
 }
 
+// jsonAttrs reads an array of KeyValues into attrs.
+func (d *Decoder) jsonAttrs(j *js, attrs *attrObject) {
+	for ok := j.array(); ok; ok = j.more(']') {
+		if key, val, prob := d.jsonKV(j, 1); j.err == nil {
+			d.addAttr(attrs, key, val, prob)
+		}
+	}
+}
+
 func (d *Decoder) jsonEvent(j *js) {
 	j.ws()
 	at := j.pos
@@ -274,11 +283,7 @@ func (d *Decoder) jsonEvent(j *js) {
 		case "name":
 			name = d.stable(j.str())
 		case "attributes":
-			for ok := j.array(); ok; ok = j.more(']') {
-				if key, val, prob := d.jsonKV(j, 1); j.err == nil {
-					d.addAttr(&attrs, key, val, prob)
-				}
-			}
+			d.jsonAttrs(j, &attrs)
 		case "droppedAttributesCount", "dropped_attributes_count":
 			j.uint("dropped_attributes_count", 32)
 		default:
@@ -339,11 +344,7 @@ func (d *Decoder) jsonLink(j *js) {
 			}
 			state = d.stable(b)
 		case "attributes":
-			for ok := j.array(); ok; ok = j.more(']') {
-				if key, val, prob := d.jsonKV(j, 1); j.err == nil {
-					d.addAttr(&attrs, key, val, prob)
-				}
-			}
+			d.jsonAttrs(j, &attrs)
 		case "droppedAttributesCount", "dropped_attributes_count":
 			j.uint("dropped_attributes_count", 32)
 		case "flags":
