@@ -18,24 +18,29 @@ import (
 
 var cat = record.Builtin()
 
+// addEvents adds BeforeOperationEvents from to to-1 of trace 1 to b.
+func addEvents(b *record.Batch, from, to int) {
+	typ := cat.Lookup(record.BeforeOperationEvent)
+	for j := from; j < to; j++ {
+		r := b.Add(typ, record.NoTimestamp)
+		r.Values[0] = record.IntValue(int64(j))
+		r.Values[1] = record.IntValue(1)
+		r.Values[2] = record.IntValue(int64(j))
+		r.Values[3] = record.StringValue("public void some.pkg.Clazz.method(int)")
+		r.Values[4] = record.StringValue("some.pkg.Clazz")
+	}
+}
+
 func writeLog(t testing.TB, dir string, binary bool, records int) string {
 	t.Helper()
 	w, err := sink.New(sink.Config{Path: dir, Binary: binary, MaxEntriesInFile: 200_000, Metadata: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	typ := cat.Lookup(record.BeforeOperationEvent)
 	var b record.Batch
 	for i := 0; i < records; i += 1000 {
 		b.Reset()
-		for j := i; j < i+1000 && j < records; j++ {
-			r := b.Add(typ, record.NoTimestamp)
-			r.Values[0] = record.IntValue(int64(j))
-			r.Values[1] = record.IntValue(1)
-			r.Values[2] = record.IntValue(int64(j))
-			r.Values[3] = record.StringValue("public void some.pkg.Clazz.method(int)")
-			r.Values[4] = record.StringValue("some.pkg.Clazz")
-		}
+		addEvents(&b, i, min(i+1000, records))
 		if err := w.Consume(context.Background(), &b); err != nil {
 			t.Fatal(err)
 		}
@@ -95,16 +100,8 @@ func cutLog(t *testing.T, binary bool, comp logdir.Compression, records, perFile
 	if err != nil {
 		t.Fatal(err)
 	}
-	typ := cat.Lookup(record.BeforeOperationEvent)
 	var b record.Batch
-	for j := 0; j < records; j++ {
-		r := b.Add(typ, record.NoTimestamp)
-		r.Values[0] = record.IntValue(int64(j))
-		r.Values[1] = record.IntValue(1)
-		r.Values[2] = record.IntValue(int64(j))
-		r.Values[3] = record.StringValue("public void some.pkg.Clazz.method(int)")
-		r.Values[4] = record.StringValue("some.pkg.Clazz")
-	}
+	addEvents(&b, 0, records)
 	if err := w.Consume(context.Background(), &b); err != nil {
 		t.Fatal(err)
 	}
