@@ -51,12 +51,6 @@ func TestBinaryArraysAllocs(t *testing.T) {
 			}
 		},
 	} {
-		decode()
-		if b.Len() != n || !b.Records[n-1].Equal(&recs[n-1]) {
-			t.Fatalf("%s: decoded %d records, last %v", name, b.Len(), b.Records[b.Len()-1].Values)
-		}
-		if per := testing.AllocsPerRun(20, decode) / n; per >= 0.1 {
-			t.Errorf("%s: %.3f allocations per record, want < 0.1", name, per)
-		}
+		recordtest.CheckDecodeAllocs(t, name, &b, recs, decode)
 	}
 }

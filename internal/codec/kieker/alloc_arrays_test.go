@@ -50,13 +50,7 @@ func TestDecodeArraysAllocs(t *testing.T) {
 			t.Fatalf("%d %v", m, err)
 		}
 	}
-	decode()
-	if !b.Records[n-1].Equal(&recs[n-1]) {
-		t.Fatalf("decoded %v, want %v", b.Records[n-1].Values, recs[n-1].Values)
-	}
-	if per := testing.AllocsPerRun(20, decode) / n; per >= 0.1 {
-		t.Errorf("%.3f allocations per record, want < 0.1", per)
-	}
+	recordtest.CheckDecodeAllocs(t, "binary", &b, recs, decode)
 }
 
 // TestDecodeTextArraysAllocs: the same for .dat lines.
@@ -79,11 +73,5 @@ func TestDecodeTextArraysAllocs(t *testing.T) {
 			t.Fatalf("%d %v", m, err)
 		}
 	}
-	decode()
-	if b.Len() != n || !b.Records[n-1].Equal(&recs[n-1]) {
-		t.Fatalf("decoded %d records, last %v", b.Len(), b.Records[b.Len()-1].Values)
-	}
-	if per := testing.AllocsPerRun(20, decode) / n; per >= 0.1 {
-		t.Errorf("%.3f allocations per record, want < 0.1", per)
-	}
+	recordtest.CheckDecodeAllocs(t, "text", &b, recs, decode)
 }

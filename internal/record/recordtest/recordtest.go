@@ -4,7 +4,11 @@
 // tests.
 package recordtest
 
-import "github.com/tracebridge/tracebridge/internal/record"
+import (
+	"testing"
+
+	"github.com/tracebridge/tracebridge/internal/record"
+)
 
 // AllKinds returns a scalar and an array field of every kind, for a test
 // type that exercises every encoding; tests append their own last field.
@@ -64,4 +68,19 @@ func ArrayRecords(n int, timestamped bool) []record.Record {
 		}}
 	}
 	return recs
+}
+
+// CheckDecodeAllocs runs decode, which decodes recs into b (reset first),
+// and fails t unless b then holds as many records as recs, the last one
+// equal, and decode allocates less than 0.1 times a record.
+func CheckDecodeAllocs(t testing.TB, name string, b *record.Batch, recs []record.Record, decode func()) {
+	t.Helper()
+	n := len(recs)
+	decode()
+	if b.Len() != n || !b.Records[n-1].Equal(&recs[n-1]) {
+		t.Fatalf("%s: decoded %d records, last %v", name, b.Len(), b.Records[b.Len()-1].Values)
+	}
+	if per := testing.AllocsPerRun(20, decode) / float64(n); per >= 0.1 {
+		t.Errorf("%s: %.3f allocations per record, want < 0.1", name, per)
+	}
 }
