@@ -255,18 +255,6 @@ func rebuild(t *testing.T, recs []record.Record, from, to int64) trees {
 	return tr
 }
 
-// assemble runs the records through the bridge's trace assembler and
-// returns the traces it builds.
-func assemble(recs []record.Record) []*trace.Trace {
-	var out []*trace.Trace
-	a := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Emit: func(t *trace.Trace) { out = append(out, t) }})
-	for i := range recs {
-		a.Add(&recs[i], nil)
-	}
-	a.Flush()
-	return out
-}
-
 // paths returns the path of every span of t from its root ("OP | OP |
 // …\tOUTCOME"), sorted, and the number of split events on its spans.
 func paths(t *trace.Trace) ([]string, int) {
@@ -342,7 +330,7 @@ func TestExampleAgainstBridge(t *testing.T) {
 	}
 
 	// The assembled traces: one per request, each one tree.
-	assembled := assemble(recs)
+	assembled := bridgetest.Assemble(recs)
 	if len(assembled) != requests {
 		t.Errorf("the assembler built %d traces from %d requests", len(assembled), requests)
 	}

@@ -100,7 +100,17 @@ const allKindsID = 100
 // and test.AllKinds to 100.
 func allTypesMapping(tb testing.TB) *Mapping {
 	tb.Helper()
-	types := map[int32]*record.Type{allKindsID: allKinds}
+	return builtinMapping(tb, map[int32]*record.Type{allKindsID: allKinds})
+}
+
+// builtinMapping maps the built-in types from 1 on, in the catalogue's
+// order, besides the types of extra.
+func builtinMapping(tb testing.TB, extra map[int32]*record.Type) *Mapping {
+	tb.Helper()
+	types := map[int32]*record.Type{}
+	for id, t := range extra {
+		types[id] = t
+	}
 	for i, t := range record.Builtin().Types() {
 		types[int32(i+1)] = t
 	}

@@ -84,3 +84,21 @@ func CheckDecodeAllocs(t testing.TB, name string, b *record.Batch, recs []record
 		t.Errorf("%s: %.3f allocations per record, want < 0.1", name, per)
 	}
 }
+
+// Strings renders each of rs with str, for comparisons.
+func Strings(rs []record.Record, str func(*record.Record) string) []string {
+	out := make([]string, len(rs))
+	for i := range rs {
+		out[i] = str(&rs[i])
+	}
+	return out
+}
+
+// CountTypes counts records by short type name.
+func CountTypes(rs []record.Record) map[string]int {
+	m := map[string]int{}
+	for i := range rs {
+		m[rs[i].Type.ShortName()]++
+	}
+	return m
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/record/recordtest"
 	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
@@ -287,21 +288,9 @@ func recString(r *record.Record) string {
 	return b.String()
 }
 
-func recStrings(recs []record.Record) []string {
-	out := make([]string, len(recs))
-	for i := range recs {
-		out[i] = recString(&recs[i])
-	}
-	return out
-}
+func recStrings(rs []record.Record) []string { return recordtest.Strings(rs, recString) }
 
-func countTypes(recs []record.Record) map[string]int {
-	m := map[string]int{}
-	for i := range recs {
-		m[recs[i].Type.ShortName()]++
-	}
-	return m
-}
+func countTypes(rs []record.Record) map[string]int { return recordtest.CountTypes(rs) }
 
 // decodeKieker decodes a single-socket stream in one go, as a reference.
 func decodeKieker(t testing.TB, data []byte) ([]record.Record, int64, error) {
