@@ -255,18 +255,6 @@ func rebuild(t *testing.T, recs []record.Record, from, to int64) trees {
 	return tr
 }
 
-// assemble runs the records through the bridge's trace assembler and
-// returns the traces it builds.
-func assemble(recs []record.Record) []*trace.Trace {
-	var out []*trace.Trace
-	a := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Emit: func(t *trace.Trace) { out = append(out, t) }})
-	for i := range recs {
-		a.Add(&recs[i], nil)
-	}
-	a.Flush()
-	return out
-}
-
 // paths returns the path of every span of t from its root ("OP | OP |
 // …\tOUTCOME"), sorted, and the number of split events on its spans.
 func paths(t *trace.Trace) ([]string, int) {
@@ -342,7 +330,7 @@ func TestExampleAgainstBridge(t *testing.T) {
 	}
 
 	// The assembled traces: one per request, each one tree.
-	assembled := assemble(recs)
+	assembled := bridgetest.Assemble(recs)
 	if len(assembled) != requests {
 		t.Errorf("the assembler built %d traces from %d requests", len(assembled), requests)
 	}
@@ -388,19 +376,6 @@ func TestExampleWithoutBridge(t *testing.T) {
 	}
 }
 
-// printedPaths returns the "path OP | …@NODE" lines a program printed,
-// sorted, without the prefix.
-func printedPaths(out string) []string {
-	var paths []string
-	for _, line := range strings.Split(out, "\n") {
-		if p, ok := strings.CutPrefix(line, "path "); ok {
-			paths = append(paths, p)
-		}
-	}
-	slices.Sort(paths)
-	return paths
-}
-
 // TestTasksAgainstBridge runs probe/example/tasks against a real bridge:
 // jobs a trace submits to a pooled goroutine (started before the trace,
 // reused for every job) and requests a process serves on behalf of a
@@ -427,65 +402,7 @@ func TestTasksAgainstBridge(t *testing.T) {
 		t.Fatalf("%d processes report nothing dropped, want %d\n%s%s", n, 2+requests, pool.Stdout, calls.Stdout)
 	}
 	br.Stop()
-	recs := bridgetest.ReadLog(t, br.LogDir)
-	invs := bridgetest.CheckInvocations(t, recs)
-	if want := 1 + jobs + 2*requests; len(invs) != want {
-		t.Errorf("%d invocation records, want %d", len(invs), want)
-	}
-	pids := map[string]map[int32]bool{}
-	for _, in := range invs {
-		if pids[in.Node] == nil {
-			pids[in.Node] = map[int32]bool{}
-		}
-		pids[in.Node][in.ProcessID] = true
-	}
-	if len(pids["pool-host"]) != 1 || len(pids["node-a"]) != 1 || len(pids["node-a-callee"]) != requests {
-		t.Errorf("processes per node: %v, want one pool, one caller and one callee per request", pids)
-	}
-
-	traces := bridgetest.Traces(t, br.LogDir)
-	if len(traces) != 1+requests {
-		t.Fatalf("traces --json printed %d traces, want %d", len(traces), 1+requests)
-	}
-	var got []string
-	for _, tr := range traces {
-		if len(tr.Broken) > 0 || tr.Roots() != 1 {
-			t.Errorf("trace %s: %d roots, broken %q", tr.TraceID, tr.Roots(), tr.Broken)
-		}
-		hosts := strings.Join(tr.Hosts, ",")
-		if hosts != "pool-host" && hosts != "node-a,node-a-callee" {
-			t.Errorf("trace %s on hosts %s", tr.TraceID, hosts)
-		}
-		got = append(got, tr.Paths(true)...)
-	}
-	slices.Sort(got)
-	want := append(printedPaths(pool.Stdout), printedPaths(calls.Stdout)...)
-	slices.Sort(want)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("assembled trees differ from the calls made (-made +assembled):\n%s", diff)
-	}
-
-	// Pooled work linked by its InvocationRecords alone.
-	alone := bridgetest.Assemble(bridgetest.WithoutMetadataLinks(recs))
-	if len(alone) != 1+requests {
-		t.Fatalf("without metadata links: %d traces, want %d", len(alone), 1+requests)
-	}
-	got = got[:0]
-	for _, tr := range alone {
-		if len(tr.Broken) > 0 || len(tr.Children(-1)) != 1 {
-			t.Errorf("without metadata links: trace %s: %d roots, broken %q", tr.ID, len(tr.Children(-1)), tr.Broken)
-		}
-		for i := range tr.Spans {
-			var ops []string
-			for j := int32(i); j >= 0; j = tr.Spans[j].Parent {
-				ops = append(ops, tr.Spans[j].Operation)
-			}
-			slices.Reverse(ops)
-			got = append(got, strings.Join(ops, " | ")+"@"+tr.Spans[i].Host)
-		}
-	}
-	slices.Sort(got)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("without metadata links (-made +assembled):\n%s", diff)
-	}
+	bridgetest.CheckTasks(t, br.LogDir, bridgetest.ReadLog(t, br.LogDir), bridgetest.Tasks{
+		Jobs: jobs, Requests: requests, Pool: pool, Calls: calls,
+	})
 }

@@ -2,13 +2,12 @@ package probe
 
 import (
 	"encoding/binary"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // rec is a decoded record in a form go-cmp can compare.
@@ -38,23 +37,11 @@ func simplify(recs []record.Record) []rec {
 // in pieces of at most chunk bytes.
 func decodeAll(t testing.TB, b []byte, chunk int) ([]rec, error) {
 	t.Helper()
-	dec := kieker.NewDecoder(kieker.Options{Inline: true, Catalog: trace.Types()})
-	var batch record.Batch
-	var pend []byte
-	for len(b) > 0 {
-		n := min(chunk, len(b))
-		pend = append(pend, b[:n]...)
-		b = b[n:]
-		used, err := dec.Decode(pend, &batch)
-		if err != nil {
-			return simplify(batch.Records), err
-		}
-		pend = pend[:copy(pend, pend[used:])]
+	recs, err := decodeSplit(b, func(int) int { return chunk })
+	if errors.Is(err, errUndecoded) {
+		t.Fatal(err)
 	}
-	if len(pend) > 0 {
-		t.Fatalf("%d bytes left undecoded", len(pend))
-	}
-	return simplify(batch.Records), nil
+	return recs, err
 }
 
 // encodeEvents encodes evs as the writer goroutine does (TraceMetadata and

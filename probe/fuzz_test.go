@@ -131,6 +131,9 @@ func FuzzEncode(f *testing.F) {
 	})
 }
 
+// errUndecoded: bytes are left at the end that make no whole record.
+var errUndecoded = errors.New("bytes left undecoded")
+
 // decodeSplit decodes b fed in pieces whose sizes next chooses (given the
 // bytes left).
 func decodeSplit(b []byte, next func(left int) int) ([]rec, error) {
@@ -148,7 +151,7 @@ func decodeSplit(b []byte, next func(left int) int) ([]rec, error) {
 		pend = pend[:copy(pend, pend[used:])]
 	}
 	if len(pend) > 0 {
-		return simplify(batch.Records), errors.New("bytes left undecoded")
+		return simplify(batch.Records), errUndecoded
 	}
 	return simplify(batch.Records), nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
@@ -75,18 +76,8 @@ func FuzzInvocationHeader(f *testing.F) {
 // invocations returns the InvocationRecords of recs by invocation id.
 func invocations(recs []record.Record) map[int64]trace.Invocation {
 	out := map[int64]trace.Invocation{}
-	for _, r := range recs {
-		if r.Type.Name != trace.InvocationTypeName {
-			continue
-		}
-		v := r.Values
-		out[v[trace.InvID].Int()] = trace.Invocation{
-			ID: v[trace.InvID].Int(), ProcessID: int32(v[trace.InvProcessID].Int()), Node: v[trace.InvNodeID].Str(),
-			RunnableID: v[trace.InvRunnableID].Int(), CreationTime: v[trace.InvCreationTime].Int(),
-			ParentID: v[trace.InvParentID].Int(), ParentProcessID: int32(v[trace.InvParentProcessID].Int()),
-			ParentNode: v[trace.InvParentNodeID].Str(), ParentOrderID: int32(v[trace.InvParentOrderID].Int()),
-			TraceID: v[trace.InvTraceID].Int(),
-		}
+	for _, in := range bridgetest.Invocations(recs) {
+		out[in.ID] = in
 	}
 	return out
 }

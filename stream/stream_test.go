@@ -16,6 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
 
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/natsd"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -91,21 +92,7 @@ func waitStored(t *testing.T, url string, n int) {
 
 func readLog(t *testing.T, dir string) []record.Record {
 	t.Helper()
-	r, err := kiekerlog.Open(dir, kiekerlog.Options{Catalog: cat})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []record.Record
-	err = r.Run(context.Background(), pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
-		for i := range b.Records {
-			out = append(out, b.Records[i].Clone())
-		}
-		return nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return bridgetest.ReadLogWith(t, dir, kiekerlog.Options{Catalog: cat})
 }
 
 // TestDump writes windows of the repository as Kieker logs (ASCII and

@@ -663,19 +663,6 @@ func TestThreads(t *testing.T) {
 	}
 }
 
-// printedPaths returns the "path OP | …@NODE" lines a program printed,
-// sorted, without the prefix.
-func printedPaths(out string) []string {
-	var paths []string
-	for _, line := range strings.Split(out, "\n") {
-		if p, ok := strings.CutPrefix(line, "path "); ok {
-			paths = append(paths, p)
-		}
-	}
-	sort.Strings(paths)
-	return paths
-}
-
 // TestPool runs examples/pool.c against a real bridge: jobs a trace
 // submits to a thread pool (threads started before the trace, reused for
 // every job; tb_task_create, tb_trace_start_task) and requests a process
@@ -700,71 +687,9 @@ func TestPool(t *testing.T) {
 		t.Fatalf("%d processes report nothing dropped, want %d:\n%s%s", n, 2+requests, pool.Stdout, calls.Stdout)
 	}
 	b.Stop()
-	recs := bridgetest.ReadLog(t, b.LogDir)
-	invs := bridgetest.CheckInvocations(t, recs)
-	if want := 1 + jobs + 2*requests; len(invs) != want {
-		t.Errorf("%d invocation records, want %d", len(invs), want)
-	}
-	pids := map[string]map[int32]bool{}
-	threads := map[int64]bool{}
-	for _, in := range invs {
-		if pids[in.Node] == nil {
-			pids[in.Node] = map[int32]bool{}
-		}
-		pids[in.Node][in.ProcessID] = true
-		if in.Node == "pool-host" && in.ParentID != -1 {
-			threads[in.RunnableID] = true
-		}
-	}
-	if len(pids["pool-host"]) != 1 || len(pids["node-a"]) != 1 || len(pids["node-a-callee"]) != requests {
-		t.Errorf("processes per node: %v, want one pool, one caller and one callee per request", pids)
-	}
-	if len(threads) > workers || len(threads) == 0 {
-		t.Errorf("jobs ran on threads %v, want at most the %d workers", threads, workers)
-	}
-
-	want := append(printedPaths(pool.Stdout), printedPaths(calls.Stdout)...)
-	sort.Strings(want)
-	traces := bridgetest.Traces(t, b.LogDir)
-	if len(traces) != 1+requests {
-		t.Fatalf("traces --json printed %d traces, want %d", len(traces), 1+requests)
-	}
-	var got []string
-	for _, tr := range traces {
-		if len(tr.Broken) > 0 || tr.Roots() != 1 {
-			t.Errorf("trace %s: %d roots, broken %q", tr.TraceID, tr.Roots(), tr.Broken)
-		}
-		if hosts := strings.Join(tr.Hosts, ","); hosts != "pool-host" && hosts != "node-a,node-a-callee" {
-			t.Errorf("trace %s on hosts %s", tr.TraceID, hosts)
-		}
-		got = append(got, tr.Paths(true)...)
-	}
-	sort.Strings(got)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("assembled trees differ from the calls made (-made +assembled):\n%s", diff)
-	}
-
-	alone := bridgetest.Assemble(bridgetest.WithoutMetadataLinks(recs))
-	got = got[:0]
-	for _, tr := range alone {
-		if len(tr.Broken) > 0 || len(tr.Children(-1)) != 1 {
-			t.Errorf("without metadata links: trace %s: %d roots, broken %q", tr.ID, len(tr.Children(-1)), tr.Broken)
-		}
-		for i := range tr.Spans {
-			var ops []string
-			for j := int32(i); j >= 0; j = tr.Spans[j].Parent {
-				ops = append([]string{tr.Spans[j].Operation}, ops...)
-			}
-			got = append(got, strings.Join(ops, " | ")+"@"+tr.Spans[i].Host)
-		}
-	}
-	sort.Strings(got)
-	if len(alone) != 1+requests {
-		t.Errorf("without metadata links: %d traces, want %d", len(alone), 1+requests)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("without metadata links (-made +assembled):\n%s", diff)
-	}
+	bridgetest.CheckTasks(t, b.LogDir, bridgetest.ReadLog(t, b.LogDir), bridgetest.Tasks{
+		Jobs: jobs, Requests: requests, MaxThreads: workers, Pool: pool, Calls: calls,
+	})
 }
 
 // TestPoolWithoutInvocations: with TRACEBRIDGE_INVOCATIONS=0 the pool's
@@ -786,7 +711,7 @@ func TestPoolWithoutInvocations(t *testing.T) {
 	if len(traces) != 1 || len(traces[0].Broken) > 0 {
 		t.Fatalf("%d traces: %+v", len(traces), traces)
 	}
-	if diff := cmp.Diff(printedPaths(r.Stdout), traces[0].Paths(true)); diff != "" {
+	if diff := cmp.Diff(bridgetest.PrintedPaths(r.Stdout), traces[0].Paths(true)); diff != "" {
 		t.Errorf("(-made +assembled):\n%s", diff)
 	}
 }

@@ -218,19 +218,6 @@ func TestThreads(t *testing.T) {
 	}
 }
 
-// printedPaths returns the "path OP | …@NODE" lines a program printed,
-// sorted, without the prefix.
-func printedPaths(out string) []string {
-	var paths []string
-	for _, line := range strings.Split(out, "\n") {
-		if p, ok := strings.CutPrefix(line, "path "); ok {
-			paths = append(paths, p)
-		}
-	}
-	sort.Strings(paths)
-	return paths
-}
-
 // TestTasks runs examples/tasks.py against a real bridge: jobs a trace
 // submits to a ThreadPoolExecutor with one worker thread, started before
 // the trace and reused for every job, and requests a process serves on
@@ -269,70 +256,9 @@ func TestTasks(t *testing.T) {
 	if sent != float64(len(recs)-1) {
 		t.Errorf("the processes sent %v records, the log holds %d", sent, len(recs)-1)
 	}
-	invs := bridgetest.CheckInvocations(t, recs)
-	if want := 1 + jobs + 2*requests; len(invs) != want {
-		t.Errorf("%d invocation records, want %d", len(invs), want)
-	}
-	pids := map[string]map[int32]bool{}
-	threads := map[int64]bool{}
-	for _, in := range invs {
-		if pids[in.Node] == nil {
-			pids[in.Node] = map[int32]bool{}
-		}
-		pids[in.Node][in.ProcessID] = true
-		if in.Node == "pool-host" && in.ParentID != -1 {
-			threads[in.RunnableID] = true
-		}
-	}
-	if len(pids["pool-host"]) != 1 || len(pids["node-a"]) != 1 || len(pids["node-a-callee"]) != requests {
-		t.Errorf("processes per node: %v, want one pool, one caller and one callee per request", pids)
-	}
-	if len(threads) != 1 {
-		t.Errorf("jobs ran on threads %v, want the pool's one", threads)
-	}
-
-	want := append(printedPaths(pool.Stdout), printedPaths(calls.Stdout)...)
-	sort.Strings(want)
-	traces := bridgetest.Traces(t, br.LogDir)
-	if len(traces) != 1+requests {
-		t.Fatalf("traces --json printed %d traces, want %d", len(traces), 1+requests)
-	}
-	var got []string
-	for _, tr := range traces {
-		if len(tr.Broken) > 0 || tr.Roots() != 1 {
-			t.Errorf("trace %s: %d roots, broken %q", tr.TraceID, tr.Roots(), tr.Broken)
-		}
-		if hosts := strings.Join(tr.Hosts, ","); hosts != "pool-host" && hosts != "node-a,node-a-callee" {
-			t.Errorf("trace %s on hosts %s", tr.TraceID, hosts)
-		}
-		got = append(got, tr.Paths(true)...)
-	}
-	sort.Strings(got)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("assembled trees differ from the calls made (-made +assembled):\n%s", diff)
-	}
-
-	alone := bridgetest.Assemble(bridgetest.WithoutMetadataLinks(recs))
-	if len(alone) != 1+requests {
-		t.Errorf("without metadata links: %d traces, want %d", len(alone), 1+requests)
-	}
-	got = got[:0]
-	for _, tr := range alone {
-		if len(tr.Broken) > 0 || len(tr.Children(-1)) != 1 {
-			t.Errorf("without metadata links: trace %s: %d roots, broken %q", tr.ID, len(tr.Children(-1)), tr.Broken)
-		}
-		for i := range tr.Spans {
-			var ops []string
-			for j := int32(i); j >= 0; j = tr.Spans[j].Parent {
-				ops = append([]string{tr.Spans[j].Operation}, ops...)
-			}
-			got = append(got, strings.Join(ops, " | ")+"@"+tr.Spans[i].Host)
-		}
-	}
-	sort.Strings(got)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("without metadata links (-made +assembled):\n%s", diff)
-	}
+	bridgetest.CheckTasks(t, br.LogDir, recs, bridgetest.Tasks{
+		Jobs: jobs, Requests: requests, MaxThreads: 1, Pool: pool, Calls: calls,
+	})
 }
 
 // TestInvocationEncoding encodes InvocationRecords with the Python encoder

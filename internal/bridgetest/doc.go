@@ -23,7 +23,9 @@
 // says it executed. Traces runs `tracebridge traces --json` on a log and
 // returns the assembled trees (Assembled.Paths); CheckInvocations,
 // WithoutMetadataLinks and Assemble check the InvocationRecords a client
-// sent and that they alone link its tasks.
+// sent and that they alone link its tasks. CheckTasks checks the run of a
+// client's tasks example (a thread pool and remote calls) against the
+// paths the programs printed (PrintedPaths).
 //
 // Concurrency: Build, Binary and Run may be called from any goroutine. A
 // Process's Stdout, Stderr and Receivers may be read from any goroutine;

@@ -14,7 +14,7 @@ import (
 // malformed record fails tb.
 func ReadLog(tb testing.TB, dir string) []record.Record {
 	tb.Helper()
-	return readLog(tb, dir, srclog.Options{})
+	return ReadLogWith(tb, dir, srclog.Options{})
 }
 
 // ReadLogSkipBad is ReadLog for a log a bridge is still writing or was
@@ -22,10 +22,12 @@ func ReadLog(tb testing.TB, dir string) []record.Record {
 // and, in a binary file, the rest of that file are skipped.
 func ReadLogSkipBad(tb testing.TB, dir string) []record.Record {
 	tb.Helper()
-	return readLog(tb, dir, srclog.Options{SkipBad: true})
+	return ReadLogWith(tb, dir, srclog.Options{SkipBad: true})
 }
 
-func readLog(tb testing.TB, dir string, o srclog.Options) []record.Record {
+// ReadLogWith is ReadLog with the reader's options o (a catalogue, bad
+// records skipped).
+func ReadLogWith(tb testing.TB, dir string, o srclog.Options) []record.Record {
 	tb.Helper()
 	if dir == "" {
 		tb.Fatal("reading a log: no directory (did the bridge print no kieker-log sink?)")

@@ -2,7 +2,6 @@ package bridgetest
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"net"
 	"os"
@@ -10,10 +9,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tracebridge/tracebridge/internal/logtest"
 )
 
 // How long Start waits for "tracebridge: ready" and Wait for the exit.
@@ -46,7 +46,7 @@ type Process struct {
 
 	tb             testing.TB
 	cmd            *exec.Cmd
-	stdout, stderr lockedBuffer
+	stdout, stderr logtest.Buffer
 	done           chan struct{} // closed once the process is reaped
 	code           int           // its exit code, once done is closed
 }
@@ -230,24 +230,6 @@ func (p *Process) ExitCode() int {
 func (p *Process) Kill() {
 	p.cmd.Process.Kill()
 	<-p.done
-}
-
-// lockedBuffer is a bytes.Buffer for one writer and concurrent readers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // Pid returns the process id of the bridge.

@@ -14,19 +14,13 @@ import (
 	"github.com/tracebridge/tracebridge/internal/codec/jsonl"
 	"github.com/tracebridge/tracebridge/internal/logwrite"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/record/recordtest"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // jfrSample is a type shaped like a JFR event as internal/codec/jfr makes
 // it: dotted field names, arrays.
-var jfrSample = record.MustType("jdk.ExecutionSample",
-	record.Field{Name: "startTime", Kind: record.Long},
-	record.Field{Name: "sampledThread", Kind: record.String},
-	record.Field{Name: "sampledThread.javaThreadId", Kind: record.Long},
-	record.Field{Name: "sampledThread.osThreadId", Kind: record.Long},
-	record.Field{Name: "stackTrace", Kind: record.String, Array: true},
-	record.Field{Name: "stackTrace.truncated", Kind: record.Bool},
-	record.Field{Name: "state", Kind: record.String})
+var jfrSample = recordtest.ExecutionSample
 
 var nested = record.MustType("shop.Outer$Order",
 	record.Field{Name: "id", Kind: record.String},

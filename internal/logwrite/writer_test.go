@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/logdir"
 	"github.com/tracebridge/tracebridge/internal/logwrite"
-	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	source "github.com/tracebridge/tracebridge/internal/source/kiekerlog"
 )
@@ -37,21 +37,7 @@ func events(from, n int) *record.Batch {
 // readAll reads a log directory back with the source reader.
 func readAll(t *testing.T, dir string, skipBad bool) []record.Record {
 	t.Helper()
-	r, err := source.Open(dir, source.Options{Catalog: cat, SkipBad: skipBad})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []record.Record
-	err = r.Run(context.Background(), pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
-		for i := range b.Records {
-			out = append(out, b.Records[i].Clone())
-		}
-		return nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return bridgetest.ReadLogWith(t, dir, source.Options{Catalog: cat, SkipBad: skipBad})
 }
 
 func TestFlushWithoutCloseIsReadable(t *testing.T) {

@@ -2,20 +2,13 @@ package serve
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,6 +20,7 @@ import (
 	"golang.org/x/crypto/argon2"
 
 	"github.com/tracebridge/tracebridge/internal/config"
+	"github.com/tracebridge/tracebridge/internal/tlstest"
 )
 
 // cheapToken is a token with an argon2id hash of small parameters (the
@@ -301,27 +295,11 @@ sinks:
 	}
 }
 
-// selfSigned writes a certificate and key for 127.0.0.1.
-func selfSigned(t *testing.T, dir string) (cert, key string) {
-	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tracebridge test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := x509.MarshalECPrivateKey(k)
-	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
-	return cert, key
-}
-
 // TestHTTPListenerSecurity: a listener off loopback needs TLS or an
 // explicit insecure; tokens in the configuration must be hashes.
 func TestHTTPListenerSecurity(t *testing.T) {
 	dir := t.TempDir()
-	cert, key := selfSigned(t, dir)
+	cert, key := tlstest.Files(t, dir)
 	tokFile := filepath.Join(dir, "tokens")
 	os.WriteFile(tokFile, []byte("tbt_plain-token\n"), 0o600)
 	for _, c := range []struct {

@@ -370,27 +370,31 @@ func (a *Assembler) merge(dst, src *family) {
 	delete(a.fams, src.id)
 }
 
+// strField returns field i of v, "" when the type has no such field
+// (i < 0).
+func strField(v []record.Value, i int) string {
+	if i < 0 {
+		return ""
+	}
+	return v[i].Str()
+}
+
+// intField returns field i of v, 0 when the type has no such field
+// (i < 0).
+func intField(v []record.Value, i int) int64 {
+	if i < 0 {
+		return 0
+	}
+	return v[i].Int()
+}
+
 func (a *Assembler) event(r *record.Record, ti *TypeInfo) {
 	a.st.Records++
 	v := r.Values
-	e := kev{order: int32(v[ti.OrderIndex].Int()), role: ti.Role, failed: ti.Failed, split: ti.Split, join: ti.Join}
-	if ti.Timestamp >= 0 {
-		e.ts = v[ti.Timestamp].Int()
-	}
-	if ti.Op >= 0 {
-		e.op = v[ti.Op].Str()
-	}
-	if ti.Class >= 0 {
-		e.class = v[ti.Class].Str()
-	}
-	if ti.Cause >= 0 {
-		e.cause = v[ti.Cause].Str()
-	}
-	if ti.CalleeOp >= 0 {
-		e.cop = v[ti.CalleeOp].Str()
-	}
-	if ti.CalleeClass >= 0 {
-		e.cclas = v[ti.CalleeClass].Str()
+	e := kev{
+		order: int32(v[ti.OrderIndex].Int()), role: ti.Role, failed: ti.Failed, split: ti.Split, join: ti.Join,
+		ts: intField(v, ti.Timestamp), op: strField(v, ti.Op), class: strField(v, ti.Class), cause: strField(v, ti.Cause),
+		cop: strField(v, ti.CalleeOp), cclas: strField(v, ti.CalleeClass),
 	}
 	th := a.thread(v[ti.TraceID].Int(), e.ts)
 	th.evs = append(th.evs, e)
@@ -414,21 +418,12 @@ func (a *Assembler) oer(r *record.Record, ti *TypeInfo, origin *record.Origin) {
 		return
 	}
 	a.st.Records++
-	o := oer{eoi: int32(v[ti.EOI].Int()), ess: int32(v[ti.ESS].Int()), op: v[ti.Op].Str(), loggingTimestamp: r.LoggingTimestamp}
-	if ti.Tin >= 0 {
-		o.tin = v[ti.Tin].Int()
-	}
-	if ti.Tout >= 0 {
-		o.tout = v[ti.Tout].Int()
-	}
-	if ti.Host >= 0 {
-		o.host = v[ti.Host].Str()
+	o := oer{
+		eoi: int32(v[ti.EOI].Int()), ess: int32(v[ti.ESS].Int()), op: v[ti.Op].Str(), loggingTimestamp: r.LoggingTimestamp,
+		tin: intField(v, ti.Tin), tout: intField(v, ti.Tout), host: strField(v, ti.Host), sess: strField(v, ti.Session),
 	}
 	if o.host == "" && origin != nil {
 		o.host = origin.Host
-	}
-	if ti.Session >= 0 {
-		o.sess = v[ti.Session].Str()
 	}
 	var f *family
 	if th := a.threads[kid]; th != nil {

@@ -5,7 +5,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/tracebridge/tracebridge/internal/jsonstr"
 )
 
 // AppendJSON appends t as one JSON object (no newline):
@@ -63,7 +64,7 @@ func appendSpanJSON(dst []byte, s *Span) []byte {
 		dst = append(dst, ',', '"')
 		dst = append(dst, kv.k...)
 		dst = append(dst, `":`...)
-		dst = appendString(dst, kv.v)
+		dst = jsonstr.AppendString(dst, kv.v)
 	}
 	dst = append(dst, `,"start":`...)
 	dst = strconv.AppendInt(dst, s.Start, 10)
@@ -75,7 +76,7 @@ func appendSpanJSON(dst []byte, s *Span) []byte {
 	dst = strconv.AppendQuote(dst, s.Kind.String())
 	if s.StatusMessage != "" {
 		dst = append(dst, `,"statusMessage":`...)
-		dst = appendString(dst, s.StatusMessage)
+		dst = jsonstr.AppendString(dst, s.StatusMessage)
 	}
 	dst = append(dst, `,"attributes":{`...)
 	n := 0
@@ -84,7 +85,7 @@ func appendSpanJSON(dst []byte, s *Span) []byte {
 			dst = append(dst, ',')
 		}
 		n++
-		dst = appendString(dst, a.Key)
+		dst = jsonstr.AppendString(dst, a.Key)
 		dst = append(dst, ':')
 		dst = append(dst, AttrJSON(a)...)
 	}
@@ -115,7 +116,7 @@ func appendSpanJSON(dst []byte, s *Span) []byte {
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"name":`...)
-			dst = appendString(dst, e.Name)
+			dst = jsonstr.AppendString(dst, e.Name)
 			dst = append(dst, `,"time":`...)
 			dst = strconv.AppendInt(dst, e.Time, 10)
 			dst = append(dst, `,"attributes":`...)
@@ -151,39 +152,13 @@ func KiekerAttrs(s *Span) []Attr {
 	return nil
 }
 
-// appendString appends s as a JSON string (without escaping <, > and &,
-// which only HTML needs).
-func appendString(dst []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	dst = append(dst, '"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			dst = append(dst, '\\', byte(r))
-		case r == '\n':
-			dst = append(dst, '\\', 'n')
-		case r == '\r':
-			dst = append(dst, '\\', 'r')
-		case r == '\t':
-			dst = append(dst, '\\', 't')
-		case r < 0x20 || r == 0x2028 || r == 0x2029:
-			dst = append(dst, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
-		case r == utf8.RuneError:
-			dst = append(dst, "\\ufffd"...)
-		default:
-			dst = utf8.AppendRune(dst, r)
-		}
-	}
-	return append(dst, '"')
-}
-
 func appendStrings(dst []byte, ss []string) []byte {
 	dst = append(dst, '[')
 	for i, s := range ss {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, s)
+		dst = jsonstr.AppendString(dst, s)
 	}
 	return append(dst, ']')
 }

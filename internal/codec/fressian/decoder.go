@@ -630,27 +630,24 @@ func (d *Decoder) stringBytes(c byte, build bool) []byte {
 		case c >= codeStringPacked && c < codeStringChunk:
 			d.pos++
 			n = int(c - codeStringPacked)
-			if total+n > d.lim.MaxString {
-				d.Fail(d.pos, ErrLimit, "string of more than "+itoa(d.lim.MaxString)+" bytes")
-				return nil
-			}
-			d.stringPiece(n, false, build)
-			return d.finishChunked(build)
 		case c == codeString:
 			d.pos++
 			n = d.readLength("string length", d.lim.MaxString)
-			if total+n > d.lim.MaxString {
-				d.Fail(d.pos, ErrLimit, "string of more than "+itoa(d.lim.MaxString)+" bytes")
-				return nil
-			}
-			d.stringPiece(n, false, build)
-			return d.finishChunked(build)
 		case c == codeStringChunk:
 			d.pos++
 			n = d.readLength("string length", d.lim.MaxString)
+			continue
 		default:
 			d.malformed(d.pos, "expected the rest of a chunked string, got code "+hexByte(c))
+			return nil
 		}
+		// The last piece.
+		if total+n > d.lim.MaxString {
+			d.Fail(d.pos, ErrLimit, "string of more than "+itoa(d.lim.MaxString)+" bytes")
+			return nil
+		}
+		d.stringPiece(n, false, build)
+		return d.finishChunked(build)
 	}
 	return nil
 }

@@ -2,8 +2,6 @@ package jfr
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"os"
 	"testing"
 
@@ -26,38 +24,16 @@ func benchFile(b *testing.B) []byte {
 }
 
 func decodeBench(b *testing.B, data []byte, o Options, each func(*record.Batch)) {
-	var batch record.Batch
 	r := bytes.NewReader(data)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		s := NewStream(o)
-		for off := int64(0); off < int64(len(data)); {
-			sec := io.NewSectionReader(r, off, int64(len(data))-off)
-			h, err := ReadHeader(sec)
-			if err != nil {
-				b.Fatal(err)
+		readChunks(NewStream(o), r, int64(len(data)), 1024, func(_ int64, batch *record.Batch) {
+			if each != nil {
+				each(batch)
 			}
-			c, err := s.Open(sec, off, h)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for {
-				batch.Reset()
-				_, err := c.Next(&batch, 1024)
-				if each != nil {
-					each(&batch)
-				}
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			off += h.ChunkSize
-		}
+		}, func(_ int64, err error) { b.Fatal(err) })
 	}
 }
 

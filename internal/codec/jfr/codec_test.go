@@ -80,34 +80,45 @@ func decodeAll(t testing.TB, data []byte, o Options) ([]record.Record, *Stream) 
 	t.Helper()
 	s := NewStream(o)
 	var out []record.Record
+	readChunks(s, bytes.NewReader(data), int64(len(data)), 100, func(_ int64, b *record.Batch) {
+		for i := range b.Records {
+			out = append(out, b.Records[i].Clone())
+		}
+	}, func(off int64, err error) { t.Fatalf("chunk at %d: %v", off, err) })
+	return out, s
+}
+
+// readChunks reads the chunks of the size bytes of r in turn with s, n
+// records a batch, as the source does: each is given every batch read
+// (valid until it returns) and the offset of its chunk, fail every error.
+// An error in a chunk's header ends the reading, one opening a chunk
+// skips it, one reading its events goes on with the next batch.
+func readChunks(s *Stream, r io.ReaderAt, size int64, n int, each func(off int64, b *record.Batch), fail func(off int64, err error)) {
 	var b record.Batch
-	r := bytes.NewReader(data)
-	for off := int64(0); off < int64(len(data)); {
-		sec := io.NewSectionReader(r, off, int64(len(data))-off)
+	for off := int64(0); off < size; {
+		sec := io.NewSectionReader(r, off, size-off)
 		h, err := ReadHeader(sec)
 		if err != nil {
-			t.Fatalf("chunk at %d: %v", off, err)
+			fail(off, err)
+			return
 		}
-		c, err := s.Open(sec, off, h)
-		if err != nil {
-			t.Fatalf("chunk at %d: %v", off, err)
-		}
-		for {
-			b.Reset()
-			_, err := c.Next(&b, 100)
-			for i := range b.Records {
-				out = append(out, b.Records[i].Clone())
-			}
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("chunk at %d: %v", off, err)
+		if c, err := s.Open(sec, off, h); err != nil {
+			fail(off, err)
+		} else {
+			for {
+				b.Reset()
+				_, err := c.Next(&b, n)
+				each(off, &b)
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					fail(off, err)
+				}
 			}
 		}
 		off += h.ChunkSize
 	}
-	return out, s
 }
 
 func TestSmallRecordingCounts(t *testing.T) {
@@ -425,38 +436,13 @@ func TestBadInput(t *testing.T) {
 // readAllRecords reads every chunk it can frame, collecting errors instead
 // of stopping (as the source does).
 func readAllRecords(data []byte) ([]record.Record, []error) {
-	s := NewStream(Options{})
 	var errs []error
 	var out []record.Record
-	var b record.Batch
-	r := bytes.NewReader(data)
-	for off := int64(0); off < int64(len(data)); {
-		sec := io.NewSectionReader(r, off, int64(len(data))-off)
-		h, err := ReadHeader(sec)
-		if err != nil {
-			errs = append(errs, err)
-			break
+	readChunks(NewStream(Options{}), bytes.NewReader(data), int64(len(data)), 64, func(_ int64, b *record.Batch) {
+		for i := range b.Records {
+			out = append(out, b.Records[i].Clone())
 		}
-		c, err := s.Open(sec, off, h)
-		if err != nil {
-			errs = append(errs, err)
-		} else {
-			for {
-				b.Reset()
-				_, err := c.Next(&b, 64)
-				for i := range b.Records {
-					out = append(out, b.Records[i].Clone())
-				}
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					errs = append(errs, err)
-				}
-			}
-		}
-		off += h.ChunkSize
-	}
+	}, func(_ int64, err error) { errs = append(errs, err) })
 	return out, errs
 }
 

@@ -2,8 +2,6 @@ package jfr
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"os"
 	"testing"
 
@@ -27,35 +25,12 @@ func decodeWindow(data []byte, window int) ([]record.Record, int) {
 	s := NewStream(Options{Limits: fuzzLimits})
 	s.lim.ReadBufferSize = window
 	var out []record.Record
-	var b record.Batch
 	errs := 0
-	r := bytes.NewReader(data)
-	for off := int64(0); off < int64(len(data)); {
-		sec := io.NewSectionReader(r, off, int64(len(data))-off)
-		h, err := ReadHeader(sec)
-		if err != nil {
-			errs++
-			break
+	readChunks(s, bytes.NewReader(data), int64(len(data)), 50, func(_ int64, b *record.Batch) {
+		for i := range b.Records {
+			out = append(out, b.Records[i].Clone())
 		}
-		if c, err := s.Open(sec, off, h); err != nil {
-			errs++
-		} else {
-			for {
-				b.Reset()
-				_, err := c.Next(&b, 50)
-				for i := range b.Records {
-					out = append(out, b.Records[i].Clone())
-				}
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					errs++
-				}
-			}
-		}
-		off += h.ChunkSize
-	}
+	}, func(int64, error) { errs++ })
 	return out, errs
 }
 

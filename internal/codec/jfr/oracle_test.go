@@ -3,9 +3,7 @@ package jfr
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/big"
 	"os"
@@ -76,37 +74,20 @@ func readFile(t testing.TB, path string, o Options) ([]decoded, *Stream) {
 	}
 	s := NewStream(o)
 	var out []decoded
-	var b record.Batch
-	for off := int64(0); off < st.Size(); {
-		sec := io.NewSectionReader(f, off, st.Size()-off)
-		h, err := ReadHeader(sec)
-		if err != nil {
-			t.Fatalf("chunk at %d: %v", off, err)
+	last := int64(-1)
+	readChunks(s, f, st.Size(), 512, func(off int64, b *record.Batch) {
+		if off != last {
+			out = append(out, decoded{})
+			last = off
 		}
-		c, err := s.Open(sec, off, h)
-		if err != nil {
-			t.Fatalf("chunk at %d: %v", off, err)
-		}
-		var d decoded
-		for {
-			b.Reset()
-			_, err := c.Next(&b, 512)
-			for i := range b.Records {
-				d.records = append(d.records, b.Records[i].Clone())
-				if _, ok := columnsOf[b.Records[i].Type]; !ok {
-					columnsOf[b.Records[i].Type] = s.columns(b.Records[i].Type)
-				}
-			}
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Errorf("chunk at %d: %v", off, err)
+		d := &out[len(out)-1]
+		for i := range b.Records {
+			d.records = append(d.records, b.Records[i].Clone())
+			if _, ok := columnsOf[b.Records[i].Type]; !ok {
+				columnsOf[b.Records[i].Type] = s.columns(b.Records[i].Type)
 			}
 		}
-		out = append(out, d)
-		off += h.ChunkSize
-	}
+	}, func(off int64, err error) { t.Errorf("chunk at %d: %v", off, err) })
 	return out, s
 }
 

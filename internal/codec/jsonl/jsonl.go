@@ -13,15 +13,15 @@ package jsonl
 import (
 	"math"
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/tracebridge/tracebridge/internal/jsonstr"
 	"github.com/tracebridge/tracebridge/internal/record"
 )
 
 // AppendRecord appends the JSON object for r and a newline to dst.
 func AppendRecord(dst []byte, r *record.Record) []byte {
 	dst = append(dst, `{"type":`...)
-	dst = appendString(dst, r.Type.Name)
+	dst = jsonstr.AppendString(dst, r.Type.Name)
 	dst = append(dst, `,"loggingTimestamp":`...)
 	dst = strconv.AppendInt(dst, r.LoggingTimestamp, 10)
 	dst = append(dst, `,"fields":{`...)
@@ -29,7 +29,7 @@ func AppendRecord(dst []byte, r *record.Record) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, f.Name)
+		dst = jsonstr.AppendString(dst, f.Name)
 		dst = append(dst, ':')
 		if i >= len(r.Values) {
 			dst = append(dst, "null"...)
@@ -63,9 +63,9 @@ func appendValue(dst []byte, k record.Kind, v record.Value) []byte {
 	case record.Double:
 		return appendFloat(dst, v.Double(), 64)
 	case record.Char:
-		return appendString(dst, string(rune(uint16(v.Int()))))
+		return jsonstr.AppendString(dst, string(rune(uint16(v.Int()))))
 	case record.String:
-		return appendString(dst, v.Str())
+		return jsonstr.AppendString(dst, v.Str())
 	}
 	return strconv.AppendInt(dst, v.Int(), 10)
 }
@@ -82,49 +82,6 @@ func appendFloat(dst []byte, f float64, bits int) []byte {
 	return strconv.AppendFloat(dst, f, 'g', -1, bits)
 }
 
-const hex = "0123456789abcdef"
-
 // AppendString appends s as a JSON string, as AppendRecord writes
-// strings (invalid UTF-8 as U+FFFD).
-func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
-
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// strings (jsonstr's rules).
+func AppendString(dst []byte, s string) []byte { return jsonstr.AppendString(dst, s) }

@@ -6,24 +6,12 @@ import (
 	"testing"
 
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/record/recordtest"
 )
 
-var arrayType = record.MustType("test.ArrayRecord",
-	record.Field{Name: "id", Kind: record.Long},
-	record.Field{Name: "samples", Kind: record.Long, Array: true},
-	record.Field{Name: "tags", Kind: record.String, Array: true})
+var arrayType = recordtest.ArrayType
 
-func arrayRecords(n int) []record.Record {
-	recs := make([]record.Record, n)
-	for i := range recs {
-		recs[i] = record.Record{Type: arrayType, LoggingTimestamp: record.NoTimestamp, Values: []record.Value{
-			record.IntValue(int64(i)),
-			record.ListValue(record.Long, []record.Value{record.IntValue(1), record.IntValue(int64(i)), record.IntValue(3)}),
-			record.ListValue(record.String, []record.Value{record.StringValue("alpha"), record.StringValue("beta")}),
-		}}
-	}
-	return recs
-}
+func arrayRecords(n int) []record.Record { return recordtest.ArrayRecords(n, false) }
 
 // TestBinaryArraysAllocs: array fields live in the batch's arena, so
 // array-typed records decode without allocating per record (strings are
@@ -63,12 +51,6 @@ func TestBinaryArraysAllocs(t *testing.T) {
 			}
 		},
 	} {
-		decode()
-		if b.Len() != n || !b.Records[n-1].Equal(&recs[n-1]) {
-			t.Fatalf("%s: decoded %d records, last %v", name, b.Len(), b.Records[b.Len()-1].Values)
-		}
-		if per := testing.AllocsPerRun(20, decode) / n; per >= 0.1 {
-			t.Errorf("%s: %.3f allocations per record, want < 0.1", name, per)
-		}
+		recordtest.CheckDecodeAllocs(t, name, &b, recs, decode)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/record/recordtest"
 	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
@@ -91,27 +92,7 @@ func stompBodies(tb testing.TB) [][]byte {
 }
 
 // allKinds is a test type with a scalar and an array field of every kind.
-var allKinds = record.MustType("test.AllKinds",
-	record.Field{Name: "b", Kind: record.Bool},
-	record.Field{Name: "y", Kind: record.Byte},
-	record.Field{Name: "s", Kind: record.Short},
-	record.Field{Name: "c", Kind: record.Char},
-	record.Field{Name: "i", Kind: record.Int},
-	record.Field{Name: "l", Kind: record.Long},
-	record.Field{Name: "f", Kind: record.Float},
-	record.Field{Name: "d", Kind: record.Double},
-	record.Field{Name: "str", Kind: record.String},
-	record.Field{Name: "ba", Kind: record.Bool, Array: true},
-	record.Field{Name: "ya", Kind: record.Byte, Array: true},
-	record.Field{Name: "sa", Kind: record.Short, Array: true},
-	record.Field{Name: "ca", Kind: record.Char, Array: true},
-	record.Field{Name: "ia", Kind: record.Int, Array: true},
-	record.Field{Name: "la", Kind: record.Long, Array: true},
-	record.Field{Name: "fa", Kind: record.Float, Array: true},
-	record.Field{Name: "da", Kind: record.Double, Array: true},
-	record.Field{Name: "stra", Kind: record.String, Array: true},
-	record.Field{Name: "tail", Kind: record.Int},
-)
+var allKinds = record.MustType("test.AllKinds", append(recordtest.AllKinds(), record.Field{Name: "tail", Kind: record.Int})...)
 
 const allKindsID = 100
 
@@ -119,7 +100,17 @@ const allKindsID = 100
 // and test.AllKinds to 100.
 func allTypesMapping(tb testing.TB) *Mapping {
 	tb.Helper()
-	types := map[int32]*record.Type{allKindsID: allKinds}
+	return builtinMapping(tb, map[int32]*record.Type{allKindsID: allKinds})
+}
+
+// builtinMapping maps the built-in types from 1 on, in the catalogue's
+// order, besides the types of extra.
+func builtinMapping(tb testing.TB, extra map[int32]*record.Type) *Mapping {
+	tb.Helper()
+	types := map[int32]*record.Type{}
+	for id, t := range extra {
+		types[id] = t
+	}
 	for i, t := range record.Builtin().Types() {
 		types[int32(i+1)] = t
 	}

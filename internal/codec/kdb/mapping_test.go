@@ -178,17 +178,7 @@ func TestMappingWriteTo(t *testing.T) {
 }
 
 // allTypesMappingBuiltin is allTypesMapping without the test-only type.
-func allTypesMappingBuiltin(tb testing.TB) *Mapping {
-	types := map[int32]*record.Type{}
-	for i, t := range record.Builtin().Types() {
-		types[int32(i+1)] = t
-	}
-	m, err := NewMapping(types)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return m
-}
+func allTypesMappingBuiltin(tb testing.TB) *Mapping { return builtinMapping(tb, nil) }
 
 func FuzzMapping(f *testing.F) {
 	f.Add([]byte(perlMappingText))

@@ -6,25 +6,13 @@ import (
 	"testing"
 
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/record/recordtest"
 )
 
 // arrayType has array fields of a numeric and of the string kind.
-var arrayType = record.MustType("test.ArrayRecord",
-	record.Field{Name: "id", Kind: record.Long},
-	record.Field{Name: "samples", Kind: record.Long, Array: true},
-	record.Field{Name: "tags", Kind: record.String, Array: true})
+var arrayType = recordtest.ArrayType
 
-func arrayRecords(n int) []record.Record {
-	recs := make([]record.Record, n)
-	for i := range recs {
-		recs[i] = record.Record{Type: arrayType, LoggingTimestamp: int64(i), Values: []record.Value{
-			record.IntValue(int64(i)),
-			record.ListValue(record.Long, []record.Value{record.IntValue(1), record.IntValue(int64(i)), record.IntValue(3)}),
-			record.ListValue(record.String, []record.Value{record.StringValue("alpha"), record.StringValue("beta")}),
-		}}
-	}
-	return recs
-}
+func arrayRecords(n int) []record.Record { return recordtest.ArrayRecords(n, true) }
 
 func arrayCatalog(t *testing.T) *record.Catalog {
 	cat := record.Builtin()
@@ -62,13 +50,7 @@ func TestDecodeArraysAllocs(t *testing.T) {
 			t.Fatalf("%d %v", m, err)
 		}
 	}
-	decode()
-	if !b.Records[n-1].Equal(&recs[n-1]) {
-		t.Fatalf("decoded %v, want %v", b.Records[n-1].Values, recs[n-1].Values)
-	}
-	if per := testing.AllocsPerRun(20, decode) / n; per >= 0.1 {
-		t.Errorf("%.3f allocations per record, want < 0.1", per)
-	}
+	recordtest.CheckDecodeAllocs(t, "binary", &b, recs, decode)
 }
 
 // TestDecodeTextArraysAllocs: the same for .dat lines.
@@ -91,11 +73,5 @@ func TestDecodeTextArraysAllocs(t *testing.T) {
 			t.Fatalf("%d %v", m, err)
 		}
 	}
-	decode()
-	if b.Len() != n || !b.Records[n-1].Equal(&recs[n-1]) {
-		t.Fatalf("decoded %d records, last %v", b.Len(), b.Records[b.Len()-1].Values)
-	}
-	if per := testing.AllocsPerRun(20, decode) / n; per >= 0.1 {
-		t.Errorf("%.3f allocations per record, want < 0.1", per)
-	}
+	recordtest.CheckDecodeAllocs(t, "text", &b, recs, decode)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/record/recordtest"
 	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
@@ -113,22 +114,10 @@ func valString(k record.Kind, v record.Value) string {
 	return v.Format(k)
 }
 
-func recStrings(rs []record.Record) []string {
-	out := make([]string, len(rs))
-	for i := range rs {
-		out[i] = recString(&rs[i])
-	}
-	return out
-}
+func recStrings(rs []record.Record) []string { return recordtest.Strings(rs, recString) }
 
 // countTypes counts records by short type name.
-func countTypes(rs []record.Record) map[string]int {
-	m := map[string]int{}
-	for i := range rs {
-		m[rs[i].Type.ShortName()]++
-	}
-	return m
-}
+func countTypes(rs []record.Record) map[string]int { return recordtest.CountTypes(rs) }
 
 // result is what feeding a stream to a decoder produced.
 type result struct {

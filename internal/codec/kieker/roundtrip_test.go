@@ -9,30 +9,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/record/recordtest"
 )
 
 // allKinds is a record type with a field of every kind, scalar and array.
-var allKinds = record.MustType("test.AllKinds",
-	record.Field{Name: "b", Kind: record.Bool},
-	record.Field{Name: "y", Kind: record.Byte},
-	record.Field{Name: "s", Kind: record.Short},
-	record.Field{Name: "c", Kind: record.Char},
-	record.Field{Name: "i", Kind: record.Int},
-	record.Field{Name: "l", Kind: record.Long},
-	record.Field{Name: "f", Kind: record.Float},
-	record.Field{Name: "d", Kind: record.Double},
-	record.Field{Name: "str", Kind: record.String},
-	record.Field{Name: "ba", Kind: record.Bool, Array: true},
-	record.Field{Name: "ya", Kind: record.Byte, Array: true},
-	record.Field{Name: "sa", Kind: record.Short, Array: true},
-	record.Field{Name: "ca", Kind: record.Char, Array: true},
-	record.Field{Name: "ia", Kind: record.Int, Array: true},
-	record.Field{Name: "la", Kind: record.Long, Array: true},
-	record.Field{Name: "fa", Kind: record.Float, Array: true},
-	record.Field{Name: "da", Kind: record.Double, Array: true},
-	record.Field{Name: "stra", Kind: record.String, Array: true},
-	record.Field{Name: "last", Kind: record.String},
-)
+var allKinds = record.MustType("test.AllKinds", append(recordtest.AllKinds(), record.Field{Name: "last", Kind: record.String})...)
 
 // testCatalog is the built-in catalogue plus allKinds.
 func testCatalog(t testing.TB) *record.Catalog {

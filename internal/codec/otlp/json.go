@@ -261,15 +261,21 @@ func (d *Decoder) jsonSpan(j *js) {
 	}
 }
 
+// jsonAttrs reads an array of KeyValues into attrs.
+func (d *Decoder) jsonAttrs(j *js, attrs *attrObject) {
+	for ok := j.array(); ok; ok = j.more(']') {
+		if key, val, prob := d.jsonKV(j, 1); j.err == nil {
+			d.addAttr(attrs, key, val, prob)
+		}
+	}
+}
+
 func (d *Decoder) jsonEvent(j *js) {
 	j.ws()
 	at := j.pos
 	var name []byte
 	var t uint64
-	d.resetNodes()
-	root := d.newNode(nList)
-	n := 0
-	problem := ""
+	attrs := d.newAttrObject()
 	for ok := j.object(); ok; ok = j.more('}') {
 		switch string(j.key()) {
 		case "timeUnixNano", "time_unix_nano":
@@ -277,16 +283,7 @@ func (d *Decoder) jsonEvent(j *js) {
 		case "name":
 			name = d.stable(j.str())
 		case "attributes":
-			for ok := j.array(); ok; ok = j.more(']') {
-				key, val, prob := d.jsonKV(j, 1)
-				if prob != "" && problem == "" {
-					problem = prob
-				}
-				if j.err == nil {
-					d.member(root, key, val)
-					n++
-				}
-			}
+			d.jsonAttrs(j, &attrs)
 		case "droppedAttributesCount", "dropped_attributes_count":
 			j.uint("dropped_attributes_count", 32)
 		default:
@@ -296,7 +293,7 @@ func (d *Decoder) jsonEvent(j *js) {
 	if j.err != nil {
 		return
 	}
-	d.addEvent(at, name, t, n, problem, root)
+	d.addEvent(at, name, t, &attrs)
 }
 
 func (d *Decoder) jsonLink(j *js) {
@@ -305,10 +302,7 @@ func (d *Decoder) jsonLink(j *js) {
 	var hi, lo, id uint64
 	var state []byte
 	idProblem := ""
-	d.resetNodes()
-	root := d.newNode(nList)
-	n := 0
-	problem := ""
+	attrs := d.newAttrObject()
 	// Ids are checked here, not as the span's: a bad one names the link.
 	readID := func(what string, size int) (uint64, uint64) {
 		idAt := j.pos
@@ -343,23 +337,14 @@ func (d *Decoder) jsonLink(j *js) {
 		case "traceState", "trace_state":
 			b := j.str()
 			if len(b) > d.opt.MaxStringLen {
-				if problem == "" {
-					problem = fmt.Sprintf("trace state of %d bytes, limit %d", len(b), d.opt.MaxStringLen)
+				if attrs.problem == "" {
+					attrs.problem = fmt.Sprintf("trace state of %d bytes, limit %d", len(b), d.opt.MaxStringLen)
 				}
 				break
 			}
 			state = d.stable(b)
 		case "attributes":
-			for ok := j.array(); ok; ok = j.more(']') {
-				key, val, prob := d.jsonKV(j, 1)
-				if prob != "" && problem == "" {
-					problem = prob
-				}
-				if j.err == nil {
-					d.member(root, key, val)
-					n++
-				}
-			}
+			d.jsonAttrs(j, &attrs)
 		case "droppedAttributesCount", "dropped_attributes_count":
 			j.uint("dropped_attributes_count", 32)
 		case "flags":
@@ -371,7 +356,7 @@ func (d *Decoder) jsonLink(j *js) {
 	if j.err != nil {
 		return
 	}
-	d.addLink(at, idProblem, problem, n, hi, lo, id, state, root)
+	d.addLink(at, idProblem, hi, lo, id, state, &attrs)
 }
 
 // stable returns b, copied into the node strings when it is the

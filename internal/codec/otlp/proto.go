@@ -478,10 +478,7 @@ func (d *Decoder) event(p pb) error {
 	at := p.base
 	var name []byte
 	var t uint64
-	d.resetNodes()
-	root := d.newNode(nList)
-	n := 0
-	problem := ""
+	attrs := d.newAttrObject()
 	for p.next() {
 		switch p.num {
 		case 1:
@@ -496,15 +493,9 @@ func (d *Decoder) event(p pb) error {
 			if !p.want(wireBytes, "event attribute") {
 				break
 			}
-			key, val, prob, err := d.kv(p.sub(), 1)
-			if err != nil {
+			if err := d.protoAttr(p, &attrs); err != nil {
 				return err
 			}
-			if prob != "" && problem == "" {
-				problem = prob
-			}
-			d.member(root, key, val)
-			n++
 		case 4:
 			p.want(wireVarint, "dropped_attributes_count")
 		}
@@ -512,15 +503,15 @@ func (d *Decoder) event(p pb) error {
 	if p.err != nil {
 		return p.err
 	}
-	d.addEvent(at, name, t, n, problem, root)
+	d.addEvent(at, name, t, &attrs)
 	return nil
 }
 
 // addEvent checks an event read at offset at (protobuf or JSON) against
-// the limits and adds it to the span's events: name, time and its n
-// attributes (list node root) as a JSON object; problem is the first
-// thing wrong with its attributes.
-func (d *Decoder) addEvent(at int, name []byte, t uint64, n int, problem string, root int32) {
+// the limits and adds it to the span's events: name, time and its
+// attributes as a JSON object.
+func (d *Decoder) addEvent(at int, name []byte, t uint64, attrs *attrObject) {
+	problem, n, root := attrs.problem, attrs.n, attrs.root
 	s := &d.sp
 	s.nEvents++
 	switch {
@@ -537,6 +528,40 @@ func (d *Decoder) addEvent(at int, name []byte, t uint64, n int, problem string,
 		when := string(d.buf)
 		s.events = append(s.events, d.str(name), when, d.objectText(root))
 	}
+}
+
+// attrObject gathers the attributes of an event or a link into list node
+// root, a JSON object: how many, and the first thing wrong with them.
+type attrObject struct {
+	root    int32
+	n       int
+	problem string
+}
+
+// newAttrObject resets the nodes and starts an empty attribute object.
+func (d *Decoder) newAttrObject() attrObject {
+	d.resetNodes()
+	return attrObject{root: d.newNode(nList)}
+}
+
+// addAttr makes val a member named key of attrs; prob is what is wrong
+// with it, if anything.
+func (d *Decoder) addAttr(attrs *attrObject, key []byte, val int32, prob string) {
+	if prob != "" && attrs.problem == "" {
+		attrs.problem = prob
+	}
+	d.member(attrs.root, key, val)
+	attrs.n++
+}
+
+// protoAttr reads the KeyValue p holds into attrs.
+func (d *Decoder) protoAttr(p pb, attrs *attrObject) error {
+	key, val, prob, err := d.kv(p.sub(), 1)
+	if err != nil {
+		return err
+	}
+	d.addAttr(attrs, key, val, prob)
+	return nil
 }
 
 // member makes val a member named key of list node root.
@@ -562,10 +587,7 @@ func (d *Decoder) objectText(root int32) string {
 func (d *Decoder) link(p pb) error {
 	at := p.base
 	var tid, sid, state []byte
-	d.resetNodes()
-	root := d.newNode(nList)
-	n := 0
-	problem := ""
+	attrs := d.newAttrObject()
 	for p.next() {
 		switch p.num {
 		case 1:
@@ -584,15 +606,9 @@ func (d *Decoder) link(p pb) error {
 			if !p.want(wireBytes, "link attribute") {
 				break
 			}
-			key, val, prob, err := d.kv(p.sub(), 1)
-			if err != nil {
+			if err := d.protoAttr(p, &attrs); err != nil {
 				return err
 			}
-			if prob != "" && problem == "" {
-				problem = prob
-			}
-			d.member(root, key, val)
-			n++
 		case 5:
 			p.want(wireVarint, "dropped_attributes_count")
 		case 6:
@@ -609,8 +625,8 @@ func (d *Decoder) link(p pb) error {
 	case len(sid) != 0 && len(sid) != 8:
 		idProblem = fmt.Sprintf("span id of %d bytes, want 8", len(sid))
 	}
-	if len(state) > d.opt.MaxStringLen && problem == "" {
-		problem = fmt.Sprintf("trace state of %d bytes, limit %d", len(state), d.opt.MaxStringLen)
+	if len(state) > d.opt.MaxStringLen && attrs.problem == "" {
+		attrs.problem = fmt.Sprintf("trace state of %d bytes, limit %d", len(state), d.opt.MaxStringLen)
 	}
 	var hi, lo, id uint64
 	if len(tid) == 16 {
@@ -619,16 +635,16 @@ func (d *Decoder) link(p pb) error {
 	if len(sid) == 8 {
 		id = beUint64(sid)
 	}
-	d.addLink(at, idProblem, problem, n, hi, lo, id, state, root)
+	d.addLink(at, idProblem, hi, lo, id, state, &attrs)
 	return nil
 }
 
 // addLink checks a link read at offset at (protobuf or JSON) against the
 // limits and adds it to the span's links: trace id, span id (hex), trace
-// state and its n attributes (list node root) as a JSON object.
-// idProblem is what is wrong with its ids, problem the first thing wrong
-// with the rest.
-func (d *Decoder) addLink(at int, idProblem, problem string, n int, hi, lo, id uint64, state []byte, root int32) {
+// state and its attributes as a JSON object. idProblem is what is wrong
+// with its ids; attrs.problem the first thing wrong with the rest.
+func (d *Decoder) addLink(at int, idProblem string, hi, lo, id uint64, state []byte, attrs *attrObject) {
+	problem, n, root := attrs.problem, attrs.n, attrs.root
 	s := &d.sp
 	s.nLinks++
 	switch {

@@ -6,8 +6,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/tracebridge/tracebridge/internal/jsonstr"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
@@ -100,7 +100,7 @@ func (d *Decoder) appendJSON(dst []byte, i int32) []byte {
 	n := &d.nodes[i]
 	switch n.kind {
 	case nString:
-		return appendJSONString(dst, n.str)
+		return jsonstr.AppendBytes(dst, n.str)
 	case nBool:
 		if n.num != 0 {
 			return append(dst, "true"...)
@@ -154,68 +154,12 @@ func (d *Decoder) appendObject(dst []byte, i int32) []byte {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = appendJSONString(dst, key)
+		dst = jsonstr.AppendBytes(dst, key)
 		dst = append(dst, ':')
 		dst = d.appendJSON(dst, c)
 	}
 	d.order = d.order[:base]
 	return append(dst, '}')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string as encoding/json writes it
-// without HTML escaping: invalid UTF-8 becomes U+FFFD, U+2028 and U+2029
-// are escaped.
-func appendJSONString(dst, s []byte) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRune(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // appendFloat appends f as JavaScript (and encoding/json, and pdata's
@@ -246,6 +190,8 @@ func appendFloat(dst []byte, f float64) []byte {
 	}
 	return dst
 }
+
+const hexDigits = "0123456789abcdef"
 
 // appendIDHex appends the 16 or 32 hex digits of an id held as numbers.
 func appendIDHex(dst []byte, words ...uint64) []byte {

@@ -1,42 +1,16 @@
 package zico_test
 
 import (
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/tracebridge/tracebridge/internal/codec/codectest"
 	"github.com/tracebridge/tracebridge/internal/codec/zico"
 )
 
 // hx parses hex with spaces and quoted ASCII: `EF "abc" 02`.
-func hx(tb testing.TB, s string) []byte {
-	tb.Helper()
-	var out []byte
-	for len(s) > 0 {
-		s = strings.TrimLeft(s, " \n\t")
-		if s == "" {
-			break
-		}
-		if s[0] == '"' {
-			end := strings.IndexByte(s[1:], '"')
-			out = append(out, s[1:1+end]...)
-			s = s[end+2:]
-			continue
-		}
-		tok := s
-		if i := strings.IndexAny(s, " \n\t\""); i >= 0 {
-			tok = s[:i]
-		}
-		b, err := hex.DecodeString(tok)
-		if err != nil {
-			tb.Fatalf("bad hex %q: %v", tok, err)
-		}
-		out = append(out, b...)
-		s = s[len(tok):]
-	}
-	return out
-}
+func hx(tb testing.TB, s string) []byte { return codectest.Hex(tb, s) }
 
 // decoded is what DecodeData visited, copied out of the decoder's memory.
 type decoded struct {

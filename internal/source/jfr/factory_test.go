@@ -44,22 +44,13 @@ func TestOrigin(t *testing.T) {
 	whole, _, _ := readAll(t, Config{Path: path})
 	n := len(whole.records)
 	for _, follow := range []bool{false, true} {
-		src, err := New(Config{Path: root, Host: "box", Follow: follow, Start: StartBeginning, BatchSize: 333, PollInterval: 20 * time.Millisecond}, Settings{})
-		if err != nil {
-			t.Fatal(err)
-		}
 		var c originCollector
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- src.Run(ctx, &c) }()
+		src, stop := runSource(t, Config{Path: root, Host: "box", Follow: follow, Start: StartBeginning, BatchSize: 333, PollInterval: 20 * time.Millisecond}, &c)
 		deadline := time.Now().Add(30 * time.Second)
 		for src.Stats().Records < int64(2*n) && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 		want := map[record.Origin]int{
 			{Peer: a, Host: "box", Session: "4242"}: n,
 			{Peer: b, Host: "box", Session: "77"}:   n,

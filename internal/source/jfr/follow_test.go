@@ -13,7 +13,28 @@ import (
 
 	codec "github.com/tracebridge/tracebridge/internal/codec/jfr"
 	"github.com/tracebridge/tracebridge/internal/jfrtest"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
 )
+
+// runSource makes a source of cfg and runs it into out on a goroutine;
+// the function it returns stops it and fails t if Run returned an error.
+func runSource(t testing.TB, cfg Config, out pipeline.Consumer) (*Source, func()) {
+	t.Helper()
+	src, err := New(cfg, Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx, out) }()
+	return src, func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
 
 func waitTicks(t *testing.T, c *collector, run string, n int, timeout time.Duration) []int64 {
 	t.Helper()
@@ -174,19 +195,10 @@ func TestStartNewestSkipsExistingData(t *testing.T) {
 	}
 	time.Sleep(1500 * time.Millisecond)
 	follow := func(start Start) *collector {
-		src, err := New(Config{Path: root, Follow: true, Start: start, PollInterval: 50 * time.Millisecond}, Settings{})
-		if err != nil {
-			t.Fatal(err)
-		}
 		var c collector
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- src.Run(ctx, &c) }()
+		_, stop := runSource(t, Config{Path: root, Follow: true, Start: start, PollInterval: 50 * time.Millisecond}, &c)
 		waitTicks(t, &c, "N", 1, 30*time.Second)
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 		return &c
 	}
 	newest := follow(StartNewest).ticks("N")
@@ -211,14 +223,8 @@ func TestFollowEqualsRecording(t *testing.T) {
 	}
 	dir := t.TempDir()
 	root := filepath.Join(dir, "repository")
-	src, err := New(Config{Path: root, Follow: true, Start: StartBeginning, PollInterval: 20 * time.Millisecond}, Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var live collector
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- src.Run(ctx, &live) }()
+	src, stop := runSource(t, Config{Path: root, Follow: true, Start: StartBeginning, PollInterval: 20 * time.Millisecond}, &live)
 	file := filepath.Join(dir, "out.jfr")
 	j, err := tools.Start(cp, jfrtest.Options{Seconds: 4, RunID: "E", Repository: root, Filename: file})
 	if err != nil {
@@ -231,10 +237,7 @@ func TestFollowEqualsRecording(t *testing.T) {
 	for src.Stats().JVMs > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	whole, fsrc, errs := readAll(t, Config{Path: file})
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -284,14 +287,8 @@ func TestChunkOfExitedJVMIsRead(t *testing.T) {
 	}
 	defer w.Close()
 
-	src, err := New(Config{Path: root, Follow: true, Start: StartBeginning, PollInterval: 10 * time.Millisecond}, Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var c collector
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- src.Run(ctx, &c) }()
+	src, stop := runSource(t, Config{Path: root, Follow: true, Start: StartBeginning, PollInterval: 10 * time.Millisecond}, &c)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		recs, _ := c.snapshot()
@@ -312,10 +309,7 @@ func TestChunkOfExitedJVMIsRead(t *testing.T) {
 	for src.Stats().JVMs > 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	if recs, _ := c.snapshot(); len(recs) != 2*n {
 		t.Fatalf("%d records, want %d (both chunks)", len(recs), 2*n)
 	}

@@ -19,6 +19,19 @@ import (
 
 var cat = record.Builtin()
 
+// addEvents adds BeforeOperationEvents from to to-1 of trace 1 to b.
+func addEvents(b *record.Batch, from, to int) {
+	typ := cat.Lookup(record.BeforeOperationEvent)
+	for j := from; j < to; j++ {
+		r := b.Add(typ, record.NoTimestamp)
+		r.Values[0] = record.IntValue(int64(j))
+		r.Values[1] = record.IntValue(1)
+		r.Values[2] = record.IntValue(int64(j))
+		r.Values[3] = record.StringValue("public void some.pkg.Clazz.method(int)")
+		r.Values[4] = record.StringValue("some.pkg.Clazz")
+	}
+}
+
 func writeLog(t testing.TB, dir string, binary bool, records int) string {
 	t.Helper()
 	cfg := logwrite.Config{Path: dir, Binary: binary, MaxEntriesInFile: 200_000, Metadata: true}
@@ -74,16 +87,8 @@ func cutLog(t *testing.T, binary bool, comp logdir.Compression, records, perFile
 	if err != nil {
 		t.Fatal(err)
 	}
-	typ := cat.Lookup(record.BeforeOperationEvent)
 	var b record.Batch
-	for j := 0; j < records; j++ {
-		r := b.Add(typ, record.NoTimestamp)
-		r.Values[0] = record.IntValue(int64(j))
-		r.Values[1] = record.IntValue(1)
-		r.Values[2] = record.IntValue(int64(j))
-		r.Values[3] = record.StringValue("public void some.pkg.Clazz.method(int)")
-		r.Values[4] = record.StringValue("some.pkg.Clazz")
-	}
+	addEvents(&b, 0, records)
 	if err := w.Consume(context.Background(), &b); err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,11 @@
 package kiekerlog_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
 )
@@ -35,18 +33,12 @@ func ownLog(t *testing.T, irl string) string {
 
 func readTypes(t *testing.T, dir string, o kiekerlog.Options) ([]string, kiekerlog.Stats, error) {
 	t.Helper()
-	r, err := kiekerlog.Open(dir, o)
-	if err != nil {
-		t.Fatal(err)
+	recs, st, err := readAll(t, dir, o)
+	got := make([]string, 0, len(recs))
+	for _, rec := range recs {
+		got = append(got, rec.Type.String())
 	}
-	var got []string
-	err = r.Run(context.Background(), pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
-		for _, rec := range b.Records {
-			got = append(got, rec.Type.String())
-		}
-		return nil
-	}))
-	return got, r.Stats(), err
+	return got, st, err
 }
 
 func TestLogTypesFromIRLBesideMap(t *testing.T) {

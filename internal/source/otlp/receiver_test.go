@@ -4,21 +4,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -38,6 +29,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/tlstest"
 )
 
 func TestMain(m *testing.M) {
@@ -464,39 +456,10 @@ func TestShutdown(t *testing.T) {
 	}
 }
 
-// selfSigned writes a certificate and key for 127.0.0.1 under dir.
-func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
-	cert, _ := x509.ParseCertificate(der)
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
-}
-
 func TestTLS(t *testing.T) {
-	certFile, keyFile, pool := selfSigned(t)
+	cert := tlstest.New(t)
+	certFile, keyFile := cert.WriteFiles(t, t.TempDir())
+	pool := cert.Pool
 	withTLS := func(c *Config) { c.TLS = TLS{Cert: certFile, Key: keyFile} }
 	tc := &tls.Config{RootCAs: pool}
 

@@ -1,8 +1,9 @@
 package otlp
 
 import (
-	"encoding/json"
 	"strconv"
+
+	"github.com/tracebridge/tracebridge/internal/jsonstr"
 )
 
 // appendResponse appends an ExportTraceServiceResponse in protobuf: empty
@@ -35,7 +36,7 @@ func appendResponseJSON(dst []byte, o outcome) []byte {
 	dst = append(dst, '"')
 	if o.reason != "" {
 		dst = append(dst, `,"errorMessage":`...)
-		dst = appendJSONString(dst, o.reason)
+		dst = jsonstr.AppendString(dst, o.reason)
 	}
 	return append(dst, "}}"...)
 }
@@ -55,7 +56,7 @@ func appendStatusJSON(dst []byte, code int, msg string) []byte {
 	dst = append(dst, `{"code":`...)
 	dst = strconv.AppendInt(dst, int64(code), 10)
 	dst = append(dst, `,"message":`...)
-	dst = appendJSONString(dst, msg)
+	dst = jsonstr.AppendString(dst, msg)
 	return append(dst, '}')
 }
 
@@ -67,9 +68,4 @@ func appendVarint(b []byte, v uint64) []byte {
 		v >>= 7
 	}
 	return append(b, byte(v))
-}
-
-func appendJSONString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s) // cannot fail for a string
-	return append(dst, b...)
 }

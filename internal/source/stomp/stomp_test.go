@@ -8,13 +8,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	gostomp "github.com/go-stomp/stomp/v3"
 
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
+	"github.com/tracebridge/tracebridge/internal/logtest"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/servicetest"
 	"github.com/tracebridge/tracebridge/internal/source/broker"
@@ -280,25 +280,6 @@ func TestRefusedLoginSaysWhy(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger's goroutines and a
-// reading test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestRefusedDeadLetterDestination: a dead-letter destination RabbitMQ
 // refuses (a file path) is reported once and turns dead-lettering off; the
 // consuming connection is not lost, every good message arrives, the
@@ -315,7 +296,7 @@ func TestRefusedDeadLetterDestination(t *testing.T) {
 			pub.Send(dest, "text/plain", []byte("1;not-a-number;42;0;op();a.B"))
 		}
 	}
-	var logs syncBuffer
+	var logs logtest.Buffer
 	r, err := New(Config{Name: "dl", URL: "stomp://guest:guest@" + servicetest.RabbitSTOMP, Destination: dest,
 		DeadLetter: "./dead-letters", Batch: broker.Config{Mapping: perlMapping(t)}},
 		broker.Settings{Logger: slog.New(slog.NewTextHandler(&logs, nil))})

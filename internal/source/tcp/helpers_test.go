@@ -1,9 +1,7 @@
 package tcp
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,9 +17,11 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
+	"github.com/tracebridge/tracebridge/internal/logtest"
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/record/recordtest"
 	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
@@ -94,36 +94,15 @@ func (c *collector) wait(t testing.TB, n int, timeout time.Duration) []record.Re
 }
 
 // logBuffer captures JSON log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+type logBuffer struct{ logtest.Buffer }
 
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
+func (l *logBuffer) logger() *slog.Logger { return l.Logger() }
 
 // lines returns the parsed log lines whose message contains msg.
 func (l *logBuffer) lines(t testing.TB, msg string) []map[string]any {
 	t.Helper()
-	l.mu.Lock()
-	data := l.buf.String()
-	l.mu.Unlock()
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(data), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
+	for _, m := range l.Lines(t) {
 		if s, _ := m["msg"].(string); strings.Contains(s, msg) {
 			out = append(out, m)
 		}
@@ -309,21 +288,9 @@ func recString(r *record.Record) string {
 	return b.String()
 }
 
-func recStrings(recs []record.Record) []string {
-	out := make([]string, len(recs))
-	for i := range recs {
-		out[i] = recString(&recs[i])
-	}
-	return out
-}
+func recStrings(rs []record.Record) []string { return recordtest.Strings(rs, recString) }
 
-func countTypes(recs []record.Record) map[string]int {
-	m := map[string]int{}
-	for i := range recs {
-		m[recs[i].Type.ShortName()]++
-	}
-	return m
-}
+func countTypes(rs []record.Record) map[string]int { return recordtest.CountTypes(rs) }
 
 // decodeKieker decodes a single-socket stream in one go, as a reference.
 func decodeKieker(t testing.TB, data []byte) ([]record.Record, int64, error) {

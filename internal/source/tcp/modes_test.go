@@ -472,7 +472,7 @@ func TestShutdown(t *testing.T) {
 			delete(peers, l["peer"].(string))
 		}
 		if len(peers) > 0 {
-			t.Errorf("no loss logged for %v:\n%s", peers, e.logs.buf.String())
+			t.Errorf("no loss logged for %v:\n%s", peers, e.logs.String())
 		}
 	})
 }

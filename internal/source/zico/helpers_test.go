@@ -3,10 +3,8 @@ package zico_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"sync"
 	"testing"
@@ -14,6 +12,7 @@ import (
 
 	codec "github.com/tracebridge/tracebridge/internal/codec/zico"
 	"github.com/tracebridge/tracebridge/internal/codec/zico/zicotest"
+	"github.com/tracebridge/tracebridge/internal/logtest"
 	"github.com/tracebridge/tracebridge/internal/source/zico"
 	"go.uber.org/goleak"
 )
@@ -95,39 +94,15 @@ func dumpTrace(t codec.Trace) string {
 }
 
 // logBuffer collects JSON log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+type logBuffer struct{ logtest.Buffer }
 
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) lines(t *testing.T) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range bytes.Split(bytes.TrimSpace(l.buf.Bytes()), []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal(line, &m); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
+func (l *logBuffer) lines(t *testing.T) []map[string]any { return l.Lines(t) }
 
 // server starts a Server on loopback; it is shut down when the test ends.
 func server(t *testing.T, h zico.Handler, cfg zico.ServerConfig) (*zico.Server, string, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
-	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	log := logs.Logger()
 	srv, err := zico.NewServer(h, cfg, zico.Settings{Logger: log})
 	if err != nil {
 		t.Fatal(err)

@@ -2,15 +2,10 @@ package zico_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"math/big"
 	mrand "math/rand/v2"
 	"net"
 	"sync"
@@ -21,6 +16,7 @@ import (
 	codec "github.com/tracebridge/tracebridge/internal/codec/zico"
 	"github.com/tracebridge/tracebridge/internal/codec/zico/zicotest"
 	"github.com/tracebridge/tracebridge/internal/source/zico"
+	"github.com/tracebridge/tracebridge/internal/tlstest"
 )
 
 // TestOKAfterCommit: the reply to DATA waits for Data to return.
@@ -272,7 +268,7 @@ func TestPanicInHook(t *testing.T) {
 }
 
 func TestTLS(t *testing.T) {
-	cert := selfSigned(t)
+	cert := tlstest.New(t).TLS
 	h := &recorder{}
 	_, addr, _ := server(t, h, zico.ServerConfig{TLS: &tls.Config{Certificates: []tls.Certificate{cert}}})
 	pool := x509.NewCertPool()
@@ -290,22 +286,4 @@ func TestTLS(t *testing.T) {
 	if _, batches := h.snapshot(); len(batches) != 1 || batches[0].Traces[0] != exampleDump {
 		t.Fatalf("%+v", batches)
 	}
-}
-
-func selfSigned(t *testing.T) tls.Certificate {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"},
-		DNSNames: []string{"localhost"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, _ := x509.ParseCertificate(der)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
 }

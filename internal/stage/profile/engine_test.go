@@ -9,20 +9,14 @@ import (
 	"github.com/tracebridge/tracebridge/internal/engine"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/record/recordtest"
 	storesink "github.com/tracebridge/tracebridge/internal/sink/store"
 	"github.com/tracebridge/tracebridge/internal/stage/profile"
 	"github.com/tracebridge/tracebridge/internal/store"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
-var samples = record.MustType("jdk.ExecutionSample",
-	record.Field{Name: "startTime", Kind: record.Long},
-	record.Field{Name: "sampledThread", Kind: record.String},
-	record.Field{Name: "sampledThread.javaThreadId", Kind: record.Long},
-	record.Field{Name: "sampledThread.osThreadId", Kind: record.Long},
-	record.Field{Name: "stackTrace", Kind: record.String, Array: true},
-	record.Field{Name: "stackTrace.truncated", Kind: record.Bool},
-	record.Field{Name: "state", Kind: record.String})
+var samples = recordtest.ExecutionSample
 
 func sample(b *record.Batch, tid, ts int64, frames ...string) {
 	r := b.Add(samples, ts)

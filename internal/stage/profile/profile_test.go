@@ -8,18 +8,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/record/recordtest"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // sampleType is jdk.ExecutionSample as internal/codec/jfr makes it.
-var sampleType = record.MustType("jdk.ExecutionSample",
-	record.Field{Name: "startTime", Kind: record.Long},
-	record.Field{Name: "sampledThread", Kind: record.String},
-	record.Field{Name: "sampledThread.javaThreadId", Kind: record.Long},
-	record.Field{Name: "sampledThread.osThreadId", Kind: record.Long},
-	record.Field{Name: "stackTrace", Kind: record.String, Array: true},
-	record.Field{Name: "stackTrace.truncated", Kind: record.Bool},
-	record.Field{Name: "state", Kind: record.String})
+var sampleType = recordtest.ExecutionSample
 
 // addSample adds a sample of thread tid at time ts with the given frames
 // (top first).
