@@ -212,7 +212,7 @@ sinks:
 	queries := [][]string{
 		{}, {"--json"}, {"--limit", "3"}, {"--limit", "3", "--json", "--oldest"},
 		{"--host", "zorka-host", "--json"}, {"--errors"}, {"--min-duration", "1ms", "--json"},
-		{"--name", sent[0].Operation(), "--json"}, {"--deep", "~(?i)[a-z]+"}, {"--eql", "time > 1ms", "--deep"},
+		{"--name", sent[0].Marker.TraceType, "--json"}, {"--deep", "~(?i)[a-z]+"}, {"--eql", "time > 1ms", "--deep"},
 		{"--pivot", "nothing"}, {"--pivot", "nothing", "--json"},
 		{"--trace-id", zorka}, {"--trace-id", zorka, "--json"}, {"--trace-id", kiekerID, "--rank"},
 		{"--trace-id", kiekerID, "--rank", "--json"}, {"--trace-id", zorka, "--find", "~.", "--json"},

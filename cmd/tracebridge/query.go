@@ -58,7 +58,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&f.minDur, "min-duration", 0, "traces at least this long (Go syntax: 250ms, 1500us, 3s)")
 	fs.DurationVar(&f.maxDur, "max-duration", 0, "traces at most this long")
 	fs.BoolVar(&f.errors, "errors", false, "traces with a span in error")
-	fs.StringVar(&f.name, "name", "", "the trace type: its root operation (case-insensitive)")
+	fs.StringVar(&f.name, "name", "", "the trace's name: a zorka trace's type (HTTP, JMS, …), else its root operation (case-insensitive)")
 	fs.StringVar(&f.service, "service", "", "traces with a span of this service")
 	fs.Var(&f.attrs, "attr", "traces with a span whose attribute KEY=VALUE (repeatable)")
 	fs.StringVar(&f.eql, "eql", "", "an EQL expression (docs/QUERY.md)")

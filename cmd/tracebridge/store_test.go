@@ -123,10 +123,10 @@ func TestStoreKeepsTracesOfEverySource(t *testing.T) {
 	if len(got) != slow {
 		t.Fatalf("--min-duration 1ms: %d traces, want %d", len(got), slow)
 	}
-	name := sent[0].Operation()
+	name := sent[0].Marker.TraceType // a zorka trace's name is its type
 	wantName := 0
 	for _, r := range sent {
-		if r.Operation() == name {
+		if r.Marker.TraceType == name {
 			wantName++
 		}
 	}

@@ -22,7 +22,7 @@ const (
 )
 
 // catalog knows the services, their operations (with span kinds) and the
-// trace names (root operations per host) of the stored traces, for
+// trace names (trace.Trace.Name per host) of the stored traces, for
 // Jaeger's /api/services and /api/operations and the UI's name lists.
 // The store indexes none of these, so the catalogue reads traces: at
 // first the newest catalogFirst, then every trace that arrives (traces
@@ -100,7 +100,7 @@ func (c *catalog) add(t *trace.Trace) {
 			c.names[r.Host] = h
 		}
 		if len(h) < catalogMaxNames {
-			h[r.Operation] = struct{}{}
+			h[t.Name()] = struct{}{}
 		} else {
 			c.full = true
 		}
@@ -206,7 +206,7 @@ func (a *API) serviceSource(st *store.Store, svc string) (viaService, viaHost, o
 	return sv.viaService, sv.viaHost, true
 }
 
-// Names are the trace names (root operations) and services seen.
+// Names are the trace names (trace.Trace.Name) and services seen.
 type Names struct {
 	Names    []string `json:"names"`
 	Services []string `json:"services"`

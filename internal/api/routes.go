@@ -110,7 +110,7 @@ var filterParams = []param{
 	q("minDuration", "string", "traces lasting at least this long (250ms, 1.5s)").fmt("duration"),
 	q("maxDuration", "string", "traces lasting at most this long").fmt("duration"),
 	q("errors", "boolean", "traces with a span in error"),
-	q("name", "string", "the trace type: the root span's operation (case-insensitive)"),
+	q("name", "string", "the trace's name, case-insensitive: a zorka trace's type (HTTP, JMS, …), else the root span's operation"),
 	q("service", "string", "traces with a span of this service"),
 	q("attr", "string", "KEY=VALUE: traces with a span that has this attribute value; repeatable, each must hold").many(),
 	q("q", "string", "TEXT (case-insensitive substring) or ~REGEX (RE2) in operation and class names, attribute keys and values, exception class and message of the root span (every span with deep)"),
@@ -176,7 +176,7 @@ func table() []route {
 			params: []param{q("a", "string", "the first trace id").req(), q("b", "string", "the second trace id").req()}, resp: "Comparison", h: withStore(compareTraces)},
 		{method: "GET", path: "/api/v1/pivot", tag: "traces", auth: authRead, summary: "Statistics of the selected traces grouped by a root span attribute",
 			params: join([]param{q("key", "string", "the root span's attribute to group by").req()}, filterParams), resp: "Pivot", h: withStore(pivot)},
-		{method: "GET", path: "/api/v1/names", tag: "traces", auth: authRead, summary: "Trace names (root operations) and services seen in the stored traces",
+		{method: "GET", path: "/api/v1/names", tag: "traces", auth: authRead, summary: "Trace names (zorka trace types, other traces' root operations) and services seen in the stored traces",
 			params: []param{q("host", "string", "names of this host's traces only")}, resp: "Names", h: withStore(names)},
 
 		// Analyses.

@@ -243,10 +243,7 @@ func (c *evalCtx) builtin(b builtin) value {
 		if c.t == nil {
 			return value{}
 		}
-		if r := c.t.Root(); r != nil {
-			return strOrNull(r.Operation)
-		}
-		return value{}
+		return strOrNull(c.t.Name())
 	case bCalls, bErrors:
 		c.subtree()
 		if b == bCalls {

@@ -45,6 +45,18 @@ func FloatValue(f float32) Value { return Value{num: uint64(math.Float32bits(f))
 // StringValue returns a String value.
 func StringValue(s string) Value { return Value{str: s} }
 
+// NullString returns a String value that is null: a source that tells a
+// null string from an empty one (JFR) keeps that here. Its Str is "", so
+// formats without a null (Kieker's) write it as the empty string; Equal
+// tells it from "" and IsNull reports it. It allocates nothing.
+func NullString() Value { return Value{num: nullString} }
+
+// nullString marks a null String value in num, which strings do not use.
+const nullString = 1
+
+// IsNull reports whether a String value is null (NullString).
+func (v Value) IsNull() bool { return v.num == nullString && v.str == "" && v.list == nil }
+
 // ListValue returns an array value.
 func ListValue(elem Kind, items []Value) Value {
 	return Value{list: &List{Elem: elem, Items: items}}

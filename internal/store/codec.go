@@ -135,6 +135,11 @@ func (e *encoder) encodeTrace(t *trace.Trace) []byte {
 			b = e.attrs(b, l.Attributes)
 		}
 	}
+	// The trace's name is indexed by its symbol; a zorka trace's type is
+	// an attribute value, kept as text in the body, so it is defined here.
+	if id, isNew := e.syms.id(t.Name()); isNew && id != 0 {
+		e.newSyms = append(e.newSyms, t.Name())
+	}
 	e.tmp = b
 	return b
 }

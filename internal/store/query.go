@@ -32,7 +32,8 @@ type Query struct {
 	MinDuration, MaxDuration time.Duration
 	// Errors: traces with a span in error.
 	Errors bool
-	// Name: the trace type, its root operation (case-insensitive).
+	// Name: the trace's name (trace.Trace.Name: a zorka trace's type,
+	// else its root operation; case-insensitive).
 	Name string
 	// Service: traces with a span of this service.
 	Service string
@@ -711,7 +712,7 @@ func (s *Store) summary(r *Ref, t *trace.Trace) Summary {
 		sum.Host = p.name
 	}
 	if root := t.Root(); root != nil {
-		sum.Name = root.Operation
+		sum.Name = t.Name()
 		sum.Service = root.Service
 		sum.Attrs = append(trace.KiekerAttrs(root), root.Attributes...)
 		sum.root = root
@@ -1013,11 +1014,8 @@ func (f *filter) summaryMatch(r *Ref) bool {
 // namesMatch checks the root name and service of a decoded trace.
 func (f *filter) namesMatch(t *trace.Trace) bool {
 	q := f.q
-	if q.Name != "" {
-		r := t.Root()
-		if r == nil || !strings.EqualFold(r.Operation, q.Name) {
-			return false
-		}
+	if q.Name != "" && !strings.EqualFold(t.Name(), q.Name) {
+		return false
 	}
 	if q.Service != "" {
 		found := false

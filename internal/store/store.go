@@ -511,9 +511,7 @@ func secondaryKeys(host uint32, ref *Ref) [][]byte {
 // hosts it touches. syms must be locked.
 func summarize(t *trace.Trace, syms *symbols) (Ref, []string) {
 	r := Ref{ID: t.ID, Start: t.Start(), Duration: t.Duration(), Spans: len(t.Spans), Errors: t.Errors(), Broken: len(t.Broken) > 0}
-	if root := t.Root(); root != nil {
-		r.name = syms.byName[root.Operation]
-	}
+	r.name = syms.byName[t.Name()]
 	seen := map[uint32]bool{}
 	for i := range t.Spans {
 		sv := t.Spans[i].Service

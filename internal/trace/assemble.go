@@ -165,15 +165,19 @@ type family struct {
 
 // thread is one Kieker thread trace (one TraceMetadata's traceId).
 type thread struct {
-	kid    int64
-	fam    *family
-	meta   bool
-	parent int64 // parentTraceId (its own id or -1: a root)
-	porder int32 // parentOrderId
-	tid    string
-	host   string
-	sess   string
-	evs    []kev
+	kid  int64
+	fam  *family
+	meta bool
+	// evented: an event of this trace arrived (in this part or an
+	// earlier one). A trace with neither metadata, events nor an
+	// invocation identifier is only named as another's parent.
+	evented bool
+	parent  int64 // parentTraceId (its own id or -1: a root)
+	porder  int32 // parentOrderId
+	tid     string
+	host    string
+	sess    string
+	evs     []kev
 
 	// Invocation identifiers: this trace's invocation, the parent
 	// invocation it waits for, and whether one names its parent (then
@@ -397,6 +401,7 @@ func (a *Assembler) event(r *record.Record, ti *TypeInfo) {
 		cop: strField(v, ti.CalleeOp), cclas: strField(v, ti.CalleeClass),
 	}
 	th := a.thread(v[ti.TraceID].Int(), e.ts)
+	th.evented = true
 	th.evs = append(th.evs, e)
 	th.fam.size++
 	switch e.role {
@@ -622,7 +627,11 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 		}
 		if final {
 			th.spans, th.stack, th.assumed = nil, nil, nil
-			if !th.meta && len(th.evs) == 0 && len(out) > 0 {
+			if !th.meta && !th.evented && !th.hasInv {
+				// Named as a parent (parentTraceId) by a thread of this
+				// trace, and nothing of it came within the window.
+				*broken = append(*broken, fmt.Sprintf("parent trace %d never arrived", th.kid))
+			} else if !th.meta && len(th.evs) == 0 && len(out) > 0 {
 				*broken = append(*broken, fmt.Sprintf("no TraceMetadata for trace %d", th.kid))
 			}
 			continue

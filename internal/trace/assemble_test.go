@@ -366,3 +366,64 @@ func TestLeanSpans(t *testing.T) {
 		}
 	}
 }
+
+// TestParentTraceNeverArrived: a thread trace whose TraceMetadata names a
+// parentTraceId that never arrives (by the end of the input, or within the
+// window) is assembled as far as it goes and marked broken with the
+// reason, whatever the order of its records, through grandchildren too;
+// with the parent there it is sound.
+func TestParentTraceNeverArrived(t *testing.T) {
+	const parent, child, grandchild = 100, 200, 300
+	recs := []record.Record{
+		tm(child, 2, "h1", parent, 2),
+		before(child, 0, 26, "void a.Task.run()"),
+		split(child, 1, 27),
+		after(child, 2, 35, "void a.Task.run()"),
+		tm(grandchild, 3, "h1", child, 1),
+		before(grandchild, 0, 28, "void a.Sub.run()"),
+		after(grandchild, 1, 29, "void a.Sub.run()"),
+	}
+	const reason = "parent trace 100 never arrived"
+	for seed := range 20 {
+		shuffled := slices.Clone(recs)
+		if seed > 0 {
+			r := rand.New(rand.NewPCG(uint64(seed), 9))
+			r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		}
+		trs := assemble(t, shuffled, Options{})
+		if len(trs) != 1 || len(trs[0].Spans) != 2 {
+			t.Fatalf("seed %d: %d traces %v", seed, len(trs), trs)
+		}
+		if !slices.Equal(trs[0].Broken, []string{reason}) {
+			t.Fatalf("seed %d: broken %q, want %q", seed, trs[0].Broken, reason)
+		}
+	}
+
+	// Within the window: the trace ends Window after its last record,
+	// broken, though the parent might still come later.
+	now := time.Unix(1000, 0)
+	var out []*Trace
+	a := NewAssembler(Options{Now: func() time.Time { return now }, Window: 2 * time.Second, Emit: func(tr *Trace) { out = append(out, tr) }})
+	var b record.Batch
+	for i := range recs[:4] {
+		b.AddRecord(&recs[i])
+	}
+	a.AddBatch(&b)
+	now = now.Add(3 * time.Second)
+	a.Tick()
+	if len(out) != 1 || !slices.Equal(out[0].Broken, []string{reason}) {
+		t.Fatalf("after the window: %d traces, broken %q", len(out), out[0].Broken)
+	}
+
+	// The parent's metadata alone, or its events alone, is the parent
+	// arriving.
+	for _, p := range [][]record.Record{
+		{tm(parent, 1, "h1", parent, -1)},
+		{before(parent, 0, 10, "void a.Main.main()"), before(parent, 1, 20, "void a.Pool.submit()"), after(parent, 2, 30, "void a.Pool.submit()"), after(parent, 3, 40, "void a.Main.main()")},
+	} {
+		trs := assemble(t, append(slices.Clone(recs), p...), Options{})
+		if len(trs) != 1 || slices.Contains(trs[0].Broken, reason) {
+			t.Fatalf("with the parent: %d traces, broken %q", len(trs), trs[0].Broken)
+		}
+	}
+}

@@ -375,6 +375,28 @@ func (t *Trace) Root() *Span {
 	return nil
 }
 
+// TypeAttr is the root span attribute that holds a zorka trace's type,
+// the trace id symbol of its TraceMarker (HTTP, JMS, SQL, EJB, …); a
+// zorka trace's root also holds zorka.calls.
+const TypeAttr = "trace.type"
+
+// Name returns what lists and searches call the trace: a zorka trace's
+// type (TypeAttr of a root that holds zorka.calls), as zico lists and
+// searches its traces, else the root span's operation ("" without spans).
+// The root span's operation stays the root method in either case.
+func (t *Trace) Name() string {
+	r := t.Root()
+	if r == nil {
+		return ""
+	}
+	if typ, ok := r.Attr(TypeAttr); ok && typ.Value != "" {
+		if _, zorka := r.Attr("zorka.calls"); zorka {
+			return typ.Value
+		}
+	}
+	return r.Operation
+}
+
 // Errors counts the spans in error.
 func (t *Trace) Errors() int {
 	n := 0

@@ -504,25 +504,29 @@ func (d *decoder) enter(in *input) bool {
 
 func (d *decoder) leave() { d.nest-- }
 
-// str reads a string value, resolving references to the string pool.
-func (d *decoder) str(in *input) string {
+// str reads a string value, resolving references to the string pool. A
+// null string (encoding 0, or a pool reference to a null or to no string)
+// is record.NullString, an empty one (encoding 1) "".
+func (d *decoder) str(in *input) record.Value {
 	code, text, ref := in.str(&d.sbuf, d.lim.MaxStringLen)
 	switch code {
 	case strPool:
 		if !in.ok() {
-			return ""
+			return record.Value{}
 		}
 		if c := d.ps.stringClass(); c != nil {
 			v := d.resolve(c, 0, ref, stringLayout)
 			if len(v) > 0 {
-				return v[0].Str()
+				return v[0]
 			}
 		}
-		return ""
+		return record.NullString()
 	case strUTF8, strChars, strLatin1:
-		return d.intern.Bytes(text)
+		return record.StringValue(d.intern.Bytes(text))
+	case strNull:
+		return record.NullString()
 	}
-	return ""
+	return record.Value{}
 }
 
 // stringLayout reads the entries of the string pool.

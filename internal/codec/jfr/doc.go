@@ -40,7 +40,9 @@
 // let every value be checked against jfr print --json:
 //
 //   - Primitives keep their kind (boolean, byte, short, char, int, long,
-//     float, double, string). A null string is "". An @Unsigned value
+//     float, double, string). A null string (encoding 0, or a reference
+//     to a null or missing pool string) is record.NullString, an empty
+//     one (encoding 1) "". An @Unsigned value
 //     keeps its bits in the declared (signed) kind, as JDK 17's jfr print
 //     shows it (JDK 21 and later print it unsigned).
 //   - @Timestamp fields become long epoch nanoseconds (ticks converted
@@ -71,8 +73,9 @@
 //   - A constant that the chunk does not define is looked up in the
 //     previous chunk's pools (a long event that began before the JVM
 //     rotated the chunk refers to them); failing that, and for JFR's null
-//     (key 0 of a thread, class or stack trace), the fields are zero: "",
-//     0, false, no array.
+//     (key 0 of a thread, class or stack trace), the fields are zero:
+//     null for its string fields (record.NullString), "" for a rendered
+//     thread, class, method or frame, 0, false, no array.
 //
 // So jdk.ExecutionSample becomes startTime long, sampledThread string,
 // sampledThread.javaThreadId long, sampledThread.osThreadId long,

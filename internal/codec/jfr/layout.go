@@ -161,7 +161,7 @@ func (cp *compiler) buildField(f *Field, budget int) *layout {
 		return &layout{cols: el.cols, read: func(d *decoder, in *input, dst []record.Value) {
 			key := in.i64()
 			if in.ok() {
-				copy(dst, d.resolve(c, inner, key, el))
+				resolved(dst, d.resolve(c, inner, key, el), el.cols)
 			}
 		}}
 	}
@@ -169,6 +169,21 @@ func (cp *compiler) buildField(f *Field, budget int) *layout {
 		return primLayout(c.prim, f)
 	}
 	return cp.class(c, inner)
+}
+
+// resolved stores the values of a constant in dst; a constant found
+// nowhere (nil: JFR's null) leaves zero values, and null in its string
+// columns, as JFR shows its string fields.
+func resolved(dst, v []record.Value, cols []column) {
+	if v != nil {
+		copy(dst, v)
+		return
+	}
+	for i := range dst {
+		if c := &cols[i]; c.kind == record.String && c.render == renderValue && !c.array {
+			dst[i] = record.NullString()
+		}
+	}
 }
 
 // structure flattens a struct: its fields' columns, prefixed with their
@@ -206,7 +221,7 @@ func (cp *compiler) array(f *Field, budget int) *layout {
 		el = &layout{cols: inner.cols, read: func(d *decoder, in *input, dst []record.Value) {
 			key := in.i64()
 			if in.ok() {
-				copy(dst, d.resolve(c, budget, key, inner))
+				resolved(dst, d.resolve(c, budget, key, inner), inner.cols)
 			}
 		}}
 	case c.Primitive():
@@ -300,7 +315,7 @@ func primLayout(p prim, f *Field) *layout {
 	case primDouble:
 		l.read = func(_ *decoder, in *input, dst []record.Value) { dst[0] = record.DoubleValue(in.f64()) }
 	case primString:
-		l.read = func(d *decoder, in *input, dst []record.Value) { dst[0] = record.StringValue(d.str(in)) }
+		l.read = func(d *decoder, in *input, dst []record.Value) { dst[0] = d.str(in) }
 	default:
 		width := p
 		l.read = func(d *decoder, in *input, dst []record.Value) {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/codec/jsonl"
 	"github.com/tracebridge/tracebridge/internal/jfrtest"
 	"github.com/tracebridge/tracebridge/internal/record"
 )
@@ -277,7 +278,7 @@ func expected(values map[string]any, col column, f record.Field) (v record.Value
 		obj, ok := cur.(map[string]any)
 		if !ok {
 			if cur == nil {
-				return record.Value{}, true, nil
+				return nullOf(col), true, nil
 			}
 			if arr, ok := cur.([]any); ok && col.array {
 				return expectedArray(arr, col.path[i:], col, f)
@@ -315,6 +316,15 @@ func expected(values map[string]any, col column, f record.Field) (v record.Value
 	}
 	v, err = render1(cur, col)
 	return v, cur == nil, err
+}
+
+// nullOf is a column's value inside a null object: null for a string
+// field, else the zero value.
+func nullOf(col column) record.Value {
+	if col.kind == record.String && col.render == renderValue && !col.array {
+		return record.NullString()
+	}
+	return record.Value{}
 }
 
 func expectedArray(arr []any, rest []string, col column, f record.Field) (record.Value, bool, error) {
@@ -385,6 +395,9 @@ func render1(x any, col column) (record.Value, error) {
 	if x == nil {
 		if col.kind == record.Float || col.kind == record.Double {
 			return record.Value{}, fmt.Errorf("null number (NaN or infinite)")
+		}
+		if col.kind == record.String {
+			return record.NullString(), nil // null, not ""
 		}
 		return record.Value{}, nil
 	}
@@ -504,4 +517,57 @@ func parseDuration(s string) (int64, error) {
 		return math.MaxInt64, nil
 	}
 	return n.Int64(), nil
+}
+
+// TestNullStringsMatchJFRPrintJSON: the workload's custom event shop.Order
+// has a customer that is null, empty or non-ASCII; each reads as jfr print
+// --json shows it (null stays null, not ""), and the JSON lines of `cat
+// --json` say the same.
+func TestNullStringsMatchJFRPrintJSON(t *testing.T) {
+	tools, path := workloadRecording(t)
+	dec, _ := readFile(t, path, Options{})
+	ours := map[string]record.Record{} // by order id
+	for _, d := range dec {
+		for _, r := range d.records {
+			if r.Type.Name == "shop.Order" {
+				ours[r.Values[r.Type.FieldIndex("id")].Str()] = r
+			}
+		}
+	}
+	kinds := map[string]int{}
+	err := tools.PrintJSON(context.Background(), path, []string{"shop.Order"}, func(ev jfrtest.Event) error {
+		id := str(ev.Values["id"])
+		r, ok := ours[id]
+		if !ok {
+			return fmt.Errorf("order %s: not decoded", id)
+		}
+		want := ev.Values["customer"]
+		got := r.Values[r.Type.FieldIndex("customer")]
+		var line struct{ Fields map[string]any }
+		if err := json.Unmarshal(jsonl.AppendRecord(nil, &r), &line); err != nil {
+			return err
+		}
+		asJSON, present := line.Fields["customer"]
+		switch {
+		case want == nil:
+			kinds["null"]++
+			if !got.IsNull() || !present || asJSON != nil {
+				return fmt.Errorf("order %s: customer %q (null %v), JSON %v; jfr print says null", id, got.Str(), got.IsNull(), asJSON)
+			}
+		default:
+			s := str(want)
+			kinds[map[bool]string{true: "empty", false: "text"}[s == ""]]++
+			if got.IsNull() || got.Str() != s || asJSON != s {
+				return fmt.Errorf("order %s: customer %q (null %v), JSON %v; jfr print says %q", id, got.Str(), got.IsNull(), asJSON, s)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kinds["null"] == 0 || kinds["empty"] == 0 || kinds["text"] == 0 {
+		t.Fatalf("the recording lacks a kind of customer: %v", kinds)
+	}
+	t.Logf("customers compared with jfr print: %v", kinds)
 }

@@ -7,7 +7,8 @@
 // as exact JSON numbers; floats and doubles in their shortest round-trip
 // form, with NaN and the infinities as the strings "NaN", "Infinity" and
 // "-Infinity" (JSON has no such numbers); chars as one-character strings;
-// arrays as JSON arrays. Invalid UTF-8 in strings becomes U+FFFD.
+// arrays as JSON arrays; a null string (record.NullString, JFR's null) as
+// null. Invalid UTF-8 in strings becomes U+FFFD.
 package jsonl
 
 import (
@@ -65,6 +66,9 @@ func appendValue(dst []byte, k record.Kind, v record.Value) []byte {
 	case record.Char:
 		return jsonstr.AppendString(dst, string(rune(uint16(v.Int()))))
 	case record.String:
+		if v.IsNull() {
+			return append(dst, "null"...) // a null string (JFR's), not ""
+		}
 		return jsonstr.AppendString(dst, v.Str())
 	}
 	return strconv.AppendInt(dst, v.Int(), 10)

@@ -52,3 +52,25 @@ func TestSpecialValues(t *testing.T) {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
 }
+
+// TestNullStrings: a null string is JSON null, an empty one "", in fields
+// and in arrays.
+func TestNullStrings(t *testing.T) {
+	typ := record.MustType("t.N",
+		record.Field{Name: "null", Kind: record.String},
+		record.Field{Name: "empty", Kind: record.String},
+		record.Field{Name: "text", Kind: record.String},
+		record.Field{Name: "a", Kind: record.String, Array: true},
+	)
+	var b record.Batch
+	r := b.Add(typ, 1)
+	r.Values[0] = record.NullString()
+	r.Values[1] = record.StringValue("")
+	r.Values[2] = record.StringValue("Grüße ✓")
+	r.Values[3] = record.ListValue(record.String, []record.Value{record.NullString(), record.StringValue("")})
+	got := string(AppendRecord(nil, r))
+	want := `{"type":"t.N","loggingTimestamp":1,"fields":{"null":null,"empty":"","text":"Grüße ✓","a":[null,""]}}` + "\n"
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}

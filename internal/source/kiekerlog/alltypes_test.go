@@ -1,12 +1,15 @@
 package kiekerlog_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/gen"
+	"github.com/tracebridge/tracebridge/internal/logdir"
 	"github.com/tracebridge/tracebridge/internal/logwrite"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -120,5 +123,55 @@ func TestUnknownTypesAreSkipped(t *testing.T) {
 	}
 	if len(st.Unknown) != 1 || len(st.UnknownTails) != 1 || len(got) == 0 {
 		t.Fatalf("binary: read %d, unknown %v, tails %v", len(got), st.Unknown, st.UnknownTails)
+	}
+}
+
+// TestLastLineWithoutLineEnd: in an ASCII log whose last line has no line
+// end (as Kieker's writer leaves its logs), that line is a record when it
+// parses completely, for every record type and sample value, as Kieker's
+// reader reads it; nothing is reported as a cut end.
+func TestLastLineWithoutLineEnd(t *testing.T) {
+	for i, sample := range gen.Samples(record.Builtin().Types()) {
+		w, err := logwrite.New(logwrite.Config{Path: t.TempDir(), Metadata: false})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b record.Batch
+		b.AddRecord(&sample)
+		b.AddRecord(&sample)
+		if err := w.Consume(context.Background(), &b); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		logs, err := logdir.Discover(w.Dir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := logs[0].DataFiles()
+		path := files[len(files)-1].Path
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _, err := readAll(t, w.Dir(), kiekerlog.Options{}) // ASCII does not keep every string
+		if err != nil || len(want) != 2 {
+			t.Fatalf("sample %d: %d records, %v", i, len(want), err)
+		}
+		if !bytes.HasSuffix(data, []byte("\n")) {
+			t.Fatalf("sample %d (%s): the writer's line has no line end", i, sample.Type.Name)
+		}
+		if err := os.WriteFile(path, bytes.TrimSuffix(data, []byte("\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var cuts []error
+		got, st, err := readAll(t, w.Dir(), kiekerlog.Options{OnCutEnd: func(err error) { cuts = append(cuts, err) }})
+		if err != nil || len(cuts) != 0 || st.CutEnds != 0 {
+			t.Fatalf("sample %d (%s): %v, cut ends %v", i, sample.Type.Name, err, cuts)
+		}
+		if len(got) != 2 || !got[0].Equal(&want[0]) || !got[1].Equal(&want[1]) {
+			t.Fatalf("sample %d (%s): read %d records %v, want %v", i, sample.Type.Name, len(got), got, want)
+		}
 	}
 }

@@ -19,7 +19,6 @@
 package kiekerlog
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -55,7 +54,7 @@ type Options struct {
 	// OnCutEnd hears about a log whose last data file ends early, as a
 	// writer killed while writing leaves it (a compressed stream cut
 	// short, a binary file ending inside a record, a last line without its
-	// line end, which is not decoded): every complete record before the cut has been
+	// line end that does not parse; one that parses is a record): every complete record before the cut has been
 	// handed on, and reading goes on with the next log, without SkipBad.
 	// err names the file and the offset. The same in any other data file
 	// of a log is malformed data (an error, or a skip with SkipBad).
@@ -319,14 +318,19 @@ func (x *run) file(df logdir.DataFile, strs *kieker.Strings, interner *record.In
 	if s.Format.Text {
 		d := kieker.NewTextDecoder(kieker.TextOptions{Catalog: x.cat, Strings: strs, Interner: interner})
 		return x.stream(s, name, d.Decode, func(rest []byte) (bool, error) {
-			// Kieker's writers and ours end every line. In the last file
-			// of a log a last line without its line end is what a killed
-			// writer cut off: it is not decoded, since a line cut inside
-			// its last field could decode to a wrong value.
-			if last && len(bytes.TrimSpace(rest)) > 0 {
-				return true, fmt.Errorf("line %d, offset %d: the last line has no line end (%d bytes)", d.Line()+1, d.Offset(), len(rest))
+			// A last line without a line end is a record when it parses
+			// completely, as Kieker's reader (readLine) reads it; Kieker's
+			// writer leaves its logs that way. In the last file of a log
+			// one that does not parse is what a killed writer cut off.
+			line, off := d.Line()+1, d.Offset()
+			err := d.Finish(rest, &x.batch)
+			if err != nil && x.r.unknownType(err, "") {
+				return false, nil // a line of an unknown type is skipped
 			}
-			return false, d.Finish(rest, &x.batch)
+			if err != nil && last {
+				return true, fmt.Errorf("line %d, offset %d: the last line has no line end and does not parse (%d bytes): %w", line, off, len(rest), err)
+			}
+			return false, err
 		}, true, last)
 	}
 	d := kieker.NewDecoder(kieker.Options{Catalog: x.cat, Strings: strs})

@@ -255,9 +255,14 @@ func (r *Receiver) appendTrace(b *record.Batch, host string, t *Trace) {
 		}
 		if isRoot {
 			if m := rec.Marker; m != nil {
-				sp.Attributes = append(sp.Attributes, trace.Attr{Key: "trace.type", Value: m.TraceType, Type: trace.TypeString})
+				sp.Attributes = append(sp.Attributes, trace.Attr{Key: trace.TypeAttr, Value: m.TraceType, Type: trace.TypeString})
 				if m.Flags&codec.MarkerOverflow != 0 {
 					sp.Attributes = append(sp.Attributes, trace.Attr{Key: "zorka.overflow", Value: "true", Type: trace.TypeBool})
+				}
+				if m.Flags&codec.MarkerError != 0 {
+					// ERROR_MARK: what zico's error filter selects (the
+					// trace ended with an error, which no call may show).
+					sp.Attributes = append(sp.Attributes, trace.Attr{Key: "zorka.error", Value: "true", Type: trace.TypeBool})
 				}
 			}
 			sp.Attributes = append(sp.Attributes,
