@@ -254,6 +254,9 @@ func build(set pipeline.Settings, cfg Config, l Limits, dec func() (func() Decod
 	if a := r.RegistryAddr(); a != nil {
 		where += " (registry " + a.String() + ")"
 	}
+	if tc != nil {
+		where += " (TLS)"
+	}
 	return &built{Receiver: r, where: where}, nil
 }
 

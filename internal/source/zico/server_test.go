@@ -8,11 +8,15 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
 	mrand "math/rand/v2"
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +24,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	codec "github.com/tracebridge/tracebridge/internal/codec/zico"
 	"github.com/tracebridge/tracebridge/internal/codec/zico/zicotest"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/source/zico"
 )
 
@@ -289,6 +294,34 @@ func TestTLS(t *testing.T) {
 	}
 	if _, batches := h.snapshot(); len(batches) != 1 || batches[0].Traces[0] != exampleDump {
 		t.Fatalf("%+v", batches)
+	}
+}
+
+// TestWhereSaysTLS: the receiver's start-up line (its Where) says TLS when
+// it speaks TLS, and only then.
+func TestWhereSaysTLS(t *testing.T) {
+	cert := selfSigned(t)
+	dir := t.TempDir()
+	kb, err := x509.MarshalECPrivateKey(cert.PrivateKey.(*ecdsa.PrivateKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := pipeline.TLSFiles{Cert: filepath.Join(dir, "cert.pem"), Key: filepath.Join(dir, "key.pem")}
+	os.WriteFile(files.Cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600)
+	os.WriteFile(files.Key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	for _, tt := range []struct {
+		tls  pipeline.TLSFiles
+		want bool
+	}{{files, true}, {pipeline.TLSFiles{}, false}} {
+		r, err := zico.Factory().NewReceiver(&zico.FactoryConfig{Listen: "127.0.0.1:0", TLS: tt.tls}, pipeline.Settings{Name: "zico"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := r.Where()
+		r.(*zico.Receiver).Close()
+		if got := strings.HasSuffix(w, " (TLS)"); got != tt.want || !strings.HasPrefix(w, "listening on 127.0.0.1:") {
+			t.Errorf("TLS %v: Where %q", tt.want, w)
+		}
 	}
 }
 
