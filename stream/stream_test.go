@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -277,6 +278,40 @@ func TestWebSocket(t *testing.T) {
 	if kinds[0] != "metadata" {
 		t.Fatalf("kinds %v", kinds)
 	}
+}
+
+// TestWebSocketUnknownParameter: /api/live refuses a parameter it does not
+// read, as every endpoint of the HTTP API does: 400 before the upgrade,
+// naming the parameter and the ones it takes; known ones still connect.
+func TestWebSocketUnknownParameter(t *testing.T) {
+	b := bridge(t)
+	h := stream.NewHandler(b.URL(), stream.HandlerOptions{})
+	defer h.Close()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	ws := "ws" + strings.TrimPrefix(srv.URL, "http")
+	for q, want := range map[string]string{
+		"?limit=10":                     `unknown parameter "limit" (GET /api/live takes type, host, since, from_seq, traces)`,
+		"?type=TraceMetadata&Type=x":    `unknown parameter "Type" (`,
+		"?traces=1&trace=1&from_seq=1":  `unknown parameter "trace" (`,
+		"?host=a&hosts=b&since=1m&zz=1": `unknown parameter "hosts", "zz" (`,
+	} {
+		_, resp, err := websocket.DefaultDialer.Dial(ws+q, nil)
+		if err == nil || resp == nil || resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: %v %v", q, resp, err)
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.HasPrefix(string(body), want) {
+			t.Errorf("%s: body %q, want it to start with %q", q, body, want)
+		}
+	}
+	c, _, err := websocket.DefaultDialer.Dial(ws+"?type=TraceMetadata&host=h&from_seq=1&traces=1", nil)
+	if err != nil {
+		t.Fatalf("known parameters refused: %v", err)
+	}
+	c.Close()
 }
 
 func TestErrors(t *testing.T) {

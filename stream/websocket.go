@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,8 +47,9 @@ type HandlerOptions struct {
 //	{"kind":"error","error":"…"}                         then the server closes
 //
 // Records come in the order the bridge received them, grouped into a
-// message per delivery (at most maxWSRecords). Bad input (an unknown type,
-// a malformed time) is answered with HTTP 400 before the upgrade. A
+// message per delivery (at most maxWSRecords). Bad input (an unknown
+// parameter or type, a malformed time) is answered with HTTP 400 before the
+// upgrade. A
 // browser that reads slowly slows only its own subscription, which reads
 // the repository at its pace and reports a gap when retention overtakes
 // it.
@@ -106,6 +110,10 @@ func (h *Handler) stream() (*Stream, error) {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !websocket.IsWebSocketUpgrade(r) {
 		http.Error(w, "a WebSocket endpoint: connect with a WebSocket client (Upgrade: websocket)", http.StatusBadRequest)
+		return
+	}
+	if msg := unknownParams(r.URL.Query()); msg != "" {
+		http.Error(w, msg, http.StatusBadRequest)
 		return
 	}
 	s, err := h.stream()
@@ -208,6 +216,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ws.flush()
 	conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+}
+
+// wsParams are the query parameters ServeHTTP reads.
+var wsParams = []string{"type", "host", "since", "from_seq", "traces"}
+
+// unknownParams names the parameters of q that ServeHTTP does not read, as
+// the HTTP API does for its endpoints ("" when there are none).
+func unknownParams(q url.Values) string {
+	var bad []string
+	for k := range q {
+		if !slices.Contains(wsParams, k) {
+			bad = append(bad, strconv.Quote(k))
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	slices.Sort(bad)
+	return fmt.Sprintf("unknown parameter %s (GET /api/live takes %s)", strings.Join(bad, ", "), strings.Join(wsParams, ", "))
 }
 
 // wsWriter batches records into messages; the stream's goroutine and a
