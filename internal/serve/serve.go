@@ -313,7 +313,8 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 			return nil, err
 		}
 		// The web UI's live view: the stream over WebSocket, at /api/live.
-		s.live = livestream.NewHandler(s.StreamURL, livestream.HandlerOptions{Logger: set.Logger})
+		s.live = livestream.NewHandler(s.StreamURL, livestream.HandlerOptions{Logger: set.Logger,
+			MaxClients: cfg.HTTP.LiveMaxClients, MaxClientBuffer: cfg.HTTP.LiveClientBuffer})
 		s.Shared.Publish("live", s.live)
 	}
 	ok = true
