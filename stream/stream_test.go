@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -264,6 +267,206 @@ func TestWebSocket(t *testing.T) {
 	if kinds[0] != "metadata" {
 		t.Fatalf("kinds %v", kinds)
 	}
+}
+
+// TestWebSocketUnknownParameter: /api/live refuses a parameter it does not
+// read, as every endpoint of the HTTP API does: 400 before the upgrade,
+// naming the parameter and the ones it takes; known ones still connect.
+func TestWebSocketUnknownParameter(t *testing.T) {
+	b := bridge(t)
+	h := stream.NewHandler(b.URL(), stream.HandlerOptions{})
+	defer h.Close()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	ws := "ws" + strings.TrimPrefix(srv.URL, "http")
+	for q, want := range map[string]string{
+		"?limit=10":                     `unknown parameter "limit" (GET /api/live takes type, host, since, from_seq, traces)`,
+		"?type=TraceMetadata&Type=x":    `unknown parameter "Type" (`,
+		"?traces=1&trace=1&from_seq=1":  `unknown parameter "trace" (`,
+		"?host=a&hosts=b&since=1m&zz=1": `unknown parameter "hosts", "zz" (`,
+	} {
+		_, resp, err := websocket.DefaultDialer.Dial(ws+q, nil)
+		if err == nil || resp == nil || resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: %v %v", q, resp, err)
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.HasPrefix(string(body), want) {
+			t.Errorf("%s: body %q, want it to start with %q", q, body, want)
+		}
+	}
+	c, _, err := websocket.DefaultDialer.Dial(ws+"?type=TraceMetadata&host=h&from_seq=1&traces=1", nil)
+	if err != nil {
+		t.Fatalf("known parameters refused: %v", err)
+	}
+	c.Close()
+}
+
+// TestWebSocketClientCap: beyond MaxClients a client is closed right after
+// the handshake with 1013 (try again later) naming the limit; once a client
+// leaves, a new one gets in.
+func TestWebSocketClientCap(t *testing.T) {
+	b := bridge(t)
+	b.Consume(context.Background(), kiekerTrace("web-1", 1, 1))
+	waitStored(t, b.URL(), 3)
+	h := stream.NewHandler(b.URL(), stream.HandlerOptions{MaxClients: 2})
+	defer h.Close()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	ws := "ws" + strings.TrimPrefix(srv.URL, "http") + "?from_seq=1"
+	// connect dials and reads the first message: the metadata, or the
+	// close error.
+	connect := func() (*websocket.Conn, error) {
+		c, _, err := websocket.DefaultDialer.Dial(ws, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, msg, err := c.ReadMessage(); err != nil {
+			c.Close()
+			return nil, err
+		} else if !strings.HasPrefix(string(msg), `{"kind":"metadata"`) {
+			t.Fatalf("first message %.80s", msg)
+		}
+		return c, nil
+	}
+	var open []*websocket.Conn
+	for range 2 {
+		c, err := connect()
+		if err != nil {
+			t.Fatalf("a client within the limit: %v", err)
+		}
+		open = append(open, c)
+	}
+	for range 3 {
+		_, err := connect()
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != websocket.CloseTryAgainLater || ce.Text != "too many live clients (limit 2)" {
+			t.Fatalf("a client over the limit: %v, want close 1013 naming the limit", err)
+		}
+	}
+	open[0].Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := connect()
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no client got in after one left: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	open[1].Close()
+}
+
+// TestWebSocketSlowClient: a client that falls behind by more than
+// MaxClientBuffer bytes is closed with CloseTooSlow and the reason "client
+// too slow" after the messages it already had, with one log line; a client
+// of the same handler that reads goes on and gets every record.
+func TestWebSocketSlowClient(t *testing.T) {
+	const batches, calls = 12, 2000
+	const total = batches * (2*calls + 1)
+	b := bridge(t)
+	for i := range batches {
+		b.Consume(context.Background(), kiekerTrace("web-1", int64(i+1), calls))
+	}
+	waitStored(t, b.URL(), total)
+	var logs syncBuffer
+	h := stream.NewHandler(b.URL(), stream.HandlerOptions{MaxClientBuffer: 1 << 20,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	defer h.Close()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	ws := "ws" + strings.TrimPrefix(srv.URL, "http") + "?from_seq=1"
+
+	// The slow client takes nothing until the handler gave up on it (the
+	// kernel's socket buffers take a few MiB first).
+	slow, _, err := websocket.DefaultDialer.Dial(ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	fast, _, err := websocket.DefaultDialer.Dial(ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.Close()
+	fastDone := make(chan error, 1)
+	var fastRecords, fastBytes int
+	go func() {
+		fast.SetReadDeadline(time.Now().Add(60 * time.Second))
+		for fastRecords < total {
+			_, msg, err := fast.ReadMessage()
+			if err != nil {
+				fastDone <- err
+				return
+			}
+			fastBytes += len(msg)
+			var m struct{ Records []json.RawMessage }
+			if err := json.Unmarshal(msg, &m); err != nil {
+				fastDone <- err
+				return
+			}
+			fastRecords += len(m.Records)
+		}
+		fastDone <- nil
+	}()
+
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(logs.String(), "client too slow") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow client was not closed; log: %s", logs.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	slow.SetReadDeadline(time.Now().Add(30 * time.Second))
+	got := 0
+	for {
+		_, msg, err := slow.ReadMessage()
+		if err != nil {
+			var ce *websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != stream.CloseTooSlow || !strings.HasPrefix(ce.Text, "client too slow") {
+				t.Fatalf("after %d records: %v, want close %d \"client too slow\"; log:\n%s", got, err, stream.CloseTooSlow, logs.String())
+			}
+			break
+		}
+		var m struct{ Records []json.RawMessage }
+		if err := json.Unmarshal(msg, &m); err != nil {
+			t.Fatalf("a message before the close: %v", err)
+		}
+		got += len(m.Records)
+	}
+	if got >= total {
+		t.Errorf("the slow client got all %d records", got)
+	}
+	if err := <-fastDone; err != nil {
+		t.Fatalf("the reading client after %d of %d records: %v", fastRecords, total, err)
+	}
+	t.Logf("slow client: %d records before the close; reading client: %d records in %d bytes", got, fastRecords, fastBytes)
+	if n := strings.Count(logs.String(), "client too slow"); n != 1 {
+		t.Errorf("%d log lines about a slow client, want 1:\n%s", n, logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger and a test's goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestErrors(t *testing.T) {

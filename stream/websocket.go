@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,7 +28,24 @@ type HandlerOptions struct {
 	CheckOrigin func(r *http.Request) bool
 	// Logger hears about failed connections (nil: discarded).
 	Logger *slog.Logger
+	// MaxClients caps the connected clients (DefaultMaxClients when 0); a
+	// client beyond it is closed right after the handshake with 1013 (try
+	// again later) and a reason naming the limit.
+	MaxClients int
+	// MaxClientBuffer bounds the bytes of the messages waiting for one
+	// client (DefaultMaxClientBuffer when 0); a client that lets more pile
+	// up is closed with CloseTooSlow and the reason "client too slow".
+	MaxClientBuffer int
 }
+
+// Limits of the WebSocket endpoint.
+const (
+	DefaultMaxClients      = 64
+	DefaultMaxClientBuffer = 4 << 20
+	// CloseTooSlow is the close code for a client that fell behind by more
+	// than MaxClientBuffer bytes.
+	CloseTooSlow = 4008
+)
 
 // Handler serves the stream over WebSocket: each connection is a
 // subscription, chosen by the query string:
@@ -44,24 +64,33 @@ type HandlerOptions struct {
 //	{"kind":"error","error":"…"}                         then the server closes
 //
 // Records come in the order the bridge received them, grouped into a
-// message per delivery (at most maxWSRecords). Bad input (an unknown type,
-// a malformed time) is answered with HTTP 400 before the upgrade. A
+// message per delivery (at most maxWSRecords). Bad input (an unknown
+// parameter or type, a malformed time) is answered with HTTP 400 before the
+// upgrade. A
 // browser that reads slowly slows only its own subscription, which reads
 // the repository at its pace and reports a gap when retention overtakes
-// it.
+// it; one that falls behind by MaxClientBuffer bytes and takes nothing for
+// wsSlowAfter is closed with CloseTooSlow. Beyond MaxClients clients, a
+// new one is closed with 1013 (try again later).
 type Handler struct {
 	url string
 	opt HandlerOptions
 	log *slog.Logger
 	up  websocket.Upgrader
 
-	mu   sync.Mutex
-	base *Stream // the shared connection, made on first use
+	mu      sync.Mutex
+	base    *Stream // the shared connection, made on first use
+	clients int     // connected clients
 }
 
 const (
 	maxWSRecords = 512
 	wsWriteWait  = 10 * time.Second
+	// wsSlowAfter: a client that takes no message for this long while
+	// MaxClientBuffer bytes wait for it is too slow. It is shorter than
+	// wsWriteWait, so the message in flight can still be followed by the
+	// close frame that says why.
+	wsSlowAfter  = 5 * time.Second
 	wsFlushEvery = 50 * time.Millisecond
 )
 
@@ -71,6 +100,12 @@ func NewHandler(url string, o HandlerOptions) *Handler {
 	h := &Handler{url: url, opt: o, log: o.Logger}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.opt.MaxClients <= 0 {
+		h.opt.MaxClients = DefaultMaxClients
+	}
+	if h.opt.MaxClientBuffer <= 0 {
+		h.opt.MaxClientBuffer = DefaultMaxClientBuffer
 	}
 	// A page that sent its token as a subprotocol (the HTTP API's
 	// tracebridge.bearer) gets that protocol back, never the token.
@@ -108,6 +143,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "a WebSocket endpoint: connect with a WebSocket client (Upgrade: websocket)", http.StatusBadRequest)
 		return
 	}
+	if msg := unknownParams(r.URL.Query()); msg != "" {
+		http.Error(w, msg, http.StatusBadRequest)
+		return
+	}
+	if !h.join() {
+		// A browser sees no HTTP status of a failed handshake: it is told
+		// by the close frame.
+		if conn, err := h.up.Upgrade(w, r, nil); err == nil {
+			conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater,
+				fmt.Sprintf("too many live clients (limit %d)", h.opt.MaxClients)), time.Now().Add(time.Second))
+			conn.Close()
+		}
+		return
+	}
+	defer h.leave()
 	s, err := h.stream()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
@@ -161,7 +211,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	ws := &wsWriter{conn: conn, cancel: cancel}
+	ws := newWSWriter(conn, cancel, h.opt.MaxClientBuffer, func() {
+		h.log.Warn("stream websocket: client too slow; closed", "remote", r.RemoteAddr, "max_client_buffer", h.opt.MaxClientBuffer)
+	})
+	go ws.run()
 	s.OnMetadata(func(m *Metadata) {
 		ws.flush()
 		ws.json(map[string]any{"kind": "metadata", "metadata": m})
@@ -207,24 +260,87 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ws.json(map[string]any{"kind": "error", "error": err.Error()})
 	}
 	ws.flush()
-	conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+	ws.finish()
 }
 
-// wsWriter batches records into messages; the stream's goroutine and a
-// ticker write through it.
+// join takes a client's place, false when MaxClients are connected.
+func (h *Handler) join() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.clients >= h.opt.MaxClients {
+		return false
+	}
+	h.clients++
+	return true
+}
+
+func (h *Handler) leave() {
+	h.mu.Lock()
+	h.clients--
+	h.mu.Unlock()
+}
+
+// wsParams are the query parameters ServeHTTP reads.
+var wsParams = []string{"type", "host", "since", "from_seq", "traces"}
+
+// unknownParams names the parameters of q that ServeHTTP does not read, as
+// the HTTP API does for its endpoints ("" when there are none).
+func unknownParams(q url.Values) string {
+	var bad []string
+	for k := range q {
+		if !slices.Contains(wsParams, k) {
+			bad = append(bad, strconv.Quote(k))
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	slices.Sort(bad)
+	return fmt.Sprintf("unknown parameter %s (GET /api/live takes %s)", strings.Join(bad, ", "), strings.Join(wsParams, ", "))
+}
+
+// wsWriter batches records into messages and queues them for its own
+// goroutine (run), which writes them to the socket. The bytes queued, the message being built
+// and the one being written count against max (one message alone may be
+// larger); a client that lets more pile up is too slow: its queue is
+// dropped, its subscription cancelled, and it is closed with CloseTooSlow
+// after the message in flight. Up to that the stream's goroutine waits for
+// room (the subscription goes at the client's pace) as long as the client
+// takes a message every wsSlowAfter.
 type wsWriter struct {
-	mu     sync.Mutex
 	conn   *websocket.Conn
 	cancel context.CancelFunc
-	buf    []byte
-	n      int
-	failed bool
+	max    int
+
+	mu      sync.Mutex
+	buf     []byte   // the records message being built
+	n       int      // its records
+	queue   [][]byte // messages waiting for the socket
+	held    int      // bytes of queue, buf and the message being written
+	slow    bool
+	failed  bool
+	closing bool
+	wake    chan struct{} // run has work
+	took    chan struct{} // run wrote a message
+	done    chan struct{} // run returned
+	onSlow  func()        // called once, when the client is found too slow
+}
+
+func newWSWriter(conn *websocket.Conn, cancel context.CancelFunc, max int, onSlow func()) *wsWriter {
+	return &wsWriter{conn: conn, cancel: cancel, max: max, onSlow: onSlow,
+		wake: make(chan struct{}, 1), took: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 func (w *wsWriter) record(e *Event) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.slow || w.failed {
+		return
+	}
+	before := len(w.buf)
 	if w.n == 0 {
 		w.buf = append(w.buf[:0], `{"kind":"records","records":[`...)
+		before = 0
 	} else {
 		w.buf = append(w.buf, ',')
 	}
@@ -238,22 +354,58 @@ func (w *wsWriter) record(e *Event) {
 	w.buf = jsonl.AppendRecord(w.buf, &e.Record)
 	w.buf = append(w.buf[:len(w.buf)-1], '}') // AppendRecord ends the line
 	w.n++
-	full := w.n >= maxWSRecords
-	w.mu.Unlock()
-	if full {
-		w.flush()
+	w.held += len(w.buf) - before
+	if w.n >= maxWSRecords || len(w.buf)+2 > w.max {
+		w.flushLocked()
+	}
+	w.roomLocked(2)
+}
+
+// roomLocked waits (w.mu held, released while waiting) until the client
+// holds at most max bytes with extra more, counting the message being
+// built only when something else waits too. A client that takes nothing
+// for wsSlowAfter meanwhile is too slow.
+func (w *wsWriter) roomLocked(extra int) {
+	over := func() bool {
+		return !w.slow && !w.failed && w.held+extra > w.max && w.held > len(w.buf)
+	}
+	if !over() {
+		return
+	}
+	timer := time.NewTimer(wsSlowAfter)
+	defer timer.Stop()
+	for over() {
+		w.mu.Unlock()
+		select {
+		case <-w.took:
+			w.mu.Lock()
+			timer.Reset(wsSlowAfter)
+		case <-timer.C:
+			w.mu.Lock()
+			if over() {
+				w.tooSlow()
+			}
+			return
+		}
 	}
 }
 
 func (w *wsWriter) flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.n == 0 {
+	w.flushLocked()
+}
+
+// flushLocked queues the records message (w.mu held).
+func (w *wsWriter) flushLocked() {
+	if w.n == 0 || w.slow || w.failed {
 		return
 	}
 	w.buf = append(w.buf, "]}"...)
-	w.write(w.buf)
-	w.n = 0
+	w.held += 2
+	w.queue = append(w.queue, w.buf)
+	w.buf, w.n = nil, 0
+	w.signal()
 }
 
 func (w *wsWriter) json(v any) {
@@ -263,18 +415,91 @@ func (w *wsWriter) json(v any) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.write(b)
-}
-
-// write sends one text message (w.mu held); a browser that does not take
-// it within wsWriteWait ends the subscription.
-func (w *wsWriter) write(b []byte) {
-	if w.failed {
+	w.flushLocked()
+	w.roomLocked(len(b))
+	if w.slow || w.failed {
 		return
 	}
-	w.conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
-	if err := w.conn.WriteMessage(websocket.TextMessage, b); err != nil {
-		w.failed = true
-		w.cancel()
+	w.held += len(b)
+	w.queue = append(w.queue, b)
+	w.signal()
+}
+
+// tooSlow drops what waits for the client and ends its subscription
+// (w.mu held).
+func (w *wsWriter) tooSlow() {
+	w.slow = true
+	w.queue, w.buf, w.n = nil, nil, 0
+	w.held = 0
+	w.cancel()
+	w.signal()
+	w.onSlow()
+}
+
+func (w *wsWriter) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
 	}
+}
+
+func (w *wsWriter) tookOne() {
+	select {
+	case w.took <- struct{}{}:
+	default:
+	}
+}
+
+// run writes the queued messages until finish; a browser that does not
+// take one within wsWriteWait ends the subscription. It ends with the
+// close frame.
+func (w *wsWriter) run() {
+	defer close(w.done)
+	for {
+		w.mu.Lock()
+		for len(w.queue) == 0 && !w.slow && !w.closing {
+			w.mu.Unlock()
+			<-w.wake
+			w.mu.Lock()
+		}
+		if w.slow || w.failed || len(w.queue) == 0 {
+			slow, failed := w.slow, w.failed
+			w.mu.Unlock()
+			switch {
+			case slow:
+				w.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(CloseTooSlow,
+					fmt.Sprintf("client too slow: more than %d bytes waiting", w.max)), time.Now().Add(wsWriteWait))
+			case !failed:
+				w.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+			}
+			return
+		}
+		b := w.queue[0]
+		w.queue[0] = nil
+		w.queue = w.queue[1:]
+		w.mu.Unlock()
+		w.conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+		err := w.conn.WriteMessage(websocket.TextMessage, b)
+		w.mu.Lock()
+		if !w.slow {
+			w.held -= len(b)
+		}
+		if err != nil {
+			w.failed = true
+			w.queue = nil
+			w.cancel()
+		}
+		w.tookOne()
+		w.mu.Unlock()
+	}
+}
+
+// finish lets run write what is queued and the close frame, and waits
+// for it.
+func (w *wsWriter) finish() {
+	w.mu.Lock()
+	w.closing = true
+	w.signal()
+	w.mu.Unlock()
+	<-w.done
 }

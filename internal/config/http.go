@@ -35,6 +35,11 @@ type HTTP struct {
 	// ReadTokenRequired makes reads need a token from loopback too (a
 	// reverse proxy on the same host makes every client look local).
 	ReadTokenRequired bool `yaml:"read_token_required"`
+	// LiveMaxClients caps the clients of the live view at /api/live (64
+	// when 0); LiveClientBuffer bounds the bytes waiting for one of them
+	// (4 MiB when 0): a client that falls behind by more is closed.
+	LiveMaxClients   int `yaml:"live_max_clients"`
+	LiveClientBuffer int `yaml:"live_client_buffer"`
 }
 
 // IsZero reports whether the section is empty (left out when written).
@@ -56,6 +61,9 @@ func (h *HTTP) UnmarshalYAML(n *yaml.Node) error {
 	var p plain
 	if err := n.Decode(&p); err != nil {
 		return err
+	}
+	if p.LiveMaxClients < 0 || p.LiveClientBuffer < 0 {
+		return fmt.Errorf("line %d: http: live_max_clients and live_client_buffer must not be negative", n.Line)
 	}
 	*h = HTTP(p)
 	return nil

@@ -24,9 +24,11 @@ http:
   api_tokens_file: /etc/tracebridge/tokens
   api_tokens: ["$argon2id$v=19$m=65536,t=3,p=2$c2FsdA$aGFzaA"]
   read_token_required: true
+  live_max_clients: 8
+  live_client_buffer: 1048576
 `))
 	if err != nil || c.HTTP.Listen != "0.0.0.0:16686" || c.HTTP.TLS.Cert != "c.pem" || c.HTTP.APITokensFile != "/etc/tracebridge/tokens" ||
-		len(c.HTTP.APITokens) != 1 || !c.HTTP.ReadTokenRequired {
+		len(c.HTTP.APITokens) != 1 || !c.HTTP.ReadTokenRequired || c.HTTP.LiveMaxClients != 8 || c.HTTP.LiveClientBuffer != 1<<20 {
 		t.Fatalf("mapping: %+v %v", c.HTTP, err)
 	}
 	y, _ = c.Marshal()
@@ -34,7 +36,7 @@ http:
 	if err != nil || again.HTTP.TLS != c.HTTP.TLS || again.HTTP.APITokens[0] != c.HTTP.APITokens[0] {
 		t.Errorf("round trip:\n%s\n%+v %v", y, again.HTTP, err)
 	}
-	for _, bad := range []string{"http: {listen: x, tsl: {}}\n", "http: [a, b]\n", "http: {tls: {cert: a, pem: b}}\n"} {
+	for _, bad := range []string{"http: {listen: x, tsl: {}}\n", "http: [a, b]\n", "http: {tls: {cert: a, pem: b}}\n", "http: {live_max_clients: -1}\n"} {
 		if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), "http") {
 			t.Errorf("%q: %v", bad, err)
 		}

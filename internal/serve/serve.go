@@ -9,13 +9,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	livestream "github.com/tracebridge/tracebridge/stream"
 	"log/slog"
 	"net"
 	"net/http"
 	"slices"
 	"sync"
 	"time"
+
+	livestream "github.com/tracebridge/tracebridge/stream"
 
 	"github.com/tracebridge/tracebridge/internal/codec/streammsg"
 	"github.com/tracebridge/tracebridge/internal/config"
@@ -333,7 +334,8 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 			return nil, err
 		}
 		// The web UI's live view: the stream over WebSocket, at /api/live.
-		s.live = livestream.NewHandler(s.StreamURL, livestream.HandlerOptions{Logger: set.Logger})
+		s.live = livestream.NewHandler(s.StreamURL, livestream.HandlerOptions{Logger: set.Logger,
+			MaxClients: cfg.HTTP.LiveMaxClients, MaxClientBuffer: cfg.HTTP.LiveClientBuffer})
 		s.Shared.SetLive(s.live)
 	}
 	ok = true

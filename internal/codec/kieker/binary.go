@@ -35,6 +35,12 @@ type Options struct {
 	// MaxRegistryEntries limits the entries of the table the decoder
 	// creates when Strings is nil (DefaultMaxRegistryEntries when 0).
 	MaxRegistryEntries int
+	// MaxRegistryBytes limits the total bytes of the strings of the table
+	// the decoder creates when Strings is nil (DefaultMaxRegistryBytes when
+	// 0, no limit when negative): the memory one inline TCP connection can
+	// make the decoder hold. A table the caller gives is bounded by the
+	// caller (Strings.SetMaxBytes).
+	MaxRegistryBytes int
 
 	// Inline selects single-socket TCP mode: registry entries
 	// int32 -1 | int32 id | int32 length | bytes are interleaved with the
@@ -100,6 +106,7 @@ func NewDecoder(o Options) *Decoder {
 	}
 	if d.strs == nil {
 		d.strs = NewStrings(o.MaxRegistryEntries)
+		d.strs.SetMaxBytes(o.registryBytes())
 	}
 	if d.maxArr <= 0 {
 		d.maxArr = DefaultMaxArrayLen
@@ -110,6 +117,17 @@ func NewDecoder(o Options) *Decoder {
 	}
 	d.entries = newEntryReader(o.MaxStringLen, o.JavaCharCount)
 	return d
+}
+
+// registryBytes is the byte limit of a table made under o (0: none).
+func (o Options) registryBytes() int {
+	switch {
+	case o.MaxRegistryBytes == 0:
+		return DefaultMaxRegistryBytes
+	case o.MaxRegistryBytes < 0:
+		return 0
+	}
+	return o.MaxRegistryBytes
 }
 
 // Strings returns the decoder's string table.

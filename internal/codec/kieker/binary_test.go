@@ -3,6 +3,7 @@ package kieker
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -308,5 +309,79 @@ func TestDecodeAllocs(t *testing.T) {
 	})
 	if per := allocs / float64(n); per >= 0.1 {
 		t.Errorf("%.3f allocations per record, want < 0.1", per)
+	}
+}
+
+// TestRegistryBytesLimit: the string table an inline decoder creates never
+// holds more than MaxRegistryBytes bytes of strings, however the stream is
+// split; the entry that would pass the limit is a sticky ErrLimit error
+// naming its offset and the limit, and re-registering a string costs
+// nothing.
+func TestRegistryBytesLimit(t *testing.T) {
+	const limit = 1000
+	var stream []byte
+	var offs []int
+	for id := int32(0); id < 40; id++ {
+		offs = append(offs, len(stream))
+		stream = AppendRegistryEntry(stream, id, strings.Repeat(string(rune('a'+id%26)), 30+int(id)), true)
+		stream = AppendRegistryEntry(stream, 0, strings.Repeat("a", 30), true) // again: free
+	}
+	// ids 0..22 hold 30+…+52 = 943 bytes; id 23 would bring them to 996,
+	// id 24 to 1050: the entry for id 24 fails.
+	total, fail := 0, -1
+	for id := 0; id < 40; id++ {
+		if total+30+id > limit {
+			fail = id
+			break
+		}
+		total += 30 + id
+	}
+	for _, next := range []chunker{whole, oneByte, randomChunks(5, 17)} {
+		d := NewDecoder(Options{Inline: true, MaxRegistryBytes: limit})
+		var buf []byte
+		var err error
+		for i := 0; i < len(stream) && err == nil; {
+			n := min(next(), len(stream)-i)
+			buf = append(buf, stream[i:i+n]...)
+			i += n
+			var m int
+			m, err = d.Decode(buf, &record.Batch{})
+			buf = buf[m:]
+			if got := d.Strings().Bytes(); got > limit {
+				t.Fatalf("table holds %d bytes, over the limit %d", got, limit)
+			}
+		}
+		if err == nil || !errors.Is(err, ErrLimit) {
+			t.Fatalf("error %v, want ErrLimit", err)
+		}
+		want := fmt.Sprintf("offset %d: registry entry: string id %d: registry holds %d bytes of strings, %d more exceed the limit %d (max_registry_bytes)", offs[fail], fail, total, 30+fail, limit)
+		if !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("error %q\nwant prefix %q", err, want)
+		}
+		if d.Strings().Bytes() != int64(total) || d.Strings().Len() != fail {
+			t.Errorf("table holds %d bytes in %d entries, want %d in %d", d.Strings().Bytes(), d.Strings().Len(), total, fail)
+		}
+		if n, err2 := d.Decode(buf, &record.Batch{}); n != 0 || err2 != err {
+			t.Errorf("not sticky: %d %v", n, err2)
+		}
+	}
+	// The default applies when the option is 0; negative means no limit.
+	big := AppendRegistryEntry(nil, 0, strings.Repeat("x", DefaultMaxStringLen), true)
+	for _, tt := range []struct {
+		max  int
+		fail bool
+	}{{0, true}, {-1, false}} {
+		d := NewDecoder(Options{Inline: true, MaxRegistryBytes: tt.max})
+		var err error
+		for id := int32(0); id <= DefaultMaxRegistryBytes/DefaultMaxStringLen && err == nil; id++ {
+			binary.BigEndian.PutUint32(big[4:], uint32(id))
+			_, err = d.Decode(big, &record.Batch{})
+		}
+		if (err != nil) != tt.fail || (tt.fail && !errors.Is(err, ErrLimit)) {
+			t.Errorf("MaxRegistryBytes %d: error %v, want failure %v", tt.max, err, tt.fail)
+		}
+		if d.Strings().Bytes() > DefaultMaxRegistryBytes && tt.fail {
+			t.Errorf("default limit: table holds %d bytes", d.Strings().Bytes())
+		}
 	}
 }

@@ -10,6 +10,10 @@ import (
 // table.
 const DefaultMaxRegistryEntries = 1_000_000
 
+// DefaultMaxRegistryBytes is the default limit on the string bytes of the
+// table a Decoder creates for itself (an inline TCP connection's registry).
+const DefaultMaxRegistryBytes = 16 << 20
+
 // denseLimit bounds the ids kept in the dense slice of a Strings table; the
 // slice grows only as far as the ids actually used, and only while it stays
 // within a small multiple of the number of entries, so a stray huge id
@@ -24,10 +28,12 @@ const denseLimit = 1 << 22
 //
 // A Strings table is not safe for concurrent use.
 type Strings struct {
-	max    int
-	n      int
-	dense  []stringEntry
-	sparse map[int32]string
+	max      int
+	n        int
+	maxBytes int64 // 0: no limit
+	bytes    int64
+	dense    []stringEntry
+	sparse   map[int32]string
 }
 
 type stringEntry struct {
@@ -43,6 +49,13 @@ func NewStrings(maxEntries int) *Strings {
 	}
 	return &Strings{max: maxEntries}
 }
+
+// SetMaxBytes bounds the total byte length of the registered strings;
+// n <= 0 removes the bound (a new table has none).
+func (t *Strings) SetMaxBytes(n int) { t.maxBytes = int64(max(n, 0)) }
+
+// Bytes returns the total byte length of the registered strings.
+func (t *Strings) Bytes() int64 { return t.bytes }
 
 // Len returns the number of registered strings.
 func (t *Strings) Len() int { return t.n }
@@ -63,7 +76,8 @@ func (t *Strings) Get(id int32) (string, bool) {
 
 // Set registers s under id. Registering the same string again is harmless;
 // registering a different string under a known id is an error wrapping
-// ErrConflict, and exceeding the entry limit an error wrapping ErrLimit.
+// ErrConflict, and exceeding the entry or byte limit an error wrapping
+// ErrLimit.
 func (t *Strings) Set(id int32, s string) error {
 	if old, ok := t.Get(id); ok {
 		if old == s {
@@ -77,7 +91,11 @@ func (t *Strings) Set(id int32, s string) error {
 	if t.n >= t.max {
 		return fmt.Errorf("string id %d: registry holds %d entries, the limit: %w", id, t.n, ErrLimit)
 	}
+	if t.maxBytes > 0 && t.bytes+int64(len(s)) > t.maxBytes {
+		return fmt.Errorf("string id %d: registry holds %d bytes of strings, %d more exceed the limit %d (max_registry_bytes): %w", id, t.bytes, len(s), t.maxBytes, ErrLimit)
+	}
 	t.n++
+	t.bytes += int64(len(s))
 	if id >= 0 && int(id) < len(t.dense) {
 		t.dense[id] = stringEntry{s: s, ok: true}
 		return nil

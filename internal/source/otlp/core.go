@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	otlpcodec "github.com/tracebridge/tracebridge/internal/codec/otlp"
@@ -59,6 +60,9 @@ type core struct {
 	security bool
 	shared   *pipeline.Shared
 
+	// inflight bounds the request bytes being read and decoded.
+	inflight budget
+
 	// mu is held for reading by every request while it decodes and
 	// hands on, so stop (holding it for writing) waits for those in
 	// flight; requests after stop find out nil.
@@ -71,11 +75,38 @@ func newCore(name string, set pipeline.Settings, cfg Config) *core {
 	opt := cfg.codecOptions()
 	opt.Strings = otlpcodec.NewStrings() // one copy of a string for all requests
 	c := &core{name: name, log: set.Logger, met: set.Metrics.Receiver(name), opt: opt, wait: time.Duration(cfg.EmitTimeout),
-		faults: lograte.Limiter{PerSecond: 5}, security: cfg.Security, shared: set.Shared}
+		faults: lograte.Limiter{PerSecond: 5}, security: cfg.Security, shared: set.Shared,
+		inflight: budget{max: int64(cfg.MaxInflightBytes)}}
 	c.workers.New = func() any { return &worker{dec: otlpcodec.NewDecoder(c.opt)} }
 	c.next = c.newBatch
 	return c
 }
+
+// budget counts bytes held by requests against a maximum
+// (Config.MaxInflightBytes); it never grants more than that.
+type budget struct {
+	max  int64
+	used atomic.Int64
+	peak atomic.Int64 // the most ever granted at once
+}
+
+// acquire takes n bytes, false (taking nothing) when they would exceed max.
+func (b *budget) acquire(n int) bool {
+	for {
+		cur := b.used.Load()
+		next := cur + int64(n)
+		if next > b.max {
+			return false
+		}
+		if b.used.CompareAndSwap(cur, next) {
+			for p := b.peak.Load(); next > p && !b.peak.CompareAndSwap(p, next); p = b.peak.Load() {
+			}
+			return true
+		}
+	}
+}
+
+func (b *budget) release(n int) { b.used.Add(-int64(n)) }
 
 // start connects the core to the pipeline.
 func (c *core) start(out pipeline.Consumer) {

@@ -23,7 +23,10 @@ const (
 	DefaultGRPCMessageSize = 4 << 20  // gRPC's own default
 	DefaultHTTPMessageSize = 16 << 20 // after decompression
 	DefaultEmitTimeout     = time.Second
-	DefaultDrainTimeout    = 5 * time.Second
+	// DefaultMaxInflightBytes bounds the request bytes a receiver reads
+	// and decodes at once, over all its requests.
+	DefaultMaxInflightBytes = 64 << 20
+	DefaultDrainTimeout     = 5 * time.Second
 )
 
 // TLS names a certificate and its key (PEM files); both empty: plain
@@ -73,6 +76,13 @@ type Config struct {
 	// MaxMessageSize is the largest request in bytes: 4 MiB for gRPC,
 	// 16 MiB for HTTP, measured after decompression.
 	MaxMessageSize int `yaml:"max_message_size"`
+	// MaxInflightBytes bounds the bytes of the requests being read and
+	// decoded at once, over all requests of the receiver (64 MiB, and
+	// more than twice MaxMessageSize): HTTP bodies as they are read
+	// (after decompression), gRPC messages while they are decoded. A
+	// request beyond it is answered 429 with Retry-After /
+	// RESOURCE_EXHAUSTED with RetryInfo, as under back-pressure.
+	MaxInflightBytes int `yaml:"max_inflight_bytes"`
 	// EmitTimeout is how long a request waits for the pipeline to take
 	// its spans before it is answered 429 / RESOURCE_EXHAUSTED (1s).
 	EmitTimeout pipeline.Duration `yaml:"emit_timeout"`
@@ -95,8 +105,11 @@ func (c *Config) Validate() error {
 	if c.Listen == "" {
 		return errors.New("listen address missing")
 	}
-	if c.MaxMessageSize < 0 || c.EmitTimeout < 0 || c.DrainTimeout < 0 {
-		return errors.New("max_message_size, emit_timeout and drain_timeout must not be negative")
+	if c.MaxMessageSize < 0 || c.MaxInflightBytes < 0 || c.EmitTimeout < 0 || c.DrainTimeout < 0 {
+		return errors.New("max_message_size, max_inflight_bytes, emit_timeout and drain_timeout must not be negative")
+	}
+	if c.MaxInflightBytes > 0 && c.MaxInflightBytes <= 2*c.MaxMessageSize {
+		return fmt.Errorf("max_inflight_bytes %d must be more than twice max_message_size %d", c.MaxInflightBytes, c.MaxMessageSize)
 	}
 	l := c.Limits
 	if l.MaxAttributes < 0 || l.MaxEvents < 0 || l.MaxLinks < 0 || l.MaxStringLen < 0 || l.MaxDepth < 0 || l.MaxBatch < 0 {
@@ -123,6 +136,10 @@ func (c *Config) withDefaults(size int) Config {
 	if d.MaxMessageSize == 0 {
 		d.MaxMessageSize = size
 	}
+	if d.MaxInflightBytes == 0 {
+		d.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	d.MaxInflightBytes = max(d.MaxInflightBytes, 2*d.MaxMessageSize+1) // one largest message fits, as gRPC hands it over and copied
 	if d.EmitTimeout == 0 {
 		d.EmitTimeout = pipeline.Duration(DefaultEmitTimeout)
 	}

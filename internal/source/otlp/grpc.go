@@ -162,6 +162,14 @@ func (g *GRPC) export(ctx context.Context, dec func(any) error) (any, error) {
 		return nil, err
 	}
 	defer req.free()
+	held := req.data.Len()
+	if len(req.data) > 1 {
+		held *= 2 // bytes copies it into one buffer
+	}
+	if !g.c.inflight.acquire(held) {
+		return nil, retryLater(fmt.Sprintf("otlp-grpc: more than max_inflight_bytes %d bytes of requests in flight; retry later", g.c.inflight.max))
+	}
+	defer g.c.inflight.release(held)
 	w := g.c.getWorker()
 	defer g.c.putWorker(w)
 	msg := req.bytes(&w.buf)
@@ -174,17 +182,23 @@ func (g *GRPC) export(ctx context.Context, dec func(any) error) (any, error) {
 	case errors.As(err, &bad):
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, ErrBusy):
-		st := status.New(codes.ResourceExhausted, "otlp-grpc: the pipeline is busy (back-pressure); retry later")
-		if d, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retryDelay)}); derr == nil {
-			st = d
-		}
-		return nil, st.Err()
+		return nil, retryLater("otlp-grpc: the pipeline is busy (back-pressure); retry later")
 	case errors.Is(err, ErrStopped):
 		return nil, status.Error(codes.Unavailable, "otlp-grpc: the receiver is stopping")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return nil, status.FromContextError(err).Err()
 	}
 	return nil, status.Error(codes.Internal, err.Error())
+}
+
+// retryLater is RESOURCE_EXHAUSTED with RetryInfo: the client should
+// send again after retryDelay.
+func retryLater(msg string) error {
+	st := status.New(codes.ResourceExhausted, msg)
+	if d, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retryDelay)}); err == nil {
+		st = d
+	}
+	return st.Err()
 }
 
 // rawRequest holds a request's bytes as gRPC received them (referenced,

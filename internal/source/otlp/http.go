@@ -142,6 +142,9 @@ const (
 // errTooLarge: the body exceeds max_message_size (after decompression).
 var errTooLarge = errors.New("body too large")
 
+// errBudget: reading the body would pass max_inflight_bytes.
+var errBudget = errors.New("in-flight budget exhausted")
+
 func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != TracesPath {
 		http.NotFound(w, r)
@@ -198,11 +201,26 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	wk := h.c.getWorker()
 	defer h.c.putWorker(wk)
-	msg, err := readBody(wk.buf[:0], body, max, r.ContentLength)
+	held := 0 // bytes taken from the receiver's in-flight budget
+	defer func() { h.c.inflight.release(held) }()
+	msg, err := readBody(wk.buf[:0], body, max, r.ContentLength, func(capacity int) bool {
+		if capacity <= held {
+			return true
+		}
+		if !h.c.inflight.acquire(capacity - held) {
+			return false
+		}
+		held = capacity
+		return true
+	})
 	wk.buf = msg[:0]
 	if err != nil {
 		var mbe *http.MaxBytesError
 		switch {
+		case errors.Is(err, errBudget):
+			w.Header().Set("Retry-After", strconv.Itoa(int(retryDelay/time.Second)))
+			h.fail(w, json, http.StatusTooManyRequests, rpcResourceExhausted,
+				fmt.Sprintf("more than max_inflight_bytes %d bytes of requests in flight; retry later", h.c.inflight.max))
 		case errors.Is(err, errTooLarge), errors.As(err, &mbe):
 			h.fail(w, json, http.StatusRequestEntityTooLarge, rpcInvalidArgument,
 				fmt.Sprintf("body exceeds max_message_size %d", max))
@@ -269,19 +287,34 @@ func (h *HTTP) gzipReader(r io.Reader) (*gzip.Reader, error) {
 }
 
 // readBody reads r into buf, failing with errTooLarge beyond max bytes.
-func readBody(buf []byte, r io.Reader, max int, size int64) ([]byte, error) {
-	if size > 0 && size <= int64(max) && cap(buf) < int(size) {
-		buf = make([]byte, 0, size+1) // +1: room to see EOF without growing
+// Before buf gets a capacity it calls reserve with it (for a reused buf
+// first with its own), and fails with errBudget when reserve refuses.
+func readBody(buf []byte, r io.Reader, max int, size int64, reserve func(capacity int) bool) ([]byte, error) {
+	want := cap(buf)
+	if size > 0 && size <= int64(max) && want < int(size) {
+		want = int(size) + 1 // +1: room to see EOF without growing
 	}
-	if cap(buf) == 0 {
-		buf = make([]byte, 0, 32<<10)
+	if want == 0 {
+		want = 32 << 10
+	}
+	if !reserve(want) {
+		return buf, errBudget
+	}
+	if want > cap(buf) {
+		buf = make([]byte, 0, want)
 	}
 	for {
 		if len(buf) == cap(buf) {
 			if len(buf) > max {
 				return buf, errTooLarge
 			}
-			buf = append(buf, 0)[:len(buf)] // grow
+			c := min(2*cap(buf), max+1)
+			if !reserve(c) {
+				return buf, errBudget
+			}
+			grown := make([]byte, len(buf), c)
+			copy(grown, buf)
+			buf = grown
 		}
 		n, err := r.Read(buf[len(buf):min(cap(buf), max+1)])
 		buf = buf[:len(buf)+n]

@@ -512,3 +512,167 @@ func TestConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestInflightBudgetHTTP: the bytes of the bodies being read, over all
+// requests, never exceed max_inflight_bytes; a request beyond it is
+// answered 429 with Retry-After (gzip bombs included), and once the
+// requests in flight are done a normal client gets through again.
+func TestInflightBudgetHTTP(t *testing.T) {
+	const budget = 4 << 20
+	r, err := NewHTTP(Config{Listen: "127.0.0.1:0", MaxMessageSize: 1 << 20, MaxInflightBytes: budget}, pipeline.Settings{Name: "otlp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sink{}
+	run(t, r, s)
+	url := "http://" + r.Addr().String() + TracesPath
+	type answer struct {
+		status int
+		retry  string
+		body   string
+	}
+	send := func(body io.Reader, size int64, encoding string) answer {
+		req, err := http.NewRequest(http.MethodPost, url, body)
+		if err != nil {
+			t.Error(err)
+			return answer{}
+		}
+		req.ContentLength = size
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		if encoding != "" {
+			req.Header.Set("Content-Encoding", encoding)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return answer{body: err.Error()}
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return answer{resp.StatusCode, resp.Header.Get("Retry-After"), string(b)}
+	}
+
+	// Holders announce 1 MiB bodies and send nothing: each holds 1 MiB+1
+	// of the budget, so three fit and the other five are refused at once.
+	var pipes []*io.PipeWriter
+	held := make(chan answer, 8)
+	for range 8 {
+		pr, pw := io.Pipe()
+		pipes = append(pipes, pw)
+		go func() { held <- send(pr, 1<<20, "") }()
+	}
+	for range 5 {
+		select {
+		case a := <-held:
+			if a.status != http.StatusTooManyRequests || a.retry == "" || !strings.Contains(a.body, "max_inflight_bytes") {
+				t.Errorf("a request beyond the budget: %+v; want 429 with Retry-After", a)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("requests beyond the budget were not refused")
+		}
+	}
+	// Gzip bombs meanwhile: 10 MB of zeros each, 20 at once; the budget
+	// left does not take one growing to max_message_size.
+	bomb := gzipped(make([]byte, 10<<20))
+	bombs := make(chan answer, 20)
+	for range 20 {
+		go func() { bombs <- send(bytes.NewReader(bomb), int64(len(bomb)), "gzip") }()
+	}
+	for range 20 {
+		if a := <-bombs; a.status != http.StatusTooManyRequests || a.retry == "" {
+			t.Errorf("a gzip bomb beyond the budget: %+v; want 429 with Retry-After", a)
+		}
+	}
+	if p := r.c.inflight.peak.Load(); p > budget || p < 3*(1<<20+1) {
+		t.Errorf("peak in-flight bytes %d; want the three holders' and at most %d", p, budget)
+	}
+	for _, pw := range pipes {
+		pw.CloseWithError(errors.New("holder done"))
+	}
+	for range 3 {
+		<-held
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for r.c.inflight.used.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still accounted after every request ended", r.c.inflight.used.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// With the budget free, a bomb is refused for its size, and a normal
+	// request gets through.
+	if a := send(bytes.NewReader(bomb), int64(len(bomb)), "gzip"); a.status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a gzip bomb alone: %+v; want 413", a)
+	}
+	body := protoBody(t, traces(5, 1))
+	if a := send(bytes.NewReader(body), int64(len(body)), ""); a.status != http.StatusOK {
+		t.Errorf("a normal request after: %+v", a)
+	}
+	s.waitFor(t, 5)
+	if p := r.c.inflight.peak.Load(); p > budget {
+		t.Errorf("peak in-flight bytes %d over the budget %d", p, budget)
+	}
+}
+
+// TestInflightBudgetGRPC: messages being decoded, over all requests,
+// never take more than max_inflight_bytes; one beyond it gets
+// RESOURCE_EXHAUSTED with RetryInfo, and afterwards a client gets through.
+func TestInflightBudgetGRPC(t *testing.T) {
+	const budget = 4 << 20
+	r, err := NewGRPC(Config{Listen: "127.0.0.1:0", MaxMessageSize: 1 << 20, MaxInflightBytes: budget,
+		EmitTimeout: pipeline.Duration(time.Minute)}, pipeline.Settings{Name: "otlp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &blocking{release: make(chan struct{})}
+	run(t, r, out)
+	conn := dialRaw(t, r.Addr().String(), nil)
+	td := traces(1, 1)
+	td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).SetName(strings.Repeat("x", 900<<10))
+	big := protoBody(t, td)
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			_, err := export(conn, big)
+			errs <- err
+		}()
+	}
+	var refused int
+	select {
+	case err := <-errs:
+		st := status.Convert(err)
+		if st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "max_inflight_bytes") {
+			t.Fatalf("first answer %v; want RESOURCE_EXHAUSTED naming max_inflight_bytes", err)
+		}
+		var retry *errdetails.RetryInfo
+		for _, d := range st.Details() {
+			if ri, ok := d.(*errdetails.RetryInfo); ok {
+				retry = ri
+			}
+		}
+		if retry == nil || retry.RetryDelay.AsDuration() <= 0 {
+			t.Errorf("details %v: want RetryInfo with a delay", st.Details())
+		}
+		refused++
+	case <-time.After(30 * time.Second):
+		t.Fatal("no request was refused")
+	}
+	close(out.release)
+	for range 7 {
+		if err := <-errs; err != nil {
+			if status.Code(err) != codes.ResourceExhausted {
+				t.Errorf("export: %v", err)
+			}
+			refused++
+		}
+	}
+	if p := r.c.inflight.peak.Load(); p > budget || p < int64(len(big)) {
+		t.Errorf("peak in-flight bytes %d; want between one message and %d", p, budget)
+	}
+	if r.c.inflight.used.Load() != 0 {
+		t.Errorf("%d bytes still accounted", r.c.inflight.used.Load())
+	}
+	if _, err := export(conn, protoBody(t, traces(5, 2))); err != nil {
+		t.Errorf("a normal request after: %v", err)
+	}
+	t.Logf("%d of 8 refused; peak %d bytes", refused, r.c.inflight.peak.Load())
+}

@@ -95,8 +95,8 @@ type Config struct {
 	// KiekerDecoder, KDBDecoder or the caller's own. It carries the limits.
 	NewDecoder func() Decoder
 	// Kieker configures Dual's decoders: Catalog, MaxStringLen,
-	// MaxArrayLen, MaxRegistryEntries (of the one shared registry) and
-	// JavaCharCount. Strings, Inline and DualSocket are set by the receiver.
+	// MaxArrayLen, MaxRegistryEntries and MaxRegistryBytes (of the one
+	// shared registry) and JavaCharCount. Strings, Inline and DualSocket are set by the receiver.
 	Kieker kieker.Options
 
 	// Transform, if set, is applied to the records each decode call added

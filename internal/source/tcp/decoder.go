@@ -134,6 +134,11 @@ func newDualRegistry(o kieker.Options) *dualRegistry {
 	o.Inline = false
 	o.DualSocket = true
 	o.Strings = kieker.NewStrings(o.MaxRegistryEntries)
+	maxBytes := o.MaxRegistryBytes
+	if maxBytes == 0 {
+		maxBytes = kieker.DefaultMaxRegistryBytes
+	}
+	o.Strings.SetMaxBytes(maxBytes)
 	return &dualRegistry{
 		strs:    o.Strings,
 		changed: make(chan struct{}),

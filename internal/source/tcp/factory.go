@@ -86,13 +86,19 @@ type ClientConfig struct {
 	Format        string `yaml:"format"`
 	Mapping       string `yaml:"mapping"`
 	JavaCharCount bool   `yaml:"java_char_count"`
-	Limits        `yaml:",inline"`
+	// MaxRegistryBytes bounds the string bytes of a kieker stream's
+	// registry (see KiekerConfig).
+	MaxRegistryBytes int `yaml:"max_registry_bytes"`
+	Limits           `yaml:",inline"`
 }
 
 // Validate checks the configuration.
 func (c *ClientConfig) Validate() error {
 	if c.Connect == "" {
 		return errors.New("connect address missing")
+	}
+	if c.MaxRegistryBytes < 0 {
+		return errors.New("max_registry_bytes must not be negative")
 	}
 	if c.Format != "" && c.Format != "kdb" && c.Format != "kieker" {
 		return fmt.Errorf("format %q: want kdb or kieker", c.Format)
@@ -106,13 +112,20 @@ type KiekerConfig struct {
 	// JavaCharCount decodes registry entries of Kieker's Java writers,
 	// which send UTF-16 char counts (non-ASCII strings otherwise fail).
 	JavaCharCount bool `yaml:"java_char_count"`
-	Limits        `yaml:",inline"`
+	// MaxRegistryBytes bounds the bytes of the strings one connection
+	// registers (kieker.DefaultMaxRegistryBytes, 16 MiB, when 0); the
+	// connection that would pass it is closed with a logged error.
+	MaxRegistryBytes int `yaml:"max_registry_bytes"`
+	Limits           `yaml:",inline"`
 }
 
 // Validate checks the configuration.
 func (c *KiekerConfig) Validate() error {
 	if c.Listen == "" {
 		return errors.New("listen address missing")
+	}
+	if c.MaxRegistryBytes < 0 {
+		return errors.New("max_registry_bytes must not be negative")
 	}
 	return c.validate()
 }
@@ -122,13 +135,20 @@ type DualConfig struct {
 	Listen         string `yaml:"listen"`
 	RegistryListen string `yaml:"registry_listen"`
 	JavaCharCount  bool   `yaml:"java_char_count"`
-	Limits         `yaml:",inline"`
+	// MaxRegistryBytes bounds the bytes of the strings in the registry
+	// that all connections share (16 MiB when 0); the registry connection
+	// that would pass it is closed with a logged error.
+	MaxRegistryBytes int `yaml:"max_registry_bytes"`
+	Limits           `yaml:",inline"`
 }
 
 // Validate checks the configuration.
 func (c *DualConfig) Validate() error {
 	if c.Listen == "" || c.RegistryListen == "" {
 		return errors.New("listen and registry_listen addresses are both needed")
+	}
+	if c.MaxRegistryBytes < 0 {
+		return errors.New("max_registry_bytes must not be negative")
 	}
 	return c.validate()
 }
@@ -149,7 +169,7 @@ func Factories() []pipeline.ReceiverFactory {
 				dec := loadKDB(c.Mapping, c.Limits, set)
 				if c.Format == "kieker" {
 					dec = func() (func() Decoder, error) {
-						return KiekerDecoder(kiekerOptions(c.Limits, c.JavaCharCount, set)), nil
+						return KiekerDecoder(kiekerOptions(c.Limits, c.JavaCharCount, c.MaxRegistryBytes, set)), nil
 					}
 				}
 				return build(set, Config{Mode: Client, Address: c.Connect, Respawn: c.Respawn}, c.Limits, dec)
@@ -157,19 +177,19 @@ func Factories() []pipeline.ReceiverFactory {
 		pipeline.NewReceiverFactory(TypeKieker, func() *KiekerConfig { return &KiekerConfig{} },
 			func(c *KiekerConfig, set pipeline.Settings) (pipeline.Receiver, error) {
 				dec := func() (func() Decoder, error) {
-					return KiekerDecoder(kiekerOptions(c.Limits, c.JavaCharCount, set)), nil
+					return KiekerDecoder(kiekerOptions(c.Limits, c.JavaCharCount, c.MaxRegistryBytes, set)), nil
 				}
 				return build(set, Config{Mode: Server, Address: c.Listen}, c.Limits, dec)
 			}),
 		pipeline.NewReceiverFactory(TypeKiekerDual, func() *DualConfig { return &DualConfig{} },
 			func(c *DualConfig, set pipeline.Settings) (pipeline.Receiver, error) {
-				return build(set, Config{Mode: Dual, Address: c.Listen, RegistryAddress: c.RegistryListen, Kieker: kiekerOptions(c.Limits, c.JavaCharCount, set)}, c.Limits, nil)
+				return build(set, Config{Mode: Dual, Address: c.Listen, RegistryAddress: c.RegistryListen, Kieker: kiekerOptions(c.Limits, c.JavaCharCount, c.MaxRegistryBytes, set)}, c.Limits, nil)
 			}),
 	}
 }
 
-func kiekerOptions(l Limits, javaCharCount bool, set pipeline.Settings) kieker.Options {
-	return kieker.Options{Catalog: set.Catalog, MaxStringLen: l.MaxStringLen, MaxArrayLen: l.MaxArrayLen, JavaCharCount: javaCharCount}
+func kiekerOptions(l Limits, javaCharCount bool, maxRegistryBytes int, set pipeline.Settings) kieker.Options {
+	return kieker.Options{Catalog: set.Catalog, MaxStringLen: l.MaxStringLen, MaxArrayLen: l.MaxArrayLen, MaxRegistryBytes: maxRegistryBytes, JavaCharCount: javaCharCount}
 }
 
 func loadKDB(mappingFile string, l Limits, set pipeline.Settings) func() (func() Decoder, error) {
@@ -233,6 +253,9 @@ func build(set pipeline.Settings, cfg Config, l Limits, dec func() (func() Decod
 	}
 	if a := r.RegistryAddr(); a != nil {
 		where += " (registry " + a.String() + ")"
+	}
+	if tc != nil {
+		where += " (TLS)"
 	}
 	return &built{Receiver: r, where: where}, nil
 }

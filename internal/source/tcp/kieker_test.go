@@ -1,6 +1,8 @@
 package tcp
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
 )
 
 var streamCounts = []struct {
@@ -172,5 +176,105 @@ func TestKiekerMaxUnit(t *testing.T) {
 	// orderIndex, two strings, objectId, two string arrays, requestType.
 	if got, want := d.MaxUnit(), 12+8+8+4+4+4+4+2*(4+20*4)+4; got != want {
 		t.Errorf("MaxUnit %d, want %d", got, want)
+	}
+}
+
+// TestKiekerRegistryBytes: a connection whose registry entries pass
+// max_registry_bytes is closed with one log line naming the peer, the offset
+// of the entry and the limit, while the other connections of the receiver
+// go on delivering; the YAML key reaches the decoders of kieker-tcp and
+// kieker-tcp-dual, whose shared registry it bounds.
+func TestKiekerRegistryBytes(t *testing.T) {
+	const limit = 4096
+	var bad []byte
+	for id := int32(0); id < 10; id++ {
+		bad = kieker.AppendRegistryEntry(bad, id, strings.Repeat("x", 1000), true)
+	}
+	badOff := 4 * (12 + 1000) // the fifth entry passes the limit
+	good := corpus(t, "kieker-streams", "java-tcp.bin")
+
+	e := start(t, Config{Name: "kieker", NewDecoder: KiekerDecoder(kieker.Options{MaxRegistryBytes: limit})}, nil)
+	early := dial(t, e.r.Addr())
+	half := len(good) / 2
+	sendPieces(t, early, good[:half], 3)
+
+	c := dial(t, e.r.Addr())
+	c.Write(bad) // the receiver may reset the connection before it took all
+	waitClosed(t, c, 5*time.Second)
+	waitFor(t, "the decode error to be counted", 5*time.Second, func() bool { return e.r.Stats().DecodeErrors == 1 })
+
+	sendPieces(t, early, good[half:], 4)
+	early.Close()
+	late := dial(t, e.r.Addr())
+	if _, err := late.Write(good); err != nil {
+		t.Fatal(err)
+	}
+	late.Close()
+	e.col.wait(t, 2*404, 10*time.Second)
+	waitFor(t, "all connections to close", 5*time.Second, func() bool { return e.r.Stats().Open == 0 })
+	if err := e.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.col.len(); n != 2*404 {
+		t.Errorf("%d records, want %d", n, 2*404)
+	}
+	lines := e.logs.lines(t, "connection closed")
+	var faults []map[string]any
+	for _, l := range lines {
+		if l["level"] != "DEBUG" {
+			faults = append(faults, l)
+		}
+	}
+	if len(faults) != 1 {
+		t.Fatalf("%d fault lines %v, want 1", len(faults), faults)
+	}
+	l := faults[0]
+	if l["receiver"] != "kieker" || l["peer"] != c.LocalAddr().String() || l["offset"] != float64(badOff) {
+		t.Errorf("log line %v: want receiver kieker, peer %s, offset %d", l, c.LocalAddr(), badOff)
+	}
+	if msg, _ := l["err"].(string); !strings.Contains(msg, fmt.Sprintf("offset %d:", badOff)) ||
+		!strings.Contains(msg, "exceed the limit 4096 (max_registry_bytes)") {
+		t.Errorf("error %q does not name the offset and the limit", msg)
+	}
+
+	// The YAML key reaches the decoders.
+	entries := bad[:badOff+12+1000]
+	for _, typ := range []string{TypeKieker, TypeKiekerDual, TypeClient} {
+		var f pipeline.ReceiverFactory
+		for _, x := range Factories() {
+			if x.Type() == typ {
+				f = x
+			}
+		}
+		var cfg pipeline.Config
+		switch typ {
+		case TypeKieker:
+			cfg = &KiekerConfig{Listen: "127.0.0.1:0", MaxRegistryBytes: limit}
+		case TypeKiekerDual:
+			cfg = &DualConfig{Listen: "127.0.0.1:0", RegistryListen: "127.0.0.1:0", MaxRegistryBytes: limit}
+		case TypeClient:
+			cfg = &ClientConfig{Connect: "127.0.0.1:1", Format: "kieker", MaxRegistryBytes: limit}
+		}
+		r, err := f.NewReceiver(cfg, pipeline.Settings{Name: typ, Catalog: record.Builtin()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc := r.(*built).Receiver
+		var dec Decoder
+		data := entries
+		if typ == TypeKiekerDual {
+			dec = rc.dual.entries()
+			data = nil
+			for id := int32(0); id < 5; id++ {
+				data = kieker.AppendRegistryEntry(data, id, strings.Repeat("x", 1000), false)
+			}
+		} else {
+			dec = rc.cfg.NewDecoder()
+		}
+		n, err := dec.Decode(data, &record.Batch{})
+		if !errors.Is(err, kieker.ErrLimit) || !strings.Contains(err.Error(), "max_registry_bytes") || n >= len(data) {
+			t.Errorf("%s: decoded %d of %d bytes, error %v; want the limit error", typ, n, len(data), err)
+		}
+		rc.Close()
 	}
 }

@@ -43,6 +43,9 @@ func TestTLSReceiver(t *testing.T) {
 		}))
 	}()
 	addr := r.(*built).Addr().String()
+	if w := r.Where(); w != "listening on "+addr+" (TLS)" {
+		t.Errorf("Where %q does not say TLS", w)
+	}
 	pool := x509.NewCertPool()
 	pem, _ := os.ReadFile(cert)
 	pool.AppendCertsFromPEM(pem)

@@ -108,8 +108,14 @@ func newReceiver(c *FactoryConfig, set pipeline.Settings) (pipeline.Receiver, er
 	return r, nil
 }
 
-// Where says where the receiver listens.
-func (r *Receiver) Where() string { return "listening on " + r.ln.Addr().String() }
+// Where says where the receiver listens, and whether with TLS.
+func (r *Receiver) Where() string {
+	w := "listening on " + r.ln.Addr().String()
+	if r.cfg.TLS.Enabled() {
+		w += " (TLS)"
+	}
+	return w
+}
 
 // Addr returns the bound address.
 func (r *Receiver) Addr() net.Addr { return r.ln.Addr() }

@@ -8,13 +8,16 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	codec "github.com/tracebridge/tracebridge/internal/codec/zico"
 	"github.com/tracebridge/tracebridge/internal/codec/zico/zicotest"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/source/zico"
 	"github.com/tracebridge/tracebridge/internal/tlstest"
 )
@@ -285,5 +288,26 @@ func TestTLS(t *testing.T) {
 	}
 	if _, batches := h.snapshot(); len(batches) != 1 || batches[0].Traces[0] != exampleDump {
 		t.Fatalf("%+v", batches)
+	}
+}
+
+// TestWhereSaysTLS: the receiver's start-up line (its Where) says TLS when
+// it speaks TLS, and only then.
+func TestWhereSaysTLS(t *testing.T) {
+	var files pipeline.TLSFiles
+	files.Cert, files.Key = tlstest.Files(t, t.TempDir())
+	for _, tt := range []struct {
+		tls  pipeline.TLSFiles
+		want bool
+	}{{files, true}, {pipeline.TLSFiles{}, false}} {
+		r, err := zico.Factory().NewReceiver(&zico.FactoryConfig{Listen: "127.0.0.1:0", TLS: tt.tls}, pipeline.Settings{Name: "zico"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := r.Where()
+		r.(*zico.Receiver).Close()
+		if got := strings.HasSuffix(w, " (TLS)"); got != tt.want || !strings.HasPrefix(w, "listening on 127.0.0.1:") {
+			t.Errorf("TLS %v: Where %q", tt.want, w)
+		}
 	}
 }
