@@ -155,10 +155,19 @@ func (p *parser) name(what string) (string, Pos, *Error) {
 	return t.text, t.pos, nil
 }
 
+// part reads one part of a dotted name: a name in backquotes may hold
+// any character but a dot there, since dots separate the parts.
+func (p *parser) part(what string) (string, Pos, *Error) {
+	if t := p.tok(); t.kind == tIdent && t.quoted && strings.Contains(t.text, ".") {
+		return "", t.pos, p.errorf(t, "invalid %s: `%s` in backquotes holds a '.', which separates the parts of a dotted name", what, t.text)
+	}
+	return p.name(what)
+}
+
 // qualified reads a dotted name. With wildcard set it also accepts a
 // trailing ".*" and reports it.
 func (p *parser) qualified(what string, wildcard bool) (name string, pos Pos, star bool, err *Error) {
-	first, pos, err := p.name(what)
+	first, pos, err := p.part(what)
 	if err != nil {
 		return "", pos, false, err
 	}
@@ -170,7 +179,7 @@ func (p *parser) qualified(what string, wildcard bool) (name string, pos Pos, st
 			p.advance()
 			return b.String(), pos, true, nil
 		}
-		part, _, err := p.name(what)
+		part, _, err := p.part(what)
 		if err != nil {
 			return "", pos, false, err
 		}

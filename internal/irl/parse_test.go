@@ -207,6 +207,7 @@ func TestParseErrors(t *testing.T) {
 		{"unterminated backquote", "package p\nentity `E", "t.irl:2:8: unterminated name in backquotes"},
 		{"backquote across lines", "package p\nentity `E\n`", "t.irl:2:8: unterminated name in backquotes"},
 		{"empty backquotes", "package p\nentity ``", "t.irl:2:8: empty name in backquotes"},
+		{"dot in backquotes of a dotted name", "package p\nimport `a.b`.C", "t.irl:2:8: invalid import name: `a.b` in backquotes holds a '.', which separates the parts of a dotted name"},
 		{"backquoted type", "package p\nentity E {\n\t`long` x\n}", `t.irl:3:2: unknown type "long"`},
 		{"incomplete import", "package p\nimport a.", "t.irl:2:10: missing import name: found end of file"},
 		{"nesting limit", "package p\nentity E {\n\tint[] x = " + strings.Repeat("{", 40) + "1" + strings.Repeat("}", 40) + "\n}", "t.irl:3:44: array literal nested deeper than the limit 32"},
