@@ -251,7 +251,10 @@ func (s *Stream) SetStartTime(t time.Time) { s.startTime, s.startSeq = t, 0 }
 // SetStartSequence starts the stream at repository sequence seq.
 func (s *Stream) SetStartSequence(seq uint64) { s.startSeq, s.startTime = seq, time.Time{} }
 
-// SetEndTime ends the stream at the first record published after t.
+// SetEndTime ends the stream at the first record published after t, or,
+// when none comes, once t has passed and the stream has read everything
+// the repository holds: a window in the past (since 24h, until now) is
+// read whole however long that takes, the records Dump writes of it.
 func (s *Stream) SetEndTime(t time.Time) { s.endTime = t }
 
 // Metadata returns the repository's current metadata.
