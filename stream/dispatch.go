@@ -495,6 +495,9 @@ func (d *dispatcher) handle(m jetstream.Msg) {
 // gaps reports records of h's subject that were skipped.
 func (d *dispatcher) gaps(h *streammsg.Header, te *typeEntry) {
 	if h.Run != d.gapRun {
+		if d.gapRun != 0 && h.Run > d.gapRun {
+			d.unclosed(d.gapRun, h.Run)
+		}
 		d.gapRun, d.lost = h.Run, h.Lost
 		clear(d.next)
 	}
@@ -513,6 +516,23 @@ func (d *dispatcher) gaps(h *streammsg.Header, te *typeEntry) {
 	}
 	d.next[key] = h.SubjectOrdinal + uint64(h.Count)
 	d.lost = h.Lost
+}
+
+// unclosed reports the runs from, up to to, that ended without closing
+// the stream (the metadata lists them).
+func (d *dispatcher) unclosed(from, to uint64) {
+	for _, r := range d.md.Unclosed {
+		if r < from || r >= to {
+			continue
+		}
+		g := Gap{UnclosedRun: r}
+		if len(d.s.gapHandlers) == 0 {
+			d.error(&GapError{g})
+		}
+		for _, fn := range d.s.gapHandlers {
+			fn(g)
+		}
+	}
 }
 
 // flushBatch hands the records of the current batch to the handlers, in
