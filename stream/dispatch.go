@@ -52,6 +52,14 @@ type dispatcher struct {
 	flushed bool // nothing dispatched since the last OnFlush
 	ev      Event
 	stop    bool
+
+	// The end time (SetEndTime) of a stream that follows live: once it
+	// has passed in wall time (endDue), the stream ends when it has read
+	// everything the repository holds, not before (a window in the past
+	// can take long to read).
+	cons    jetstream.Consumer
+	endDue  bool
+	lastSeq uint64 // repository sequence of the last message read
 }
 
 type typeEntry struct {
@@ -155,7 +163,12 @@ func (d *dispatcher) run(ctx context.Context) error {
 		return nil // a dump of an empty window
 	}
 	defer it.Stop()
+	d.cons = cons
 	d.notify(md)
+	// The end timer says when the end time has passed in wall time (with
+	// a second for the bridge's last batch before it to be stored); what
+	// ends the stream then is having read everything (readAll), or the
+	// first record published after the end time (handle).
 	var endTimer <-chan time.Time
 	if !s.endTime.IsZero() && !s.caughtUp {
 		t := time.NewTimer(time.Until(s.endTime) + time.Second)
@@ -169,8 +182,12 @@ func (d *dispatcher) run(ctx context.Context) error {
 			d.flushBatch()
 			return nil
 		case <-endTimer:
-			d.flushBatch()
-			return nil
+			endTimer = nil
+			d.endDue = true
+			if d.readAll(ctx) {
+				d.flushBatch()
+				return nil
+			}
 		default:
 		}
 		m, err := it.Next(jetstream.NextMaxWait(idle))
@@ -179,6 +196,9 @@ func (d *dispatcher) run(ctx context.Context) error {
 			case errors.Is(err, natsgo.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 				d.flushBatch()
 				d.flush()
+				if d.endDue && d.readAll(ctx) {
+					return nil
+				}
 				continue
 			case errors.Is(err, jetstream.ErrMsgIteratorClosed), errors.Is(err, natsgo.ErrConnectionClosed):
 				d.flushBatch()
@@ -194,6 +214,19 @@ func (d *dispatcher) run(ctx context.Context) error {
 	}
 	d.flushBatch()
 	return nil
+}
+
+// readAll reports whether the subscriber has read every message of its
+// subjects the repository holds now: the server has nothing pending for
+// the consumer and the last message it delivered has been read.
+func (d *dispatcher) readAll(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	info, err := d.cons.Info(ctx)
+	if err != nil {
+		return false // asked again at the next idle wait
+	}
+	return info.NumPending == 0 && info.Delivered.Stream <= d.lastSeq
 }
 
 // consume creates the ordered consumer and its iterator; with caughtUp
@@ -385,6 +418,7 @@ func (d *dispatcher) handle(m jetstream.Msg) {
 	var seq, pending uint64
 	if meta != nil {
 		seq, pending = meta.Sequence.Stream, meta.NumPending
+		d.lastSeq = seq
 	}
 	if strings.HasPrefix(m.Subject(), d.s.subj.AllTraces()[:len(d.s.subj.AllTraces())-1]) {
 		d.trace(m, seq, meta)
@@ -461,6 +495,9 @@ func (d *dispatcher) handle(m jetstream.Msg) {
 // gaps reports records of h's subject that were skipped.
 func (d *dispatcher) gaps(h *streammsg.Header, te *typeEntry) {
 	if h.Run != d.gapRun {
+		if d.gapRun != 0 && h.Run > d.gapRun {
+			d.unclosed(d.gapRun, h.Run)
+		}
 		d.gapRun, d.lost = h.Run, h.Lost
 		clear(d.next)
 	}
@@ -479,6 +516,23 @@ func (d *dispatcher) gaps(h *streammsg.Header, te *typeEntry) {
 	}
 	d.next[key] = h.SubjectOrdinal + uint64(h.Count)
 	d.lost = h.Lost
+}
+
+// unclosed reports the runs from, up to to, that ended without closing
+// the stream (the metadata lists them).
+func (d *dispatcher) unclosed(from, to uint64) {
+	for _, r := range d.md.Unclosed {
+		if r < from || r >= to {
+			continue
+		}
+		g := Gap{UnclosedRun: r}
+		if len(d.s.gapHandlers) == 0 {
+			d.error(&GapError{g})
+		}
+		for _, fn := range d.s.gapHandlers {
+			fn(g)
+		}
+	}
 }
 
 // flushBatch hands the records of the current batch to the handlers, in
@@ -524,6 +578,12 @@ func (d *dispatcher) flushBatch() {
 // (until the next batch, or idle).
 func (d *dispatcher) caughtUp(pending uint64) {
 	if pending > 0 {
+		return
+	}
+	if d.endDue && d.readAll(context.Background()) {
+		d.flushBatch()
+		d.flush()
+		d.stop = true
 		return
 	}
 	if d.s.caughtUp {

@@ -69,6 +69,13 @@ type Gap struct {
 	// BridgeLost counts the records, of any type, the bridge itself
 	// dropped over the same span.
 	BridgeLost uint64
+	// UnclosedRun, when not 0, says instead that the bridge's run of that
+	// number ended without closing its stream (it was killed, or could
+	// not publish everything when it stopped): records it had taken but
+	// not published are missing from the end of that run, of any type
+	// and host, and how many is not known (Type, Host and Records are
+	// empty).
+	UnclosedRun uint64
 }
 
 // GapError is the error OnError gets for a gap when no OnGap handler is
@@ -76,6 +83,9 @@ type Gap struct {
 type GapError struct{ Gap Gap }
 
 func (e *GapError) Error() string {
+	if r := e.Gap.UnclosedRun; r != 0 {
+		return fmt.Sprintf("the bridge's run %d ended without closing its stream (killed?): records it had taken but not yet published may be missing, how many is not known", r)
+	}
 	host := e.Gap.Host
 	if host == "" {
 		host = "an unknown host"
@@ -251,7 +261,10 @@ func (s *Stream) SetStartTime(t time.Time) { s.startTime, s.startSeq = t, 0 }
 // SetStartSequence starts the stream at repository sequence seq.
 func (s *Stream) SetStartSequence(seq uint64) { s.startSeq, s.startTime = seq, time.Time{} }
 
-// SetEndTime ends the stream at the first record published after t.
+// SetEndTime ends the stream at the first record published after t, or,
+// when none comes, once t has passed and the stream has read everything
+// the repository holds: a window in the past (since 24h, until now) is
+// read whole however long that takes, the records Dump writes of it.
 func (s *Stream) SetEndTime(t time.Time) { s.endTime = t }
 
 // Metadata returns the repository's current metadata.

@@ -527,3 +527,68 @@ func TestParseTime(t *testing.T) {
 		}
 	}
 }
+
+// TestEndTimeOfAWindowInThePast: a subscriber to a window that ended
+// before it started (`tail --since 24h --until now`) gets every record of
+// the window, exactly what Dump writes, and then ends, however long it
+// takes to read. Its handler holds the first record until the end time
+// and the second the end timer allows have passed in wall time, so the
+// window is still being read when the timer fires, on any machine.
+func TestEndTimeOfAWindowInThePast(t *testing.T) {
+	b := bridge(t)
+	ctx := context.Background()
+	since := time.Now().Add(-time.Second)
+	const batches, calls = 40, 3
+	for i := range batches {
+		b.Consume(ctx, kiekerTrace([]string{"web-1", "web-2"}[i%2], int64(i+1), calls))
+	}
+	waitStored(t, b.URL(), batches*(1+2*calls))
+	until := time.Now()
+
+	s, err := stream.Open(b.URL(), stream.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st, err := s.Dump(ctx, t.TempDir(), stream.DumpOptions{Since: since, Until: until})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := readLog(t, st.Dir)[1:] // without the dump's metadata record
+	if len(want) != batches*(1+2*calls) {
+		t.Fatalf("dump wrote %d records, want %d", len(want), batches*(1+2*calls))
+	}
+
+	sub, err := stream.Open(b.URL(), stream.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	sub.SetStartTime(since)
+	sub.SetEndTime(until)
+	var got []record.Record
+	sub.OnEvent("", func(e *stream.Event) {
+		if len(got) == 0 {
+			for !time.Now().After(until.Add(1500 * time.Millisecond)) {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		got = append(got, e.Record.Clone())
+	})
+	runCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := sub.Start(runCtx); err != nil {
+		t.Fatal(err)
+	}
+	if runCtx.Err() != nil {
+		t.Fatal("the stream did not end after its window")
+	}
+	if len(got) != len(want) {
+		t.Fatalf("the subscriber got %d records, the dump %d", len(got), len(want))
+	}
+	for i := range want {
+		if !got[i].Equal(&want[i]) {
+			t.Fatalf("record %d: got %v, dump %v", i, got[i], want[i])
+		}
+	}
+}

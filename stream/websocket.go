@@ -60,6 +60,7 @@ const (
 //	{"kind":"records","records":[{"host":"…","seq":N,"time":NS,
 //	   "record":{"type":"…","loggingTimestamp":N,"fields":{…}}},…]}
 //	{"kind":"gap","type":"…","host":"…","records":N,"bridgeLost":N}
+//	  (with "unclosedRun":R when run R ended without closing its stream)
 //	{"kind":"trace","host":"…","trace":{…}}
 //	{"kind":"error","error":"…"}                         then the server closes
 //
@@ -230,7 +231,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.OnGap(func(g Gap) {
 		ws.flush()
-		ws.json(map[string]any{"kind": "gap", "type": g.Type, "host": g.Host, "records": g.Records, "bridgeLost": g.BridgeLost})
+		m := map[string]any{"kind": "gap", "type": g.Type, "host": g.Host, "records": g.Records, "bridgeLost": g.BridgeLost}
+		if g.UnclosedRun != 0 {
+			m["unclosedRun"] = g.UnclosedRun
+		}
+		ws.json(m)
 	})
 	if q.Get("traces") == "1" {
 		s.OnTrace(func(t *Trace) {

@@ -55,6 +55,11 @@ type Settings struct {
 	// Shared holds what the bridge's components share (the host table);
 	// it may be nil.
 	Shared *Shared
+	// Policy is the delivery policy the engine applies to a sink (the
+	// factory's, or the configuration's `policy:`); a sink that retries
+	// or drops by itself follows it: durable never drops, best-effort
+	// never holds the pipeline up. Receivers and stages ignore it.
+	Policy Policy
 }
 
 // Config is a component's own configuration. Factories return a pointer to

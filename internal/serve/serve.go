@@ -317,6 +317,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		if p.comp.Policy != "" {
 			policy, _ = pipeline.ParsePolicy(p.comp.Policy) // checked by Normalize
 		}
+		set.Policy = policy
 		w, err := sf.NewSink(p.cfg, set)
 		if err != nil {
 			return nil, pipeline.Classify(ErrConfig, fmt.Errorf("sink %s: %w", p.comp.Name, err))

@@ -50,7 +50,18 @@ type Metadata struct {
 	Lost    uint64 `json:"lost"`
 	// NextTypeID is the id the next new type gets.
 	NextTypeID uint32 `json:"nextTypeId"`
+	// Closed is set in the last metadata of a run that ended cleanly:
+	// every message before it was published.
+	Closed bool `json:"closed,omitempty"`
+	// Unclosed lists the runs (the last MaxUnclosed) whose last metadata
+	// was not Closed: the bridge was killed, or could not publish
+	// everything when it stopped, so records it had taken may be
+	// missing at the end of those runs, uncounted.
+	Unclosed []uint64 `json:"unclosed,omitempty"`
 }
+
+// MaxUnclosed bounds Metadata.Unclosed.
+const MaxUnclosed = 64
 
 // SubjectInfo names the subjects and streams of the repository.
 type SubjectInfo struct {

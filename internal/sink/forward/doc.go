@@ -31,7 +31,11 @@
 //
 // # Delivery
 //
-// With Block unset (a forward sink inside serve) the sink never holds up the
+// Block follows the sink's policy in serve (pipeline.Settings.Policy):
+// durable, the default, sets it; best-effort leaves it unset. Replay sets
+// it. The YAML key `block:` of earlier versions is ignored with a warning.
+//
+// With Block unset (a best-effort forward sink) the sink never holds up the
 // bridge for long: records are encoded into a buffer of Config.BufferSize
 // bytes that is written when full and on Flush. While the target is down,
 // Consume tries to reconnect at most once per back-off interval (the dial
@@ -47,7 +51,8 @@
 // previous Flush was written to a connection — the bridge acknowledges
 // sources' batches on that.
 //
-// With Block set (replay) nothing is dropped by the sink: Consume returns
+// With Block set (a durable forward sink, replay) nothing is dropped by the
+// sink: Consume returns
 // only once the whole batch has been written to a connection, or when ctx is
 // done or the sink is closed. A batch that was partly written to a
 // connection that then broke is encoded again and sent whole on the new

@@ -20,6 +20,10 @@ type FactoryConfig struct {
 	Mapping string `yaml:"mapping"`
 	// WriteTimeout bounds one write (default 30s).
 	WriteTimeout pipeline.Duration `yaml:"write_timeout"`
+	// Block is deprecated and ignored: the sink's policy decides (durable
+	// waits for the target and never drops; best-effort drops and
+	// counts). A configuration that still sets it gets a warning.
+	Block *bool `yaml:"block"`
 }
 
 // Validate checks the configuration.
@@ -31,12 +35,19 @@ func (c *FactoryConfig) Validate() error {
 	return err
 }
 
-// Factory returns the factory of forward sinks (durable by default; a
-// forward marked best-effort never slows the bridge).
+// Factory returns the factory of forward sinks. The policy decides how
+// a sink treats a target that is down: durable (the default) retries with
+// back-off and never drops, so the engine's queue fills and the receivers
+// wait (brokers are not acknowledged); best-effort never slows the bridge
+// and drops and counts what it cannot send.
 func Factory() pipeline.SinkFactory {
 	return pipeline.NewSinkFactory(Type, pipeline.Durable, func() *FactoryConfig { return &FactoryConfig{} },
 		func(c *FactoryConfig, set pipeline.Settings) (pipeline.BuiltSink, error) {
-			cfg := Config{URL: c.URL, Catalog: set.Catalog, WriteTimeout: time.Duration(c.WriteTimeout)}
+			if c.Block != nil {
+				set.Logger.Warn("forward sink: block is deprecated and ignored; the sink's policy decides (durable: waits for the target, never drops; best-effort: drops and counts)",
+					"sink", set.Name, "block", *c.Block, "policy", set.Policy.String())
+			}
+			cfg := Config{URL: c.URL, Catalog: set.Catalog, WriteTimeout: time.Duration(c.WriteTimeout), Block: set.Policy == pipeline.Durable}
 			if c.Mapping != "" {
 				m, err := mapping.Load(c.Mapping, set.Catalog)
 				if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,6 +68,7 @@ type Sink struct {
 	ctlSub  *natsgo.Subscription
 
 	ready     atomic.Bool // streams exist, metadata loaded
+	loaded    bool        // setup ran once (s.mu): Unclosed is taken from the last run
 	reconnect atomic.Bool // the connection came back: streams and metadata again
 
 	mu       sync.Mutex // guards what follows
@@ -339,6 +341,18 @@ func (s *Sink) setup(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if old != nil && !s.loaded {
+		// The first start of this process: a previous run that did not
+		// close its stream may have lost records without a count.
+		s.meta.m.Unclosed = slices.Clone(old.Unclosed)
+		if !old.Closed {
+			s.meta.m.Unclosed = append(s.meta.m.Unclosed, old.Run)
+		}
+		if n := len(s.meta.m.Unclosed); n > streammsg.MaxUnclosed {
+			s.meta.m.Unclosed = s.meta.m.Unclosed[n-streammsg.MaxUnclosed:]
+		}
+	}
+	s.loaded = true
 	if old != nil {
 		s.meta.load(old)
 		if age := s.cfg.maxAge(); age > 0 {
@@ -727,7 +741,10 @@ func (s *Sink) Close() error {
 		}
 		s.mu.Lock()
 		if s.ready.Load() && s.nc.IsConnected() {
-			s.publishMetaLocked() // the final counts
+			// The final counts; stored only once every message queued
+			// before it is, and so the next run knows this one closed.
+			s.meta.m.Closed = true
+			s.publishMetaLocked()
 		}
 		s.mu.Unlock()
 		s.out.close()
