@@ -142,8 +142,10 @@ type Link struct {
 }
 
 // KiekerPosition is where a Kieker call sits in its thread's trace.
+// TraceID is a string of decimal digits: a Kieker traceId is often
+// above 2^53, which JavaScript would round as a number.
 type KiekerPosition struct {
-	TraceID    int64 `json:"traceId"`
+	TraceID    int64 `json:"traceId,string"`
 	OrderIndex int32 `json:"orderIndex"`
 	EOI        int32 `json:"eoi"`
 	ESS        int32 `json:"ess"`
