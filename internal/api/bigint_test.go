@@ -105,12 +105,12 @@ func TestNoUnsafeIntegers(t *testing.T) {
 	// Each GET route answering JSON with the values of its parameters
 	// (several lists: each a separate call).
 	calls := map[string][]string{
-		"/api/v1/traces": {"", "deep&q=shop", "attr=kieker.traceId=" + strconv.FormatInt(bigKieker, 10)},
+		"/api/v1/traces":           {"", "deep&q=shop", "attr=kieker.traceId=" + strconv.FormatInt(bigKieker, 10)},
 		"/api/v1/traces/{id}/view": {"attributes=true"}, "/api/v1/traces/{id}/find": {"q=shop", "q=" + strconv.FormatInt(bigKieker, 10)},
-		"/api/v1/pivot":      {"key=big.max", "key=kieker.traceId"},
-		"/api/v1/compare":    {"a=" + kieker.String() + "&b=" + events.String(), "a=" + kieker.String() + "&b=" + otlp.Hex()},
-		"/api/operations":    {"service=alpha", "service=svc-0"},
-		"/api/traces":        {"service=alpha", "service=svc-0", "traceID=" + kieker.Hex() + "&traceID=" + otlp.Hex(), "service=alpha&tags=" + url.QueryEscape(`{"kieker.traceId":"4658150164341456896"}`)},
+		"/api/v1/pivot":        {"key=big.max", "key=kieker.traceId"},
+		"/api/v1/compare":      {"a=" + kieker.String() + "&b=" + events.String(), "a=" + kieker.String() + "&b=" + otlp.Hex()},
+		"/api/operations":      {"service=alpha", "service=svc-0"},
+		"/api/traces":          {"service=alpha", "service=svc-0", "traceID=" + kieker.Hex() + "&traceID=" + otlp.Hex(), "service=alpha&tags=" + url.QueryEscape(`{"kieker.traceId":"4658150164341456896"}`)},
 		"/api/v1/hosts/{name}": {""}, "/api/v1/analysis/graph": {"", "kind=aggregated-assembly-call-tree"},
 	}
 	// Routes that need a console, a JFR stage or a text format.
