@@ -90,7 +90,8 @@ func unsafeNumbers(t *testing.T, raw []byte, timestamps map[string]bool) []strin
 }
 
 // TestNoUnsafeIntegers: no answer of the API sends an integer that
-// JavaScript would round. Every GET route of the table that answers
+// JavaScript would round, and each answer has the types the OpenAPI
+// description declares (an id sent as a string is declared a string). Every GET route of the table that answers
 // JSON is called, over Kieker traces whose traceIds are above 2^53 and
 // spans with int attributes up to ±2^63, with every option that adds
 // fields; a JSON number beyond ±(2^53−1) fails the test unless it is a
@@ -116,6 +117,10 @@ func TestNoUnsafeIntegers(t *testing.T) {
 	// Routes that need a console, a JFR stage or a text format.
 	skip := map[string]bool{"/api/openapi.json": true, "/api/v1/profiles/flame": true, "/api/v1/status": true, "/api/v1/receivers": true,
 		"/api/v1/receivers/{name}/mapping": true, "/api/v1/sinks": true, "/api/v1/component-types": true, "/api/v1/record-types": true}
+	var doc map[string]any
+	if err := json.Unmarshal(OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
 	called := 0
 	for _, rt := range routes {
 		if rt.method != "GET" || rt.resp == "" || strings.Contains(rt.resp, "/") || skip[rt.path] {
@@ -158,6 +163,9 @@ func TestNoUnsafeIntegers(t *testing.T) {
 				called++
 				for _, bad := range unsafeNumbers(t, b, timestamps) {
 					t.Errorf("GET %s: %s: a JSON number JavaScript rounds", u, bad)
+				}
+				for _, bad := range schemaMismatches(t, doc, ref(rt.resp), b) {
+					t.Errorf("GET %s: %s", u, bad)
 				}
 			}
 		}
@@ -247,4 +255,109 @@ func TestBigIdsExact(t *testing.T) {
 	if len(page.Traces) != 1 || page.Traces[0].TraceID != want {
 		t.Errorf("search kieker.traceId=%s: %+v", want, page.Traces)
 	}
+}
+
+// TestSpanOffsetsExact: the span detail gives what the UI shows of its
+// times exactly, where the unix ns start and time (the documented
+// exception) are rounded by JavaScript to 256 ns: the span's offset from
+// the trace's start and each event's offset from the span's start, here
+// 1 ns and 3 ns.
+func TestSpanOffsetsExact(t *testing.T) {
+	base := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	root := span(1, 0, "svc-0", "GET /a", trace.KindServer, base, time.Millisecond)
+	child := span(2, 1, "svc-0", "GET /b", trace.KindServer, base.Add(time.Nanosecond), time.Microsecond)
+	child.Events = []trace.Event{{Name: "exception", Time: base.Add(4 * time.Nanosecond).UnixNano()}}
+	tr := build(trace.ID{Hi: 1, Lo: 2}, []trace.Span{root, child})
+	e := newEnv(t, nil, tr)
+	var d struct {
+		Start    json.Number `json:"start"`
+		OffsetNs json.Number `json:"offsetNs"`
+		Events   []struct {
+			OffsetNs json.Number `json:"offsetNs"`
+		} `json:"events"`
+	}
+	e.get("/api/v1/traces/"+tr.ID.Hex()+"/spans/1", &d)
+	if d.OffsetNs != "1" || len(d.Events) != 1 || d.Events[0].OffsetNs != "3" {
+		t.Errorf("span 1: offsetNs %q, events %+v; want 1 and an event at 3", d.OffsetNs, d.Events)
+	}
+}
+
+// schemaMismatches returns where the JSON raw does not have the types
+// that schema (of the OpenAPI document doc) declares: each "type" met
+// on the way down properties, items, additionalProperties and $ref.
+func schemaMismatches(t *testing.T, doc map[string]any, schema map[string]any, raw []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	var bad []string
+	var check func(path string, s map[string]any, v any)
+	check = func(path string, s map[string]any, v any) {
+		if r, ok := s["$ref"].(string); ok {
+			s, _ = schemas[strings.TrimPrefix(r, "#/components/schemas/")].(map[string]any)
+			if s == nil {
+				bad = append(bad, path+": no schema "+r)
+				return
+			}
+		}
+		var types []string
+		switch ty := s["type"].(type) {
+		case string:
+			types = []string{ty}
+		case []any:
+			for _, x := range ty {
+				types = append(types, x.(string))
+			}
+		}
+		got := "null"
+		switch x := v.(type) {
+		case string:
+			got = "string"
+		case bool:
+			got = "boolean"
+		case json.Number:
+			got = "number"
+			if _, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+				got = "integer"
+			}
+		case []any:
+			got = "array"
+		case map[string]any:
+			got = "object"
+		}
+		if len(types) > 0 {
+			ok := false
+			for _, ty := range types {
+				ok = ok || ty == got || (ty == "number" && got == "integer")
+			}
+			if !ok {
+				bad = append(bad, fmt.Sprintf("%s is %s, the OpenAPI description says %v", path, got, types))
+				return
+			}
+		}
+		switch x := v.(type) {
+		case []any:
+			if items, ok := s["items"].(map[string]any); ok {
+				for i, y := range x {
+					check(fmt.Sprintf("%s[%d]", path, i), items, y)
+				}
+			}
+		case map[string]any:
+			props, _ := s["properties"].(map[string]any)
+			extra, _ := s["additionalProperties"].(map[string]any)
+			for k, y := range x {
+				if p, ok := props[k].(map[string]any); ok {
+					check(path+"."+k, p, y)
+				} else if extra != nil {
+					check(path+"."+k, extra, y)
+				}
+			}
+		}
+	}
+	check("$", schema, v)
+	return bad
 }

@@ -40,7 +40,7 @@ type jTrace struct {
 	TraceID   string              `json:"traceID"`
 	Spans     []jSpan             `json:"spans"`
 	Processes map[string]jProcess `json:"processes"`
-	Warnings  []string            `json:"warnings"`
+	Warnings  []string            `json:"warnings" openapi:"nullable"`
 }
 
 type jSpan struct {
@@ -53,7 +53,7 @@ type jSpan struct {
 	Tags          []jTag   `json:"tags"`
 	Logs          []jLog   `json:"logs"`
 	ProcessID     string   `json:"processID"`
-	Warnings      []string `json:"warnings"`
+	Warnings      []string `json:"warnings" openapi:"nullable"`
 }
 
 type jRef struct {
