@@ -105,13 +105,16 @@ func TestNoUnsafeIntegers(t *testing.T) {
 	kieker, events, otlp := traces[0].ID, traces[1].ID, traces[2].ID
 	// Each GET route answering JSON with the values of its parameters
 	// (several lists: each a separate call).
+	window := fmt.Sprintf("start=%d&end=%d", base.UnixMicro()-1, base.Add(time.Second).UnixMicro())
 	calls := map[string][]string{
 		"/api/v1/traces":           {"", "deep&q=shop", "attr=kieker.traceId=" + strconv.FormatInt(bigKieker, 10)},
 		"/api/v1/traces/{id}/view": {"attributes=true"}, "/api/v1/traces/{id}/find": {"q=shop", "q=" + strconv.FormatInt(bigKieker, 10)},
-		"/api/v1/pivot":        {"key=big.max", "key=kieker.traceId"},
-		"/api/v1/compare":      {"a=" + kieker.String() + "&b=" + events.String(), "a=" + kieker.String() + "&b=" + otlp.Hex()},
-		"/api/operations":      {"service=alpha", "service=svc-0"},
-		"/api/traces":          {"service=alpha", "service=svc-0", "traceID=" + kieker.Hex() + "&traceID=" + otlp.Hex(), "service=alpha&tags=" + url.QueryEscape(`{"kieker.traceId":"4658150164341456896"}`)},
+		"/api/v1/pivot":   {"key=big.max", "key=kieker.traceId"},
+		"/api/v1/compare": {"a=" + kieker.String() + "&b=" + events.String(), "a=" + kieker.String() + "&b=" + otlp.Hex()},
+		"/api/operations": {"service=alpha", "service=svc-0"},
+		"/api/traces": {"service=alpha&" + window, "service=svc-0&" + window, "traceID=" + kieker.Hex() + "&traceID=" + otlp.Hex(),
+			"service=alpha&" + window + "&tags=" + url.QueryEscape(`{"kieker.traceId":"4658150164341456896"}`)},
+		"/api/dependencies":    {fmt.Sprintf("endTs=%d&lookback=3600000", base.Add(time.Second).UnixMilli())},
 		"/api/v1/hosts/{name}": {""}, "/api/v1/analysis/graph": {"", "kind=aggregated-assembly-call-tree"},
 	}
 	// Routes that need a console, a JFR stage or a text format.
@@ -121,7 +124,7 @@ func TestNoUnsafeIntegers(t *testing.T) {
 	if err := json.Unmarshal(OpenAPI(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	called := 0
+	called, shown := 0, 0
 	for _, rt := range routes {
 		if rt.method != "GET" || rt.resp == "" || strings.Contains(rt.resp, "/") || skip[rt.path] {
 			continue
@@ -161,6 +164,9 @@ func TestNoUnsafeIntegers(t *testing.T) {
 					continue
 				}
 				called++
+				if bytes.Contains(b, []byte(strconv.FormatInt(bigKieker, 10))) {
+					shown++
+				}
 				for _, bad := range unsafeNumbers(t, b, timestamps) {
 					t.Errorf("GET %s: %s: a JSON number JavaScript rounds", u, bad)
 				}
@@ -170,8 +176,9 @@ func TestNoUnsafeIntegers(t *testing.T) {
 			}
 		}
 	}
-	if called < 40 {
-		t.Errorf("only %d answers checked", called)
+	t.Logf("%d answers checked, %d with the Kieker traceId", called, shown)
+	if called < 40 || shown < 20 {
+		t.Errorf("only %d answers checked, %d with the Kieker traceId %d", called, shown, bigKieker)
 	}
 }
 
@@ -187,7 +194,7 @@ func TestBigIdsExact(t *testing.T) {
 	e := newEnv(t, nil, traces...)
 	want := strconv.FormatInt(bigKieker, 10)
 	for _, tr := range traces[:2] {
-		kid := strings.TrimPrefix(tr.ID.String(), "")
+		kid := tr.ID.String()
 		var d struct {
 			Kieker struct {
 				TraceID any `json:"traceId"`
@@ -249,6 +256,16 @@ func TestBigIdsExact(t *testing.T) {
 				t.Errorf("Jaeger trace %s: tag %s is %s, want %s", tr.ID.Hex(), k, tags[k], w)
 			}
 		}
+	}
+	var found struct {
+		Data []struct {
+			TraceID string `json:"traceID"`
+		} `json:"data"`
+	}
+	e.get(fmt.Sprintf("/api/traces?service=alpha&start=%d&end=%d&tags=%s", base.UnixMicro()-1, base.Add(time.Second).UnixMicro(),
+		url.QueryEscape(`{"kieker.traceId":"`+want+`"}`)), &found)
+	if len(found.Data) != 1 || found.Data[0].TraceID != traces[0].ID.Hex() {
+		t.Errorf("Jaeger search for the tag kieker.traceId=%s: %+v, want %s", want, found.Data, traces[0].ID.Hex())
 	}
 	var page SearchResult
 	e.get("/api/v1/traces?attr=kieker.traceId="+want, &page)
