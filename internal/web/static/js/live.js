@@ -292,9 +292,10 @@ function shortType(t) {
   return i >= 0 ? t.slice(i + 1) : t;
 }
 
-// summary is a record in one line: what identifies it first.
+// summary is a record in one line: what identifies it first (a record
+// of a message parsed with parseExact: its ids exact).
 const FIRST = ['operationSignature', 'operation', 'name', 'classSignature', 'traceId', 'hostname'];
-function summary(rec) {
+export function summary(rec) {
   const f = rec && rec.fields;
   if (!f) return '';
   const keys = Object.keys(f);
