@@ -40,7 +40,7 @@ type jTrace struct {
 	TraceID   string              `json:"traceID"`
 	Spans     []jSpan             `json:"spans"`
 	Processes map[string]jProcess `json:"processes"`
-	Warnings  []string            `json:"warnings"`
+	Warnings  []string            `json:"warnings" openapi:"nullable"`
 }
 
 type jSpan struct {
@@ -53,7 +53,7 @@ type jSpan struct {
 	Tags          []jTag   `json:"tags"`
 	Logs          []jLog   `json:"logs"`
 	ProcessID     string   `json:"processID"`
-	Warnings      []string `json:"warnings"`
+	Warnings      []string `json:"warnings" openapi:"nullable"`
 }
 
 type jRef struct {
@@ -106,6 +106,9 @@ func strTag(k, v string) jTag {
 
 // jaegerTag converts an attribute: Jaeger's types string, bool, int64,
 // float64 and binary (base64); arrays and maps become their JSON text.
+// An int beyond ±2^53−1 is a string tag, as Jaeger's own API sends it
+// (jaegertracing/jaeger#3958): Jaeger's UI and Grafana read numbers as
+// doubles and would show it rounded.
 func jaegerTag(a trace.Attr) jTag {
 	switch a.Type {
 	case trace.TypeBool, trace.TypeInt, trace.TypeDouble:
@@ -180,7 +183,9 @@ func spanTags(s *trace.Span) []jTag {
 			add(strTag("thread.id", s.Thread))
 		}
 		if s.Source == trace.FromEvents || s.Source == trace.FromExecution {
-			add(jTag{"kieker.traceId", "int64", json.RawMessage(strconv.FormatInt(s.KiekerTrace, 10))})
+			// An int64 tag beyond 2^53 is a string tag (jaegerTag), as
+			// Jaeger sends it: its UI would round the number.
+			add(jaegerTag(trace.Attr{Key: "kieker.traceId", Value: strconv.FormatInt(s.KiekerTrace, 10), Type: trace.TypeInt}))
 			if s.Source == trace.FromEvents {
 				add(jTag{"kieker.orderIndex", "int64", json.RawMessage(strconv.Itoa(int(s.OrderIndex)))})
 			} else {

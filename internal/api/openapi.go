@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -178,7 +179,7 @@ func structProps(t reflect.Type, props map[string]any) {
 		if !f.IsExported() {
 			continue
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "-" {
 			continue
 		}
@@ -193,7 +194,20 @@ func structProps(t reflect.Type, props map[string]any) {
 			props[name] = map[string]any{"type": "object", "description": "attributes with their JSON types"}
 			continue
 		}
-		props[name] = schemaOf(f.Type)
+		switch {
+		case slices.Contains(strings.Split(opts, ","), "string") && f.Type.Kind() >= reflect.Int && f.Type.Kind() <= reflect.Uint64:
+			// encoding/json's string option: an id JavaScript would round
+			// as a number.
+			props[name] = map[string]any{"type": "string", "format": "int64", "description": "an integer in decimal digits (exact where a JSON number above 2^53 is rounded)"}
+		case f.Tag.Get("openapi") == "nullable":
+			s := schemaOf(f.Type)
+			if ty, ok := s["type"].(string); ok {
+				s["type"] = []string{ty, "null"}
+			}
+			props[name] = s
+		default:
+			props[name] = schemaOf(f.Type)
+		}
 	}
 }
 

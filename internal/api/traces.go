@@ -125,10 +125,13 @@ func attrList(as []trace.Attr) []Attr {
 	return out
 }
 
-// Event is something that happened in a span.
+// Event is something that happened in a span. Time is unix ns, which
+// JavaScript rounds to 256 ns; OffsetNs (Time less the span's start) is
+// exact.
 type Event struct {
 	Name       string `json:"name"`
 	Time       int64  `json:"time"`
+	OffsetNs   int64  `json:"offsetNs"`
 	Attributes []Attr `json:"attributes"`
 }
 
@@ -142,8 +145,10 @@ type Link struct {
 }
 
 // KiekerPosition is where a Kieker call sits in its thread's trace.
+// TraceID is a string of decimal digits: a Kieker traceId is often
+// above 2^53, which JavaScript would round as a number.
 type KiekerPosition struct {
-	TraceID    int64 `json:"traceId"`
+	TraceID    int64 `json:"traceId,string"`
 	OrderIndex int32 `json:"orderIndex"`
 	EOI        int32 `json:"eoi"`
 	ESS        int32 `json:"ess"`
@@ -156,8 +161,11 @@ type SpanDetail struct {
 	Children []int `json:"children"`
 	Depth    int32 `json:"depth"`
 	analysis.SpanRef
-	Session       string          `json:"session,omitempty"`
-	Start         int64           `json:"start"`
+	Session string `json:"session,omitempty"`
+	Start   int64  `json:"start"`
+	// OffsetNs is Start less the trace's start: exact in JavaScript,
+	// where Start (unix ns) is rounded to 256 ns.
+	OffsetNs      int64           `json:"offsetNs"`
 	End           int64           `json:"end"`
 	DurationNs    int64           `json:"durationNs"`
 	SelfNs        int64           `json:"selfNs"`
@@ -186,14 +194,14 @@ func getSpan(c *call) error {
 	tr := analysis.NewTree(t)
 	s := &t.Spans[idx]
 	d := SpanDetail{Index: idx, Parent: tr.Parent(idx), Children: tr.Children(idx), Depth: s.Depth, SpanRef: analysis.NewSpanRef(s),
-		Session: s.Session, Start: s.Start, End: s.End, DurationNs: s.Duration(), SelfNs: tr.Self(idx),
+		Session: s.Session, Start: s.Start, OffsetNs: s.Start - t.Start(), End: s.End, DurationNs: s.Duration(), SelfNs: tr.Self(idx),
 		Error: s.Error, Kind: s.Kind.String(), Status: "unset", StatusMessage: s.StatusMessage, Source: s.Source.String(),
 		Attributes: attrList(s.Attributes), Events: []Event{}, Links: []Link{}}
 	if int(s.Status) < len(statusNames) {
 		d.Status = statusNames[s.Status]
 	}
 	for _, e := range s.Events {
-		d.Events = append(d.Events, Event{e.Name, e.Time, attrList(e.Attributes)})
+		d.Events = append(d.Events, Event{e.Name, e.Time, e.Time - s.Start, attrList(e.Attributes)})
 	}
 	for _, l := range s.Links {
 		d.Links = append(d.Links, Link{l.TraceID.String(), l.SpanID.String(), l.Kind.String(), l.TraceState, attrList(l.Attributes)})

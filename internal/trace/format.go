@@ -20,7 +20,10 @@ import (
 // spanId is unique within the trace; operation is the full operation
 // signature as logged (Kieker) or the span name (OTLP). Kieker's positions
 // (traceId of the thread's part, orderIndex, eoi, ess, sessionId) appear
-// as kieker.* attributes.
+// as kieker.* attributes. Attribute ints beyond ±MaxSafeInt (such as a
+// Kieker traceId above 2^53) are strings (AttrJSON); start, end and
+// time are unix ns, which JavaScript rounds to 256 ns (durationNs is
+// exact).
 func AppendJSON(dst []byte, t *Trace) []byte {
 	dst = append(dst, `{"traceId":`...)
 	dst = strconv.AppendQuote(dst, t.ID.String())
@@ -120,7 +123,7 @@ func appendSpanJSON(dst []byte, s *Span) []byte {
 			dst = append(dst, `,"time":`...)
 			dst = strconv.AppendInt(dst, e.Time, 10)
 			dst = append(dst, `,"attributes":`...)
-			dst = append(dst, AttrsJSON(e.Attributes)...)
+			dst = append(dst, attrsJSON(e.Attributes, true)...)
 			dst = append(dst, '}')
 		}
 		dst = append(dst, ']')

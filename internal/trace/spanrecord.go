@@ -274,14 +274,19 @@ func Resource(r *record.Record) []Attr {
 }
 
 // AttrsJSON encodes attributes as a JSON object: strings, JSON (arrays,
-// maps) and numbers as they are typed, bytes as base64 strings.
-func AttrsJSON(as []Attr) string {
+// maps) and numbers as they are typed, bytes as base64 strings. Ints are
+// numbers however large: this is the span record's form, which
+// ParseAttrsJSON reads back with its types (what JavaScript reads is
+// attrsJSON's safe form).
+func AttrsJSON(as []Attr) string { return attrsJSON(as, false) }
+
+func attrsJSON(as []Attr, safe bool) string {
 	if len(as) == 0 {
 		return "{}"
 	}
 	m := make(map[string]json.RawMessage, len(as))
 	for _, a := range as {
-		m[a.Key] = AttrJSON(a)
+		m[a.Key] = attrJSON(a, safe)
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -290,15 +295,29 @@ func AttrsJSON(as []Attr) string {
 	return string(b)
 }
 
-// AttrJSON returns the JSON form of a's value.
-func AttrJSON(a Attr) json.RawMessage {
+// MaxSafeInt is JavaScript's Number.MAX_SAFE_INTEGER, 2^53−1: a JSON
+// reader that reads numbers as doubles (browsers, Grafana, Jaeger's UI)
+// rounds an integer beyond ±MaxSafeInt.
+const MaxSafeInt = 1<<53 - 1
+
+// AttrJSON returns the JSON form of a's value for JSON readers: an int
+// beyond ±MaxSafeInt is a string of its decimal digits (a Kieker traceId
+// such as 4658150164341456896 would be rounded as a number), as Jaeger
+// sends such an int64.
+func AttrJSON(a Attr) json.RawMessage { return attrJSON(a, true) }
+
+// attrJSON is AttrJSON; with safe false ints stay numbers however large.
+func attrJSON(a Attr, safe bool) json.RawMessage {
 	switch a.Type {
 	case TypeBool:
 		if a.Value == "true" || a.Value == "false" {
 			return json.RawMessage(a.Value)
 		}
 	case TypeInt:
-		if _, err := strconv.ParseInt(a.Value, 10, 64); err == nil {
+		if v, err := strconv.ParseInt(a.Value, 10, 64); err == nil {
+			if safe && (v > MaxSafeInt || v < -MaxSafeInt) {
+				return json.RawMessage(strconv.Quote(a.Value))
+			}
 			return json.RawMessage(a.Value)
 		}
 	case TypeDouble:

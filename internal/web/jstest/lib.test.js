@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { color, fmtBytes, fmtDur, fmtNum, fmtTime, query } from '../static/js/lib.js';
+import { color, fmtBytes, fmtDur, fmtNum, fmtTime, parseExact, query } from '../static/js/lib.js';
 
 // Local time is the machine's: the tests pin it.
 process.env.TZ = 'UTC';
@@ -69,4 +69,26 @@ test('color is stable per name and tone', () => {
   assert.ok(Number(m[1]) < 50, 'reds to yellows');
   assert.ok(Number(m[2]) >= 70 && Number(m[2]) < 90);
   assert.ok(Number(m[3]) >= 58 && Number(m[3]) < 70);
+});
+
+test('parseExact keeps every integer beyond 2^53 exact, as its digits', () => {
+  // JSON.parse rounds them: a Kieker traceId, Go's int64 extremes, 2^53 + 1.
+  const big = ['4658150164341456896', '9223372036854775807', '-9223372036854775808', '9007199254740993', '-9007199254740993', '12345678901234567890123'];
+  for (const n of big) {
+    assert.notEqual(String(JSON.parse(n)), n, `JSON.parse(${n}) would be exact: not a case`);
+    assert.equal(parseExact(n), n);
+    const m = parseExact(`{"kind":"records","records":[{"time":1795514400105100123,"record":{"fields":{"traceId":${n},"orderIndex":3}}}]}`);
+    assert.equal(m.records[0].record.fields.traceId, n, `traceId ${n}`);
+    assert.equal(m.records[0].record.fields.orderIndex, 3);
+    // A link made of it names the same trace.
+    assert.equal('/trace/' + encodeURIComponent(m.records[0].record.fields.traceId), '/trace/' + n);
+  }
+});
+
+test('parseExact leaves safe numbers numbers and strings strings', () => {
+  const safe = ['0', '-1', '9007199254740991', '-9007199254740991', '1.5', '-2.5e3', '1e300', '123456789012345.5', '1234567890123456e2'];
+  for (const n of safe) assert.deepEqual(parseExact(`[${n}]`), JSON.parse(`[${n}]`), n);
+  const text = '{"a":"4658150164341456896","b":"x\\"4658150164341456896","c":["\\\\",4658150164341456896],"d":true,"e":null}';
+  assert.deepEqual(parseExact(text), { a: '4658150164341456896', b: 'x"4658150164341456896', c: ['\\', '4658150164341456896'], d: true, e: null });
+  assert.throws(() => parseExact('{"a":4658150164341456896'), SyntaxError);
 });

@@ -4,6 +4,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { parseExpansions } from '../static/js/trace.js';
+import { summary } from '../static/js/live.js';
+import { parseExact } from '../static/js/lib.js';
 import { apiParams, seconds } from '../static/js/search.js';
 import { ageText, rate, sizeText } from '../static/js/hosts.js';
 import { edgeView, nodeView, shortClass, shortOp, statsText } from '../static/js/analysis.js';
@@ -95,4 +97,12 @@ test('edgeView labels calls and times', () => {
   const bare = edgeView({ from: 'a', to: 'b' }, byId);
   assert.deepEqual(bare.label, ['0×']);
   assert.equal(bare.title, 'A → b: 0 calls');
+});
+
+test('the live view shows a record\'s Kieker traceId above 2^53 exactly', () => {
+  const msg = '{"kind":"records","records":[{"host":"web-1","seq":1,"time":1795312704163886691,"record":{"type":"kieker.common.record.flow.trace.operation.BeforeOperationEvent",' +
+    '"fields":{"timestamp":1795312704163886691,"traceId":4658150164341456896,"orderIndex":0,"operationSignature":"public void a.B.c()","classSignature":"a.B"}}}]}';
+  const text = summary(parseExact(msg).records[0].record);
+  assert.match(text, /traceId=4658150164341456896(\s|$)/);
+  assert.doesNotMatch(summary(JSON.parse(msg).records[0].record), /traceId=4658150164341456896(\s|$)/, 'JSON.parse would be exact: not a case');
 });

@@ -52,6 +52,36 @@ export async function api(path, params, opts = {}) {
   return data;
 }
 
+// parseExact is JSON.parse, except that an integer beyond ±(2^53−1),
+// which a JavaScript number would round (a Kieker traceId such as
+// 4658150164341456896 in a record of the live stream), comes back as the
+// string of its digits. Digits inside strings are left alone; text
+// without 16 digits in a row is parsed as it is.
+/** @param {string} text @returns {any} */
+export function parseExact(text) {
+  if (!/\d{16}/.test(text)) return JSON.parse(text);
+  let out = '', last = 0, inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: skip the escaped character
+      else if (c === 34) inString = false;
+      continue;
+    }
+    if (c === 34) { inString = true; continue; }
+    if (c !== 45 && (c < 48 || c > 57)) continue;
+    let j = i + 1;
+    while (j < text.length && /[0-9.eE+-]/.test(text[j])) j++;
+    const tok = text.slice(i, j);
+    if (/^-?\d{16,}$/.test(tok) && !Number.isSafeInteger(Number(tok))) {
+      out += text.slice(last, i) + '"' + tok + '"';
+      last = j;
+    }
+    i = j - 1;
+  }
+  return JSON.parse(out + text.slice(last));
+}
+
 // query renders params as a query string ("" when empty); empty values
 // are left out.
 /**

@@ -8,7 +8,7 @@
 // view (503) or the token may not read it (403): then the page says what
 // to configure.
 
-import { h, fill, fmtNum, fmtTime, sized, setQuery, link, token } from './lib.js';
+import { h, fill, fmtNum, fmtTime, sized, setQuery, link, token, parseExact } from './lib.js';
 
 const HISTORY = 30; // seconds of sparkline
 const MAX_EVENTS = 200; // the latest events kept
@@ -120,7 +120,9 @@ export function mount(el, ctx) {
       if (sock !== ws) return;
       if (!heard) { heard = true; attempts = 0; }
       let m;
-      try { m = JSON.parse(ev.data); } catch { return; }
+      // Records' ids (Kieker traceIds) are often above 2^53: kept exact
+      // as strings; the times are made numbers where they are used.
+      try { m = parseExact(ev.data); } catch { return; }
       onMessage(m);
     };
     sock.onclose = (ev) => {
@@ -171,13 +173,13 @@ export function mount(el, ctx) {
         for (const r of m.records || []) {
           const type = r.record?.type || '?';
           count(type, r.host || '-', 1);
-          event({ time: r.time, host: r.host, type, rec: r.record });
+          event({ time: Number(r.time), host: r.host, type, rec: r.record });
         }
         break;
       case 'trace': {
         count('assembled trace', m.host || '-', 1);
         const t = m.trace || {};
-        event({ time: t.start, host: m.host, type: 'assembled trace', text: `${(t.spans || []).length} spans`, trace: t.traceId });
+        event({ time: Number(t.start), host: m.host, type: 'assembled trace', text: `${(t.spans || []).length} spans`, trace: t.traceId });
         break;
       }
       case 'gap': {
@@ -290,9 +292,10 @@ function shortType(t) {
   return i >= 0 ? t.slice(i + 1) : t;
 }
 
-// summary is a record in one line: what identifies it first.
+// summary is a record in one line: what identifies it first (a record
+// of a message parsed with parseExact: its ids exact).
 const FIRST = ['operationSignature', 'operation', 'name', 'classSignature', 'traceId', 'hostname'];
-function summary(rec) {
+export function summary(rec) {
   const f = rec && rec.fields;
   if (!f) return '';
   const keys = Object.keys(f);

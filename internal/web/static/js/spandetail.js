@@ -47,7 +47,8 @@ export function renderSpan(d, traceId, offsetNs) {
 
 function attrText(v) { return typeof v === 'string' ? v : JSON.stringify(v); }
 
-// renderEvent shows an event; an exception (OpenTelemetry's semantic
+// renderEvent shows an event (at offsetNs from the span's start: exact,
+// where e.time - spanStart of doubles is not); an exception (OpenTelemetry's semantic
 // conventions, or a Kieker AfterOperationFailedEvent's cause) with its
 // type, message and stack trace.
 function renderEvent(e, spanStart) {
@@ -56,7 +57,7 @@ function renderEvent(e, spanStart) {
   const isExc = e.name === 'exception' || attrs['exception.type'] !== undefined;
   const rest = e.attributes.filter((a) => !['exception.type', 'exception.message', 'exception.stacktrace'].includes(a.key));
   return h('div', { class: 'sd-event' + (isExc ? ' sd-exception' : '') },
-    h('div', null, h('b', null, e.name), h('span', { class: 'muted' }, ` +${fmtDur(e.time - spanStart)}`)),
+    h('div', null, h('b', null, e.name), h('span', { class: 'muted' }, ` +${fmtDur(e.offsetNs ?? e.time - spanStart)}`)),
     isExc ? h('div', { class: 'err' }, [attrs['exception.type'], attrs['exception.message']].filter(Boolean).map(attrText).join(': ')) : null,
     stack ? h('pre', { class: 'sd-stack' }, attrText(stack)) : null,
     rest.length ? h('div', { class: 'kv' }, rest.flatMap((a) => [h('span', null, a.key), h('span', null, attrText(a.value))])) : null);

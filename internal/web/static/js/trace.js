@@ -297,7 +297,7 @@ class TracePage {
       const d = await api(this.base + '/spans/' + index, null, { signal: ac.signal });
       if (ac.signal.aborted) return;
       const s = this.model.spans[this.model.pos(index)];
-      fill(this.details, renderSpan(d, this.id, s ? s.offsetNs : d.start - this.model.view.start));
+      fill(this.details, renderSpan(d, this.id, s ? s.offsetNs : d.offsetNs ?? d.start - this.model.view.start));
       this.details.dataset.index = String(index);
     } catch (e) {
       if (e.name !== 'AbortError') fill(this.details, errorBox(e));
