@@ -34,4 +34,10 @@ func TestBrokenParentInView(t *testing.T) {
 	if !slices.Contains(v.Broken, "parent trace 100 never arrived") {
 		t.Fatalf("view's broken %q", v.Broken)
 	}
+	// The search list says so too.
+	var res SearchResult
+	e.get("/api/v1/traces", &res)
+	if len(res.Traces) != 1 || !res.Traces[0].Broken {
+		t.Fatalf("search: %+v", res.Traces)
+	}
 }

@@ -17,14 +17,17 @@ import (
 type Summary struct {
 	Host string `json:"host"`
 	// Service is the root span's service, when it has one.
-	Service    string                     `json:"service,omitempty"`
-	TraceID    string                     `json:"traceId"`
-	Start      int64                      `json:"start"`
-	DurationNs int64                      `json:"durationNs"`
-	Name       string                     `json:"name"`
-	Spans      int                        `json:"spans"`
-	Errors     int                        `json:"errors"`
-	Error      bool                       `json:"error"`
+	Service    string `json:"service,omitempty"`
+	TraceID    string `json:"traceId"`
+	Start      int64  `json:"start"`
+	DurationNs int64  `json:"durationNs"`
+	Name       string `json:"name"`
+	Spans      int    `json:"spans"`
+	Errors     int    `json:"errors"`
+	Error      bool   `json:"error"`
+	// Broken: the assembler marked the trace broken (the reasons are in
+	// the trace and its view).
+	Broken     bool                       `json:"broken,omitempty"`
 	Attributes map[string]json.RawMessage `json:"attributes"`
 }
 
@@ -34,7 +37,7 @@ func NewSummary(t store.Summary) Summary {
 	for _, a := range t.Attrs {
 		attrs[a.Key] = trace.AttrJSON(a)
 	}
-	return Summary{t.Host, t.Service, t.TraceID, t.Start, t.Duration, t.Name, t.Spans, t.Errors, t.Error, attrs}
+	return Summary{t.Host, t.Service, t.TraceID, t.Start, t.Duration, t.Name, t.Spans, t.Errors, t.Error, t.Broken, attrs}
 }
 
 // SearchResult is a page of a search.
