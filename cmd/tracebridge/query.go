@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/apiclient"
@@ -153,7 +154,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, t := range page.Traces {
 		mark := ""
 		if t.Error {
-			mark = fmt.Sprintf("  %d errors", t.Errors)
+			mark = fmt.Sprintf("  %d error%s", t.Errors, plural(t.Errors))
 		}
 		fmt.Fprintf(out, "%s  %10s  %-16s %4d spans  %s  %s%s\n", time.Unix(0, t.Start).UTC().Format("2006-01-02T15:04:05.000Z"),
 			time.Duration(t.DurationNs).String(), t.Host, t.Spans, t.TraceID, t.Name, mark)
@@ -335,8 +336,18 @@ func queryError(err error) error {
 		return usagef("query: %s", bad.Msg)
 	case errors.Is(err, query.ErrUnauthorized):
 		return withCode(exitConfig, fmt.Errorf("%v (set TRACEBRIDGE_TOKEN)", err))
+	case errors.Is(err, query.ErrUnreachable) && errors.Is(err, syscall.ECONNREFUSED):
+		return withCode(exitComm, fmt.Errorf("%w\nno bridge answers at that address: start one with `tracebridge serve`, or search a stopped bridge's store with `query --store DIR`", err))
 	case errors.Is(err, query.ErrUnreachable):
 		return withCode(exitComm, err)
 	}
 	return err
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

@@ -163,7 +163,11 @@ func cmdHosts(_ context.Context, args []string, stdout, stderr io.Writer) error 
 			if !h.LastContact.IsZero() {
 				last = h.LastContact.Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%v\t%d\t%d\t%s\t%s\t%s\n", h.Name, h.Group, h.Addr, h.Secret != "", !h.Disabled, s.HostSize(h.Name), h.MaxSize, h.MaxAge, last, h.Comment)
+			maxSize := "-"
+			if h.MaxSize > 0 {
+				maxSize = pipeline.ByteSize(h.MaxSize).String()
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%v\t%d\t%s\t%s\t%s\t%s\n", h.Name, h.Group, h.Addr, h.Secret != "", !h.Disabled, s.HostSize(h.Name), maxSize, h.MaxAge, last, h.Comment)
 		}
 		return tw.Flush()
 	case "add":

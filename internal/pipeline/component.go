@@ -356,6 +356,21 @@ func (b *ByteSize) UnmarshalText(t []byte) error {
 	return nil
 }
 
+// String writes b in the largest unit that holds it exactly (2GiB,
+// 500MB, 1536KiB, 100B; powers of 1024 before powers of 1000 of about the
+// same size), so a size a user gave comes back as it was given.
+func (b ByteSize) String() string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"TiB", 1 << 40}, {"TB", 1e12}, {"GiB", 1 << 30}, {"GB", 1e9}, {"MiB", 1 << 20}, {"MB", 1e6}, {"KiB", 1 << 10}, {"KB", 1e3}} {
+		if b != 0 && int64(b)%u.size == 0 {
+			return strconv.FormatInt(int64(b)/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(int64(b), 10) + "B"
+}
+
 // ParseByteSize parses a number of bytes with an optional unit: B, KB, MB,
 // GB, TB (powers of 1000), KiB, MiB, GiB, TiB (powers of 1024).
 func ParseByteSize(s string) (int64, error) {

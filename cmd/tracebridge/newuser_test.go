@@ -1,0 +1,54 @@
+package main
+
+import (
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestQueryNoBridge: query --url where no bridge listens says so and how
+// to start one or read a store instead, not only "connection refused".
+func TestQueryNoBridge(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	r := tb(t, "query", "--url", "http://"+addr, "--errors")
+	if r.code != exitComm {
+		t.Fatalf("exit %d, want %d\n%s", r.code, exitComm, r.stderr)
+	}
+	for _, want := range []string{"no bridge answers at that address", "tracebridge serve", "--store"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+}
+
+// TestHostsListSizes: hosts list prints a host's size bound as it was
+// given (2GiB, not 2147483648) and "-" without one.
+func TestHostsListSizes(t *testing.T) {
+	st := filepath.Join(t.TempDir(), "store")
+	ok(t, "hosts", "--store", st, "add", "bounded", "--max-size", "2GiB")
+	ok(t, "hosts", "--store", st, "add", "decimal", "--max-size", "500MB")
+	ok(t, "hosts", "--store", st, "add", "free")
+	out := ok(t, "hosts", "--store", st, "list").stdout
+	if strings.Contains(out, "2147483648") {
+		t.Errorf("size in bytes:\n%s", out)
+	}
+	for host, want := range map[string]string{"bounded": "2GiB", "decimal": "500MB", "free": "-"} {
+		var line string
+		for l := range strings.Lines(out) {
+			if strings.HasPrefix(l, host+" ") {
+				line = l
+			}
+		}
+		// Group, address and comment are empty: the fields are name,
+		// secret, enabled, size, max size, max age, last contact.
+		if fields := strings.Fields(line); len(fields) != 7 || fields[4] != want {
+			t.Errorf("host %s: line %q, want max size %s", host, line, want)
+		}
+	}
+}
