@@ -647,6 +647,15 @@ func TestWebHosts(t *testing.T) {
 	if row := eval[string](t, ctx, `document.querySelector('`+hostRow("zorka-host")+`').innerText`); !strings.Contains(row, "127.0.0.1") || !strings.Contains(row, "ago") {
 		t.Errorf("zorka-host's row (an agent connected from 127.0.0.1) is %q", row)
 	}
+	// The hosts whose spans are below another host's root span (the
+	// frontend's) are contact and store their share too.
+	for _, host := range []string{"frontend-host", "checkout-host", "inventory-host"} {
+		contact := eval[string](t, ctx, `document.querySelector('`+hostRow(host)+` .h-contact').innerText`)
+		size := eval[string](t, ctx, `document.querySelector('`+hostRow(host)+` .h-size').innerText`)
+		if !strings.Contains(contact, "ago") || size == "0 B" || size == "" {
+			t.Errorf("%s's last contact is %q, its size %q", host, contact, size)
+		}
+	}
 	// The page recovers from a hidden form: the messages go where the
 	// write was asked for.
 	formError := `document.querySelector('#host-add .form-error').innerText`

@@ -62,7 +62,7 @@ func serviceOf(s *trace.Span) string {
 	if s.Host != "" {
 		return s.Host
 	}
-	return "unknown_service"
+	return trace.UnknownService
 }
 
 // add records a trace.

@@ -32,7 +32,8 @@ type HostInfo struct {
 	MaxAgeNs    int64      `json:"maxAgeNs"` // 0: unbounded
 	Created     time.Time  `json:"created"`
 	LastContact *time.Time `json:"lastContact"`
-	// Size is the bytes of the host's segments; TracesPerSecond the
+	// Size is the bytes of the host's segments and its share of traces
+	// rooted on other hosts (store.Host.Shared); TracesPerSecond the
 	// traces rooted on the host that started in the last minute, per
 	// second (estimated from the newest 1000 when there are more).
 	Size            int64   `json:"size"`

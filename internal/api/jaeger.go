@@ -464,7 +464,8 @@ func jaegerSearch(c *call, st *store.Store) error {
 	switch viaService, viaHost, _ := c.a.serviceSource(st, m.service); {
 	case viaService && !viaHost:
 		q.Service = m.service
-	case viaHost && !viaService:
+	case viaHost && !viaService && m.service != trace.UnknownService:
+		// (Spans that name neither run on no host of that name.)
 		q.Hosts = []string{m.service}
 	}
 	out := []jTrace{}

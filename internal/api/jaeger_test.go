@@ -453,3 +453,79 @@ func TestCatalogFollowsNewTraces(t *testing.T) {
 		t.Errorf("operations %v", got.Data)
 	}
 }
+
+// TestEveryServiceFindsItsTraces: every service /api/services lists finds
+// at least one trace with /api/traces?service=, also the traces whose
+// spans name no service (nor host) and those of an OpenTelemetry SDK's
+// default resource (unknown_service:<executable>); the Hosts list names
+// the partition of service-less traces as Jaeger names their service.
+func TestEveryServiceFindsItsTraces(t *testing.T) {
+	base := time.Now().Add(-time.Hour)
+	nameless := func(s trace.Span) trace.Span { s.Service, s.Host = "", ""; return s }
+	traces := append(shop(3, base),
+		// No service.name, no host.name.
+		build(trace.ID{Hi: 5, Lo: 1}, []trace.Span{nameless(span(1, 0, "", "main", trace.KindInternal, base, time.Millisecond))}),
+		// The Go SDK's default resource, no host.
+		build(trace.ID{Hi: 5, Lo: 2}, []trace.Span{func() trace.Span {
+			s := span(1, 0, "unknown_service:prog", "main", trace.KindInternal, base.Add(time.Second), time.Millisecond)
+			s.Host = ""
+			return s
+		}()}),
+		// A host and no service.
+		build(trace.ID{Hi: 5, Lo: 3}, []trace.Span{func() trace.Span {
+			s := span(1, 0, "", "main", trace.KindInternal, base.Add(2*time.Second), time.Millisecond)
+			s.Host = "lonely-host"
+			return s
+		}()}),
+		// A nameless root with a named child.
+		build(trace.ID{Hi: 5, Lo: 4}, []trace.Span{
+			nameless(span(1, 0, "", "main", trace.KindServer, base.Add(3*time.Second), 10*time.Millisecond)),
+			span(2, 1, "svc-child", "work", trace.KindClient, base.Add(3*time.Second+time.Millisecond), time.Millisecond),
+		}),
+	)
+	e := newEnv(t, nil, traces...)
+	var svcs struct{ Data []string }
+	e.get("/api/services", &svcs)
+	for _, want := range []string{trace.UnknownService, "unknown_service:prog", "lonely-host", "svc-child", "svc-0"} {
+		if !slices.Contains(svcs.Data, want) {
+			t.Errorf("/api/services %v: no %q", svcs.Data, want)
+		}
+	}
+	start := strconv.FormatInt(base.Add(-time.Minute).UnixMicro(), 10)
+	for _, svc := range svcs.Data {
+		var got struct{ Data []jTrace }
+		e.get("/api/traces?start="+start+"&service="+url.QueryEscape(svc), &got)
+		if len(got.Data) == 0 {
+			t.Errorf("service %q is listed and finds no trace", svc)
+			continue
+		}
+		for _, tr := range got.Data {
+			found := false
+			for _, p := range tr.Processes {
+				found = found || p.ServiceName == svc
+			}
+			if !found {
+				t.Errorf("service %q finds trace %s without a process of it", svc, tr.TraceID)
+			}
+		}
+	}
+	// Every trace of the service: those with no named span at all and
+	// the one whose nameless root calls a named service.
+	var unknown struct{ Data []jTrace }
+	e.get("/api/traces?start="+start+"&service="+trace.UnknownService, &unknown)
+	var ids []string
+	for _, tr := range unknown.Data {
+		ids = append(ids, tr.TraceID)
+	}
+	slices.Sort(ids)
+	if want := []string{"00000000000000050000000000000001", "00000000000000050000000000000004"}; !slices.Equal(ids, want) {
+		t.Errorf("service %s finds %v, want %v", trace.UnknownService, ids, want)
+	}
+	var hosts HostList
+	e.get("/api/v1/hosts", &hosts)
+	for _, h := range hosts.Hosts {
+		if h.Name != trace.UnknownService && strings.HasPrefix(h.Name, "unknown") && h.Name != "unknown_service:prog" {
+			t.Errorf("host %q: service-less traces are %q", h.Name, trace.UnknownService)
+		}
+	}
+}

@@ -37,6 +37,12 @@ type Host struct {
 	Disabled    bool      `json:"disabled,omitempty"`
 	Created     time.Time `json:"created"`
 	LastContact time.Time `json:"lastContact,omitzero"`
+	// Shared is the host's share of the traces kept in other hosts'
+	// partitions (those rooted elsewhere with spans of this host): the
+	// encoded bytes of each such trace split by spans, as appended (best
+	// effort, not synced; retention of the other partitions does not
+	// lower it).
+	Shared int64 `json:"shared,omitempty"`
 }
 
 // Sentinel errors of host management.
@@ -189,6 +195,16 @@ func (s *Store) touchLocked(h Host, at time.Time) {
 	if at.Sub(h.LastContact) < time.Second {
 		return
 	}
+	h.LastContact = at.UTC()
+	b, _ := json.Marshal(h)
+	s.db.Set(keyHostRecord(h.Name), b, pebble.NoSync)
+}
+
+// shareLocked records spans of h in traces kept in other partitions:
+// contact (at) and bytes, their share of those traces. The writer lock is
+// held.
+func (s *Store) shareLocked(h Host, bytes int64, at time.Time) {
+	h.Shared += bytes
 	h.LastContact = at.UTC()
 	b, _ := json.Marshal(h)
 	s.db.Set(keyHostRecord(h.Name), b, pebble.NoSync)

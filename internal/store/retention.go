@@ -146,7 +146,7 @@ func (s *Store) dropSegment(p *partition, n uint32) error {
 					continue
 				}
 				start := t.Start()
-				s.deleteIndexOf(batch, t.ID, start, t.Hosts())
+				s.deleteIndexOf(batch, t.ID, start, indexHosts(t, p.name))
 			}
 			p.smu.RUnlock()
 		}
@@ -212,16 +212,20 @@ func (s *Store) Size() int64 {
 	return n
 }
 
-// HostSize returns the bytes of a host's segments.
+// HostSize returns the bytes of a host's segments and its share of the
+// traces kept in other hosts' partitions (Host.Shared).
 func (s *Store) HostSize(name string) int64 {
+	var n int64
+	if h, ok := s.hostRecord(name); ok {
+		n = h.Shared
+	}
 	s.pmu.RLock()
 	p := s.byName[name]
 	s.pmu.RUnlock()
 	if p == nil {
-		return 0
+		return n
 	}
 	stats, _ := s.segStats(p)
-	var n int64
 	for _, st := range stats {
 		n += st.size
 	}

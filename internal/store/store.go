@@ -456,7 +456,7 @@ func (s *Store) indexBlock(p *partition, seg uint32, off int64, h blockHeader, p
 			p.smu.RUnlock()
 			return fmt.Errorf("%w: trace %d: %v", errTorn, i, err)
 		}
-		ref, hosts := summarize(t, p.syms)
+		ref, hosts := summarize(t, p)
 		ref.loc = location{host: p.id, seg: seg, off: off, idx: uint32(i)}
 		items.add(t)
 		if err := s.indexRef(ref, hosts); err != nil {
@@ -507,9 +507,10 @@ func secondaryKeys(host uint32, ref *Ref) [][]byte {
 	return ks
 }
 
-// summarize returns a trace's index summary (symbols of syms) and the
-// hosts it touches. syms must be locked.
-func summarize(t *trace.Trace, syms *symbols) (Ref, []string) {
+// summarize returns a trace's index summary (symbols of p) and the hosts
+// it touches. p.syms must be locked.
+func summarize(t *trace.Trace, p *partition) (Ref, []string) {
+	syms := p.syms
 	r := Ref{ID: t.ID, Start: t.Start(), Duration: t.Duration(), Spans: len(t.Spans), Errors: t.Errors(), Broken: len(t.Broken) > 0}
 	r.name = syms.byName[t.Name()]
 	seen := map[uint32]bool{}
@@ -524,7 +525,17 @@ func summarize(t *trace.Trace, syms *symbols) (Ref, []string) {
 			r.services = append(r.services, id)
 		}
 	}
-	return r, t.Hosts()
+	return r, indexHosts(t, p.name)
+}
+
+// indexHosts returns the hosts a trace of partition part is indexed
+// under: those of its spans, else (no span names a host) its partition,
+// so that every trace is found.
+func indexHosts(t *trace.Trace, part string) []string {
+	if hs := t.Hosts(); len(hs) > 0 {
+		return hs
+	}
+	return []string{part}
 }
 
 // blockFilter collects what a block's filter holds: every attribute pair
@@ -577,7 +588,7 @@ func (f *blockFilter) bloom() *bloom {
 }
 
 // partitionOf returns the partition host of a trace: its root span's
-// host, else any span's, else its service.
+// host, else any span's, else its service, else trace.UnknownService.
 func partitionOf(t *trace.Trace) string {
 	if r := t.Root(); r != nil && r.Host != "" {
 		return r.Host
@@ -592,7 +603,7 @@ func partitionOf(t *trace.Trace) string {
 			return sv
 		}
 	}
-	return "unknown"
+	return trace.UnknownService
 }
 
 // partitionFor returns the partition of host, creating the host when new.
@@ -632,6 +643,9 @@ func (s *Store) Append(ts []*trace.Trace) (dropped int, err error) {
 	}
 	// A host's record is read once a call, not once a trace.
 	disabled := map[*partition]bool{}
+	// shares: the bytes of spans of hosts other than the partition's,
+	// their share of the trace (split by spans).
+	var shares map[string]int64
 	for _, t := range ts {
 		if len(t.Spans) == 0 {
 			continue
@@ -658,8 +672,17 @@ func (s *Store) Append(ts []*trace.Trace) (dropped int, err error) {
 		}
 		p.smu.Lock()
 		body := p.enc.encodeTrace(t)
-		ref, hosts := summarize(t, p.syms)
+		ref, hosts := summarize(t, p)
 		p.smu.Unlock()
+		perSpan := int64(len(body)) / int64(len(t.Spans))
+		for i := range t.Spans {
+			if h := t.Spans[i].Host; h != "" && h != p.name {
+				if shares == nil {
+					shares = map[string]int64{}
+				}
+				shares[h] += max(perSpan, 1)
+			}
+		}
 		p.pending = append(p.pending, append([]byte(nil), body...))
 		p.refs = append(p.refs, pendingRef{ref: ref, hosts: hosts})
 		p.filter.add(t)
@@ -674,6 +697,16 @@ func (s *Store) Append(ts []*trace.Trace) (dropped int, err error) {
 			if err := s.writeBlock(p); err != nil {
 				return dropped, err
 			}
+		}
+	}
+	// Hosts below the root sent spans too: they are contact and own
+	// their share of the bytes.
+	for name, n := range shares {
+		if _, err := s.partitionFor(name); err != nil {
+			return dropped, err
+		}
+		if h, ok := s.hostRecord(name); ok && !h.Disabled {
+			s.shareLocked(h, n, s.opt.Now())
 		}
 	}
 	return dropped, nil

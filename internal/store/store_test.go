@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -223,7 +224,7 @@ func (s *Store) Append2(t *testing.T, tr *trace.Trace) {
 	}
 	p.smu.Lock()
 	body := p.enc.encodeTrace(tr)
-	ref, hosts := summarize(tr, p.syms)
+	ref, hosts := summarize(tr, p)
 	p.smu.Unlock()
 	p.pending = append(p.pending, slices.Clone(body))
 	p.refs = append(p.refs, pendingRef{ref: ref, hosts: hosts})
@@ -487,5 +488,60 @@ func TestTracesAreContact(t *testing.T) {
 	s.Append([]*trace.Trace{mkTrace(3, "shop-1", 2, now.UnixNano(), 100, false)})
 	if h, _ := s.Host("shop-1"); !h.LastContact.Equal(now) {
 		t.Errorf("a second later: %v, want %v", h.LastContact, now)
+	}
+}
+
+// TestEveryHostOfATraceIsContact: every host with spans in a stored trace,
+// not only the root span's, gets contact and a share of the stored bytes.
+func TestEveryHostOfATraceIsContact(t *testing.T) {
+	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	s := open(t, t.TempDir(), Options{Now: func() time.Time { return now }})
+	chain := []string{"frontend-host", "cart-host", "payment-host", "postgres-host"}
+	var ts []*trace.Trace
+	for i := range 3 {
+		tr := &trace.Trace{ID: trace.ID{Hi: 9, Lo: uint64(i + 1)}}
+		start := now.UnixNano()
+		// A chain frontend → cart → payment → postgres, deeper in each
+		// trace; the last trace has a second span on cart-host.
+		for j, h := range chain[:2+i] {
+			tr.Spans = append(tr.Spans, trace.Span{SpanID: trace.SpanID(j + 1), ParentID: trace.SpanID(j), Parent: int32(j - 1), Depth: int32(j),
+				Operation: "op" + strconv.Itoa(j), Host: h, Service: strings.TrimSuffix(h, "-host"), Start: start + int64(j), End: start + 100 - int64(j),
+				Source: trace.FromSpan, OrderIndex: -1, EOI: -1, ESS: -1})
+		}
+		if i == 2 {
+			tr.Spans = append(tr.Spans, trace.Span{SpanID: 9, ParentID: 2, Parent: 1, Depth: 2, Operation: "cache", Host: "cart-host", Service: "cart",
+				Start: start + 5, End: start + 20, Source: trace.FromSpan, OrderIndex: -1, EOI: -1, ESS: -1})
+		}
+		ts = append(ts, tr)
+	}
+	if _, err := s.Append(ts); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range ts {
+		for _, name := range tr.Hosts() {
+			h, err := s.Host(name)
+			if err != nil {
+				t.Fatalf("host %s of trace %v: %v", name, tr.ID, err)
+			}
+			if !h.LastContact.Equal(now) {
+				t.Errorf("host %s of trace %v: last contact %v, want %v", name, tr.ID, h.LastContact, now)
+			}
+			if n := s.HostSize(name); n <= 0 {
+				t.Errorf("host %s of trace %v: size %d, want its share of the stored bytes", name, tr.ID, n)
+			}
+		}
+	}
+	// Shares survive a reopen.
+	dir := s.Dir()
+	before := s.HostSize("payment-host")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir, Options{Now: func() time.Time { return now }})
+	if n := s.HostSize("payment-host"); n != before {
+		t.Errorf("payment-host after a reopen: size %d, want %d", n, before)
 	}
 }

@@ -234,6 +234,12 @@ func SourcesOf(src ...Source) Sources {
 // AllSources holds every source.
 var AllSources = SourcesOf(FromEvents, FromExecution, FromSpan)
 
+// UnknownService names the service of spans that name none (and the
+// host of traces that name neither a host nor a service): OpenTelemetry's
+// name, what its SDKs send without a service.name. The OTLP decoder, the
+// store's partitions and Jaeger's service list all use it.
+const UnknownService = "unknown_service"
+
 // Span is one call, operation or OTLP span of a trace.
 type Span struct {
 	SpanID SpanID

@@ -433,3 +433,64 @@ func TestAllocations(t *testing.T) {
 	}
 	t.Logf("%.0f allocations per message of %d spans with %d new strings", allocs, spans, spans)
 }
+
+// TestMissingServiceIsUnknownService: a resource without service.name is
+// trace.UnknownService, as OpenTelemetry's SDKs name it (service, host
+// and the batch's origin), in protobuf and in JSON; a service.name the SDK
+// set (unknown_service:<executable>) is kept.
+func TestMissingServiceIsUnknownService(t *testing.T) {
+	td := ptrace.NewTraces()
+	for i, svc := range []string{"", "unknown_service:prog"} {
+		rs := td.ResourceSpans().AppendEmpty()
+		if svc != "" {
+			rs.Resource().Attributes().PutStr("service.name", svc)
+		}
+		s := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+		s.SetTraceID(pcommon.TraceID{0: 1})
+		s.SetSpanID(pcommon.SpanID{0: byte(i + 1)})
+	}
+	want := [][2]string{{trace.UnknownService, trace.UnknownService}, {"unknown_service:prog", "unknown_service:prog"}}
+	js, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, enc := range []string{"proto", "json"} {
+		var res Result
+		var err error
+		if enc == "proto" {
+			res, err = NewDecoder(Options{}).DecodeProto(protoOf(t, td), &record.Batch{}, nil)
+		} else {
+			res, err = NewDecoder(Options{}).DecodeJSON(js, &record.Batch{}, nil)
+		}
+		if err != nil {
+			t.Fatal(enc, err)
+		}
+		var got [][2]string
+		for _, b := range res.Batches {
+			for i := range b.Records {
+				v := b.Records[i].Values
+				got = append(got, [2]string{v[trace.SpanService].Str(), v[trace.SpanHost].Str()})
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: (service, host) %v, want %v", enc, got, want)
+		}
+	}
+	res, _ := NewDecoder(Options{}).DecodeProto(protoOf(t, ptraceOne(t, "")), &record.Batch{}, nil)
+	if o := res.Batches[0].Origin; o.Service != trace.UnknownService || o.Host != trace.UnknownService {
+		t.Errorf("origin %+v, want %s", o, trace.UnknownService)
+	}
+}
+
+// ptraceOne is one span of a resource with service.name svc ("": none).
+func ptraceOne(t *testing.T, svc string) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	if svc != "" {
+		rs.Resource().Attributes().PutStr("service.name", svc)
+	}
+	s := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	s.SetTraceID(pcommon.TraceID{0: 1})
+	s.SetSpanID(pcommon.SpanID{0: 1})
+	return td
+}

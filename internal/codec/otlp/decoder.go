@@ -312,13 +312,18 @@ func (d *Decoder) addSpan() {
 		d.mixed = false
 	}
 	b := d.b
+	service := d.res.service
+	if service == "" {
+		// What OpenTelemetry's SDKs send without a service.name.
+		service = trace.UnknownService
+	}
 	host := d.res.host
 	if host == "" {
-		host = d.res.service
+		host = service
 	}
 	if b.Len() == 0 {
-		b.Origin.Host, b.Origin.Service = host, d.res.service
-	} else if !d.mixed && (b.Origin.Host != host || b.Origin.Service != d.res.service) {
+		b.Origin.Host, b.Origin.Service = host, service
+	} else if !d.mixed && (b.Origin.Host != host || b.Origin.Service != service) {
 		b.Origin.Host, b.Origin.Service = "", ""
 		d.mixed = true
 	}
@@ -331,7 +336,7 @@ func (d *Decoder) addSpan() {
 	v[trace.SpanSpanID] = record.IntValue(int64(s.id))
 	v[trace.SpanParentID] = record.IntValue(int64(s.parent))
 	v[trace.SpanName] = record.StringValue(s.name)
-	v[trace.SpanService] = record.StringValue(d.res.service)
+	v[trace.SpanService] = record.StringValue(service)
 	v[trace.SpanHost] = record.StringValue(host)
 	v[trace.SpanStart] = record.IntValue(int64(s.start))
 	v[trace.SpanEnd] = record.IntValue(int64(s.end))

@@ -23,8 +23,9 @@
 // # Records
 //
 // One record of trace.SpanType per span, its fields as trace's Span*
-// indexes say. Resource attributes: service.name → service, host.name →
-// hostname (else the service), process.pid → process, the others →
+// indexes say. Resource attributes: service.name → service (else
+// trace.UnknownService, "unknown_service", as OpenTelemetry's SDKs name
+// it), host.name → hostname (else the service), process.pid → process, the others →
 // resource/resourceTypes (shared by the spans of one resource in one
 // batch). Span attributes → attributes/attributeTypes, all of them, in
 // the order sent; thread.id (else thread.name) is also copied to thread

@@ -282,6 +282,9 @@ func want(td ptrace.Traces) (recs []record.Record, rejected int) {
 			}
 			return true
 		})
+		if service == "" {
+			service = trace.UnknownService
+		}
 		if host == "" {
 			host = service
 		}

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { layout } from '../static/js/graph.js';
+import { layout, firstView, READABLE, MAX_SCALE, MARGIN, LOOP_ROOM } from '../static/js/graph.js';
 
 const node = (id, w = 40, h = 20) => ({ id, w, h });
 const edge = (from, to) => ({ from, to });
@@ -103,4 +103,43 @@ test('edges to unknown nodes are ignored', () => {
 
 test('the layout is deterministic', () => {
   assert.deepEqual(calls(), calls());
+});
+
+// The first view: the whole drawing when it fits at a readable scale
+// (READABLE: the text at its style sheet's size), else readable and
+// scrolling over a canvas that holds all of it.
+test('first view: a drawing that fits is shown whole, centred, readable', () => {
+  for (const [w, h, W, H] of [[600, 300, 1000, 600], [1000 - 2 * MARGIN, 200, 1000, 600], [300, 560 - 2 * MARGIN - LOOP_ROOM, 800, 560]]) {
+    const v = firstView(w, h, W, H);
+    assert.equal(v.scroll, false, `${w}×${h} in ${W}×${H}`);
+    assert.ok(v.k >= READABLE && v.k <= MAX_SCALE, `scale ${v.k}`);
+    assert.ok(v.tx >= MARGIN - 1e-9 && v.tx + w * v.k <= W - MARGIN + 1e-9, `x ${v.tx}…${v.tx + w * v.k} in ${W}`);
+    assert.ok(v.ty >= 0 && v.ty + h * v.k <= H + 1e-9, `y ${v.ty}…${v.ty + h * v.k} in ${H}`);
+    assert.ok(Math.abs(v.tx - (W - v.tx - w * v.k)) < 1e-6, 'centred');
+    assert.deepEqual([v.w, v.h], [W, H]);
+  }
+});
+
+test('first view: a drawing too big to read whole scrolls at a readable scale and is all on the canvas', () => {
+  // The 7-node OpenTelemetry graph the issue saw clipped (1500 wide in a
+  // box of 800), a tall one, a huge one.
+  for (const [w, h, W, H] of [[1500, 240, 800, 558], [1500, 240, 1000, 617], [400, 2000, 1000, 600], [90000, 40000, 1000, 600]]) {
+    const v = firstView(w, h, W, H);
+    assert.equal(v.scroll, true, `${w}×${h} in ${W}×${H}`);
+    assert.equal(v.k, READABLE);
+    assert.ok(v.tx >= MARGIN - 1e-9 && v.ty >= MARGIN - 1e-9, 'the left and top ends are on the canvas');
+    assert.ok(v.tx + w * v.k <= v.w - MARGIN + 1e-9, `the right end ${v.tx + w * v.k} on a canvas of ${v.w}`);
+    assert.ok(v.ty + h * v.k <= v.h - MARGIN + 1e-9, `the bottom ${v.ty + h * v.k} on a canvas of ${v.h}`);
+    assert.ok(v.w >= W && v.h >= H, 'the canvas fills the box');
+  }
+});
+
+test('first view: never below the readable scale, whatever the box', () => {
+  for (let W = 100; W <= 3000; W += 290) {
+    for (let w = 10; w <= 5000; w += 730) {
+      const v = firstView(w, 300, W, 600);
+      assert.ok(v.k >= READABLE, `${w} in ${W}: scale ${v.k}`);
+      assert.equal(v.scroll, (W - 2 * MARGIN) / w < READABLE || (600 - 2 * MARGIN) / (300 + LOOP_ROOM) < READABLE);
+    }
+  }
 });

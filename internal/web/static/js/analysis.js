@@ -231,6 +231,7 @@ function graphTab(body, { state, save, filters, signal }) {
       },
     });
     if (state.sel && byId.has(state.sel)) ctl.select(state.sel);
+    if (ctl.scrolls) summary.append(h('span', { class: 'muted graph-more' }, ' · more to the right or below: scroll or drag; Fit shows it all'));
   });
   load();
   return () => { ctl = null; };

@@ -7,6 +7,8 @@
 //     path layering, dummy nodes on long edges, barycentre ordering (the
 //     order with the fewest crossings wins), then vertical positions that
 //     pull each node towards its neighbours without overlaps.
+//   firstView(width, height, W, H) → {k, tx, ty, scroll, w, h}
+//     Pure: where a drawing of width × height first goes in a W × H box.
 //   drawGraph(el, graph, opts) → {fit, zoom(f), select(id), destroy}
 //     graph: {nodes: [{id, lines: [main, sub, stats], title, fill,
 //     stroke, entry}], edges: [{from, to, label: [l1, l2], title, data}]}.
@@ -337,6 +339,34 @@ function route(g, e, k, cols, ys) {
   return { pts, gap };
 }
 
+// The first view ----------------------------------------------------------
+
+// READABLE is the smallest scale of the first view: the text at the size
+// the style sheet gives it (node names 12 px, labels 11 px); MARGIN the
+// space around the drawing, LOOP_ROOM the room above it for self loops.
+export const READABLE = 1, MAX_SCALE = 1.25, MARGIN = 24, LOOP_ROOM = 40;
+
+/**
+ * Where the first view puts a drawing: all of it in the box, centred, at a
+ * scale from READABLE to MAX_SCALE; when it does not fit at READABLE, at
+ * READABLE with the box scrolling over a canvas of w × h (the drawing and
+ * its margins, at least the box): nothing is out of reach, nothing too
+ * small to read.
+ * @param {number} width the drawing's width (layout units)
+ * @param {number} height its height
+ * @param {number} W the box's width (px)
+ * @param {number} H its height
+ * @returns {{k: number, tx: number, ty: number, scroll: boolean, w: number, h: number}}
+ */
+export function firstView(width, height, W, H) {
+  const m = MARGIN, fit = Math.min(MAX_SCALE, (W - 2 * m) / Math.max(1, width), (H - 2 * m) / Math.max(1, height + LOOP_ROOM));
+  const k = Math.max(READABLE, fit);
+  const cw = width * k + 2 * m, ch = (height + LOOP_ROOM) * k + 2 * m;
+  const tx = Math.max(m, (W - width * k) / 2), ty = Math.max(m, (H - (height + LOOP_ROOM) * k) / 2) + (LOOP_ROOM / 2) * k;
+  const scroll = fit < READABLE;
+  return { k, tx, ty, scroll, w: scroll ? Math.ceil(Math.max(W, cw)) : W, h: scroll ? Math.ceil(Math.max(H, ch)) : H };
+}
+
 // Drawing ---------------------------------------------------------------
 
 const FONT_MAIN = '600 12px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
@@ -478,28 +508,53 @@ export function drawGraph(host, graph, opts = {}) {
   svg.addEventListener('pointerout', (ev) => { const g = nodeOf(ev.target); if (g && !selected && !g.contains(ev.relatedTarget)) highlight(null); });
 
   // Pan (drag the background or a node) and zoom (wheel, around the
-  // pointer).
-  let tx = 0, ty = 0, k = 1, drag = null;
-  const apply = () => view.setAttribute('transform', `translate(${tx.toFixed(1)},${ty.toFixed(1)}) scale(${k.toFixed(4)})`);
+  // pointer). When the drawing does not fit at a readable scale the box
+  // scrolls (the svg is as big as the drawing): then a drag scrolls it.
+  let tx = 0, ty = 0, k = 1, drag = null, scroll = false;
+  const boxW = () => host.clientWidth || svg.clientWidth || 800, boxH = () => host.clientHeight || svg.clientHeight || 500;
+  const apply = () => {
+    view.setAttribute('transform', `translate(${tx.toFixed(1)},${ty.toFixed(1)}) scale(${k.toFixed(4)})`);
+    if (scroll) {
+      svg.setAttribute('width', String(Math.ceil(Math.max(boxW(), tx + lay.width * k + MARGIN))));
+      svg.setAttribute('height', String(Math.ceil(Math.max(boxH(), ty + lay.height * k + MARGIN))));
+    }
+  };
+  const setScroll = (on) => {
+    scroll = on;
+    svg.classList.toggle('scroll', on);
+    host.classList.toggle('graph-scroll', on);
+    if (!on) { svg.removeAttribute('width'); svg.removeAttribute('height'); }
+  };
+  // zoomAt zooms around cx, cy: a point of the box as the user sees it.
   const zoomAt = (f, cx, cy) => {
     const nk = Math.min(4, Math.max(0.05, k * f));
+    if (scroll) {
+      // The drawing's point under the pointer stays there: the margins
+      // stay, the box scrolls.
+      const px = (host.scrollLeft + cx - tx) / k, py = (host.scrollTop + cy - ty) / k;
+      ty = MARGIN + (LOOP_ROOM / 2) * nk; tx = MARGIN; k = nk;
+      apply();
+      host.scrollLeft = px * k + tx - cx; host.scrollTop = py * k + ty - cy;
+      return;
+    }
     tx = cx - (cx - tx) * (nk / k); ty = cy - (cy - ty) * (nk / k); k = nk;
     apply();
   };
   svg.addEventListener('wheel', (ev) => {
     ev.preventDefault();
-    const r = svg.getBoundingClientRect();
-    zoomAt(Math.exp(-ev.deltaY * (ev.deltaMode ? 0.05 : 0.0015)), ev.clientX - r.left, ev.clientY - r.top);
+    const r = host.getBoundingClientRect();
+    zoomAt(Math.exp(-ev.deltaY * (ev.deltaMode ? 0.05 : 0.0015)), ev.clientX - r.left - host.clientLeft, ev.clientY - r.top - host.clientTop);
   }, { passive: false });
   svg.addEventListener('pointerdown', (ev) => {
     if (ev.button !== 0) return;
-    drag = { x: ev.clientX, y: ev.clientY, tx, ty, moved: false, id: ev.pointerId };
+    drag = { x: ev.clientX, y: ev.clientY, tx, ty, sx: host.scrollLeft, sy: host.scrollTop, moved: false, id: ev.pointerId };
   });
   svg.addEventListener('pointermove', (ev) => {
     if (!drag) return;
     const dx = ev.clientX - drag.x, dy = ev.clientY - drag.y;
     if (!drag.moved && Math.abs(dx) + Math.abs(dy) < 4) return;
     if (!drag.moved) { drag.moved = true; svg.setPointerCapture(drag.id); svg.classList.add('panning'); }
+    if (scroll) { host.scrollLeft = drag.sx - dx; host.scrollTop = drag.sy - dy; return; }
     tx = drag.tx + dx; ty = drag.ty + dy; apply();
   });
   const endDrag = (ev) => {
@@ -527,32 +582,37 @@ export function drawGraph(host, graph, opts = {}) {
     highlight(id);
     if (opts.onSelect) opts.onSelect(id ? graph.nodes.find((n) => n.id === id) : null);
   };
+  // fit shows all of the drawing in the box, however small.
   const fit = () => {
-    const W = svg.clientWidth || host.clientWidth || 800, H = svg.clientHeight || host.clientHeight || 500;
-    const m = 24;
-    k = Math.min(1.25, Math.max(0.05, Math.min((W - 2 * m) / Math.max(1, lay.width), (H - 2 * m) / Math.max(1, lay.height + 40))));
-    tx = (W - lay.width * k) / 2; ty = Math.max(m, (H - lay.height * k) / 2) + 20 * k;
+    setScroll(false);
+    const W = boxW(), H = boxH();
+    const m = MARGIN;
+    k = Math.min(MAX_SCALE, Math.max(0.05, Math.min((W - 2 * m) / Math.max(1, lay.width), (H - 2 * m) / Math.max(1, lay.height + LOOP_ROOM))));
+    tx = (W - lay.width * k) / 2; ty = Math.max(m, (H - lay.height * k) / 2) + (LOOP_ROOM / 2) * k;
     apply();
   };
-  // The first view: all of it if it stays readable, else its left end
-  // (the entry) at a readable scale; Fit shows all.
+  // The first view: all of it if it is readable so, else readable with
+  // the box scrolling, its left end (the entry) in view; Fit shows all.
   const first = () => {
-    fit();
-    if (k >= 0.6) return;
-    const W = svg.clientWidth || 800, H = svg.clientHeight || 500;
-    const root = byId.get(opts.root) || lay.nodes[0];
-    k = 0.6;
-    tx = 24;
-    ty = lay.height * k + 40 <= H ? (H - lay.height * k) / 2 : H / 2 - (root.y + root.h / 2) * k;
+    const v = firstView(lay.width, lay.height, boxW(), boxH());
+    setScroll(v.scroll);
+    k = v.k; tx = v.tx; ty = v.ty;
     apply();
+    if (v.scroll) {
+      const root = byId.get(opts.root) || lay.nodes[0];
+      host.scrollLeft = 0;
+      host.scrollTop = Math.max(0, ty + (root.y + root.h / 2) * k - boxH() / 2);
+    }
   };
   first();
   return {
     fit,
-    zoom: (f) => zoomAt(f, (svg.clientWidth || 800) / 2, (svg.clientHeight || 500) / 2),
+    // scrolls: the drawing is bigger than the box (it scrolls).
+    get scrolls() { return scroll; },
+    zoom: (f) => zoomAt(f, boxW() / 2, boxH() / 2),
     select,
     layout: lay,
-    destroy: () => host.replaceChildren(),
+    destroy: () => { host.classList.remove('graph-scroll'); host.replaceChildren(); },
   };
 }
 
