@@ -3,6 +3,7 @@ package stream_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -399,7 +400,16 @@ func request(t *testing.T, url string, req streammsg.ControlRequest, token strin
 	if token != "" {
 		m.Header.Set(streammsg.TokenHeader, token)
 	}
-	r, err := nc.RequestMsg(m, 5*time.Second)
+	// The sink subscribes to control requests once it has connected,
+	// which may be after New returns: no responders yet is waited out.
+	var r *natsgo.Msg
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		r, err = nc.RequestMsg(m, 5*time.Second)
+		if !errors.Is(err, natsgo.ErrNoResponders) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
