@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
+	"github.com/tracebridge/tracebridge/internal/logtest"
 	"github.com/tracebridge/tracebridge/internal/natsd"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -374,7 +374,7 @@ func TestWebSocketSlowClient(t *testing.T) {
 		b.Consume(context.Background(), kiekerTrace("web-1", int64(i+1), calls))
 	}
 	waitStored(t, b.URL(), total)
-	var logs syncBuffer
+	var logs logtest.Buffer
 	h := stream.NewHandler(b.URL(), stream.HandlerOptions{MaxClientBuffer: 1 << 20,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	defer h.Close()
@@ -449,24 +449,6 @@ func TestWebSocketSlowClient(t *testing.T) {
 	if n := strings.Count(logs.String(), "client too slow"); n != 1 {
 		t.Errorf("%d log lines about a slow client, want 1:\n%s", n, logs.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer for a logger and a test's goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestErrors(t *testing.T) {
