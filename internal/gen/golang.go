@@ -437,10 +437,7 @@ func floatLit(s string) string {
 
 // goTest writes the round-trip test of the Go code.
 func goTest(gts []*goType, o Options) ([]byte, error) {
-	ts := make([]*tinfo, len(gts))
-	for i, g := range gts {
-		ts[i] = g.tinfo
-	}
+	ts := infos(gts)
 	samples, exp, err := testData(ts)
 	if err != nil {
 		return nil, err
@@ -578,10 +575,7 @@ func goTest(gts []*goType, o Options) ([]byte, error) {
 // written as tracebridge's encoders write it (as is to KDB, with U+FFFD to
 // Kieker).
 func goErrorPaths(w *goWriter, gts []*goType, samples []record.Record) error {
-	ts := make([]*tinfo, len(gts))
-	for i, g := range gts {
-		ts[i] = g.tinfo
-	}
+	ts := infos(gts)
 	k := errorType(ts)
 	g := gts[k]
 	rec := samples[k*SamplesPerType].Clone()

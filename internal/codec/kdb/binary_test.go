@@ -149,10 +149,7 @@ func sameString(a, b string) bool {
 }
 
 func TestBinaryErrors(t *testing.T) {
-	m, err := DefaultMapping(record.Builtin())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := defaultMapping(t)
 	good := before("op")
 	update := func(count int32) be { // remotecontrol.UpdateParameterEvent, mapped to 20 below
 		return be{}.i32(20).str("pattern").str("name").i32(count)
@@ -241,7 +238,7 @@ func TestBinaryErrors(t *testing.T) {
 }
 
 func TestBinaryPending(t *testing.T) {
-	m, _ := DefaultMapping(record.Builtin())
+	m := defaultMapping(t)
 	d := NewDecoder(m, Options{})
 	var b record.Batch
 	data := append(before("a"), before("b")...)
@@ -374,7 +371,7 @@ func eventStream(tb testing.TB, m *Mapping, n int) []byte {
 }
 
 func BenchmarkBinaryDecode(b *testing.B) {
-	m, _ := DefaultMapping(record.Builtin())
+	m := defaultMapping(b)
 	const n = 1000
 	data := eventStream(b, m, n)
 	d := NewDecoder(m, Options{})
@@ -397,7 +394,7 @@ func BenchmarkBinaryDecode(b *testing.B) {
 }
 
 func BenchmarkBinaryEncode(b *testing.B) {
-	m, _ := DefaultMapping(record.Builtin())
+	m := defaultMapping(b)
 	const n = 1000
 	data := eventStream(b, m, n)
 	var batch record.Batch
