@@ -267,6 +267,17 @@ func (r *run) emit(force bool) error {
 	return nil
 }
 
+// read reads what j has now and passes it on.
+func (r *run) read(j *jvm) error {
+	if err := r.use(j); err != nil {
+		return err
+	}
+	if err := j.poll(r); err != nil {
+		return err
+	}
+	return r.emit(true)
+}
+
 // use makes j's the origin of the records added from now on: a batch
 // holds the records of one JVM directory (or file).
 func (r *run) use(j *jvm) error {
@@ -298,13 +309,7 @@ func (r *run) file(path string) error {
 	}
 	r.jvms[path] = j
 	for {
-		if err := r.use(j); err != nil {
-			return err
-		}
-		if err := j.poll(r); err != nil {
-			return err
-		}
-		if err := r.emit(true); err != nil {
+		if err := r.read(j); err != nil {
 			return err
 		}
 		if !r.s.cfg.Follow || j.exhausted {
@@ -327,13 +332,7 @@ func (r *run) directory() error {
 	for _, d := range dirs {
 		j := r.newJVM(d, true)
 		r.jvms[d] = j
-		if err := r.use(j); err != nil {
-			return err
-		}
-		if err := j.poll(r); err != nil {
-			return err
-		}
-		if err := r.emit(true); err != nil {
+		if err := r.read(j); err != nil {
 			return err
 		}
 		r.forget(d)
