@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/backoff"
 	codec "github.com/tracebridge/tracebridge/internal/codec/jfr"
 	"github.com/tracebridge/tracebridge/internal/lograte"
 	"github.com/tracebridge/tracebridge/internal/metrics"
@@ -316,7 +317,7 @@ func (r *run) file(path string) error {
 			r.publish()
 			return nil
 		}
-		if !sleep(r.ctx, r.s.cfg.PollInterval) {
+		if !backoff.Sleep(r.ctx, r.s.cfg.PollInterval) {
 			r.publish()
 			return nil
 		}
@@ -351,7 +352,7 @@ func (r *run) follow() error {
 			return err
 		}
 		r.publish()
-		if !sleep(r.ctx, r.s.cfg.PollInterval) {
+		if !backoff.Sleep(r.ctx, r.s.cfg.PollInterval) {
 			return nil
 		}
 	}
@@ -479,17 +480,6 @@ func jvmDirs(root string) ([]string, error) {
 		out = append([]string{root}, out...)
 	}
 	return out, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // pidOf returns the process id at the end of a JVM directory's name
