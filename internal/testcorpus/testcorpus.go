@@ -30,6 +30,17 @@ func Path(tb testing.TB, elem ...string) string {
 	return filepath.Join(append([]string{Dir(tb)}, elem...)...)
 }
 
+// Read returns the contents of a corpus file (see Path), failing the test
+// when it cannot be read.
+func Read(tb testing.TB, elem ...string) []byte {
+	tb.Helper()
+	data, err := os.ReadFile(Path(tb, elem...))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
+}
+
 // Find looks for the corpus without a test.
 func Find() (string, bool) {
 	if d := os.Getenv("TRACEBRIDGE_SHARED"); d != "" {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -450,10 +449,7 @@ func FuzzBinaryDecode(f *testing.F) {
 	f.Add(stream[:len(stream)-3])
 	// Bytes of other formats: Kieker's own TCP streams.
 	for _, name := range []string{"java-tcp.bin", "python-tcp.bin", "c-tcp.bin"} {
-		data, err := os.ReadFile(testcorpus.Path(f, "kieker-streams", name))
-		if err != nil {
-			f.Fatal(err)
-		}
+		data := testcorpus.Read(f, "kieker-streams", name)
 		f.Add(data[:min(len(data), 512)])
 	}
 	f.Add([]byte(be{}.i32(1).i64(1).i64(2).i32(3).i32(-3)))
