@@ -30,11 +30,7 @@ func BenchmarkProbe(b *testing.B) {
 		{"disabled", true, func(t *Trace) { t.BeforeOp(benchOp); t.AfterOp(benchOp) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			fb := newFakeBridge(b, true)
-			w, err := NewWriter(Config{Addr: fb.addr()})
-			if err != nil {
-				b.Fatal(err)
-			}
+			w := benchWriter(b, newFakeBridge(b, true).addr())
 			defer w.Close()
 			t := w.StartTrace()
 			if bc.off {
@@ -59,11 +55,7 @@ var errBench = errors.New("bench: failed")
 // BenchmarkProbeParallel measures instrumented calls from GOMAXPROCS
 // goroutines, each with its own trace.
 func BenchmarkProbeParallel(b *testing.B) {
-	fb := newFakeBridge(b, true)
-	w, err := NewWriter(Config{Addr: fb.addr()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	w := benchWriter(b, newFakeBridge(b, true).addr())
 	defer w.Close()
 	b.SetBytes(2 * sizeEvent)
 	b.ReportAllocs()
@@ -101,6 +93,16 @@ func mooMonitored(t *Trace, depth int) int64 {
 	return r
 }
 
+// benchWriter is a Writer to addr.
+func benchWriter(b *testing.B, addr string) *Writer {
+	b.Helper()
+	w, err := NewWriter(Config{Addr: addr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
 // BenchmarkMoo is the benchmark of probe/bench in small: one op is a
 // trace of one call recursing to depth 10 (21 records), sent to a loopback
 // reader that discards, or dropped when no reader listens.
@@ -114,10 +116,7 @@ func BenchmarkMoo(b *testing.B) {
 			if bc.bridge {
 				addr = newFakeBridge(b, true).addr()
 			}
-			w, err := NewWriter(Config{Addr: addr})
-			if err != nil {
-				b.Fatal(err)
-			}
+			w := benchWriter(b, addr)
 			defer w.Close()
 			b.SetBytes(sizeMeta + 20*sizeEvent)
 			b.ReportAllocs()
@@ -142,11 +141,7 @@ func BenchmarkMoo(b *testing.B) {
 // TraceMetadata and InvocationRecord), one call in the child, End. The
 // parent is a long-lived trace, so its own InvocationRecord is paid once.
 func BenchmarkFork(b *testing.B) {
-	fb := newFakeBridge(b, true)
-	w, err := NewWriter(Config{Addr: fb.addr()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	w := benchWriter(b, newFakeBridge(b, true).addr())
 	defer w.Close()
 	t := w.StartTrace()
 	outer := t.EnterOp(benchOp)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
@@ -280,35 +281,7 @@ func TestWriterBridgeLater(t *testing.T) {
 // TestWriterWriteTimeout: a bridge that accepts but never reads makes
 // writes time out; the probes never block and Close returns in time.
 func TestWriterWriteTimeout(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns []net.Conn
-	var mu sync.Mutex
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		ln.Close()
-		<-done
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	}()
-	w := newWriter(t, Config{Addr: ln.Addr().String(), WriteTimeout: 50 * time.Millisecond, CloseTimeout: 200 * time.Millisecond, BufferEvents: 1 << 16})
+	w := newWriter(t, Config{Addr: bridgetest.Blackhole(t), WriteTimeout: 50 * time.Millisecond, CloseTimeout: 200 * time.Millisecond, BufferEvents: 1 << 16})
 	start := time.Now()
 	for time.Since(start) < 2*time.Second && w.Stats().WriteFailures == 0 {
 		for range 1000 {

@@ -154,18 +154,13 @@ func (r *result) rate() float64 { return float64(r.records) / r.elapsed.Seconds(
 
 // run runs the benchmark and returns the exit code.
 func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
-	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "brokers: "+format+"\n", args...) }
-	tmp, done, err := benchkit.WorkDir("tracebridge-brokers-", o.keep, logf)
+	logf := benchkit.Logf(stderr, "brokers")
+	tmp, bin, done, err := benchkit.Setup(ctx, "tracebridge-brokers-", o.bin, o.keep, logf)
 	if err != nil {
 		logf("%v", err)
 		return 1
 	}
 	defer done()
-	bin, err := benchkit.Tracebridge(ctx, o.bin, tmp, logf)
-	if err != nil {
-		logf("%v", err)
-		return 1
-	}
 	bridgeGo := benchkit.GoVersion(bin)
 	stompServer := "not used"
 	if slices.Contains(o.paths, pathSTOMP) {

@@ -8,7 +8,6 @@ import (
 	"github.com/tracebridge/tracebridge/internal/benchkit"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
 )
 
 // tally is what the verifier found in a log.
@@ -48,12 +47,8 @@ func newVerifier(loads []*load, sigs []benchkit.Signature) *verifier {
 // number of KiekerMetadataRecords. Duplicates alone are not an error.
 func verifyLog(ctx context.Context, dir string, loads []*load, sigs []benchkit.Signature) (tally, error) {
 	v := newVerifier(loads, sigs)
-	r, err := kiekerlog.Open(dir, kiekerlog.Options{})
-	if err != nil {
-		return tally{}, fmt.Errorf("log %s: %w", dir, err)
-	}
-	if err := r.Run(ctx, v); err != nil {
-		return tally{}, fmt.Errorf("log %s: %w", dir, err)
+	if err := benchkit.ReadLog(ctx, dir, v); err != nil {
+		return tally{}, err
 	}
 	t := v.finish()
 	return t, t.err()

@@ -117,18 +117,13 @@ type result struct {
 
 // run runs the benchmark and returns the exit code.
 func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
-	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "ingest: "+format+"\n", args...) }
-	tmp, done, err := benchkit.WorkDir("tracebridge-bench-", o.keep, logf)
+	logf := benchkit.Logf(stderr, "ingest")
+	tmp, bin, done, err := benchkit.Setup(ctx, "tracebridge-bench-", o.bin, o.keep, logf)
 	if err != nil {
 		logf("%v", err)
 		return 1
 	}
 	defer done()
-	bin, err := benchkit.Tracebridge(ctx, o.bin, tmp, logf)
-	if err != nil {
-		logf("%v", err)
-		return 1
-	}
 	bridgeGo := benchkit.GoVersion(bin)
 
 	cat := record.Builtin()

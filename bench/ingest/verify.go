@@ -8,7 +8,6 @@ import (
 	"github.com/tracebridge/tracebridge/internal/benchkit"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
 )
 
 // verifier checks a log against what the connections sent: every record
@@ -30,12 +29,8 @@ var _ pipeline.Consumer = (*verifier)(nil)
 // verifyLog reads the log in dir and compares it with what was sent.
 func verifyLog(ctx context.Context, dir string, enc *encoder, streams []*stream, sent []sent) error {
 	v := &verifier{enc: enc, streams: streams, seen: make([]int64, len(streams))}
-	r, err := kiekerlog.Open(dir, kiekerlog.Options{})
-	if err != nil {
-		return fmt.Errorf("log %s: %w", dir, err)
-	}
-	if err := r.Run(ctx, v); err != nil {
-		return fmt.Errorf("log %s: %w", dir, err)
+	if err := benchkit.ReadLog(ctx, dir, v); err != nil {
+		return err
 	}
 	var errs []error
 	if v.first != nil {

@@ -121,22 +121,27 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 
 	var results []timing
-	ours, chunks, err := best(o.runs, func() (timing, int64, error) { return readJSON(ctx, path, nil) })
-	if err != nil {
-		fmt.Fprintln(stderr, "jfr bench:", err)
-		return 1
+	var chunks int64
+	for i, r := range []struct {
+		name  string
+		types []string
+	}{
+		{"tracebridge reader → JSON lines", nil},
+		{"tracebridge reader, --type jdk.ExecutionSample", []string{"jdk.ExecutionSample"}},
+	} {
+		t, n, err := best(o.runs, func() (timing, int64, error) { return readJSON(ctx, path, r.types) })
+		if err != nil {
+			fmt.Fprintln(stderr, "jfr bench:", err)
+			return 1
+		}
+		if i == 0 {
+			chunks = n // of the whole recording
+		}
+		t.name = r.name
+		t.note = fmt.Sprintf("best of %d", o.runs)
+		results = append(results, t)
 	}
-	ours.name = "tracebridge reader → JSON lines"
-	ours.note = fmt.Sprintf("best of %d", o.runs)
-	results = append(results, ours)
-	filtered, _, err := best(o.runs, func() (timing, int64, error) { return readJSON(ctx, path, []string{"jdk.ExecutionSample"}) })
-	if err != nil {
-		fmt.Fprintln(stderr, "jfr bench:", err)
-		return 1
-	}
-	filtered.name = "tracebridge reader, --type jdk.ExecutionSample"
-	filtered.note = fmt.Sprintf("best of %d", o.runs)
-	results = append(results, filtered)
+	ours := results[0]
 	var printT timing
 	if !o.noPrint {
 		fmt.Fprintln(stderr, "running jfr print --json (slow) …")

@@ -112,7 +112,7 @@ type sample struct {
 func (s sample) perCPU() float64 { return float64(s.spans) / s.cpu.Seconds() }
 
 func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
-	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "otlp: "+format+"\n", args...) }
+	logf := benchkit.Logf(stderr, "otlp")
 	tmp, done, err := benchkit.WorkDir("tracebridge-otlp-bench-", o.keep, logf)
 	if err != nil {
 		logf("%v", err)

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -134,7 +135,7 @@ func checkBookstore(t *testing.T, r bridgetest.Result, ex bridgetest.Account, re
 		t.Fatalf("bookstore.pl exited %d\n%s", r.Code, r.Stderr)
 	}
 	got := traces(t, recs, eprintsRoot)
-	if diff := cmp.Diff(sorted(ex.Expect), sorted(got)); diff != "" {
+	if diff := cmp.Diff(slices.Sorted(slices.Values(ex.Expect)), slices.Sorted(slices.Values(got))); diff != "" {
 		t.Fatalf("logged traces differ from the executed ones (-executed +logged):\n%s", diff)
 	}
 	if len(ex.Expect) != 8 {
@@ -207,12 +208,6 @@ func runExample(t *testing.T, pl, transport string, env ...string) (bridgetest.R
 	cmd.Env = append(os.Environ(), env...)
 	r := bridgetest.Exec(t, cmd)
 	return r, bridgetest.ParseAccount(t, r)
-}
-
-func sorted(s []string) []string {
-	s = append([]string(nil), s...)
-	sort.Strings(s)
-	return s
 }
 
 // traces returns the call tree of every trace in the log; every trace must

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -68,7 +69,7 @@ func TestBookstore(t *testing.T) {
 	}
 	recs := bridgetest.ReadLog(t, br.LogDir)
 	trees, threads := traces(t, recs)
-	if diff := cmp.Diff(sorted(ex.Expect), sorted(trees)); diff != "" {
+	if diff := cmp.Diff(slices.Sorted(slices.Values(ex.Expect)), slices.Sorted(slices.Values(trees))); diff != "" {
 		t.Fatalf("logged traces differ from the executed ones (-executed +logged):\n%s", diff)
 	}
 	if len(ex.Expect) != 12 {
@@ -208,7 +209,7 @@ func TestThreads(t *testing.T) {
 		}
 		spans += len(got)
 		sort.Strings(got)
-		w := sorted(want[req])
+		w := slices.Sorted(slices.Values(want[req]))
 		if diff := cmp.Diff(w, got); diff != "" {
 			t.Errorf("request %d: assembled tree differs from the calls executed (-executed +assembled):\n%s", req, diff)
 		}
@@ -303,12 +304,6 @@ func runExample(t *testing.T, py, port string, args ...string) (bridgetest.Resul
 	cmd.Env = append(os.Environ(), "TRACEBRIDGE_HOST=127.0.0.1", "TRACEBRIDGE_PORT="+port, "PYTHONDONTWRITEBYTECODE=1")
 	r := bridgetest.Exec(t, cmd)
 	return r, bridgetest.ParseAccount(t, r)
-}
-
-func sorted(s []string) []string {
-	s = append([]string(nil), s...)
-	sort.Strings(s)
-	return s
 }
 
 // traces returns the call tree of every trace in the log and the number of

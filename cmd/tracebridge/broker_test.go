@@ -30,10 +30,7 @@ func TestPerlProbeFramesThroughRabbitMQ(t *testing.T) {
 	servicetest.Require(t, servicetest.RabbitSTOMP, "RabbitMQ STOMP")
 	dest := fmt.Sprintf("/queue/tracebridge-e2e-%d", rand.Int64())
 	servicetest.DeleteQueueAfter(t, dest)
-	frames, err := os.ReadFile(testcorpus.Path(t, "kieker-streams", "perl-stomp.bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	frames := testcorpus.Read(t, "kieker-streams", "perl-stomp.bin")
 	// The probes hard-code login hello/there; RabbitMQ here has guest/guest.
 	frames = bytes.ReplaceAll(frames, []byte("login:hello\n"), []byte("login:guest\n"))
 	frames = bytes.ReplaceAll(frames, []byte("passcode:there\n"), []byte("passcode:guest\n"))

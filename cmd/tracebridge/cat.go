@@ -64,9 +64,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	asJSON := fs.Bool("json", false, "print one JSON object per record")
 	var types repeatFlag
 	fs.Var(&types, "type", "print only records of these types: names, names without package, globs such as jdk.GC* (repeatable or comma-separated); JFR inputs decode only those")
-	skipBad := skipBadFlag(fs)
-	strict := strictFlag(fs)
-	libs := libsFlag(fs)
+	read := logReadFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -75,7 +73,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usagef("cat: no log directory or recording given")
 	}
 	typeList := splitTypes(types)
-	cat, err := loadCatalog(*libs)
+	cat, err := loadCatalog(*read.libs)
 	if err != nil {
 		return err
 	}
@@ -116,7 +114,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			}
 			continue
 		}
-		r, err := kiekerlog.Open(p, kiekerlog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report, Strict: *strict, OnCutEnd: warnCutEnd(stderr)})
+		r, err := kiekerlog.Open(p, kiekerlog.Options{Catalog: cat, SkipBad: *read.skipBad, OnSkip: skips.report, Strict: *read.strict, OnCutEnd: warnCutEnd(stderr)})
 		if err != nil {
 			return err
 		}

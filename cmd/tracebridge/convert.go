@@ -21,9 +21,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Var(&types, "type", "JFR input: convert only the events of these types (names, names without package, globs; repeatable or comma-separated)")
 	compress := fs.String("compress", "none", "compression of the data files: none, deflate, gzip, zip or xz")
 	maxEntries := fs.Int("max-entries", logdir.DefaultMaxEntriesInFile, "records per data file (Kieker's maxEntriesInFile)")
-	skipBad := skipBadFlag(fs)
-	strict := strictFlag(fs)
-	libs := libsFlag(fs)
+	read := logReadFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -58,7 +56,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			Path: pos[1], Binary: binary, Compression: comp, MaxEntriesInFile: *maxEntries, Metadata: true,
 		}, stdout, stderr)
 	}
-	cat, err := loadCatalog(*libs)
+	cat, err := loadCatalog(*read.libs)
 	if err != nil {
 		return err
 	}
@@ -68,7 +66,7 @@ func cmdConvert(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	// One output log per input log: IN may hold several. On a terminal a
 	// progress bar shows the bytes read of all of them.
-	readers, bar, _, err := openLogs(logs, srclog.Options{Catalog: cat, SkipBad: *skipBad, Strict: *strict}, stderr)
+	readers, bar, _, err := openLogs(logs, srclog.Options{Catalog: cat, SkipBad: *read.skipBad, Strict: *read.strict}, stderr)
 	if err != nil {
 		return err
 	}

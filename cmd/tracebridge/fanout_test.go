@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -13,37 +11,6 @@ import (
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/sink/forward"
 )
-
-// blackhole accepts connections and never reads from them.
-func blackhole(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
 
 // TestBlockedBestEffortSink: while a best-effort forward sink is stuck on
 // a receiver that accepts but never reads, 1 M records arrive; the Kieker
@@ -55,7 +22,7 @@ func TestBlockedBestEffortSink(t *testing.T) {
 		t.Skip("sends 1 M records")
 	}
 	const n = 1_000_000
-	hole := blackhole(t)
+	hole := bridgetest.Blackhole(t)
 	p := bridgetest.StartConfig(t, `flush_interval: 100ms
 metrics: "127.0.0.1:0"
 receivers:

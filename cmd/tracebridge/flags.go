@@ -85,6 +85,17 @@ func strictFlag(fs *flag.FlagSet) *bool {
 	return fs.Bool("strict", false, "stop at a record whose type is not in the catalogue (by default such records are skipped and counted per type)")
 }
 
+// readFlags are the flags of the commands that print or rewrite records.
+type readFlags struct {
+	skipBad, strict *bool
+	libs            *listFlag
+}
+
+// logReadFlags defines --skip-bad, --strict and -L.
+func logReadFlags(fs *flag.FlagSet) readFlags {
+	return readFlags{skipBad: skipBadFlag(fs), strict: strictFlag(fs), libs: libsFlag(fs)}
+}
+
 // repeatFlag collects a repeatable flag's values as given.
 type repeatFlag []string
 

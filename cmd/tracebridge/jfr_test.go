@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,37 +27,10 @@ import (
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
-var (
-	jfrRecOnce sync.Once
-	jfrRec     string
-	jfrRecDir  string
-	jfrRecErr  error
-)
-
-// removeJFRRecording removes the shared recording (TestMain).
-func removeJFRRecording() {
-	if jfrRecDir != "" {
-		os.RemoveAll(jfrRecDir)
-	}
-}
-
-// jfrRecording is a three-second recording of the Java workload with the
+// jfrRec is a three-second recording of the Java workload with the
 // profile settings, cut into 1 MB chunks (several chunks, rotations),
-// shared by the tests of this file.
-func jfrRecording(t *testing.T) (jfrtest.Tools, string) {
-	t.Helper()
-	tools := jfrtest.Require(t)
-	jfrRecOnce.Do(func() {
-		jfrRecDir, jfrRecErr = os.MkdirTemp("", "tracebridge-cmd-jfr-")
-		if jfrRecErr == nil {
-			jfrRec, jfrRecErr = tools.Record(jfrRecDir, jfrtest.Options{Seconds: 3, MaxChunkSize: "1M", RunID: "cmd"})
-		}
-	})
-	if jfrRecErr != nil {
-		t.Fatal(jfrRecErr)
-	}
-	return tools, jfrRec
-}
+// shared by the tests of this file; TestMain removes it.
+var jfrRec = jfrtest.Shared{Options: jfrtest.Options{Seconds: 3, MaxChunkSize: "1M", RunID: "cmd"}}
 
 // fullCounts counts the JSON lines by full type name.
 func fullCounts(t *testing.T, jsonLines string) map[string]int64 {
@@ -97,7 +69,7 @@ func summaryEvents(t *testing.T, tools jfrtest.Tools, path string) (map[string]i
 // are described beside kieker.map) with exactly the same records, in the
 // binary and the ASCII format.
 func TestCatAndConvertJFR(t *testing.T) {
-	tools, rec := jfrRecording(t)
+	tools, rec := jfrRec.Get(t)
 	want, chunks := summaryEvents(t, tools, rec)
 	whole := ok(t, "cat", "--json", rec)
 	got := fullCounts(t, whole.stdout)
@@ -201,7 +173,7 @@ func be64(b []byte) uint64 {
 // and the reason, go on, print or write every readable event, and exit
 // with 1.
 func TestDamagedJFR(t *testing.T) {
-	tools, rec := jfrRecording(t)
+	tools, rec := jfrRec.Get(t)
 	data, err := os.ReadFile(rec)
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +225,7 @@ func TestDamagedJFR(t *testing.T) {
 // execution samples, in all and per thread; the samples add up to jfr
 // summary's count.
 func TestAnalyzeFlame(t *testing.T) {
-	tools, rec := jfrRecording(t)
+	tools, rec := jfrRec.Get(t)
 	want, _ := summaryEvents(t, tools, rec)
 	dir := t.TempDir()
 	prefix := filepath.Join(dir, "cpu")
@@ -618,7 +590,7 @@ func TestServeSamplesOnOTLPSpans(t *testing.T) {
 // and a truncated one beside good chunks: serve logs each with its file,
 // offset and reason, and writes the events of the good chunks.
 func TestServeReportsDamagedChunks(t *testing.T) {
-	tools, rec := jfrRecording(t)
+	tools, rec := jfrRec.Get(t)
 	data, err := os.ReadFile(rec)
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 
 func TestMain(m *testing.M) {
 	code := bridgetest.Run(m)
-	removeJFRRecording()
+	jfrRec.Remove()
 	os.Exit(code)
 }
 

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -82,16 +81,7 @@ func TestGolden(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { golden(t, tc.name, tc.got) })
 	}
 
-	var m *MessageTrace
-	assemble(t, logDir(t, "kieker-1.15-ascii-applicationtracemetadata-teastore"), func(tr *trace.Trace) {
-		ms, _ := Messages(tr, Options{})
-		for _, x := range ms {
-			if x.ID == "-4143345278184849407" {
-				m = x
-			}
-		}
-	})
-	ct := TraceCallTree(m).WithoutStats()
+	ct := TraceCallTree(teastoreTrace(t)).WithoutStats()
 	golden(t, "teastore-call-tree.dot", dot(t, ct, DOTOptions{ShortLabels: true}))
 	golden(t, "teastore-call-tree.json", jsonOf(t, ct))
 }

@@ -182,10 +182,10 @@ func TestCorpusLikeKieker(t *testing.T) {
 	}
 }
 
-// TestTeastoreCallTree checks the call tree of one trace of the TeaStore
-// log: the nodes in call order, the edges numbered 1., 2., … as Kieker
-// labels them.
-func TestTeastoreCallTree(t *testing.T) {
+// teastoreTrace is the message trace -4143345278184849407 of the TeaStore
+// log.
+func teastoreTrace(t *testing.T) *MessageTrace {
+	t.Helper()
 	var m *MessageTrace
 	assemble(t, logDir(t, "kieker-1.15-ascii-applicationtracemetadata-teastore"), func(tr *trace.Trace) {
 		ms, _ := Messages(tr, Options{})
@@ -198,7 +198,14 @@ func TestTeastoreCallTree(t *testing.T) {
 	if m == nil {
 		t.Fatal("trace -4143345278184849407 not found")
 	}
-	g := TraceCallTree(m)
+	return m
+}
+
+// TestTeastoreCallTree checks the call tree of one trace of the TeaStore
+// log: the nodes in call order, the edges numbered 1., 2., … as Kieker
+// labels them.
+func TestTeastoreCallTree(t *testing.T) {
+	g := TraceCallTree(teastoreTrace(t))
 	type call struct {
 		from, to string
 		order    int

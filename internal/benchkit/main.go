@@ -83,3 +83,25 @@ func Tracebridge(ctx context.Context, bin, dir string, logf func(format string, 
 	logf("building ./cmd/tracebridge")
 	return Build(ctx, dir)
 }
+
+// Logf returns a benchmark's progress logger: lines on w prefixed with
+// the benchmark's name.
+func Logf(w io.Writer, name string) func(format string, args ...any) {
+	return func(format string, args ...any) { fmt.Fprintf(w, name+": "+format+"\n", args...) }
+}
+
+// Setup makes a benchmark's work directory (WorkDir) and finds or builds
+// the tracebridge binary in it (Tracebridge); done removes or keeps the
+// directory.
+func Setup(ctx context.Context, pattern, bin string, keep bool, logf func(format string, args ...any)) (dir, tracebridge string, done func(), err error) {
+	dir, done, err = WorkDir(pattern, keep, logf)
+	if err != nil {
+		return "", "", nil, err
+	}
+	tracebridge, err = Tracebridge(ctx, bin, dir, logf)
+	if err != nil {
+		done()
+		return "", "", nil, err
+	}
+	return dir, tracebridge, done, nil
+}

@@ -38,6 +38,24 @@ type Tasks struct {
 	Calls      Result
 }
 
+// CheckTasksRun checks a run of a tasks example against the bridge b
+// whose processes print "dropped=N" when they end: both exited 0 with
+// nothing on stderr and every process, the callees too, dropped nothing.
+// Then it stops b and checks its log (CheckTasks).
+func CheckTasksRun(tb testing.TB, b *Process, tk Tasks) {
+	tb.Helper()
+	for _, r := range []Result{tk.Pool, tk.Calls} {
+		if r.Code != 0 || r.Stderr != "" {
+			tb.Fatalf("tasks example exited %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	if n := strings.Count(tk.Pool.Stdout+tk.Calls.Stdout, "dropped=0"); n != 2+tk.Requests {
+		tb.Fatalf("%d processes report nothing dropped, want %d\n%s%s", n, 2+tk.Requests, tk.Pool.Stdout, tk.Calls.Stdout)
+	}
+	b.Stop()
+	CheckTasks(tb, b.LogDir, ReadLog(tb, b.LogDir), tk)
+}
+
 // CheckTasks fails tb unless the log in dir, whose records are recs,
 // holds what the tasks example did: sound InvocationRecords, one for the
 // pool's trace, each job and both sides of each request; one pool process,

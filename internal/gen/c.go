@@ -573,10 +573,7 @@ func cSample(k record.Kind, v record.Value) string {
 }
 
 func (g *cgen) test(o Options) ([]byte, error) {
-	ts := make([]*tinfo, len(g.types))
-	for i, c := range g.types {
-		ts[i] = c.tinfo
-	}
+	ts := infos(g.types)
 	samples, exp, err := testData(ts)
 	if err != nil {
 		return nil, err

@@ -301,17 +301,7 @@ func (w *goWriter) typ(g *goType) {
 		w.p("if err := r.check(); err != nil { return dst, err }")
 	}
 	w.p("dst = binary.BigEndian.AppendUint32(dst, uint32(id))")
-	for i, f := range t.fields {
-		x := "r." + g.fields[i]
-		if f.array {
-			w.p("dst = binary.BigEndian.AppendUint32(dst, uint32(len(%s)))", x)
-			w.p("for _, v := range %s {", x)
-			w.p("%s", w.goPut(f.kind, "v", false))
-			w.p("}")
-			continue
-		}
-		w.p("%s", w.goPut(f.kind, x, false))
-	}
+	g.putFields(w, nil)
 	w.p("return dst, nil")
 	w.p("}")
 	w.p("")
@@ -350,24 +340,32 @@ func (w *goWriter) typ(g *goType) {
 	}
 	w.p("dst = binary.BigEndian.AppendUint32(dst, cid)")
 	w.p("dst = binary.BigEndian.AppendUint64(dst, uint64(loggingTimestamp))")
-	for i, f := range t.fields {
+	g.putFields(w, strID)
+	w.p("return dst, nil")
+	w.p("}")
+	w.p("")
+}
+
+// putFields writes the statements appending the fields of r: for KDB
+// when strID is nil, else for Kieker, with the registry ids of the scalar
+// strings in the locals strID names by field.
+func (g *goType) putFields(w *goWriter, strID map[int]string) {
+	kieker := strID != nil
+	for i, f := range g.tinfo.fields {
 		x := "r." + g.fields[i]
 		if f.array {
 			w.p("dst = binary.BigEndian.AppendUint32(dst, uint32(len(%s)))", x)
 			w.p("for _, v := range %s {", x)
-			w.p("%s", w.goPut(f.kind, "v", true))
+			w.p("%s", w.goPut(f.kind, "v", kieker))
 			w.p("}")
 			continue
 		}
-		if f.kind == record.String {
+		if kieker && f.kind == record.String {
 			w.p("dst = binary.BigEndian.AppendUint32(dst, %s)", strID[i])
 			continue
 		}
-		w.p("%s", w.goPut(f.kind, x, true))
+		w.p("%s", w.goPut(f.kind, x, kieker))
 	}
-	w.p("return dst, nil")
-	w.p("}")
-	w.p("")
 }
 
 // goPut returns the statement appending the value x of kind k.
@@ -437,10 +435,7 @@ func floatLit(s string) string {
 
 // goTest writes the round-trip test of the Go code.
 func goTest(gts []*goType, o Options) ([]byte, error) {
-	ts := make([]*tinfo, len(gts))
-	for i, g := range gts {
-		ts[i] = g.tinfo
-	}
+	ts := infos(gts)
 	samples, exp, err := testData(ts)
 	if err != nil {
 		return nil, err
@@ -578,10 +573,7 @@ func goTest(gts []*goType, o Options) ([]byte, error) {
 // written as tracebridge's encoders write it (as is to KDB, with U+FFFD to
 // Kieker).
 func goErrorPaths(w *goWriter, gts []*goType, samples []record.Record) error {
-	ts := make([]*tinfo, len(gts))
-	for i, g := range gts {
-		ts[i] = g.tinfo
-	}
+	ts := infos(gts)
 	k := errorType(ts)
 	g := gts[k]
 	rec := samples[k*SamplesPerType].Clone()

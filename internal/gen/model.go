@@ -356,3 +356,16 @@ func typeIdents(ts []*tinfo, n *namer, mk func(string) string) ([]string, error)
 	}
 	return ids, nil
 }
+
+// info returns t; the emitters' types embed *tinfo and so have it too.
+func (t *tinfo) info() *tinfo { return t }
+
+// infos returns the language-independent part of each of an emitter's
+// types.
+func infos[T interface{ info() *tinfo }](types []T) []*tinfo {
+	ts := make([]*tinfo, len(types))
+	for i, t := range types {
+		ts[i] = t.info()
+	}
+	return ts
+}

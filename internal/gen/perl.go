@@ -368,10 +368,7 @@ func perlExact(f float64) bool {
 }
 
 func perlTest(pts []*perlType, o Options) ([]byte, error) {
-	ts := make([]*tinfo, len(pts))
-	for i, p := range pts {
-		ts[i] = p.tinfo
-	}
+	ts := infos(pts)
 	samples, exp, err := testData(ts)
 	if err != nil {
 		return nil, err

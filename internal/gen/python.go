@@ -420,10 +420,7 @@ func pyFloat(f float64) string {
 // number out of range, a lone surrogate) raises and leaves the buffer and
 // a fresh registry untouched.
 func pyErrorPaths(w *pyWriter, pts []*pyType, samples []record.Record, o Options) {
-	ts := make([]*tinfo, len(pts))
-	for i, p := range pts {
-		ts[i] = p.tinfo
-	}
+	ts := infos(pts)
 	k := errorType(ts)
 	p := pts[k]
 	rec := samples[k*SamplesPerType]
@@ -467,10 +464,7 @@ func pyErrorPaths(w *pyWriter, pts []*pyType, samples []record.Record, o Options
 }
 
 func pyTest(pts []*pyType, o Options) ([]byte, error) {
-	ts := make([]*tinfo, len(pts))
-	for i, p := range pts {
-		ts[i] = p.tinfo
-	}
+	ts := infos(pts)
 	samples, exp, err := testData(ts)
 	if err != nil {
 		return nil, err

@@ -115,15 +115,7 @@ func TestLoadPartsWithDependencies(t *testing.T) {
 	full := typeMap(t, loadCorpus(t))
 	all := map[string]*File{}
 	for _, name := range corpusFiles(t) {
-		src, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := Parse(name, src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all[name] = f
+		all[name] = parseFile(t, name)
 	}
 	check := func(t *testing.T, own []string, paths []string) {
 		m, err := Load(paths...)

@@ -36,6 +36,20 @@ func corpusFiles(tb testing.TB) []string {
 	return files
 }
 
+// parseFile parses the IRL file name.
+func parseFile(tb testing.TB, name string) *File {
+	tb.Helper()
+	src, err := os.ReadFile(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f, err := Parse(name, src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f
+}
+
 func TestParse(t *testing.T) {
 	tests := []struct {
 		name string
@@ -240,14 +254,7 @@ func TestParseFileSizeLimit(t *testing.T) {
 func TestFormatRoundTrip(t *testing.T) {
 	for _, name := range corpusFiles(t) {
 		t.Run(filepath.Base(name), func(t *testing.T) {
-			src, err := os.ReadFile(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := Parse(name, src)
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := parseFile(t, name)
 			out := Format(f)
 			g, err := Parse(name, out)
 			if err != nil {

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -93,16 +92,10 @@ sinks:
   - {type: store}
 `, hash))
 	cfg.DataDir = dir
-	s, err := Build(cfg, Settings{Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, stop := start(t, cfg, Settings{Version: "test"})
 	if s.HTTPAddr == "" || s.HTTPScheme != "http" {
 		t.Fatalf("http on %q %q", s.HTTPScheme, s.HTTPAddr)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- s.Run(ctx) }()
 	c := &client{t: t, base: "http://" + s.HTTPAddr, tok: tok, http: &http.Client{Timeout: 30 * time.Second}}
 	for i := 0; ; i++ {
 		if code, _ := c.do("GET", "/readyz", "", false); code == 200 {
@@ -265,14 +258,14 @@ sinks:
 	// Requests while the bridge stops: answered or refused, never a
 	// read of a closed store (the race detector watches).
 	var wg sync.WaitGroup
-	stop := make(chan struct{})
+	quit := make(chan struct{})
 	for range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				select {
-				case <-stop:
+				case <-quit:
 					return
 				default:
 				}
@@ -284,11 +277,10 @@ sinks:
 		}()
 	}
 	time.Sleep(50 * time.Millisecond)
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	close(stop)
+	close(quit)
 	wg.Wait()
 	if _, err := c.http.Get(c.base + "/healthz"); err == nil {
 		t.Error("the http listener still answers after Run returned")
@@ -334,14 +326,7 @@ func TestHTTPListenerSecurity(t *testing.T) {
 
 	// HTTPS answers.
 	cfg := parse(t, fmt.Sprintf("http: {listen: '127.0.0.1:0', tls: {cert: %q, key: %q}}\nreceivers: [{type: kieker-tcp, listen: '127.0.0.1:0'}]\nsinks: [{type: kieker-log}]\n", cert, key))
-	cfg.DataDir = t.TempDir()
-	s, err := Build(cfg, Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- s.Run(ctx) }()
+	s, stop := start(t, cfg, Settings{})
 	pool := x509.NewCertPool()
 	pb, _ := os.ReadFile(cert)
 	pool.AppendCertsFromPEM(pb)
@@ -357,8 +342,7 @@ func TestHTTPListenerSecurity(t *testing.T) {
 		t.Errorf("no store: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	cancel()
-	<-done
+	stop()
 }
 
 func parseErr(yaml string) (*config.Config, error) { return config.Parse([]byte(yaml)) }

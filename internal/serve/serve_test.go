@@ -27,6 +27,26 @@ func parse(t *testing.T, yaml string) *config.Config {
 	return c
 }
 
+// start builds cfg (its data directory a temporary one unless set) and
+// runs the bridge; stop ends the run and returns Run's error.
+func start(t *testing.T, cfg *config.Config, set Settings) (s *Server, stop func() error) {
+	t.Helper()
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	s, err := Build(cfg, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	return s, func() error {
+		cancel()
+		return <-done
+	}
+}
+
 func TestBuildDefaultLikeConfig(t *testing.T) {
 	dir := t.TempDir()
 	cfg := parse(t, `
@@ -264,14 +284,7 @@ func TestSpansBecomeExecutionsInTheKiekerLog(t *testing.T) {
 // same configuration and are added while the bridge runs.
 func TestConsoleStopStartAddReceivers(t *testing.T) {
 	cfg := parse(t, "receivers: [{name: k, type: kieker-tcp, listen: '127.0.0.1:0'}]\nsinks: [{type: kieker-log}]\n")
-	cfg.DataDir = t.TempDir()
-	s, err := Build(cfg, Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- s.Run(ctx) }()
+	s, stop := start(t, cfg, Settings{})
 	time.Sleep(50 * time.Millisecond)
 	if err := s.StopReceiver("k"); err != nil {
 		t.Fatal(err)
@@ -296,8 +309,7 @@ func TestConsoleStopStartAddReceivers(t *testing.T) {
 	if !strings.Contains(string(y), "tcp-server") {
 		t.Fatalf("effective config:\n%s", y)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 }

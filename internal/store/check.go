@@ -20,6 +20,32 @@ type CheckResult struct {
 	Problems []string
 }
 
+// problemf adds a problem.
+func (res *CheckResult) problemf(format string, args ...any) {
+	res.Problems = append(res.Problems, fmt.Sprintf(format, args...))
+}
+
+// eachSegment counts p and its segments and calls fn with each segment
+// that opens (one that does not is a problem); fn closes f.
+func (res *CheckResult) eachSegment(p *partition, fn func(n uint32, f *os.File, path string)) error {
+	res.Hosts++
+	segs, err := p.segments()
+	if err != nil {
+		return err
+	}
+	for _, n := range segs {
+		res.Segments++
+		path := filepath.Join(p.dir, segName(n))
+		f, err := os.Open(path)
+		if err != nil {
+			res.problemf("%s: %v", path, err)
+			continue
+		}
+		fn(n, f, path)
+	}
+	return nil
+}
+
 // Check verifies a store no process holds open: every block's checksum
 // and contents, and that the index and the segments agree.
 func Check(dir string) (CheckResult, error) {
@@ -31,29 +57,17 @@ func Check(dir string) (CheckResult, error) {
 	var res CheckResult
 	seen := map[[2]uint64]bool{}
 	for _, p := range s.partitions() {
-		res.Hosts++
-		segs, err := p.segments()
-		if err != nil {
-			return res, err
-		}
-		for _, n := range segs {
-			res.Segments++
-			path := filepath.Join(p.dir, segName(n))
-			f, err := os.Open(path)
-			if err != nil {
-				res.Problems = append(res.Problems, fmt.Sprintf("%s: %v", path, err))
-				continue
-			}
+		err := res.eachSegment(p, func(_ uint32, f *os.File, path string) {
 			if _, err := readSegHeader(f); err != nil {
-				res.Problems = append(res.Problems, fmt.Sprintf("%s: %v", path, err))
+				res.problemf("%s: %v", path, err)
 				f.Close()
-				continue
+				return
 			}
 			end, err := scanBlocks(f, segHeaderSize, func(off int64, h blockHeader, raw []byte) error {
 				res.Blocks++
 				pl, err := parsePayload(raw)
 				if err != nil {
-					res.Problems = append(res.Problems, fmt.Sprintf("%s: offset %d: %v", path, off, err))
+					res.problemf("%s: offset %d: %v", path, off, err)
 					return nil
 				}
 				p.smu.RLock()
@@ -61,14 +75,14 @@ func Check(dir string) (CheckResult, error) {
 				for i, body := range pl.traces {
 					t, err := decodeTrace(body, p.syms)
 					if err != nil {
-						res.Problems = append(res.Problems, fmt.Sprintf("%s: offset %d: trace %d: %v", path, off, i, err))
+						res.problemf("%s: offset %d: trace %d: %v", path, off, i, err)
 						continue
 					}
 					res.Traces++
 					seen[[2]uint64{t.ID.Hi, t.ID.Lo}] = true
 					v, c, err := s.db.Get(keyTrace(t.ID))
 					if err != nil {
-						res.Problems = append(res.Problems, fmt.Sprintf("%s: offset %d: trace %s is not in the index (tracebridge store rebuild fixes it)", path, off, t.ID))
+						res.problemf("%s: offset %d: trace %s is not in the index (tracebridge store rebuild fixes it)", path, off, t.ID)
 						continue
 					}
 					c.Close()
@@ -78,9 +92,12 @@ func Check(dir string) (CheckResult, error) {
 			})
 			if err != nil {
 				st, _ := f.Stat()
-				res.Problems = append(res.Problems, fmt.Sprintf("%s: offset %d: %v (%d bytes unreadable)", path, end, err, st.Size()-end))
+				res.problemf("%s: offset %d: %v (%d bytes unreadable)", path, end, err, st.Size()-end)
 			}
 			f.Close()
+		})
+		if err != nil {
+			return res, err
 		}
 	}
 	// Index entries that point nowhere.
@@ -95,7 +112,7 @@ func Check(dir string) (CheckResult, error) {
 		}
 		id := idFromKey(k)
 		if !seen[[2]uint64{id.Hi, id.Lo}] {
-			res.Problems = append(res.Problems, fmt.Sprintf("index: trace %s points to no readable block", id))
+			res.problemf("index: trace %s points to no readable block", id)
 		}
 	}
 	return res, it.Close()
@@ -146,7 +163,7 @@ func Rebuild(dir string) (CheckResult, error) {
 		if p == nil {
 			name, err := os.ReadFile(filepath.Join(hostsDir, e.Name(), hostNameFile))
 			if err != nil {
-				res.Problems = append(res.Problems, fmt.Sprintf("%s: no host record and no name file; skipped", filepath.Join(hostsDir, e.Name())))
+				res.problemf("%s: no host record and no name file; skipped", filepath.Join(hostsDir, e.Name()))
 				continue
 			}
 			h := Host{Name: strings.TrimSpace(string(name)), ID: id, Created: s.opt.Now().UTC()}
@@ -155,24 +172,12 @@ func Rebuild(dir string) (CheckResult, error) {
 			}
 			p = s.addPartition(id, h.Name)
 		}
-		res.Hosts++
 		p.syms = newSymbols()
 		p.enc.syms = p.syms
 		p.bmu.Lock()
 		p.blocks = nil
 		p.bmu.Unlock()
-		segs, err := p.segments()
-		if err != nil {
-			return res, err
-		}
-		for _, n := range segs {
-			res.Segments++
-			path := filepath.Join(p.dir, segName(n))
-			f, err := os.Open(path)
-			if err != nil {
-				res.Problems = append(res.Problems, fmt.Sprintf("%s: %v", path, err))
-				continue
-			}
+		err = res.eachSegment(p, func(n uint32, f *os.File, path string) {
 			end, err := scanBlocks(f, segHeaderSize, func(off int64, h blockHeader, raw []byte) error {
 				pl, err := parsePayload(raw)
 				if err == nil {
@@ -184,7 +189,7 @@ func Rebuild(dir string) (CheckResult, error) {
 					res.Traces += s.recovery.Traces - before
 				}
 				if err != nil {
-					res.Problems = append(res.Problems, fmt.Sprintf("%s: offset %d: %v", path, off, err))
+					res.problemf("%s: offset %d: %v", path, off, err)
 					return errors.Join(errTorn, err) // later blocks' symbols may depend on it
 				}
 				res.Blocks++
@@ -192,10 +197,13 @@ func Rebuild(dir string) (CheckResult, error) {
 			})
 			if err != nil {
 				st, _ := f.Stat()
-				res.Problems = append(res.Problems, fmt.Sprintf("%s: offset %d: %v (%d bytes skipped)", path, end, err, st.Size()-end))
+				res.problemf("%s: offset %d: %v (%d bytes skipped)", path, end, err, st.Size()-end)
 			}
 			s.batch.Set(keyMark(p.id), markValue(n, end), nil)
 			f.Close()
+		})
+		if err != nil {
+			return res, err
 		}
 	}
 	if v, c, err := s.db.Get(keyNextHost); err == nil {

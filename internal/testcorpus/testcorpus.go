@@ -30,6 +30,35 @@ func Path(tb testing.TB, elem ...string) string {
 	return filepath.Join(append([]string{Dir(tb)}, elem...)...)
 }
 
+// Read returns the contents of a corpus file (see Path), failing the test
+// when it cannot be read.
+func Read(tb testing.TB, elem ...string) []byte {
+	tb.Helper()
+	data, err := os.ReadFile(Path(tb, elem...))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
+}
+
+// LogNames returns the names of the directories in kieker-logs, the
+// corpus' Kieker logs (kieker-2.0-compressed holds one variant of a log
+// per directory), in directory order.
+func LogNames(tb testing.TB) []string {
+	tb.Helper()
+	entries, err := os.ReadDir(Path(tb, "kieker-logs"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}
+
 // Find looks for the corpus without a test.
 func Find() (string, bool) {
 	if d := os.Getenv("TRACEBRIDGE_SHARED"); d != "" {

@@ -561,12 +561,7 @@ func (a *Assembler) finish(f *family, final bool) {
 // kiekerSpanID derives a call's span id from its thread trace and the
 // Before event's orderIndex (SplitMix64's finaliser of both).
 func kiekerSpanID(kid int64, order int32) SpanID {
-	x := uint64(kid)*0x9e3779b97f4a7c15 ^ uint64(uint32(order)) ^ 0x6a09e667f3bcc909
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
+	x := Mix(uint64(kid)*0x9e3779b97f4a7c15 ^ uint64(uint32(order)) ^ 0x6a09e667f3bcc909)
 	if x == 0 {
 		x = 1
 	}

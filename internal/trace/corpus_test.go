@@ -2,8 +2,6 @@ package trace_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/tracebridge/tracebridge/internal/pipeline"
@@ -20,17 +18,9 @@ import (
 // traceId other than -1; one span per Before event, per uninstrumented
 // call and per OperationExecutionRecord of a trace.
 func TestCorpusAssembles(t *testing.T) {
-	root := testcorpus.Path(t, "kieker-logs")
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		t.Run(e.Name(), func(t *testing.T) {
-			r, err := kiekerlog.Open(filepath.Join(root, e.Name()), kiekerlog.Options{})
+	for _, name := range testcorpus.LogNames(t) {
+		t.Run(name, func(t *testing.T) {
+			r, err := kiekerlog.Open(testcorpus.Path(t, "kieker-logs", name), kiekerlog.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,26 +12,32 @@
 TB_API void __cyg_profile_func_enter(void *fn, void *site) TB_NOINSTR;
 TB_API void __cyg_profile_func_exit(void *fn, void *site) TB_NOINSTR;
 
-void __cyg_profile_func_enter(void *fn, void *site)
+static inline void hook(void *fn, int leave) TB_NOINSTR;
+
+/* hook records that the function fn is entered or, with leave, left. */
+static inline void hook(void *fn, int leave)
 {
-	(void)site;
 	struct tb_thread *t = tb_enter_probe();
 	if (t == NULL)
 		return;
 	uint64_t v = tb_symbol(fn);
-	if (v != TB_SYM_EXCLUDED)
-		tb_emit_before(t, (tb_str_t)(v >> 32), (tb_str_t)v);
+	if (v != TB_SYM_EXCLUDED) {
+		if (leave)
+			tb_emit_after(t, (tb_str_t)(v >> 32), (tb_str_t)v, 0, 0);
+		else
+			tb_emit_before(t, (tb_str_t)(v >> 32), (tb_str_t)v);
+	}
 	tb_leave_probe(t);
+}
+
+void __cyg_profile_func_enter(void *fn, void *site)
+{
+	(void)site;
+	hook(fn, 0);
 }
 
 void __cyg_profile_func_exit(void *fn, void *site)
 {
 	(void)site;
-	struct tb_thread *t = tb_enter_probe();
-	if (t == NULL)
-		return;
-	uint64_t v = tb_symbol(fn);
-	if (v != TB_SYM_EXCLUDED)
-		tb_emit_after(t, (tb_str_t)(v >> 32), (tb_str_t)v, 0, 0);
-	tb_leave_probe(t);
+	hook(fn, 1);
 }

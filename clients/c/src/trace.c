@@ -310,20 +310,27 @@ static void open_trace(struct tb_thread *t, int explicit_, int64_t parent, int32
 	}
 }
 
-void tb_emit_before(struct tb_thread *t, tb_str_t op, tb_str_t cls)
+/* event returns t's next event of kind at time now: the next orderIndex of
+ * its trace, the logging timestamp if configured; strings and parent 0. */
+static inline struct tb_rec event(struct tb_thread *t, uint8_t kind, int64_t now)
 {
-	if (!t->active)
-		open_trace(t, 0, 0, 0, 1, NULL);
-	int64_t now = tb_now_ns();
 	struct tb_rec r = {
-		.kind = TB_KIND_BEFORE,
+		.kind = kind,
 		.order = t->order++,
 		.time = now,
 		.trace = t->trace,
 		.lts = tb_cfg.logging_timestamp ? now : -1,
-		.s1 = op,
-		.s2 = cls,
 	};
+	return r;
+}
+
+void tb_emit_before(struct tb_thread *t, tb_str_t op, tb_str_t cls)
+{
+	if (!t->active)
+		open_trace(t, 0, 0, 0, 1, NULL);
+	struct tb_rec r = event(t, TB_KIND_BEFORE, tb_now_ns());
+	r.s1 = op;
+	r.s2 = cls;
 	push(&r);
 	t->depth++;
 }
@@ -334,17 +341,10 @@ void tb_emit_after(struct tb_thread *t, tb_str_t op, tb_str_t cls, int failed, t
 		tb_inc(&tb_count.unbalanced, 1);
 		return;
 	}
-	int64_t now = tb_now_ns();
-	struct tb_rec r = {
-		.kind = failed ? TB_KIND_FAILED : TB_KIND_AFTER,
-		.order = t->order++,
-		.time = now,
-		.trace = t->trace,
-		.lts = tb_cfg.logging_timestamp ? now : -1,
-		.s1 = op,
-		.s2 = cls,
-		.s3 = cause,
-	};
+	struct tb_rec r = event(t, failed ? TB_KIND_FAILED : TB_KIND_AFTER, tb_now_ns());
+	r.s1 = op;
+	r.s2 = cls;
+	r.s3 = cause;
 	push(&r);
 	if (--t->depth == 0 && !t->explicit_)
 		t->active = 0;
@@ -352,18 +352,11 @@ void tb_emit_after(struct tb_thread *t, tb_str_t op, tb_str_t cls, int failed, t
 
 int32_t tb_emit_point(struct tb_thread *t, uint8_t kind, int64_t joined, int64_t *when)
 {
-	int64_t now = tb_now_ns();
-	struct tb_rec r = {
-		.kind = kind,
-		.order = t->order++,
-		.time = now,
-		.trace = t->trace,
-		.lts = tb_cfg.logging_timestamp ? now : -1,
-		.parent = joined,
-	};
+	struct tb_rec r = event(t, kind, tb_now_ns());
+	r.parent = joined;
 	push(&r);
 	if (when != NULL)
-		*when = now;
+		*when = r.time;
 	return r.order;
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -662,7 +663,7 @@ func (ts *TypeSet) get(name string, fields []record.Field) (*record.Type, error)
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	for _, t := range ts.types[name] {
-		if sameFields(t.Fields, fields) {
+		if slices.Equal(t.Fields, fields) {
 			return t, nil
 		}
 	}
@@ -683,18 +684,6 @@ func (ts *TypeSet) Types() []*record.Type {
 		out = append(out, l...)
 	}
 	return out
-}
-
-func sameFields(a, b []record.Field) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // columns returns how the fields of t were derived (for tests), or nil.

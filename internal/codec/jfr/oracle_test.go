@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,38 +19,15 @@ import (
 	"github.com/tracebridge/tracebridge/internal/record"
 )
 
-// tmpRoot holds the recording the oracle tests share; made on first use.
-var tmpRoot string
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if tmpRoot != "" {
-		os.RemoveAll(tmpRoot)
-	}
+	workload.Remove()
 	os.Exit(code)
 }
 
-var (
-	recOnce sync.Once
-	recPath string
-	recErr  error
-)
-
-// workloadRecording records the workload once per test binary: three
-// seconds, 1 MB chunks (so several chunks and chunk rotations).
-func workloadRecording(t *testing.T) (jfrtest.Tools, string) {
-	t.Helper()
-	tools := jfrtest.Require(t)
-	recOnce.Do(func() {
-		if tmpRoot, recErr = os.MkdirTemp("", "jfr-codec-test-"); recErr == nil {
-			recPath, recErr = tools.Record(tmpRoot, jfrtest.Options{Seconds: 3, MaxChunkSize: "1M", RunID: "oracle"})
-		}
-	})
-	if recErr != nil {
-		t.Fatal(recErr)
-	}
-	return tools, recPath
-}
+// workload is recorded once per test binary: three seconds, 1 MB chunks
+// (so several chunks and chunk rotations).
+var workload = jfrtest.Shared{Options: jfrtest.Options{Seconds: 3, MaxChunkSize: "1M", RunID: "oracle"}}
 
 // decoded is what the reader made of one chunk.
 type decoded struct {
@@ -93,7 +69,7 @@ func readFile(t testing.TB, path string, o Options) ([]decoded, *Stream) {
 }
 
 func TestCountsMatchJFRSummary(t *testing.T) {
-	tools, path := workloadRecording(t)
+	tools, path := workload.Get(t)
 	want, chunks, err := tools.Summary(path)
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +120,7 @@ func TestCountsMatchJFRSummary(t *testing.T) {
 }
 
 func TestValuesMatchJFRPrintJSON(t *testing.T) {
-	tools, path := workloadRecording(t)
+	tools, path := workload.Get(t)
 	dec, s := readFile(t, path, Options{})
 	// jfr print orders each chunk's events by end time.
 	var ours []record.Record
@@ -524,7 +500,7 @@ func parseDuration(s string) (int64, error) {
 // --json shows it (null stays null, not ""), and the JSON lines of `cat
 // --json` say the same.
 func TestNullStringsMatchJFRPrintJSON(t *testing.T) {
-	tools, path := workloadRecording(t)
+	tools, path := workload.Get(t)
 	dec, _ := readFile(t, path, Options{})
 	ours := map[string]record.Record{} // by order id
 	for _, d := range dec {

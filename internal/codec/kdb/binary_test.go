@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -149,10 +148,7 @@ func sameString(a, b string) bool {
 }
 
 func TestBinaryErrors(t *testing.T) {
-	m, err := DefaultMapping(record.Builtin())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := defaultMapping(t)
 	good := before("op")
 	update := func(count int32) be { // remotecontrol.UpdateParameterEvent, mapped to 20 below
 		return be{}.i32(20).str("pattern").str("name").i32(count)
@@ -241,7 +237,7 @@ func TestBinaryErrors(t *testing.T) {
 }
 
 func TestBinaryPending(t *testing.T) {
-	m, _ := DefaultMapping(record.Builtin())
+	m := defaultMapping(t)
 	d := NewDecoder(m, Options{})
 	var b record.Batch
 	data := append(before("a"), before("b")...)
@@ -374,7 +370,7 @@ func eventStream(tb testing.TB, m *Mapping, n int) []byte {
 }
 
 func BenchmarkBinaryDecode(b *testing.B) {
-	m, _ := DefaultMapping(record.Builtin())
+	m := defaultMapping(b)
 	const n = 1000
 	data := eventStream(b, m, n)
 	d := NewDecoder(m, Options{})
@@ -397,7 +393,7 @@ func BenchmarkBinaryDecode(b *testing.B) {
 }
 
 func BenchmarkBinaryEncode(b *testing.B) {
-	m, _ := DefaultMapping(record.Builtin())
+	m := defaultMapping(b)
 	const n = 1000
 	data := eventStream(b, m, n)
 	var batch record.Batch
@@ -453,10 +449,7 @@ func FuzzBinaryDecode(f *testing.F) {
 	f.Add(stream[:len(stream)-3])
 	// Bytes of other formats: Kieker's own TCP streams.
 	for _, name := range []string{"java-tcp.bin", "python-tcp.bin", "c-tcp.bin"} {
-		data, err := os.ReadFile(testcorpus.Path(f, "kieker-streams", name))
-		if err != nil {
-			f.Fatal(err)
-		}
+		data := testcorpus.Read(f, "kieker-streams", name)
 		f.Add(data[:min(len(data), 512)])
 	}
 	f.Add([]byte(be{}.i32(1).i64(1).i64(2).i32(3).i32(-3)))

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 
@@ -64,10 +63,7 @@ func perlMapping(tb testing.TB) *Mapping {
 // perlMessages returns the 251 text messages of the Perl probes' run.
 func perlMessages(tb testing.TB) [][]byte {
 	tb.Helper()
-	data, err := os.ReadFile(testcorpus.Path(tb, "kieker-streams", "perl-kdb-messages.txt"))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	data := testcorpus.Read(tb, "kieker-streams", "perl-kdb-messages.txt")
 	return bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
 }
 
@@ -75,10 +71,7 @@ func perlMessages(tb testing.TB) [][]byte {
 // session of the same run (frames end with NUL, no content-length).
 func stompBodies(tb testing.TB) [][]byte {
 	tb.Helper()
-	data, err := os.ReadFile(testcorpus.Path(tb, "kieker-streams", "perl-stomp.bin"))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	data := testcorpus.Read(tb, "kieker-streams", "perl-stomp.bin")
 	var bodies [][]byte
 	for _, frame := range bytes.Split(data, []byte{0}) {
 		if !bytes.HasPrefix(frame, []byte("SEND\n")) {

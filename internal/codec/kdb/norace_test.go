@@ -12,7 +12,7 @@ import (
 // allocation tests once more without it.
 
 func TestBinaryAllocations(t *testing.T) {
-	m, _ := DefaultMapping(record.Builtin())
+	m := defaultMapping(t)
 	data := eventStream(t, m, 1000)
 	d := NewDecoder(m, Options{})
 	var b record.Batch

@@ -19,10 +19,7 @@ func TestPerlMessages(t *testing.T) {
 	if diff := cmp.Diff(msgs, bodies); diff != "" {
 		t.Fatalf("STOMP bodies differ from the messages (-messages +bodies):\n%s", diff)
 	}
-	def, err := DefaultMapping(record.Builtin())
-	if err != nil {
-		t.Fatal(err)
-	}
+	def := defaultMapping(t)
 	for _, m := range []*Mapping{perlMapping(t), def} {
 		d := NewTextDecoder(m, Options{})
 		var b record.Batch
@@ -138,10 +135,7 @@ func TestTextEncoding(t *testing.T) {
 }
 
 func TestTextDecode(t *testing.T) {
-	m, err := DefaultMapping(record.Builtin())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := defaultMapping(t)
 	arrays := arraysMapping(t)
 	for _, tc := range []struct {
 		name  string
@@ -221,6 +215,16 @@ func TestTextArrayValues(t *testing.T) {
 
 // arraysMapping maps UpdateParameterEvent (string pattern, string name,
 // string[] values) to 60 and test.AllKinds to 100.
+// defaultMapping is DefaultMapping of the built-in catalogue.
+func defaultMapping(tb testing.TB) *Mapping {
+	tb.Helper()
+	m, err := DefaultMapping(record.Builtin())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}
+
 func arraysMapping(tb testing.TB) *Mapping {
 	m, err := NewMapping(map[int32]*record.Type{
 		60:         record.Builtin().Lookup(record.Prefix + "remotecontrol.UpdateParameterEvent"),
@@ -233,10 +237,7 @@ func arraysMapping(tb testing.TB) *Mapping {
 }
 
 func TestTextErrors(t *testing.T) {
-	m, err := DefaultMapping(record.Builtin())
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := defaultMapping(t)
 	arrays := arraysMapping(t)
 	for _, tc := range []struct {
 		name    string
@@ -292,7 +293,7 @@ func TestTextErrors(t *testing.T) {
 }
 
 func TestDecodeLine(t *testing.T) {
-	m, _ := DefaultMapping(record.Builtin())
+	m := defaultMapping(t)
 	d := NewTextDecoder(m, Options{})
 	for _, tc := range []struct {
 		line    string

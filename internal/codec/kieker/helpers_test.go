@@ -15,14 +15,7 @@ import (
 )
 
 // corpus reads a file of the shared corpus.
-func corpus(t testing.TB, elem ...string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(testcorpus.Path(t, elem...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
+var corpus = testcorpus.Read
 
 // logDir returns the single directory holding kieker.map under a corpus log.
 func logDir(t testing.TB, name string) string {

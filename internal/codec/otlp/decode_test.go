@@ -3,6 +3,7 @@ package otlp
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -343,7 +344,7 @@ func TestBatchesAndOrigin(t *testing.T) {
 		lens = append(lens, b.Len())
 		origins = append(origins, b.Origin)
 	}
-	if want := []int{4, 4, 1}; !equalInts(lens, want) {
+	if want := []int{4, 4, 1}; !slices.Equal(lens, want) {
 		t.Fatalf("batch sizes %v, want %v", lens, want)
 	}
 	want := []record.Origin{
@@ -361,18 +362,6 @@ func TestBatchesAndOrigin(t *testing.T) {
 	if b0.Records[0].Values[trace.SpanResource].List() != b0.Records[1].Values[trace.SpanResource].List() {
 		t.Error("the spans of one resource in one batch do not share the resource list")
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestAllocations: once warm, decoding allocates nothing per span but

@@ -46,6 +46,23 @@ var ExecutionSample = record.MustType("jdk.ExecutionSample",
 	record.Field{Name: "stackTrace.truncated", Kind: record.Bool},
 	record.Field{Name: "state", Kind: record.String})
 
+// AddSample adds to b an ExecutionSample of thread tid ("worker", OS
+// thread tid+1000) at time ts, runnable, with the given frames (top
+// first).
+func AddSample(b *record.Batch, tid, ts int64, frames ...string) *record.Record {
+	r := b.Add(ExecutionSample, ts)
+	r.Values[0] = record.IntValue(ts)
+	r.Values[1] = record.StringValue("worker")
+	r.Values[2] = record.IntValue(tid)
+	r.Values[3] = record.IntValue(tid + 1000)
+	r.Values[4] = b.NewList(record.String, len(frames))
+	for i, f := range frames {
+		r.Values[4].List().Items[i] = record.StringValue(f)
+	}
+	r.Values[6] = record.StringValue("STATE_RUNNABLE")
+	return r
+}
+
 // ArrayType has array fields of a numeric and of the string kind.
 var ArrayType = record.MustType("test.ArrayRecord",
 	record.Field{Name: "id", Kind: record.Long},

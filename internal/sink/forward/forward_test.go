@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -101,19 +100,9 @@ func TestNewConfigErrors(t *testing.T) {
 // records read (for kdb-tcp without the logging timestamp, which the
 // dialect does not carry).
 func TestCorpus(t *testing.T) {
-	root := testcorpus.Path(t, "kieker-logs")
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs []string
-	for _, e := range entries {
-		if e.IsDir() {
-			logs = append(logs, e.Name())
-		}
-	}
+	logs := testcorpus.LogNames(t)
 	if len(logs) < 9 {
-		t.Fatalf("found %d logs in %s", len(logs), root)
+		t.Fatalf("found %d logs in the corpus", len(logs))
 	}
 	for _, proto := range []Protocol{Kieker, KDB} {
 		for _, block := range []bool{false, true} {

@@ -1,7 +1,6 @@
 package forward
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
+	"github.com/tracebridge/tracebridge/internal/logtest"
 	"github.com/tracebridge/tracebridge/internal/record"
 )
 
@@ -256,29 +256,11 @@ func (r *receiver) waitUntil(n int, count func() int) {
 	}
 }
 
-// logBuffer collects log output.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// logBuffer collects log output (text, as the forward sink's tests read
+// it).
+type logBuffer struct{ logtest.Buffer }
 
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) count(substr string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), substr)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+func (l *logBuffer) count(substr string) int { return strings.Count(l.String(), substr) }
 
 func newLogger(buf *logBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -41,6 +41,15 @@ type Options struct {
 	TimestampUnit string `yaml:"timestamp_unit"`
 }
 
+// ValidateClient checks the options of a client of the broker at url;
+// form shows what a URL looks like when it is missing.
+func (o *Options) ValidateClient(url, form string) error {
+	if url == "" {
+		return fmt.Errorf("url missing (%s)", form)
+	}
+	return o.Validate()
+}
+
 // Validate checks the options.
 func (o *Options) Validate() error {
 	if _, err := ParseFormat(o.Encoding); err != nil {
@@ -86,3 +95,18 @@ func (o *Options) Batch(set pipeline.Settings) (Config, error) {
 func SettingsOf(set pipeline.Settings) Settings {
 	return Settings{Logger: set.Logger, Metrics: set.Metrics.Receiver(set.Name)}
 }
+
+// Target is a broker receiver: it consumes from a target it can name.
+type Target interface {
+	pipeline.Source
+	Target() string
+}
+
+// Consuming makes r a pipeline.Receiver "consuming from" its target, with
+// nothing to close before Run.
+func Consuming(r Target) pipeline.Receiver { return consuming{r} }
+
+type consuming struct{ Target }
+
+func (c consuming) Where() string { return "consuming from " + c.Target.Target() }
+func (c consuming) Close() error  { return nil }

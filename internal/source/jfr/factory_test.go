@@ -33,7 +33,7 @@ func (c *originCollector) Consume(_ context.Context, b *record.Batch) error {
 // says which (peer the directory, session its pid, host the configured
 // one); a recording file names itself.
 func TestOrigin(t *testing.T) {
-	_, path := recording(t)
+	_, path := rec.Get(t)
 	root := t.TempDir()
 	a := filepath.Join(root, "2026_01_02_03_04_05_4242")
 	b := filepath.Join(root, "2026_01_02_03_04_09_77")
@@ -70,7 +70,7 @@ func TestOrigin(t *testing.T) {
 }
 
 func TestDetect(t *testing.T) {
-	_, path := recording(t)
+	_, path := rec.Get(t)
 	root := t.TempDir()
 	jvm := filepath.Join(root, "2026_01_02_03_04_05_4242")
 	os.Mkdir(jvm, 0o755)

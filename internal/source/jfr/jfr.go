@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/backoff"
 	codec "github.com/tracebridge/tracebridge/internal/codec/jfr"
 	"github.com/tracebridge/tracebridge/internal/lograte"
 	"github.com/tracebridge/tracebridge/internal/metrics"
@@ -267,6 +268,17 @@ func (r *run) emit(force bool) error {
 	return nil
 }
 
+// read reads what j has now and passes it on.
+func (r *run) read(j *jvm) error {
+	if err := r.use(j); err != nil {
+		return err
+	}
+	if err := j.poll(r); err != nil {
+		return err
+	}
+	return r.emit(true)
+}
+
 // use makes j's the origin of the records added from now on: a batch
 // holds the records of one JVM directory (or file).
 func (r *run) use(j *jvm) error {
@@ -298,20 +310,14 @@ func (r *run) file(path string) error {
 	}
 	r.jvms[path] = j
 	for {
-		if err := r.use(j); err != nil {
-			return err
-		}
-		if err := j.poll(r); err != nil {
-			return err
-		}
-		if err := r.emit(true); err != nil {
+		if err := r.read(j); err != nil {
 			return err
 		}
 		if !r.s.cfg.Follow || j.exhausted {
 			r.publish()
 			return nil
 		}
-		if !sleep(r.ctx, r.s.cfg.PollInterval) {
+		if !backoff.Sleep(r.ctx, r.s.cfg.PollInterval) {
 			r.publish()
 			return nil
 		}
@@ -327,13 +333,7 @@ func (r *run) directory() error {
 	for _, d := range dirs {
 		j := r.newJVM(d, true)
 		r.jvms[d] = j
-		if err := r.use(j); err != nil {
-			return err
-		}
-		if err := j.poll(r); err != nil {
-			return err
-		}
-		if err := r.emit(true); err != nil {
+		if err := r.read(j); err != nil {
 			return err
 		}
 		r.forget(d)
@@ -352,7 +352,7 @@ func (r *run) follow() error {
 			return err
 		}
 		r.publish()
-		if !sleep(r.ctx, r.s.cfg.PollInterval) {
+		if !backoff.Sleep(r.ctx, r.s.cfg.PollInterval) {
 			return nil
 		}
 	}
@@ -480,17 +480,6 @@ func jvmDirs(root string) ([]string, error) {
 		out = append([]string{root}, out...)
 	}
 	return out, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // pidOf returns the process id at the end of a JVM directory's name

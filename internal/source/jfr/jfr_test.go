@@ -21,9 +21,7 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if recDir != "" {
-		os.RemoveAll(recDir)
-	}
+	rec.Remove()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
@@ -103,30 +101,12 @@ func readAll(t *testing.T, cfg Config) (*collector, *Source, []error) {
 	return &c, src, errs
 }
 
-var (
-	recOnce sync.Once
-	recPath string
-	recErr  error
-	recDir  string
-)
-
-// recording is a three-second multi-chunk recording of the workload.
-func recording(t *testing.T) (jfrtest.Tools, string) {
-	tools := jfrtest.Require(t)
-	recOnce.Do(func() {
-		recDir, recErr = os.MkdirTemp("", "jfr-source-test-")
-		if recErr == nil {
-			recPath, recErr = tools.Record(recDir, jfrtest.Options{Seconds: 3, MaxChunkSize: "1M", RunID: "file"})
-		}
-	})
-	if recErr != nil {
-		t.Fatal(recErr)
-	}
-	return tools, recPath // TestMain removes recDir
-}
+// rec is a three-second multi-chunk recording of the workload; TestMain
+// removes it.
+var rec = jfrtest.Shared{Options: jfrtest.Options{Seconds: 3, MaxChunkSize: "1M", RunID: "file"}}
 
 func TestReadFileCountsMatchJFRSummary(t *testing.T) {
-	tools, path := recording(t)
+	tools, path := rec.Get(t)
 	want, chunks, err := tools.Summary(path)
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +138,7 @@ func TestReadFileCountsMatchJFRSummary(t *testing.T) {
 }
 
 func TestTypeFilter(t *testing.T) {
-	_, path := recording(t)
+	_, path := rec.Get(t)
 	c, src, _ := readAll(t, Config{Path: path, Types: []string{"shop.Order", "ExecutionSample"}})
 	got := c.counts()
 	if len(got) != 2 || got["shop.Order"] == 0 || got["jdk.ExecutionSample"] == 0 {
@@ -196,7 +176,7 @@ func splitChunks(t *testing.T, path, dir string) []string {
 }
 
 func TestReadRepositoryDirectoryInStartOrder(t *testing.T) {
-	_, path := recording(t)
+	_, path := rec.Get(t)
 	whole, _, _ := readAll(t, Config{Path: path})
 	root := t.TempDir()
 	jvmDir := filepath.Join(root, "2026_01_02_03_04_05_4242")
@@ -226,7 +206,7 @@ func TestReadRepositoryDirectoryInStartOrder(t *testing.T) {
 // TestDamagedRepository: bad chunk files are reported with their name,
 // offset and reason, and the good ones are still read.
 func TestDamagedRepository(t *testing.T) {
-	_, path := recording(t)
+	_, path := rec.Get(t)
 	dir := t.TempDir()
 	names := splitChunks(t, path, dir)
 	good := map[string]bool{}
@@ -300,7 +280,7 @@ func TestMissingPath(t *testing.T) {
 // TestDamagedChunkInFile: a recording whose first chunk has corrupt
 // metadata is still read from its second chunk on.
 func TestDamagedChunkInFile(t *testing.T) {
-	_, path := recording(t)
+	_, path := rec.Get(t)
 	dir := t.TempDir()
 	names := splitChunks(t, path, dir)
 	data, _ := os.ReadFile(path)

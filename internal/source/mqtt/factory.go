@@ -1,8 +1,6 @@
 package mqtt
 
 import (
-	"errors"
-
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/source/broker"
 )
@@ -21,23 +19,13 @@ type FactoryConfig struct {
 
 // Validate checks the configuration.
 func (c *FactoryConfig) Validate() error {
-	if c.URL == "" {
-		return errors.New("url missing (mqtt://HOST:1883)")
-	}
-	return c.Options.Validate()
+	return c.Options.ValidateClient(c.URL, "mqtt://HOST:1883")
 }
 
 // Factory returns the factory of mqtt-client.
 func Factory() pipeline.ReceiverFactory {
 	return pipeline.NewReceiverFactory(Type, func() *FactoryConfig { return &FactoryConfig{} }, build)
 }
-
-type built struct {
-	*Receiver
-}
-
-func (b built) Where() string { return "consuming from " + b.Target() }
-func (b built) Close() error  { return nil }
 
 func build(c *FactoryConfig, set pipeline.Settings) (pipeline.Receiver, error) {
 	bc, err := c.Batch(set)
@@ -51,5 +39,5 @@ func build(c *FactoryConfig, set pipeline.Settings) (pipeline.Receiver, error) {
 	if err != nil {
 		return nil, pipeline.Classify(pipeline.ErrConfig, err)
 	}
-	return built{r}, nil
+	return broker.Consuming(r), nil
 }

@@ -31,10 +31,7 @@ type ClientConfig struct {
 
 // Validate checks the configuration.
 func (c *ClientConfig) Validate() error {
-	if c.URL == "" {
-		return errors.New("url missing (nats://HOST:4222)")
-	}
-	return c.Options.Validate()
+	return c.Options.ValidateClient(c.URL, "nats://HOST:4222")
 }
 
 // EmbeddedConfig is the YAML configuration of a broker-embedded receiver:

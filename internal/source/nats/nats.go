@@ -152,6 +152,19 @@ func (r *Receiver) connect() (*natsgo.Conn, error) {
 			r.state.Down(err)
 		}),
 	}
+	nc, err := r.dial(opts...)
+	if err != nil {
+		return nil, err
+	}
+	if nc.IsConnected() {
+		r.state.Up()
+	}
+	return nc, nil
+}
+
+// dial connects with opts and the configured credentials and in-process
+// server.
+func (r *Receiver) dial(opts ...natsgo.Option) (*natsgo.Conn, error) {
 	if r.cfg.User != "" {
 		opts = append(opts, natsgo.UserInfo(r.cfg.User, r.cfg.Password))
 	}
@@ -162,9 +175,6 @@ func (r *Receiver) connect() (*natsgo.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nats receiver %s: %w", r.cfg.Name, err)
 	}
-	if nc.IsConnected() {
-		r.state.Up()
-	}
 	return nc, nil
 }
 
@@ -172,16 +182,9 @@ func (r *Receiver) connect() (*natsgo.Conn, error) {
 // published from here on is kept even before Run starts (the embedded
 // broker calls it before the bridge reports ready).
 func (r *Receiver) Prepare(ctx context.Context) error {
-	opts := []natsgo.Option{natsgo.Name("tracebridge " + r.cfg.Name + " setup")}
-	if r.cfg.User != "" {
-		opts = append(opts, natsgo.UserInfo(r.cfg.User, r.cfg.Password))
-	}
-	if r.cfg.InProcess != nil {
-		opts = append(opts, natsgo.InProcessServer(r.cfg.InProcess))
-	}
-	nc, err := natsgo.Connect(r.url, opts...)
+	nc, err := r.dial(natsgo.Name("tracebridge " + r.cfg.Name + " setup"))
 	if err != nil {
-		return fmt.Errorf("nats receiver %s: %w", r.cfg.Name, err)
+		return err
 	}
 	defer nc.Close()
 	if _, err := r.setup(ctx, nc); err != nil {

@@ -41,13 +41,23 @@ func names(t *testing.T) (subject, stream string) {
 	return fmt.Sprintf("tbtest.%d", n), fmt.Sprintf("TBTEST%d", n)
 }
 
-func publishJS(t *testing.T, url, subject string, from, n int) {
+// jetStream connects to the server at url until the test ends.
+func jetStream(t *testing.T, url string) jetstream.JetStream {
+	t.Helper()
 	nc, err := natsgo.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+func publishJS(t *testing.T, url, subject string, from, n int) {
+	js := jetStream(t, url)
 	ctx := context.Background()
 	for i := from; i < from+n; i++ {
 		if _, err := js.Publish(ctx, subject, event(7, i)); err != nil {
@@ -59,12 +69,7 @@ func publishJS(t *testing.T, url, subject string, from, n int) {
 // waitStored waits until stream holds n messages.
 func waitStored(t *testing.T, url, stream string, n uint64) {
 	t.Helper()
-	nc, err := natsgo.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := jetStream(t, url)
 	ctx := context.Background()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

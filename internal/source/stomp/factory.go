@@ -3,7 +3,6 @@ package stomp
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"os"
 
@@ -28,23 +27,13 @@ type FactoryConfig struct {
 
 // Validate checks the configuration.
 func (c *FactoryConfig) Validate() error {
-	if c.URL == "" {
-		return errors.New("url missing (stomp://HOST:61613)")
-	}
-	return c.Options.Validate()
+	return c.Options.ValidateClient(c.URL, "stomp://HOST:61613")
 }
 
 // Factory returns the factory of stomp-client (alias jms-client, KDB's).
 func Factory() pipeline.ReceiverFactory {
 	return pipeline.NewReceiverFactory(Type, func() *FactoryConfig { return &FactoryConfig{} }, build, "jms-client")
 }
-
-type built struct {
-	*Receiver
-}
-
-func (b built) Where() string { return "consuming from " + b.Target() }
-func (b built) Close() error  { return nil }
 
 func build(c *FactoryConfig, set pipeline.Settings) (pipeline.Receiver, error) {
 	bc, err := c.Batch(set)
@@ -70,5 +59,5 @@ func build(c *FactoryConfig, set pipeline.Settings) (pipeline.Receiver, error) {
 	if err != nil {
 		return nil, pipeline.Classify(pipeline.ErrConfig, err)
 	}
-	return built{r}, nil
+	return broker.Consuming(r), nil
 }

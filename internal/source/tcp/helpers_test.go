@@ -247,14 +247,8 @@ func waitClosed(t testing.TB, c net.Conn, timeout time.Duration) {
 	}
 }
 
-func corpus(t testing.TB, elem ...string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(testcorpus.Path(t, elem...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
+// corpus reads a file of the shared corpus.
+var corpus = testcorpus.Read
 
 // recString renders a record for comparisons.
 func recString(r *record.Record) string {

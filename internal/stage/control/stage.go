@@ -14,6 +14,7 @@ import (
 	ctl "github.com/tracebridge/tracebridge/internal/control"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // Type is the stage type this package builds.
@@ -162,7 +163,7 @@ func (f *filter) hostField(t *record.Type) int {
 // dropped together, and bridges agree), else every 1/rate-th record.
 func (tr *typeRule) sample(r *record.Record) bool {
 	if tr.trace >= 0 && tr.trace < len(r.Values) {
-		return float64(mix(uint64(r.Values[tr.trace].Int())))/(1<<64) < tr.rate
+		return float64(trace.Mix(uint64(r.Values[tr.trace].Int())))/(1<<64) < tr.rate
 	}
 	tr.acc += tr.rate
 	if tr.acc >= 1-1e-9 { // 10 × 0.1 is a little less than 1
@@ -170,14 +171,4 @@ func (tr *typeRule) sample(r *record.Record) bool {
 		return true
 	}
 	return false
-}
-
-// mix is SplitMix64's finaliser: trace ids spread over 64 bits.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }

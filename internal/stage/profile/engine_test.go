@@ -16,18 +16,8 @@ import (
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
-var samples = recordtest.ExecutionSample
-
-func sample(b *record.Batch, tid, ts int64, frames ...string) {
-	r := b.Add(samples, ts)
-	r.Values[0] = record.IntValue(ts)
-	r.Values[2] = record.IntValue(tid)
-	r.Values[4] = b.NewList(record.String, len(frames))
-	for i, f := range frames {
-		r.Values[4].List().Items[i] = record.StringValue(f)
-	}
-	r.Values[6] = record.StringValue("STATE_RUNNABLE")
-}
+// sample adds a sample of thread tid at time ts with the given frames.
+var sample = recordtest.AddSample
 
 // TestSamplesOnStoredSpans runs the engine with a profile stage and the
 // trace store: an OTLP-like span (thread.id 31) and a Kieker trace

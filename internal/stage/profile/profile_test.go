@@ -12,23 +12,9 @@ import (
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
-// sampleType is jdk.ExecutionSample as internal/codec/jfr makes it.
-var sampleType = recordtest.ExecutionSample
-
 // addSample adds a sample of thread tid at time ts with the given frames
 // (top first).
-func addSample(b *record.Batch, tid, ts int64, frames ...string) {
-	r := b.Add(sampleType, ts)
-	r.Values[0] = record.IntValue(ts)
-	r.Values[1] = record.StringValue("worker")
-	r.Values[2] = record.IntValue(tid)
-	r.Values[3] = record.IntValue(tid + 1000)
-	r.Values[4] = b.NewList(record.String, len(frames))
-	for i, f := range frames {
-		r.Values[4].List().Items[i] = record.StringValue(f)
-	}
-	r.Values[6] = record.StringValue("STATE_RUNNABLE")
-}
+var addSample = recordtest.AddSample
 
 type discard struct{ n int }
 

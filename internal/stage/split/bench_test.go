@@ -91,9 +91,30 @@ func (discard) Consume(context.Context, *record.Batch) error { return nil }
 // events; the trace is b.N batches long, so allocations per op staying at
 // zero shows that memory does not grow with trace length).
 func BenchmarkSplit(b *testing.B) {
+	s := New(mustParse(b, "package:1"), discard{}, Options{})
+	runLongTrace(b, s)
+	st := s.Stats()
+	b.ReportMetric(float64(st.Partial)/float64(st.RecordsIn), "partial/record")
+	if st.Malformed != 0 {
+		b.Fatalf("stats %+v", st)
+	}
+}
+
+// BenchmarkSplitMerge splits the endless trace and merges it back (an op
+// is a batch of 1024 events).
+func BenchmarkSplitMerge(b *testing.B) {
+	m := NewMerger(discard{}, Options{})
+	runLongTrace(b, New(mustParse(b, "package:1"), m, Options{}))
+	if st := m.Stats(); st.Malformed != 0 || st.Partial == 0 {
+		b.Fatalf("merge stats %+v", st)
+	}
+}
+
+// runLongTrace times s on one endless trace, b.N batches long, after a
+// warm-up that grows the output batch, and reports ns/record.
+func runLongTrace(b *testing.B, s *Stage) {
 	ctx := context.Background()
 	lt := newLongTrace(1)
-	s := New(mustParse(b, "package:1"), discard{}, Options{})
 	if err := s.Consume(ctx, lt.start(1)); err != nil {
 		b.Fatal(err)
 	}
@@ -109,38 +130,5 @@ func BenchmarkSplit(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	st := s.Stats()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchBatch), "ns/record")
-	b.ReportMetric(float64(st.Partial)/float64(st.RecordsIn), "partial/record")
-	if st.Malformed != 0 {
-		b.Fatalf("stats %+v", st)
-	}
-}
-
-// BenchmarkSplitMerge splits the endless trace and merges it back (an op
-// is a batch of 1024 events).
-func BenchmarkSplitMerge(b *testing.B) {
-	ctx := context.Background()
-	lt := newLongTrace(1)
-	m := NewMerger(discard{}, Options{})
-	s := New(mustParse(b, "package:1"), m, Options{})
-	if err := s.Consume(ctx, lt.start(1)); err != nil {
-		b.Fatal(err)
-	}
-	for range len(lt.batches) {
-		s.Consume(ctx, lt.batch())
-	}
-	b.SetBytes(benchBatch * binarySize)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if err := s.Consume(ctx, lt.batch()); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchBatch), "ns/record")
-	if st := m.Stats(); st.Malformed != 0 || st.Partial == 0 {
-		b.Fatalf("merge stats %+v", st)
-	}
 }

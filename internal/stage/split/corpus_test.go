@@ -2,11 +2,12 @@ package split
 
 import (
 	"context"
-	"github.com/tracebridge/tracebridge/internal/trace"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tracebridge/tracebridge/internal/trace"
 
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
@@ -17,28 +18,21 @@ import (
 // each compressed variant.
 func corpusLogs(t testing.TB) []string {
 	root := testcorpus.Path(t, "kieker-logs")
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var logs []string
-	for _, e := range entries {
-		if !e.IsDir() {
+	for _, name := range testcorpus.LogNames(t) {
+		if name != "kieker-2.0-compressed" {
+			logs = append(logs, filepath.Join(root, name))
 			continue
 		}
-		if e.Name() == "kieker-2.0-compressed" {
-			variants, err := os.ReadDir(filepath.Join(root, e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, v := range variants {
-				if v.IsDir() {
-					logs = append(logs, filepath.Join(root, e.Name(), v.Name()))
-				}
-			}
-			continue
+		variants, err := os.ReadDir(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
 		}
-		logs = append(logs, filepath.Join(root, e.Name()))
+		for _, v := range variants {
+			if v.IsDir() {
+				logs = append(logs, filepath.Join(root, name, v.Name()))
+			}
+		}
 	}
 	if len(logs) < 20 {
 		t.Fatalf("found %d logs in %s, want the 8 logs and 12 compressed variants", len(logs), root)
