@@ -8,6 +8,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
+	"github.com/tracebridge/tracebridge/internal/listenpolicy"
 	"github.com/tracebridge/tracebridge/internal/mapping"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/timeunit"
@@ -43,6 +44,14 @@ type Limits struct {
 	TimestampUnit string `yaml:"timestamp_unit"`
 	// TLS: a certificate and key make a listening receiver speak TLS.
 	TLS pipeline.TLSFiles `yaml:"tls"`
+	// Insecure lets a listening receiver take plain text off loopback
+	// (internal/listenpolicy); it says so at start-up.
+	Insecure bool `yaml:"insecure"`
+}
+
+// checkListen applies the listener policy to the address of key.
+func (l *Limits) checkListen(key, addr string) error {
+	return listenpolicy.Check(key, addr, l.TLS.Enabled(), l.Insecure, "tls: {cert, key}")
 }
 
 func (l *Limits) validate() error {
@@ -72,6 +81,9 @@ type KDBServerConfig struct {
 func (c *KDBServerConfig) Validate() error {
 	if c.Listen == "" {
 		return errors.New("listen address missing")
+	}
+	if err := c.checkListen("listen", c.Listen); err != nil {
+		return err
 	}
 	return c.validate()
 }
@@ -127,6 +139,9 @@ func (c *KiekerConfig) Validate() error {
 	if c.MaxRegistryBytes < 0 {
 		return errors.New("max_registry_bytes must not be negative")
 	}
+	if err := c.checkListen("listen", c.Listen); err != nil {
+		return err
+	}
 	return c.validate()
 }
 
@@ -146,6 +161,12 @@ type DualConfig struct {
 func (c *DualConfig) Validate() error {
 	if c.Listen == "" || c.RegistryListen == "" {
 		return errors.New("listen and registry_listen addresses are both needed")
+	}
+	if err := c.checkListen("listen", c.Listen); err != nil {
+		return err
+	}
+	if err := c.checkListen("registry_listen", c.RegistryListen); err != nil {
+		return err
 	}
 	if c.MaxRegistryBytes < 0 {
 		return errors.New("max_registry_bytes must not be negative")
@@ -217,8 +238,8 @@ func build(set pipeline.Settings, cfg Config, l Limits, dec func() (func() Decod
 	cfg.MaxConnections = l.MaxConnections
 	cfg.ReadBuffer = l.ReadBuffer
 	cfg.DrainTimeout = time.Duration(l.DrainTimeout)
-	if cfg.Mode == Client && l.TLS.Enabled() {
-		return nil, pipeline.Classify(pipeline.ErrConfig, errors.New("tls: a tcp-client connects out; tls is for listening receivers"))
+	if cfg.Mode == Client && (l.TLS.Enabled() || l.Insecure) {
+		return nil, pipeline.Classify(pipeline.ErrConfig, errors.New("tls, insecure: a tcp-client connects out; tls and insecure are for listening receivers"))
 	}
 	tc, err := l.TLS.ServerConfig()
 	if err != nil {
@@ -250,9 +271,11 @@ func build(set pipeline.Settings, cfg Config, l Limits, dec func() (func() Decod
 	where := "connecting to " + cfg.Address
 	if a := r.Addr(); a != nil {
 		where = "listening on " + a.String()
+		listenpolicy.Warn(set.Logger, "receiver "+set.Name, a.String(), tc != nil)
 	}
 	if a := r.RegistryAddr(); a != nil {
 		where += " (registry " + a.String() + ")"
+		listenpolicy.Warn(set.Logger, "receiver "+set.Name+" (registry)", a.String(), tc != nil)
 	}
 	if tc != nil {
 		where += " (TLS)"
