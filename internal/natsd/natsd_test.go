@@ -1,6 +1,8 @@
 package natsd
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -35,13 +37,13 @@ func TestAcquire(t *testing.T) {
 	relA()
 	relA() // once only
 	relC()
-	nc, err := natsgo.Connect("nats://" + a.Addr())
+	nc, err := natsgo.Connect("nats://"+a.Addr(), userInfo(a))
 	if err != nil {
 		t.Fatalf("a user still holds it: %v", err)
 	}
 	nc.Close()
 	relB()
-	if _, err := natsgo.Connect("nats://" + a.Addr()); err == nil {
+	if _, err := natsgo.Connect("nats://"+a.Addr(), userInfo(a)); err == nil {
 		t.Fatal("running after the last release")
 	}
 	// A new first user starts a new server, without MQTT.
@@ -61,7 +63,7 @@ func TestSubscriberIPs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Shutdown()
-	nc, err := natsgo.Connect("nats://" + s.Addr())
+	nc, err := natsgo.Connect("nats://"+s.Addr(), userInfo(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,5 +76,65 @@ func TestSubscriberIPs(t *testing.T) {
 	}
 	if ips, _ := s.SubscriberIPs("other"); len(ips) != 0 {
 		t.Fatalf("%v", ips)
+	}
+}
+
+func userInfo(s *Server) natsgo.Option {
+	c := s.Credentials()
+	return natsgo.UserInfo(c.User, c.Password)
+}
+
+// TestAuthentication: every client of the embedded server authenticates
+// with the credential the server generated under the data directory
+// (mode 0600, reused when it starts again); a client without it, or with
+// another, is refused, in-process as over TCP.
+func TestAuthentication(t *testing.T) {
+	dataDir := t.TempDir()
+	s, err := Start(Config{StoreDir: filepath.Join(dataDir, "broker")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := CredentialsFile(dataDir)
+	fi, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s: mode %v, want 0600", file, fi.Mode().Perm())
+	}
+	c, err := ReadCredentials(file)
+	if err != nil || c != s.Credentials() || c.User == "" || len(c.Password) < 32 {
+		t.Fatalf("credentials file %+v %v, server's %+v", c, err, s.Credentials())
+	}
+	for name, opts := range map[string][]natsgo.Option{
+		"none":           nil,
+		"wrong password": {natsgo.UserInfo(c.User, c.Password+"x")},
+		"in-process":     {natsgo.InProcessServer(s.InProcess())},
+	} {
+		if nc, err := natsgo.Connect("nats://"+s.Addr(), opts...); err == nil {
+			nc.Close()
+			t.Errorf("%s: connected without the credential", name)
+		}
+	}
+	for name, opts := range map[string][]natsgo.Option{
+		"tcp":        {userInfo(s)},
+		"in-process": {userInfo(s), natsgo.InProcessServer(s.InProcess())},
+	} {
+		nc, err := natsgo.Connect("nats://"+s.Addr(), opts...)
+		if err != nil {
+			t.Errorf("%s with the credential: %v", name, err)
+			continue
+		}
+		nc.Close()
+	}
+	s.Shutdown()
+	// Started again, the server keeps its credential.
+	s2, err := Start(Config{StoreDir: filepath.Join(dataDir, "broker")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Shutdown()
+	if s2.Credentials() != c {
+		t.Fatalf("credential changed on restart: %+v, was %+v", s2.Credentials(), c)
 	}
 }
