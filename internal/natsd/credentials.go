@@ -4,11 +4,11 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/tracebridge/tracebridge/stream"
 )
 
 // Credentials authenticate a client of the embedded server: every client
@@ -21,24 +21,14 @@ type Credentials struct {
 const credentialsUser = "tracebridge"
 
 // CredentialsFile is where a bridge whose data directory is dataDir keeps
-// its embedded server's credential: DATA_DIR/nats/credentials.
-func CredentialsFile(dataDir string) string {
-	return filepath.Join(dataDir, "nats", "credentials")
-}
+// its embedded server's credential: DATA_DIR/nats/credentials (the
+// format is the stream package's, whose clients read it).
+func CredentialsFile(dataDir string) string { return stream.CredentialsFile(dataDir) }
 
-// ReadCredentials reads a credentials file: one line USER:PASSWORD (what
-// the bridge writes; `tail --creds FILE` reads a copy of it).
+// ReadCredentials reads a credentials file: one line USER:PASSWORD.
 func ReadCredentials(path string) (Credentials, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Credentials{}, err
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	user, pass, ok := strings.Cut(strings.TrimSpace(line), ":")
-	if !ok || user == "" || pass == "" {
-		return Credentials{}, fmt.Errorf("credentials %s: want one line USER:PASSWORD", path)
-	}
-	return Credentials{User: user, Password: pass}, nil
+	user, pass, err := stream.ReadCredentials(path)
+	return Credentials{User: user, Password: pass}, err
 }
 
 // ensureCredentials reads the credentials at path, or, when there are

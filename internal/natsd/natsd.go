@@ -23,6 +23,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/tracebridge/tracebridge/internal/listenpolicy"
 	"github.com/tracebridge/tracebridge/internal/lograte"
 )
 
@@ -168,6 +169,11 @@ func Start(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("embedded broker: cannot listen on %s (port in use?)", what)
 	}
 	a := ns.Addr().(*net.TCPAddr)
+	// Validation let plain text off loopback only with insecure: true.
+	listenpolicy.Warn(cfg.Logger, "embedded NATS server", a.String(), cfg.TLS != nil)
+	if cfg.MQTT {
+		listenpolicy.Warn(cfg.Logger, "embedded NATS server (MQTT)", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MQTTPort)), cfg.TLS != nil)
+	}
 	return &Server{ns: ns, host: cfg.Host, port: a.Port, addr: a.String(), mqttPort: cfg.MQTTPort, creds: creds, tls: cfg.TLS != nil}, nil
 }
 

@@ -335,7 +335,8 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 			return nil, err
 		}
 		// The web UI's live view: the stream over WebSocket, at /api/live.
-		s.live = livestream.NewHandler(s.StreamURL, livestream.HandlerOptions{Logger: set.Logger,
+		user, pass := s.Built[stream.comp.Name].(*streamsink.Sink).Credentials()
+		s.live = livestream.NewHandler(s.StreamURL, livestream.HandlerOptions{Options: livestream.Options{User: user, Password: pass}, Logger: set.Logger,
 			MaxClients: cfg.HTTP.LiveMaxClients, MaxClientBuffer: cfg.HTTP.LiveClientBuffer})
 		s.Shared.SetLive(s.live)
 	}
