@@ -9,6 +9,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
 
+	"github.com/tracebridge/tracebridge/internal/logtest"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 )
 
@@ -136,5 +137,24 @@ func TestAuthentication(t *testing.T) {
 	defer s2.Shutdown()
 	if s2.Credentials() != c {
 		t.Fatalf("credential changed on restart: %+v, was %+v", s2.Credentials(), c)
+	}
+}
+
+// TestPlainTextWarning: a server that listens off loopback in plain text
+// (which validation allows only with insecure: true) says so once per
+// listener at start; on loopback it says nothing.
+func TestPlainTextWarning(t *testing.T) {
+	for _, host := range []string{"127.0.0.1", "0.0.0.0"} {
+		var logs logtest.Buffer
+		s, err := Start(Config{Host: host, MQTT: true, StoreDir: t.TempDir(), Logger: logs.Logger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Shutdown()
+		nats := strings.Count(logs.String(), "embedded NATS server listens on")
+		mqtt := strings.Count(logs.String(), "embedded NATS server (MQTT) listens on")
+		if want := map[string]int{"127.0.0.1": 0, "0.0.0.0": 1}[host]; nats != want || mqtt != want || strings.Count(logs.String(), "in plain text (insecure: true)") != 2*want {
+			t.Errorf("%s: %d NATS and %d MQTT warnings, want %d each:\n%s", host, nats, mqtt, want, logs.String())
+		}
 	}
 }
