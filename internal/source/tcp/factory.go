@@ -82,10 +82,10 @@ func (c *KDBServerConfig) Validate() error {
 	if c.Listen == "" {
 		return errors.New("listen address missing")
 	}
-	if err := c.checkListen("listen", c.Listen); err != nil {
+	if err := c.validate(); err != nil {
 		return err
 	}
-	return c.validate()
+	return c.checkListen("listen", c.Listen)
 }
 
 // ClientConfig configures tcp-client.
@@ -139,10 +139,10 @@ func (c *KiekerConfig) Validate() error {
 	if c.MaxRegistryBytes < 0 {
 		return errors.New("max_registry_bytes must not be negative")
 	}
-	if err := c.checkListen("listen", c.Listen); err != nil {
+	if err := c.validate(); err != nil {
 		return err
 	}
-	return c.validate()
+	return c.checkListen("listen", c.Listen)
 }
 
 // DualConfig configures kieker-tcp-dual.
@@ -162,16 +162,16 @@ func (c *DualConfig) Validate() error {
 	if c.Listen == "" || c.RegistryListen == "" {
 		return errors.New("listen and registry_listen addresses are both needed")
 	}
-	if err := c.checkListen("listen", c.Listen); err != nil {
-		return err
-	}
-	if err := c.checkListen("registry_listen", c.RegistryListen); err != nil {
-		return err
-	}
 	if c.MaxRegistryBytes < 0 {
 		return errors.New("max_registry_bytes must not be negative")
 	}
-	return c.validate()
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if err := c.checkListen("listen", c.Listen); err != nil {
+		return err
+	}
+	return c.checkListen("registry_listen", c.RegistryListen)
 }
 
 // Factories returns the factories of the TCP receiver types.
