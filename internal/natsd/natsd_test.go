@@ -1,16 +1,19 @@
 package natsd
 
 import (
+	"crypto/tls"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	natsgo "github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
 
 	"github.com/tracebridge/tracebridge/internal/logtest"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/tlstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -157,4 +160,32 @@ func TestPlainTextWarning(t *testing.T) {
 			t.Errorf("%s: %d NATS and %d MQTT warnings, want %d each:\n%s", host, nats, mqtt, want, logs.String())
 		}
 	}
+}
+
+// TestTLS: with a certificate, network clients speak TLS and present
+// the credential; in-process clients need no TLS.
+func TestTLS(t *testing.T) {
+	cert := tlstest.New(t)
+	s, err := Start(Config{StoreDir: t.TempDir(), TLS: &tls.Config{Certificates: []tls.Certificate{cert.TLS}, MinVersion: tls.VersionTLS12}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	if !s.TLS() {
+		t.Error("TLS() false")
+	}
+	if nc, err := natsgo.Connect("nats://"+s.Addr(), userInfo(s), natsgo.Timeout(5*time.Second)); err == nil {
+		nc.Close()
+		t.Error("a plain-text client connected")
+	}
+	nc, err := natsgo.Connect("tls://"+s.Addr(), userInfo(s), natsgo.Secure(&tls.Config{RootCAs: cert.Pool, MinVersion: tls.VersionTLS12}))
+	if err != nil {
+		t.Fatalf("a TLS client with the credential: %v", err)
+	}
+	nc.Close()
+	nc, err = natsgo.Connect("nats://"+s.Addr(), userInfo(s), natsgo.InProcessServer(s.InProcess()))
+	if err != nil {
+		t.Fatalf("in-process: %v", err)
+	}
+	nc.Close()
 }
