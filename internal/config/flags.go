@@ -106,14 +106,15 @@ func FromFlags(f Flags) (*Config, error) {
 		}
 		cfg.Stream = &c
 	}
-	if f.Insecure && f.Type == "" && (f.Stream == "" || f.Stream == "off" || strings.Contains(f.Stream, "://")) {
-		return nil, flagErrorf("--insecure is for the listening receiver of -t (with -h) and --stream HOST:PORT; in a configuration file set insecure: true on the listener")
+	if f.Insecure && f.Type == "" && f.Metrics == "" && (f.Stream == "" || f.Stream == "off" || strings.Contains(f.Stream, "://")) {
+		return nil, flagErrorf("--insecure is for the listening receiver of -t (with -h), --stream HOST:PORT and --metrics; in a configuration file set insecure: true on the listener")
 	}
 	if f.DataDir != "" {
 		cfg.DataDir = f.DataDir
 	}
 	if f.Metrics != "" {
 		cfg.Metrics = f.Metrics
+		cfg.MetricsInsecure = cfg.MetricsInsecure || f.Insecure
 	}
 	switch f.HTTP {
 	case "":
