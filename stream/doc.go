@@ -4,7 +4,7 @@
 // server, by default nats://127.0.0.1:14222, or the external server it
 // publishes to), register handlers, and start it.
 //
-//	s, err := stream.Open("nats://127.0.0.1:14222")
+//	s, err := stream.Open("nats://127.0.0.1:14222", stream.Options{DataDir: stream.DefaultDataDir})
 //	if err != nil { … }
 //	defer s.Close()
 //	s.OnMetadata(func(m *stream.Metadata) { fmt.Println(len(m.Types), "types") })
@@ -23,6 +23,11 @@
 // does not pay for decoding the others: the server filters by subject
 // where it can, and the stream decodes only the messages of types that
 // have a handler.
+//
+// The bridge's embedded server admits only clients with its credential
+// (DATA_DIR/nats/credentials, USER:PASSWORD): Options.DataDir finds it
+// for a server on loopback, Options.CredsFile names a copy elsewhere
+// (see CredentialsFile, ReadCredentials).
 //
 // A subscriber reads the repository at its own pace and never slows the
 // bridge; if the repository's retention removes records before it reads

@@ -25,7 +25,9 @@ func Example() {
 	}
 	defer bridge.Close()
 
-	s, err := stream.Open(bridge.URL(), stream.Options{})
+	// On the bridge's machine its data directory holds the credential of
+	// its NATS server (elsewhere: Options.CredsFile).
+	s, err := stream.Open(bridge.URL(), stream.Options{DataDir: dir})
 	if err != nil {
 		log.Fatal(err)
 	}

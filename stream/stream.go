@@ -111,6 +111,15 @@ type Options struct {
 	// User and Password authenticate with the NATS server (or put them
 	// in the URL).
 	User, Password string
+	// CredsFile, when User and the URL name no user, holds USER:PASSWORD
+	// (a copy of a bridge's DATA_DIR/nats/credentials, for a client on
+	// another machine).
+	CredsFile string
+	// DataDir, when nothing above names a user and the server is on
+	// loopback, is the data directory of the bridge whose credential is
+	// presented (CredentialsFile; none there: no credential). Commands
+	// pass DefaultDataDir unless told otherwise.
+	DataDir string
 	// Prefix is the bridge's subject prefix (default tracebridge).
 	Prefix string
 	// Name names the connection on the server.
@@ -159,8 +168,9 @@ func Open(url string, o Options) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.User != "" {
-		user, pass = o.User, o.Password
+	user, pass, err = o.credentials(hostOf(target), user, pass)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", target, err)
 	}
 	s.url = target
 	name := o.Name

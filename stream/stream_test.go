@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,8 +110,8 @@ func TestDump(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	b.Consume(ctx, kiekerTrace("web-2", 2, 3))
 	b.Consume(ctx, kiekerTrace("web-1", 3, 1))
-	waitStored(t, b.URL(), 5+7+3)
-	s, err := stream.Open(b.URL(), stream.Options{})
+	waitStored(t, authURL(b), 5+7+3)
+	s, err := stream.Open(authURL(b), stream.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,8 +213,8 @@ func TestWebSocket(t *testing.T) {
 	b := bridge(t)
 	ctx := context.Background()
 	b.Consume(ctx, kiekerTrace("web-1", 1, 1))
-	waitStored(t, b.URL(), 3)
-	h := stream.NewHandler(b.URL(), stream.HandlerOptions{})
+	waitStored(t, authURL(b), 3)
+	h := stream.NewHandler(authURL(b), stream.HandlerOptions{})
 	defer h.Close()
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -274,7 +275,7 @@ func TestWebSocket(t *testing.T) {
 // naming the parameter and the ones it takes; known ones still connect.
 func TestWebSocketUnknownParameter(t *testing.T) {
 	b := bridge(t)
-	h := stream.NewHandler(b.URL(), stream.HandlerOptions{})
+	h := stream.NewHandler(authURL(b), stream.HandlerOptions{})
 	defer h.Close()
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -309,8 +310,8 @@ func TestWebSocketUnknownParameter(t *testing.T) {
 func TestWebSocketClientCap(t *testing.T) {
 	b := bridge(t)
 	b.Consume(context.Background(), kiekerTrace("web-1", 1, 1))
-	waitStored(t, b.URL(), 3)
-	h := stream.NewHandler(b.URL(), stream.HandlerOptions{MaxClients: 2})
+	waitStored(t, authURL(b), 3)
+	h := stream.NewHandler(authURL(b), stream.HandlerOptions{MaxClients: 2})
 	defer h.Close()
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -373,9 +374,9 @@ func TestWebSocketSlowClient(t *testing.T) {
 	for i := range batches {
 		b.Consume(context.Background(), kiekerTrace("web-1", int64(i+1), calls))
 	}
-	waitStored(t, b.URL(), total)
+	waitStored(t, authURL(b), total)
 	var logs logtest.Buffer
-	h := stream.NewHandler(b.URL(), stream.HandlerOptions{MaxClientBuffer: 1 << 20,
+	h := stream.NewHandler(authURL(b), stream.HandlerOptions{MaxClientBuffer: 1 << 20,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	defer h.Close()
 	srv := httptest.NewServer(h)
@@ -460,7 +461,8 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Shutdown()
-	s, err := stream.Open("nats://"+srv.Addr(), stream.Options{})
+	c := srv.Credentials()
+	s, err := stream.Open("nats://"+srv.Addr(), stream.Options{User: c.User, Password: c.Password})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,10 +526,10 @@ func TestEndTimeOfAWindowInThePast(t *testing.T) {
 	for i := range batches {
 		b.Consume(ctx, kiekerTrace([]string{"web-1", "web-2"}[i%2], int64(i+1), calls))
 	}
-	waitStored(t, b.URL(), batches*(1+2*calls))
+	waitStored(t, authURL(b), batches*(1+2*calls))
 	until := time.Now()
 
-	s, err := stream.Open(b.URL(), stream.Options{})
+	s, err := stream.Open(authURL(b), stream.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -541,7 +543,7 @@ func TestEndTimeOfAWindowInThePast(t *testing.T) {
 		t.Fatalf("dump wrote %d records, want %d", len(want), batches*(1+2*calls))
 	}
 
-	sub, err := stream.Open(b.URL(), stream.Options{})
+	sub, err := stream.Open(authURL(b), stream.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -573,4 +575,11 @@ func TestEndTimeOfAWindowInThePast(t *testing.T) {
 			t.Fatalf("record %d: got %v, dump %v", i, got[i], want[i])
 		}
 	}
+}
+
+// authURL is the bridge's stream URL with its embedded server's
+// credential.
+func authURL(b *sink.Sink) string {
+	user, pass := b.Credentials()
+	return strings.Replace(b.URL(), "://", "://"+url.UserPassword(user, pass).String()+"@", 1)
 }

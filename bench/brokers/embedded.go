@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -26,7 +27,8 @@ const (
 
 // embeddedBroker is the broker's main: it starts the embedded broker as
 // serve does (natssrc.StartServer, then the receiver's Prepare creates the
-// KIEKER stream and the durable consumer), prints "listening ADDR", and
+// KIEKER stream and the durable consumer), prints "listening
+// USER:PASSWORD@ADDR" (the server's credential), and
 // stops when its standard input ends.
 func embeddedBroker() error {
 	dir := os.Getenv(dirEnv)
@@ -38,7 +40,8 @@ func embeddedBroker() error {
 		return err
 	}
 	defer srv.Shutdown()
-	r, err := natssrc.New(natssrc.Config{Name: "bench", InProcess: srv.InProcess()}, broker.Settings{})
+	c := srv.Credentials()
+	r, err := natssrc.New(natssrc.Config{Name: "bench", InProcess: srv.InProcess(), User: c.User, Password: c.Password}, broker.Settings{})
 	if err != nil {
 		return err
 	}
@@ -47,7 +50,8 @@ func embeddedBroker() error {
 	if err := r.Prepare(ctx); err != nil {
 		return err
 	}
-	fmt.Printf("listening %s\n", srv.Addr())
+	// USER:PASSWORD@HOST:PORT: the publishers present the credential.
+	fmt.Printf("listening %s@%s\n", url.UserPassword(c.User, c.Password), srv.Addr())
 	io.Copy(io.Discard, os.Stdin)
 	return nil
 }

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -211,6 +212,14 @@ stream: {listen: "127.0.0.1:0"}
 		}
 		if l == "tracebridge: ready" {
 			go io.Copy(io.Discard, out)
+			// Subscribers (in this process and its children) present
+			// the credential of the bridge's NATS server.
+			user, pass, err := stream.ReadCredentials(stream.CredentialsFile(dir))
+			if err != nil {
+				b.stop()
+				return nil, err
+			}
+			b.url = strings.Replace(b.url, "://", "://"+url.UserPassword(user, pass).String()+"@", 1)
 			return b, nil
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/servicetest"
 	"github.com/tracebridge/tracebridge/internal/testcorpus"
+	"github.com/tracebridge/tracebridge/stream"
 )
 
 const perlMap = "1=kieker.common.record.flow.trace.operation.BeforeOperationEvent\n2=kieker.common.record.flow.trace.operation.AfterOperationEvent\n3=kieker.common.record.flow.trace.Trace\n"
@@ -128,7 +130,16 @@ func TestEmbeddedBrokerServe(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no broker addresses: %q\n%s", where, p.Stdout())
 	}
-	nc, err := natsgo.Connect("nats://" + m[1])
+	// Publishers present the credential under the data directory.
+	user, pass, err := stream.ReadCredentials(stream.CredentialsFile(filepath.Join(dir, "data")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nc, err := natsgo.Connect("nats://" + m[1]); err == nil {
+		nc.Close()
+		t.Fatal("a publisher without the credential connected")
+	}
+	nc, err := natsgo.Connect("nats://"+m[1], natsgo.UserInfo(user, pass))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +148,7 @@ func TestEmbeddedBrokerServe(t *testing.T) {
 	}
 	nc.Flush()
 	nc.Close()
-	mc := paho.NewClient(paho.NewClientOptions().AddBroker("tcp://" + m[2]).SetClientID("e2e"))
+	mc := paho.NewClient(paho.NewClientOptions().AddBroker("tcp://" + m[2]).SetClientID("e2e").SetUsername(user).SetPassword(pass))
 	if tok := mc.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 		t.Fatal(tok.Error())
 	}

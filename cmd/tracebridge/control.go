@@ -55,7 +55,7 @@ func cmdControl(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return withCode(exitConfig, fmt.Errorf("control: --token-file: %w", err))
 		}
 	}
-	s, err := openStream(pos[0], sf.prefix)
+	s, err := openStream(pos[0], &sf)
 	if err != nil {
 		return err
 	}

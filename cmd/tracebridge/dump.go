@@ -48,7 +48,7 @@ func cmdDump(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return usagef("dump: --until is not after --since")
 		}
 	}
-	s, err := openStream(pos[0], sf.prefix)
+	s, err := openStream(pos[0], &sf)
 	if err != nil {
 		return err
 	}

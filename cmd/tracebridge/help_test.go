@@ -109,3 +109,22 @@ func TestTopHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestServeInsecureFlag: KDB's flags listen on loopback unless -h names
+// another address; off loopback the receiver is refused (naming
+// insecure and tls) unless --insecure, and then serve warns once.
+func TestServeInsecureFlag(t *testing.T) {
+	r := tb(t, "serve", "-t", "kieker-tcp", "-h", "0.0.0.0", "-p", "0", "--data-dir", t.TempDir(), "--no-store")
+	if r.code != exitConfig || !strings.Contains(r.stderr, "listen 0.0.0.0:0") || !strings.Contains(r.stderr, "insecure") || !strings.Contains(r.stderr, "tls") {
+		t.Errorf("-h 0.0.0.0 without --insecure: exit %d, %s", r.code, r.stderr)
+	}
+	p := bridgetest.Start(t, t.TempDir(), "-t", "kieker-tcp", "-h", "0.0.0.0", "-p", "0", "--insecure", "--data-dir", "data", "--no-store")
+	p.Stop()
+	out := p.Stdout() + p.Stderr()
+	if n := strings.Count(out, "in plain text (insecure: true)"); n != 1 {
+		t.Errorf("%d plain-text warnings, want 1:\n%s", n, out)
+	}
+	if r := tb(t, "serve", "-t", "tcp-client", "-h", "127.0.0.1", "-p", "1", "--insecure"); r.code != exitUsage {
+		t.Errorf("--insecure with a client: exit %d, want %d", r.code, exitUsage)
+	}
+}

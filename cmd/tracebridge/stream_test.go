@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,14 +32,44 @@ import (
 
 var streamLine = regexp.MustCompile(`(?m)^tracebridge: sink stream \(stream\) publishing to (nats://\S+)`)
 
-// streamURL returns the stream URL `serve` printed.
-func streamURL(t *testing.T, p *bridgetest.Process) string {
+// plainStreamURL returns the stream URL `serve` printed.
+func plainStreamURL(t *testing.T, p *bridgetest.Process) string {
 	t.Helper()
 	m := streamLine.FindStringSubmatch(p.Stdout())
 	if m == nil {
 		t.Fatalf("no stream line:\n%s", p.Stdout())
 	}
 	return m[1]
+}
+
+// streamURL returns the stream URL `serve` printed with the credential
+// of the bridge's embedded server in it (as a client that is not run
+// from the bridge's directory gives it); unchanged for an external
+// server.
+func streamURL(t *testing.T, p *bridgetest.Process) string {
+	t.Helper()
+	u := plainStreamURL(t, p)
+	file := credentialsFile(p.Dir)
+	if file == "" {
+		return u
+	}
+	user, pass, err := stream.ReadCredentials(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Replace(u, "://", "://"+url.UserPassword(user, pass).String()+"@", 1)
+}
+
+// credentialsFile finds the embedded server's credential of the bridge
+// run in dir (DATA_DIR/nats/credentials, DATA_DIR relative to dir); ""
+// when there is none.
+func credentialsFile(dir string) string {
+	for _, pattern := range []string{"nats/credentials", "*/nats/credentials"} {
+		if m, _ := filepath.Glob(filepath.Join(dir, pattern)); len(m) > 0 {
+			return m[0]
+		}
+	}
+	return ""
 }
 
 // tailing is a running `tracebridge tail`.
@@ -226,8 +257,8 @@ stream: {}
 `, "-v", "1")
 	url := streamURL(t, p)
 	broker := strings.TrimPrefix(p.Addr("broker"), "nats://")
-	if url != "nats://"+broker {
-		t.Fatalf("the stream (%s) is not on the broker's server (%s)", url, broker)
+	if u := plainStreamURL(t, p); u != "nats://"+broker {
+		t.Fatalf("the stream (%s) is not on the broker's server (%s)", u, broker)
 	}
 	tl := startTail(t, url, "--json", "--seq")
 
@@ -263,7 +294,7 @@ stream: {}
 
 	send(t, p.Addr("kieker"), kiekerEvents(t, 1, 100))
 	send(t, p.Addr("kdb"), kdbEvents(t, 2, 0, 100))
-	nc, err := natsgo.Connect("nats://" + broker)
+	nc, err := natsgo.Connect(url) // the broker's server, with its credential
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -625,4 +656,78 @@ stream: {listen: "127.0.0.1:0", traces: true}
 		return spans == 2 && traces == 1
 	}, "2 span records and their trace")
 	p.Stop()
+}
+
+// TestStreamCredentials: the embedded NATS server refuses a client
+// without its credential; `tail` run where the bridge runs finds it in
+// the data directory with no extra flag (--data-dir for another one);
+// elsewhere --creds FILE gives it.
+func TestStreamCredentials(t *testing.T) {
+	p := bridgetest.StartConfig(t, `
+flush_interval: 100ms
+receivers: [{name: kdb, type: tcp-server, listen: "127.0.0.1:0"}]
+sinks: [{type: kieker-log, path: logs}]
+stream: {listen: "127.0.0.1:0"}
+`)
+	u := plainStreamURL(t, p)
+	send(t, p.Addr("kdb"), kdbEvents(t, 4, 0, 10))
+	creds := credentialsFile(p.Dir)
+	if creds == "" {
+		t.Fatalf("no credentials file under %s", p.Dir)
+	}
+	if fi, err := os.Stat(creds); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: %v %v, want mode 0600", creds, fi.Mode(), err)
+	}
+	run := func(dir string, args ...string) result {
+		t.Helper()
+		cmd := exec.Command(bridgetest.Binary(t), args...)
+		cmd.Dir = dir
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return result{out.String(), errb.String(), code}
+	}
+	elsewhere := t.TempDir()
+	for _, args := range [][]string{
+		{"tail", u, "--since", "1h", "--until", "now"},
+		{"dump", u, "--since", "1h", filepath.Join(elsewhere, "out")},
+		{"control", u, "status"},
+	} {
+		if r := run(elsewhere, args...); r.code == 0 || !strings.Contains(r.stderr, "Authorization Violation") {
+			t.Errorf("%v without the credential: exit %d, %s", args, r.code, r.stderr)
+		}
+	}
+	// Where the bridge runs, with no extra flag; elsewhere with
+	// --data-dir or --creds.
+	for _, c := range []struct {
+		dir  string
+		args []string
+	}{
+		{p.Dir, nil},
+		{elsewhere, []string{"--data-dir", filepath.Dir(filepath.Dir(creds))}},
+		{elsewhere, []string{"--creds", creds}},
+	} {
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			r := run(c.dir, append([]string{"tail", u, "--since", "1h", "--until", "now", "--json"}, c.args...)...)
+			if r.code != 0 {
+				t.Fatalf("tail %v in %s: exit %d, %s", c.args, c.dir, r.code, r.stderr)
+			}
+			if strings.Count(r.stdout, `"traceId":4,`) == 10 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("tail %v in %s: %s", c.args, c.dir, r.stdout)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if r := run(p.Dir, "control", u, "status"); r.code != 0 {
+		t.Errorf("control where the bridge runs: exit %d, %s", r.code, r.stderr)
+	}
 }

@@ -21,8 +21,9 @@ import (
 
 // streamFlags are what tail, dump and control share.
 type streamFlags struct {
-	types, hosts repeatFlag
-	prefix       string
+	types, hosts   repeatFlag
+	prefix         string
+	dataDir, creds string
 }
 
 func (f *streamFlags) define(fs *flag.FlagSet, filters bool) {
@@ -31,14 +32,16 @@ func (f *streamFlags) define(fs *flag.FlagSet, filters bool) {
 		fs.Var(&f.hosts, "host", "only records of this monitored host (repeatable)")
 	}
 	fs.StringVar(&f.prefix, "prefix", "", "the bridge's subject prefix (stream: {subject_prefix}; default tracebridge)")
+	fs.StringVar(&f.dataDir, "data-dir", stream.DefaultDataDir, "the bridge's data directory: a server on loopback gets its credential (DIR/nats/credentials)")
+	fs.StringVar(&f.creds, "creds", "", "a file USER:PASSWORD for the server (a copy of the bridge's DATA_DIR/nats/credentials, from another machine)")
 }
 
 // openStream opens the stream at url; failures are communication errors.
-func openStream(url, prefix string) (*stream.Stream, error) {
+func openStream(url string, sf *streamFlags) (*stream.Stream, error) {
 	if !strings.Contains(url, "://") {
 		return nil, usagef("%q: want the bridge's stream URL, nats://HOST:PORT (serve's default is nats://127.0.0.1:14222)", url)
 	}
-	s, err := stream.Open(url, stream.Options{Prefix: prefix, Name: "tracebridge cli"})
+	s, err := stream.Open(url, stream.Options{Prefix: sf.prefix, Name: "tracebridge cli", DataDir: sf.dataDir, CredsFile: sf.creds})
 	if err != nil {
 		return nil, withCode(exitComm, err)
 	}
@@ -88,7 +91,7 @@ func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *count < 0 {
 		return usagef("tail: --count %d: want a number of records", *count)
 	}
-	s, err := openStream(pos[0], sf.prefix)
+	s, err := openStream(pos[0], &sf)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/hostauth"
+	"github.com/tracebridge/tracebridge/internal/listenpolicy"
 )
 
 // Tokens are the argon2id hashes of the API tokens that may write. A
@@ -235,24 +236,8 @@ func (a *API) authorize(rt *route, r *http.Request) (writer bool, err error) {
 // CheckListen refuses a listener that would send tokens in clear text
 // over a network: an address other than loopback needs TLS, or insecure.
 func CheckListen(addr string, tls, insecure bool) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("http: listen %q: %v", addr, err)
+	if err := listenpolicy.Check("listen", addr, tls, insecure, "tls: {cert, key}"); err != nil {
+		return fmt.Errorf("http: %w", err)
 	}
-	if tls || insecure || isLoopbackHost(host) {
-		return nil
-	}
-	what := host
-	if what == "" {
-		what = "every interface"
-	}
-	return fmt.Errorf("http: listen %s: %s is not a loopback address; configure tls: {cert, key}, or set insecure: true to serve plain HTTP to the network", addr, what)
-}
-
-func isLoopbackHost(h string) bool {
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(h)
-	return err == nil && ip.Unmap().IsLoopback()
+	return nil
 }

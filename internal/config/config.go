@@ -27,6 +27,9 @@ type Config struct {
 	// Metrics is the address of the Prometheus endpoint (e.g.
 	// 127.0.0.1:9464); empty: none.
 	Metrics string `yaml:"metrics"`
+	// MetricsInsecure lets the metrics endpoint, which has no TLS, listen
+	// off loopback (internal/listenpolicy); it says so at start-up.
+	MetricsInsecure bool `yaml:"metrics_insecure,omitempty"`
 	// HTTP is the listener of the HTTP API and the web UI (http.go).
 	HTTP HTTP `yaml:"http,omitempty"`
 	// Libraries are IRL files or directories with more record types.

@@ -18,6 +18,9 @@ type Flags struct {
 	Type, Host, Mapping, URL, User, Password, Destination, DeadLetter, Encoding, Repository string
 	Port, RegistryPort, MQTTPort                                                            int
 	Respawn, Security                                                                       bool
+	// Insecure (--insecure) lets the receiver of -t and the stream of
+	// --stream ADDR listen in plain text off loopback (-h 0.0.0.0).
+	Insecure bool
 
 	KiekerProperties string   // -k: the Kieker log's kieker.monitoring.properties
 	Stream           string   // the live stream: a listen address, a URL or "off"
@@ -98,13 +101,20 @@ func FromFlags(f Flags) (*Config, error) {
 		}
 		c.Delete(other)
 		c.Set(key, f.Stream)
+		if f.Insecure && key == "listen" {
+			c.Set("insecure", true)
+		}
 		cfg.Stream = &c
+	}
+	if f.Insecure && f.Type == "" && f.Metrics == "" && (f.Stream == "" || f.Stream == "off" || strings.Contains(f.Stream, "://")) {
+		return nil, flagErrorf("--insecure is for the listening receiver of -t (with -h), --stream HOST:PORT and --metrics; in a configuration file set insecure: true on the listener")
 	}
 	if f.DataDir != "" {
 		cfg.DataDir = f.DataDir
 	}
 	if f.Metrics != "" {
 		cfg.Metrics = f.Metrics
+		cfg.MetricsInsecure = cfg.MetricsInsecure || f.Insecure
 	}
 	switch f.HTTP {
 	case "":
@@ -141,7 +151,11 @@ func (f Flags) receivers() ([]Component, error) {
 			return nil, flagErrorf("-t %s takes -p, -h and --security only", f.Type)
 		}
 		keys := func(port int) map[string]any {
-			return map[string]any{"listen": listen(port), "security": f.Security}
+			k := map[string]any{"listen": listen(port), "security": f.Security}
+			if f.Insecure {
+				k["insecure"] = true
+			}
+			return k
 		}
 		switch f.Type {
 		case "otlp":
@@ -162,6 +176,12 @@ func (f Flags) receivers() ([]Component, error) {
 	r, err := f.receiver()
 	if err != nil {
 		return nil, err
+	}
+	if f.Insecure {
+		if !r.Has("listen") {
+			return nil, flagErrorf("--insecure is for listening receivers, not -t %s", f.Type)
+		}
+		r.Set("insecure", true)
 	}
 	return []Component{r}, nil
 }

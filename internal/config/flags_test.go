@@ -52,3 +52,47 @@ func TestFromFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestInsecureFlag: --insecure sets insecure: true on the listening
+// receivers of -t and on the --stream address, and is refused where no
+// listener takes it.
+func TestInsecureFlag(t *testing.T) {
+	f := noFlags()
+	f.Type, f.Host, f.Port, f.Insecure, f.Stream = "kieker-tcp-dual", "0.0.0.0", 0, true, "0.0.0.0:14222"
+	f.RegistryPort = 0
+	cfg, err := FromFlags(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insecure := func(c Component) bool {
+		var m map[string]any
+		if err := c.Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m["insecure"] == true
+	}
+	if !insecure(cfg.Receivers[0]) || !insecure(*cfg.Stream) {
+		t.Errorf("receiver %v, stream %v: want insecure", insecure(cfg.Receivers[0]), insecure(*cfg.Stream))
+	}
+	f = noFlags()
+	f.Type, f.Insecure = "otlp", true
+	cfg, err = FromFlags(f)
+	if err != nil || len(cfg.Receivers) != 2 {
+		t.Fatal(err)
+	}
+	for _, r := range cfg.Receivers {
+		if !insecure(r) {
+			t.Errorf("%s: not insecure", r.Type)
+		}
+	}
+	for _, bad := range []Flags{
+		{Type: "tcp-client", Host: "127.0.0.1", Port: 1, RegistryPort: -1, MQTTPort: -1, Insecure: true},
+		{Port: -1, RegistryPort: -1, MQTTPort: -1, Insecure: true},
+		{Port: -1, RegistryPort: -1, MQTTPort: -1, Insecure: true, Stream: "nats://10.0.0.1:4222"},
+	} {
+		var fe *FlagError
+		if _, err := FromFlags(bad); !errors.As(err, &fe) {
+			t.Errorf("%+v: %v, want a flag error", bad, err)
+		}
+	}
+}

@@ -10,17 +10,20 @@ package natsd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/tracebridge/tracebridge/internal/listenpolicy"
 	"github.com/tracebridge/tracebridge/internal/lograte"
 )
 
@@ -37,6 +40,13 @@ type Config struct {
 	// StoreDir holds JetStream's files, so that what was published while
 	// the bridge was stopped is there when it starts again.
 	StoreDir string
+	// CredentialsFile holds the credential every client must present
+	// (created on first start: see Credentials); empty:
+	// CredentialsFile(the parent of StoreDir), the data directory's.
+	CredentialsFile string
+	// TLS, if set, makes NATS and MQTT clients connecting over the
+	// network speak TLS (in-process clients need not).
+	TLS *tls.Config
 	// Logger hears the server's warnings and errors (rate-limited), such as
 	// messages it had to drop; nil discards them.
 	Logger *slog.Logger
@@ -72,6 +82,8 @@ type Server struct {
 	port     int
 	addr     string
 	mqttPort int // 0: no MQTT
+	creds    Credentials
+	tls      bool
 	once     sync.Once
 }
 
@@ -86,6 +98,13 @@ func Start(cfg Config) (*Server, error) {
 	}
 	if err := os.MkdirAll(cfg.StoreDir, 0o755); err != nil {
 		return nil, fmt.Errorf("embedded broker: %w", err)
+	}
+	if cfg.CredentialsFile == "" {
+		cfg.CredentialsFile = CredentialsFile(filepath.Dir(filepath.Clean(cfg.StoreDir)))
+	}
+	creds, err := ensureCredentials(cfg.CredentialsFile)
+	if err != nil {
+		return nil, fmt.Errorf("embedded broker: credentials: %w", err)
 	}
 	// The server does not tell which port it picked for MQTT: pick one.
 	if cfg.MQTT && cfg.MQTTPort == 0 {
@@ -124,9 +143,13 @@ func Start(cfg Config) (*Server, error) {
 		StreamMaxBufferedSize: maxBufferedBytes,
 		// Publishers that send big batches of records per message.
 		MaxPayload: 8 << 20,
+		// Every client authenticates (the stream serves every record).
+		Username:  creds.User,
+		Password:  creds.Password,
+		TLSConfig: cfg.TLS,
 	}
 	if cfg.MQTT {
-		opts.MQTT = server.MQTTOpts{Host: cfg.Host, Port: cfg.MQTTPort}
+		opts.MQTT = server.MQTTOpts{Host: cfg.Host, Port: cfg.MQTTPort, TLSConfig: cfg.TLS}
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
@@ -146,8 +169,20 @@ func Start(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("embedded broker: cannot listen on %s (port in use?)", what)
 	}
 	a := ns.Addr().(*net.TCPAddr)
-	return &Server{ns: ns, host: cfg.Host, port: a.Port, addr: a.String(), mqttPort: cfg.MQTTPort}, nil
+	// Validation let plain text off loopback only with insecure: true.
+	listenpolicy.Warn(cfg.Logger, "embedded NATS server", a.String(), cfg.TLS != nil)
+	if cfg.MQTT {
+		listenpolicy.Warn(cfg.Logger, "embedded NATS server (MQTT)", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MQTTPort)), cfg.TLS != nil)
+	}
+	return &Server{ns: ns, host: cfg.Host, port: a.Port, addr: a.String(), mqttPort: cfg.MQTTPort, creds: creds, tls: cfg.TLS != nil}, nil
 }
+
+// Credentials are what every client of the server presents (NATS user
+// and password; an MQTT client's username and password).
+func (s *Server) Credentials() Credentials { return s.creds }
+
+// TLS reports whether network clients speak TLS.
+func (s *Server) TLS() bool { return s.tls }
 
 // Addr is the address NATS clients connect to.
 func (s *Server) Addr() string { return s.addr }

@@ -22,6 +22,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/config"
 	"github.com/tracebridge/tracebridge/internal/engine"
 	"github.com/tracebridge/tracebridge/internal/irl"
+	"github.com/tracebridge/tracebridge/internal/listenpolicy"
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -130,6 +131,13 @@ type Server struct {
 func Build(cfg *config.Config, set Settings) (*Server, error) {
 	if set.Logger == nil {
 		set.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics != "" {
+		// The metrics endpoint has no TLS: off loopback only with
+		// metrics_insecure (internal/listenpolicy).
+		if err := listenpolicy.Check("metrics", cfg.Metrics, false, cfg.MetricsInsecure, "the http: listener's /metrics with tls: {cert, key} instead"); err != nil {
+			return nil, pipeline.Classify(ErrConfig, fmt.Errorf("%w (here the key is metrics_insecure: true)", err))
+		}
 	}
 	if set.Factories == nil {
 		set.Factories = DefaultFactories()
@@ -302,6 +310,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		mux.Handle("/metrics", reg.Handler())
 		s.mln = ln
 		s.MetricsAddr = ln.Addr().String()
+		listenpolicy.Warn(set.Logger, "metrics", s.MetricsAddr, false)
 		s.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	}
 	if cfg.HTTP.Listen != "" {
@@ -335,7 +344,8 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 			return nil, err
 		}
 		// The web UI's live view: the stream over WebSocket, at /api/live.
-		s.live = livestream.NewHandler(s.StreamURL, livestream.HandlerOptions{Logger: set.Logger,
+		user, pass := s.Built[stream.comp.Name].(*streamsink.Sink).Credentials()
+		s.live = livestream.NewHandler(s.StreamURL, livestream.HandlerOptions{Options: livestream.Options{User: user, Password: pass}, Logger: set.Logger,
 			MaxClients: cfg.HTTP.LiveMaxClients, MaxClientBuffer: cfg.HTTP.LiveClientBuffer})
 		s.Shared.SetLive(s.live)
 	}

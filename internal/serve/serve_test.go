@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/config"
+	"github.com/tracebridge/tracebridge/internal/logtest"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
@@ -96,6 +97,7 @@ func TestBuildErrorClasses(t *testing.T) {
 		{"receivers: [{type: tcp-client}]\nsinks: [{type: kieker-log}]", ErrConfig, "connect address missing"},
 		{"receivers: [{type: tcp-server, listen: x, timestamp_unit: days}]\nsinks: [{type: kieker-log}]", ErrConfig, "timestamp_unit"},
 		{"receivers: [{type: tcp-server, listen: x}]\nsinks: [{type: forward}]", ErrConfig, "url missing"},
+		{"metrics: '0.0.0.0:0'\nreceivers: [{type: tcp-server, listen: '127.0.0.1:0'}]\nsinks: [{type: kieker-log, path: " + dir + "}]", ErrConfig, "metrics 0.0.0.0:0: 0.0.0.0 is not a loopback address"},
 		{"receivers: [{type: tcp-server, listen: x}]\nstages: [{type: split}]\nsinks: [{type: kieker-log}]", ErrConfig, "boundaries missing"},
 	} {
 		cfg := parse(t, tc.yaml)
@@ -351,5 +353,21 @@ func TestJFRReceiverAddsProfileStage(t *testing.T) {
 	cfg = parse(t, "receivers:\n  - {type: jfr, repository: /r, start: middle}\nsinks:\n  - {type: kieker-log}\n")
 	if _, err := Build(cfg, Settings{}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "start") {
 		t.Fatalf("bad start: %v", err)
+	}
+}
+
+// TestMetricsListenPolicy: the metrics endpoint (no TLS) listens off
+// loopback only with metrics_insecure: true, and then warns once.
+func TestMetricsListenPolicy(t *testing.T) {
+	dir := t.TempDir()
+	cfg := parse(t, "metrics: '0.0.0.0:0'\nmetrics_insecure: true\nreceivers: [{type: tcp-server, listen: '127.0.0.1:0'}]\nsinks: [{type: kieker-log, path: "+dir+"}]")
+	var logs logtest.Buffer
+	s, err := Build(cfg, Settings{Logger: logs.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if n := strings.Count(logs.String(), "metrics listens on"); n != 1 || !strings.Contains(logs.String(), "in plain text (insecure: true)") {
+		t.Errorf("%d warnings:\n%s", n, logs.String())
 	}
 }

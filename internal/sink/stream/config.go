@@ -10,6 +10,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/codec/streammsg"
 	"github.com/tracebridge/tracebridge/internal/control"
+	"github.com/tracebridge/tracebridge/internal/listenpolicy"
 	"github.com/tracebridge/tracebridge/internal/natsd"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 )
@@ -37,6 +38,12 @@ type Config struct {
 	// bridge's embedded server wherever the broker-embedded receiver
 	// has it, else DefaultListen.
 	Listen string `yaml:"listen"`
+	// TLS: a certificate and key make the embedded server's network
+	// clients speak TLS; Insecure lets it serve plain text off loopback
+	// (internal/listenpolicy). Its clients authenticate either way with
+	// the credential under data_dir (DATA_DIR/nats/credentials).
+	TLS      pipeline.TLSFiles `yaml:"tls"`
+	Insecure bool              `yaml:"insecure"`
 	// URL of an external NATS server with JetStream (nats://HOST:PORT,
 	// tls://…) instead of the embedded one; User and Password, or the
 	// URL's, authenticate.
@@ -88,7 +95,15 @@ func (c *Config) Validate() error {
 	if c.Listen != "" {
 		if _, _, err := natsd.SplitListen(c.Listen); err != nil {
 			errs = append(errs, fmt.Errorf("listen: %w", err))
+		} else if err := listenpolicy.Check("listen", c.Listen, c.TLS.Enabled(), c.Insecure, "tls: {cert, key}"); err != nil {
+			errs = append(errs, err)
 		}
+	}
+	if err := c.TLS.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.URL != "" && (c.TLS.Enabled() || c.Insecure) {
+		errs = append(errs, errors.New("tls and insecure are for the embedded server (listen), not an external one (url)"))
 	}
 	if c.URL != "" {
 		u, err := url.Parse(c.URL)

@@ -61,6 +61,7 @@ type Sink struct {
 	json  bool
 
 	srv     *natsd.Server // the embedded server, or nil
+	creds   natsd.Credentials
 	release func()
 	nc      *natsgo.Conn
 	js      jetstream.JetStream
@@ -234,13 +235,19 @@ func (s *Sink) connect(set pipeline.Settings) error {
 		if listen == "" {
 			listen, anyAddr = DefaultListen, true
 		}
+		tc, err := s.cfg.TLS.ServerConfig()
+		if err != nil {
+			return err
+		}
 		host, port, _ := natsd.SplitListen(listen)
-		srv, release, err := natsd.Acquire(set.Shared, natsd.Config{Host: host, Port: port, StoreDir: filepath.Join(set.DataDir, "broker"), Logger: set.Logger}, anyAddr)
+		srv, release, err := natsd.Acquire(set.Shared, natsd.Config{Host: host, Port: port, StoreDir: filepath.Join(set.DataDir, "broker"),
+			CredentialsFile: natsd.CredentialsFile(set.DataDir), TLS: tc, Logger: set.Logger}, anyAddr)
 		if err != nil {
 			return pipeline.Classify(pipeline.ErrComm, fmt.Errorf("stream: %w", err))
 		}
 		s.srv, s.release = srv, release
-		opts = append(opts, natsgo.InProcessServer(srv.InProcess()))
+		s.creds = srv.Credentials()
+		opts = append(opts, natsgo.InProcessServer(srv.InProcess()), natsgo.UserInfo(s.creds.User, s.creds.Password))
 	} else {
 		u, _ := url.Parse(s.cfg.URL)
 		user, pass := s.cfg.User, s.cfg.Password
@@ -259,6 +266,7 @@ func (s *Sink) connect(set pipeline.Settings) error {
 		if user != "" {
 			opts = append(opts, natsgo.UserInfo(user, pass))
 		}
+		s.creds = natsd.Credentials{User: user, Password: pass}
 		target = u.String()
 	}
 	nc, err := natsgo.Connect(target, opts...)
@@ -300,6 +308,11 @@ func (s *Sink) Where() string { return s.where }
 
 // URL is the NATS URL subscribers use (without credentials).
 func (s *Sink) URL() string { return s.url() }
+
+// Credentials are what the bridge's own subscribers (the web UI's live
+// view) present to the server: the embedded server's, or the
+// configuration's for an external one.
+func (s *Sink) Credentials() (user, password string) { return s.creds.User, s.creds.Password }
 
 // SetReceivers describes the bridge's receivers in the metadata.
 func (s *Sink) SetReceivers(rs []streammsg.ReceiverInfo) {

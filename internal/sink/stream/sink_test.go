@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -161,7 +162,7 @@ func (c *collector) wait(t *testing.T, n int) []string {
 // host.
 func TestPublishSubscribe(t *testing.T) {
 	s, _ := newSink(t, sink.Config{})
-	c := subscribe(t, s.URL(), nil)
+	c := subscribe(t, authURL(s), nil)
 	ctx := context.Background()
 	if err := s.Consume(ctx, events("web-1", 1, 2)); err != nil {
 		t.Fatal(err)
@@ -194,7 +195,7 @@ func TestPublishSubscribe(t *testing.T) {
 // hosts its records name, where they name one.
 func TestPerRecordHost(t *testing.T) {
 	s, _ := newSink(t, sink.Config{})
-	c := subscribe(t, s.URL(), func(st *stream.Stream) { st.SetHosts("b") })
+	c := subscribe(t, authURL(s), func(st *stream.Stream) { st.SetHosts("b") })
 	b := &record.Batch{}
 	for i, h := range []string{"a", "b", "a", "b"} {
 		r := b.Add(cat.Lookup(record.OperationExecutionRecord), -1)
@@ -241,7 +242,7 @@ func TestReplay(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	s.Consume(ctx, events("h", 2, 1))
 	s.Consume(ctx, events("h", 3, 1))
-	first := seqs(t, s.URL(), 9)
+	first := seqs(t, authURL(s), 9)
 	if len(first) != 3 || !(first[1] < first[2] && first[2] < first[3]) {
 		t.Fatalf("sequences %v", first)
 	}
@@ -261,7 +262,7 @@ func TestReplay(t *testing.T) {
 		"time":     func(st *stream.Stream) { st.SetStartTime(mid) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			c := subscribe(t, s.URL(), setup)
+			c := subscribe(t, authURL(s), setup)
 			c.wait(t, 6)
 			s.Consume(ctx, events("h", 4, 1)) // then live
 			c.wait(t, 9)
@@ -285,7 +286,7 @@ func TestSlowSubscriberGap(t *testing.T) {
 	s, _ := newSink(t, sink.Config{MaxBytes: &mb})
 	release := make(chan struct{})
 	var once sync.Once
-	c := subscribe(t, s.URL(), func(st *stream.Stream) {
+	c := subscribe(t, authURL(s), func(st *stream.Stream) {
 		st.OnEvent("", func(*stream.Event) { once.Do(func() { <-release }) })
 	})
 	ctx := context.Background()
@@ -333,7 +334,7 @@ func TestSlowSubscriberGap(t *testing.T) {
 // ones are.
 func TestJSONEncoding(t *testing.T) {
 	s, _ := newSink(t, sink.Config{Encoding: "json"})
-	c := subscribe(t, s.URL(), nil)
+	c := subscribe(t, authURL(s), nil)
 	s.Consume(context.Background(), events("web-1", 1, 1))
 	got := c.wait(t, 3)
 	if diff := cmp.Diff([]string{"meta:0", "meta:3", "TraceMetadata web-1 ", "BeforeOperationEvent web-1 0", "AfterOperationEvent web-1 1"}, got); diff != "" {
@@ -366,7 +367,7 @@ func TestRestart(t *testing.T) {
 	s.Consume(context.Background(), events("h", 2, 1))
 	var runs []uint64
 	var mu sync.Mutex
-	c := subscribe(t, s.URL(), func(st *stream.Stream) {
+	c := subscribe(t, authURL(s), func(st *stream.Stream) {
 		st.SetStartSequence(1)
 		st.OnEvent("", func(e *stream.Event) {
 			mu.Lock()
@@ -439,7 +440,7 @@ func TestControl(t *testing.T) {
 	defer s.Close()
 	var metas []*stream.Metadata
 	var mu sync.Mutex
-	c := subscribe(t, s.URL(), func(st *stream.Stream) {
+	c := subscribe(t, authURL(s), func(st *stream.Stream) {
 		st.OnMetadata(func(m *stream.Metadata) {
 			mu.Lock()
 			metas = append(metas, m)
@@ -470,7 +471,7 @@ func TestControl(t *testing.T) {
 		{streammsg.ControlRequest{Op: "explode"}, "unknown operation"},
 		{streammsg.ControlRequest{Op: "probe", Pattern: "*"}, "no probe controllers"},
 	} {
-		rep := request(t, s.URL(), tc.req, "")
+		rep := request(t, authURL(s), tc.req, "")
 		if tc.want == "" && !rep.OK || tc.want != "" && (rep.OK || !strings.Contains(rep.Error, tc.want)) {
 			t.Errorf("%+v: %+v", tc.req, rep)
 		}
@@ -508,7 +509,7 @@ func TestControl(t *testing.T) {
 		t.Fatalf("state after a restart: %+v", st)
 	}
 	// Malformed JSON.
-	nc, _ := natsgo.Connect(s.URL())
+	nc, _ := natsgo.Connect(authURL(s))
 	defer nc.Close()
 	r, err := nc.Request(streammsg.Subjects{}.Control(), []byte("{nope"), 5*time.Second)
 	if err != nil || !strings.Contains(string(r.Data), "malformed control request") {
@@ -538,23 +539,23 @@ func TestControlAuthorization(t *testing.T) {
 		return s
 	}
 	s := start(sink.Config{Listen: "127.0.0.1:0", ControlTokenFile: tokenFile})
-	if rep := request(t, s.URL(), disable, ""); rep.OK || !strings.Contains(rep.Error, "token") {
+	if rep := request(t, authURL(s), disable, ""); rep.OK || !strings.Contains(rep.Error, "token") {
 		t.Errorf("without the token: %+v", rep)
 	}
-	if rep := request(t, s.URL(), disable, "wrong"); rep.OK {
+	if rep := request(t, authURL(s), disable, "wrong"); rep.OK {
 		t.Errorf("a wrong token: %+v", rep)
 	}
-	if rep := request(t, s.URL(), disable, "s3cret"); !rep.OK {
+	if rep := request(t, authURL(s), disable, "s3cret"); !rep.OK {
 		t.Errorf("the token: %+v", rep)
 	}
-	if rep := request(t, s.URL(), streammsg.ControlRequest{Op: "status"}, ""); !rep.OK || len(rep.Control.DisabledTypes) != 1 {
+	if rep := request(t, authURL(s), streammsg.ControlRequest{Op: "status"}, ""); !rep.OK || len(rep.Control.DisabledTypes) != 1 {
 		t.Errorf("status: %+v", rep)
 	}
 
 	// No token: loopback only (the server binds loopback, as tests do;
 	// TestLoopbackOnly refuses other addresses).
 	s = start(sink.Config{Listen: "127.0.0.1:0"})
-	if rep := request(t, s.URL(), disable, ""); !rep.OK {
+	if rep := request(t, authURL(s), disable, ""); !rep.OK {
 		t.Errorf("from loopback: %+v", rep)
 	}
 
@@ -564,8 +565,9 @@ func TestControlAuthorization(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ext.Shutdown()
-	s = start(sink.Config{URL: "nats://" + ext.Addr()})
-	if rep := request(t, s.URL(), disable, ""); rep.OK || !strings.Contains(rep.Error, "external") {
+	ec := ext.Credentials()
+	s = start(sink.Config{URL: "nats://" + ext.Addr(), User: ec.User, Password: ec.Password})
+	if rep := request(t, authURL(s), disable, ""); rep.OK || !strings.Contains(rep.Error, "external") {
 		t.Errorf("external server without a token: %+v", rep)
 	}
 }
@@ -574,7 +576,7 @@ func TestControlAuthorization(t *testing.T) {
 // counted per subject, so a subscriber is told exactly what it missed.
 func TestDropped(t *testing.T) {
 	s, _ := newSink(t, sink.Config{})
-	c := subscribe(t, s.URL(), nil)
+	c := subscribe(t, authURL(s), nil)
 	ctx := context.Background()
 	s.Consume(ctx, events("h", 1, 1))
 	s.Dropped(events("h", 2, 3))
@@ -598,5 +600,71 @@ func TestDropped(t *testing.T) {
 	}
 	if st := s.Stats(); st.Lost != 7 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// authURL is the sink's URL with the credential its server wants (the
+// embedded server's; none for an external one without).
+func authURL(s *sink.Sink) string {
+	user, pass := s.Credentials()
+	if user == "" {
+		return s.URL()
+	}
+	return strings.Replace(s.URL(), "://", "://"+url.UserPassword(user, pass).String()+"@", 1)
+}
+
+// TestEmbeddedServerAuthentication: the embedded server the stream
+// starts refuses a client without the credential under the data
+// directory and takes one with it; the credential file is the one
+// clients on the machine read.
+func TestEmbeddedServerAuthentication(t *testing.T) {
+	dataDir := t.TempDir()
+	cfg := sink.Config{Listen: "127.0.0.1:0"}
+	s, err := sink.New(&cfg, pipeline.Settings{Name: "stream", DataDir: dataDir, Shared: &pipeline.Shared{}, Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := stream.Open(s.URL(), stream.Options{}); err == nil || !strings.Contains(err.Error(), "Authorization") {
+		t.Fatalf("a client without the credential: %v, want refused", err)
+	}
+	if nc, err := natsgo.Connect(s.URL()); err == nil {
+		nc.Close()
+		t.Fatal("a NATS client without the credential connected")
+	}
+	st, err := stream.Open(s.URL(), stream.Options{DataDir: dataDir})
+	if err != nil {
+		t.Fatalf("a client with the data directory's credential: %v", err)
+	}
+	st.Close()
+	user, pass, err := stream.ReadCredentials(stream.CredentialsFile(dataDir))
+	if u, p := s.Credentials(); err != nil || u != user || p != pass {
+		t.Fatalf("credentials file %q %v, the sink's %q", user, err, u)
+	}
+}
+
+// TestListenPolicy: the stream's embedded server follows the listener
+// policy: off loopback without TLS the configuration is refused naming
+// listen and the fix; insecure: true allows it; an external server's URL
+// takes neither key.
+func TestListenPolicy(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:14222", ":14222", "[::]:14222", "192.0.2.1:14222"} {
+		c := sink.Config{Listen: addr}
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), "listen "+addr) || !strings.Contains(err.Error(), "insecure: true") || !strings.Contains(err.Error(), "tls: {cert, key}") {
+			t.Errorf("%s without tls: %v; want a refusal naming listen and the fix", addr, err)
+		}
+		c.Insecure = true
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s with insecure: true: %v", addr, err)
+		}
+	}
+	for _, c := range []sink.Config{{Listen: "127.0.0.1:14222"}, {Listen: "localhost:14222"}, {}} {
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+	if err := (&sink.Config{URL: "nats://10.0.0.1:4222", Insecure: true}).Validate(); err == nil {
+		t.Error("insecure with url: accepted")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/listenpolicy"
 	"github.com/tracebridge/tracebridge/internal/natsd"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/source/broker"
@@ -39,10 +40,15 @@ func (c *ClientConfig) Validate() error {
 type EmbeddedConfig struct {
 	// Listen is host:port for NATS clients; MQTTListen, if set, for MQTT
 	// clients (same host).
-	Listen         string `yaml:"listen"`
-	MQTTListen     string `yaml:"mqtt_listen"`
-	Stream         string `yaml:"stream"`
-	Durable        string `yaml:"durable"`
+	Listen     string `yaml:"listen"`
+	MQTTListen string `yaml:"mqtt_listen"`
+	// TLS: a certificate and key make NATS and MQTT clients speak TLS;
+	// Insecure lets plain text off loopback (internal/listenpolicy).
+	// Clients authenticate either way (natsd.Credentials).
+	TLS            pipeline.TLSFiles `yaml:"tls"`
+	Insecure       bool              `yaml:"insecure"`
+	Stream         string            `yaml:"stream"`
+	Durable        string            `yaml:"durable"`
 	broker.Options `yaml:",inline"`
 }
 
@@ -53,6 +59,12 @@ func (c *EmbeddedConfig) Validate() error {
 	}
 	if _, _, err := natsd.SplitListen(c.Listen); err != nil {
 		return fmt.Errorf("listen: %w", err)
+	}
+	if err := c.TLS.Validate(); err != nil {
+		return err
+	}
+	if err := listenpolicy.Check("listen", c.Listen, c.TLS.Enabled(), c.Insecure, "tls: {cert, key}"); err != nil {
+		return err
 	}
 	if c.MQTTListen != "" {
 		mh, _, err := natsd.SplitListen(c.MQTTListen)
@@ -118,8 +130,12 @@ func buildEmbedded(c *EmbeddedConfig, set pipeline.Settings) (pipeline.Receiver,
 	if err != nil {
 		return nil, err
 	}
+	tc, err := c.TLS.ServerConfig()
+	if err != nil {
+		return nil, err
+	}
 	host, port, _ := natsd.SplitListen(c.Listen)
-	sc := ServerConfig{Host: host, Port: port, StoreDir: filepath.Join(set.DataDir, "broker"), Logger: set.Logger}
+	sc := ServerConfig{Host: host, Port: port, StoreDir: filepath.Join(set.DataDir, "broker"), CredentialsFile: natsd.CredentialsFile(set.DataDir), TLS: tc, Logger: set.Logger}
 	if c.MQTTListen != "" {
 		_, mp, _ := natsd.SplitListen(c.MQTTListen)
 		sc.MQTT, sc.MQTTPort = true, mp
@@ -128,8 +144,9 @@ func buildEmbedded(c *EmbeddedConfig, set pipeline.Settings) (pipeline.Receiver,
 	if err != nil {
 		return nil, pipeline.Classify(pipeline.ErrComm, err)
 	}
+	creds := srv.Credentials() // the embedded server's one user
 	r, err := New(Config{
-		Name: set.Name, User: c.User, Password: c.Password, Subject: c.Destination, InProcess: srv.InProcess(),
+		Name: set.Name, User: creds.User, Password: creds.Password, Subject: c.Destination, InProcess: srv.InProcess(),
 		Stream: c.Stream, Durable: c.Durable, MaxAckPending: c.Prefetch, DeadLetter: c.DeadLetter, Batch: bc,
 	}, broker.SettingsOf(set))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -186,7 +187,8 @@ func TestEmbeddedBroker(t *testing.T) {
 		t.Fatalf("addresses %q %q", srv.Addr(), srv.MQTTAddr())
 	}
 	newRecv := func(s *Server) *Receiver {
-		r, err := New(Config{Name: "embedded", InProcess: s.InProcess(), Batch: broker.Config{Mapping: mapping(t)}}, broker.Settings{})
+		c := s.Credentials()
+		r, err := New(Config{Name: "embedded", InProcess: s.InProcess(), User: c.User, Password: c.Password, Batch: broker.Config{Mapping: mapping(t)}}, broker.Settings{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,9 +199,20 @@ func TestEmbeddedBroker(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // stream and consumer exist
 	stop()
 
+	// Publishers without the credential are refused.
+	if nc, err := natsgo.Connect("nats://" + srv.Addr()); err == nil {
+		nc.Close()
+		t.Fatal("a NATS publisher without the credential connected")
+	}
+	anon := paho.NewClient(paho.NewClientOptions().AddBroker("tcp://" + srv.MQTTAddr()).SetClientID("anon").SetConnectRetry(false).SetAutoReconnect(false))
+	if tok := anon.Connect(); tok.WaitTimeout(10*time.Second) && tok.Error() == nil {
+		anon.Disconnect(100)
+		t.Fatal("an MQTT publisher without the credential connected")
+	}
 	// Consumer stopped: publish over NATS and MQTT.
-	publishJS(t, "nats://"+srv.Addr(), DefaultSubject, 0, 200)
-	mc := paho.NewClient(paho.NewClientOptions().AddBroker("tcp://" + srv.MQTTAddr()).SetClientID("pub"))
+	publishJS(t, authURL(srv), DefaultSubject, 0, 200)
+	creds := srv.Credentials()
+	mc := paho.NewClient(paho.NewClientOptions().AddBroker("tcp://" + srv.MQTTAddr()).SetClientID("pub").SetUsername(creds.User).SetPassword(creds.Password))
 	if tok := mc.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 		t.Fatalf("mqtt connect: %v", tok.Error())
 	}
@@ -213,7 +226,7 @@ func TestEmbeddedBroker(t *testing.T) {
 	// The server acknowledges an MQTT QoS 1 publish once routed; the
 	// stream stores it a moment later. Wait for that before the restart,
 	// which is about what file storage keeps.
-	waitStored(t, "nats://"+srv.Addr(), DefaultStream, 300)
+	waitStored(t, authURL(srv), DefaultStream, 300)
 	// Restart the broker itself: file storage keeps the messages.
 	srv.Shutdown()
 	srv, err = StartServer(ServerConfig{Port: 0, StoreDir: dir})
@@ -240,5 +253,31 @@ func TestEmbeddedPortInUse(t *testing.T) {
 	fmt.Sscan(p, &n)
 	if _, err := StartServer(ServerConfig{Port: n, StoreDir: t.TempDir()}); err == nil {
 		t.Fatal("second broker on the same port started")
+	}
+}
+
+// authURL is the embedded server's URL with its credential.
+func authURL(s *Server) string {
+	c := s.Credentials()
+	return "nats://" + url.UserPassword(c.User, c.Password).String() + "@" + s.Addr()
+}
+
+// TestEmbeddedListenPolicy: broker-embedded follows the listener policy:
+// off loopback without TLS the configuration is refused naming listen and
+// the fix; insecure: true allows it; loopback needs neither.
+func TestEmbeddedListenPolicy(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:4222", ":4222", "[::]:4222", "192.0.2.1:4222"} {
+		c := EmbeddedConfig{Listen: addr}
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), "listen "+addr) || !strings.Contains(err.Error(), "insecure: true") || !strings.Contains(err.Error(), "tls: {cert, key}") {
+			t.Errorf("%s without tls: %v; want a refusal naming listen and the fix", addr, err)
+		}
+		c.Insecure = true
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s with insecure: true: %v", addr, err)
+		}
+	}
+	if err := (&EmbeddedConfig{Listen: "127.0.0.1:4222"}).Validate(); err != nil {
+		t.Error(err)
 	}
 }

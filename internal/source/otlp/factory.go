@@ -7,6 +7,7 @@ import (
 	"time"
 
 	otlpcodec "github.com/tracebridge/tracebridge/internal/codec/otlp"
+	"github.com/tracebridge/tracebridge/internal/listenpolicy"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 )
 
@@ -73,6 +74,9 @@ type Config struct {
 	// picks a free one).
 	Listen string `yaml:"listen"`
 	TLS    TLS    `yaml:"tls"`
+	// Insecure lets the receiver take plain text off loopback
+	// (internal/listenpolicy); it says so at start-up.
+	Insecure bool `yaml:"insecure"`
 	// MaxMessageSize is the largest request in bytes: 4 MiB for gRPC,
 	// 16 MiB for HTTP, measured after decompression.
 	MaxMessageSize int `yaml:"max_message_size"`
@@ -104,6 +108,9 @@ type Config struct {
 func (c *Config) Validate() error {
 	if c.Listen == "" {
 		return errors.New("listen address missing")
+	}
+	if err := listenpolicy.Check("listen", c.Listen, c.TLS.Cert != "" || c.TLS.Key != "", c.Insecure, "tls: {cert, key}"); err != nil {
+		return err
 	}
 	if c.MaxMessageSize < 0 || c.MaxInflightBytes < 0 || c.EmitTimeout < 0 || c.DrainTimeout < 0 {
 		return errors.New("max_message_size, max_inflight_bytes, emit_timeout and drain_timeout must not be negative")

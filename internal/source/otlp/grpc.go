@@ -22,6 +22,7 @@ import (
 
 	otlpcodec "github.com/tracebridge/tracebridge/internal/codec/otlp"
 	"github.com/tracebridge/tracebridge/internal/hostauth"
+	"github.com/tracebridge/tracebridge/internal/listenpolicy"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 )
 
@@ -66,6 +67,7 @@ func NewGRPC(cfg Config, set pipeline.Settings) (*GRPC, error) {
 	}
 	g.srv = grpc.NewServer(opts...)
 	g.srv.RegisterService(&traceService, g)
+	listenpolicy.Warn(set.Logger, "receiver "+set.Name, ln.Addr().String(), tc != nil)
 	return g, nil
 }
 

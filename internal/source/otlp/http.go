@@ -18,6 +18,7 @@ import (
 
 	otlpcodec "github.com/tracebridge/tracebridge/internal/codec/otlp"
 	"github.com/tracebridge/tracebridge/internal/hostauth"
+	"github.com/tracebridge/tracebridge/internal/listenpolicy"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 )
 
@@ -68,6 +69,7 @@ func NewHTTP(cfg Config, set pipeline.Settings) (*HTTP, error) {
 		TLSConfig:         tc,
 		ErrorLog:          slog.NewLogLogger(set.Logger.Handler(), slog.LevelDebug),
 	}
+	listenpolicy.Warn(set.Logger, "receiver "+set.Name, ln.Addr().String(), tc != nil)
 	return h, nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/codec/kdb"
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
+	"github.com/tracebridge/tracebridge/internal/listenpolicy"
 	"github.com/tracebridge/tracebridge/internal/mapping"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/timeunit"
@@ -43,6 +44,14 @@ type Limits struct {
 	TimestampUnit string `yaml:"timestamp_unit"`
 	// TLS: a certificate and key make a listening receiver speak TLS.
 	TLS pipeline.TLSFiles `yaml:"tls"`
+	// Insecure lets a listening receiver take plain text off loopback
+	// (internal/listenpolicy); it says so at start-up.
+	Insecure bool `yaml:"insecure"`
+}
+
+// checkListen applies the listener policy to the address of key.
+func (l *Limits) checkListen(key, addr string) error {
+	return listenpolicy.Check(key, addr, l.TLS.Enabled(), l.Insecure, "tls: {cert, key}")
 }
 
 func (l *Limits) validate() error {
@@ -73,7 +82,10 @@ func (c *KDBServerConfig) Validate() error {
 	if c.Listen == "" {
 		return errors.New("listen address missing")
 	}
-	return c.validate()
+	if err := c.validate(); err != nil {
+		return err
+	}
+	return c.checkListen("listen", c.Listen)
 }
 
 // ClientConfig configures tcp-client.
@@ -127,7 +139,10 @@ func (c *KiekerConfig) Validate() error {
 	if c.MaxRegistryBytes < 0 {
 		return errors.New("max_registry_bytes must not be negative")
 	}
-	return c.validate()
+	if err := c.validate(); err != nil {
+		return err
+	}
+	return c.checkListen("listen", c.Listen)
 }
 
 // DualConfig configures kieker-tcp-dual.
@@ -150,7 +165,13 @@ func (c *DualConfig) Validate() error {
 	if c.MaxRegistryBytes < 0 {
 		return errors.New("max_registry_bytes must not be negative")
 	}
-	return c.validate()
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if err := c.checkListen("listen", c.Listen); err != nil {
+		return err
+	}
+	return c.checkListen("registry_listen", c.RegistryListen)
 }
 
 // Factories returns the factories of the TCP receiver types.
@@ -217,8 +238,8 @@ func build(set pipeline.Settings, cfg Config, l Limits, dec func() (func() Decod
 	cfg.MaxConnections = l.MaxConnections
 	cfg.ReadBuffer = l.ReadBuffer
 	cfg.DrainTimeout = time.Duration(l.DrainTimeout)
-	if cfg.Mode == Client && l.TLS.Enabled() {
-		return nil, pipeline.Classify(pipeline.ErrConfig, errors.New("tls: a tcp-client connects out; tls is for listening receivers"))
+	if cfg.Mode == Client && (l.TLS.Enabled() || l.Insecure) {
+		return nil, pipeline.Classify(pipeline.ErrConfig, errors.New("tls, insecure: a tcp-client connects out; tls and insecure are for listening receivers"))
 	}
 	tc, err := l.TLS.ServerConfig()
 	if err != nil {
@@ -250,9 +271,11 @@ func build(set pipeline.Settings, cfg Config, l Limits, dec func() (func() Decod
 	where := "connecting to " + cfg.Address
 	if a := r.Addr(); a != nil {
 		where = "listening on " + a.String()
+		listenpolicy.Warn(set.Logger, "receiver "+set.Name, a.String(), tc != nil)
 	}
 	if a := r.RegistryAddr(); a != nil {
 		where += " (registry " + a.String() + ")"
+		listenpolicy.Warn(set.Logger, "receiver "+set.Name+" (registry)", a.String(), tc != nil)
 	}
 	if tc != nil {
 		where += " (TLS)"

@@ -14,6 +14,7 @@ import (
 
 	codec "github.com/tracebridge/tracebridge/internal/codec/zico"
 	"github.com/tracebridge/tracebridge/internal/hostauth"
+	"github.com/tracebridge/tracebridge/internal/listenpolicy"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/trace"
@@ -35,7 +36,10 @@ type FactoryConfig struct {
 	// their secret. Off: a HELLO creates its host.
 	Security bool `yaml:"security"`
 	// TLS: a certificate and key make the receiver speak TLS.
-	TLS            pipeline.TLSFiles `yaml:"tls"`
+	TLS pipeline.TLSFiles `yaml:"tls"`
+	// Insecure lets the receiver take plain text off loopback
+	// (internal/listenpolicy); it says so at start-up.
+	Insecure       bool              `yaml:"insecure"`
 	MaxConnections int               `yaml:"max_connections"`
 	MaxPayload     int               `yaml:"max_payload"`
 	IdleTimeout    pipeline.Duration `yaml:"idle_timeout"`
@@ -51,6 +55,9 @@ func (c *FactoryConfig) Validate() error {
 		c.Listen = DefaultListen
 	}
 	if err := c.TLS.Validate(); err != nil {
+		return err
+	}
+	if err := listenpolicy.Check("listen", c.Listen, c.TLS.Enabled(), c.Insecure, "tls: {cert, key}"); err != nil {
 		return err
 	}
 	if c.MaxConnections < 0 || c.MaxPayload < 0 || c.IdleTimeout < 0 || c.CommitTimeout < 0 {
@@ -105,6 +112,7 @@ func newReceiver(c *FactoryConfig, set pipeline.Settings) (pipeline.Receiver, er
 		return nil, pipeline.Classify(pipeline.ErrComm, fmt.Errorf("cannot listen on %s: %w", c.Listen, err))
 	}
 	r.ln, r.srv = ln, srv
+	listenpolicy.Warn(set.Logger, "receiver "+set.Name, ln.Addr().String(), tc != nil)
 	return r, nil
 }
 

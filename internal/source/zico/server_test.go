@@ -17,6 +17,7 @@ import (
 
 	codec "github.com/tracebridge/tracebridge/internal/codec/zico"
 	"github.com/tracebridge/tracebridge/internal/codec/zico/zicotest"
+	"github.com/tracebridge/tracebridge/internal/logtest"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/source/zico"
 	"github.com/tracebridge/tracebridge/internal/tlstest"
@@ -308,6 +309,43 @@ func TestWhereSaysTLS(t *testing.T) {
 		r.(*zico.Receiver).Close()
 		if got := strings.HasSuffix(w, " (TLS)"); got != tt.want || !strings.HasPrefix(w, "listening on 127.0.0.1:") {
 			t.Errorf("TLS %v: Where %q", tt.want, w)
+		}
+	}
+}
+
+// TestListenPolicy: zico follows the listener policy: off loopback
+// without TLS the configuration is refused naming listen and the fix;
+// with insecure: true the receiver starts and warns once; on loopback it
+// starts without a word.
+func TestListenPolicy(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:8640", ":8640", "[::]:8640", "192.0.2.1:8640"} {
+		c := &zico.FactoryConfig{Listen: addr}
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), "listen "+addr) || !strings.Contains(err.Error(), "insecure: true") || !strings.Contains(err.Error(), "tls: {cert, key}") {
+			t.Errorf("%s without tls: %v; want a refusal naming listen and the fix", addr, err)
+		}
+		c.Insecure = true
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s with insecure: true: %v", addr, err)
+		}
+	}
+	for _, off := range []bool{false, true} {
+		c := &zico.FactoryConfig{Listen: "127.0.0.1:0"}
+		if off {
+			c.Listen, c.Insecure = "0.0.0.0:0", true
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		var logs logtest.Buffer
+		r, err := zico.Factory().NewReceiver(c, pipeline.Settings{Name: "zico", Logger: logs.Logger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.(*zico.Receiver).Close()
+		warnings := strings.Count(logs.String(), "in plain text (insecure: true)")
+		if want := map[bool]int{false: 0, true: 1}[off]; warnings != want {
+			t.Errorf("off loopback %v: %d plain-text warnings, want %d:\n%s", off, warnings, want, logs.String())
 		}
 	}
 }
