@@ -279,7 +279,7 @@ func bridgeRun(ctx context.Context, o *options, bin, path, dir string, loads []*
 	if n, err := b.SinkRecords(); err != nil || n != 0 {
 		return fmt.Errorf("sink count before the run: %d (%v)", n, err)
 	}
-	ss, err := dialSenders(path, o, b.Addr, queue, len(loads))
+	ss, err := dialSenders(path, o, b.Addr, queue, dir, len(loads))
 	if err != nil {
 		return err
 	}
@@ -379,7 +379,7 @@ func publishOnly(ctx context.Context, o *options, path, dir string, loads []*loa
 	case pathSTOMP:
 		queue := queueName("publish")
 		defer deleteQueue(queue, o.vhost, logf)
-		if ss, err = dialSenders(path, o, "", queue, len(loads)); err != nil {
+		if ss, err = dialSenders(path, o, "", queue, "", len(loads)); err != nil {
 			return err
 		}
 	default:
@@ -396,7 +396,7 @@ func publishOnly(ctx context.Context, o *options, path, dir string, loads []*loa
 		if js, err = jetstream.New(nc); err != nil {
 			return err
 		}
-		if ss, err = dialSenders(path, o, p.addr, "", len(loads)); err != nil {
+		if ss, err = dialSenders(path, o, p.addr, "", "", len(loads)); err != nil {
 			return err
 		}
 	}

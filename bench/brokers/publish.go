@@ -14,6 +14,8 @@ import (
 	"github.com/go-stomp/stomp/v3/frame"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tracebridge/tracebridge/stream"
 )
 
 // natsSubject is the subject the embedded broker's stream captures.
@@ -34,11 +36,13 @@ type sender interface {
 }
 
 // dialSenders opens one sender per load for path; dest is the STOMP
-// destination, addr the NATS or TCP address.
-func dialSenders(path string, o *options, addr, dest string, n int) ([]sender, error) {
+// destination, addr the NATS or TCP address, dataDir the data directory
+// of the bridge whose embedded NATS server addr is ("" for a server
+// without a login).
+func dialSenders(path string, o *options, addr, dest, dataDir string, n int) ([]sender, error) {
 	ss := make([]sender, 0, n)
 	for i := 0; i < n; i++ {
-		s, err := dialSender(path, o, addr, dest)
+		s, err := dialSender(path, o, addr, dest, dataDir)
 		if err != nil {
 			for _, s := range ss {
 				s.close()
@@ -50,12 +54,20 @@ func dialSenders(path string, o *options, addr, dest string, n int) ([]sender, e
 	return ss, nil
 }
 
-func dialSender(path string, o *options, addr, dest string) (sender, error) {
+func dialSender(path string, o *options, addr, dest, dataDir string) (sender, error) {
 	switch path {
 	case pathSTOMP:
 		return dialSTOMP(o, dest)
 	case pathEmbedded, pathEmbeddedJS:
-		nc, err := natsgo.Connect("nats://"+addr, natsgo.Name("tracebridge bench"))
+		opts := []natsgo.Option{natsgo.Name("tracebridge bench")}
+		if dataDir != "" { // the bridge's embedded server: its credential
+			user, password, err := stream.ReadCredentials(stream.CredentialsFile(dataDir))
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, natsgo.UserInfo(user, password))
+		}
+		nc, err := natsgo.Connect("nats://"+addr, opts...)
 		if err != nil {
 			return nil, err
 		}
