@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 // TestQueryNoBridge: query --url where no bridge listens says so and how
@@ -49,6 +51,27 @@ func TestHostsListSizes(t *testing.T) {
 		// secret, enabled, size, max size, max age, last contact.
 		if fields := strings.Fields(line); len(fields) != 7 || fields[4] != want {
 			t.Errorf("host %s: line %q, want max size %s", host, line, want)
+		}
+	}
+}
+
+// TestNothingMatchedIsSaid: a filtering command that finds nothing says
+// so on stderr (stdout stays the results alone) and exits 0.
+func TestNothingMatchedIsSaid(t *testing.T) {
+	log := testcorpus.Path(t, "kieker-logs", "kieker-2.0-binary-event-trace")
+	r := ok(t, "traces", "--min-duration", "1h", log)
+	if r.stdout != "" || !strings.Contains(r.stderr, "no trace matched (31 assembled)") {
+		t.Errorf("traces: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	if r := ok(t, "traces", "--min-duration", "3ms", log); strings.Contains(r.stderr, "no trace matched") || r.stdout == "" {
+		t.Errorf("traces with a match: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	st := filepath.Join(t.TempDir(), "store")
+	ok(t, "hosts", "--store", st, "add", "h") // an empty store
+	for _, args := range [][]string{{"--errors"}, {"--errors", "--json"}} {
+		r := ok(t, append([]string{"query", "--store", st}, args...)...)
+		if !strings.Contains(r.stderr, "query: no trace matched") {
+			t.Errorf("query %v: stderr %q", args, r.stderr)
 		}
 	}
 }

@@ -140,6 +140,15 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return queryError(err)
 	}
+	if len(page.Traces) == 0 && !page.More {
+		// Said on stderr, so that an empty answer is not taken for a
+		// failure and stdout stays the results alone.
+		if page.Partial {
+			fmt.Fprintln(stderr, "query: no trace matched before the time budget ended (--budget)")
+		} else {
+			fmt.Fprintln(stderr, "query: no trace matched")
+		}
+	}
 	if f.asJSON {
 		for _, t := range page.Traces {
 			b, _ := json.Marshal(t)

@@ -59,12 +59,15 @@ func cmdTraces(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer out.Flush()
 	var line []byte
 	var werr error
+	var assembled, printed int
 	a := trace.NewAssembler(trace.Options{
 		Clock: trace.RecordClock, Window: *window, MaxOpenTraces: *maxOpen, MaxSpans: *maxSpans,
 		Emit: func(t *trace.Trace) {
+			assembled++
 			if werr != nil || *traceID != "" && t.ID != want || t.Duration() < int64(*minDur) || *errs && t.Errors() == 0 {
 				return
 			}
+			printed++
 			if *asJSON {
 				line = append(trace.AppendJSON(line[:0], t), '\n')
 				_, werr = out.Write(line)
@@ -98,6 +101,9 @@ func cmdTraces(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	reportSkipped(stderr, sum)
+	if printed == 0 {
+		fmt.Fprintf(stderr, "tracebridge: no trace matched (%d assembled)\n", assembled)
+	}
 	st := a.Stats()
 	if st.Untraced > 0 {
 		fmt.Fprintf(stderr, "tracebridge: %d OperationExecutionRecords ran outside any trace (traceId -1)\n", st.Untraced)
