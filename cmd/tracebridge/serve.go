@@ -167,8 +167,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		st := srv.Engine.Stats()
 		// KDB's performance statistic, over the time records flowed
 		// (first to last), not the idle time around it.
-		fmt.Fprintf(stdout, "tracebridge: %d records in %.3f s active (first to last record; run time %.3f s), %.1f ns per record, %.0f records per second\n",
-			st.Records, st.Active.Seconds(), st.Elapsed.Seconds(), st.NanosPerRecord(), st.RecordsPerSecond())
+		if st.Active <= 0 {
+			// All records went to the sinks at once: there is no active
+			// time to divide by, and the run time would be mostly idle.
+			fmt.Fprintf(stdout, "tracebridge: %d records, all handed on at once: too few to time (run time %.3f s)\n",
+				st.Records, st.Elapsed.Seconds())
+		} else {
+			fmt.Fprintf(stdout, "tracebridge: %d records in %.3f s active (first to last record; run time %.3f s), %.1f ns per record, %.0f records per second\n",
+				st.Records, st.Active.Seconds(), st.Elapsed.Seconds(), st.NanosPerRecord(), st.RecordsPerSecond())
+		}
 	}
 	return serveError(runErr)
 }

@@ -486,6 +486,18 @@ func TestServeStatsOverActiveTime(t *testing.T) {
 	}
 }
 
+// TestServeStatsTooFewToTime: records handed on all at once have no
+// active time; -s says so rather than dividing by the idle run time.
+func TestServeStatsTooFewToTime(t *testing.T) {
+	p := bridgetest.Start(t, t.TempDir(), "-t", "tcp-server", "-p", "0", "--data-dir", "logs", "-s")
+	send(t, p.Addr("tcp-server"), kdbEvents(t, 1, 0, 3))
+	p.Stop()
+	if !strings.Contains(p.Stdout(), "tracebridge: 3 records, all handed on at once: too few to time (run time ") ||
+		strings.Contains(p.Stdout(), "ns per record") {
+		t.Fatalf("statistics:\n%s", p.Stdout())
+	}
+}
+
 // TestServeCollectorTypes: -t otlp is both OTLP receivers on the SDKs'
 // default ports, -t otlp-grpc, otlp-http and zico one each, -p moves one,
 // --security turns the host table on; KDB's broker flags do not apply.
