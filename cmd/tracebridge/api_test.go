@@ -54,7 +54,15 @@ func apiGet(t *testing.T, method, url, body, token string) (int, []byte) {
 // runEnv runs the binary with extra environment variables.
 func runEnv(t *testing.T, env []string, args ...string) result {
 	t.Helper()
+	return runIn(t, "", env, args...)
+}
+
+// runIn runs the binary in directory dir ("": the test's) with extra
+// environment variables.
+func runIn(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(bridgetest.Binary(t), args...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -680,18 +680,7 @@ stream: {listen: "127.0.0.1:0"}
 	}
 	run := func(dir string, args ...string) result {
 		t.Helper()
-		cmd := exec.Command(bridgetest.Binary(t), args...)
-		cmd.Dir = dir
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return result{out.String(), errb.String(), code}
+		return runIn(t, dir, nil, args...)
 	}
 	elsewhere := t.TempDir()
 	for _, args := range [][]string{
