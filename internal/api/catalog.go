@@ -210,16 +210,28 @@ func (a *API) serviceSource(st *store.Store, svc string) (viaService, viaHost, o
 type Names struct {
 	Names    []string `json:"names"`
 	Services []string `json:"services"`
+	// Operations are the operations of the service asked for (by name,
+	// each once; left out without service).
+	Operations []string `json:"operations,omitempty"`
 	// Complete is false when a bound left names out.
 	Complete bool `json:"complete"`
 }
 
 func names(c *call, st *store.Store) error {
-	host := c.str("host")
+	host, svc := c.str("host"), c.str("service")
 	if err := c.check(); err != nil {
 		return err
 	}
 	svcs := c.a.services(st)
+	var ops []string
+	if svc != "" {
+		ops = []string{}
+		for _, op := range c.a.operations(st, svc) {
+			if len(ops) == 0 || ops[len(ops)-1] != op.name {
+				ops = append(ops, op.name)
+			}
+		}
+	}
 	c.a.cat.mu.Lock()
 	set := map[string]struct{}{}
 	for h, ns := range c.a.cat.names {
@@ -232,7 +244,7 @@ func names(c *call, st *store.Store) error {
 	}
 	full := c.a.cat.full
 	c.a.cat.mu.Unlock()
-	out := Names{Names: make([]string, 0, len(set)), Services: svcs, Complete: !full}
+	out := Names{Names: make([]string, 0, len(set)), Services: svcs, Operations: ops, Complete: !full}
 	for n := range set {
 		out.Names = append(out.Names, n)
 	}
