@@ -102,3 +102,14 @@ test('a service is the span\'s service, else its host, else unknown_service', ()
   assert.equal(serviceName({ spanId: '', parentSpanId: null, operation: '', start: 0, end: 0 }), 'unknown_service');
   assert.deepEqual(traceStats([]), { rows: [], durationNs: 0, spans: 0 });
 });
+
+test('a trace of 500,000 spans: no stack overflow, the root\'s children cover it', () => {
+  const n = 500_000;
+  const spans = [{ spanId: 'r', parentSpanId: null, operation: 'root', service: 'S', start: 0, end: 2 * n }];
+  for (let i = 0; i < n; i++) spans.push({ spanId: 'c' + i, parentSpanId: 'r', operation: 'child', service: 'S', start: 2 * i, end: 2 * i + 1 });
+  const st = traceStats(spans);
+  assert.equal(st.durationNs, 2 * n);
+  const root = st.rows.find((r) => r.operation === 'root');
+  assert.equal(root.selfTotalNs, n);
+  assert.equal(st.rows.find((r) => r.operation === 'child').count, n);
+});

@@ -99,7 +99,11 @@ export function traceStats(spans, groupBy = 'service-operation') {
   if (!spans.length) return { rows: [], durationNs: 0, spans: 0 };
   const at = offsets(spans);
   const self = selfTimes(spans, at);
-  const durationNs = Math.max(...at.end) - Math.min(...at.start);
+  // (A loop: spreading a million offsets into Math.max overflows the
+  // stack.)
+  let first = Infinity, last = -Infinity;
+  for (let i = 0; i < spans.length; i++) { first = Math.min(first, at.start[i]); last = Math.max(last, at.end[i]); }
+  const durationNs = last - first;
   /** @type {Map<string, StatRow>} */
   const groups = new Map();
   spans.forEach((s, i) => {

@@ -21,6 +21,8 @@ const tabs = [
   ['stats', 'Statistics'],
 ];
 const maxChoices = [1000, 10000, 50000, 200000];
+// The statistics tab asks before it fetches a trace of more spans.
+const statsConfirmAbove = 200000;
 const defaults = { tab: 'timeline', max: 10000, lanes: 'thread', colour: 'service' };
 
 export function mount(el, ctx) {
@@ -535,7 +537,15 @@ class TracePage {
 
   // --- statistics (Jaeger's trace statistics) ------------------------
 
-  tab_stats(p) {
+  tab_stats(p, confirmed) {
+    // The statistics need every span: a huge trace is fetched whole
+    // only when asked to.
+    const n = this.model.view.spanCount;
+    if (n > statsConfirmAbove && !confirmed) {
+      fill(p, h('div', { class: 'row' }, h('span', null, `The statistics read all ${fmtNum(n)} spans of the trace.`),
+        h('button', { type: 'button', id: 'stats-compute', onclick: () => this.tab_stats(p, true) }, 'Compute them')));
+      return;
+    }
     fill(p, h('div', { class: 'loading' }, 'Computing the statistics…'));
     guard(p, async () => {
       // The whole trace, unix ns exact (parseExact): self times need
