@@ -100,6 +100,7 @@ func TestWebJaegerFeatures(t *testing.T) {
 			}
 		}
 		pick("#f-operation", "inventory.Reserve#2")
+		shot(t, ctx, "search-service-operation")
 		searchSubmit(t, ctx)
 		if got := addressQuery(t, ctx); got.Get("service") != "checkout" || got.Get("operation") != "inventory.Reserve#2" {
 			t.Errorf("the address holds %v", got)
