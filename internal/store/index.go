@@ -22,6 +22,8 @@ import (
 //	'b' host (4) segment (4) offset (8)        → block: time range, trace count, bloom filter
 //	's' host (4) symbol (4)                    → the symbol's string
 //	'w' host (4)                               → segment (4) offset (8): indexed up to here
+//	'C' 's'|'o'|'n' …                          → the catalogue of services, operations
+//	                                             and trace names (catalog.go)
 //	'H' host name                              → host record (JSON)
 //	'M' "hosts"                                → next host id (4)
 const (
