@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 
+	"github.com/tracebridge/tracebridge/internal/store/block"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
@@ -230,7 +231,7 @@ type blockMeta struct {
 	size             int64
 	count            uint32
 	minStart, maxEnd int64
-	filter           *bloom
+	filter           *block.Bloom
 }
 
 func (m *blockMeta) marshal(dst []byte) []byte {
@@ -238,7 +239,7 @@ func (m *blockMeta) marshal(dst []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(m.count))
 	dst = binary.AppendVarint(dst, m.minStart)
 	dst = binary.AppendVarint(dst, m.maxEnd)
-	return m.filter.marshal(dst)
+	return m.filter.Marshal(dst)
 }
 
 func unmarshalBlockMeta(k, v []byte) (*blockMeta, bool) {
@@ -254,7 +255,7 @@ func unmarshalBlockMeta(k, v []byte) (*blockMeta, bool) {
 	if d.err != nil {
 		return nil, false
 	}
-	f, _, ok := unmarshalBloom(v[d.off:])
+	f, _, ok := block.UnmarshalBloom(v[d.off:])
 	if !ok {
 		return nil, false
 	}

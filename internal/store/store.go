@@ -19,6 +19,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/tracebridge/tracebridge/internal/store/block"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
@@ -572,17 +573,17 @@ func (f *blockFilter) add(t *trace.Trace) {
 }
 
 // bloom builds the filter and empties f.
-func (f *blockFilter) bloom() *bloom {
+func (f *blockFilter) bloom() *block.Bloom {
 	n := len(f.pairs)
 	for s := range f.strings {
 		n += max(len(s)-2, 0)
 	}
-	b := newBloom(n)
+	b := block.NewBloom(n)
 	for h := range f.pairs {
-		b.add(h)
+		b.Add(h)
 	}
 	for s := range f.strings {
-		trigrams(s, b.add)
+		trigrams(s, b.Add)
 	}
 	clear(f.pairs)
 	clear(f.strings)
