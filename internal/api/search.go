@@ -109,7 +109,7 @@ func (c *call) filters(budget time.Duration) store.Query {
 
 // withOperation narrows match (nil: every trace) to traces with a span
 // of operation op and, when svc is not "", of service svc as Jaeger's
-// API and /api/v1/names name services (serviceOf): the search page's
+// API and /api/v1/names name services (store.ServiceOf): the search page's
 // service and operation drop-downs, as Jaeger's search has them.
 func withOperation(match func(*trace.Trace, bool) bool, op, svc string) func(*trace.Trace, bool) bool {
 	return func(t *trace.Trace, deep bool) bool {
@@ -118,7 +118,7 @@ func withOperation(match func(*trace.Trace, bool) bool, op, svc string) func(*tr
 		}
 		for i := range t.Spans {
 			s := &t.Spans[i]
-			if s.Operation == op && (svc == "" || serviceOf(s) == svc) {
+			if s.Operation == op && (svc == "" || store.ServiceOf(s) == svc) {
 				return true
 			}
 		}
