@@ -108,6 +108,9 @@ func cmdTraces(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if st.Untraced > 0 {
 		fmt.Fprintf(stderr, "tracebridge: %d OperationExecutionRecords ran outside any trace (traceId -1)\n", st.Untraced)
 	}
+	if st.Duplicates > 0 {
+		fmt.Fprintf(stderr, "tracebridge: %d duplicate records dropped (the same event, execution or span twice in a trace)\n", st.Duplicates)
+	}
 	if st.Evicted > 0 || st.Parts > 0 {
 		fmt.Fprintf(stderr, "tracebridge: %d traces printed early (--max-open-traces), %d parts of traces over --max-spans\n", st.Evicted, st.Parts)
 	}
