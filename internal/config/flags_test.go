@@ -155,7 +155,9 @@ func TestListenerFlags(t *testing.T) {
 	for _, bad := range []func(*Flags){
 		func(f *Flags) { f.Port, f.Listen = 1, map[string]string{"kieker-tcp": "2"} },
 		func(f *Flags) { f.Type, f.Port, f.Listen = "tcp-server", 1, map[string]string{"tcp-server": "2"} },
-		func(f *Flags) { f.Type, f.Port, f.RegistryPort, f.Listen = "kieker-tcp-dual", 1, 2, map[string]string{"kieker-tcp": "3"} },
+		func(f *Flags) {
+			f.Type, f.Port, f.RegistryPort, f.Listen = "kieker-tcp-dual", 1, 2, map[string]string{"kieker-tcp": "3"}
+		},
 		func(f *Flags) { f.ConfigFile, f.Listen = file, map[string]string{"zico": "3"} },
 		func(f *Flags) { f.ConfigFile, f.Port = file, 1 },
 		func(f *Flags) { f.Listen = map[string]string{"zico": "nope"} },
