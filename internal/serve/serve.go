@@ -148,7 +148,8 @@ type Server struct {
 
 // Build creates everything cfg names. Receivers bind their ports here, so
 // their addresses are known (and a port in use fails) before Run. Errors
-// wrap ErrMapping, ErrConfig or ErrComm.
+// wrap ErrMapping, ErrConfig or ErrComm; a port in use is an
+// *AddrInUseError naming the listener.
 func Build(cfg *config.Config, set Settings) (*Server, error) {
 	if set.Logger == nil {
 		set.Logger = slog.New(slog.DiscardHandler)
