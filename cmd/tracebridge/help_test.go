@@ -45,7 +45,7 @@ func TestServeHelp(t *testing.T) {
 	}
 	fs, _, _ := serveFlagSet(nil)
 	fs.VisitAll(func(f *flag.Flag) {
-		n := len(regexp.MustCompile(`(?m)^  (-\w, )? *--`+regexp.QuoteMeta(f.Name)+`( |$)`).FindAllString(opts, -1))
+		n := len(regexp.MustCompile(`(?m)^  (-\w, |    )--`+regexp.QuoteMeta(f.Name)+`( |$)`).FindAllString(opts, -1))
 		if len(f.Name) == 1 {
 			n = strings.Count(opts, "  -"+f.Name+", --")
 		}
