@@ -17,9 +17,7 @@ const tracesSynopsis = `traces [--json] [--trace-id ID] [--min-duration D] [--er
 Assembles the traces of Kieker logs (event traces across threads,
 OperationExecutionRecord traces across hosts, logs written from OTLP) and
 prints each as an indented call tree with durations, hosts and threads, or
-with --json one JSON object per trace and line.
-
-Flags:`
+with --json one JSON object per trace and line.`
 
 func cmdTraces(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("traces", tracesSynopsis, stderr)
