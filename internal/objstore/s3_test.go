@@ -463,6 +463,7 @@ func TestS3Multipart(t *testing.T) {
 	if err := s.Put(bg(t), "big", data); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("requests: %q", p.since(n))
 	parts := 0
 	for _, r := range p.since(n) {
 		if strings.HasPrefix(r, "PUT ") && strings.Contains(r, "partNumber=") {
@@ -471,6 +472,10 @@ func TestS3Multipart(t *testing.T) {
 	}
 	if parts < 3 {
 		t.Fatalf("%d part uploads for %d bytes in parts of 5MiB: %q", parts, len(data), p.since(n))
+	}
+	// The failed attempt's upload was aborted, not left to take space.
+	if up := srv.IncompleteUploads(t, "multipart"); len(up) != 0 {
+		t.Fatalf("incomplete uploads left: %q", up)
 	}
 	got, err := s.Get(bg(t), "big")
 	if err != nil || string(got) != string(data) {
@@ -515,5 +520,29 @@ func TestS3ConfigValidate(t *testing.T) {
 	cfg.AccessKeyFile, cfg.SecretKeyFile = filepath.Join(t.TempDir(), "none"), "/x"
 	if _, err := objstore.NewS3(cfg); err == nil || !strings.Contains(err.Error(), "access_key_file") {
 		t.Errorf("missing key file: %v", err)
+	}
+}
+
+// HTTPS: the endpoint's scheme turns TLS on; a certificate the system does
+// not trust fails at once (no retries), unless insecure is set.
+func TestS3TLS(t *testing.T) {
+	srv := objstoretest.StartTLS(t)
+	cfg := srv.Bucket(t, "tls", "p/")
+	if !strings.HasPrefix(cfg.Endpoint, "https://") {
+		t.Fatalf("endpoint %s", cfg.Endpoint)
+	}
+	cfg.MaxAttempts = 5
+	err := newS3(t, cfg).Put(bg(t), "k", []byte("v"))
+	if err == nil || !strings.Contains(err.Error(), "TLS failed") || strings.Contains(err.Error(), "attempts") {
+		t.Fatalf("put to a server with an untrusted certificate: %v", err)
+	}
+	objstoretest.CheckError(t, err, "put", "k")
+	cfg.Insecure = true
+	s := newS3(t, cfg)
+	if err := s.Put(bg(t), "k", []byte("over tls")); err != nil {
+		t.Fatalf("put with insecure: %v", err)
+	}
+	if b, err := s.Get(bg(t), "k"); err != nil || string(b) != "over tls" {
+		t.Fatalf("get with insecure: %q, %v", b, err)
 	}
 }

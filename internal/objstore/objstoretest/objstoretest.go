@@ -18,8 +18,11 @@ package objstoretest
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +36,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/tracebridge/tracebridge/internal/objstore"
+	"github.com/tracebridge/tracebridge/internal/tlstest"
 )
 
 // Credentials of the servers Start runs.
@@ -51,6 +55,8 @@ type Server struct {
 	// Dir is the posix directory it serves: bucket B's object K is the
 	// file Dir/B/K.
 	Dir string
+
+	roots *x509.CertPool // with TLS: trusts the server's certificate
 
 	cmd  *exec.Cmd
 	out  *syncBuffer
@@ -89,11 +95,31 @@ func Binary(tb testing.TB) string {
 // directory, and waits until it answers; it stops with the test.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
+	return startServer(tb, false)
+}
+
+// StartTLS is Start with HTTPS, on a self-signed certificate
+// (internal/tlstest) that clients do not trust unless told to.
+func StartTLS(tb testing.TB) *Server {
+	tb.Helper()
+	return startServer(tb, true)
+}
+
+func startServer(tb testing.TB, withTLS bool) *Server {
+	tb.Helper()
 	bin := Binary(tb)
 	dir := tb.TempDir()
+	var args []string
+	var roots *x509.CertPool
+	if withTLS {
+		cert := tlstest.New(tb)
+		certFile, keyFile := cert.WriteFiles(tb, tb.TempDir())
+		args = []string{"--cert", certFile, "--key", keyFile}
+		roots = cert.Pool
+	}
 	var lastErr error
 	for range 3 { // a port found free may be taken before the server binds it
-		s, err := start(tb, bin, dir)
+		s, err := start(tb, bin, dir, args, roots)
 		if err == nil {
 			return s
 		}
@@ -103,15 +129,20 @@ func Start(tb testing.TB) *Server {
 	return nil
 }
 
-func start(tb testing.TB, bin, dir string) (*Server, error) {
+func start(tb testing.TB, bin, dir string, tlsArgs []string, roots *x509.CertPool) (*Server, error) {
 	tb.Helper()
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	s := &Server{Endpoint: "http://" + addr, Dir: dir, out: &syncBuffer{}, done: make(chan struct{})}
-	s.cmd = exec.Command(bin, "--access", AccessKey, "--secret", SecretKey, "--port", addr, "--quiet", "posix", dir)
+	scheme := "http://"
+	if roots != nil {
+		scheme = "https://"
+	}
+	s := &Server{Endpoint: scheme + addr, Dir: dir, roots: roots, out: &syncBuffer{}, done: make(chan struct{})}
+	args := append([]string{"--access", AccessKey, "--secret", SecretKey, "--port", addr, "--quiet"}, tlsArgs...)
+	s.cmd = exec.Command(bin, append(args, "posix", dir)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {
 		return nil, err
@@ -169,7 +200,12 @@ func (s *Server) Stop() {
 func (s *Server) Output() string { return s.out.String() }
 
 func (s *Server) client(access, secret string) (*minio.Client, error) {
-	return minio.New(strings.TrimPrefix(s.Endpoint, "http://"), &minio.Options{
+	host, secure := strings.CutPrefix(s.Endpoint, "https://")
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: s.roots}
+	return minio.New(strings.TrimPrefix(host, "http://"), &minio.Options{
+		Secure:       secure,
+		Transport:    tr,
 		Creds:        credentials.NewStaticV4(access, secret, ""),
 		Region:       objstore.DefaultRegion,
 		BucketLookup: minio.BucketLookupPath,
@@ -191,6 +227,26 @@ func (s *Server) Bucket(tb testing.TB, bucket, prefix string) objstore.S3Config 
 		tb.Fatalf("versitygw: make bucket %s: %v", bucket, err)
 	}
 	return s.Config(tb, bucket, prefix, AccessKey, SecretKey)
+}
+
+// IncompleteUploads lists the keys of a bucket's multipart uploads that
+// were neither completed nor aborted.
+func (s *Server) IncompleteUploads(tb testing.TB, bucket string) []string {
+	tb.Helper()
+	c, err := s.client(AccessKey, SecretKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var keys []string
+	for u := range c.ListIncompleteUploads(ctx, bucket, "", true) {
+		if u.Err != nil {
+			tb.Fatalf("versitygw: list incomplete uploads of %s: %v", bucket, u.Err)
+		}
+		keys = append(keys, u.Key)
+	}
+	return keys
 }
 
 // Config returns the configuration of a store in an existing bucket with
