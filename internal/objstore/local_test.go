@@ -1,10 +1,17 @@
 package objstore_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -143,5 +150,99 @@ func TestLocalVanished(t *testing.T) {
 	objstoretest.CheckError(t, err, "get", "blocks/1/meta")
 	if !strings.Contains(err.Error(), "local "+dir) {
 		t.Fatalf("%v does not name the directory", err)
+	}
+}
+
+// versioned is the payload of put number i: its number, then bytes that
+// depend on it, of a length that varies with it.
+func versioned(i int) []byte {
+	b := make([]byte, 8+(i%7)*40000+i%13)
+	binary.BigEndian.PutUint64(b, uint64(i))
+	for j := 8; j < len(b); j++ {
+		b[j] = byte(i*31 + j)
+	}
+	return b
+}
+
+// TestLocalKill kills (SIGKILL) a process in the middle of its Puts, three
+// times at random moments: afterwards every object is one whole version,
+// never a torn one, every acknowledged Put is there (or a later one), and
+// no temporary file is listed.
+func TestLocalKill(t *testing.T) {
+	if dir := os.Getenv("OBJSTORE_KILL_DIR"); dir != "" {
+		l, err := objstore.NewLocal(dir)
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		for i := 0; ; i++ {
+			if err := l.Put(context.Background(), fmt.Sprintf("k/%d", i%10), versioned(i)); err != nil {
+				fmt.Println("error", err)
+				os.Exit(1)
+			}
+			fmt.Println(i) // acknowledged
+		}
+	}
+	dir := t.TempDir()
+	acked := map[string]int{}
+	for round := range 3 {
+		stop := 20 + rand.IntN(200)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLocalKill$")
+		cmd.Env = append(os.Environ(), "OBJSTORE_KILL_DIR="+dir)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		n := 0
+		for sc.Scan() {
+			i, err := strconv.Atoi(sc.Text())
+			if err != nil {
+				t.Fatalf("round %d: the child says %q", round, sc.Text())
+			}
+			acked[fmt.Sprintf("k/%d", i%10)] = i
+			if n++; n == stop {
+				break
+			}
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		if n < stop {
+			t.Fatalf("round %d: the child stopped after %d puts", round, n)
+		}
+		l, err := objstore.NewLocal(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := l.List(context.Background(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(objs) != 10 {
+			t.Fatalf("round %d: %d objects: %+v", round, len(objs), objs)
+		}
+		for _, o := range objs {
+			b, err := l.Get(context.Background(), o.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b) < 8 {
+				t.Fatalf("round %d: %s: %d bytes, torn", round, o.Key, len(b))
+			}
+			v := int(binary.BigEndian.Uint64(b))
+			if !bytes.Equal(b, versioned(v)) || fmt.Sprintf("k/%d", v%10) != o.Key {
+				t.Fatalf("round %d: %s: %d bytes, not version %d whole", round, o.Key, len(b), v)
+			}
+			if v < acked[o.Key] {
+				t.Fatalf("round %d: %s: version %d, but %d was acknowledged", round, o.Key, v, acked[o.Key])
+			}
+		}
+		// The next round's process starts where this one stopped.
+		if ents, _ := os.ReadDir(filepath.Join(dir, ".objstore-tmp")); len(ents) != 0 {
+			t.Fatalf("round %d: NewLocal left %d temporary files", round, len(ents))
+		}
 	}
 }
