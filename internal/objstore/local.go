@@ -54,6 +54,9 @@ func NewLocal(dir string) (*Local, error) {
 	return l, nil
 }
 
+// Close implements Store; a Local holds nothing open.
+func (l *Local) Close() error { return nil }
+
 // Dir returns the store's directory.
 func (l *Local) Dir() string { return l.dir }
 

@@ -15,9 +15,15 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/tracebridge/tracebridge/internal/objstore"
 	"github.com/tracebridge/tracebridge/internal/objstore/objstoretest"
 )
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
 
 func TestLocalConformance(t *testing.T) {
 	objstoretest.Conformance(t, func(t *testing.T) objstore.Store {

@@ -122,6 +122,7 @@ func (c *S3Config) endpoint() (host string, secure bool, err error) {
 // S3 keeps objects in a bucket of an S3-compatible server.
 type S3 struct {
 	client   *minio.Client
+	tr       *http.Transport
 	bucket   string
 	prefix   string
 	name     string // "s3 http://host:port/bucket/prefix"
@@ -182,6 +183,7 @@ func NewS3(cfg S3Config) (*S3, error) {
 	if region == "" {
 		region = DefaultRegion
 	}
+	s.tr = tr
 	s.client, err = minio.New(host, &minio.Options{
 		Creds:        creds,
 		Secure:       secure,
@@ -224,6 +226,12 @@ func (c *S3Config) credentials() (*credentials.Credentials, error) {
 }
 
 func (s *S3) String() string { return s.name }
+
+// Close implements Store: it closes the idle connections.
+func (s *S3) Close() error {
+	s.tr.CloseIdleConnections()
+	return nil
+}
 
 func (s *S3) fail(op, key string, err error) error {
 	return &Error{Backend: s.name, Op: op, Key: key, Err: err}

@@ -31,11 +31,7 @@ func TestS3Conformance(t *testing.T) {
 		cfg := base
 		cfg.Prefix = fmt.Sprintf("run%d/", n.Add(1)) // an empty store each
 		cfg.PartSize = 5 << 20                       // objstoretest.Large goes in parts
-		s, err := objstore.NewS3(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return newS3(t, cfg)
 	})
 }
 
@@ -46,6 +42,7 @@ func newS3(t *testing.T, cfg objstore.S3Config) *objstore.S3 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 
@@ -192,7 +189,9 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableKeepAlives = true // no idle connections left to the test's end
+	rp := &httputil.ReverseProxy{Transport: tr, Rewrite: func(r *httputil.ProxyRequest) {
 		r.SetURL(u)
 		r.Out.Host = r.In.Host // the signature covers the host the client used
 	}}
@@ -238,7 +237,7 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 		}
 		rp.ServeHTTP(w, r)
 	}))
-	t.Cleanup(p.srv.Close)
+	t.Cleanup(func() { p.srv.CloseClientConnections(); p.srv.Close() })
 	return p
 }
 

@@ -203,6 +203,7 @@ func (s *Server) client(access, secret string) (*minio.Client, error) {
 	host, secure := strings.CutPrefix(s.Endpoint, "https://")
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{RootCAs: s.roots}
+	tr.DisableKeepAlives = true // no idle connections left to the test's end
 	return minio.New(strings.TrimPrefix(host, "http://"), &minio.Options{
 		Secure:       secure,
 		Transport:    tr,
