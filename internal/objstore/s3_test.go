@@ -547,3 +547,48 @@ func TestS3TLS(t *testing.T) {
 		t.Fatalf("get with insecure: %q, %v", b, err)
 	}
 }
+
+// A listing of several pages whose second page fails goes on after the
+// last key received: every key once.
+func TestS3ListResumes(t *testing.T) {
+	srv := objstoretest.Start(t)
+	p, cfg := proxied(t, srv, "pages")
+	s := newS3(t, cfg)
+	const n = 1500 // pages of 1000
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := s.Put(bg(t), fmt.Sprintf("b/%05d", i), nil); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	start := p.set(pass, pass, fail503, drop)
+	objs, err := s.List(bg(t), "b/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != n {
+		t.Fatalf("%d objects listed, want %d", len(objs), n)
+	}
+	for i, o := range objs {
+		if want := fmt.Sprintf("b/%05d", i); o.Key != want {
+			t.Fatalf("object %d is %s, want %s", i, o.Key, want)
+		}
+	}
+	reqs := p.since(start)
+	if len(reqs) != 4 || !strings.Contains(reqs[3], "start-after=p%2Fb%2F00999") {
+		t.Fatalf("requests: %q; want the fourth to start after the first page", reqs)
+	}
+}
