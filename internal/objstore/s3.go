@@ -393,15 +393,28 @@ func (s *S3) GetRange(ctx context.Context, key string, off, n int64) ([]byte, er
 	return data, nil
 }
 
-// Put implements Store: one PUT, or a multipart upload above PartSize.
+// Put implements Store: one PUT, or a multipart upload above PartSize,
+// its parts one after the other; an upload that fails is aborted before
+// the next attempt. (An upload cut short by a crash stays on the server
+// until the bucket's lifecycle rule AbortIncompleteMultipartUpload, if
+// any, removes it.)
 func (s *S3) Put(ctx context.Context, key string, data []byte) error {
 	if err := ValidKey(key); err != nil {
 		return s.fail("put", key, err)
 	}
 	err := s.retry(ctx, func() error {
-		_, err := s.client.PutObject(ctx, s.bucket, s.prefix+key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{
+		// minio-go leaves its part workers waiting on the context after a
+		// failed part: end them with the attempt.
+		actx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		_, err := s.client.PutObject(actx, s.bucket, s.prefix+key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{
 			ContentType: "application/octet-stream",
 			PartSize:    s.partSize,
+			// One part at a time: when a part fails, the upload is
+			// aborted with no other part in flight, so nothing of it is
+			// left on the server (parallel parts could land after the
+			// abort and leave an incomplete upload taking space).
+			NumThreads: 1,
 		})
 		return err
 	})
