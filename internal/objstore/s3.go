@@ -326,7 +326,7 @@ func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
 	var data []byte
 	err := s.retry(ctx, func() error {
 		var err error
-		data, err = s.read(ctx, key, minio.GetObjectOptions{}, -1)
+		data, err = s.read(ctx, key, minio.GetObjectOptions{}, 0, -1)
 		return err
 	})
 	if err != nil {
@@ -336,13 +336,21 @@ func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
 }
 
 // read gets an object (or a range of want bytes, want ≥ 0) in one request.
-func (s *S3) read(ctx context.Context, key string, opts minio.GetObjectOptions, want int64) ([]byte, error) {
+func (s *S3) read(ctx context.Context, key string, opts minio.GetObjectOptions, off, want int64) ([]byte, error) {
 	core := minio.Core{Client: s.client}
-	body, info, _, err := core.GetObject(ctx, s.bucket, s.prefix+key, opts)
+	body, info, h, err := core.GetObject(ctx, s.bucket, s.prefix+key, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer body.Close()
+	if want >= 0 && off > 0 {
+		// A server that ignores the range would send the object from its
+		// first byte.
+		var first int64
+		if _, err := fmt.Sscanf(h.Get("Content-Range"), "bytes %d-", &first); err != nil || first != off {
+			return nil, errIgnoredRange{h.Get("Content-Range"), off}
+		}
+	}
 	if want < 0 && info.Size < 0 { // no length announced
 		return io.ReadAll(body)
 	}
@@ -360,6 +368,16 @@ func (s *S3) read(ctx context.Context, key string, opts minio.GetObjectOptions, 
 		return nil, err
 	}
 	return buf, nil
+}
+
+// errIgnoredRange: the server answered a range request with other bytes.
+type errIgnoredRange struct {
+	contentRange string
+	off          int64
+}
+
+func (e errIgnoredRange) Error() string {
+	return fmt.Sprintf("the server answered a range from byte %d with Content-Range %q", e.off, e.contentRange)
 }
 
 // GetRange implements Store.
@@ -380,7 +398,7 @@ func (s *S3) GetRange(ctx context.Context, key string, off, n int64) ([]byte, er
 	var data []byte
 	err := s.retry(ctx, func() error {
 		var err error
-		data, err = s.read(ctx, key, opts, n)
+		data, err = s.read(ctx, key, opts, off, n)
 		return err
 	})
 	if err != nil {

@@ -170,7 +170,19 @@ const (
 	fail503       // answer 503, as a load balancer in front of a busy server
 	drop          // close the connection without an answer
 	stall         // answer nothing until the client gives up
+	noRange       // answer a range with 200 and no Content-Range, as a server ignoring ranges
 )
+
+// rangeless turns a 206 answer into a 200 without Content-Range.
+type rangeless struct{ http.ResponseWriter }
+
+func (w rangeless) WriteHeader(code int) {
+	w.Header().Del("Content-Range")
+	if code == http.StatusPartialContent {
+		code = http.StatusOK
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
 
 // faultProxy is a real HTTP reverse proxy in front of versitygw that
 // injects faults into the requests it is told to.
@@ -234,6 +246,9 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 				return
 			case <-time.After(2 * time.Minute):
 			}
+		}
+		if f == noRange {
+			w = rangeless{w}
 		}
 		rp.ServeHTTP(w, r)
 	}))
@@ -590,5 +605,25 @@ func TestS3ListResumes(t *testing.T) {
 	reqs := p.since(start)
 	if len(reqs) != 4 || !strings.Contains(reqs[3], "start-after=p%2Fb%2F00999") {
 		t.Fatalf("requests: %q; want the fourth to start after the first page", reqs)
+	}
+}
+
+// A server that answers a range with other bytes (no Content-Range) is
+// not believed.
+func TestS3IgnoredRange(t *testing.T) {
+	srv := objstoretest.Start(t)
+	p, cfg := proxied(t, srv, "ranges")
+	s := newS3(t, cfg)
+	if err := s.Put(bg(t), "k", []byte("0123456789")); err != nil {
+		t.Fatal(err)
+	}
+	p.set(pass, noRange)
+	b, err := s.GetRange(bg(t), "k", 3, 4)
+	if err == nil || !strings.Contains(err.Error(), "Content-Range") {
+		t.Fatalf("range answered without Content-Range: %q, %v", b, err)
+	}
+	objstoretest.CheckError(t, err, "get range", "k")
+	if b, err := s.GetRange(bg(t), "k", 3, 4); err != nil || string(b) != "3456" {
+		t.Fatalf("range: %q, %v", b, err)
 	}
 }
