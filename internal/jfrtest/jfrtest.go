@@ -132,11 +132,11 @@ func (t Tools) Compile() (string, error) {
 
 // Options configure a JVM running the workload.
 type Options struct {
-	Seconds int    // how long the workload runs at most (default 3)
+	Seconds int // how long the workload runs at most (default 3)
 	// UntilFinish: the workload also ends, normally, at JVM.Finish.
 	UntilFinish bool
-	RunID   string // shop.Order.run and shop.Tick.run (default "run")
-	Scale   int    // worker threads multiplier (default 1)
+	RunID       string // shop.Order.run and shop.Tick.run (default "run")
+	Scale       int    // worker threads multiplier (default 1)
 	// Filename makes JFR write the recording there at exit.
 	Filename string
 	// Repository sets -XX:FlightRecorderOptions:repository.
