@@ -190,7 +190,7 @@ func TestProtocol(t *testing.T) {
 			c.expect(codec.InternalError)
 			c.closed()
 		}, hellos: 1, batches: []batch{{Host: "h1", Traces: []string{exampleDump}}}, fault: "disk full"},
-		// A connection that sends nothing is closed (closed waits 5 s);
+		// A connection that sends nothing is closed (closed waits 30 s);
 		// no PING first: on a loaded machine it could come later than
 		// the timeout.
 		{name: "idle timeout", cfg: zico.Config{IdleTimeout: 100 * time.Millisecond}, run: func(c *client) {
