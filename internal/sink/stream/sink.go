@@ -85,6 +85,17 @@ type Sink struct {
 	maxMsg   int
 	ctl      *control.Controller
 
+	durable     bool          // policy: durable: Consume waits for room, Flush for acknowledgements
+	batch       []outMsg      // what encode made of a batch, pushed once s.mu is released (Consume's goroutine)
+	acks        chan ackWait  // publishes awaiting acknowledgement, in order (the bounded window)
+	abort       chan struct{} // closed by Abort: a waiting Consume or Flush returns
+	abortOnce   sync.Once
+	queued      atomic.Uint64 // messages put into the outbox
+	settled     atomic.Uint64 // of those: acknowledged, failed or dropped
+	failed      atomic.Uint64 // of those: failed (a durable Flush reports them)
+	progress    chan struct{} // has a value when settled moved
+	flushFailed uint64        // failed as of the last Flush (Flush's goroutine)
+
 	pubMeta   atomic.Uint64 // the last metadata version published
 	lost      atomic.Uint64 // records not published in this run
 	published atomic.Uint64 // records handed to the server
@@ -117,7 +128,14 @@ type part struct {
 	sj   *subjState
 }
 
+// ackWait is a publish whose acknowledgement the acker waits for.
+type ackWait struct {
+	f       jetstream.PubAckFuture
+	records int
+}
+
 var (
+	_ pipeline.Aborter       = (*Sink)(nil)
 	_ pipeline.Sink          = (*Sink)(nil)
 	_ pipeline.TraceConsumer = (*Sink)(nil)
 	_ pipeline.Dropper       = (*Sink)(nil)
@@ -136,6 +154,7 @@ func New(c *Config, set pipeline.Settings) (*Sink, error) {
 		cfg: *c, name: set.Name, log: set.Logger, subj: streammsg.Subjects{Prefix: c.SubjectPrefix},
 		json: c.Encoding == "json", meta: newMetaState(), subjects: map[subjKey]*subjState{},
 		quit: make(chan struct{}), done: make(chan struct{}), warn: lograte.Limiter{PerSecond: 1},
+		durable: set.Policy == pipeline.Durable, abort: make(chan struct{}), progress: make(chan struct{}, 1),
 	}
 	if s.name == "" {
 		s.name = Type
@@ -190,6 +209,8 @@ func New(c *Config, set pipeline.Settings) (*Sink, error) {
 		return nil, pipeline.Classify(pipeline.ErrComm, fmt.Errorf("stream: control subject: %w", err))
 	}
 	s.ctlSub = sub
+	s.acks = make(chan ackWait, s.maxPending())
+	go s.acker()
 	go s.publisher()
 	return s, nil
 }
@@ -453,7 +474,7 @@ func (s *Sink) publishMetaLocked() {
 		s.log.Error("stream: metadata", "sink", s.name, "err", err)
 		return
 	}
-	s.out.push(outMsg{subject: s.subj.Meta(), data: b, meta: md.Version})
+	s.pushCounted(outMsg{subject: s.subj.Meta(), data: b, meta: md.Version})
 }
 
 // nextMetaLocked makes the next metadata version (s.mu held).
@@ -471,16 +492,99 @@ func (s *Sink) Consume(_ context.Context, b *record.Batch) error {
 		return nil
 	}
 	if !s.ready.Load() {
-		s.lost.Add(uint64(n))
-		return nil
+		if !s.durable {
+			s.lost.Add(uint64(n))
+			return nil
+		}
+		if err := s.waitReady(); err != nil {
+			return err
+		}
 	}
 	now := time.Now().UnixNano()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for start := 0; start < n; start += maxChunk {
 		s.encode(b.Records[start:min(start+maxChunk, n)], &b.Origin, now)
 	}
+	s.mu.Unlock()
+	// Into the outbox once s.mu is released: a durable stream waits
+	// here for room, and the publisher may need s.mu meanwhile.
+	for i, m := range s.batch {
+		if s.durable {
+			s.queued.Add(1)
+			if !s.out.pushWait(m, s.abort) {
+				s.settle(1, true)
+				s.lost.Add(uint64(m.records))
+				clear(s.batch)
+				s.batch = s.batch[:0]
+				return fmt.Errorf("stream: closing with %d records not queued: %w", m.records, pipeline.ErrClosed)
+			}
+		} else if !s.pushCounted(m) {
+			n := s.lost.Add(uint64(m.records))
+			s.warn.Log(context.Background(), s.log, slog.LevelWarn, "stream: publishing is behind (server slow or unreachable) and the buffer is full; records dropped",
+				"sink", s.name, "records", m.records, "lost_total", n)
+		}
+		s.batch[i] = outMsg{}
+	}
+	s.batch = s.batch[:0]
 	return nil
+}
+
+// pushCounted queues m without waiting, counting it for Flush.
+func (s *Sink) pushCounted(m outMsg) bool {
+	s.queued.Add(1)
+	if !s.out.push(m) {
+		s.settle(1, false)
+		return false
+	}
+	return true
+}
+
+// settle counts n queued messages as done (failed: not stored).
+func (s *Sink) settle(n uint64, failed bool) {
+	if failed {
+		s.failed.Add(n)
+	}
+	s.settled.Add(n)
+	select {
+	case s.progress <- struct{}{}:
+	default:
+	}
+}
+
+// waitReady waits until the streams exist (a durable stream before its
+// server is reachable).
+func (s *Sink) waitReady() error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for !s.ready.Load() {
+		select {
+		case <-t.C:
+		case <-s.abort:
+			return fmt.Errorf("stream: closing before the NATS server was reachable: %w", pipeline.ErrClosed)
+		case <-s.quit:
+			return fmt.Errorf("stream: closed: %w", pipeline.ErrClosed)
+		}
+	}
+	return nil
+}
+
+// Abort makes a Consume or Flush waiting for the server (a durable
+// stream) return.
+func (s *Sink) Abort() { s.abortOnce.Do(func() { close(s.abort) }) }
+
+// acker waits for the acknowledgements of the publishes in order (one
+// stream: the server acknowledges in order) and settles them.
+func (s *Sink) acker() {
+	for a := range s.acks {
+		select {
+		case <-a.f.Ok():
+			s.settle(1, false)
+		case <-a.f.Err():
+			s.settle(1, true)
+		case <-s.abort:
+			s.settle(1, true)
+		}
+	}
 }
 
 // encode publishes recs as one batch: a message per (type, host), in
@@ -560,11 +664,7 @@ func (s *Sink) encode(recs []record.Record, origin *record.Origin, now int64) {
 	for k := range parts {
 		p := &parts[k]
 		p.sj.ord += uint64(len(p.pos))
-		if !s.out.push(outMsg{subject: p.sj.subject, data: p.data, records: len(p.pos)}) {
-			n := s.lost.Add(uint64(len(p.pos)))
-			s.warn.Log(context.Background(), s.log, slog.LevelWarn, "stream: publishing is behind (server slow or unreachable) and the buffer is full; records dropped",
-				"sink", s.name, "records", len(p.pos), "lost_total", n)
-		}
+		s.batch = append(s.batch, outMsg{subject: p.sj.subject, data: p.data, records: len(p.pos)})
 		p.data = nil
 	}
 	s.ordinal += uint64(len(recs))
@@ -649,7 +749,7 @@ func (s *Sink) ConsumeTraces(_ context.Context, ts []*trace.Trace) error {
 		} else if hs := t.Hosts(); len(hs) > 0 {
 			host = hs[0]
 		}
-		if !s.out.push(outMsg{subject: s.subj.Traces(host), data: trace.AppendJSON(nil, t)}) {
+		if !s.pushCounted(outMsg{subject: s.subj.Traces(host), data: trace.AppendJSON(nil, t)}) {
 			s.warn.Log(context.Background(), s.log, slog.LevelWarn, "stream: publishing is behind; a trace was dropped", "sink", s.name)
 		}
 	}
@@ -665,13 +765,36 @@ func (s *Sink) Flush() error {
 	}
 	now := time.Now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if age := s.cfg.maxAge(); age > 0 && now.After(s.expireAt) {
 		s.expireAt = now.Add(time.Minute)
 		s.meta.expire(now.Add(-age - expiryMargin).UnixNano())
 	}
 	if s.meta.dirty || s.meta.seen && now.Sub(s.metaAt) >= metaRefresh {
 		s.publishMetaLocked()
+	}
+	s.mu.Unlock()
+	if s.durable {
+		return s.waitSettled()
+	}
+	return nil
+}
+
+// waitSettled waits until the server acknowledged every message queued
+// before the call (a durable stream's Flush: brokers acknowledge after
+// it), and reports messages it did not store since the last call.
+func (s *Sink) waitSettled() error {
+	target := s.queued.Load()
+	for s.settled.Load() < target {
+		select {
+		case <-s.progress:
+		case <-s.abort:
+			return fmt.Errorf("stream: closing with %d messages not acknowledged: %w", target-s.settled.Load(), pipeline.ErrClosed)
+		}
+	}
+	if f := s.failed.Load(); f != s.flushFailed {
+		n := f - s.flushFailed
+		s.flushFailed = f
+		return fmt.Errorf("stream: %d messages were not stored by the server (the records are missing from the stream)", n)
 	}
 	return nil
 }
@@ -686,6 +809,7 @@ func (s *Sink) wakeUp() {
 // publisher hands the outbox to JetStream in order until Close.
 func (s *Sink) publisher() {
 	defer close(s.done)
+	defer close(s.acks)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var batch []outMsg
@@ -721,18 +845,27 @@ func (s *Sink) publisher() {
 				break
 			}
 			if m.meta > 0 && m.meta <= s.pubMeta.Load() {
+				s.settle(1, false)
 				continue // a newer version went out already (setup after a reconnect)
 			}
-			_, err := s.js.PublishMsgAsync(&natsgo.Msg{Subject: m.subject, Data: m.data}, jetstream.WithStallWait(5*time.Second))
+			f, err := s.js.PublishMsgAsync(&natsgo.Msg{Subject: m.subject, Data: m.data}, jetstream.WithStallWait(5*time.Second))
 			if err != nil {
 				if m.meta > 0 || errors.Is(err, natsgo.ErrConnectionClosed) && !quitting {
 					s.out.unshift(batch[i:])
 					break
 				}
+				if s.durable && !quitting {
+					// Durable: nothing is dropped; again once the
+					// server takes publishes.
+					s.out.unshift(batch[i:])
+					break
+				}
 				n := s.lost.Add(uint64(m.records))
+				s.settle(1, true)
 				s.warn.Log(context.Background(), s.log, slog.LevelWarn, "stream: publish failed; records dropped", "sink", s.name, "err", err, "lost_total", n)
 				continue
 			}
+			s.acks <- ackWait{f: f, records: m.records}
 			if m.meta > 0 {
 				s.pubMeta.Store(m.meta)
 			}
@@ -774,6 +907,7 @@ func (s *Sink) Close() error {
 			s.log.Warn("stream: closed with records not published", "sink", s.name, "queued_messages", n, "lost_records", s.lost.Load())
 		}
 		s.closeConn()
+		s.Abort() // the acker settles what was never acknowledged
 	})
 	return s.closeErr
 }

@@ -34,6 +34,12 @@ var cat = record.Builtin()
 // newSink starts a stream sink on a private embedded server.
 func newSink(t *testing.T, cfg sink.Config) (*sink.Sink, *pipeline.Shared) {
 	t.Helper()
+	return newSinkPolicy(t, cfg, pipeline.BestEffort)
+}
+
+// newSinkPolicy starts a stream sink with a delivery policy.
+func newSinkPolicy(t *testing.T, cfg sink.Config, policy pipeline.Policy) (*sink.Sink, *pipeline.Shared) {
+	t.Helper()
 	if cfg.Listen == "" && cfg.URL == "" {
 		cfg.Listen = "127.0.0.1:0"
 	}
@@ -41,7 +47,7 @@ func newSink(t *testing.T, cfg sink.Config) (*sink.Sink, *pipeline.Shared) {
 		t.Fatal(err)
 	}
 	sh := &pipeline.Shared{}
-	s, err := sink.New(&cfg, pipeline.Settings{Name: "stream", DataDir: t.TempDir(), Shared: sh, Catalog: cat})
+	s, err := sink.New(&cfg, pipeline.Settings{Name: "stream", DataDir: t.TempDir(), Shared: sh, Catalog: cat, Policy: policy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -672,5 +678,80 @@ func TestListenPolicy(t *testing.T) {
 	}
 	if err := (&sink.Config{URL: "nats://10.0.0.1:4222", Insecure: true}).Validate(); err == nil {
 		t.Error("insecure with url: accepted")
+	}
+}
+
+// TestDurable: with policy durable, an outbox far smaller than what is
+// consumed drops nothing (Consume waits for room), and once Flush
+// returns the server has stored every message consumed before it (a
+// broker's acknowledgement waits for Flush): the repository gets no
+// message after it.
+func TestDurable(t *testing.T) {
+	s, _ := newSinkPolicy(t, sink.Config{Buffer: 4 << 10, MaxPending: 8}, pipeline.Durable)
+	ctx := context.Background()
+	const batches, pairs = 200, 20
+	for i := range batches {
+		if err := s.Consume(ctx, events("h", int64(i), pairs)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := natsgo.Connect(authURL(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := js.StreamInfo("TRACEBRIDGE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := info.State.Msgs
+	// Every record is there, none missed, in a repository that did not
+	// grow after Flush.
+	const want = batches * (1 + 2*pairs)
+	c := subscribe(t, authURL(s), func(st *stream.Stream) { st.SetStartSequence(1) })
+	c.wait(t, want)
+	if info, err = js.StreamInfo("TRACEBRIDGE"); err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != stored {
+		t.Errorf("the repository had %d messages when Flush returned, %d later", stored, info.State.Msgs)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.recs != want || len(c.gaps) != 0 {
+		t.Errorf("%d records (want %d), gaps %v", c.recs, want, c.gaps)
+	}
+	if st := s.Stats(); st.Lost != 0 || st.Published != want {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestDurableAbort: a durable Consume waiting for room returns once the
+// sink is aborted (shutdown), with an error wrapping ErrClosed.
+func TestDurableAbort(t *testing.T) {
+	s, _ := newSinkPolicy(t, sink.Config{Buffer: 1 << 10, MaxPending: 1}, pipeline.Durable)
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for i := 0; err == nil; i++ {
+			err = s.Consume(context.Background(), events("h", int64(i), 50))
+		}
+		done <- err
+	}()
+	s.Abort()
+	select {
+	case err := <-done:
+		if !errors.Is(err, pipeline.ErrClosed) {
+			t.Fatalf("Consume after Abort: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Consume did not return after Abort")
 	}
 }
