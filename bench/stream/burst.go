@@ -184,13 +184,13 @@ func countRepository(ctx context.Context, url string, want int64) (got, missed i
 // lossTests finds the largest burst and the highest paced rate the stream
 // takes without losing a record, on fresh bridges, beside the log sink's
 // rate in the same runs.
-func lossTests(ctx context.Context, o options, tmp, label, streamExtra string) (bool, error) {
+func lossTests(ctx context.Context, o options, tmp, label, streamExtra string) (ok bool, logRate float64, err error) {
 	fmt.Printf("\n%s: bursts on %d connections, sent at once (doubling from %d to %d records):\n", label, o.conns, o.burstFrom, o.burstTo)
-	largest, logRate := 0, 0.0
+	largest := 0
 	for n := o.burstFrom; n <= o.burstTo; n *= 2 {
 		r, err := lossy(ctx, o, n, 0, filepath.Join(tmp, fmt.Sprintf("%s-burst-%d", label, n)), streamExtra)
 		if err != nil {
-			return false, err
+			return false, 0, err
 		}
 		fmt.Println("  " + r.String())
 		logRate = max(logRate, r.logRate())
@@ -205,7 +205,7 @@ func lossTests(ctx context.Context, o options, tmp, label, streamExtra string) (
 		n := int(float64(rate) * o.paceFor.Seconds())
 		r, err := lossy(ctx, o, n, rate, filepath.Join(tmp, fmt.Sprintf("%s-rate-%d", label, rate)), streamExtra)
 		if err != nil {
-			return false, err
+			return false, 0, err
 		}
 		fmt.Printf("  %8d records/s: %s\n", rate, r)
 		if !r.lossless() {
@@ -220,5 +220,5 @@ func lossTests(ctx context.Context, o options, tmp, label, streamExtra string) (
 	}
 	fmt.Printf("\n%s: largest lossless burst %d records (log sink: up to %.2f M records/s in these runs); highest lossless sustained rate %.2f M records/s: %.2f of the log sink's best rate\n",
 		label, largest, logRate/1e6, best/1e6, best/logRate)
-	return largest >= o.burstAim, nil
+	return largest >= o.burstAim, logRate, nil
 }
