@@ -95,6 +95,9 @@ type Sink struct {
 	failed      atomic.Uint64 // of those: failed (a durable Flush reports them)
 	progress    chan struct{} // has a value when settled moved
 	flushFailed uint64        // failed as of the last Flush (Flush's goroutine)
+	backlog     func() int    // batches waiting in the engine's queue in front of the sink (nil: not told)
+	acc         record.Batch  // best-effort: batches of one origin packed into one while more wait (s.mu)
+	packed      atomic.Uint64 // batches packed with the ones before them
 
 	pubMeta   atomic.Uint64 // the last metadata version published
 	lost      atomic.Uint64 // records not published in this run
@@ -136,6 +139,7 @@ type ackWait struct {
 
 var (
 	_ pipeline.Aborter       = (*Sink)(nil)
+	_ pipeline.Backlogger    = (*Sink)(nil)
 	_ pipeline.Sink          = (*Sink)(nil)
 	_ pipeline.TraceConsumer = (*Sink)(nil)
 	_ pipeline.Dropper       = (*Sink)(nil)
@@ -502,23 +506,82 @@ func (s *Sink) Consume(_ context.Context, b *record.Batch) error {
 	}
 	now := time.Now().UnixNano()
 	s.mu.Lock()
+	if !s.durable {
+		s.consumeLocked(b, now)
+		s.mu.Unlock()
+		return nil
+	}
 	for start := 0; start < n; start += maxChunk {
 		s.encode(b.Records[start:min(start+maxChunk, n)], &b.Origin, now)
 	}
 	s.mu.Unlock()
-	// Into the outbox once s.mu is released: a durable stream waits
-	// here for room, and the publisher may need s.mu meanwhile.
+	// Durable: into the outbox once s.mu is released, waiting for room
+	// (the publisher may need s.mu meanwhile).
 	for i, m := range s.batch {
-		if s.durable {
-			s.queued.Add(1)
-			if !s.out.pushWait(m, s.abort) {
-				s.settle(1, true)
-				s.lost.Add(uint64(m.records))
-				clear(s.batch)
-				s.batch = s.batch[:0]
-				return fmt.Errorf("stream: closing with %d records not queued: %w", m.records, pipeline.ErrClosed)
-			}
-		} else if !s.pushCounted(m) {
+		s.queued.Add(1)
+		if !s.out.pushWait(m, s.abort) {
+			s.settle(1, true)
+			s.lost.Add(uint64(m.records))
+			clear(s.batch)
+			s.batch = s.batch[:0]
+			return fmt.Errorf("stream: closing with %d records not queued: %w", m.records, pipeline.ErrClosed)
+		}
+		s.batch[i] = outMsg{}
+	}
+	s.batch = s.batch[:0]
+	return nil
+}
+
+// SetBacklog is how the engine tells the sink what waits in its queue.
+func (s *Sink) SetBacklog(queued func() int) { s.backlog = queued }
+
+// consumeLocked publishes b (best-effort; s.mu held). While more batches
+// wait in the engine's queue (the stream is behind), the records of
+// consecutive batches of one origin are packed into one batch of at most
+// maxChunk records, published once the queue is empty, the origin
+// changes or it is full: fewer, larger messages while the stream catches
+// up; a batch is published at once when none waits (no added latency).
+func (s *Sink) consumeLocked(b *record.Batch, now int64) {
+	n := b.Len()
+	if s.acc.Len() > 0 && (s.acc.Origin != b.Origin || s.acc.Len()+n > maxChunk) {
+		s.flushPackedLocked(now)
+	}
+	if s.backlog != nil && n < maxChunk && (s.acc.Len() > 0 || s.backlog() > 0) {
+		if s.acc.Len() == 0 {
+			s.acc.Origin = b.Origin
+		} else {
+			s.packed.Add(1)
+		}
+		for i := range b.Records {
+			s.acc.AddRecord(&b.Records[i])
+		}
+		if s.backlog() == 0 || s.acc.Len() >= maxChunk {
+			s.flushPackedLocked(now)
+		}
+		return
+	}
+	for start := 0; start < n; start += maxChunk {
+		s.encode(b.Records[start:min(start+maxChunk, n)], &b.Origin, now)
+	}
+	s.pushLocked()
+}
+
+// flushPackedLocked publishes the packed batch (s.mu held).
+func (s *Sink) flushPackedLocked(now int64) {
+	if s.acc.Len() == 0 {
+		return
+	}
+	s.encode(s.acc.Records, &s.acc.Origin, now)
+	s.pushLocked()
+	s.acc.Reset()
+}
+
+// pushLocked puts what encode made into the outbox without waiting
+// (best-effort; s.mu held, so messages enter it in the order of their
+// subject ordinals).
+func (s *Sink) pushLocked() {
+	for i, m := range s.batch {
+		if !s.pushCounted(m) {
 			n := s.lost.Add(uint64(m.records))
 			s.warn.Log(context.Background(), s.log, slog.LevelWarn, "stream: publishing is behind (server slow or unreachable) and the buffer is full; records dropped",
 				"sink", s.name, "records", m.records, "lost_total", n)
@@ -526,7 +589,6 @@ func (s *Sink) Consume(_ context.Context, b *record.Batch) error {
 		s.batch[i] = outMsg{}
 	}
 	s.batch = s.batch[:0]
-	return nil
 }
 
 // pushCounted queues m without waiting, counting it for Flush.
@@ -685,6 +747,9 @@ func (s *Sink) Dropped(b *record.Batch) {
 	now := time.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// What was consumed before the dropped batch goes out first, so the
+	// gap shows where the records were missed.
+	s.flushPackedLocked(now)
 	for i := range b.Records {
 		r := &b.Records[i]
 		ts := s.meta.typeOf(r.Type, now)
@@ -765,6 +830,7 @@ func (s *Sink) Flush() error {
 	}
 	now := time.Now()
 	s.mu.Lock()
+	s.flushPackedLocked(now.UnixNano()) // the queue held a marker or traces last
 	if age := s.cfg.maxAge(); age > 0 && now.After(s.expireAt) {
 		s.expireAt = now.Add(time.Minute)
 		s.meta.expire(now.Add(-age - expiryMargin).UnixNano())
@@ -886,6 +952,7 @@ func (s *Sink) Close() error {
 			s.ctlSub.Unsubscribe()
 		}
 		s.mu.Lock()
+		s.flushPackedLocked(time.Now().UnixNano())
 		if s.ready.Load() && s.nc.IsConnected() {
 			// The final counts; stored only once every message queued
 			// before it is, and so the next run knows this one closed.
@@ -925,11 +992,14 @@ func (s *Sink) closeConn() {
 // Stats says what the sink published and lost in this run.
 type Stats struct {
 	Published, Lost, Unacknowledged uint64
+	// Packed counts batches published in one with the batches before
+	// them (the stream was behind).
+	Packed uint64
 }
 
 // Stats returns the counts so far.
 func (s *Sink) Stats() Stats {
-	return Stats{Published: s.published.Load(), Lost: s.lost.Load(), Unacknowledged: s.unacked.Load()}
+	return Stats{Published: s.published.Load(), Lost: s.lost.Load(), Unacknowledged: s.unacked.Load(), Packed: s.packed.Load()}
 }
 
 // onControl announces new control settings in the metadata.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -753,5 +754,110 @@ func TestDurableAbort(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Consume did not return after Abort")
+	}
+}
+
+// TestPacking: while batches wait in the engine's queue, consecutive
+// batches of one origin go out as one batch (one message per part, not
+// one per part of each): a subscriber gets every record in order, and a
+// batch of another origin, one the engine dropped and an empty queue each
+// publish what was packed first.
+func TestPacking(t *testing.T) {
+	s, _ := newSink(t, sink.Config{})
+	var backlog atomic.Int64
+	s.SetBacklog(func() int { return int(backlog.Load()) })
+	c := subscribe(t, authURL(s), nil)
+	ctx := context.Background()
+	stored := func() uint64 {
+		t.Helper()
+		nc, err := natsgo.Connect(authURL(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		js, err := nc.JetStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := js.StreamInfo("TRACEBRIDGE")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Msgs
+	}
+	// Four batches of trace 1..4 (3 parts each), three of them with
+	// more queued behind: one batch of 3 parts.
+	for i := range 4 {
+		backlog.Store(int64(3 - i))
+		if err := s.Consume(ctx, events("h", int64(i+1), 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.wait(t, 4*5)
+	if n := stored(); n != 3 {
+		t.Errorf("%d messages for 4 packed batches, want 3", n)
+	}
+	if st := s.Stats(); st.Packed != 3 {
+		t.Errorf("stats %+v, want 3 packed", st)
+	}
+	// Packed, then a batch of another host: the packed one goes first.
+	backlog.Store(5)
+	s.Consume(ctx, events("h", 5, 1))
+	s.Consume(ctx, events("other", 6, 1))
+	// Packed, then one dropped: the packed batch, then the gap.
+	s.Consume(ctx, events("h", 7, 1))
+	s.Dropped(events("h", 8, 1))
+	backlog.Store(0)
+	s.Consume(ctx, events("h", 9, 1))
+	got := c.wait(t, 4*5+4*3)
+	var order []string
+	for _, e := range got {
+		if strings.HasPrefix(e, "TraceMetadata") {
+			order = append(order, e)
+		}
+	}
+	want := []string{"TraceMetadata h ", "TraceMetadata h ", "TraceMetadata h ", "TraceMetadata h ", "TraceMetadata h ", "TraceMetadata other ", "TraceMetadata h ", "TraceMetadata h "}
+	if diff := cmp.Diff(want, order); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	var before []string
+	for _, e := range got {
+		if strings.HasPrefix(e, "BeforeOperationEvent h") || strings.HasPrefix(e, "AfterOperationEvent h") {
+			before = append(before, e[:strings.IndexByte(e, ' ')]+e[strings.LastIndexByte(e, ' '):])
+		}
+	}
+	// Each trace's events in order: Before 0, After 1, Before 2, After 3.
+	if len(before) != 4*4+3*2 {
+		t.Fatalf("%d events of host h: %v", len(before), before)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c.mu.Lock()
+		var missed uint64
+		for _, g := range c.gaps {
+			missed += g.Records
+		}
+		c.mu.Unlock()
+		if missed == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("told of %d missed records, want 3", missed)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestAllocPacking: packing a batch while more wait allocates nothing
+// per record (the packed batch's arena grows to its working size and is
+// reused).
+func TestAllocPacking(t *testing.T) {
+	s, _ := newSink(t, sink.Config{})
+	s.SetBacklog(func() int { return 1 })
+	ctx := context.Background()
+	b := events("h", 1, 0) // one record: 1,001 stay below a packed batch's 4,096
+	allocs := testing.AllocsPerRun(1000, func() { s.Consume(ctx, b) })
+	if allocs > 0 {
+		t.Errorf("%.2f allocations per record packed", allocs)
 	}
 }
