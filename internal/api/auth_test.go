@@ -155,7 +155,7 @@ func TestHosts(t *testing.T) {
 	if strings.Contains(string(b), "s3cret") || strings.Contains(string(b), "argon2") {
 		t.Errorf("the answer shows the secret: %s", b)
 	}
-	rec, _ := e.st.Host("edge-1")
+	rec, _ := e.hosts.Host("edge-1")
 	if !hostauth.CheckSecret(rec.Secret, "s3cret") {
 		t.Error("the secret is not stored as its hash")
 	}

@@ -166,11 +166,10 @@ func Rebuild(dir string) (CheckResult, error) {
 				res.problemf("%s: no host record and no name file; skipped", filepath.Join(hostsDir, e.Name()))
 				continue
 			}
-			h := Host{Name: strings.TrimSpace(string(name)), ID: id, Created: s.opt.Now().UTC()}
-			if err := s.putHost(h); err != nil {
+			p = s.addPartition(id, strings.TrimSpace(string(name)))
+			if err := s.putPartition(p); err != nil {
 				return res, err
 			}
-			p = s.addPartition(id, h.Name)
 		}
 		p.syms = newSymbols()
 		p.enc.syms = p.syms

@@ -33,9 +33,13 @@ type Options struct {
 	SegmentSize int64
 	SegmentAge  time.Duration
 	// MaxAge and MaxSize bound the whole store (0: unbounded); hosts have
-	// their own bounds too (Host.MaxAge, Host.MaxSize).
+	// their own bounds too (Hosts).
 	MaxAge  time.Duration
 	MaxSize int64
+	// Hosts is the host table: each host's bounds, whether its traces
+	// are dropped, and who sent traces (nil: no host bounds, nothing
+	// dropped, no contact recorded).
+	Hosts HostTable
 	// CacheSize bounds the decompressed blocks kept for reading (default
 	// 64 MiB).
 	CacheSize int64
@@ -100,6 +104,9 @@ type Store struct {
 
 	recovery Recovery
 	closed   bool
+	// legacy are the host records of a store written before the host
+	// table moved out (LegacyHosts).
+	legacy [][]byte
 }
 
 // partition is one host's part of the store.
@@ -128,6 +135,8 @@ type partition struct {
 
 	bmu    sync.RWMutex
 	blocks []*blockMeta // in (segment, offset) order
+
+	shared atomic.Int64 // Partition.Shared
 
 	// durBuckets has a bit for each duration bucket with index entries
 	// (more may be set once retention emptied one), so that a minimum
@@ -209,12 +218,12 @@ func (s *Store) Dir() string { return s.dir }
 
 // load reads the hosts, symbols and block table.
 func (s *Store) load() error {
-	hosts, err := s.Hosts()
+	parts, err := s.readPartitions()
 	if err != nil {
 		return err
 	}
-	for _, h := range hosts {
-		s.addPartition(h.ID, h.Name)
+	for _, r := range parts {
+		s.addPartition(r.ID, r.Name).shared.Store(r.Shared)
 	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kSymbol}, UpperBound: []byte{kSymbol + 1}})
 	if err != nil {
@@ -615,12 +624,7 @@ func (s *Store) partitionFor(host string) (*partition, error) {
 	if p != nil {
 		return p, nil
 	}
-	h, err := s.createHost(Host{Name: host})
-	if err != nil {
-		return nil, err
-	}
-	p = s.addPartition(h.ID, h.Name)
-	return p, nil
+	return s.createPartition(host)
 }
 
 // ErrClosed is returned by a closed store.
@@ -641,8 +645,9 @@ func (s *Store) Append(ts []*trace.Trace) (dropped int, err error) {
 	if s.batch == nil {
 		s.batch = s.db.NewBatch()
 	}
-	// A host's record is read once a call, not once a trace.
+	// The host table is asked once a call per host, not once a trace.
 	disabled := map[*partition]bool{}
+	now := s.opt.Now()
 	// shares: the bytes of spans of hosts other than the partition's,
 	// their share of the trace (split by spans).
 	var shares map[string]int64
@@ -656,12 +661,12 @@ func (s *Store) Append(ts []*trace.Trace) (dropped int, err error) {
 		}
 		off, seen := disabled[p]
 		if !seen {
-			if h, ok := s.hostRecord(p.name); ok {
-				off = h.Disabled
+			if s.opt.Hosts != nil {
+				off = s.opt.Hosts.Policy(p.name).Disabled
 				if !off {
 					// Traces of any source are contact (not only a
 					// zico HELLO or an OTLP token).
-					s.touchLocked(h, s.opt.Now())
+					s.opt.Hosts.Contact(p.name, now)
 				}
 			}
 			disabled[p] = off
@@ -702,12 +707,17 @@ func (s *Store) Append(ts []*trace.Trace) (dropped int, err error) {
 	// Hosts below the root sent spans too: they are contact and own
 	// their share of the bytes.
 	for name, n := range shares {
-		if _, err := s.partitionFor(name); err != nil {
+		hp, err := s.partitionFor(name)
+		if err != nil {
 			return dropped, err
 		}
-		if h, ok := s.hostRecord(name); ok && !h.Disabled {
-			s.shareLocked(h, n, s.opt.Now())
+		if s.opt.Hosts != nil {
+			if s.opt.Hosts.Policy(name).Disabled {
+				continue
+			}
+			s.opt.Hosts.Contact(name, now)
 		}
+		s.shareLocked(hp, n)
 	}
 	return dropped, nil
 }
