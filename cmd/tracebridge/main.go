@@ -57,7 +57,7 @@ var commands = []command{
 	{"traces", "assemble and print the traces of Kieker logs (call trees across threads and hosts)", cmdTraces},
 	{"query", "search the trace store (filters, text, regex, EQL; a trace's tree, ranking, pivot)", cmdQuery},
 	{"store", "check or rebuild a trace store", cmdStore},
-	{"hosts", "manage the hosts of a trace store (list, add, set, enable, disable, delete)", cmdHosts},
+	{"hosts", "manage the host table: who may send, with which secret, bounds (list, add, set, enable, disable, delete)", cmdHosts},
 	{"token", "make an API token for writes over the HTTP API (and its hash for the configuration)", cmdToken},
 	{"analyze", "Kieker's trace analyses: dependency graphs, call trees (dot, json, svg), statistics; --flame: JFR flame graphs", cmdAnalyze},
 	{"tail", "follow a bridge's live stream from anywhere (nats://HOST:PORT), or from a point in the past", cmdTail},
