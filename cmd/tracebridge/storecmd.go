@@ -24,7 +24,7 @@ const storeSynopsis = `store check|rebuild DIR
 check verifies a trace store that no serve holds open: every block's
 checksum and contents, and that the index and the segments agree; it exits
 1 when it finds problems. rebuild rebuilds the index from the segments
-(host records are kept).`
+(partition records are kept; the host table is not the store's).`
 
 func cmdStore(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("store", storeSynopsis, stderr)

@@ -119,7 +119,7 @@ func Check(dir string) (CheckResult, error) {
 }
 
 // Rebuild rebuilds the index of a store no process holds open from its
-// segments (zico's rebuildIndex): host records are kept (recreated from
+// segments (zico's rebuildIndex): partition records are kept (recreated from
 // the partitions' name files when missing), everything else is indexed
 // again. Unreadable blocks are reported and skipped.
 func Rebuild(dir string) (CheckResult, error) {
@@ -133,7 +133,7 @@ func Rebuild(dir string) (CheckResult, error) {
 	if err != nil {
 		return res, err
 	}
-	// Keep the host records and the host counter; drop the rest.
+	// Keep the partition records and the host counter; drop the rest.
 	b := db.NewBatch()
 	b.DeleteRange([]byte{0}, []byte{kHostRc}, nil)
 	b.DeleteRange([]byte{kHostRc + 1}, []byte{kMeta}, nil)
