@@ -60,7 +60,6 @@ type API struct {
 	closed  bool
 	ctx     context.Context // cancelled by Close: loops over traces stop
 	cancel  context.CancelFunc
-	cat     catalog
 	rates   rateTracker
 	started time.Time
 }

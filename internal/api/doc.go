@@ -30,7 +30,8 @@
 // are at most 1 MiB; a trace view shows at most 200,000 spans.
 //
 // Concurrency: handlers run on net/http's goroutines and share nothing
-// but the catalogue of services (guarded by its mutex) and the token
-// cache. Close stops new requests from using the store and waits (at most
-// 5 s) for those that do: the engine calls it before it closes its sinks.
+// but the token cache (the catalogue of services is the store's, kept as
+// traces arrive). Close stops new requests from using the store and waits
+// (at most 5 s) for those that do: the engine calls it before it closes
+// its sinks.
 package api

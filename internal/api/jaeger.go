@@ -245,7 +245,7 @@ func toJaeger(t *trace.Trace) jTrace {
 	procs := map[procKey]string{}
 	for i := range t.Spans {
 		s := &t.Spans[i]
-		pk := procKey{serviceOf(s), s.Host, s.Process}
+		pk := procKey{store.ServiceOf(s), s.Host, s.Process}
 		pid, ok := procs[pk]
 		if !ok {
 			pid = "p" + strconv.Itoa(len(procs)+1)
@@ -282,16 +282,16 @@ func toJaeger(t *trace.Trace) jTrace {
 }
 
 func jaegerServices(c *call, st *store.Store) error {
-	svcs := c.a.services(st)
+	svcs := st.Services()
 	writeJaeger(c.w, svcs, len(svcs))
 	return nil
 }
 
 func jaegerServiceOperations(c *call, st *store.Store) error {
 	names := []string{}
-	for _, op := range c.a.operations(st, c.str("service")) {
-		if len(names) == 0 || names[len(names)-1] != op.name {
-			names = append(names, op.name)
+	for _, op := range st.Operations(c.str("service")) {
+		if len(names) == 0 || names[len(names)-1] != op.Name {
+			names = append(names, op.Name)
 		}
 	}
 	writeJaeger(c.w, names, len(names))
@@ -305,15 +305,15 @@ func jaegerOperations(c *call, st *store.Store) error {
 	}
 	kind := c.str("spanKind")
 	ops := []jOperation{}
-	for _, op := range c.a.operations(st, svc) {
-		k := op.kind.String()
-		if op.kind == trace.KindUnspecified {
+	for _, op := range st.Operations(svc) {
+		k := op.Kind.String()
+		if op.Kind == trace.KindUnspecified {
 			k = ""
 		}
 		if kind != "" && k != kind && !(kind == "unspecified" && k == "") {
 			continue
 		}
-		ops = append(ops, jOperation{op.name, k})
+		ops = append(ops, jOperation{op.Name, k})
 	}
 	writeJaeger(c.w, ops, len(ops))
 	return nil
@@ -344,7 +344,7 @@ type jaegerMatch struct {
 }
 
 func (m *jaegerMatch) span(s *trace.Span) bool {
-	if serviceOf(s) != m.service || m.operation != "" && s.Operation != m.operation {
+	if store.ServiceOf(s) != m.service || m.operation != "" && s.Operation != m.operation {
 		return false
 	}
 	d := s.Duration()
@@ -461,7 +461,7 @@ func jaegerSearch(c *call, st *store.Store) error {
 			q.Attrs = append(q.Attrs, trace.Attr{Key: t[0], Value: t[1]})
 		}
 	}
-	switch viaService, viaHost, _ := c.a.serviceSource(st, m.service); {
+	switch viaService, viaHost, _ := st.ServiceSource(m.service); {
 	case viaService && !viaHost:
 		q.Service = m.service
 	case viaHost && !viaService && m.service != trace.UnknownService:
@@ -510,7 +510,7 @@ func jaegerDependencies(c *call, st *store.Store) error {
 			if p < 0 || p >= i {
 				continue
 			}
-			ps, cs := serviceOf(&t.Spans[p]), serviceOf(&t.Spans[i])
+			ps, cs := store.ServiceOf(&t.Spans[p]), store.ServiceOf(&t.Spans[i])
 			if ps != cs {
 				counts[edge{ps, cs}]++
 			}

@@ -9,12 +9,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tracebridge/tracebridge/internal/store"
 	"github.com/tracebridge/tracebridge/internal/testcorpus"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
@@ -414,15 +414,12 @@ func TestJaegerDependencies(t *testing.T) {
 }
 
 // TestCatalogFollowsNewTraces: services and operations of traces stored
-// after the catalogue's first reading appear at its next refresh, also
-// those of a trace that reaches the store late (it started before the
-// newest trace read).
+// after the first request appear at the next one (no refresh period),
+// also those of a trace that reaches the store late (it started before
+// the newest trace stored), and survive reopening the store.
 func TestCatalogFollowsNewTraces(t *testing.T) {
-	var mu sync.Mutex
-	now := time.Now()
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	base := now.Add(-time.Hour)
-	e := newEnv(t, func(o *Options) { o.Now = clock }, shop(5, base)...)
+	base := time.Now().Add(-time.Hour)
+	e := newEnv(t, nil, shop(5, base)...)
 	var got struct{ Data []string }
 	e.get("/api/services", &got)
 	if len(got.Data) != 5 {
@@ -436,21 +433,30 @@ func TestCatalogFollowsNewTraces(t *testing.T) {
 		e.st.Sync()
 	}
 	add("svc-new", base.Add(time.Second))
-	add("svc-late", base.Add(-30*time.Second)) // started before the newest trace read
-	e.get("/api/services", &got)
-	if len(got.Data) != 5 {
-		t.Errorf("refreshed before catalogEvery: %v", got.Data)
-	}
-	mu.Lock()
-	now = now.Add(catalogEvery)
-	mu.Unlock()
+	add("svc-late", base.Add(-30*time.Second)) // started before the newest trace stored
 	e.get("/api/services", &got)
 	if !slices.Contains(got.Data, "svc-new") || !slices.Contains(got.Data, "svc-late") || len(got.Data) != 7 {
-		t.Errorf("services after a refresh: %v", got.Data)
+		t.Errorf("services after two more traces: %v", got.Data)
 	}
 	e.get("/api/services/svc-new/operations", &got)
 	if !slices.Equal(got.Data, []string{"work"}) {
 		t.Errorf("operations %v", got.Data)
+	}
+	// Reopened, the store knows its catalogue without reading a trace.
+	dir := e.st.Dir()
+	if err := e.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(dir, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if svcs := st.Services(); len(svcs) != 7 || !slices.Contains(svcs, "svc-late") {
+		t.Errorf("services after reopening: %v", svcs)
+	}
+	if ops := st.Operations("svc-new"); len(ops) != 1 || ops[0].Name != "work" || ops[0].Kind != trace.KindServer {
+		t.Errorf("operations after reopening: %v", ops)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/tracebridge/tracebridge/internal/store/block"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
@@ -373,11 +374,11 @@ func trigrams(s string, f func(uint64)) {
 	}
 	l := strings.ToLower(s)
 	for i := 0; i+3 <= len(l); i++ {
-		f(hashString(l[i : i+3]))
+		f(block.HashString(l[i : i+3]))
 	}
 }
 
 // pairHash is the hash of an attribute pair in the block filters.
-func pairHash(key, value string) uint64 { return hashString(key + "\x00" + value) }
+func pairHash(key, value string) uint64 { return block.HashString(key + "\x00" + value) }
 
 var _ = math.MaxInt32

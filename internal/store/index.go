@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 
+	"github.com/tracebridge/tracebridge/internal/store/block"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
@@ -22,6 +23,8 @@ import (
 //	'b' host (4) segment (4) offset (8)        → block: time range, trace count, bloom filter
 //	's' host (4) symbol (4)                    → the symbol's string
 //	'w' host (4)                               → segment (4) offset (8): indexed up to here
+//	'C' 's'|'o'|'n' …                          → the catalogue of services, operations
+//	                                             and trace names (catalog.go)
 //	'H' host name                              → host record (JSON)
 //	'M' "hosts"                                → next host id (4)
 const (
@@ -228,7 +231,7 @@ type blockMeta struct {
 	size             int64
 	count            uint32
 	minStart, maxEnd int64
-	filter           *bloom
+	filter           *block.Bloom
 }
 
 func (m *blockMeta) marshal(dst []byte) []byte {
@@ -236,7 +239,7 @@ func (m *blockMeta) marshal(dst []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(m.count))
 	dst = binary.AppendVarint(dst, m.minStart)
 	dst = binary.AppendVarint(dst, m.maxEnd)
-	return m.filter.marshal(dst)
+	return m.filter.Marshal(dst)
 }
 
 func unmarshalBlockMeta(k, v []byte) (*blockMeta, bool) {
@@ -252,7 +255,7 @@ func unmarshalBlockMeta(k, v []byte) (*blockMeta, bool) {
 	if d.err != nil {
 		return nil, false
 	}
-	f, _, ok := unmarshalBloom(v[d.off:])
+	f, _, ok := block.UnmarshalBloom(v[d.off:])
 	if !ok {
 		return nil, false
 	}

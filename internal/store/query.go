@@ -19,6 +19,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/tracebridge/tracebridge/internal/eql"
+	"github.com/tracebridge/tracebridge/internal/store/block"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
@@ -519,7 +520,7 @@ func (f *filter) blockCheck(loc location) bool {
 	}
 	bf := p.filterOf(loc)
 	for _, h := range f.pairs {
-		if !bf.has(h) {
+		if !bf.Has(h) {
 			return false
 		}
 	}
@@ -529,7 +530,7 @@ func (f *filter) blockCheck(loc location) bool {
 	if f.symbolHolds(loc.host) {
 		inFilter := true
 		for _, h := range f.grams {
-			inFilter = inFilter && bf.has(h)
+			inFilter = inFilter && bf.Has(h)
 		}
 		if inFilter {
 			return true
@@ -548,7 +549,7 @@ func (f *filter) blockCheck(loc location) bool {
 }
 
 // filterOf returns the bloom filter of the block at loc (nil: unknown).
-func (p *partition) filterOf(loc location) *bloom {
+func (p *partition) filterOf(loc location) *block.Bloom {
 	p.bmu.RLock()
 	defer p.bmu.RUnlock()
 	lo, hi := 0, len(p.blocks)
@@ -809,7 +810,7 @@ func (s *Store) searchBlocks(q *Query, f *filter, since, until int64, after *cur
 		for _, b := range p.blocks {
 			// The attribute pairs' Bloom filter, here rather than on a
 			// worker: most blocks fail it.
-			if b.maxEnd >= since && b.minStart <= until && !b.before(after, q.Oldest) && b.filter.hasAll(f.pairs) {
+			if b.maxEnd >= since && b.minStart <= until && !b.before(after, q.Oldest) && b.filter.HasAll(f.pairs) {
 				blocks = append(blocks, b)
 			}
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/tracebridge/tracebridge/internal/store/block"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
@@ -101,6 +102,7 @@ type Store struct {
 	files map[[2]uint32]*os.File // read handles by (host, segment)
 
 	cache *blockCache
+	cat   *catalog
 
 	recovery Recovery
 	closed   bool
@@ -195,8 +197,8 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("store %s: index: %w", dir, err)
 	}
 	s := &Store{dir: dir, db: db, opt: o, byName: map[string]*partition{}, byID: map[uint32]*partition{},
-		files: map[[2]uint32]*os.File{}, dirty: map[*partition]bool{}, cache: newBlockCache(o.CacheSize)}
-	if err := s.load(); err != nil {
+		files: map[[2]uint32]*os.File{}, dirty: map[*partition]bool{}, cache: newBlockCache(o.CacheSize), cat: newCatalog()}
+	if err := errors.Join(s.load(), s.cat.load(db)); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store %s: %w", dir, err)
 	}
@@ -468,6 +470,7 @@ func (s *Store) indexBlock(p *partition, seg uint32, off int64, h blockHeader, p
 		ref, hosts := summarize(t, p)
 		ref.loc = location{host: p.id, seg: seg, off: off, idx: uint32(i)}
 		items.add(t)
+		s.cat.add(t, s.batch)
 		if err := s.indexRef(ref, hosts); err != nil {
 			p.smu.RUnlock()
 			return err
@@ -579,17 +582,17 @@ func (f *blockFilter) add(t *trace.Trace) {
 }
 
 // bloom builds the filter and empties f.
-func (f *blockFilter) bloom() *bloom {
+func (f *blockFilter) bloom() *block.Bloom {
 	n := len(f.pairs)
 	for s := range f.strings {
 		n += max(len(s)-2, 0)
 	}
-	b := newBloom(n)
+	b := block.NewBloom(n)
 	for h := range f.pairs {
-		b.add(h)
+		b.Add(h)
 	}
 	for s := range f.strings {
-		trigrams(s, b.add)
+		trigrams(s, b.Add)
 	}
 	clear(f.pairs)
 	clear(f.strings)
@@ -691,6 +694,7 @@ func (s *Store) Append(ts []*trace.Trace) (dropped int, err error) {
 		p.pending = append(p.pending, append([]byte(nil), body...))
 		p.refs = append(p.refs, pendingRef{ref: ref, hosts: hosts})
 		p.filter.add(t)
+		s.cat.add(t, s.batch)
 		if len(p.pending) == 1 || ref.Start < p.minStart {
 			p.minStart = ref.Start
 		}

@@ -1,15 +1,15 @@
-package store
+package block
 
 import (
 	"encoding/binary"
 	"math"
 )
 
-// bloom is a Bloom filter over 64-bit hashes: m bits, k probes by double
+// Bloom is a Bloom filter over 64-bit hashes: m bits, k probes by double
 // hashing. Blocks carry one over the attribute pairs and the trigrams of
 // their strings, so a search skips blocks that cannot match without
-// decompressing them.
-type bloom struct {
+// decompressing them, and one over their trace ids.
+type Bloom struct {
 	k    uint32
 	bits []uint64
 }
@@ -17,9 +17,9 @@ type bloom struct {
 // bloomBitsPerItem gives a false-positive rate of about 1 %.
 const bloomBitsPerItem = 10
 
-// hashString hashes s for the filters. The hash must be the same in every
+// HashString hashes s for the filters. The hash must be the same in every
 // process that reads the store, so it is FNV-1a based, not seeded.
-func hashString(s string) uint64 {
+func HashString(s string) uint64 {
 	const offset, prime = 14695981039346656037, 1099511628211
 	h := uint64(offset)
 	for i := 0; i < len(s); i++ {
@@ -33,16 +33,18 @@ func hashString(s string) uint64 {
 	return h
 }
 
-func newBloom(items int) *bloom {
+// NewBloom returns a filter sized for items at about 1 % false positives.
+func NewBloom(items int) *Bloom {
 	if items < 1 {
 		items = 1
 	}
 	m := uint64(items) * bloomBitsPerItem
 	words := (m + 63) / 64
-	return &bloom{k: 7, bits: make([]uint64, words)}
+	return &Bloom{k: 7, bits: make([]uint64, words)}
 }
 
-func (b *bloom) add(h uint64) {
+// Add adds a hash.
+func (b *Bloom) Add(h uint64) {
 	m := uint64(len(b.bits)) * 64
 	h1, h2 := h, h>>32|h<<32
 	for i := uint32(0); i < b.k; i++ {
@@ -51,7 +53,9 @@ func (b *bloom) add(h uint64) {
 	}
 }
 
-func (b *bloom) has(h uint64) bool {
+// Has reports whether the filter may hold h (a nil or empty filter holds
+// everything).
+func (b *Bloom) Has(h uint64) bool {
 	if b == nil || len(b.bits) == 0 {
 		return true
 	}
@@ -66,17 +70,19 @@ func (b *bloom) has(h uint64) bool {
 	return true
 }
 
-// hasAll reports whether the filter may hold every one of hs.
-func (b *bloom) hasAll(hs []uint64) bool {
+// HasAll reports whether the filter may hold every one of hs.
+func (b *Bloom) HasAll(hs []uint64) bool {
 	for _, h := range hs {
-		if !b.has(h) {
+		if !b.Has(h) {
 			return false
 		}
 	}
 	return true
 }
 
-func (b *bloom) marshal(dst []byte) []byte {
+// Marshal appends the filter: k (uvarint), words (uvarint), the words
+// (little-endian u64 each).
+func (b *Bloom) Marshal(dst []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(b.k))
 	dst = binary.AppendUvarint(dst, uint64(len(b.bits)))
 	for _, w := range b.bits {
@@ -85,7 +91,9 @@ func (b *bloom) marshal(dst []byte) []byte {
 	return dst
 }
 
-func unmarshalBloom(p []byte) (*bloom, []byte, bool) {
+// UnmarshalBloom reads a filter Marshal wrote and returns the bytes after
+// it.
+func UnmarshalBloom(p []byte) (*Bloom, []byte, bool) {
 	k, n := binary.Uvarint(p)
 	if n <= 0 || k == 0 || k > 32 {
 		return nil, nil, false
@@ -96,7 +104,7 @@ func unmarshalBloom(p []byte) (*bloom, []byte, bool) {
 		return nil, nil, false
 	}
 	p = p[n:]
-	b := &bloom{k: uint32(k), bits: make([]uint64, words)}
+	b := &Bloom{k: uint32(k), bits: make([]uint64, words)}
 	for i := range b.bits {
 		b.bits[i] = binary.LittleEndian.Uint64(p[8*i:])
 	}
