@@ -344,7 +344,7 @@ func (s *Store) recoverSegment(p *partition, n uint32, from int64, last bool) er
 		from = segHeaderSize
 	}
 	end, scanErr := scanBlocks(f, from, func(off int64, h blockHeader, raw []byte) error {
-		pl, err := parsePayload(raw)
+		pl, err := parsePayload(raw, h.version)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errTorn, err)
 		}
@@ -565,6 +565,22 @@ func (f *blockFilter) add(t *trace.Trace) {
 		}
 		for _, a := range trace.KiekerAttrs(s) {
 			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+		}
+	}
+	// Resource and scope attributes are the spans' too (Span.Attr finds
+	// them), stored once per trace.
+	for _, r := range t.Resources {
+		for _, a := range r.Attributes {
+			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+			f.strings[a.Key] = struct{}{}
+		}
+	}
+	for _, c := range t.Scopes {
+		f.pairs[pairHash(trace.ScopeNameKey, c.Name)] = struct{}{}
+		f.pairs[pairHash(trace.ScopeVersionKey, c.Version)] = struct{}{}
+		for _, a := range c.Attributes {
+			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+			f.strings[a.Key] = struct{}{}
 		}
 	}
 }
@@ -926,11 +942,11 @@ func (s *Store) block(loc location) (payload, error) {
 	if err != nil {
 		return payload{}, err
 	}
-	_, raw, err := readBlock(f, loc.off)
+	h, raw, err := readBlock(f, loc.off)
 	if err != nil {
 		return payload{}, fmt.Errorf("store: host %d segment %d offset %d: %w", loc.host, loc.seg, loc.off, err)
 	}
-	pl, err := parsePayload(raw)
+	pl, err := parsePayload(raw, h.version)
 	if err != nil {
 		return payload{}, fmt.Errorf("store: host %d segment %d offset %d: %w", loc.host, loc.seg, loc.off, err)
 	}

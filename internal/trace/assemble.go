@@ -157,6 +157,10 @@ type family struct {
 	broken  []string
 	// complete: a span record said the trace is whole (FlagComplete).
 	complete bool
+	// resources and scopes: the distinct ones of the spans held, which
+	// point at them (the trace's tables).
+	resources []*Resource
+	scopes    []*Scope
 	// open counts the calls begun and not yet returned (Before minus
 	// After events seen): a trace with open calls waits OpenWindow, not
 	// Window, for more records (a long-running call is not an idle trace).
@@ -364,6 +368,8 @@ func (a *Assembler) merge(dst, src *family) {
 	dst.threads = append(dst.threads, src.threads...)
 	dst.oers = append(dst.oers, src.oers...)
 	dst.spans = append(dst.spans, src.spans...)
+	dst.resources = append(dst.resources, src.resources...)
+	dst.scopes = append(dst.scopes, src.scopes...)
 	dst.broken = append(dst.broken, src.broken...)
 	dst.size += src.size
 	dst.open += src.open
@@ -457,6 +463,10 @@ func (a *Assembler) span(r *record.Record, origin *record.Origin) {
 	if f.spans == nil {
 		f.spans = make([]Span, 0, min(max(a.spansPer/16+1, 4), 64))
 	}
+	if !a.opt.Lean {
+		o := originOf(r.Values)
+		s.Resource, s.Scope = f.origin(&o)
+	}
 	f.spans = append(f.spans, s)
 	f.size++
 	if IsComplete(r) && !f.complete {
@@ -466,6 +476,40 @@ func (a *Assembler) span(r *record.Record, origin *record.Origin) {
 	if f.size >= a.opt.MaxSpans {
 		a.part(f)
 	}
+}
+
+// origin returns the entries of f's tables for o, adding them when new:
+// the spans of one resource (or scope) share one copy of it. The tables
+// are short (a trace touches a few services), so they are searched in
+// order, the last entry, the most likely, first.
+func (f *family) origin(o *origin) (*Resource, *Scope) {
+	var res *Resource
+	if len(o.res) > 0 {
+		for i := len(f.resources) - 1; i >= 0; i-- {
+			if o.resourceIs(f.resources[i]) {
+				res = f.resources[i]
+				break
+			}
+		}
+		if res == nil {
+			res = o.resource()
+			f.resources = append(f.resources, res)
+		}
+	}
+	var sc *Scope
+	if o.hasScope {
+		for i := len(f.scopes) - 1; i >= 0; i-- {
+			if o.scopeIs(f.scopes[i]) {
+				sc = f.scopes[i]
+				break
+			}
+		}
+		if sc == nil {
+			sc = o.scopeCopy()
+			f.scopes = append(f.scopes, sc)
+		}
+	}
+	return res, sc
 }
 
 // limit emits the traces idle longest while more than MaxOpenTraces are
@@ -531,6 +575,7 @@ func (a *Assembler) finish(f *family, final bool) {
 	spans = append(spans, a.replayThreads(f, final, &t.Broken)...)
 	spans = append(spans, executions(f.id, f.oers, &t.Broken)...)
 	t.Spans = spans
+	t.Resources, t.Scopes = f.resources, f.scopes
 	tree(t)
 	a.st.Traces++
 	a.st.Spans += int64(len(t.Spans))
@@ -539,6 +584,7 @@ func (a *Assembler) finish(f *family, final bool) {
 	}
 	// Reset what was emitted.
 	f.spans, f.oers, f.broken, f.size = nil, nil, nil, 0
+	f.resources, f.scopes = nil, nil
 	if final {
 		f.prev.next, f.next.prev = f.next, f.prev
 		delete(a.fams, f.id)

@@ -282,7 +282,7 @@ func TestRecord(t *testing.T) {
 			`scope="io.opentelemetry.http"`, `component="org.shop.Cart"`, `thread="12"`, `process="4711"`,
 			`attributes=["http.method" "GET" "thread.id" "12" "thread.name" "worker-1" "code.namespace" "org.shop.Cart" "ratio" "0.5" "big" "1e+21" "ok" "true" "raw" "/wA=" "tags" "[\"a<b\",2]" "m" "{\"a\":false,\"z\":\"last\"}"]`,
 			`attributeTypes=["1" "3" "1" "1" "4" "4" "2" "5" "6" "6"]`,
-			`resource=["deployment.environment" "prod"]`, `resourceTypes=["1"]`,
+			`resource=["service.name" "shop" "process.pid" "4711" "deployment.environment" "prod"]`, `resourceTypes=["1" "3" "1"]`,
 			`events=["exception" "2000" "{\"exception.type\":\"IOError\",\"n\":3}"]`,
 			`links=["00000000000000000000000000000009" "0000000000000008" "b=2" "{}"]`,
 			`traceState="a=1"`, `flags="1"`,
@@ -291,8 +291,8 @@ func TestRecord(t *testing.T) {
 			t.Errorf("json %v (-want +got):\n%s", json, d)
 		}
 		// The trace package reads the resource back.
-		if tr := trace.Resource(&recs[0]); len(tr) != 1 || tr[0].Key != "deployment.environment" {
-			t.Errorf("trace.Resource = %v", tr)
+		if tr := trace.ResourceAttrs(&recs[0]); len(tr) != 3 || tr[2].Key != "deployment.environment" {
+			t.Errorf("trace.ResourceAttrs = %v", tr)
 		}
 		if b := res.Batches[0]; b.Origin.Host != "shop" || b.Origin.Service != "shop" {
 			t.Errorf("origin %+v, want host and service shop", b.Origin)
