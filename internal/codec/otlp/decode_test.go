@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -198,6 +199,49 @@ func TestResourceLimitRejectsItsSpans(t *testing.T) {
 	}
 	if !strings.Contains(r.Reason, "resource at offset") || !strings.Contains(r.Reason, "more than 1 attributes") {
 		t.Errorf("reason %q", r.Reason)
+	}
+}
+
+// TestScopeKeptAndLimited: a scope's version and attributes reach the
+// span records (trace.ScopeOf reads them back), shared by its spans; a
+// scope with more attributes than the limit rejects its spans only.
+func TestScopeKeptAndLimited(t *testing.T) {
+	scoped := func(nattrs int, spans ...[]byte) []byte {
+		sc := pbBytes(nil, 1, []byte("lib"))
+		sc = pbBytes(sc, 2, []byte("1.2.3"))
+		for i := range nattrs {
+			sc = pbBytes(sc, 3, kvString("k"+strconv.Itoa(i), "v"))
+		}
+		ss := pbBytes(nil, 1, sc)
+		for _, s := range spans {
+			ss = pbBytes(ss, 2, s)
+		}
+		rs := pbBytes(nil, 1, pbBytes(nil, 1, kvString("deployment.environment", "prod")))
+		rs = pbBytes(rs, 2, ss)
+		return pbBytes(nil, 1, rs)
+	}
+	d := NewDecoder(Options{MaxAttributes: 2})
+	msg := append(scoped(2, okSpan(), okSpan()), scoped(3, okSpan())...)
+	b := &record.Batch{}
+	r, err := d.DecodeProto(msg, b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Spans != 2 || r.Rejected != 1 || !strings.Contains(r.Reason, "scope at offset") {
+		t.Fatalf("kept %d, rejected %d (%q); want 2 and 1 for the scope", r.Spans, r.Rejected, r.Reason)
+	}
+	for i := range b.Records {
+		sc := trace.ScopeOf(&b.Records[i])
+		want := &trace.Scope{Name: "lib", Version: "1.2.3", Attributes: []trace.Attr{{Key: "k0", Value: "v", Type: trace.TypeString}, {Key: "k1", Value: "v", Type: trace.TypeString}}}
+		if !sc.Equal(want) {
+			t.Errorf("span %d: scope %+v, want %+v", i, sc, want)
+		}
+		if res := trace.ResourceAttrs(&b.Records[i]); len(res) != 1 || res[0].Key != "deployment.environment" {
+			t.Errorf("span %d: resource %v", i, res)
+		}
+	}
+	if b.Records[0].Values[trace.SpanResource].List() != b.Records[1].Values[trace.SpanResource].List() {
+		t.Error("the spans of one scope do not share the resource list")
 	}
 }
 
