@@ -154,3 +154,56 @@ func TestResourcesOncePerTrace(t *testing.T) {
 		t.Logf("%d spans: %d bytes, %d with resources (%.2f more per span)", n, base, with, float64(with-base)/float64(n))
 	}
 }
+
+// BenchmarkAppendResources measures Append of traces of 4 spans without
+// and with resources and scopes (shared by the traces of a service, as
+// the assembler shares them).
+func BenchmarkAppendResources(b *testing.B) {
+	for _, with := range []bool{false, true} {
+		name := map[bool]string{false: "none", true: "resources"}[with]
+		b.Run(name, func(b *testing.B) {
+			s, err := Open(b.TempDir(), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			shared := map[string]*trace.Resource{}
+			scopes := map[string]*trace.Scope{}
+			ts := make([]*trace.Trace, 1000)
+			for i := range ts {
+				ts[i] = mkTrace(i, "alpha", 4, int64(1_000_000+i*1000), 100, false)
+				if with {
+					withResources(ts[i], "prod")
+					for j, r := range ts[i].Resources {
+						key := r.Attributes[0].Value
+						if x, ok := shared[key]; ok {
+							ts[i].Resources[j] = x
+						} else {
+							shared[key] = r
+						}
+					}
+					for j, c := range ts[i].Scopes {
+						if x, ok := scopes[c.Name]; ok {
+							ts[i].Scopes[j] = x
+						} else {
+							scopes[c.Name] = c
+						}
+					}
+					for k := range ts[i].Spans {
+						sp := &ts[i].Spans[k]
+						sp.Resource, sp.Scope = shared[sp.Resource.Attributes[0].Value], scopes[sp.Scope.Name]
+					}
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t := ts[i%len(ts)]
+				t.ID.Lo = uint64(i + 1)
+				if _, err := s.Append([]*trace.Trace{t}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -547,12 +547,18 @@ func indexHosts(t *trace.Trace, part string) []string {
 type blockFilter struct {
 	pairs   map[uint64]struct{}
 	strings map[string]struct{}
+	// The resources and scopes added (the assembler shares one among
+	// the traces of a resource: their pairs are hashed once a block).
+	resources map[*trace.Resource]struct{}
+	scopes    map[*trace.Scope]struct{}
 }
 
 func (f *blockFilter) add(t *trace.Trace) {
 	if f.pairs == nil {
 		f.pairs = map[uint64]struct{}{}
 		f.strings = map[string]struct{}{}
+		f.resources = map[*trace.Resource]struct{}{}
+		f.scopes = map[*trace.Scope]struct{}{}
 	}
 	for i := range t.Spans {
 		s := &t.Spans[i]
@@ -570,12 +576,20 @@ func (f *blockFilter) add(t *trace.Trace) {
 	// Resource and scope attributes are the spans' too (Span.Attr finds
 	// them), stored once per trace.
 	for _, r := range t.Resources {
+		if _, ok := f.resources[r]; ok {
+			continue
+		}
+		f.resources[r] = struct{}{}
 		for _, a := range r.Attributes {
 			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
 			f.strings[a.Key] = struct{}{}
 		}
 	}
 	for _, c := range t.Scopes {
+		if _, ok := f.scopes[c]; ok {
+			continue
+		}
+		f.scopes[c] = struct{}{}
 		f.pairs[pairHash(trace.ScopeNameKey, c.Name)] = struct{}{}
 		f.pairs[pairHash(trace.ScopeVersionKey, c.Version)] = struct{}{}
 		for _, a := range c.Attributes {
@@ -600,6 +614,8 @@ func (f *blockFilter) bloom() *bloom {
 	}
 	clear(f.pairs)
 	clear(f.strings)
+	clear(f.resources)
+	clear(f.scopes)
 	return b
 }
 

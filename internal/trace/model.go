@@ -284,7 +284,8 @@ type Span struct {
 	// Resource and Scope are the OpenTelemetry resource and
 	// instrumentation scope the span came from: entries of its trace's
 	// Resources and Scopes, shared by the spans of one resource or scope
-	// (nil: none, as for Kieker and zorka spans).
+	// and by the traces the assembler made of the same resource, so never
+	// modified (nil: none, as for Kieker and zorka spans).
 	Resource *Resource
 	Scope    *Scope
 

@@ -95,3 +95,25 @@ func TestResourcesOncePerTrace(t *testing.T) {
 		t.Errorf("a span without a resource: %+v", trs)
 	}
 }
+
+// TestResourcesSharedByTraces: the traces of one resource share one copy
+// of it (the assembler makes it once, not per trace).
+func TestResourcesSharedByTraces(t *testing.T) {
+	var out []*Trace
+	a := NewAssembler(Options{Clock: RecordClock, Window: 10, Emit: func(tr *Trace) { out = append(out, tr) }})
+	for i := range 3 {
+		b := &record.Batch{}
+		res := &Resource{Attributes: []Attr{{Key: "service.name", Value: "web", Type: TypeString}, {Key: "k8s.pod.name", Value: "web-1", Type: TypeString}}}
+		AppendSpan(b, ID{Lo: uint64(i + 1)}, &Span{SpanID: 1, Operation: "op", Service: "web", Start: int64(100 * i), End: int64(100*i + 1), Resource: res})
+		a.AddBatch(b)
+	}
+	a.Flush()
+	if len(out) != 3 {
+		t.Fatalf("%d traces", len(out))
+	}
+	for _, tr := range out {
+		if len(tr.Resources) != 1 || tr.Resources[0] != out[0].Resources[0] || tr.Spans[0].Resource != tr.Resources[0] {
+			t.Errorf("trace %s: resources %v, span's %p; the first trace's %p", tr.ID, tr.Resources, tr.Spans[0].Resource, out[0].Resources[0])
+		}
+	}
+}
