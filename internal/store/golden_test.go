@@ -121,3 +121,66 @@ func TestGoldenBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestOldBlocksInAStore: a segment whose first block is the golden block
+// of body version 1 (a store written before version 2) rebuilds and
+// reads; traces appended after it, to its host and another, go into
+// version 2 blocks; check finds nothing wrong and a second rebuild reads
+// both versions.
+func TestOldBlocksInAStore(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, Options{})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.ReadFile(filepath.Join("testdata", "body-v1.block"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdir := filepath.Join(dir, "hosts", "1")
+	if err := os.MkdirAll(hdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	seg := appendSegHeader(nil, segHeader{host: 1, seg: 1, created: 1})
+	if err := os.WriteFile(filepath.Join(hdir, segName(1)), append(seg, old...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hdir, hostNameFile), []byte("node-1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := Rebuild(dir); err != nil || len(res.Problems) != 0 || res.Traces != 2 {
+		t.Fatalf("rebuild of a version 1 segment: %+v %v", res, err)
+	}
+	v1, v2 := goldenTraces(1), goldenTraces(2)
+	// The version 2 traces under other ids, on the same host.
+	for i, tr := range v2 {
+		tr.ID = trace.ID{Hi: 99, Lo: uint64(i + 1)}
+	}
+	s = open(t, dir, Options{})
+	if _, err := s.Append(v2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := Check(dir); err != nil || len(res.Problems) != 0 || res.Blocks < 2 {
+		t.Fatalf("check: %+v %v", res, err)
+	}
+	if res, err := Rebuild(dir); err != nil || len(res.Problems) != 0 || res.Traces != 4 {
+		t.Fatalf("rebuild of a segment of version 1 and 2 blocks: %+v %v", res, err)
+	}
+	s = open(t, dir, Options{})
+	for _, want := range append(v1, v2...) {
+		got, err := s.Get(want.ID)
+		if err != nil {
+			t.Fatalf("%s: %v", want.ID, err)
+		}
+		if d := cmp.Diff(want, got, cmpopts.IgnoreUnexported(trace.Span{}), cmpopts.EquateEmpty()); d != "" {
+			t.Errorf("%s (-want +got):\n%s", want.ID, d)
+		}
+	}
+	p, err := s.Search(Query{Attrs: []trace.Attr{{Key: "deployment.environment", Value: "prod"}}, Limit: 10})
+	if err != nil || len(p.Traces) != 1 || p.Traces[0].TraceID != v2[0].ID.String() {
+		t.Errorf("deployment.environment=prod: %+v %v", p.Traces, err)
+	}
+}
