@@ -65,7 +65,7 @@ func Check(dir string) (CheckResult, error) {
 			}
 			end, err := scanBlocks(f, segHeaderSize, func(off int64, h blockHeader, raw []byte) error {
 				res.Blocks++
-				pl, err := parsePayload(raw)
+				pl, err := parsePayload(raw, h.version)
 				if err != nil {
 					res.problemf("%s: offset %d: %v", path, off, err)
 					return nil
@@ -178,7 +178,7 @@ func Rebuild(dir string) (CheckResult, error) {
 		p.bmu.Unlock()
 		err = res.eachSegment(p, func(n uint32, f *os.File, path string) {
 			end, err := scanBlocks(f, segHeaderSize, func(off int64, h blockHeader, raw []byte) error {
-				pl, err := parsePayload(raw)
+				pl, err := parsePayload(raw, h.version)
 				if err == nil {
 					err = p.defineSymbols(pl)
 				}

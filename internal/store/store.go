@@ -355,7 +355,7 @@ func (s *Store) recoverSegment(p *partition, n uint32, from int64, last bool) er
 		from = segHeaderSize
 	}
 	end, scanErr := scanBlocks(f, from, func(off int64, h blockHeader, raw []byte) error {
-		pl, err := parsePayload(raw)
+		pl, err := parsePayload(raw, h.version)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errTorn, err)
 		}
@@ -559,12 +559,18 @@ func indexHosts(t *trace.Trace, part string) []string {
 type blockFilter struct {
 	pairs   map[uint64]struct{}
 	strings map[string]struct{}
+	// The resources and scopes added (the assembler shares one among
+	// the traces of a resource: their pairs are hashed once a block).
+	resources map[*trace.Resource]struct{}
+	scopes    map[*trace.Scope]struct{}
 }
 
 func (f *blockFilter) add(t *trace.Trace) {
 	if f.pairs == nil {
 		f.pairs = map[uint64]struct{}{}
 		f.strings = map[string]struct{}{}
+		f.resources = map[*trace.Resource]struct{}{}
+		f.scopes = map[*trace.Scope]struct{}{}
 	}
 	for i := range t.Spans {
 		s := &t.Spans[i]
@@ -577,6 +583,30 @@ func (f *blockFilter) add(t *trace.Trace) {
 		}
 		for _, a := range trace.KiekerAttrs(s) {
 			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+		}
+	}
+	// Resource and scope attributes are the spans' too (Span.Attr finds
+	// them), stored once per trace.
+	for _, r := range t.Resources {
+		if _, ok := f.resources[r]; ok {
+			continue
+		}
+		f.resources[r] = struct{}{}
+		for _, a := range r.Attributes {
+			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+			f.strings[a.Key] = struct{}{}
+		}
+	}
+	for _, c := range t.Scopes {
+		if _, ok := f.scopes[c]; ok {
+			continue
+		}
+		f.scopes[c] = struct{}{}
+		f.pairs[pairHash(trace.ScopeNameKey, c.Name)] = struct{}{}
+		f.pairs[pairHash(trace.ScopeVersionKey, c.Version)] = struct{}{}
+		for _, a := range c.Attributes {
+			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+			f.strings[a.Key] = struct{}{}
 		}
 	}
 }
@@ -596,6 +626,8 @@ func (f *blockFilter) bloom() *block.Bloom {
 	}
 	clear(f.pairs)
 	clear(f.strings)
+	clear(f.resources)
+	clear(f.scopes)
 	return b
 }
 
@@ -940,11 +972,11 @@ func (s *Store) block(loc location) (payload, error) {
 	if err != nil {
 		return payload{}, err
 	}
-	_, raw, err := readBlock(f, loc.off)
+	h, raw, err := readBlock(f, loc.off)
 	if err != nil {
 		return payload{}, fmt.Errorf("store: host %d segment %d offset %d: %w", loc.host, loc.seg, loc.off, err)
 	}
-	pl, err := parsePayload(raw)
+	pl, err := parsePayload(raw, h.version)
 	if err != nil {
 		return payload{}, fmt.Errorf("store: host %d segment %d offset %d: %w", loc.host, loc.seg, loc.off, err)
 	}
