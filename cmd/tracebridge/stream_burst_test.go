@@ -150,7 +150,6 @@ stream: {listen: "127.0.0.1:0"}
 		}
 		read <- sc.Err()
 	}()
-	exited := make(chan error, 1)
 	stopped := false
 	defer func() {
 		if stopped {
@@ -193,17 +192,18 @@ stream: {listen: "127.0.0.1:0"}
 	}
 	stopped = false
 	t.Logf("tail stopped with %d of %d records in the log", during, burstRecords)
-	go func() { exited <- cmd.Wait() }()
+	// Its output ends when it exits (--count); Wait only after reading
+	// all of it (exec closes the pipe).
 	select {
-	case err := <-exited:
+	case err := <-read:
 		if err != nil {
-			t.Fatalf("tail: %v; stderr:\n%s", err, stderr.String())
+			t.Fatal(err)
 		}
 	case <-time.After(180 * time.Second):
 		t.Fatalf("tail did not get %d records in 3 minutes after it was resumed: %d lines; stderr:\n%s", burstRecords, lines.Load(), stderr.String())
 	}
-	if err := <-read; err != nil {
-		t.Fatal(err)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("tail: %v; stderr:\n%s", err, stderr.String())
 	}
 	if n := metric("tracebridge_sink_overflow_records_total", "stream"); n != 0 {
 		t.Errorf("the engine dropped %d records of the stream", n)
