@@ -55,7 +55,6 @@ func burstEvents(t testing.TB, c int) []byte {
 	return out
 }
 
-
 // orderCheck follows `tail --json` lines: it counts the records and
 // checks that each connection's events come in the order they were sent.
 type orderCheck struct {
