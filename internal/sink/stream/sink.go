@@ -86,7 +86,7 @@ type Sink struct {
 	ctl      *control.Controller
 
 	durable     bool          // policy: durable: Consume waits for room, Flush for acknowledgements
-	batch       []outMsg      // what encode made of a batch, pushed once s.mu is released (Consume's goroutine)
+	batch       []outMsg      // what encode made, for the outbox (best-effort: under s.mu; durable: by Consume once s.mu is released)
 	acks        chan ackWait  // publishes awaiting acknowledgement, in order (the bounded window)
 	abort       chan struct{} // closed by Abort: a waiting Consume or Flush returns
 	abortOnce   sync.Once
@@ -133,8 +133,7 @@ type part struct {
 
 // ackWait is a publish whose acknowledgement the acker waits for.
 type ackWait struct {
-	f       jetstream.PubAckFuture
-	records int
+	f jetstream.PubAckFuture
 }
 
 var (
@@ -521,10 +520,16 @@ func (s *Sink) Consume(_ context.Context, b *record.Batch) error {
 		s.queued.Add(1)
 		if !s.out.pushWait(m, s.abort) {
 			s.settle(1, true)
-			s.lost.Add(uint64(m.records))
+			left := 0
+			for _, r := range s.batch[i:] {
+				left += r.records
+			}
+			s.queued.Add(uint64(len(s.batch) - i - 1))
+			s.settle(uint64(len(s.batch)-i-1), true)
+			s.lost.Add(uint64(left))
 			clear(s.batch)
 			s.batch = s.batch[:0]
-			return fmt.Errorf("stream: closing with %d records not queued: %w", m.records, pipeline.ErrClosed)
+			return fmt.Errorf("stream: closing with %d records not queued: %w", left, pipeline.ErrClosed)
 		}
 		s.batch[i] = outMsg{}
 	}
@@ -931,7 +936,7 @@ func (s *Sink) publisher() {
 				s.warn.Log(context.Background(), s.log, slog.LevelWarn, "stream: publish failed; records dropped", "sink", s.name, "err", err, "lost_total", n)
 				continue
 			}
-			s.acks <- ackWait{f: f, records: m.records}
+			s.acks <- ackWait{f: f}
 			if m.meta > 0 {
 				s.pubMeta.Store(m.meta)
 			}
