@@ -56,9 +56,9 @@ func ServiceOf(s *trace.Span) string {
 	return trace.UnknownService
 }
 
-// add records a trace. Called by the writer only, so reads of the maps
-// need no lock here.
+// add records a trace.
 func (c *catalog) add(t *trace.Trace) {
+	c.mu.RLock()
 	var newSvc map[string]*catService
 	var newOps []struct {
 		svc string
@@ -100,6 +100,7 @@ func (c *catalog) add(t *trace.Trace) {
 		_, known := c.names[host][name]
 		newName = !known
 	}
+	c.mu.RUnlock()
 	if newSvc == nil && newOps == nil && !newName {
 		return
 	}

@@ -378,6 +378,11 @@ func (s *Store) loadWALFile(path, id string, h *head) error {
 		s.recovery.Truncated = append(s.recovery.Truncated, fmt.Sprintf("%s: offset %d: %v (%d bytes cut)", path, end, scanErr, st.Size()-end))
 	}
 	p := s.partition(h.host)
+	if from == int64(len(walHeader(h))) || h.off > from {
+		m := &block.Meta{Host: h.host}
+		m.Services, m.Names = h.cat.metaOf()
+		s.cat.addMeta(m)
+	}
 	if s.opt.ReadOnly {
 		p.mu.Lock()
 		if !slices.Contains(p.sealed, h) {
@@ -394,9 +399,6 @@ func (s *Store) loadWALFile(path, id string, h *head) error {
 		return nil
 	}
 	// A writer cuts it at once: the next traces begin a new head.
-	for _, row := range h.rows {
-		_ = row
-	}
 	p.mu.Lock()
 	p.sealed = append(p.sealed, h)
 	p.mu.Unlock()

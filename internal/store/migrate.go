@@ -40,10 +40,12 @@ type MigrateResult struct {
 	Kept string
 }
 
-// isV1 reports whether dir holds a store of version 1.
+// isV1 reports whether dir holds a store of version 1: its Pebble index
+// and its hosts' segment directories.
 func isV1(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, v1Index, "CURRENT"))
-	return err == nil
+	ms, _ := filepath.Glob(filepath.Join(dir, v1Index, "MANIFEST-*"))
+	st, err := os.Stat(filepath.Join(dir, v1Hosts))
+	return len(ms) > 0 && err == nil && st.IsDir()
 }
 
 // Migrate converts a store of version 1 in dir (no process may hold it
@@ -135,7 +137,7 @@ func (s *Store) migrate(progress func(done, total int64)) (MigrateResult, error)
 	var h *head
 	var w *block.Writer
 	flush := func() error {
-		if h == nil || len(h.rows) == 0 {
+		if h == nil || w.Traces() == 0 {
 			return nil
 		}
 		data, st, err := w.Finish(h.syms.names, h.filter.bloom())

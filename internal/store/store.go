@@ -132,6 +132,7 @@ type Store struct {
 	walCond  *sync.Cond
 	walBytes int64
 	sealed   []*head // cut heads waiting for their upload, in order
+	uploaded []uploadedHead
 	closing  bool
 
 	cache *cache
@@ -475,6 +476,7 @@ func (s *Store) Close() error {
 	s.walMu.Unlock()
 	s.cancel()
 	s.uploadWG.Wait()
+	s.removeUploaded(true)
 	for _, p := range s.partitions() {
 		p.mu.Lock()
 		if p.head != nil {

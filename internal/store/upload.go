@@ -31,13 +31,15 @@ func (s *Store) uploader() {
 			h = s.sealed[0]
 		}
 		s.walMu.Unlock()
+		s.removeUploaded(false)
 		if h == nil {
 			select {
 			case <-s.ctx.Done():
 				return
 			case <-s.kick:
-				continue
+			case <-time.After(uploadedGrace / 2):
 			}
+			continue
 		}
 		err := s.upload(h)
 		if err == nil {
@@ -81,17 +83,48 @@ func (s *Store) upload(h *head) error {
 	p.addBlock(ref)
 	p.sealed = slices.DeleteFunc(p.sealed, func(x *head) bool { return x == h })
 	p.mu.Unlock()
-	s.cat.addMeta(meta)
 	h.close()
-	if err := os.Remove(h.path); err != nil && !os.IsNotExist(err) {
-		s.opt.Logger.Warn("store: write-ahead file not deleted", "path", h.path, "err", err)
-	}
 	s.walMu.Lock()
+	// The file goes a while later: a search that began before the block
+	// was listed may still read the head.
+	s.uploaded = append(s.uploaded, uploadedHead{path: h.path, at: time.Now()})
 	s.sealed = slices.DeleteFunc(s.sealed, func(x *head) bool { return x == h })
 	s.walBytes -= h.off
 	s.walCond.Broadcast()
 	s.walMu.Unlock()
 	return nil
+}
+
+// uploadedHead is the write-ahead file of a head whose block is listed.
+type uploadedHead struct {
+	path string
+	at   time.Time
+}
+
+// uploadedGrace is how long a searched head's file outlives its upload
+// (longer than any search's budget).
+const uploadedGrace = 2 * time.Minute
+
+// removeUploaded deletes the files of uploaded heads (all of them, or
+// those past their grace).
+func (s *Store) removeUploaded(all bool) {
+	s.walMu.Lock()
+	var due []string
+	keep := s.uploaded[:0]
+	for _, u := range s.uploaded {
+		if all || time.Since(u.at) > uploadedGrace {
+			due = append(due, u.path)
+		} else {
+			keep = append(keep, u)
+		}
+	}
+	s.uploaded = keep
+	s.walMu.Unlock()
+	for _, path := range due {
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			s.opt.Logger.Warn("store: write-ahead file not deleted", "path", path, "err", err)
+		}
+	}
 }
 
 // putBlock writes a block's data object, then its meta.

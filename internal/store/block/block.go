@@ -172,7 +172,7 @@ func (w *Writer) Add(body []byte, s Summary) {
 // Traces returns the number of traces added; Size the bytes so far
 // (compressed pages and the uncompressed current page).
 func (w *Writer) Traces() int { return len(w.rows) }
-func (w *Writer) Size() int  { return len(w.data) + len(w.raw) }
+func (w *Writer) Size() int   { return len(w.data) + len(w.raw) }
 
 // cut writes the current page: uvarint trace count, then each body
 // (uvarint length, bytes), compressed.
