@@ -75,7 +75,11 @@ func main() {
 	}
 	c.Write(stream)
 	c.Close()
-	time.Sleep(300 * time.Millisecond)
+	// Until the records went through (stopping drains only what the
+	// receiver has taken), a minute at most.
+	for t0 := time.Now(); b.Stats().Records < 404 && time.Since(t0) < time.Minute; {
+		time.Sleep(10 * time.Millisecond)
+	}
 	stop()
 	if err := <-done; err != nil {
 		panic(err)

@@ -49,7 +49,9 @@ func Example() {
 		conn.Write(kdbBefore(int64(i), 42, int32(i), "void work()", "example.Worker"))
 	}
 	conn.Close()
-	time.Sleep(200 * time.Millisecond)
+	for b.Stats().Records < 250 { // until they went through
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	stop() // drains, flushes and closes the log
 	if err := <-done; err != nil {

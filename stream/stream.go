@@ -72,9 +72,10 @@ type Gap struct {
 	// UnclosedRun, when not 0, says instead that the bridge's run of that
 	// number ended without closing its stream (it was killed, or could
 	// not publish everything when it stopped): records it had taken but
-	// not published are missing from the end of that run, of any type
-	// and host, and how many is not known (Type, Host and Records are
-	// empty).
+	// not published may be missing from the end of that run, of any type
+	// and host. How many cannot be known: the run counted them only in
+	// its own memory (docs/STREAM.md, "A bridge killed"), so Records is 0
+	// for unknown, not none (Type and Host are empty).
 	UnclosedRun uint64
 }
 
@@ -84,7 +85,7 @@ type GapError struct{ Gap Gap }
 
 func (e *GapError) Error() string {
 	if r := e.Gap.UnclosedRun; r != 0 {
-		return fmt.Sprintf("the bridge's run %d ended without closing its stream (killed?): records it had taken but not yet published may be missing, how many is not known", r)
+		return fmt.Sprintf("the bridge's run %d ended without closing its stream (killed?): records it had taken but not yet published may be missing; how many cannot be known (it was counted only in the killed process)", r)
 	}
 	host := e.Gap.Host
 	if host == "" {

@@ -49,7 +49,7 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	selfLoops := fs.Bool("self-loops", false, "draw calls within a node as edges to itself (Kieker's --include-self-loops)")
 	invalid := fs.Bool("include-invalid", false, "keep the traces Kieker drops as invalid, as far as they were assembled")
 	window := fs.Duration("window", time.Hour, "a trace is complete when none of its records came for this long, in the records' own time (Kieker waits for a trace to be complete; a shorter window saves memory but may cut long calls off)")
-	outFile := fs.String("o", "", "write to FILE instead of standard output")
+	outFile := fs.String("o", "", "write to `FILE` instead of standard output")
 	skipBad := skipBadFlag(fs)
 	libs := libsFlag(fs)
 	pos, err := parseArgs(fs, args)

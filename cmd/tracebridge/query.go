@@ -34,9 +34,7 @@ http://127.0.0.1:16686; a token, where one is needed, from the environment
 variable TRACEBRIDGE_TOKEN). TEXT is a case-insensitive substring of
 operation and class names, attribute keys and values, exception class and
 message; ~REGEX a regular expression over the same; both look at the root
-span unless --deep. docs/QUERY.md describes every filter and EQL.
-
-Flags:`
+span unless --deep. docs/QUERY.md describes every filter and EQL.`
 
 // queryFlags are the options of query.
 type queryFlags struct {

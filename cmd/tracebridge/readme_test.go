@@ -52,6 +52,7 @@ func TestREADMECommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmds, yaml := readmeCommands(t, string(readme))
+	said := strings.Join(strings.Fields(string(readme)), " ") // lines wrap anywhere
 	if len(cmds) < 15 {
 		t.Fatalf("found only %d commands in README.md", len(cmds))
 	}
@@ -114,6 +115,9 @@ func TestREADMECommands(t *testing.T) {
 			if err != nil {
 				t.Errorf("%s: %v\n%s", c, err, out.String())
 			}
+			if args[0] == "split" {
+				checkSplitSaid(t, c, out.String(), said)
+			}
 			continue
 		}
 		stop()
@@ -135,6 +139,28 @@ func TestREADMECommands(t *testing.T) {
 			continue
 		}
 		server = bridgetest.Start(t, box, args[1:]...)
+	}
+}
+
+// readmeSplitSummary is the summary split prints: what it split (and how many
+// traces it cut) or merged.
+var readmeSplitSummary = regexp.MustCompile(`(?m)^tracebridge: (split \d+ traces in into \d+ partial traces out \((\d+) cut\)|merged \d+ traces in \(\d+ partial traces put back\) into \d+ traces out)`)
+
+// checkSplitSaid: a README split command printed the summary the README
+// says it prints (said: the README, its whitespace collapsed), and a
+// --boundary example cut something.
+func checkSplitSaid(t *testing.T, c, out, said string) {
+	t.Helper()
+	m := readmeSplitSummary.FindStringSubmatch(out)
+	if m == nil {
+		t.Errorf("%s: no summary in its output:\n%s", c, out)
+		return
+	}
+	if strings.Contains(c, "--boundary") && m[2] == "0" {
+		t.Errorf("%s: an example that cuts nothing: %s", c, m[1])
+	}
+	if !strings.Contains(said, "`"+m[1]+"`") {
+		t.Errorf("%s printed %q, which README.md does not say it prints", c, m[1])
 	}
 }
 

@@ -77,12 +77,14 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	st := sink.Stats()
 	if st.Unconfirmed > 0 {
 		// The receiver closed or reset a connection before the end of its
-		// stream: what was written on it may not have been read.
-		fmt.Fprintf(stderr, "tracebridge: replay: %d of the %d records sent may not have arrived: %s closed or reset the connection before the end of the stream (is it a %s receiver?)\n",
-			st.Unconfirmed, sent, target.Addr, target.Protocol)
-		if closeErr == nil {
-			closeErr = fmt.Errorf("replay to %s: %d records may not have arrived: %w", target, st.Unconfirmed, forward.ErrDropped)
+		// stream: what was written on it may not have been read. That is
+		// the failure, said once: the sink's own account of the lost
+		// connection (from Consume or Close) is the same failure.
+		var se sendError
+		if errors.As(runErr, &se) {
+			runErr = nil
 		}
+		closeErr = unconfirmedError{n: st.Unconfirmed, sent: sent, addr: target.Addr, protocol: target.Protocol}
 	}
 	if err := errors.Join(runErr, closeErr); err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -112,3 +114,19 @@ type sendError struct{ err error }
 
 func (e sendError) Error() string { return e.err.Error() }
 func (e sendError) Unwrap() error { return e.err }
+
+// unconfirmedError: records were written on connections the receiver
+// closed or reset before the end of the stream. It wraps
+// forward.ErrDropped.
+type unconfirmedError struct {
+	n, sent  int64
+	addr     string
+	protocol forward.Protocol
+}
+
+func (e unconfirmedError) Error() string {
+	return fmt.Sprintf("replay: %d of the %d records sent may not have arrived: %s closed or reset the connection before the end of the stream (is it a %s receiver?)",
+		e.n, e.sent, e.addr, e.protocol)
+}
+
+func (e unconfirmedError) Unwrap() error { return forward.ErrDropped }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/tracebridge/tracebridge/internal/config"
 	"github.com/tracebridge/tracebridge/internal/daemon"
@@ -15,10 +16,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/web"
 )
 
-const serveSynopsis = `serve [-c tracebridge.yaml] [-t TYPE -p PORT [-h HOST] [-m MAPPING] [--respawn]]
-                  [-L PATHS] [-k kieker.monitoring.properties] [--data-dir DIR] [-v N] [-s] [-d]
-                  [--metrics HOST:PORT] [--http HOST:PORT|off] [--stream HOST:PORT|nats://…|off]
-                  [--split SPEC…]
+const serveSynopsis = `serve [-c tracebridge.yaml] [-t TYPE -p PORT [-h HOST] [-m MAPPING] [--respawn]] [-L PATHS] [-k kieker.monitoring.properties] [--data-dir DIR] [-v N] [-s] [-d] [--metrics HOST:PORT] [--http HOST:PORT|off] [--stream HOST:PORT|nats://…|off] [--kieker-port ADDR] [--kdb-port ADDR] [--otlp-grpc ADDR] [--otlp-http ADDR] [--zico ADDR] [--split SPEC…]
 
 Without -c or -t, serve runs the embedded default: a Kieker TCP receiver on
 127.0.0.1:10133, a KDB binary receiver on 127.0.0.1:10144 (default mapping),
@@ -26,6 +24,8 @@ OTLP on 127.0.0.1:4317 (gRPC) and 127.0.0.1:4318 (HTTP), ZICO (zorka agents)
 on 127.0.0.1:8640, a binary Kieker log and the trace store under
 ./tracebridge-data, the HTTP API on 127.0.0.1:16686 (docs/API.md) and the
 live stream on the embedded NATS server at 127.0.0.1:14222 (tracebridge tail).
+--kieker-port (or -p alone), --kdb-port, --otlp-grpc, --otlp-http, --zico,
+--http and --stream move its listeners (ADDR: PORT, HOST:PORT or off).
 
 Receiver types (-t): tcp-server, tcp-single-server, tcp-client (the KDB binary
 dialect), kieker-tcp (Kieker's single-socket TCP), kieker-tcp-dual,
@@ -53,7 +53,7 @@ func serveFlagSet(stderr io.Writer) (*flag.FlagSet, *serveFlags, *options) {
 	fs := newFlags("serve", serveSynopsis, stderr)
 	f := &serveFlags{}
 	o := &options{fs: fs, synopsis: serveSynopsis}
-	fs.Usage = func() { o.usage(stderr) }
+	fs.Usage = func() { io.WriteString(fs.Output(), o.help()) }
 	o.str(&f.cfg.ConfigFile, "c", "config", "FILE", "", "YAML configuration with receivers and sinks")
 	o.str(&f.cfg.Type, "t", "type", "TYPE", "", "receiver type: tcp-server, tcp-single-server, tcp-client, kieker-tcp, kieker-tcp-dual, stomp-client, broker-embedded, nats-client, mqtt-client, otlp, otlp-grpc, otlp-http, zico, jfr")
 	o.str(&f.cfg.Host, "h", "host", "HOST", "", "host to connect to (tcp-client) or listen on (servers and broker-embedded; default 127.0.0.1); jfr: the monitored host's name (default this machine's)")
@@ -74,14 +74,18 @@ func serveFlagSet(stderr io.Writer) (*flag.FlagSet, *serveFlags, *options) {
 	o.bool(&f.stats, "s", "stats", "print the active time (first to last record), ns per record and records per second at the end")
 	o.bool(&f.daemon, "d", "daemon", "detach from the console; write a PID file")
 	o.bool(&f.cfg.Respawn, "", "respawn", "tcp-client: reconnect with back-off when the connection fails")
-	o.bool(&f.cfg.Insecure, "", "insecure", "the receiver of -t and the stream listen in plain text off loopback (-h 0.0.0.0); without it a listener off loopback needs TLS (tls: in a configuration file)")
+	o.bool(&f.cfg.Insecure, "", "insecure", "the receiver of -t, those moved to HOST:PORT by --kieker-port and its like, and the stream listen in plain text off loopback (-h 0.0.0.0); without it a listener off loopback needs TLS (tls: in a configuration file)")
 	o.bool(&f.cfg.Security, "", "security", "zico, otlp: only hosts of the store's host table may send (tracebridge hosts add), with their secret (a ZICO HELLO's, an OTLP bearer token)")
 	o.value((*repeatFlag)(&f.cfg.Split), "", "split", "SPEC", "cut traces at component boundaries: package:N, regex:P…, map:FILE (repeatable)")
 	o.str(&f.cfg.DataDir, "", "data-dir", "DIR", "", "directory for logs and the trace store (default ./tracebridge-data)")
 	o.bool(&f.cfg.NoStore, "", "no-store", "do not keep traces in the trace store (DATA-DIR/store)")
 	o.str(&f.cfg.Stream, "", "stream", "HOST:PORT|URL|off", "", "the live stream: the embedded NATS server's address, an external server (nats://HOST:PORT), or off (default: the embedded default's 127.0.0.1:14222, a YAML file's stream: section, none with -t)")
 	o.str(&f.cfg.Metrics, "", "metrics", "HOST:PORT", "", "serve Prometheus metrics on HOST:PORT")
-	o.str(&f.cfg.HTTP, "", "http", "HOST:PORT", "", "serve the HTTP API, Jaeger's query API and the web UI on HOST:PORT (off: none)")
+	o.str(&f.cfg.HTTP, "", "http", "HOST:PORT|off", "", "serve the HTTP API, Jaeger's query API and the web UI on HOST:PORT (default: the embedded default's "+config.DefaultHTTP+")")
+	f.cfg.Listen = map[string]string{}
+	for _, l := range config.ListenerFlags {
+		o.value(listenFlag{f.cfg.Listen, l.Type}, "", l.Flag, "[HOST:]PORT|off", listenHelp(l.Type))
+	}
 	o.str(&f.pidFile, "", "pid-file", "FILE", "tracebridge.pid", "PID file written with -d")
 	o.str(&f.logFile, "", "log-file", "FILE", "tracebridge.log", "where a daemon (-d) writes its output")
 	o.bool(&f.help, "", "help", "show this help (so does -h alone)")
@@ -92,13 +96,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs, f, opts := serveFlagSet(stderr)
 	// -h is KDB's host flag; alone it asks for help, as for every command.
 	if len(args) == 1 && args[0] == "-h" {
-		opts.usage(stdout)
-		return nil
+		return helpRequest{opts.help()}
 	}
 	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) || err == nil && f.help {
-		opts.usage(stdout)
-		return nil
+	if err == nil && f.help {
+		return helpRequest{opts.help()}
 	}
 	if err != nil {
 		return err
@@ -135,6 +137,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	srv, err := serve.Build(cfg, set)
+	var inUse *serve.AddrInUseError
+	if errors.As(err, &inUse) {
+		return serveError(fmt.Errorf("%w; another program holds the port: %s", err, f.moveHint(cfg, inUse)))
+	}
 	if err != nil {
 		return serveError(err)
 	}
@@ -204,4 +210,85 @@ func (f *serveFlags) config() (*config.Config, error) {
 		return nil, withCode(exitConfig, err)
 	}
 	return cfg, nil
+}
+
+// moveHint says how to move a listener whose port is taken: the flag and
+// the configuration file's key.
+func (f *serveFlags) moveHint(cfg *config.Config, e *serve.AddrInUseError) string {
+	file := "a configuration file"
+	if f.cfg.ConfigFile != "" {
+		file = f.cfg.ConfigFile
+	}
+	switch e.Kind {
+	case "http":
+		return "move the HTTP API and web UI with --http HOST:PORT (or off), or in " + file + " with http: {listen: HOST:PORT}"
+	case "stream":
+		return "move the live stream's embedded NATS server with --stream HOST:PORT (or off), or in " + file + " with stream: {listen: HOST:PORT}"
+	case "metrics":
+		return "move the metrics endpoint with --metrics HOST:PORT, or in " + file + " with metrics: HOST:PORT"
+	case "sink":
+		return fmt.Sprintf("move the sink with its listen: key in %s (sinks: [{name: %s, type: %s, listen: HOST:PORT}])", file, e.Name, e.Type)
+	}
+	key := fmt.Sprintf("its listen: key in %s (receivers: [{name: %s, type: %s, listen: HOST:PORT}])", file, e.Name, e.Type)
+	same := 0
+	for _, r := range cfg.Receivers {
+		if r.Type == e.Type {
+			same++
+		}
+	}
+	var flags []string
+	switch {
+	case f.cfg.Type != "" && f.cfg.Type != "otlp":
+		flags = append(flags, "-p PORT")
+	case same == 1 && config.ListenerFlag(e.Type) != "":
+		flags = append(flags, "--"+config.ListenerFlag(e.Type)+" [HOST:]PORT (or off)")
+		if e.Type == "kieker-tcp" && f.cfg.ConfigFile == "" && f.cfg.Type == "" {
+			flags = append(flags, "-p PORT")
+		}
+	}
+	if len(flags) == 0 {
+		return "move the receiver with " + key
+	}
+	return "move the receiver with " + strings.Join(flags, " or ") + ", or with " + key
+}
+
+// listenFlag is a flag that moves the one receiver of a type
+// (config.Flags.Listen).
+type listenFlag struct {
+	m   map[string]string
+	typ string
+}
+
+func (l listenFlag) String() string {
+	if l.m == nil {
+		return ""
+	}
+	return l.m[l.typ]
+}
+
+func (l listenFlag) Set(v string) error {
+	l.m[l.typ] = v
+	return nil
+}
+
+// listenHelp describes the flag that moves the receivers of type typ.
+func listenHelp(typ string) string {
+	what := map[string]string{
+		"kieker-tcp": "the Kieker TCP receiver (kieker-tcp)",
+		"tcp-server": "the KDB binary receiver (tcp-server)",
+		"otlp-grpc":  "the OTLP/gRPC receiver",
+		"otlp-http":  "the OTLP/HTTP receiver",
+		"zico":       "the ZICO receiver (zorka agents)",
+	}[typ]
+	at := ""
+	for _, l := range config.ListenerFlags {
+		if l.Type == typ {
+			at = l.Listen
+		}
+	}
+	help := "move " + what + " to PORT on 127.0.0.1, or to HOST:PORT, or turn it off (default " + at
+	if typ == "kieker-tcp" {
+		help += "; -p PORT alone moves it too"
+	}
+	return help + "); with -t or -c: the one receiver of its type"
 }

@@ -30,9 +30,7 @@ none matches is in a component of its own):
   regex:P1 P2 …      each pattern (matching the whole class name) a component
   map:FILE           lines pattern=component; # comments
 
-Merge with the --max-* limits the split used (the defaults, normally).
-
-Flags:`
+Merge with the --max-* limits the split used (the defaults, normally).`
 
 // splitMaxEntries is split's default number of records per data file.
 const splitMaxEntries = 1_000_000

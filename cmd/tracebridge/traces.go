@@ -17,9 +17,7 @@ const tracesSynopsis = `traces [--json] [--trace-id ID] [--min-duration D] [--er
 Assembles the traces of Kieker logs (event traces across threads,
 OperationExecutionRecord traces across hosts, logs written from OTLP) and
 prints each as an indented call tree with durations, hosts and threads, or
-with --json one JSON object per trace and line.
-
-Flags:`
+with --json one JSON object per trace and line.`
 
 func cmdTraces(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("traces", tracesSynopsis, stderr)
@@ -107,6 +105,9 @@ func cmdTraces(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	st := a.Stats()
 	if st.Untraced > 0 {
 		fmt.Fprintf(stderr, "tracebridge: %d OperationExecutionRecords ran outside any trace (traceId -1)\n", st.Untraced)
+	}
+	if st.Duplicates > 0 {
+		fmt.Fprintf(stderr, "tracebridge: %d duplicate records dropped (the same event, execution or span twice in a trace)\n", st.Duplicates)
 	}
 	if st.Evicted > 0 || st.Parts > 0 {
 		fmt.Fprintf(stderr, "tracebridge: %d traces printed early (--max-open-traces), %d parts of traces over --max-spans\n", st.Evicted, st.Parts)

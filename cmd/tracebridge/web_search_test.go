@@ -196,7 +196,11 @@ func TestWebSearch(t *testing.T) {
 			// The trace names offered are the host's.
 			waitJS(t, ctx, "the host's names", `[...document.querySelectorAll('#f-names option')].map(o => o.value).join() === 'GET /cart'`)
 		}, "host=frontend-host"},
-		{"service", func(t *testing.T) { act(t, ctx, "service", chromedp.SendKeys(css("#f-service"), "checkout")) }, "service=checkout"},
+		{"service", func(t *testing.T) {
+			// A drop-down of the services the API lists.
+			waitJS(t, ctx, "checkout offered", `document.querySelector('#f-service option[value="checkout"]')`)
+			eval[bool](t, ctx, `(() => { const s = document.querySelector('#f-service'); s.value = 'checkout'; s.dispatchEvent(new Event('change')); return true })()`)
+		}, "service=checkout"},
 		{"name", func(t *testing.T) {
 			// Every host's names are offered.
 			waitJS(t, ctx, "the names", `[...document.querySelectorAll('#f-names option')].map(o => o.value).includes('public long realclients.java.Bookstore.searchBook(long)')`)

@@ -112,11 +112,12 @@ func TestBrokenEventTraces(t *testing.T) {
 	r.ev('a', 6, 1, opX, "a.A")
 	r.ev('b', 6, 2, opY, "a.B")
 	r.ev('a', 6, 3, opY, "a.B")
-	// 7: orderIndex 1 twice.
+	// 7: orderIndex 1 twice, with other content (an identical copy is
+	// a duplicate, dropped by the assembler).
 	r.meta(7, "h")
 	r.ev('b', 7, 0, opX, "a.A")
 	r.ev('b', 7, 1, opY, "a.B")
-	r.ev('b', 7, 1, opY, "a.B")
+	r.ev('b', 7, 1, opX, "a.A")
 	r.ev('a', 7, 2, opY, "a.B")
 	r.ev('a', 7, 3, opX, "a.A")
 	// 8: a failed call (valid), the class signature differs from the
@@ -175,8 +176,8 @@ func TestThreadsAreKiekerTraces(t *testing.T) {
 	r.child(22, 20, 1, "h")
 	r.ev('b', 22, 0, "public void a.W.work()", "a.W") // never returns
 	r.child(23, 20, 1, "h")
-	r.ev('b', 23, 0, "public void a.W.work()", "a.W") // orderIndex 0 twice
-	r.ev('b', 23, 0, "public void a.W.work()", "a.W")
+	r.ev('b', 23, 0, "public void a.W.work()", "a.W") // orderIndex 0 twice (not a copy)
+	r.ev('b', 23, 0, "public void a.W.rest()", "a.W")
 	r.ev('a', 23, 1, "public void a.W.work()", "a.W")
 	r.ev('a', 23, 2, "public void a.W.work()", "a.W")
 	r.ev('a', 20, 1, "public void a.A.run()", "a.A")
@@ -300,10 +301,10 @@ func TestBrokenReasons(t *testing.T) {
 	r.ev('a', 5, 1, opX, "a.A")
 	r.meta(6, "h") // returns from nothing
 	r.ev('a', 6, 0, opX, "a.A")
-	r.meta(7, "h") // duplicate
+	r.meta(7, "h") // orderIndex 1 twice (not a copy)
 	r.ev('b', 7, 0, opX, "a.A")
 	r.ev('a', 7, 1, opX, "a.A")
-	r.ev('a', 7, 1, opX, "a.A")
+	r.ev('a', 7, 1, opY, "a.B")
 	r.oer(11, 0, 0, 1, 9, opX, "h") // ess jumps
 	r.oer(11, 1, 2, 2, 3, opY, "h")
 	r.oer(12, 1, 0, 1, 9, opX, "h") // eoi from 1

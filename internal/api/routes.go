@@ -112,6 +112,7 @@ var filterParams = []param{
 	q("errors", "boolean", "traces with a span in error"),
 	q("name", "string", "the trace's name, case-insensitive: a zorka trace's type (HTTP, JMS, …), else the root span's operation"),
 	q("service", "string", "traces with a span of this service"),
+	q("operation", "string", "traces with a span of this operation (of the service, when service is given; names as /api/v1/names?service= lists them)"),
 	q("attr", "string", "KEY=VALUE: traces with a span that has this attribute value; repeatable, each must hold").many(),
 	q("q", "string", "TEXT (case-insensitive substring) or ~REGEX (RE2) in operation and class names, attribute keys and values, exception class and message of the root span (every span with deep)"),
 	q("eql", "string", "an EQL expression (docs/QUERY.md) for the root span (any span with deep)").fmt("eql"),
@@ -148,7 +149,7 @@ func table() []route {
 		// Traces.
 		{method: "GET", path: "/api/v1/traces", tag: "traces", auth: authRead, summary: "Search traces (every filter of tracebridge query)", params: searchParams, resp: "SearchResult", h: withStore(searchTraces)},
 		{method: "GET", path: "/api/v1/traces/{id}", tag: "traces", auth: authRead, summary: "A whole trace: the JSON of `traces --json`, or the text tree",
-			params: []param{traceID, q("format", "string", "json (default) or text (the tree query --trace-id prints)").oneOf("json", "text")}, resp: "Trace", h: getTrace},
+			params: []param{traceID, q("format", "string", "json (default), text (the tree query --trace-id prints), jaeger (Jaeger's JSON, as /api/traces/{traceID} answers) or otlp (OTLP/JSON, an ExportTraceServiceRequest)").oneOf("json", "text", "jaeger", "otlp")}, resp: "Trace", h: getTrace},
 		{method: "GET", path: "/api/v1/traces/{id}/view", tag: "traces", auth: authRead, summary: "A trace summarised for display: the heaviest spans up to maxSpans, with counts of what was pruned",
 			params: []param{traceID,
 				q("maxSpans", "integer", "show at most this many spans (1 to 200000)").dflt("10000"),
@@ -176,8 +177,8 @@ func table() []route {
 			params: []param{q("a", "string", "the first trace id").req(), q("b", "string", "the second trace id").req()}, resp: "Comparison", h: withStore(compareTraces)},
 		{method: "GET", path: "/api/v1/pivot", tag: "traces", auth: authRead, summary: "Statistics of the selected traces grouped by a root span attribute",
 			params: join([]param{q("key", "string", "the root span's attribute to group by").req()}, filterParams), resp: "Pivot", h: withStore(pivot)},
-		{method: "GET", path: "/api/v1/names", tag: "traces", auth: authRead, summary: "Trace names (zorka trace types, other traces' root operations) and services seen in the stored traces",
-			params: []param{q("host", "string", "names of this host's traces only")}, resp: "Names", h: withStore(names)},
+		{method: "GET", path: "/api/v1/names", tag: "traces", auth: authRead, summary: "Trace names (zorka trace types, other traces' root operations) and services seen in the stored traces; with service, its operations",
+			params: []param{q("host", "string", "names of this host's traces only"), q("service", "string", "also list this service's operations")}, resp: "Names", h: withStore(names)},
 
 		// Analyses.
 		{method: "GET", path: "/api/v1/analysis/graph", tag: "analysis", auth: authRead, summary: "A dependency graph (Kieker's) of the selected traces, with call counts and response times",

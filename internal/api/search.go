@@ -101,7 +101,29 @@ func (c *call) filters(budget time.Duration) store.Query {
 			q.SetEQL(x) // Match, and what it requires for the indexes
 		}
 	}
+	if op := c.str("operation"); op != "" {
+		q.Match = withOperation(q.Match, op, q.Service)
+	}
 	return q
+}
+
+// withOperation narrows match (nil: every trace) to traces with a span
+// of operation op and, when svc is not "", of service svc as Jaeger's
+// API and /api/v1/names name services (store.ServiceOf): the search page's
+// service and operation drop-downs, as Jaeger's search has them.
+func withOperation(match func(*trace.Trace, bool) bool, op, svc string) func(*trace.Trace, bool) bool {
+	return func(t *trace.Trace, deep bool) bool {
+		if match != nil && !match(t, deep) {
+			return false
+		}
+		for i := range t.Spans {
+			s := &t.Spans[i]
+			if s.Operation == op && (svc == "" || store.ServiceOf(s) == svc) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 func searchTraces(c *call, st *store.Store) error {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tracebridge/tracebridge/internal/analysis"
+	"github.com/tracebridge/tracebridge/internal/codec/otlp"
 	"github.com/tracebridge/tracebridge/internal/store"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
@@ -23,15 +24,23 @@ type (
 )
 
 func getTrace(c *call) error {
-	format := c.oneOf("format", "json", "json", "text")
+	format := c.oneOf("format", "json", "json", "text", "jaeger", "otlp")
 	t, err := c.trace()
 	if err != nil {
 		return err
 	}
-	if format == "text" {
+	switch format {
+	case "text":
 		var b bytes.Buffer
 		trace.WriteText(&b, t)
 		return c.raw("text/plain; charset=utf-8", b.Bytes())
+	case "jaeger":
+		// What Jaeger's /api/traces/{id} answers (its UI's "Trace JSON",
+		// and the file its search page loads).
+		writeJaeger(c.w, []jTrace{toJaeger(t)}, 1)
+		return nil
+	case "otlp":
+		return c.raw("application/json", append(otlp.AppendTraceJSON(nil, t), '\n'))
 	}
 	return c.raw("application/json", append(trace.AppendJSON(nil, t), '\n'))
 }

@@ -324,17 +324,15 @@ func (c *Config) Marshal() ([]byte, error) { return yaml.Marshal(c) }
 // ./tracebridge-data/store, the HTTP API on 127.0.0.1:16686 and the live
 // stream on the embedded NATS server at 127.0.0.1:14222.
 func Default() *Config {
+	var rs []Component
+	for _, l := range ListenerFlags {
+		rs = append(rs, NewComponent(l.Type, map[string]any{"listen": l.Listen}))
+	}
 	return &Config{
-		HTTP: HTTP{Listen: DefaultHTTP},
-		Receivers: []Component{
-			NewComponent("kieker-tcp", map[string]any{"listen": "127.0.0.1:10133"}),
-			NewComponent("tcp-server", map[string]any{"listen": "127.0.0.1:10144"}),
-			NewComponent("otlp-grpc", map[string]any{"listen": "127.0.0.1:4317"}),
-			NewComponent("otlp-http", map[string]any{"listen": "127.0.0.1:4318"}),
-			NewComponent("zico", map[string]any{"listen": "127.0.0.1:8640"}),
-		},
-		Sinks:  []Component{NewComponent("kieker-log", nil), NewComponent("store", nil)},
-		Stream: &Component{node: NewComponent("stream", map[string]any{"listen": DefaultStreamListen}).node},
+		HTTP:      HTTP{Listen: DefaultHTTP},
+		Receivers: rs,
+		Sinks:     []Component{NewComponent("kieker-log", nil), NewComponent("store", nil)},
+		Stream:    &Component{node: NewComponent("stream", map[string]any{"listen": DefaultStreamListen}).node},
 	}
 }
 

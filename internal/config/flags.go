@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -30,6 +31,33 @@ type Flags struct {
 	NoStore          bool     // --no-store: no store sink
 	Libraries        []string // -L: more IRL record types
 	Split            []string // --split: boundary specs
+
+	// Listen moves receivers by type (the keys of ListenerFlags): each
+	// value is "[HOST:]PORT" (the host 127.0.0.1 when only a port is
+	// given) or "off" (no such receiver). A flag applies to the one
+	// receiver of its type: the embedded default's, -t's or a -c file's.
+	Listen map[string]string
+}
+
+// ListenerFlags are the receivers of the embedded default (Default): their
+// types, the flags (without dashes) that move them, and where they listen.
+var ListenerFlags = []struct{ Type, Flag, Listen string }{
+	{"kieker-tcp", "kieker-port", "127.0.0.1:10133"},
+	{"tcp-server", "kdb-port", "127.0.0.1:10144"},
+	{"otlp-grpc", "otlp-grpc", "127.0.0.1:4317"},
+	{"otlp-http", "otlp-http", "127.0.0.1:4318"},
+	{"zico", "zico", "127.0.0.1:8640"},
+}
+
+// ListenerFlag returns the flag (without dashes) that moves the one
+// receiver of type typ, "" when there is none.
+func ListenerFlag(typ string) string {
+	for _, l := range ListenerFlags {
+		if l.Type == typ {
+			return l.Flag
+		}
+	}
+	return ""
 }
 
 // FlagError is a combination of flags that describes no configuration.
@@ -48,9 +76,22 @@ func flagErrorf(format string, args ...any) error {
 // other errors are Load's.
 func FromFlags(f Flags) (*Config, error) {
 	var cfg *Config
-	kdbFlags := f.Type != "" || f.Port >= 0 || f.Host != "" || f.Mapping != "" || f.Respawn || f.RegistryPort >= 0 ||
+	receiverFlags := f.Type != "" || f.Host != "" || f.Mapping != "" || f.Respawn || f.RegistryPort >= 0 ||
 		f.URL != "" || f.User != "" || f.Password != "" || f.Destination != "" || f.DeadLetter != "" || f.Encoding != "" || f.MQTTPort >= 0 || f.Security ||
 		f.Repository != ""
+	if f.Port >= 0 && !receiverFlags && f.ConfigFile == "" {
+		// -p alone moves the embedded default's Kieker TCP receiver.
+		if f.Listen["kieker-tcp"] != "" {
+			return nil, flagErrorf("-p and --kieker-port both move the Kieker TCP receiver; give one")
+		}
+		f.Listen = maps.Clone(f.Listen)
+		if f.Listen == nil {
+			f.Listen = map[string]string{}
+		}
+		f.Listen["kieker-tcp"] = strconv.Itoa(f.Port)
+		f.Port = -1
+	}
+	kdbFlags := receiverFlags || f.Port >= 0
 	switch {
 	case f.ConfigFile != "" && kdbFlags:
 		return nil, flagErrorf("-c and the receiver flags (-t, -p, -h, -m, -l, -u, -w, --respawn, …) exclude each other")
@@ -69,7 +110,7 @@ func FromFlags(f Flags) (*Config, error) {
 		}
 	case kdbFlags:
 		if f.Type == "" {
-			return nil, flagErrorf("the receiver flags (-p, -h, -m, -l, …) need -t TYPE")
+			return nil, flagErrorf("the receiver flags (-h, -m, -l, …) need -t TYPE (-p alone moves the default's Kieker TCP receiver; --kieker-port, --kdb-port, --otlp-grpc, --otlp-http and --zico move the default's receivers)")
 		}
 		rs, err := f.receivers()
 		if err != nil {
@@ -106,8 +147,11 @@ func FromFlags(f Flags) (*Config, error) {
 		}
 		cfg.Stream = &c
 	}
-	if f.Insecure && f.Type == "" && f.Metrics == "" && (f.Stream == "" || f.Stream == "off" || strings.Contains(f.Stream, "://")) {
-		return nil, flagErrorf("--insecure is for the listening receiver of -t (with -h), --stream HOST:PORT and --metrics; in a configuration file set insecure: true on the listener")
+	if err := f.moveReceivers(cfg); err != nil {
+		return nil, err
+	}
+	if f.Insecure && f.Type == "" && f.Metrics == "" && len(f.Listen) == 0 && (f.Stream == "" || f.Stream == "off" || strings.Contains(f.Stream, "://")) {
+		return nil, flagErrorf("--insecure is for the listening receiver of -t (with -h), the receivers moved by --kieker-port and its like, --stream HOST:PORT and --metrics; in a configuration file set insecure: true on the listener")
 	}
 	if f.DataDir != "" {
 		cfg.DataDir = f.DataDir
@@ -126,6 +170,54 @@ func FromFlags(f Flags) (*Config, error) {
 	cfg.Libraries = append(cfg.Libraries, f.Libraries...)
 	cfg.Split = append(cfg.Split, f.Split...)
 	return cfg, nil
+}
+
+// moveReceivers applies f.Listen to the receivers of cfg.
+func (f Flags) moveReceivers(cfg *Config) error {
+	for _, l := range ListenerFlags {
+		v := f.Listen[l.Type]
+		if v == "" {
+			continue
+		}
+		var at []int
+		for i, r := range cfg.Receivers {
+			if r.Type == l.Type {
+				at = append(at, i)
+			}
+		}
+		if len(at) != 1 {
+			return flagErrorf("--%s moves the one %s receiver, and the configuration has %d: set the listen: key of the receiver in the configuration file instead", l.Flag, l.Type, len(at))
+		}
+		if f.Type == l.Type && f.Port >= 0 {
+			return flagErrorf("-p and --%s both move the %s receiver; give one", l.Flag, l.Type)
+		}
+		if v == "off" {
+			cfg.Receivers = slices.Delete(cfg.Receivers, at[0], at[0]+1)
+			continue
+		}
+		addr, err := listenAddr(v)
+		if err != nil {
+			return flagErrorf("--%s %s: %v", l.Flag, v, err)
+		}
+		cfg.Receivers[at[0]].Set("listen", addr)
+		if f.Insecure {
+			cfg.Receivers[at[0]].Set("insecure", true)
+		}
+	}
+	return nil
+}
+
+// listenAddr returns the address of "[HOST:]PORT": a port alone is on
+// 127.0.0.1.
+func listenAddr(v string) (string, error) {
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		host, port = "127.0.0.1", v
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return "", fmt.Errorf("want PORT or HOST:PORT (a port from 0 to 65535), or off")
+	}
+	return net.JoinHostPort(host, port), nil
 }
 
 // receivers describes the receivers of KDB's command line: one, or the

@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -38,7 +40,7 @@ func TestFromFlags(t *testing.T) {
 
 	for _, bad := range []func(*Flags){
 		func(f *Flags) { f.ConfigFile, f.Type = "x.yaml", "tcp-server" },
-		func(f *Flags) { f.Port = 1 },
+		func(f *Flags) { f.Port, f.Host = 1, "127.0.0.1" },
 		func(f *Flags) { f.Type = "tcp-server" },
 		func(f *Flags) { f.Type, f.Port = "nope", 1 },
 		func(f *Flags) { f.Type, f.Port = "otlp", 1 },
@@ -93,6 +95,79 @@ func TestInsecureFlag(t *testing.T) {
 		var fe *FlagError
 		if _, err := FromFlags(bad); !errors.As(err, &fe) {
 			t.Errorf("%+v: %v, want a flag error", bad, err)
+		}
+	}
+}
+
+// TestListenerFlags: -p alone and the listener flags (--kieker-port,
+// --kdb-port, --otlp-grpc, --otlp-http, --zico) move or remove the one
+// receiver of their type, in the embedded default, of -t and of a -c file;
+// a flag without exactly one such receiver, a bad address, or -p and a
+// flag moving the same receiver are flag errors.
+func TestListenerFlags(t *testing.T) {
+	listens := func(cfg *Config) map[string]string {
+		t.Helper()
+		m := map[string]string{}
+		for _, r := range cfg.Receivers {
+			var k struct {
+				Listen string `yaml:"listen"`
+			}
+			if err := r.Decode(&k); err != nil {
+				t.Fatal(err)
+			}
+			m[r.Type] = k.Listen
+		}
+		return m
+	}
+	f := noFlags()
+	f.Port = 20133
+	f.Listen = map[string]string{"tcp-server": "0.0.0.0:20144", "otlp-grpc": "24317", "otlp-http": "off", "zico": "[::1]:28640"}
+	cfg, err := FromFlags(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"kieker-tcp": "127.0.0.1:20133", "tcp-server": "0.0.0.0:20144", "otlp-grpc": "127.0.0.1:24317", "zico": "[::1]:28640"}
+	if got := listens(cfg); len(got) != len(want) || got["kieker-tcp"] != want["kieker-tcp"] || got["tcp-server"] != want["tcp-server"] ||
+		got["otlp-grpc"] != want["otlp-grpc"] || got["zico"] != want["zico"] {
+		t.Errorf("default moved: %v, want %v", got, want)
+	}
+	if f.Listen["kieker-tcp"] != "" {
+		t.Error("FromFlags changed the caller's map")
+	}
+
+	f = noFlags()
+	f.Type, f.Listen = "otlp", map[string]string{"otlp-http": "5318"}
+	if cfg, err = FromFlags(f); err != nil || listens(cfg)["otlp-http"] != "127.0.0.1:5318" || listens(cfg)["otlp-grpc"] != "127.0.0.1:4317" {
+		t.Errorf("-t otlp --otlp-http 5318: %v %v", err, cfg)
+	}
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(file, []byte("receivers: [{type: otlp-grpc, listen: \"127.0.0.1:4317\"}]\nsinks: [{type: kieker-log}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f = noFlags()
+	f.ConfigFile, f.Listen = file, map[string]string{"otlp-grpc": "localhost:6317"}
+	if cfg, err = FromFlags(f); err != nil || listens(cfg)["otlp-grpc"] != "localhost:6317" {
+		t.Errorf("-c with --otlp-grpc: %v %v", err, cfg)
+	}
+
+	for _, bad := range []func(*Flags){
+		func(f *Flags) { f.Port, f.Listen = 1, map[string]string{"kieker-tcp": "2"} },
+		func(f *Flags) { f.Type, f.Port, f.Listen = "tcp-server", 1, map[string]string{"tcp-server": "2"} },
+		func(f *Flags) {
+			f.Type, f.Port, f.RegistryPort, f.Listen = "kieker-tcp-dual", 1, 2, map[string]string{"kieker-tcp": "3"}
+		},
+		func(f *Flags) { f.ConfigFile, f.Listen = file, map[string]string{"zico": "3"} },
+		func(f *Flags) { f.ConfigFile, f.Port = file, 1 },
+		func(f *Flags) { f.Listen = map[string]string{"zico": "nope"} },
+		func(f *Flags) { f.Listen = map[string]string{"zico": "127.0.0.1:65536"} },
+	} {
+		f := noFlags()
+		bad(&f)
+		var fe *FlagError
+		if _, err := FromFlags(f); !errors.As(err, &fe) {
+			t.Errorf("%+v: %v, want a *FlagError", f, err)
 		}
 	}
 }

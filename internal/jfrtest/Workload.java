@@ -7,7 +7,10 @@
 // SCALE multiplies the number of worker threads (1 for tests, more for the
 // benchmark's large recording), and the exceptions thrown and orders placed
 // between pauses of a millisecond. Every second it prints
-// "tick N" on standard output; "ready" once the workers run.
+// "tick N" on standard output; "ready" once the workers run. With
+// -Dworkload.untilFinish=true it also ends, normally, when its standard
+// input ends (the tests' JVM.Finish), so a test need not guess how long a
+// loaded machine takes to read its events.
 
 import java.io.File;
 import java.io.FileInputStream;
@@ -15,6 +18,8 @@ import java.io.FileOutputStream;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import jdk.jfr.Category;
@@ -103,12 +108,25 @@ public class Workload {
             t.setDaemon(true);
             t.start();
         }
+        CountDownLatch stop = new CountDownLatch(1);
+        if (Boolean.getBoolean("workload.untilFinish")) {
+            Thread stdin = new Thread(() -> {
+                try {
+                    while (System.in.read() >= 0) {
+                    }
+                } catch (IOException e) {
+                }
+                stop.countDown();
+            }, "stdin");
+            stdin.setDaemon(true);
+            stdin.start();
+        }
         System.out.println("ready");
         System.out.flush();
         long end = System.currentTimeMillis() + seconds * 1000L;
         long tick = 0;
         Recording extra = null;
-        while (System.currentTimeMillis() < end) {
+        while (System.currentTimeMillis() < end && stop.getCount() > 0) {
             // A recording that starts and stops makes the JVM begin a new
             // chunk each time: the tests see chunk rotations.
             if (tick == 1 && seconds >= 3) {
@@ -127,7 +145,7 @@ public class Workload {
             e.commit();
             System.out.println("tick " + tick++);
             System.out.flush();
-            Thread.sleep(Math.min(1000, Math.max(1, end - System.currentTimeMillis())));
+            stop.await(Math.min(1000, Math.max(1, end - System.currentTimeMillis())), TimeUnit.MILLISECONDS);
         }
         running = false;
         for (Thread t : workers) {

@@ -132,9 +132,11 @@ func (t Tools) Compile() (string, error) {
 
 // Options configure a JVM running the workload.
 type Options struct {
-	Seconds int    // how long the workload runs (default 3)
-	RunID   string // shop.Order.run and shop.Tick.run (default "run")
-	Scale   int    // worker threads multiplier (default 1)
+	Seconds int // how long the workload runs at most (default 3)
+	// UntilFinish: the workload also ends, normally, at JVM.Finish.
+	UntilFinish bool
+	RunID       string // shop.Order.run and shop.Tick.run (default "run")
+	Scale       int    // worker threads multiplier (default 1)
 	// Filename makes JFR write the recording there at exit.
 	Filename string
 	// Repository sets -XX:FlightRecorderOptions:repository.
@@ -159,6 +161,7 @@ var defaultExtra = []string{
 type JVM struct {
 	Cmd    *exec.Cmd
 	ticks  chan int
+	stdin  io.WriteCloser // UntilFinish: closed by Finish
 	done   chan struct{}
 	err    error
 	stderr strings.Builder
@@ -210,6 +213,9 @@ func (t Tools) Start(classpath string, o Options) (*JVM, error) {
 	if len(fro) > 0 {
 		args = append(args, "-XX:FlightRecorderOptions:"+strings.Join(fro, ","))
 	}
+	if o.UntilFinish {
+		args = append(args, "-Dworkload.untilFinish=true")
+	}
 	args = append(args, "-Xlog:disable", "-Xlog:all=error:stderr", "-cp", classpath, "Workload",
 		strconv.Itoa(o.Seconds), o.RunID, strconv.Itoa(o.Scale))
 	cmd := exec.Command(t.Java, args...)
@@ -218,6 +224,11 @@ func (t Tools) Start(classpath string, o Options) (*JVM, error) {
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
+	}
+	if o.UntilFinish {
+		if j.stdin, err = cmd.StdinPipe(); err != nil {
+			return nil, err
+		}
 	}
 	if err := cmd.Start(); err != nil {
 		cleanup()
@@ -240,6 +251,16 @@ func (t Tools) Start(classpath string, o Options) (*JVM, error) {
 		close(j.done)
 	}()
 	return j, nil
+}
+
+// Finish asks a workload started with UntilFinish to end as it ends after
+// Seconds (its main method returns: exit status 0, JFR finishes the
+// recording and deletes its repository); Wait waits for it.
+func (j *JVM) Finish() error {
+	if j.stdin == nil {
+		return errors.New("jfrtest: Finish of a workload started without UntilFinish")
+	}
+	return j.stdin.Close()
 }
 
 // Running reports whether the JVM has not exited yet.

@@ -47,7 +47,7 @@ type Registry struct {
 
 // TraceCounts are the trace assembler's counts (trace.Stats).
 type TraceCounts struct {
-	Records, Traces, Spans, Broken, Untraced, Evicted, Parts, Open int64
+	Records, Traces, Spans, Broken, Untraced, Evicted, Parts, Open, Duplicates int64
 }
 
 // New returns a registry with Go runtime and process metrics and
@@ -131,6 +131,7 @@ func New() *Registry {
 		traces("tracebridge_untraced_executions_total", "OperationExecutionRecords with traceId -1 (outside any trace).", true, func(c TraceCounts) int64 { return c.Untraced }),
 		traces("tracebridge_traces_evicted_total", "Traces completed early because max_open_traces was reached.", true, func(c TraceCounts) int64 { return c.Evicted }),
 		traces("tracebridge_trace_parts_total", "Parts emitted of traces larger than max_spans.", true, func(c TraceCounts) int64 { return c.Parts }),
+		traces("tracebridge_trace_duplicates_total", "Records dropped as copies of one already in their trace (same key and content: a log replayed twice).", true, func(c TraceCounts) int64 { return c.Duplicates }),
 		traces("tracebridge_traces_open", "Traces being assembled (waiting for their window).", false, func(c TraceCounts) int64 { return c.Open }),
 	)
 	r.reg.MustRegister(r.records, r.bytes, r.decodeErrors, r.connections, r.connTotal, r.rejected,

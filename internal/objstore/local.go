@@ -11,12 +11,17 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 	"unicode/utf8"
 )
 
 // tmpDir is the directory under a Local's root where Put writes before it
 // renames; it is never listed and no key may start with it.
 const tmpDir = ".objstore-tmp"
+
+// StaleTemp is the age past which NewLocal removes a temporary file: a
+// crashed Put's, not one another process is writing.
+const StaleTemp = time.Hour
 
 // Local keeps objects as files under a directory: key "a/b/c" is the file
 // DIR/a/b/c. Put writes a temporary file, syncs it, renames it into place
@@ -32,7 +37,8 @@ type Local struct {
 var _ Store = (*Local)(nil)
 
 // NewLocal opens (creating it if needed) a directory store and removes the
-// temporary files a crash left behind.
+// temporary files a crash left behind (older than StaleTemp). Any number
+// of processes may open the same directory.
 func NewLocal(dir string) (*Local, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -47,12 +53,17 @@ func NewLocal(dir string) (*Local, error) {
 		return nil, fmt.Errorf("%s: %w", l.name, err)
 	}
 	for _, e := range ents {
-		// Only another process's Put in flight could be there: its rename
-		// then fails and it reports that, which is what a crash would do.
-		os.Remove(filepath.Join(abs, tmpDir, e.Name()))
+		// A recent one may be another process's Put in flight (serve
+		// writing while a reader opens the store): leave it.
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > StaleTemp {
+			os.Remove(filepath.Join(abs, tmpDir, e.Name()))
+		}
 	}
 	return l, nil
 }
+
+// Close implements Store; a Local holds nothing open.
+func (l *Local) Close() error { return nil }
 
 // Dir returns the store's directory.
 func (l *Local) Dir() string { return l.dir }

@@ -56,6 +56,10 @@ type Store interface {
 	Put(ctx context.Context, key string, data []byte) error
 	// Delete removes an object; a missing one is not an error.
 	Delete(ctx context.Context, key string) error
+	// Close releases what the store holds (an S3 store's idle
+	// connections); it is safe to call twice. A closed store may still
+	// be used (and opens connections again).
+	Close() error
 }
 
 // Object describes a stored object.

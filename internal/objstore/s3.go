@@ -122,6 +122,7 @@ func (c *S3Config) endpoint() (host string, secure bool, err error) {
 // S3 keeps objects in a bucket of an S3-compatible server.
 type S3 struct {
 	client   *minio.Client
+	tr       *http.Transport
 	bucket   string
 	prefix   string
 	name     string // "s3 http://host:port/bucket/prefix"
@@ -182,6 +183,7 @@ func NewS3(cfg S3Config) (*S3, error) {
 	if region == "" {
 		region = DefaultRegion
 	}
+	s.tr = tr
 	s.client, err = minio.New(host, &minio.Options{
 		Creds:        creds,
 		Secure:       secure,
@@ -224,6 +226,12 @@ func (c *S3Config) credentials() (*credentials.Credentials, error) {
 }
 
 func (s *S3) String() string { return s.name }
+
+// Close implements Store: it closes the idle connections.
+func (s *S3) Close() error {
+	s.tr.CloseIdleConnections()
+	return nil
+}
 
 func (s *S3) fail(op, key string, err error) error {
 	return &Error{Backend: s.name, Op: op, Key: key, Err: err}
@@ -318,7 +326,7 @@ func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
 	var data []byte
 	err := s.retry(ctx, func() error {
 		var err error
-		data, err = s.read(ctx, key, minio.GetObjectOptions{}, -1)
+		data, err = s.read(ctx, key, minio.GetObjectOptions{}, 0, -1)
 		return err
 	})
 	if err != nil {
@@ -328,13 +336,21 @@ func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
 }
 
 // read gets an object (or a range of want bytes, want ≥ 0) in one request.
-func (s *S3) read(ctx context.Context, key string, opts minio.GetObjectOptions, want int64) ([]byte, error) {
+func (s *S3) read(ctx context.Context, key string, opts minio.GetObjectOptions, off, want int64) ([]byte, error) {
 	core := minio.Core{Client: s.client}
-	body, info, _, err := core.GetObject(ctx, s.bucket, s.prefix+key, opts)
+	body, info, h, err := core.GetObject(ctx, s.bucket, s.prefix+key, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer body.Close()
+	if want >= 0 && off > 0 {
+		// A server that ignores the range would send the object from its
+		// first byte.
+		var first int64
+		if _, err := fmt.Sscanf(h.Get("Content-Range"), "bytes %d-", &first); err != nil || first != off {
+			return nil, errIgnoredRange{h.Get("Content-Range"), off}
+		}
+	}
 	if want < 0 && info.Size < 0 { // no length announced
 		return io.ReadAll(body)
 	}
@@ -352,6 +368,16 @@ func (s *S3) read(ctx context.Context, key string, opts minio.GetObjectOptions, 
 		return nil, err
 	}
 	return buf, nil
+}
+
+// errIgnoredRange: the server answered a range request with other bytes.
+type errIgnoredRange struct {
+	contentRange string
+	off          int64
+}
+
+func (e errIgnoredRange) Error() string {
+	return fmt.Sprintf("the server answered a range from byte %d with Content-Range %q", e.off, e.contentRange)
 }
 
 // GetRange implements Store.
@@ -372,7 +398,7 @@ func (s *S3) GetRange(ctx context.Context, key string, off, n int64) ([]byte, er
 	var data []byte
 	err := s.retry(ctx, func() error {
 		var err error
-		data, err = s.read(ctx, key, opts, n)
+		data, err = s.read(ctx, key, opts, off, n)
 		return err
 	})
 	if err != nil {
@@ -385,15 +411,28 @@ func (s *S3) GetRange(ctx context.Context, key string, off, n int64) ([]byte, er
 	return data, nil
 }
 
-// Put implements Store: one PUT, or a multipart upload above PartSize.
+// Put implements Store: one PUT, or a multipart upload above PartSize,
+// its parts one after the other; an upload that fails is aborted before
+// the next attempt. (An upload cut short by a crash stays on the server
+// until the bucket's lifecycle rule AbortIncompleteMultipartUpload, if
+// any, removes it.)
 func (s *S3) Put(ctx context.Context, key string, data []byte) error {
 	if err := ValidKey(key); err != nil {
 		return s.fail("put", key, err)
 	}
 	err := s.retry(ctx, func() error {
-		_, err := s.client.PutObject(ctx, s.bucket, s.prefix+key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{
+		// minio-go leaves its part workers waiting on the context after a
+		// failed part: end them with the attempt.
+		actx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		_, err := s.client.PutObject(actx, s.bucket, s.prefix+key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{
 			ContentType: "application/octet-stream",
 			PartSize:    s.partSize,
+			// One part at a time: when a part fails, the upload is
+			// aborted with no other part in flight, so nothing of it is
+			// left on the server (parallel parts could land after the
+			// abort and leave an incomplete upload taking space).
+			NumThreads: 1,
 		})
 		return err
 	})

@@ -31,11 +31,7 @@ func TestS3Conformance(t *testing.T) {
 		cfg := base
 		cfg.Prefix = fmt.Sprintf("run%d/", n.Add(1)) // an empty store each
 		cfg.PartSize = 5 << 20                       // objstoretest.Large goes in parts
-		s, err := objstore.NewS3(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return newS3(t, cfg)
 	})
 }
 
@@ -46,6 +42,7 @@ func newS3(t *testing.T, cfg objstore.S3Config) *objstore.S3 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 
@@ -173,7 +170,19 @@ const (
 	fail503       // answer 503, as a load balancer in front of a busy server
 	drop          // close the connection without an answer
 	stall         // answer nothing until the client gives up
+	noRange       // answer a range with 200 and no Content-Range, as a server ignoring ranges
 )
+
+// rangeless turns a 206 answer into a 200 without Content-Range.
+type rangeless struct{ http.ResponseWriter }
+
+func (w rangeless) WriteHeader(code int) {
+	w.Header().Del("Content-Range")
+	if code == http.StatusPartialContent {
+		code = http.StatusOK
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
 
 // faultProxy is a real HTTP reverse proxy in front of versitygw that
 // injects faults into the requests it is told to.
@@ -192,7 +201,9 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableKeepAlives = true // no idle connections left to the test's end
+	rp := &httputil.ReverseProxy{Transport: tr, Rewrite: func(r *httputil.ProxyRequest) {
 		r.SetURL(u)
 		r.Out.Host = r.In.Host // the signature covers the host the client used
 	}}
@@ -236,9 +247,12 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 			case <-time.After(2 * time.Minute):
 			}
 		}
+		if f == noRange {
+			w = rangeless{w}
+		}
 		rp.ServeHTTP(w, r)
 	}))
-	t.Cleanup(p.srv.Close)
+	t.Cleanup(func() { p.srv.CloseClientConnections(); p.srv.Close() })
 	return p
 }
 
@@ -546,5 +560,70 @@ func TestS3TLS(t *testing.T) {
 	}
 	if b, err := s.Get(bg(t), "k"); err != nil || string(b) != "over tls" {
 		t.Fatalf("get with insecure: %q, %v", b, err)
+	}
+}
+
+// A listing of several pages whose second page fails goes on after the
+// last key received: every key once.
+func TestS3ListResumes(t *testing.T) {
+	srv := objstoretest.Start(t)
+	p, cfg := proxied(t, srv, "pages")
+	s := newS3(t, cfg)
+	const n = 1500 // pages of 1000
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := s.Put(bg(t), fmt.Sprintf("b/%05d", i), nil); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	start := p.set(pass, pass, fail503, drop)
+	objs, err := s.List(bg(t), "b/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != n {
+		t.Fatalf("%d objects listed, want %d", len(objs), n)
+	}
+	for i, o := range objs {
+		if want := fmt.Sprintf("b/%05d", i); o.Key != want {
+			t.Fatalf("object %d is %s, want %s", i, o.Key, want)
+		}
+	}
+	reqs := p.since(start)
+	if len(reqs) != 4 || !strings.Contains(reqs[3], "start-after=p%2Fb%2F00999") {
+		t.Fatalf("requests: %q; want the fourth to start after the first page", reqs)
+	}
+}
+
+// A server that answers a range with other bytes (no Content-Range) is
+// not believed.
+func TestS3IgnoredRange(t *testing.T) {
+	srv := objstoretest.Start(t)
+	p, cfg := proxied(t, srv, "ranges")
+	s := newS3(t, cfg)
+	if err := s.Put(bg(t), "k", []byte("0123456789")); err != nil {
+		t.Fatal(err)
+	}
+	p.set(pass, noRange)
+	b, err := s.GetRange(bg(t), "k", 3, 4)
+	if err == nil || !strings.Contains(err.Error(), "Content-Range") {
+		t.Fatalf("range answered without Content-Range: %q, %v", b, err)
+	}
+	objstoretest.CheckError(t, err, "get range", "k")
+	if b, err := s.GetRange(bg(t), "k", 3, 4); err != nil || string(b) != "3456" {
+		t.Fatalf("range: %q, %v", b, err)
 	}
 }

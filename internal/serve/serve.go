@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	livestream "github.com/tracebridge/tracebridge/stream"
@@ -52,6 +53,26 @@ var (
 	ErrConfig  = pipeline.ErrConfig
 	ErrComm    = pipeline.ErrComm
 )
+
+// AddrInUseError is a listener whose address another program holds
+// (EADDRINUSE), for messages that say how to move it: Kind is
+// "receiver", "sink", "http", "metrics" or "stream"; Name and Type are a
+// receiver's or sink's. Err is the error as it was (its class is kept).
+type AddrInUseError struct {
+	Kind, Name, Type string
+	Err              error
+}
+
+func (e *AddrInUseError) Error() string { return e.Err.Error() }
+func (e *AddrInUseError) Unwrap() error { return e.Err }
+
+// inUse returns err as an *AddrInUseError when it is a taken address.
+func inUse(kind, name, typ string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return &AddrInUseError{Kind: kind, Name: name, Type: typ, Err: err}
+	}
+	return err
+}
 
 // DefaultFactories is every component type `tracebridge serve` can build.
 // Adding a component type is one package plus one line here.
@@ -127,7 +148,8 @@ type Server struct {
 
 // Build creates everything cfg names. Receivers bind their ports here, so
 // their addresses are known (and a port in use fails) before Run. Errors
-// wrap ErrMapping, ErrConfig or ErrComm.
+// wrap ErrMapping, ErrConfig or ErrComm; a port in use is an
+// *AddrInUseError naming the listener.
 func Build(cfg *config.Config, set Settings) (*Server, error) {
 	if set.Logger == nil {
 		set.Logger = slog.New(slog.DiscardHandler)
@@ -294,7 +316,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		set.Name = p.comp.Name
 		r, err := f.Receiver(p.comp.Type).NewReceiver(p.cfg, set)
 		if err != nil {
-			return nil, pipeline.Classify(ErrConfig, fmt.Errorf("receiver %s: %w", p.comp.Name, err))
+			return nil, inUse("receiver", p.comp.Name, p.comp.Type, pipeline.Classify(ErrConfig, fmt.Errorf("receiver %s: %w", p.comp.Name, err)))
 		}
 		s.closers = append(s.closers, r.Close)
 		s.Receivers = append(s.Receivers, Endpoint{Name: p.comp.Name, Type: f.Receiver(p.comp.Type).Type(), Where: r.Where()})
@@ -304,7 +326,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 	if cfg.Metrics != "" {
 		ln, err := net.Listen("tcp", cfg.Metrics)
 		if err != nil {
-			return nil, pipeline.Classify(ErrComm, fmt.Errorf("metrics: %w", err))
+			return nil, inUse("metrics", "", "", pipeline.Classify(ErrComm, fmt.Errorf("metrics: %w", err)))
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", reg.Handler())
@@ -315,7 +337,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 	}
 	if cfg.HTTP.Listen != "" {
 		if err := s.listenHTTP(cfg.HTTP, set); err != nil {
-			return nil, err
+			return nil, inUse("http", "", "", err)
 		}
 	}
 	for _, p := range sinks {
@@ -329,7 +351,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		set.Policy = policy
 		w, err := sf.NewSink(p.cfg, set)
 		if err != nil {
-			return nil, pipeline.Classify(ErrConfig, fmt.Errorf("sink %s: %w", p.comp.Name, err))
+			return nil, inUse("sink", p.comp.Name, p.comp.Type, pipeline.Classify(ErrConfig, fmt.Errorf("sink %s: %w", p.comp.Name, err)))
 		}
 		s.closers = append(s.closers, w.Close)
 		if s.Built == nil {
@@ -341,7 +363,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 	}
 	if stream.comp != nil {
 		if err := s.addStream(stream.comp, stream.cfg, base); err != nil {
-			return nil, err
+			return nil, inUse("stream", "", "", err)
 		}
 		// The web UI's live view: the stream over WebSocket, at /api/live.
 		user, pass := s.Built[stream.comp.Name].(*streamsink.Sink).Credentials()

@@ -95,6 +95,13 @@ type Stats struct {
 	// Untraced counts OperationExecutionRecords with traceId -1, which
 	// ran outside any trace (Kieker counts them too).
 	Untraced int64
+	// Duplicates counts records dropped as copies of one already in their
+	// trace: a Kieker event with the same orderIndex, an
+	// OperationExecutionRecord with the same eoi, a span with the same
+	// span id, each with the same content (a log replayed twice, a
+	// message delivered twice). The same key with other content is a
+	// conflict, listed in Trace.Broken.
+	Duplicates int64
 	// Evicted counts traces emitted early because of MaxOpenTraces,
 	// Parts the parts emitted because of MaxSpans.
 	Evicted, Parts int64
@@ -529,9 +536,9 @@ func (a *Assembler) finish(f *family, final bool) {
 	}
 	spans := f.spans
 	spans = append(spans, a.replayThreads(f, final, &t.Broken)...)
-	spans = append(spans, executions(f.id, f.oers, &t.Broken)...)
+	spans = append(spans, executions(f.id, f.oers, &t.Broken, &a.st.Duplicates)...)
 	t.Spans = spans
-	tree(t)
+	a.st.Duplicates += int64(tree(t))
 	a.st.Traces++
 	a.st.Spans += int64(len(t.Spans))
 	if len(t.Broken) > 0 {
@@ -598,7 +605,7 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 	}
 	var out []Span
 	for _, th := range order {
-		th.replay(broken)
+		a.st.Duplicates += int64(th.replay(broken))
 		a.attach(th, byKid, broken)
 	}
 	for _, th := range order {
@@ -641,16 +648,26 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 	return out
 }
 
-// replay consumes the thread's buffered events in orderIndex order.
-func (th *thread) replay(broken *[]string) {
+// replay consumes the thread's buffered events in orderIndex order. It
+// returns the number of events dropped as duplicates: an event equal to
+// an earlier one with its orderIndex (another with the same orderIndex
+// is a conflict, reported in broken).
+func (th *thread) replay(broken *[]string) (dups int) {
 	evs := th.evs
 	th.evs = nil
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].order < evs[j].order })
 	seen := -1
+	run := 0 // the first event of evs with orderIndex seen
 	for i := range evs {
 		e := &evs[i]
 		if e.ts > th.maxTS {
 			th.maxTS = e.ts
+		}
+		if int(e.order) != seen {
+			run = i
+		} else if slices.Contains(evs[run:i], *e) {
+			dups++
+			continue
 		}
 		switch {
 		case int(e.order) == seen:
@@ -759,6 +776,7 @@ func (th *thread) replay(broken *[]string) {
 			s.Events = append(s.Events, ev)
 		}
 	}
+	return dups
 }
 
 // calledNext reports whether the event after call event e is the Before
@@ -832,12 +850,29 @@ func closedBefore(s *Span, o int32) bool { return s.afterOrder > 0 && s.afterOrd
 // OperationExecutionRecords ------------------------------------------
 
 // executions turns the OERs of a trace into calls: eoi orders them, ess
-// gives the depth, so a call's caller is the last call one level up.
-func executions(id ID, oers []oer, broken *[]string) []Span {
+// gives the depth, so a call's caller is the last call one level up. An
+// OER equal to an earlier one with its eoi (but for the logging timestamp,
+// the time a copy was logged) is dropped and counted in dups.
+func executions(id ID, oers []oer, broken *[]string, dups *int64) []Span {
 	if len(oers) == 0 {
 		return nil
 	}
 	sort.SliceStable(oers, func(i, j int) bool { return oers[i].eoi < oers[j].eoi })
+	kept, run := 0, 0 // run: the first kept OER with the last kept eoi
+	for i := range oers {
+		o := oers[i]
+		if kept > 0 && o.eoi == oers[kept-1].eoi {
+			if slices.ContainsFunc(oers[run:kept], func(p oer) bool { return sameExecution(&p, &o) }) {
+				*dups++
+				continue
+			}
+		} else {
+			run = kept
+		}
+		oers[kept] = o
+		kept++
+	}
+	oers = oers[:kept]
 	kid, _ := id.Kieker()
 	out := make([]Span, 0, len(oers))
 	var stack []int // index in out at each depth
@@ -878,17 +913,51 @@ func executions(id ID, oers []oer, broken *[]string) []Span {
 	return out
 }
 
+// sameSpan reports whether a and b are one span: every field equal but
+// those tree derives (Parent, Depth). TestSameSpanFields keeps it in step
+// with Span.
+func sameSpan(a, b *Span) bool {
+	return a.SpanID == b.SpanID && a.ParentID == b.ParentID &&
+		a.Operation == b.Operation && a.Component == b.Component &&
+		a.Host == b.Host && a.Service == b.Service && a.Process == b.Process && a.Thread == b.Thread && a.Session == b.Session &&
+		a.Start == b.Start && a.End == b.End && a.Kind == b.Kind && a.Status == b.Status &&
+		a.Error == b.Error && a.StatusMessage == b.StatusMessage &&
+		slices.Equal(a.Attributes, b.Attributes) &&
+		slices.EqualFunc(a.Events, b.Events, func(x, y Event) bool {
+			return x.Name == y.Name && x.Time == y.Time && slices.Equal(x.Attributes, y.Attributes)
+		}) &&
+		slices.EqualFunc(a.Links, b.Links, func(x, y Link) bool {
+			return x.TraceID == y.TraceID && x.SpanID == y.SpanID && x.Kind == y.Kind && x.TraceState == y.TraceState && slices.Equal(x.Attributes, y.Attributes)
+		}) &&
+		a.OrderIndex == b.OrderIndex && a.EOI == b.EOI && a.ESS == b.ESS && a.KiekerTrace == b.KiekerTrace &&
+		a.Source == b.Source && a.afterOrder == b.afterOrder
+}
+
+// sameExecution reports whether a and b are one execution (every field
+// but the logging timestamp equal).
+func sameExecution(a, b *oer) bool {
+	x, y := *a, *b
+	x.loggingTimestamp, y.loggingTimestamp = 0, 0
+	return x == y
+}
+
 // The tree -----------------------------------------------------------------
 
 // tree orders t's spans (roots by start, each followed by its subtree,
 // children by start then position), fills Parent and Depth, and reports
-// missing parents, duplicate ids, cycles and negative durations.
-func tree(t *Trace) {
-	n := len(t.Spans)
-	idx := make(map[SpanID]int, n)
+// missing parents, duplicate ids, cycles and negative durations. A span
+// equal to an earlier one with its id (a span record delivered twice) is
+// dropped; tree returns how many were.
+func tree(t *Trace) (dups int) {
+	idx := make(map[SpanID]int, len(t.Spans))
+	kept := t.Spans[:0]
 	for i := range t.Spans {
-		s := &t.Spans[i]
+		s := t.Spans[i]
 		if j, dup := idx[s.SpanID]; dup {
+			if sameSpan(&kept[j], &s) {
+				dups++
+				continue
+			}
 			// Span ids are unique within a trace: the second gets one of
 			// its own (children name the first).
 			id := s.SpanID
@@ -898,10 +967,14 @@ func tree(t *Trace) {
 					break
 				}
 			}
-			t.Broken = append(t.Broken, fmt.Sprintf("span id %s used twice (%s, %s; the second is now %s)", id, t.Spans[j].Operation, s.Operation, s.SpanID))
+			t.Broken = append(t.Broken, fmt.Sprintf("span id %s used twice (%s, %s; the second is now %s)", id, kept[j].Operation, s.Operation, s.SpanID))
 		}
-		idx[s.SpanID] = i
+		idx[s.SpanID] = len(kept)
+		kept = append(kept, s)
 	}
+	clear(t.Spans[len(kept):]) // no strings kept alive past the end
+	t.Spans = kept
+	n := len(t.Spans)
 	parent := make([]int, n)
 	for i := range t.Spans {
 		s := &t.Spans[i]
@@ -983,4 +1056,5 @@ func tree(t *Trace) {
 		walk(r, 0, -1)
 	}
 	t.Spans = out
+	return dups
 }

@@ -1,6 +1,7 @@
 // Package otlp decodes OpenTelemetry trace exports (OTLP
 // ExportTraceServiceRequest) into span records (trace.SpanType), in
-// protobuf and in OTLP/JSON.
+// protobuf and in OTLP/JSON, and writes an assembled trace as OTLP/JSON
+// (AppendTraceJSON: the API's and the web UI's "OTLP JSON" download).
 //
 // The protobuf decoder reads the wire format in place, field by field, as
 // VictoriaMetrics reads its protocols: there are no generated structs and

@@ -16,6 +16,12 @@ func FuzzMessage(f *testing.F) {
 		f.Add(enc.AppendBinary(nil, &h, b.Records))
 		f.Add(enc.AppendJSON(nil, &h, b.Records))
 	}
+	nb := sample() // with null strings: format version 2
+	nb.Records[0].Values[8] = record.NullString()
+	nb.Records[1].Values[9].List().Items[1] = record.NullString()
+	h := parts(nb)[0]
+	f.Add(enc.AppendBinary(nil, &h, nb.Records))
+	f.Add(enc.AppendJSON(nil, &h, nb.Records))
 	f.Add([]byte{'T', 'B', 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var m Message

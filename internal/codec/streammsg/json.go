@@ -195,6 +195,9 @@ func jsonValue(k record.Kind, raw json.RawMessage) (record.Value, error) {
 		}
 		return record.IntValue(int64(uint16(r))), nil
 	case record.String:
+		if string(bytes.TrimSpace(raw)) == "null" {
+			return record.NullString(), nil // JFR's null string, not ""
+		}
 		var s string
 		err := json.Unmarshal(raw, &s)
 		return record.StringValue(s), err

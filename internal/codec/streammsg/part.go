@@ -26,8 +26,16 @@ const (
 // ErrMalformed is wrapped by every decoding error.
 var ErrMalformed = errors.New("malformed stream message")
 
-// magic starts a binary data message: "TB" and the format version 1.
+// magic starts a binary data message: "TB" and the format version: 1,
+// or 2 for a message with a null string among its records' values
+// (record.NullString). Version 2 differs only there: a string value is
+// uvarint 0 for null, else version 1's code plus one. A message without
+// null strings is written as version 1, so readers that know only that
+// version read every message of sources without nulls.
 var magic = [3]byte{'T', 'B', 1}
+
+// nullVersion is the format version of messages with null strings.
+const nullVersion = 2
 
 // PartRef names one part of a batch: the type of its records (an id of
 // the metadata) and their host.
@@ -89,6 +97,9 @@ func (h *Header) Position(i int) uint32 {
 // allocates nothing once its tables have grown.
 type Encoder struct {
 	strs map[string]uint32
+	// nulls: string values may be null (version 2); sawNull: a null was
+	// met while writing version 1, so the message is written again.
+	nulls, sawNull bool
 	// seen caches the table index of recent strings by the address of
 	// their bytes: decoders intern strings, so a record's strings are
 	// mostly the very strings of the records before it, found without
@@ -120,6 +131,19 @@ type seenString struct {
 //	uvarint count, [parts > 1: count × uvarint position delta],
 //	count × record: varint loggingTimestamp, then each field by kind
 func (e *Encoder) AppendBinary(dst []byte, h *Header, recs []record.Record) []byte {
+	start := len(dst)
+	e.nulls, e.sawNull = false, false
+	dst = e.appendBinary(dst, h, recs)
+	if e.sawNull {
+		// Rare (JFR's null strings): written again as version 2.
+		e.nulls = true
+		dst = e.appendBinary(dst[:start], h, recs)
+		dst[start+2] = nullVersion
+	}
+	return dst
+}
+
+func (e *Encoder) appendBinary(dst []byte, h *Header, recs []record.Record) []byte {
 	if e.strs == nil {
 		e.strs = make(map[string]uint32)
 	}
@@ -139,14 +163,14 @@ func (e *Encoder) AppendBinary(dst []byte, h *Header, recs []record.Record) []by
 	dst = binary.AppendUvarint(dst, uint64(len(h.Parts)))
 	for _, p := range h.Parts {
 		dst = binary.AppendUvarint(dst, uint64(p.TypeID))
-		dst = e.appendString(dst, p.Host)
+		dst = e.appendString(dst, p.Host, 0)
 	}
 	dst = binary.AppendUvarint(dst, h.SubjectOrdinal)
 	dst = binary.AppendUvarint(dst, h.Lost)
-	dst = e.appendString(dst, h.Origin.Receiver)
-	dst = e.appendString(dst, h.Origin.Peer)
-	dst = e.appendString(dst, h.Origin.Service)
-	dst = e.appendString(dst, h.Origin.Session)
+	dst = e.appendString(dst, h.Origin.Receiver, 0)
+	dst = e.appendString(dst, h.Origin.Peer, 0)
+	dst = e.appendString(dst, h.Origin.Service, 0)
+	dst = e.appendString(dst, h.Origin.Session, 0)
 	dst = binary.AppendUvarint(dst, uint64(h.Count))
 	if len(h.Parts) > 1 {
 		prev := -1
@@ -195,7 +219,14 @@ func (e *Encoder) appendValue(dst []byte, k record.Kind, v record.Value) []byte 
 	case record.Double:
 		return binary.LittleEndian.AppendUint64(dst, v.Bits())
 	case record.String:
-		return e.appendString(dst, v.Str())
+		if !e.nulls {
+			e.sawNull = e.sawNull || v.IsNull()
+			return e.appendString(dst, v.Str(), 0)
+		}
+		if v.IsNull() {
+			return append(dst, 0)
+		}
+		return e.appendString(dst, v.Str(), 1)
 	}
 	return dst
 }
@@ -203,20 +234,22 @@ func (e *Encoder) appendValue(dst []byte, k record.Kind, v record.Value) []byte 
 // appendString writes a string as uvarint x: x even, a new string of
 // x/2 bytes follows (it gets the next index of the message's string
 // table); x odd, the string at index x/2 of the table.
-func (e *Encoder) appendString(dst []byte, s string) []byte {
+// A version 2 message adds 1 (add) to the code of a record's string
+// value, 0 being null there.
+func (e *Encoder) appendString(dst []byte, s string, add uint64) []byte {
 	var slot *seenString
 	if len(s) > 0 {
 		p := unsafe.StringData(s)
 		slot = &e.seen[(uintptr(unsafe.Pointer(p))>>3^uintptr(len(s)))&255]
 		if slot.p == p && slot.n == len(s) && slot.gen == e.gen {
-			return binary.AppendUvarint(dst, uint64(slot.idx)<<1|1)
+			return binary.AppendUvarint(dst, uint64(slot.idx)<<1|1+add)
 		}
 	}
 	if i, ok := e.strs[s]; ok {
 		if slot != nil {
 			*slot = seenString{p: unsafe.StringData(s), n: len(s), gen: e.gen, idx: i}
 		}
-		return binary.AppendUvarint(dst, uint64(i)<<1|1)
+		return binary.AppendUvarint(dst, uint64(i)<<1|1+add)
 	}
 	// Once the table is full, later strings are written out each time
 	// (the decoder's table stops at the same size, so indexes agree).
@@ -227,7 +260,7 @@ func (e *Encoder) appendString(dst []byte, s string) []byte {
 			*slot = seenString{p: unsafe.StringData(s), n: len(s), gen: e.gen, idx: i}
 		}
 	}
-	dst = binary.AppendUvarint(dst, uint64(len(s))<<1)
+	dst = binary.AppendUvarint(dst, uint64(len(s))<<1+add)
 	return append(dst, s...)
 }
 
@@ -312,6 +345,8 @@ type Message struct {
 	body int    // offset of the records (binary)
 	strs []string
 	raw  jsonMessage
+	// nulls: a version 2 message, whose string values may be null.
+	nulls bool
 }
 
 // Parse reads the header of a data message (binary or JSON) into m. The
@@ -331,9 +366,10 @@ func (m *Message) Parse(data []byte) error {
 	if len(data) < 3 || data[0] != magic[0] || data[1] != magic[1] {
 		return fmt.Errorf("%w: not a tracebridge data message", ErrMalformed)
 	}
-	if data[2] != magic[2] {
-		return fmt.Errorf("%w: format version %d (this decoder reads 1)", ErrMalformed, data[2])
+	if data[2] != magic[2] && data[2] != nullVersion {
+		return fmt.Errorf("%w: format version %d (this decoder reads 1 and 2)", ErrMalformed, data[2])
 	}
+	m.nulls = data[2] == nullVersion
 	d.off = 3
 	m.Run = d.uvarint()
 	m.Meta = d.uvarint()
@@ -516,6 +552,11 @@ func (d *reader) str() string {
 	if d.err != nil {
 		return ""
 	}
+	return d.strCode(x)
+}
+
+// strCode returns the string of code x (see Encoder.appendString).
+func (d *reader) strCode(x uint64) string {
 	if x&1 == 1 {
 		i := x >> 1
 		if i >= uint64(len(d.m.strs)) {
@@ -573,7 +614,17 @@ func (d *reader) value(k record.Kind) record.Value {
 		}
 		return record.DoubleValue(math.Float64frombits(binary.LittleEndian.Uint64(b)))
 	case record.String:
-		return record.StringValue(d.str())
+		if !d.m.nulls {
+			return record.StringValue(d.str())
+		}
+		x := d.uvarint()
+		if d.err != nil {
+			return record.Value{}
+		}
+		if x == 0 {
+			return record.NullString()
+		}
+		return record.StringValue(d.strCode(x - 1))
 	}
 	d.fail("field of kind %v", k)
 	return record.Value{}

@@ -83,51 +83,95 @@ func parts(b *record.Batch) []Header {
 
 func TestRoundTrip(t *testing.T) {
 	for _, form := range []string{"binary", "json"} {
+		t.Run(form, func(t *testing.T) { roundTrip(t, form, sample()) })
+	}
+}
+
+// TestNullStrings: a null string (JFR's null, record.NullString) stays
+// null through both forms, apart from "", as a field and as an array
+// item; a binary message with one is format version 2, one without stays
+// version 1; JSON says null.
+func TestNullStrings(t *testing.T) {
+	withNulls := func() *record.Batch {
+		b := sample()
+		b.Records[0].Values[8] = record.NullString()
+		b.Records[0].Values[9].List().Items[0] = record.NullString() // Items[1] is ""
+		b.Records[1].Values[8] = record.StringValue("")
+		return b
+	}
+	for _, form := range []string{"binary", "json"} {
 		t.Run(form, func(t *testing.T) {
-			b := sample()
-			var enc Encoder
-			var m Message
-			got := &record.Batch{}
-			var positions []uint32
-			for _, h := range parts(b) {
-				var msg []byte
-				if form == "json" {
-					msg = enc.AppendJSON(nil, &h, b.Records)
-					if !json.Valid(msg) {
-						t.Fatalf("invalid JSON: %s", msg)
-					}
-				} else {
-					msg = enc.AppendBinary(nil, &h, b.Records)
-				}
-				if err := m.Parse(msg); err != nil {
-					t.Fatal(err)
-				}
-				want := h
-				want.JSON = form == "json"
-				if diff := cmp.Diff(want, m.Header); diff != "" {
-					t.Fatalf("header (-want +got):\n%s", diff)
-				}
-				typ := allKinds
-				if m.TypeID() == 2 {
-					typ = other
-				}
-				if err := m.Records(typ, got, &record.Interner{}); err != nil {
-					t.Fatal(err)
-				}
-				positions = append(positions, m.Positions...)
+			got := roundTrip(t, form, withNulls())
+			if v := got[0].Values[8]; !v.IsNull() {
+				t.Errorf("null field read as %q (not null)", v.Str())
 			}
-			// Put the batch back in order.
-			ordered := make([]record.Record, b.Len())
-			for i, p := range positions {
-				ordered[p] = got.Records[i]
+			if items := got[0].Values[9].List().Items; !items[0].IsNull() || items[1].IsNull() {
+				t.Errorf("array items: null %v, empty %v", items[0].IsNull(), items[1].IsNull())
 			}
-			for i := range b.Records {
-				if !equalNaN(&b.Records[i], &ordered[i]) {
-					t.Errorf("record %d:\n got %v\nwant %v", i, ordered[i].Values, b.Records[i].Values)
-				}
+			if v := got[1].Values[8]; v.IsNull() || v.Str() != "" {
+				t.Errorf("an empty string read as null")
 			}
 		})
 	}
+	var enc Encoder
+	h := parts(withNulls())[0]
+	if msg := enc.AppendBinary([]byte("prefix"), &h, withNulls().Records); string(msg[:6]) != "prefix" || msg[8] != nullVersion {
+		t.Errorf("a message with null strings: %q…, want version %d after the prefix", msg[:9], nullVersion)
+	}
+	if msg := enc.AppendBinary(nil, &h, sample().Records); msg[2] != 1 {
+		t.Errorf("a message without null strings has version %d, want 1", msg[2])
+	}
+	if msg := enc.AppendJSON(nil, &h, withNulls().Records); !strings.Contains(string(msg), `"str":null`) {
+		t.Errorf("JSON without null: %s", msg)
+	}
+}
+
+// roundTrip encodes b's parts in form, decodes them and checks that the
+// batch comes back as it was; it returns the records read, in b's order.
+func roundTrip(t *testing.T, form string, b *record.Batch) []record.Record {
+	t.Helper()
+	var enc Encoder
+	var m Message
+	got := &record.Batch{}
+	var positions []uint32
+	for _, h := range parts(b) {
+		var msg []byte
+		if form == "json" {
+			msg = enc.AppendJSON(nil, &h, b.Records)
+			if !json.Valid(msg) {
+				t.Fatalf("invalid JSON: %s", msg)
+			}
+		} else {
+			msg = enc.AppendBinary(nil, &h, b.Records)
+		}
+		if err := m.Parse(msg); err != nil {
+			t.Fatal(err)
+		}
+		want := h
+		want.JSON = form == "json"
+		if diff := cmp.Diff(want, m.Header); diff != "" {
+			t.Fatalf("header (-want +got):\n%s", diff)
+		}
+		typ := allKinds
+		if m.TypeID() == 2 {
+			typ = other
+		}
+		if err := m.Records(typ, got, &record.Interner{}); err != nil {
+			t.Fatal(err)
+		}
+		positions = append(positions, m.Positions...)
+	}
+	// Put the batch back in order.
+	ordered := make([]record.Record, b.Len())
+	for i, p := range positions {
+		ordered[p] = got.Records[i]
+	}
+	for i := range b.Records {
+		if !equalNaN(&b.Records[i], &ordered[i]) {
+			t.Errorf("record %d:\n got %v\nwant %v", i, ordered[i].Values, b.Records[i].Values)
+		}
+	}
+	return ordered
 }
 
 // equalNaN is Record.Equal, except that a NaN double equals any NaN

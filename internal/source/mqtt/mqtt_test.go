@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,18 +55,16 @@ func TestMosquitto(t *testing.T) {
 	topic := fmt.Sprintf("tracebridge/test/%d", rand.Int64())
 	id := fmt.Sprintf("tb-test-%d", rand.Int64())
 	forgetSession(t, servicetest.Mosquitto, id)
+	persistentSession(t, servicetest.Mosquitto, id, topic) // subscribed before the first publish
 	sink := &servicetest.Collector{}
 	stop := servicetest.RunBridge(t, newReceiver(t, servicetest.Mosquitto, topic, id), sink)
-	time.Sleep(300 * time.Millisecond) // subscribed
 	publish(t, servicetest.Mosquitto, topic, 0, 300)
 	sink.WaitDistinct(t, servicetest.ByOrderIndex, 300, 30*time.Second)
-	time.Sleep(200 * time.Millisecond)
-	stop()
+	stop()                                             // acknowledges what the sink has before it disconnects
 	publish(t, servicetest.Mosquitto, topic, 300, 200) // while stopped
 	sink = &servicetest.Collector{}
 	stop = servicetest.RunBridge(t, newReceiver(t, servicetest.Mosquitto, topic, id), sink)
 	sink.WaitDistinct(t, servicetest.ByOrderIndex, 200, 30*time.Second)
-	time.Sleep(200 * time.Millisecond)
 	stop()
 	if sink.Records()[0].Values[2].Int() != 300 {
 		t.Fatalf("after the restart the first record is %d, want 300", sink.Records()[0].Values[2].Int())
@@ -76,19 +73,73 @@ func TestMosquitto(t *testing.T) {
 
 // TestMosquittoRestart restarts a private mosquitto during a stream, after
 // everything received was acknowledged.
+// The broker is killed without having saved anything, so it forgets the
+// session: the receiver connects again and subscribes again by itself.
 func TestMosquittoRestart(t *testing.T) {
 	m := startMosquitto(t, "")
+	const topic, id = "kieker/tools/bridge", "tb-restart"
+	persistentSession(t, m.addr, id, topic)
 	sink := &servicetest.Collector{}
-	stop := servicetest.RunBridge(t, newReceiver(t, m.addr, "kieker/tools/bridge", "tb-restart"), sink)
-	time.Sleep(300 * time.Millisecond)
-	publish(t, m.addr, "kieker/tools/bridge", 0, 200)
+	stop := servicetest.RunBridge(t, newReceiver(t, m.addr, topic, id), sink)
+	publish(t, m.addr, topic, 0, 200)
 	sink.WaitDistinct(t, servicetest.ByOrderIndex, 200, 30*time.Second)
 	m.stop(false)
 	m.start()
-	time.Sleep(1500 * time.Millisecond) // the receiver reconnects (back-off ≤ 1 s)
-	publish(t, m.addr, "kieker/tools/bridge", 200, 200)
-	sink.WaitDistinct(t, servicetest.ByOrderIndex, 400, 30*time.Second)
+	// The receiver reconnects (back-off ≤ 1 s) and subscribes: until
+	// then what is published is lost, so probes are published until one
+	// arrives.
+	waitSubscribed(t, m.addr, topic, sink, 60*time.Second)
+	publish(t, m.addr, topic, 200, 200)
+	waitIndexes(t, sink, 0, 400, 30*time.Second)
 	stop()
+}
+
+// probeBase is the first order index of waitSubscribed's probes.
+const probeBase = 1_000_000
+
+// waitSubscribed publishes probe messages (order indexes from probeBase)
+// until one reaches sink: the receiver is subscribed then.
+func waitSubscribed(t *testing.T, addr, topic string, sink *servicetest.Collector, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for k := probeBase; ; k++ {
+		publish(t, addr, topic, k, 1)
+		for wait := time.Now().Add(time.Second); time.Now().Before(wait); time.Sleep(10 * time.Millisecond) {
+			for _, r := range sink.Records() {
+				if r.Values[2].Int() >= probeBase {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the receiver did not subscribe again within %v", timeout)
+		}
+	}
+}
+
+// waitIndexes waits until sink holds every order index in [from, to).
+func waitIndexes(t *testing.T, sink *servicetest.Collector, from, to int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		seen := map[int64]bool{}
+		for _, r := range sink.Records() {
+			seen[r.Values[2].Int()] = true
+		}
+		missing := 0
+		for i := from; i < to; i++ {
+			if !seen[int64(i)] {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the records %d..%d not received within %v", missing, from, to-1, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -106,10 +157,9 @@ func TestConfigErrors(t *testing.T) {
 // gatedSink counts how often it consumed each order index; its Flush blocks
 // until the gate opens, so nothing it consumed is acknowledged before.
 type gatedSink struct {
-	gate    chan struct{}
-	mu      sync.Mutex
-	counts  map[int64]int
-	flushes atomic.Int64
+	gate   chan struct{}
+	mu     sync.Mutex
+	counts map[int64]int
 }
 
 func (s *gatedSink) Consume(_ context.Context, b *record.Batch) error {
@@ -121,7 +171,7 @@ func (s *gatedSink) Consume(_ context.Context, b *record.Batch) error {
 	return nil
 }
 
-func (s *gatedSink) Flush() error { <-s.gate; s.flushes.Add(1); return nil }
+func (s *gatedSink) Flush() error { <-s.gate; return nil }
 func (s *gatedSink) Close() error { return s.Flush() }
 
 // waitFor waits until every order index in [from, to) was consumed at
@@ -177,38 +227,50 @@ func restartInFlight(t *testing.T, conf string, graceful bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	persistentSession(t, m.addr, id, topic) // subscribed before the first publish
 	stop := servicetest.RunBridge(t, r, sink)
 	var open sync.Once
 	openGate := func() { open.Do(func() { close(sink.gate) }) }
-	t.Cleanup(openGate)                // before stop (cleanups run last first)
-	time.Sleep(300 * time.Millisecond) // subscribed
+	t.Cleanup(openGate) // before stop (cleanups run last first)
 	// Mosquitto sends 20 messages (max_inflight_messages) and queues the
 	// rest until some are acknowledged.
 	publish(t, m.addr, topic, 0, 100)
-	sink.waitFor(t, 0, DefaultInflight, 1, 20*time.Second) // consumed, not acknowledged
+	sink.waitFor(t, 0, DefaultInflight, 1, 30*time.Second) // consumed, not acknowledged
 	if !graceful {
-		time.Sleep(1500 * time.Millisecond) // autosaved, at most a second after the change
+		// It saved after every change; save once more and wait for it
+		// rather than for a time.
+		m.save(30 * time.Second)
 	}
 	m.stop(graceful) // with the session and its in-flight messages saved
 	m.start()
-	sink.waitFor(t, 0, DefaultInflight, 2, 20*time.Second) // delivered again
+	sink.waitFor(t, 0, DefaultInflight, 2, 30*time.Second) // delivered again
 	openGate()
 	publish(t, m.addr, topic, 100, 100)
-	sink.waitFor(t, 0, 200, 1, 20*time.Second)
-	// The last acknowledgements: they follow the flush after the last
-	// record (two flushes on, the first may have begun before it).
-	for f := sink.flushes.Load(); sink.flushes.Load() < f+2; {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond)
+	sink.waitFor(t, 0, 200, 1, 30*time.Second)
+	// Stopping acknowledges everything the sink made durable before the
+	// receiver disconnects (broker.Batcher.WaitSettled).
 	stop()
+	// The broker reads those acknowledgements before it closes the
+	// connection; a new connection of the session could take it over
+	// before (this broker saves its state after every change: slow).
+	m.waitConnectionsClosed(30 * time.Second)
 
-	// Everything was acknowledged: the session has nothing left to deliver.
+	// Everything was acknowledged: the session has nothing left to
+	// deliver. A probe published now comes after anything left (a session
+	// delivers in order), so once it arrived nothing else is coming.
 	left := &servicetest.Collector{}
 	stop2 := servicetest.RunBridge(t, newReceiver(t, m.addr, topic, id), left)
-	time.Sleep(1500 * time.Millisecond)
+	waitSubscribed(t, m.addr, topic, left, 60*time.Second)
 	stop2()
-	if n := left.Len(); n != 0 {
-		t.Fatalf("%d records delivered again after everything was acknowledged", n)
+	var again []string
+	sink.mu.Lock()
+	for _, r := range left.Records() {
+		if i := r.Values[2].Int(); i < probeBase {
+			again = append(again, fmt.Sprintf("%d (consumed %d×)", i, sink.counts[i]))
+		}
+	}
+	sink.mu.Unlock()
+	if len(again) != 0 {
+		t.Fatalf("%d records delivered again after everything was acknowledged: %v", len(again), again)
 	}
 }

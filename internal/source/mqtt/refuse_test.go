@@ -36,15 +36,15 @@ func TestRefusedMessagesRedelivered(t *testing.T) {
 			id := fmt.Sprintf("tb-refuse-%d", rand.Int64())
 			topic := "tracebridge/test/" + id
 			forgetSession(t, servicetest.Mosquitto, id)
+			persistentSession(t, servicetest.Mosquitto, id, topic) // subscribed before the first publish
 			sink := &servicetest.RefusingSink{}
 			r, err := New(Config{Name: "mqtt", URL: "mqtt://" + servicetest.Mosquitto, Topic: topic, ClientID: id,
 				BackoffMin: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, Batch: broker.Config{Mapping: mapping(t)}}, broker.Settings{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			stop := servicetest.RunBridge(t, r, sink)
-			time.Sleep(300 * time.Millisecond) // subscribed
 			sink.Fail.Store(true)
+			stop := servicetest.RunBridge(t, r, sink)
 			publish(t, servicetest.Mosquitto, topic, 0, refused)
 			deadline := time.Now().Add(10 * time.Second)
 			for sink.Refused.Load() == 0 {

@@ -67,12 +67,30 @@ func publishJS(t *testing.T, url, subject string, from, n int) {
 	}
 }
 
+// waitStream waits until the receiver has made stream (or the server
+// recovered it): what is published then is stored.
+func waitStream(t *testing.T, url, stream string) {
+	t.Helper()
+	js := jetStream(t, url)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := js.Stream(context.Background(), stream)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream %s: %v", stream, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // waitStored waits until stream holds n messages.
 func waitStored(t *testing.T, url, stream string, n uint64) {
 	t.Helper()
 	js := jetStream(t, url)
 	ctx := context.Background()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		s, err := js.Stream(ctx, stream)
 		if err != nil {
@@ -105,7 +123,7 @@ func TestJetStreamOnTheMachinesNATS(t *testing.T) {
 	sink := &servicetest.Collector{}
 	stop := servicetest.RunBridge(t, r, sink)
 	defer deleteStream(t, url, stream)
-	time.Sleep(500 * time.Millisecond) // the stream exists now
+	waitStream(t, url, stream)
 	publishJS(t, url, subject, 0, 500)
 	sink.WaitDistinct(t, servicetest.ByOrderIndex, 500, 30*time.Second)
 	time.Sleep(200 * time.Millisecond)
@@ -163,11 +181,12 @@ func TestNATSServerRestart(t *testing.T) {
 	}
 	sink := &servicetest.Collector{}
 	stop := servicetest.RunBridge(t, r, sink)
-	time.Sleep(500 * time.Millisecond)
+	waitStream(t, url, DefaultStream)
 	publishJS(t, url, DefaultSubject, 0, 1000)
 	srv.Process.Signal(syscall.SIGTERM)
 	srv.Wait()
 	srv = start()
+	waitStream(t, url, DefaultStream) // recovered from its files
 	publishJS(t, url, DefaultSubject, 1000, 1000)
 	sink.WaitDistinct(t, servicetest.ByOrderIndex, 2000, 30*time.Second)
 	time.Sleep(300 * time.Millisecond)
@@ -196,7 +215,7 @@ func TestEmbeddedBroker(t *testing.T) {
 	}
 	sink := &servicetest.Collector{}
 	stop := servicetest.RunBridge(t, newRecv(srv), sink)
-	time.Sleep(300 * time.Millisecond) // stream and consumer exist
+	waitStream(t, authURL(srv), DefaultStream)
 	stop()
 
 	// Publishers without the credential are refused.

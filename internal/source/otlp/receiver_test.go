@@ -353,14 +353,22 @@ func TestGRPCBackPressure(t *testing.T) {
 	}
 }
 
-// slow is a consumer that takes a while per batch.
+// slow is a consumer that takes a while per batch; entered, if not nil,
+// hears of every batch as it begins.
 type slow struct {
-	delay time.Duration
-	mu    sync.Mutex
-	n     int
+	delay   time.Duration
+	entered chan struct{}
+	mu      sync.Mutex
+	n       int
 }
 
 func (s *slow) Consume(ctx context.Context, b *record.Batch) error {
+	if s.entered != nil {
+		select {
+		case s.entered <- struct{}{}:
+		default:
+		}
+	}
 	time.Sleep(s.delay)
 	s.mu.Lock()
 	s.n += b.Len()
@@ -392,7 +400,7 @@ func TestShutdown(t *testing.T) {
 				t.Fatal(err)
 			}
 			addr := addrOf(r)
-			out := &slow{delay: 300 * time.Millisecond}
+			out := &slow{delay: 300 * time.Millisecond, entered: make(chan struct{}, 1)}
 			stop := run(t, r, out)
 			var conn *grpc.ClientConn
 			if typ == TypeGRPC {
@@ -416,7 +424,13 @@ func TestShutdown(t *testing.T) {
 				}
 				answered <- err
 			}()
-			time.Sleep(100 * time.Millisecond) // the request is in the consumer
+			select { // the request is in the consumer
+			case <-out.entered:
+			case err := <-answered:
+				t.Fatalf("answered before it reached the consumer: %v", err)
+			case <-time.After(30 * time.Second):
+				t.Fatal("the request did not reach the consumer within 30 s")
+			}
 			stop()
 			if err := <-answered; err != nil {
 				t.Errorf("request in flight at shutdown: %v", err)

@@ -158,7 +158,7 @@ func (c *client) send(typ codec.Type, payload []byte) {
 // reply reads the next reply.
 func (c *client) reply() codec.Type {
 	c.t.Helper()
-	c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	f, err := c.fr.Next()
 	if err != nil {
 		c.t.Fatalf("no reply: %v", err)
@@ -180,7 +180,7 @@ func (c *client) expect(want codec.Type) {
 // replies.
 func (c *client) closed() {
 	c.t.Helper()
-	c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	var b [64]byte
 	n, err := c.conn.Read(b[:])
 	if n != 0 || !errors.Is(err, io.EOF) && !isReset(err) {

@@ -190,15 +190,29 @@ func TestProtocol(t *testing.T) {
 			c.expect(codec.InternalError)
 			c.closed()
 		}, hellos: 1, batches: []batch{{Host: "h1", Traces: []string{exampleDump}}}, fault: "disk full"},
+		// A connection that sends nothing is closed (closed waits 30 s);
+		// no PING first: on a loaded machine it could come later than
+		// the timeout.
 		{name: "idle timeout", cfg: zico.Config{IdleTimeout: 100 * time.Millisecond}, run: func(c *client) {
-			c.open()
 			c.closed()
 		}},
-		{name: "slow frame within the idle timeout", cfg: zico.Config{IdleTimeout: 300 * time.Millisecond}, run: func(c *client) {
+		// The idle timeout is renewed by every read, as Java's socket
+		// timeout is: a frame that takes longer than the timeout to
+		// arrive, but never pauses that long, is read. The pauses are an
+		// eighth of the timeout, so a loaded machine stretching them
+		// eightfold would be needed to end the session.
+		{name: "slow frame within the idle timeout", cfg: zico.Config{IdleTimeout: 2 * time.Second}, run: func(c *client) {
+			const timeout, pieces = 2 * time.Second, 10
 			f := codec.AppendFrame(nil, codec.Ping, []byte("slow"))
-			for _, b := range f {
-				c.raw([]byte{b})
-				time.Sleep(30 * time.Millisecond)
+			t0 := time.Now()
+			for i := range pieces {
+				c.raw(f[i*len(f)/pieces : (i+1)*len(f)/pieces])
+				if i < pieces-1 {
+					time.Sleep(timeout / 8)
+				}
+			}
+			if d := time.Since(t0); d <= timeout {
+				c.t.Fatalf("the frame took %v to send, not longer than the idle timeout %v", d, timeout)
 			}
 			c.expect(codec.Pong)
 		}},

@@ -25,6 +25,9 @@ export class ApiError extends Error {
 // params an object of query parameters (arrays repeat), opts fetch options
 // (body objects are sent as JSON). It answers the parsed JSON, or text for
 // other media types, and throws ApiError with the API's message.
+// opts.as: 'exact' parses JSON with parseExact (integers beyond 2^53,
+// such as unix ns, as strings of their digits), 'blob' answers the body
+// as it came (a download).
 export async function api(path, params, opts = {}) {
   const url = path + query(params);
   const headers = Object.assign({}, opts.headers || {});
@@ -43,7 +46,11 @@ export async function api(path, params, opts = {}) {
     throw new ApiError(0, `${path}: the bridge did not answer (${e.message})`, path);
   }
   const type = resp.headers.get('Content-Type') || '';
-  const data = type.includes('json') ? await resp.json().catch(() => null) : await resp.text();
+  if (resp.ok && opts.as === 'blob') return resp.blob();
+  let data;
+  if (!type.includes('json')) data = await resp.text();
+  else if (opts.as === 'exact') data = await resp.text().then(parseExact).catch(() => null);
+  else data = await resp.json().catch(() => null);
   if (!resp.ok) {
     let msg = (data && data.error) || (typeof data === 'string' && data) || resp.statusText;
     if (resp.status === 401) msg += ' — set a token with the Token button';
@@ -258,4 +265,17 @@ export function sized(canvas, w, h) {
 export function setQuery(params) {
   history.replaceState(null, '', location.pathname + query(params));
   window.dispatchEvent(new Event('tb-remember'));
+}
+
+// download fetches an answer of the API (with the token, as api does)
+// and saves it as a file named filename.
+export async function download(path, params, filename) {
+  const blob = await api(path, params, { as: 'blob' });
+  const url = URL.createObjectURL(blob);
+  const a = h('a', { href: url, download: filename, hidden: true });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  // The browser has the blob once the click is handled.
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }

@@ -10,7 +10,7 @@ import { Scatter } from './scatter.js';
 
 // The parameters of GET /api/v1/traces the address may hold (the
 // cursor stays out: paging is "More", not an address).
-const API_PARAMS = ['host', 'since', 'until', 'minDuration', 'maxDuration', 'errors', 'name', 'service',
+const API_PARAMS = ['host', 'since', 'until', 'minDuration', 'maxDuration', 'errors', 'name', 'service', 'operation',
   'attr', 'q', 'eql', 'deep', 'budget', 'oldest', 'limit'];
 const REPEATED = new Set(['host', 'attr']);
 // The view's own parameters: the scatter's scale and the table's order.
@@ -233,7 +233,8 @@ class SearchForm {
 
   destroy() { if (this.ctl) this.ctl.abort(); }
 
-  // load fills the host picker and the name and service lists.
+  // load fills the host picker, the trace names and the service and
+  // operation drop-downs.
   async load() {
     this.ctl = new AbortController();
     const list = await api('/api/v1/hosts', null, { signal: this.ctl.signal });
@@ -242,11 +243,19 @@ class SearchForm {
     await this.loadNames();
   }
 
+  // loadNames asks for the trace names (of the one host chosen), the
+  // services and the chosen service's operations, as Jaeger's search
+  // page asks for its services and then the operations of the one
+  // chosen.
   async loadNames() {
     const host = this.hosts.length === 1 ? this.hosts[0] : '';
-    const n = await api('/api/v1/names', { host }, { signal: this.ctl.signal });
+    const service = this.service.value;
+    const n = await api('/api/v1/names', { host, service }, { signal: this.ctl.signal });
     fill(this.nameList, (n.names || []).map((x) => h('option', { value: x })));
-    fill(this.serviceList, (n.services || []).map((x) => h('option', { value: x })));
+    choices(this.service, 'all services', n.services || []);
+    if (this.service.value === service) choices(this.operation, 'all operations', n.operations || []);
+    this.operation.disabled = !this.service.value && !this.operation.value;
+    this.operation.dataset.service = service;
   }
 
   build() {
@@ -274,8 +283,18 @@ class SearchForm {
     this.renderHostPicker();
 
     this.nameList = h('datalist', { id: 'f-names' });
-    this.serviceList = h('datalist', { id: 'f-services' });
-    this.service = input('f-service', 'service', p.service, { list: 'f-services', size: 14 });
+    // Service and operation: drop-downs filled from the API (load), the
+    // operations those of the service chosen; a value of the address
+    // that the API does not list stays chosen.
+    this.service = h('select', { id: 'f-service', name: 'service' });
+    this.operation = h('select', { id: 'f-operation', name: 'operation', disabled: !p.service && !p.operation });
+    choices(this.service, 'all services', [], p.service);
+    choices(this.operation, 'all operations', [], p.operation);
+    this.service.addEventListener('change', () => {
+      choices(this.operation, 'all operations', [], '');
+      this.operation.disabled = true;
+      this.loadNames().catch(() => {});
+    });
     this.name = input('f-name', 'name', p.name, { list: 'f-names', size: 30, placeholder: 'root operation' });
     this.minDur = input('f-min', 'minDuration', p.minDuration, { placeholder: '250ms', size: 7 });
     this.maxDur = input('f-max', 'maxDuration', p.maxDuration, { placeholder: '2s', size: 7 });
@@ -306,6 +325,7 @@ class SearchForm {
         h('label', null, 'time', this.range), custom,
         h('label', null, 'hosts', h('span', { class: 'host-field' }, this.hostChips, this.hostPicker)),
         h('label', null, 'service', this.service),
+        h('label', null, 'operation', this.operation),
         h('label', null, 'trace name', this.name),
         h('label', null, 'min duration', this.minDur),
         h('label', null, 'max duration', this.maxDur),
@@ -320,7 +340,7 @@ class SearchForm {
         h('span', { class: 'spacer' }),
         h('button', { type: 'button', id: 'f-reset', onclick: () => navigate('/search') }, 'Reset'),
         h('button', { type: 'submit', class: 'primary', id: 'f-submit' }, 'Search')),
-      this.attrs, this.nameList, this.serviceList);
+      this.attrs, this.nameList);
   }
 
   renderHostPicker() {
@@ -351,7 +371,7 @@ class SearchForm {
   read() {
     const v = (x) => x.value.trim();
     const p = {
-      host: this.hosts, service: v(this.service), name: v(this.name),
+      host: this.hosts, service: this.service.value, operation: this.operation.value, name: v(this.name),
       minDuration: v(this.minDur), maxDuration: v(this.maxDur),
       errors: this.errors.checked, deep: this.deep.checked, oldest: this.oldest.checked,
       budget: v(this.budget),
@@ -374,7 +394,8 @@ class SearchForm {
     for (const x of this.el.querySelectorAll('.invalid')) x.classList.remove('invalid');
     if (!err || err.status !== 400) return;
     const fields = { since: this.since, until: this.until, minDuration: this.minDur, maxDuration: this.maxDur,
-      q: this.text, eql: this.text, limit: this.limit, budget: this.budget, name: this.name, service: this.service };
+      q: this.text, eql: this.text, limit: this.limit, budget: this.budget, name: this.name, service: this.service,
+      operation: this.operation };
     for (const [k, f] of Object.entries(fields)) {
       if (err.message.includes(k + ':')) {
         f.classList.add('invalid');
@@ -383,6 +404,21 @@ class SearchForm {
     }
     if (err.message.includes('attr:')) for (const x of this.attrs.querySelectorAll('input')) x.classList.add('invalid');
   }
+}
+
+// choices fills a drop-down: "" (labelled all) and the values, keeping
+// the value chosen (keep, default the current one) even when the values
+// do not hold it.
+/**
+ * @param {HTMLSelectElement} sel
+ * @param {string} all
+ * @param {string[]} values
+ * @param {string} [keep]
+ */
+function choices(sel, all, values, keep = sel.value) {
+  const vs = keep && !values.includes(keep) ? [keep, ...values] : values;
+  fill(sel, h('option', { value: '' }, all), vs.map((x) => h('option', { value: x, selected: x === keep }, x)));
+  sel.value = keep || '';
 }
 
 const COLUMNS = [

@@ -8,7 +8,8 @@
 // critical path. The address keeps the state: tab, span, search, limits,
 // expansions, lanes and colours, critical-path highlight.
 
-import { api, banner, errorBox, fill, fmtDur, fmtNum, guard, h, link, setQuery } from './lib.js';
+import { api, banner, download, errorBox, fill, fmtDur, fmtNum, guard, h, link, setQuery } from './lib.js';
+import { groupings, traceStats } from './stats.js';
 import { TraceModel } from './tracemodel.js';
 import { CallTree } from './calltree.js';
 import { Timeline, laneModes, colourModes } from './timeline.js';
@@ -17,8 +18,11 @@ import { renderSpan } from './spandetail.js';
 
 const tabs = [
   ['timeline', 'Timeline + tree'], ['flame', 'Flame graph'], ['icicle', 'Icicle'], ['rank', 'Ranking'], ['critical', 'Critical path'],
+  ['stats', 'Statistics'],
 ];
 const maxChoices = [1000, 10000, 50000, 200000];
+// The statistics tab asks before it fetches a trace of more spans.
+const statsConfirmAbove = 200000;
 const defaults = { tab: 'timeline', max: 10000, lanes: 'thread', colour: 'service' };
 
 export function mount(el, ctx) {
@@ -45,6 +49,7 @@ class TracePage {
       colour: colourModes.includes(q.get('colour')) ? q.get('colour') : defaults.colour,
       crit: q.get('crit') === '1',
       flame: q.get('fz') ? q.get('fz').split('\u001f') : [],
+      group: groupings.includes(q.get('group')) ? q.get('group') : groupings[0],
     };
     this.hits = []; // of the search
     this.hitCount = 0;
@@ -112,6 +117,7 @@ class TracePage {
       max: s.max !== defaults.max ? s.max : '', min: s.min, x: s.x.map(([r, m]) => `${r}.${m}`).join(','),
       lanes: s.lanes !== defaults.lanes ? s.lanes : '', colour: s.colour !== defaults.colour ? s.colour : '',
       crit: s.crit ? '1' : '', fz: s.flame.length ? s.flame.join('\u001f') : '',
+      group: s.group !== groupings[0] ? s.group : '',
     });
   }
 
@@ -140,9 +146,35 @@ class TracePage {
         v.part ? h('span', { class: 'badge' }, `part ${v.part}`) : null,
         v.hosts.length ? h('span', null, 'hosts ', badges(v.hosts, 'host')) : null,
         v.services.length ? h('span', null, 'services ', badges(v.services, 'svc')) : null,
-        link('/compare?a=' + encodeURIComponent(this.id), 'Compare with…')),
+        link('/compare?a=' + encodeURIComponent(this.id), 'Compare with…'),
+        this.downloads()),
       v.broken.length ? h('div', { class: 'trace-broken' }, h('span', { class: 'badge err' }, 'broken'),
         ...v.broken.map((b) => h('div', { class: 'muted' }, b))) : null);
+  }
+
+  // downloads are the "Trace JSON" buttons: the whole trace in Jaeger's
+  // JSON (what Jaeger's UI shows and loads) and in OTLP/JSON.
+  downloads() {
+    const note = h('span', { id: 'download-note', class: 'muted' });
+    const save = async (format, btn) => {
+      btn.disabled = true;
+      note.textContent = '';
+      try {
+        await download(this.base, { format }, `trace-${this.id}.${format}.json`);
+        note.dataset.saved = format;
+      } catch (e) {
+        note.textContent = e.message;
+      } finally {
+        btn.disabled = false;
+      }
+    };
+    const btn = (format, label, title) => {
+      const b = h('button', { type: 'button', id: 'download-' + format, title, onclick: () => save(format, b) }, label);
+      return b;
+    };
+    return h('span', { class: 'group trace-json' }, 'Trace JSON',
+      btn('jaeger', 'Jaeger', "Download the trace in Jaeger's JSON (as Jaeger's /api/traces/{id} answers; Jaeger's UI loads it)"),
+      btn('otlp', 'OTLP', 'Download the trace as OTLP/JSON (an ExportTraceServiceRequest)'), note);
   }
 
   // shownNote says how much of the trace the page holds.
@@ -500,6 +532,68 @@ class TracePage {
       this.flame.el);
       this.modeNote(this.st.tab);
       this.flame.draw();
+    });
+  }
+
+  // --- statistics (Jaeger's trace statistics) ------------------------
+
+  tab_stats(p, confirmed) {
+    // The statistics need every span: a huge trace is fetched whole
+    // only when asked to.
+    const n = this.model.view.spanCount;
+    if (n > statsConfirmAbove && !confirmed) {
+      fill(p, h('div', { class: 'row' }, h('span', null, `The statistics read all ${fmtNum(n)} spans of the trace.`),
+        h('button', { type: 'button', id: 'stats-compute', onclick: () => this.tab_stats(p, true) }, 'Compute them')));
+      return;
+    }
+    fill(p, h('div', { class: 'loading' }, 'Computing the statistics…'));
+    guard(p, async () => {
+      // The whole trace, unix ns exact (parseExact): self times need
+      // every span, and ns rounded to 256 would show.
+      const t = await (this.cache.full || (this.cache.full = api(this.base, null, { signal: this.abort.signal, as: 'exact' })));
+      /** @type {[string, string, boolean, string][]} */
+      const cols = [
+        ['service', 'Service', false, ''], ['operation', 'Operation', false, ''], ['count', 'Count', true, 'spans'],
+        ['totalNs', 'Total', true, 'the spans\' durations added up'], ['avgNs', 'Avg', true, ''], ['minNs', 'Min', true, ''], ['maxNs', 'Max', true, ''],
+        ['selfTotalNs', 'Self total', true, 'self time: a span\'s duration less the time its children cover (each child clipped to the span; overlapping children count once)'],
+        ['selfAvgNs', 'Self avg', true, ''], ['selfMinNs', 'Self min', true, ''], ['selfMaxNs', 'Self max', true, ''],
+        ['selfShare', 'Self % of trace', true, 'self total over the trace\'s duration'],
+      ];
+      let key = 'totalNs', desc = true;
+      const head = h('tr'), body = h('tbody');
+      const limit = 5000;
+      const note = h('div', { class: 'muted', id: 'stats-note' });
+      const groupSel = h('select', { id: 'stats-group', onchange: () => { this.st.group = groupSel.value; this.save(); draw(); } },
+        [['service-operation', 'service and operation'], ['service', 'service'], ['operation', 'operation']]
+          .map(([v, l]) => h('option', { value: v, selected: v === this.st.group }, l)));
+      const draw = () => {
+        const st = traceStats(t.spans, this.st.group);
+        const shown = cols.filter(([k]) => !(k === 'service' && this.st.group === 'operation') && !(k === 'operation' && this.st.group === 'service'));
+        const rows = [...st.rows].sort((a, b) => {
+          const x = a[key], y = b[key];
+          const c = typeof x === 'string' ? x.localeCompare(y) : x - y;
+          return desc ? -c : c;
+        });
+        head.replaceChildren(...shown.map(([k, label, num, title]) => h('th', {
+          class: 'sortable' + (num ? ' num' : '') + (k === key ? ' sorted' : ''), dataset: { key: k }, title: title || null,
+          onclick: () => { if (key === k) desc = !desc; else { key = k; desc = num; } draw(); },
+        }, label + (k === key ? (desc ? ' ▼' : ' ▲') : ''))));
+        const cell = (r, k) => {
+          const v = r[k];
+          if (k === 'service' || k === 'operation') return h('td', { dataset: { key: k } }, v);
+          if (k === 'count') return h('td', { class: 'num', dataset: { key: k, value: String(v) } }, fmtNum(v));
+          if (k === 'selfShare') return h('td', { class: 'num', dataset: { key: k, value: String(v) } }, (100 * v).toFixed(2) + ' %');
+          return h('td', { class: 'num', dataset: { key: k, value: String(v) } }, fmtDur(v));
+        };
+        body.replaceChildren(...rows.slice(0, limit).map((r) => h('tr', { dataset: { service: r.service, operation: r.operation } },
+          shown.map(([k]) => cell(r, k)))));
+        note.textContent = `${fmtNum(st.spans)} spans over ${fmtDur(st.durationNs)} in ${fmtNum(st.rows.length)} groups` +
+          (st.rows.length > limit ? `, the first ${fmtNum(limit)} shown` : '') + '. Times are of the spans of each group; self time leaves out what the span\'s children cover.';
+        p.dataset.rows = String(st.rows.length);
+      };
+      draw();
+      fill(p, h('div', { class: 'row' }, h('label', null, 'Group by', groupSel), note),
+        h('div', { class: 'stats-scroll' }, h('table', { class: 'grid', id: 'stats-table' }, h('thead', null, head), body)));
     });
   }
 
