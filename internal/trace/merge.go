@@ -24,16 +24,8 @@ func MergeParts(parts []*Trace) *Trace {
 		n += len(p.Spans)
 	}
 	out.Spans = make([]Span, 0, n)
-	seen := make(map[SpanID]int, n)
 	for _, p := range parts {
-		for i := range p.Spans {
-			s := p.Spans[i]
-			if j, ok := seen[s.SpanID]; ok && s.SpanID != 0 && sameSpan(&out.Spans[j], &s) {
-				continue
-			}
-			seen[s.SpanID] = len(out.Spans)
-			out.Spans = append(out.Spans, s)
-		}
+		out.Spans = append(out.Spans, p.Spans...) // tree drops a span twice
 		for _, r := range p.Broken {
 			// What the tree says (missing parents, ids used twice, cycles,
 			// negative durations) is said again by tree below.
@@ -51,10 +43,4 @@ func MergeParts(parts []*Trace) *Trace {
 func treeReason(r string) bool {
 	return strings.HasPrefix(r, "span ") && (strings.HasSuffix(r, " missing") || strings.Contains(r, " used twice") ||
 		strings.HasSuffix(r, "is its own parent") || strings.HasSuffix(r, "is its own ancestor") || strings.Contains(r, " before it starts"))
-}
-
-// sameSpan compares what a span says (not its place in a tree).
-func sameSpan(a, b *Span) bool {
-	return a.SpanID == b.SpanID && a.ParentID == b.ParentID && a.Operation == b.Operation && a.Start == b.Start && a.End == b.End &&
-		a.Host == b.Host && a.Service == b.Service && a.OrderIndex == b.OrderIndex && a.EOI == b.EOI
 }
