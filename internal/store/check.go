@@ -208,7 +208,7 @@ func (s *Store) metaFromData(ctx context.Context, key string, old *block.Meta) (
 				return nil, err
 			}
 			row := summarize(t, syms)
-			h.note(t, &row)
+			h.note(t, &row, len(body))
 		}
 	}
 	m := &block.Meta{Version: block.Version, ID: old.ID, Host: old.Host, Level: old.Level, Created: old.Created, CompactedFrom: old.CompactedFrom,

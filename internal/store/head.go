@@ -62,9 +62,12 @@ type head struct {
 	pending    [][]byte
 	rawPending int
 
-	filter   blockFilter
-	cat      *catalog
-	hosts    map[string]struct{}
+	filter blockFilter
+	cat    *catalog
+	hosts  map[string]struct{}
+	// shared: the bytes of the head's traces that are other hosts'
+	// share (their spans in traces of this partition).
+	shared   map[string]int64
 	errTrace int
 	maxDur   int64
 	minStart int64
@@ -75,7 +78,7 @@ type head struct {
 func newHeadValue(id, host, path string, created time.Time) *head {
 	syms := newSymbols()
 	return &head{id: id, host: host, path: path, created: created, syms: syms, enc: encoder{syms: syms}, firstSym: 1,
-		cat: newCatalog(), hosts: map[string]struct{}{}, minStart: math.MaxInt64, maxEnd: math.MinInt64}
+		cat: newCatalog(), hosts: map[string]struct{}{}, shared: map[string]int64{}, minStart: math.MaxInt64, maxEnd: math.MinInt64}
 }
 
 func walHeader(h *head) []byte {
@@ -134,17 +137,24 @@ func (h *head) add(t *trace.Trace) int {
 	row := summarize(t, h.syms)
 	row.Page, row.Index = uint32(len(h.chunks)), uint32(len(h.pending)-1)
 	h.rows = append(h.rows, row)
-	h.note(t, &row)
+	h.note(t, &row, n)
 	return n
 }
 
-// note adds what a trace brings to the head's meta and filter.
-func (h *head) note(t *trace.Trace, row *block.Summary) {
+// note adds what a trace of size bytes brings to the head's meta and
+// filter: its hosts, and the share of the bytes of other hosts' spans.
+func (h *head) note(t *trace.Trace, row *block.Summary, size int) {
 	h.filter.add(t)
 	h.cat.add(t)
+	perSpan := max(int64(size)/int64(max(len(t.Spans), 1)), 1)
 	for i := range t.Spans {
 		if hs := t.Spans[i].Host; hs != "" {
-			h.hosts[hs] = struct{}{}
+			if _, ok := h.hosts[hs]; !ok {
+				h.hosts[strings.Clone(hs)] = struct{}{}
+			}
+			if hs != h.host {
+				h.shared[hs] += perSpan
+			}
 		}
 	}
 	if row.Errors > 0 {
@@ -463,7 +473,7 @@ func (h *head) replayChunk(off int64, pl payload) error {
 	h.chunks = append(h.chunks, off)
 	for i, t := range traces {
 		h.rows = append(h.rows, rows[i])
-		h.note(t, &rows[i])
+		h.note(t, &rows[i], len(pl.traces[i]))
 	}
 	return nil
 }

@@ -187,7 +187,7 @@ func (s *Store) migrate(progress func(done, total int64)) (MigrateResult, error)
 				}
 				b := bytes.Clone(h.enc.encodeTrace(t))
 				row := summarize(t, h.syms)
-				h.note(t, &row)
+				h.note(t, &row, len(body))
 				w.Add(b, row)
 				res.Traces++
 				if int64(w.Size()) >= s.opt.HeadSize {
@@ -263,4 +263,3 @@ func (quietLogger) Errorf(string, ...any) {}
 func (quietLogger) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf("pebble: "+format, args...))
 }
-

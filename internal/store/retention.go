@@ -34,7 +34,8 @@ func (s *Store) Retain() (int, error) {
 		var maxAge time.Duration
 		var maxSize int64
 		if s.opt.Hosts != nil {
-			_, maxAge, maxSize = s.opt.Hosts.Policy(p.host)
+			pol := s.opt.Hosts.Policy(p.host)
+			maxAge, maxSize = pol.MaxAge, pol.MaxSize
 		}
 		size := p.size()
 		p.mu.RLock()
@@ -184,14 +185,16 @@ func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
 	w := block.NewWriter(s.opt.ChunkSize)
 	for _, id := range order {
 		parts := byID[id]
-		slices.SortFunc(parts, func(a, b *trace.Trace) int { return cmp.Or(cmp.Compare(a.Part, b.Part), cmp.Compare(a.Start(), b.Start())) })
+		slices.SortFunc(parts, func(a, b *trace.Trace) int {
+			return cmp.Or(cmp.Compare(a.Part, b.Part), cmp.Compare(a.Start(), b.Start()))
+		})
 		t := trace.MergeParts(parts)
 		if len(parts) > 1 {
 			t.Part = 0
 		}
 		body := bytes.Clone(h.enc.encodeTrace(t))
 		row := summarize(t, h.syms)
-		h.note(t, &row)
+		h.note(t, &row, len(body))
 		w.Add(body, row)
 	}
 	data, st, err := w.Finish(h.syms.names, h.filter.bloom())

@@ -852,7 +852,9 @@ func (s *Store) get(ctx context.Context, id trace.ID) (*trace.Trace, error) {
 		}
 		return nil, ErrNotFound
 	}
-	slices.SortFunc(parts, func(a, b *trace.Trace) int { return cmp.Or(cmp.Compare(a.Part, b.Part), cmp.Compare(a.Start(), b.Start())) })
+	slices.SortFunc(parts, func(a, b *trace.Trace) int {
+		return cmp.Or(cmp.Compare(a.Part, b.Part), cmp.Compare(a.Start(), b.Start()))
+	})
 	return trace.MergeParts(parts), nil
 }
 

@@ -59,15 +59,29 @@ type Options struct {
 	Now func() time.Time
 }
 
-// HostTable is what the store asks of the bridge's host records.
+// HostTable is what the store asks of the host table kept outside it
+// (internal/hostdb, wired by the store sink): the bounds of a host's
+// partition and whether its traces are taken; and what it tells it: which
+// hosts sent the traces it stores. Options.Hosts nil: no host bounds,
+// every host's traces taken, no contact recorded.
 type HostTable interface {
-	// Policy says whether a host's traces are dropped and bounds its
-	// partition (0: unbounded).
-	Policy(host string) (disabled bool, maxAge time.Duration, maxSize int64)
-	// Stored tells that traces with spans of host were stored: bytes is
-	// its share of them when the traces belong to another host's
-	// partition (0 for its own).
-	Stored(host string, bytes int64, at time.Time)
+	// Policy says what the table says of host name's traces (the zero
+	// HostPolicy for a host it does not know). It is called under the
+	// store's writer lock, once per host per Append and Retain: it must be
+	// quick and must not call the store.
+	Policy(name string) HostPolicy
+	// Contact records that traces of host name (of any source: spans at
+	// the root or below it) were stored at: its last contact, and the
+	// host itself when the table does not know it. Same rules as Policy.
+	Contact(name string, at time.Time)
+}
+
+// HostPolicy bounds a host's partition (0: unbounded; the oldest whole
+// blocks go first) and says whether its traces are dropped.
+type HostPolicy struct {
+	MaxSize  int64
+	MaxAge   time.Duration
+	Disabled bool
 }
 
 func (o Options) withDefaults() Options {
@@ -314,7 +328,7 @@ func (s *Store) Append(ts []*trace.Trace) (dropped int, err error) {
 	now := s.opt.Now()
 	// A host's policy is asked once a call, not once a trace.
 	var disabled map[string]bool
-	var shares map[string]int64
+	var contact map[string]bool
 	for _, t := range ts {
 		if len(t.Spans) == 0 {
 			continue
@@ -322,52 +336,43 @@ func (s *Store) Append(ts []*trace.Trace) (dropped int, err error) {
 		host := partitionOf(t)
 		if s.opt.Hosts != nil {
 			if disabled == nil {
-				disabled = map[string]bool{}
+				disabled, contact = map[string]bool{}, map[string]bool{}
 			}
 			off, seen := disabled[host]
 			if !seen {
-				off, _, _ = s.opt.Hosts.Policy(host)
+				off = s.opt.Hosts.Policy(host).Disabled
 				disabled[host] = off
-				if !off {
-					s.opt.Hosts.Stored(host, 0, now)
-				}
 			}
 			if off {
 				dropped++
 				continue
 			}
-		}
-		p := s.partition(host)
-		n, err := s.appendTrace(p, t, now)
-		if err != nil {
-			return dropped, err
-		}
-		s.cat.add(t)
-		if s.opt.Hosts != nil {
-			perSpan := max(int64(n)/int64(len(t.Spans)), 1)
+			contact[host] = true
 			for i := range t.Spans {
-				if h := t.Spans[i].Host; h != "" && h != host {
-					if shares == nil {
-						shares = map[string]int64{}
-					}
-					shares[h] += perSpan
+				if h := t.Spans[i].Host; h != "" {
+					contact[h] = true
 				}
 			}
 		}
+		p := s.partition(host)
+		if err := s.appendTrace(p, t, now); err != nil {
+			return dropped, err
+		}
+		s.cat.add(t)
 	}
-	for h, n := range shares {
-		s.opt.Hosts.Stored(h, n, now)
+	for h := range contact {
+		s.opt.Hosts.Contact(h, now)
 	}
 	return dropped, nil
 }
 
 // appendTrace adds t to p's head (beginning one when there is none) and
-// cuts the head when it is full. It returns the trace's encoded size.
-func (s *Store) appendTrace(p *partition, t *trace.Trace, now time.Time) (int, error) {
+// cuts the head when it is full.
+func (s *Store) appendTrace(p *partition, t *trace.Trace, now time.Time) error {
 	if p.head == nil {
 		h, err := s.newHead(p.host, now)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		p.mu.Lock()
 		p.head = h
@@ -375,19 +380,19 @@ func (s *Store) appendTrace(p *partition, t *trace.Trace, now time.Time) (int, e
 	}
 	h := p.head
 	p.mu.Lock()
-	n := h.add(t)
+	h.add(t)
 	p.mu.Unlock()
 	if h.rawPending >= s.opt.ChunkSize {
 		if err := s.writeChunk(p, h); err != nil {
-			return n, err
+			return err
 		}
 	}
 	if h.walSize() >= s.opt.HeadSize {
 		if err := s.cut(p); err != nil {
-			return n, err
+			return err
 		}
 	}
-	return n, nil
+	return nil
 }
 
 // Sync writes every head's pending traces to its write-ahead file and

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"time"
@@ -214,4 +215,7 @@ func (h *head) fillMeta(m *block.Meta) {
 	slices.Sort(m.Hosts)
 	m.ErrorTraces = h.errTrace
 	m.MaxDuration = h.maxDur
+	if len(h.shared) > 0 {
+		m.Shared = maps.Clone(h.shared)
+	}
 }

@@ -46,6 +46,9 @@ type Meta struct {
 	Hosts       []string `json:"hosts,omitempty"`
 	ErrorTraces int      `json:"error_traces"`
 	MaxDuration int64    `json:"max_duration"`
+	// Shared is, per host other than Host, its share of the block's
+	// bytes: each trace's encoded size split by its spans.
+	Shared map[string]int64 `json:"shared,omitempty"`
 }
 
 // MetaService is a service of a block's spans.
