@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/tracebridge/tracebridge/internal/objstore"
 	"github.com/tracebridge/tracebridge/internal/store/block"
@@ -338,15 +337,35 @@ func (s *Store) Size() int64 {
 	return n
 }
 
-// HostSize returns the bytes of a host's partition.
+// HostSize returns the bytes of a host's partition and its share of the
+// traces kept in other hosts' partitions (those rooted elsewhere with
+// spans of this host: each trace's bytes split by its spans).
 func (s *Store) HostSize(host string) int64 {
-	s.pmu.RLock()
-	p := s.parts[host]
-	s.pmu.RUnlock()
-	if p == nil {
-		return 0
+	var n int64
+	for _, p := range s.partitions() {
+		if p.host == host {
+			n += p.size()
+		} else {
+			n += p.sharedOf(host)
+		}
 	}
-	return p.size()
+	return n
+}
+
+// sharedOf returns host's share of p's blocks and heads.
+func (p *partition) sharedOf(host string) int64 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var n int64
+	for _, b := range p.blocks {
+		n += b.meta.Shared[host]
+	}
+	for _, h := range append(slices.Clip(p.sealed), p.head) {
+		if h != nil {
+			n += h.shared[host]
+		}
+	}
+	return n
 }
 
 func (p *partition) size() int64 {
@@ -365,48 +384,6 @@ func (p *partition) size() int64 {
 	return n
 }
 
-// Partition describes a host's partition.
-type Partition struct {
-	Host   string
-	Size   int64
-	Blocks int
-	Traces int
-	// Oldest and Newest bound its traces' times (unix ns; 0 when empty).
-	Oldest, Newest int64
-}
-
-// Partitions describes every partition, by host.
-func (s *Store) Partitions() []Partition {
-	s.refresh()
-	var out []Partition
-	for _, p := range s.partitions() {
-		pi := Partition{Host: p.host, Size: p.size()}
-		p.mu.RLock()
-		span := func(lo, hi int64, n int) {
-			if n == 0 {
-				return
-			}
-			if pi.Traces == 0 || lo < pi.Oldest {
-				pi.Oldest = lo
-			}
-			pi.Newest = max(pi.Newest, hi)
-			pi.Traces += n
-		}
-		for _, b := range p.blocks {
-			span(b.meta.MinStart, b.meta.MaxEnd, b.meta.Traces)
-		}
-		pi.Blocks = len(p.blocks)
-		for _, h := range append(slices.Clip(p.sealed), p.head) {
-			if h != nil {
-				span(h.minStart, h.maxEnd, len(h.rows))
-			}
-		}
-		p.mu.RUnlock()
-		out = append(out, pi)
-	}
-	return out
-}
-
 // Count returns the number of traces stored (parts of a trace in several
 // blocks counted once each).
 func (s *Store) Count() (int, error) {
@@ -416,5 +393,3 @@ func (s *Store) Count() (int, error) {
 	}
 	return n, nil
 }
-
-var _ = time.Second

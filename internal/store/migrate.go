@@ -87,6 +87,9 @@ func (s *Store) migrate(progress func(done, total int64)) (MigrateResult, error)
 		return res, fmt.Errorf("the version 1 index: %w", err)
 	}
 	syms, err := v1Symbols(db)
+	if err == nil {
+		s.legacy, err = v1HostRecords(db)
+	}
 	db.Close()
 	if err != nil {
 		return res, fmt.Errorf("the version 1 index: %w", err)
@@ -225,6 +228,22 @@ func (s *Store) migrate(progress func(done, total int64)) (MigrateResult, error)
 	}
 	res.Kept = kept
 	return res, nil
+}
+
+// v1HostRecords reads the host records of a version 1 index ('H' name →
+// JSON).
+func v1HostRecords(db *pebble.DB) ([][]byte, error) {
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{'H'}, UpperBound: []byte{'H' + 1}})
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for it.First(); it.Valid(); it.Next() {
+		if v := it.Value(); legacyRecord(v) {
+			out = append(out, bytes.Clone(v))
+		}
+	}
+	return out, it.Close()
 }
 
 // v1Symbols reads every host's dictionary of a version 1 index.

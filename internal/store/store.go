@@ -161,6 +161,7 @@ type Store struct {
 	kick     chan struct{}
 
 	recovery Recovery
+	legacy   [][]byte // host records of a converted store of version 1
 	closed   bool
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,37 +15,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/tracebridge/tracebridge/internal/hostdb"
 	"github.com/tracebridge/tracebridge/internal/objstore"
 	"github.com/tracebridge/tracebridge/internal/store/block"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
-// hostTable is a host table in memory: bounds and disabled hosts as the
-// test sets them, what the store told it.
-type hostTable struct {
-	mu       sync.Mutex
-	maxAge   map[string]time.Duration
-	maxSize  map[string]int64
-	disabled map[string]bool
-	stored   map[string]int64
-	contact  map[string]time.Time
-}
-
-func newHostTable() *hostTable {
-	return &hostTable{maxAge: map[string]time.Duration{}, maxSize: map[string]int64{}, disabled: map[string]bool{}, stored: map[string]int64{}, contact: map[string]time.Time{}}
-}
-
-func (h *hostTable) Policy(host string) (bool, time.Duration, int64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.disabled[host], h.maxAge[host], h.maxSize[host]
-}
-
-func (h *hostTable) Stored(host string, n int64, at time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.stored[host] += n
-	h.contact[host] = at
+// setMaxAge bounds a host's partition in the host table.
+func setMaxAge(t *testing.T, hosts *hostdb.DB, name string, d time.Duration) {
+	t.Helper()
+	if _, err := hosts.Update(name, func(h *hostdb.Host) error { h.MaxAge = d; return nil }); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func flush(t *testing.T, s *Store) {
@@ -148,8 +130,8 @@ func TestUploadedBlockIsNotReplayed(t *testing.T) {
 
 func TestRetentionDropsOldestBlocks(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	hosts := newHostTable()
-	s := open(t, t.TempDir(), Options{ChunkSize: 1, HeadSize: 1, Hosts: hosts, Now: func() time.Time { return now }})
+	hosts := openHosts(t, func() time.Time { return now })
+	s := open(t, t.TempDir(), Options{ChunkSize: 1, HeadSize: 1, Hosts: tableOf(hosts), Now: func() time.Time { return now }})
 	for i := range 10 {
 		start := now.Add(time.Duration(i-10) * time.Hour).UnixNano()
 		if _, err := s.Append([]*trace.Trace{mkTrace(i, "h", 2, start, 1000, false)}); err != nil {
@@ -160,7 +142,7 @@ func TestRetentionDropsOldestBlocks(t *testing.T) {
 	if b := blocksOf(s, "h"); b != 10 {
 		t.Fatalf("%d blocks, want one a trace", b)
 	}
-	hosts.maxAge["h"] = 3*time.Hour + time.Minute
+	setMaxAge(t, hosts, "h", 3*time.Hour+time.Minute)
 	n, err := s.Retain()
 	if err != nil {
 		t.Fatal(err)
@@ -191,8 +173,8 @@ func TestRetentionCompactionThenRebuild(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	hosts := newHostTable()
-	o := Options{ChunkSize: 512, HeadSize: 2 << 10, CompactBelow: 8 << 10, CompactTo: 32 << 10, Hosts: hosts, Now: clock}
+	hosts := openHosts(t, clock)
+	o := Options{ChunkSize: 512, HeadSize: 2 << 10, CompactBelow: 8 << 10, CompactTo: 32 << 10, Hosts: tableOf(hosts), Now: clock}
 	s, err := Open(dir, o)
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +191,7 @@ func TestRetentionCompactionThenRebuild(t *testing.T) {
 	}
 	flush(t, s)
 	before := blocksOf(s, "a") + blocksOf(s, "b")
-	hosts.maxAge["a"] = 2 * time.Hour
+	setMaxAge(t, hosts, "a", 2*time.Hour)
 	if n, err := s.Retain(); err != nil || n == 0 {
 		t.Fatalf("retention: %d %v", n, err)
 	}
@@ -424,5 +406,89 @@ func TestBlocksInABucket(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "blocks")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("blocks written to the local directory too: %v", err)
+	}
+}
+
+// TestTracesAreContact: a host's last contact is the last time traces of
+// it were stored, whatever their source (at most once a second).
+func TestTracesAreContact(t *testing.T) {
+	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	hosts := openHosts(t, func() time.Time { return now })
+	s := open(t, t.TempDir(), Options{Now: func() time.Time { return now }, Hosts: tableOf(hosts)})
+	if _, err := hosts.Add(hostdb.Host{Name: "shop-1"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append([]*trace.Trace{mkTrace(1, "shop-1", 2, now.UnixNano(), 100, false)}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := hosts.Host("shop-1")
+	if err != nil || !h.LastContact.Equal(now) {
+		t.Fatalf("after a trace: last contact %v (%v)", h.LastContact, err)
+	}
+	now = now.Add(500 * time.Millisecond)
+	s.Append([]*trace.Trace{mkTrace(2, "shop-1", 2, now.UnixNano(), 100, false)})
+	if h, _ := hosts.Host("shop-1"); !h.LastContact.Equal(now.Add(-500 * time.Millisecond)) {
+		t.Errorf("within a second: %v", h.LastContact)
+	}
+	now = now.Add(time.Second)
+	s.Append([]*trace.Trace{mkTrace(3, "shop-1", 2, now.UnixNano(), 100, false)})
+	if h, _ := hosts.Host("shop-1"); !h.LastContact.Equal(now) {
+		t.Errorf("a second later: %v, want %v", h.LastContact, now)
+	}
+}
+
+// TestEveryHostOfATraceIsContact: every host with spans in a stored trace,
+// not only the root span's, gets contact and a share of the stored bytes.
+func TestEveryHostOfATraceIsContact(t *testing.T) {
+	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	hosts := openHosts(t, func() time.Time { return now })
+	s := open(t, t.TempDir(), Options{Now: func() time.Time { return now }, Hosts: tableOf(hosts)})
+	chain := []string{"frontend-host", "cart-host", "payment-host", "postgres-host"}
+	var ts []*trace.Trace
+	for i := range 3 {
+		tr := &trace.Trace{ID: trace.ID{Hi: 9, Lo: uint64(i + 1)}}
+		start := now.UnixNano()
+		// A chain frontend → cart → payment → postgres, deeper in each
+		// trace; the last trace has a second span on cart-host.
+		for j, h := range chain[:2+i] {
+			tr.Spans = append(tr.Spans, trace.Span{SpanID: trace.SpanID(j + 1), ParentID: trace.SpanID(j), Parent: int32(j - 1), Depth: int32(j),
+				Operation: "op" + strconv.Itoa(j), Host: h, Service: strings.TrimSuffix(h, "-host"), Start: start + int64(j), End: start + 100 - int64(j),
+				Source: trace.FromSpan, OrderIndex: -1, EOI: -1, ESS: -1})
+		}
+		if i == 2 {
+			tr.Spans = append(tr.Spans, trace.Span{SpanID: 9, ParentID: 2, Parent: 1, Depth: 2, Operation: "cache", Host: "cart-host", Service: "cart",
+				Start: start + 5, End: start + 20, Source: trace.FromSpan, OrderIndex: -1, EOI: -1, ESS: -1})
+		}
+		ts = append(ts, tr)
+	}
+	if _, err := s.Append(ts); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range ts {
+		for _, name := range tr.Hosts() {
+			h, err := hosts.Host(name)
+			if err != nil {
+				t.Fatalf("host %s of trace %v: %v", name, tr.ID, err)
+			}
+			if !h.LastContact.Equal(now) {
+				t.Errorf("host %s of trace %v: last contact %v, want %v", name, tr.ID, h.LastContact, now)
+			}
+			if n := s.HostSize(name); n <= 0 {
+				t.Errorf("host %s of trace %v: size %d, want its share of the stored bytes", name, tr.ID, n)
+			}
+		}
+	}
+	// Shares survive a reopen.
+	dir := s.Dir()
+	before := s.HostSize("payment-host")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir, Options{Now: func() time.Time { return now }})
+	if n := s.HostSize("payment-host"); n != before {
+		t.Errorf("payment-host after a reopen: size %d, want %d", n, before)
 	}
 }
