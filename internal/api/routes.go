@@ -113,7 +113,7 @@ var filterParams = []param{
 	q("name", "string", "the trace's name, case-insensitive: a zorka trace's type (HTTP, JMS, …), else the root span's operation"),
 	q("service", "string", "traces with a span of this service"),
 	q("operation", "string", "traces with a span of this operation (of the service, when service is given; names as /api/v1/names?service= lists them)"),
-	q("attr", "string", "KEY=VALUE: traces with a span that has this attribute value; repeatable, each must hold").many(),
+	q("attr", "string", "KEY=VALUE: traces with a span that has this attribute value (its own, its OpenTelemetry resource's or scope's); repeatable, each must hold").many(),
 	q("q", "string", "TEXT (case-insensitive substring) or ~REGEX (RE2) in operation and class names, attribute keys and values, exception class and message of the root span (every span with deep)"),
 	q("eql", "string", "an EQL expression (docs/QUERY.md) for the root span (any span with deep)").fmt("eql"),
 	q("deep", "boolean", "q and eql look at every span, not just the root"),

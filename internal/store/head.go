@@ -294,11 +294,11 @@ func (s *Store) headChunk(h *head, i int) ([][]byte, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	defer f.Close()
-	_, raw, err := readBlock(f, off)
+	ch, raw, err := readBlock(f, off)
 	if err != nil {
 		return nil, fmt.Errorf("store: %s offset %d: %w", h.path, off, err)
 	}
-	pl, err := parsePayload(raw)
+	pl, err := parsePayload(raw, ch.version)
 	if err != nil {
 		return nil, fmt.Errorf("store: %s offset %d: %w", h.path, off, err)
 	}
@@ -369,8 +369,8 @@ func (s *Store) loadWALFile(path, id string, h *head) error {
 		}
 	}
 	from := h.off
-	end, scanErr := scanBlocks(f, from, func(off int64, _ blockHeader, raw []byte) error {
-		pl, err := parsePayload(raw)
+	end, scanErr := scanBlocks(f, from, func(off int64, ch blockHeader, raw []byte) error {
+		pl, err := parsePayload(raw, ch.version)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errTorn, err)
 		}
@@ -487,12 +487,18 @@ func (h *head) replayChunk(off int64, pl payload) error {
 type blockFilter struct {
 	pairs   map[uint64]struct{}
 	strings map[string]struct{}
+	// The resources and scopes added (the assembler shares one among
+	// the traces of a resource: their pairs are hashed once a block).
+	resources map[*trace.Resource]struct{}
+	scopes    map[*trace.Scope]struct{}
 }
 
 func (f *blockFilter) add(t *trace.Trace) {
 	if f.pairs == nil {
 		f.pairs = map[uint64]struct{}{}
 		f.strings = map[string]struct{}{}
+		f.resources = map[*trace.Resource]struct{}{}
+		f.scopes = map[*trace.Scope]struct{}{}
 	}
 	for i := range t.Spans {
 		s := &t.Spans[i]
@@ -509,6 +515,34 @@ func (f *blockFilter) add(t *trace.Trace) {
 		}
 		for _, a := range trace.KiekerAttrs(s) {
 			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+		}
+	}
+	// Resource and scope attributes are the spans' too (Span.Attr finds
+	// them), stored once per trace.
+	for _, r := range t.Resources {
+		if _, ok := f.resources[r]; ok {
+			continue
+		}
+		f.resources[r] = struct{}{}
+		for _, a := range r.Attributes {
+			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+			if _, ok := f.strings[a.Key]; !ok {
+				f.strings[strings.Clone(a.Key)] = struct{}{}
+			}
+		}
+	}
+	for _, c := range t.Scopes {
+		if _, ok := f.scopes[c]; ok {
+			continue
+		}
+		f.scopes[c] = struct{}{}
+		f.pairs[pairHash(trace.ScopeNameKey, c.Name)] = struct{}{}
+		f.pairs[pairHash(trace.ScopeVersionKey, c.Version)] = struct{}{}
+		for _, a := range c.Attributes {
+			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+			if _, ok := f.strings[a.Key]; !ok {
+				f.strings[strings.Clone(a.Key)] = struct{}{}
+			}
 		}
 	}
 }

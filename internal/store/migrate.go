@@ -173,10 +173,17 @@ func (s *Store) migrate(progress func(done, total int64)) (MigrateResult, error)
 			res.Lost = append(res.Lost, fmt.Sprintf("%s: %v", sg.path, err))
 			continue
 		}
-		_, scanErr := scanBlocks(f, segHeaderSize, func(off int64, _ blockHeader, raw []byte) error {
-			pl, err := parsePayload(raw)
+		_, scanErr := scanBlocks(f, segHeaderSize, func(off int64, ch blockHeader, raw []byte) error {
+			pl, err := parsePayload(raw, ch.version)
 			if err != nil {
 				return fmt.Errorf("%w: %v", errTorn, err)
+			}
+			// Symbols a chunk defined that the index lacks (a crash came
+			// between the segment's sync and the index's).
+			for i, name := range pl.syms {
+				if id := pl.firstSym + uint64(i); id == uint64(len(table.names)) {
+					table.names = append(table.names, strings.Clone(name))
+				}
 			}
 			for i, body := range pl.traces {
 				t, err := decodeTrace(body, table)

@@ -176,11 +176,11 @@ func (s *Store) buildBlock(h *head) ([]byte, *block.Meta, error) {
 	defer f.Close()
 	row := 0
 	for i, off := range h.chunks {
-		_, raw, err := readBlock(f, off)
+		ch, raw, err := readBlock(f, off)
 		if err != nil {
 			return nil, nil, fmt.Errorf("store: %s chunk %d: %w", h.path, i, err)
 		}
-		pl, err := parsePayload(raw)
+		pl, err := parsePayload(raw, ch.version)
 		if err != nil {
 			return nil, nil, fmt.Errorf("store: %s chunk %d: %w", h.path, i, err)
 		}
