@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/flame"
 	"github.com/tracebridge/tracebridge/internal/jfrtest"
 )
@@ -38,6 +43,36 @@ func foldedTops(t *testing.T, folded string) map[string]int64 {
 	return out
 }
 
+// compareTops compares the weights per top frame of a flame graph with
+// jfr print's. Events jfr print shows without a stack (they began before
+// a chunk rotation) have tracebridge's stack of the previous chunk: at
+// most their weight more under their label.
+func compareTops(t *testing.T, want, noStack, got map[string]int64) {
+	t.Helper()
+	resolved := map[string]int64{}
+	for top, n := range got {
+		if extra := n - want[top]; extra > 0 && extra <= noStack[top] {
+			resolved[top] = extra
+			got[top] = want[top]
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("weight per top frame (-jfr print +tracebridge):\n%s", diff)
+	}
+	if len(resolved) > 0 {
+		t.Logf("stacks jfr print leaves null, by top frame: %v (of %v)", resolved, noStack)
+	}
+}
+
+// weighsOf is what jfrtest.TopWeights needs to know of a kind.
+func weighsOf(kind *flame.Kind) []jfrtest.Weigh {
+	var weighs []jfrtest.Weigh
+	for _, e := range kind.Events {
+		weighs = append(weighs, jfrtest.Weigh{Type: e.Type, Weight: e.Weight, Label: e.Label})
+	}
+	return weighs
+}
+
 // TestAnalyzeFlameKinds: for every kind of flame graph, the folded stacks
 // of analyze --flame --kind K weigh, per top frame, exactly what jfr print
 // --json of the same recording sums: allocation sample weights in bytes
@@ -59,11 +94,7 @@ func TestAnalyzeFlameKinds(t *testing.T) {
 	}
 	for _, kind := range flame.Kinds {
 		t.Run(kind.Name, func(t *testing.T) {
-			var weighs []jfrtest.Weigh
-			for _, e := range kind.Events {
-				weighs = append(weighs, jfrtest.Weigh{Type: e.Type, Weight: e.Weight, Label: e.Label})
-			}
-			want, noStack, err := tools.TopWeights(context.Background(), rec, weighs)
+			want, noStack, err := tools.TopWeights(context.Background(), rec, weighsOf(kind))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,22 +112,7 @@ func TestAnalyzeFlameKinds(t *testing.T) {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
 			got := foldedTops(t, r.stdout)
-			// Events jfr print shows without a stack (they began before a
-			// chunk rotation) have tracebridge's stack of the previous
-			// chunk: at most their weight more under their label.
-			resolved := map[string]int64{}
-			for top, n := range got {
-				if extra := n - want[top]; extra > 0 && extra <= noStack[top] {
-					resolved[top] = extra
-					got[top] = want[top]
-				}
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("weight per top frame (-jfr print +tracebridge):\n%s", diff)
-			}
-			if len(resolved) > 0 {
-				t.Logf("stacks jfr print leaves null, by top frame: %v (of %v)", resolved, noStack)
-			}
+			compareTops(t, want, noStack, got)
 			for _, top := range must[kind.Name] {
 				if got[top] <= 0 {
 					t.Errorf("no %s on top; tops: %v", top, got)
@@ -119,5 +135,91 @@ func TestAnalyzeFlameKinds(t *testing.T) {
 	}
 	if r := tb(t, "analyze", "--flame", "--kind", "cpu", "--type", "jdk.ExecutionSample", rec); r.code != exitUsage {
 		t.Errorf("--kind and --type: exit %d", r.code)
+	}
+}
+
+// TestServeFlameKinds: serve with a jfr receiver reading the recording's
+// chunks from a repository directory; /api/v1/profiles/flame?kind=K of
+// the host answers, for every kind, the weights per top frame jfr print
+// --json sums on the recording (the profile stage keeps at most 64
+// frames of a stack, so the top frames are whole), with the kind's unit.
+func TestServeFlameKinds(t *testing.T) {
+	tools, rec := jfrRec.Get(t)
+	counts, _ := summaryEvents(t, tools, rec)
+	data, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	repo := filepath.Join(work, "repo")
+	os.MkdirAll(repo, 0o755)
+	splitRecording(t, data, repo)
+	yaml := fmt.Sprintf("flush_interval: 100ms\nreceivers:\n  - {name: jvms, type: jfr, repository: %q, host: shop-kinds, start: beginning}\nsinks:\n  - {type: kieker-log, path: logs}\n", repo)
+	p := bridgetest.Start(t, work, "-c", bridgetest.WriteConfig(t, work, yaml), "--no-store", "--http", "127.0.0.1:0")
+	defer p.Stop()
+	base := httpURL(t, p) + "/api/v1/profiles/flame?host=shop-kinds&since=3h&format=folded"
+	// Every execution sample has arrived when the cpu graph holds as many
+	// as jfr summary counts; the other kinds' events came in the same
+	// chunks, before the last one's end.
+	deadline := time.Now().Add(90 * time.Second)
+	var cpu int64
+	for time.Now().Before(deadline) {
+		if code, b := apiGet(t, "GET", base+"&kind=cpu", "", ""); code == 200 {
+			cpu = 0
+			for _, n := range foldedTops(t, string(b)) {
+				cpu += n
+			}
+			if cpu >= counts["jdk.ExecutionSample"] {
+				break
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if cpu != counts["jdk.ExecutionSample"] {
+		t.Fatalf("cpu flame graph: %d samples, jfr summary %d; stderr:\n%s", cpu, counts["jdk.ExecutionSample"], p.Stderr())
+	}
+	for _, kind := range flame.Kinds {
+		t.Run(kind.Name, func(t *testing.T) {
+			want, noStack, err := tools.TopWeights(context.Background(), rec, weighsOf(kind))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wantTotal int64
+			for _, n := range want {
+				wantTotal += n
+			}
+			// The events after the last sample may still be on their way.
+			code, b := apiGet(t, "GET", base+"&kind="+kind.Name, "", "")
+			for deadline := time.Now().Add(30 * time.Second); len(want) > 0 && time.Now().Before(deadline); {
+				var total int64
+				if code == 200 {
+					for _, n := range foldedTops(t, string(b)) {
+						total += n
+					}
+				}
+				if total >= wantTotal {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+				code, b = apiGet(t, "GET", base+"&kind="+kind.Name, "", "")
+			}
+			if len(want) == 0 {
+				if code != 404 {
+					t.Errorf("no events: %d %s", code, b)
+				}
+				return
+			}
+			if code != 200 {
+				t.Fatalf("%d %s", code, b)
+			}
+			compareTops(t, want, noStack, foldedTops(t, string(b)))
+			var f struct{ Unit string }
+			if code, b := apiGet(t, "GET", strings.Replace(base, "format=folded", "format=json", 1)+"&kind="+kind.Name, "", ""); code != 200 || json.Unmarshal(b, &f) != nil || f.Unit != kind.Unit {
+				t.Errorf("JSON: %d, unit %q, want %q", code, f.Unit, kind.Unit)
+			}
+		})
+	}
+	if code, b := apiGet(t, "GET", base+"&kind=heap", "", ""); code != 400 {
+		t.Errorf("unknown kind: %d %s", code, b)
 	}
 }

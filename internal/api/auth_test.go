@@ -205,9 +205,14 @@ func TestHosts(t *testing.T) {
 // fakeProfiles is a JFR profile stage's provider.
 type fakeProfiles struct{}
 
-func (fakeProfiles) Stacks(_ context.Context, host string, since, until int64) (*flame.Stacks, error) {
-	if host != "jvm-1" {
+func (fakeProfiles) Stacks(_ context.Context, kind, host string, since, until int64) (*flame.Stacks, error) {
+	if host != "jvm-1" || kind == "alloc" {
 		return nil, nil
+	}
+	if kind == "lock" {
+		s := &flame.Stacks{}
+		s.AddFolded("main;work;java.lang.Object", 25_000_000)
+		return s, nil
 	}
 	s := &flame.Stacks{}
 	s.AddFolded("main;work;compute", 30)
@@ -241,6 +246,16 @@ func TestServicesOfComponents(t *testing.T) {
 	}
 	if code, b, _ := e.do("GET", "/api/v1/profiles/flame?host=other", ""); code != http.StatusNotFound || !strings.Contains(string(b), "no samples") {
 		t.Errorf("a host without samples: %d %s", code, b)
+	}
+	e.get("/api/v1/profiles/flame?host=jvm-1&kind=lock", &f)
+	if f.Unit != "ns" || f.Root.Value != 25_000_000 {
+		t.Errorf("lock profile: unit %s, %+v", f.Unit, f.Root)
+	}
+	if code, b, _ := e.do("GET", "/api/v1/profiles/flame?host=jvm-1&kind=alloc", ""); code != http.StatusNotFound || !strings.Contains(string(b), "no alloc events (jdk.ObjectAllocationSample)") {
+		t.Errorf("a kind without events: %d %s", code, b)
+	}
+	if code, b, _ := e.do("GET", "/api/v1/profiles/flame?host=jvm-1&kind=heap", ""); code != http.StatusBadRequest || !strings.Contains(string(b), "kind") {
+		t.Errorf("an unknown kind: %d %s", code, b)
 	}
 	shared.SetLive(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !CanWrite(r.Context()) {

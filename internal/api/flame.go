@@ -80,6 +80,7 @@ func profileFlame(c *call) error {
 	}
 	since, until := c.when("since", now), c.when("until", now)
 	format := c.oneOf("format", "json", "json", "folded", "svg")
+	kind, _ := flame.KindOf(c.oneOf("kind", "cpu", flame.KindNames()...))
 	if since == 0 {
 		since = now.Add(-15 * time.Minute).UnixNano()
 	}
@@ -96,18 +97,24 @@ func profileFlame(c *call) error {
 	if p == nil {
 		return errorf(http.StatusNotFound, "no profiles: this bridge keeps no JFR samples (it needs a JFR receiver and the profile stage)")
 	}
-	st, err := p.Stacks(c.ctx, host, since, until)
+	st, err := p.Stacks(c.ctx, kind.Name, host, since, until)
 	if err != nil {
 		return err
 	}
 	if st == nil || st.Total() == 0 {
-		return errorf(http.StatusNotFound, "no samples of host %s between %s and %s", host,
+		what := "samples"
+		if kind.Name != "cpu" {
+			what = kind.Name + " events (" + strings.Join(kind.Types(), ", ") + ")"
+		}
+		return errorf(http.StatusNotFound, "no %s of host %s between %s and %s", what, host,
 			time.Unix(0, since).UTC().Format(time.RFC3339), time.Unix(0, until).UTC().Format(time.RFC3339))
 	}
 	var folded strings.Builder
 	if err := st.WriteFolded(&folded); err != nil {
 		return err
 	}
-	return c.flame(analysis.FoldedFlame(folded.String()), format, fmt.Sprintf("%s, %s to %s", host,
+	f := analysis.FoldedFlame(folded.String())
+	f.Unit = kind.Unit
+	return c.flame(f, format, fmt.Sprintf("%s: %s, %s to %s", kind.Title, host,
 		time.Unix(0, since).UTC().Format(time.RFC3339), time.Unix(0, until).UTC().Format(time.RFC3339)))
 }

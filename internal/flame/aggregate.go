@@ -40,7 +40,7 @@ type Aggregator struct {
 	MaxProfiles int
 
 	profiles map[profileKey]*Profile
-	arrays   map[string]string // "[Ljava.lang.Object;" → "java.lang.Object[]"
+	classes  ClassNames
 	types    map[*record.Type]typeInfo
 	Dropped  int64
 }
@@ -160,7 +160,7 @@ func (a *Aggregator) Add(r *record.Record) {
 			if len(st.buf) > 0 {
 				st.buf = append(st.buf, ';')
 			}
-			st.buf = appendFrame(st.buf, a.className(label))
+			st.buf = appendFrame(st.buf, a.classes.Java(label))
 		}
 	}
 	st.add(st.buf, n)
@@ -218,21 +218,28 @@ func (a *Aggregator) typeInfo(t *record.Type) typeInfo {
 	return ti
 }
 
-// className gives a class name as Java source writes it: arrays
-// ("[B", "[[Ljava.lang.String;", as Class.getName() gives them) become
-// "byte[]", "java.lang.String[][]". Each array name is converted once.
-func (a *Aggregator) className(name string) string {
-	if name[0] != '[' {
+// ClassNames converts class names as JavaClassName does, each array
+// name once (up to 10,000 of them, then it starts over): a label costs no
+// allocation per event. Its zero value is ready; one goroutine uses it.
+type ClassNames struct {
+	arrays map[string]string // "[Ljava.lang.Object;" → "java.lang.Object[]"
+}
+
+// Java gives a class name as Java source writes it: arrays ("[B",
+// "[[Ljava.lang.String;", as Class.getName() gives them) become "byte[]",
+// "java.lang.String[][]".
+func (c *ClassNames) Java(name string) string {
+	if name == "" || name[0] != '[' {
 		return name
 	}
-	if s, ok := a.arrays[name]; ok {
+	if s, ok := c.arrays[name]; ok {
 		return s
 	}
-	if a.arrays == nil || len(a.arrays) >= 10_000 {
-		a.arrays = map[string]string{}
+	if c.arrays == nil || len(c.arrays) >= 10_000 {
+		c.arrays = map[string]string{}
 	}
 	s := JavaClassName(name)
-	a.arrays[name] = s
+	c.arrays[name] = s
 	return s
 }
 
