@@ -74,6 +74,39 @@ func TestWebProfile(t *testing.T) {
 		t.Errorf("hovering the second row says %q; the root's children are %+v", tip, flame.Root.Children)
 	}
 	shot(t, ctx, "analysis-profile")
+
+	// The kind selector: lock waits, in time, with the monitor's class
+	// on top (the recording's jdk.JavaMonitorEnter events), as the API
+	// answers them; the address keeps the kind.
+	var lock struct {
+		Unit string
+		Root struct {
+			Value    int64
+			Children []struct{ Name string }
+		}
+	}
+	code, b := apiGet(t, "GET", base+"/api/v1/profiles/flame?kind=lock&host=shop-jvm&since="+since, "", "")
+	if code != 200 || json.Unmarshal(b, &lock) != nil || lock.Unit != "ns" || len(lock.Root.Children) == 0 || !strings.Contains(string(b), `"java.lang.Object"`) {
+		t.Fatalf("the API's lock flame graph: %d %.300s", code, b)
+	}
+	eval[bool](t, ctx, `(() => { const s = document.querySelector('select[name=pkind]'); s.value = 'lock'; s.dispatchEvent(new Event('change', {bubbles: true})); return true; })()`)
+	waitJS(t, ctx, "the lock flame graph", `location.search.includes('pkind=lock') && document.querySelector('.profile-out .profile-total') && document.querySelector('.profile-out canvas')`)
+	if n := canvasInk(t, ctx, ".profile-out canvas"); n < 2000 {
+		t.Errorf("the lock flame graph has %d pixels of ink", n)
+	}
+	tip = eval[string](t, ctx, `(() => { const c = document.querySelector('.profile-out canvas'), r = c.getBoundingClientRect();
+		c.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + 3, clientY: r.bottom - 26, bubbles: true}));
+		const t = document.querySelector('.profile-out .tl-tip'); return t && !t.hidden ? t.textContent : ''; })()`)
+	found = false
+	for _, c := range lock.Root.Children {
+		if strings.Contains(tip, c.Name) {
+			found = true
+		}
+	}
+	if !found || strings.Contains(tip, "samples") {
+		t.Errorf("hovering the lock graph's second row says %q; the root's children are %+v", tip, lock.Root.Children)
+	}
+	shot(t, ctx, "analysis-profile-lock")
 	checkCSP(t, ctx)
 	act(t, ctx, "leave", chromedp.Navigate("about:blank"))
 	p.Stop()
