@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/flame"
 	"github.com/tracebridge/tracebridge/internal/jfrtest"
+	"github.com/tracebridge/tracebridge/internal/jfrview"
 )
 
 // foldedTops sums folded stacks per top frame: the leaf frame without its
@@ -222,4 +224,130 @@ func TestServeFlameKinds(t *testing.T) {
 	if code, b := apiGet(t, "GET", base+"&kind=heap", "", ""); code != 400 {
 		t.Errorf("unknown kind: %d %s", code, b)
 	}
+	t.Run("views", func(t *testing.T) {
+		want := viewsOracle(t, tools, rec)
+		url := httpURL(t, p) + "/api/v1/profiles/views?host=shop-kinds&since=3h"
+		var got viewSums
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			code, b := apiGet(t, "GET", url, "", "")
+			var v jfrview.Views
+			if code == 200 && json.Unmarshal(b, &v) == nil {
+				got = sumViews(v)
+				if cmp.Equal(want, got) || time.Now().After(deadline) {
+					break
+				}
+			} else if time.Now().After(deadline) {
+				t.Fatalf("views: %d %.300s", code, b)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("views (-jfr print +tracebridge):\n%s", diff)
+		}
+		if want.GCs == 0 || len(want.Monitors) == 0 || len(want.Allocs) == 0 || len(want.Thrown) == 0 || want.SlowestIO == 0 {
+			t.Errorf("the recording lacks events for a view: %+v", want)
+		}
+		t.Logf("%d GCs (%d ns of pauses, longest %d), %d heap points, %d monitor classes, %d allocated classes, %d exception classes, slowest I/O %d ns",
+			want.GCs, want.GCPauseNs, want.GCLongestNs, len(want.HeapUsed), len(want.Monitors), len(want.Allocs), len(want.Thrown), want.SlowestIO)
+	})
+}
+
+// viewSums are the figures of the views a test compares with jfr print.
+type viewSums struct {
+	GCs, GCPauseNs, GCLongestNs int64
+	HeapUsed                    []int64             // after GC, in time order
+	Monitors                    map[string][3]int64 // count, total, max
+	Allocs                      map[string][2]int64 // samples, bytes
+	Thrown                      map[string]int64
+	SlowestIO                   int64
+}
+
+func sumViews(v jfrview.Views) viewSums {
+	s := viewSums{GCs: v.GC.Count, GCPauseNs: v.GC.TotalPauseNs, GCLongestNs: v.GC.LongestNs,
+		Monitors: map[string][3]int64{}, Allocs: map[string][2]int64{}, Thrown: map[string]int64{}}
+	for _, h := range v.Heap {
+		s.HeapUsed = append(s.HeapUsed, h.Used)
+	}
+	for _, m := range v.Monitors {
+		s.Monitors[m.Class] = [3]int64{m.Count, m.TotalNs, m.MaxNs}
+	}
+	for _, a := range v.Allocations {
+		s.Allocs[a.Class] = [2]int64{a.Samples, a.Bytes}
+	}
+	for _, e := range v.Exceptions {
+		s.Thrown[e.Class] = e.Count
+	}
+	if len(v.SlowIO) > 0 {
+		s.SlowestIO = v.SlowIO[0].DurationNs
+	}
+	return s
+}
+
+// viewsOracle computes the views' figures with jfr print --json.
+func viewsOracle(t *testing.T, tools jfrtest.Tools, rec string) viewSums {
+	t.Helper()
+	s := viewSums{Monitors: map[string][3]int64{}, Allocs: map[string][2]int64{}, Thrown: map[string]int64{}}
+	type heapPoint struct {
+		time string
+		used int64
+	}
+	var heap []heapPoint
+	num := func(x any) int64 {
+		switch v := x.(type) {
+		case json.Number:
+			n, _ := v.Int64()
+			return n
+		case string:
+			n, err := jfrtest.ParseDuration(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		return 0
+	}
+	class := func(x any) string {
+		c, _ := x.(map[string]any)
+		name, _ := c["name"].(string)
+		return flame.JavaClassName(strings.ReplaceAll(name, "/", "."))
+	}
+	err := tools.PrintJSON(context.Background(), rec, []string{"jdk.GarbageCollection", "jdk.GCHeapSummary", "jdk.JavaMonitorEnter",
+		"jdk.ObjectAllocationSample", "jdk.JavaExceptionThrow", "jdk.FileRead", "jdk.FileWrite", "jdk.SocketRead", "jdk.SocketWrite"}, func(ev jfrtest.Event) error {
+		v := ev.Values
+		switch ev.Type {
+		case "jdk.GarbageCollection":
+			s.GCs++
+			s.GCPauseNs += num(v["sumOfPauses"])
+			s.GCLongestNs = max(s.GCLongestNs, num(v["longestPause"]))
+		case "jdk.GCHeapSummary":
+			if v["when"] == "After GC" {
+				st, _ := v["startTime"].(string)
+				heap = append(heap, heapPoint{st, num(v["heapUsed"])})
+			}
+		case "jdk.JavaMonitorEnter":
+			c := class(v["monitorClass"])
+			m := s.Monitors[c]
+			d := num(v["duration"])
+			s.Monitors[c] = [3]int64{m[0] + 1, m[1] + d, max(m[2], d)}
+		case "jdk.ObjectAllocationSample":
+			c := class(v["objectClass"])
+			a := s.Allocs[c]
+			s.Allocs[c] = [2]int64{a[0] + 1, a[1] + num(v["weight"])}
+		case "jdk.JavaExceptionThrow":
+			s.Thrown[class(v["thrownClass"])]++
+		default:
+			s.SlowestIO = max(s.SlowestIO, num(v["duration"]))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// jfr print sorts each chunk's events by their end; the heap points
+	// go by their time (RFC 3339 text of one offset sorts as time).
+	slices.SortStableFunc(heap, func(a, b heapPoint) int { return strings.Compare(a.time, b.time) })
+	for _, h := range heap {
+		s.HeapUsed = append(s.HeapUsed, h.used)
+	}
+	return s
 }

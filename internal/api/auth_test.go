@@ -13,6 +13,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/flame"
 	"github.com/tracebridge/tracebridge/internal/hostauth"
+	"github.com/tracebridge/tracebridge/internal/jfrview"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 )
 
@@ -221,6 +222,13 @@ func (fakeProfiles) Stacks(_ context.Context, kind, host string, since, until in
 	return s, nil
 }
 
+func (fakeProfiles) Views(_ context.Context, host string, since, until int64) (*jfrview.Views, error) {
+	if host != "jvm-1" {
+		return nil, nil
+	}
+	return &jfrview.Views{GC: jfrview.GCView{Count: 2, TotalPauseNs: 30, LongestNs: 20}, Monitors: []jfrview.Monitor{{Class: "java.lang.Object", Count: 3, TotalNs: 90, MaxNs: 40}}}, nil
+}
+
 // TestServicesOfComponents: the JFR flame graphs and the live view come
 // from the components that publish them; until one does, the API says
 // so.
@@ -256,6 +264,14 @@ func TestServicesOfComponents(t *testing.T) {
 	}
 	if code, b, _ := e.do("GET", "/api/v1/profiles/flame?host=jvm-1&kind=heap", ""); code != http.StatusBadRequest || !strings.Contains(string(b), "kind") {
 		t.Errorf("an unknown kind: %d %s", code, b)
+	}
+	var v jfrview.Views
+	e.get("/api/v1/profiles/views?host=jvm-1&since=1h", &v)
+	if v.GC.Count != 2 || len(v.Monitors) != 1 || v.Monitors[0].MaxNs != 40 {
+		t.Errorf("views %+v", v)
+	}
+	if code, b, _ := e.do("GET", "/api/v1/profiles/views?host=other", ""); code != http.StatusNotFound || !strings.Contains(string(b), "no JFR events of host other") {
+		t.Errorf("views of a host without events: %d %s", code, b)
 	}
 	shared.SetLive(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !CanWrite(r.Context()) {

@@ -73,23 +73,9 @@ func (c *call) flame(f Flame, format, title string) error {
 }
 
 func profileFlame(c *call) error {
-	now := c.a.opt.Now()
-	host := c.str("host")
-	if host == "" {
-		c.bad("host", "required")
-	}
-	since, until := c.when("since", now), c.when("until", now)
+	host, since, until := profileWindow(c)
 	format := c.oneOf("format", "json", "json", "folded", "svg")
 	kind, _ := flame.KindOf(c.oneOf("kind", "cpu", flame.KindNames()...))
-	if since == 0 {
-		since = now.Add(-15 * time.Minute).UnixNano()
-	}
-	if until == 0 {
-		until = now.UnixNano()
-	}
-	if since > until {
-		c.bad("since", "after until")
-	}
 	if err := c.check(); err != nil {
 		return err
 	}
@@ -117,4 +103,44 @@ func profileFlame(c *call) error {
 	f.Unit = kind.Unit
 	return c.flame(f, format, fmt.Sprintf("%s: %s, %s to %s", kind.Title, host,
 		time.Unix(0, since).UTC().Format(time.RFC3339), time.Unix(0, until).UTC().Format(time.RFC3339)))
+}
+
+// profileWindow reads host, since and until of the profile routes.
+func profileWindow(c *call) (host string, since, until int64) {
+	now := c.a.opt.Now()
+	host = c.str("host")
+	if host == "" {
+		c.bad("host", "required")
+	}
+	since, until = c.when("since", now), c.when("until", now)
+	if since == 0 {
+		since = now.Add(-15 * time.Minute).UnixNano()
+	}
+	if until == 0 {
+		until = now.UnixNano()
+	}
+	if since > until {
+		c.bad("since", "after until")
+	}
+	return host, since, until
+}
+
+func profileViews(c *call) error {
+	host, since, until := profileWindow(c)
+	if err := c.check(); err != nil {
+		return err
+	}
+	p := c.a.opt.Shared.Profiles()
+	if p == nil {
+		return errorf(http.StatusNotFound, "no profiles: this bridge keeps no JFR events (it needs a JFR receiver and the profile stage)")
+	}
+	v, err := p.Views(c.ctx, host, since, until)
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		return errorf(http.StatusNotFound, "no JFR events of host %s between %s and %s", host,
+			time.Unix(0, since).UTC().Format(time.RFC3339), time.Unix(0, until).UTC().Format(time.RFC3339))
+	}
+	return c.json(v)
 }

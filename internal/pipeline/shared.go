@@ -7,6 +7,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/flame"
 	"github.com/tracebridge/tracebridge/internal/hostauth"
+	"github.com/tracebridge/tracebridge/internal/jfrview"
 )
 
 // Shared holds what the components of one bridge share besides their own
@@ -99,6 +100,10 @@ type Profiles interface {
 	// cpu) on host between since and until (unix ns), merged and
 	// weighed; nil without samples there; an error for an unknown kind.
 	Stacks(ctx context.Context, kind, host string, since, until int64) (*flame.Stacks, error)
+	// Views returns what JMC's views show of host between since and
+	// until (garbage collections, heap after GC, contended monitors, the
+	// slowest I/O, exceptions by class); nil when there is nothing.
+	Views(ctx context.Context, host string, since, until int64) (*jfrview.Views, error)
 }
 
 // SetProfiles publishes the profile stage's stacks. Publishing again

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/flame"
+	"github.com/tracebridge/tracebridge/internal/jfrview"
 )
 
 // DefaultHistory is how long a host's samples stay in the history that
@@ -169,4 +170,12 @@ func (s *Stage) Stacks(ctx context.Context, kind, host string, since, until int6
 	}
 	_, err := flame.KindOf(kind)
 	return nil, err
+}
+
+// Views returns the JMC views (garbage collections, heap after GC,
+// contended monitors, the slowest I/O, exceptions by class) of host
+// between since and until (unix ns); nil when there is nothing. It may be
+// called from any goroutine (api.Profiles).
+func (s *Stage) Views(ctx context.Context, host string, since, until int64) (*jfrview.Views, error) {
+	return s.views.Views(ctx, host, since, until)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/flame"
+	"github.com/tracebridge/tracebridge/internal/jfrview"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/trace"
@@ -128,6 +129,7 @@ type Stage struct {
 	frames  []string
 	hist    *history   // the CPU samples (Options.Types)
 	hists   []*history // per flame.Kinds entry but cpu: nil
+	views   *jfrview.Keeper
 	classes flame.ClassNames
 
 	mu    sync.Mutex
@@ -147,7 +149,7 @@ func New(next pipeline.Consumer, opt Options) *Stage {
 	opt.defaults()
 	s := &Stage{next: next, opt: opt, layouts: map[*record.Type]layout{}, rings: map[key]*ring{},
 		byTID: map[int64][]*ring{}, stacks: map[uint64]*stack{}, seed: maphash.MakeSeed(), hist: newHistory(opt.History, time.Now),
-		hists: make([]*history, len(flame.Kinds))}
+		hists: make([]*history, len(flame.Kinds)), views: jfrview.New(opt.History)}
 	for i, k := range flame.Kinds {
 		if k.Name != "cpu" {
 			s.hists[i] = newHistory(opt.History, time.Now)
@@ -217,6 +219,7 @@ func (s *Stage) Consume(ctx context.Context, b *record.Batch) error {
 		for _, kl := range l.kinds {
 			s.addKind(r, kl, b.Origin.Host)
 		}
+		s.views.Add(b.Origin.Host, r)
 	}
 	return s.next.Consume(ctx, b)
 }
