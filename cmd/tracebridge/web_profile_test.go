@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
+	"github.com/tracebridge/tracebridge/internal/jfrview"
 )
 
 // TestWebProfile: a jfr receiver reads a real JVM's recording (its
@@ -74,6 +76,21 @@ func TestWebProfile(t *testing.T) {
 		t.Errorf("hovering the second row says %q; the root's children are %+v", tip, flame.Root.Children)
 	}
 	shot(t, ctx, "analysis-profile")
+
+	// Below the graph, JMC's views: the contended monitors' table shows
+	// the waits the API counts per class, the heap table a row per
+	// collection.
+	var views jfrview.Views
+	if code, b := apiGet(t, "GET", base+"/api/v1/profiles/views?host=shop-jvm&since="+since, "", ""); code != 200 || json.Unmarshal(b, &views) != nil || len(views.Monitors) == 0 || len(views.Heap) == 0 {
+		t.Fatalf("the API's views: %d %.300s", code, b)
+	}
+	m := views.Monitors[0]
+	waitJS(t, ctx, "the monitors' table", fmt.Sprintf(`[...document.querySelectorAll('.profile-views [data-view=monitors] tbody tr')].some((tr) => tr.cells[0].textContent === %q && tr.cells[1].textContent === %q)`,
+		m.Class, strconv.FormatInt(m.Count, 10)))
+	if n := eval[int](t, ctx, `document.querySelectorAll('.profile-views [data-view=heap] tbody tr').length`); n != min(len(views.Heap), n) || n == 0 {
+		t.Errorf("%d heap rows, the API has %d points", n, len(views.Heap))
+	}
+	shot(t, ctx, "analysis-profile-views")
 
 	// The kind selector: lock waits, in time, with the monitor's class
 	// on top (the recording's jdk.JavaMonitorEnter events), as the API
