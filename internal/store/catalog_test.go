@@ -65,3 +65,24 @@ func TestCatalogKeptAndRebuilt(t *testing.T) {
 	}
 	check("rebuilt", open(t, dir, Options{ReadOnly: true}))
 }
+
+// TestServiceOfHostOnlySpans: a service the catalogue lists because spans
+// without a service run on a host of that name (Kieker's, zorka's) finds
+// those traces, as Jaeger's search does.
+func TestServiceOfHostOnlySpans(t *testing.T) {
+	s := open(t, t.TempDir(), Options{})
+	kieker := mkTrace(1, "jvm-7", 2, 1_000_000, 100, false)
+	for i := range kieker.Spans {
+		kieker.Spans[i].Service, kieker.Spans[i].Host = "", "jvm-7"
+	}
+	if _, err := s.Append([]*trace.Trace{kieker, mkTrace(2, "web", 1, 2_000_000, 5, false)}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(s.Services(), "jvm-7") {
+		t.Fatalf("services %v", s.Services())
+	}
+	p, err := s.Search(Query{Service: "jvm-7"})
+	if err != nil || len(p.Traces) != 1 || p.Traces[0].ID != kieker.ID {
+		t.Fatalf("service jvm-7: %+v %v", p.Traces, err)
+	}
+}

@@ -564,6 +564,14 @@ func (s *Store) Search(q Query) (Page, error) {
 		}
 		after = &c
 	}
+	if q.Service != "" && len(q.Hosts) == 0 {
+		// A service as Jaeger and the catalogue name them (ServiceOf): a
+		// name only hosts of spans without a service have (a Kieker or
+		// zorka host) selects the traces of that host.
+		if viaService, viaHost, ok := s.ServiceSource(q.Service); ok && viaHost && !viaService {
+			q.Hosts, q.Service = []string{q.Service}, ""
+		}
+	}
 	f := s.newFilter(&q)
 	desc := !q.Oldest
 	units := s.units(f, since, until)
