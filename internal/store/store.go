@@ -147,6 +147,7 @@ type Store struct {
 	walBytes int64
 	sealed   []*head // cut heads waiting for their upload, in order
 	uploaded []uploadedHead
+	retired  []retiredBlock // blocks compactions replaced, deleted after a grace
 	closing  bool
 
 	cache *cache
@@ -483,6 +484,7 @@ func (s *Store) Close() error {
 	s.cancel()
 	s.uploadWG.Wait()
 	s.removeUploaded(true)
+	s.removeRetired(true)
 	for _, p := range s.partitions() {
 		p.mu.Lock()
 		if p.head != nil {
