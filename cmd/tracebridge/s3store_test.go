@@ -271,7 +271,9 @@ func TestS3StoreSurvivesKill9(t *testing.T) {
 		var wg sync.WaitGroup
 		before := s.n.Load()
 		for a := range 3 {
-			wg.Go(func() { s.run(p.Addr("zico"), "kill-host-"+strconv.Itoa(a), uint64(round*10+a), 200, 10*time.Second, stop) })
+			wg.Go(func() {
+				s.run(p.Addr("zico"), "kill-host-"+strconv.Itoa(a), uint64(round*10+a), 200, 10*time.Second, stop)
+			})
 		}
 		waitUntil(t, 60*time.Second, "traces acknowledged after a start", func() bool { return s.n.Load() >= before+30 })
 		// The random moment: up to 2.5 s more of ingest, so that the
@@ -412,7 +414,9 @@ sinks: [{type: store, path: store, head_age: 1s}]
 // back-pressures (no OK; OTLP requests are refused or wait) without
 // losing what it acknowledged; the failure is logged once, not per
 // trace. When S3 is back the uploads resume and the bucket alone holds
-// every acknowledged trace.
+// every acknowledged trace: each zorka trace answered OK, and each OTLP
+// request answered 200 (the OTLP receiver takes requests until the
+// pipeline's queues are full, then answers 429 with Retry-After).
 func TestS3DownBackPressure(t *testing.T) {
 	srv := objstoretest.Start(t)
 	c := srv.Bucket(t, "traces", "down/")
@@ -452,15 +456,24 @@ func TestS3DownBackPressure(t *testing.T) {
 	otlp := "http://" + p.Addr("otlp") + "/v1/traces"
 	client := &http.Client{Timeout: 5 * time.Second}
 	refused := false
+	var otlpOK []string // the trace ids of the requests answered 200
 	for i := 0; i < 2000 && !refused; i++ {
-		body := otlpJSON("bp-svc", randomTraceID(), []otlpSpan{{id: "00000000000000a1", name: "bp", start: time.Now()}})
+		id := randomTraceID()
+		body := otlpJSON("bp-svc", id, []otlpSpan{{id: "00000000000000a1", name: "bp", start: time.Now()}})
 		resp, err := client.Post(otlp, "application/json", bytes.NewReader(body))
 		if err != nil {
 			refused = true // waited past the client's timeout
+			t.Logf("OTLP request %d: %v", i, err)
 			break
 		}
 		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			otlpOK = append(otlpOK, id)
+		}
 		refused = resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable
+		if refused {
+			t.Logf("OTLP request %d: %s (Retry-After %q)", i, resp.Status, resp.Header.Get("Retry-After"))
+		}
 	}
 	if !refused {
 		t.Errorf("OTLP requests still succeed with the write-ahead area full")
@@ -483,20 +496,29 @@ func TestS3DownBackPressure(t *testing.T) {
 	p.Stop()
 	failures := strings.Count(errLog, "block upload failed")
 	full := strings.Count(errLog, "write-ahead area is full")
+	t.Logf("acknowledged: %d before S3 stopped, %d when the write-ahead area filled, %d in all; logged %d upload failures, %d full write-ahead areas",
+		down, stalled, len(acked), failures, full)
 	if failures < 1 || failures > 10 || full > 10 {
 		t.Errorf("logged %d upload failures and %d full write-ahead areas for %d traces; want the failure named once, not per trace:\n%s",
 			failures, full, len(acked), errLog)
 	}
-	checkBucket(t, c, acked)
+	checkBucket(t, c, acked, otlpOK)
 }
 
 // checkBucket checks, with a bridge started on a fresh directory over the
-// bucket alone, that every acknowledged req id is there once.
-func checkBucket(t *testing.T, c objstore.S3Config, acked map[int]bool) {
+// bucket alone, that every acknowledged req id is there once, and every
+// trace of ids (OTLP requests answered 200).
+func checkBucket(t *testing.T, c objstore.S3Config, acked map[int]bool, ids []string) {
 	t.Helper()
 	dir := t.TempDir()
 	p := bridgetest.Start(t, dir, "-c", bridgetest.WriteConfig(t, dir, s3StoreYAML(c, "")), "--http", "127.0.0.1:0")
-	checkAcked(t, httpURL(t, p), acked)
+	base := httpURL(t, p)
+	checkAcked(t, base, acked)
+	for _, id := range ids {
+		if tr, ok := tryTrace(t, base, id); !ok || len(tr.Spans) != 1 {
+			t.Errorf("OTLP trace %s, answered 200, not found after S3 returned (%d spans)", id, len(tr.Spans))
+		}
+	}
 	p.Stop()
 }
 
