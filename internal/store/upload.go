@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"slices"
@@ -127,6 +128,12 @@ func (s *Store) removeUploaded(all bool) {
 			s.opt.Logger.Warn("store: write-ahead file not deleted", "path", path, "err", err)
 		}
 	}
+}
+
+// readFault logs a trace a search could not read, a few per second at
+// most (a damaged block holds many; each search would name them all).
+func (s *Store) readFault(msg string, args ...any) {
+	s.readFaults.Log(context.Background(), s.opt.Logger, slog.LevelWarn, msg, args...)
 }
 
 // retiredBlock is a block that a compaction replaced, deleted once no
