@@ -99,11 +99,6 @@ func newReceiver(c *FactoryConfig, set pipeline.Settings) (pipeline.Receiver, er
 	if r.commit <= 0 {
 		r.commit = 30 * time.Second
 	}
-	// Trace ids are the host's hash and this sequence: it starts at the
-	// clock (ns), not at 1, so that the ids of a bridge started again do
-	// not repeat those stored before (the store merges the parts of a
-	// trace id: two traces under one id would become one).
-	r.seq.Store(uint64(time.Now().UnixNano()))
 	sc := ServerConfig{MaxConnections: c.MaxConnections}
 	sc.Session.MaxPayload = c.MaxPayload
 	sc.Session.IdleTimeout = time.Duration(c.IdleTimeout)
