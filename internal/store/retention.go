@@ -151,7 +151,7 @@ func (s *Store) compactGroup(p *partition) []*blockRef {
 }
 
 // compactBlocks writes one block with the traces of group (parts of a
-// trace merged), then deletes the group.
+// trace merged); the group is deleted after uploadedGrace.
 func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
 	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Minute)
 	defer cancel()
@@ -212,11 +212,14 @@ func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
 	p.blocks = slices.DeleteFunc(p.blocks, func(x *blockRef) bool { return slices.Contains(group, x) })
 	p.addBlock(ref)
 	p.mu.Unlock()
+	// The replaced blocks go after a grace (a search that began before
+	// may still read them); listings already skip them (the new meta
+	// names them), and a crash before leaves them to the next Open.
+	now := time.Now()
+	s.walMu.Lock()
 	for _, b := range group {
-		if err := s.deleteBlock(ctx, b); err != nil {
-			// The meta of the new block names it: the next Open deletes it.
-			s.opt.Logger.Warn("store: a compacted block was not deleted", "block", b.meta.ID, "err", err)
-		}
+		s.retired = append(s.retired, retiredBlock{ref: b, at: now})
 	}
+	s.walMu.Unlock()
 	return nil
 }

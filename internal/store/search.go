@@ -707,7 +707,7 @@ func (s *Store) Search(q Query) (Page, error) {
 	for i := range hits {
 		sum, err := s.summaryOf(ctx, &hits[i])
 		if err != nil {
-			s.opt.Logger.Warn("store: unreadable trace skipped", "trace_id", hits[i].row.ID.String(), "in", hits[i].v.desc, "err", err)
+			s.readFault("store: unreadable trace skipped", "trace_id", hits[i].row.ID.String(), "in", hits[i].v.desc, "err", err)
 			continue
 		}
 		page.Traces = append(page.Traces, sum)
@@ -739,7 +739,7 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, since, until in
 		if f.needs {
 			body, err := v.body(ctx, r)
 			if err != nil {
-				s.opt.Logger.Warn("store: unreadable trace skipped", "trace_id", r.ID.String(), "in", v.desc, "err", err)
+				s.readFault("store: unreadable trace skipped", "trace_id", r.ID.String(), "in", v.desc, "err", err)
 				continue
 			}
 			if !rf.bodyMayMatch(body) {

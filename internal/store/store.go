@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/lograte"
 	"github.com/tracebridge/tracebridge/internal/objstore"
 	"github.com/tracebridge/tracebridge/internal/store/block"
 	"github.com/tracebridge/tracebridge/internal/trace"
@@ -147,7 +148,10 @@ type Store struct {
 	walBytes int64
 	sealed   []*head // cut heads waiting for their upload, in order
 	uploaded []uploadedHead
+	retired  []retiredBlock // blocks compactions replaced, deleted after a grace
 	closing  bool
+
+	readFaults lograte.Limiter // unreadable traces: logged a few per second, not each
 
 	cache *cache
 	cat   *catalog
@@ -222,8 +226,12 @@ func Open(dir string, o Options) (*Store, error) {
 		s.uploadWG.Add(1)
 		go s.uploader()
 		s.kickUploader()
-		if s.recovery.Traces > 0 || len(s.recovery.Truncated) > 0 {
+		// A clean Close leaves the heads in their files too: only a torn
+		// tail says the stop was not clean.
+		if len(s.recovery.Truncated) > 0 {
 			o.Logger.Warn("store recovered after an unclean stop", "dir", dir, "traces", s.recovery.Traces, "truncated", s.recovery.Truncated)
+		} else if s.recovery.Traces > 0 {
+			o.Logger.Info("store: write-ahead area replayed", "dir", dir, "traces", s.recovery.Traces)
 		}
 	}
 	return s, nil
@@ -483,6 +491,7 @@ func (s *Store) Close() error {
 	s.cancel()
 	s.uploadWG.Wait()
 	s.removeUploaded(true)
+	s.removeRetired(true)
 	for _, p := range s.partitions() {
 		p.mu.Lock()
 		if p.head != nil {

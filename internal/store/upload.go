@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"slices"
@@ -33,6 +34,7 @@ func (s *Store) uploader() {
 		}
 		s.walMu.Unlock()
 		s.removeUploaded(false)
+		s.removeRetired(false)
 		if h == nil {
 			select {
 			case <-s.ctx.Done():
@@ -124,6 +126,49 @@ func (s *Store) removeUploaded(all bool) {
 	for _, path := range due {
 		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 			s.opt.Logger.Warn("store: write-ahead file not deleted", "path", path, "err", err)
+		}
+	}
+}
+
+// readFault logs a trace a search could not read, a few per second at
+// most (a damaged block holds many; each search would name them all).
+func (s *Store) readFault(msg string, args ...any) {
+	s.readFaults.Log(context.Background(), s.opt.Logger, slog.LevelWarn, msg, args...)
+}
+
+// retiredBlock is a block that a compaction replaced, deleted once no
+// search that began before can still read it.
+type retiredBlock struct {
+	ref *blockRef
+	at  time.Time
+}
+
+// removeRetired deletes the blocks compactions replaced (all of them, or
+// those past uploadedGrace).
+func (s *Store) removeRetired(all bool) {
+	s.walMu.Lock()
+	var due []*blockRef
+	keep := s.retired[:0]
+	for _, r := range s.retired {
+		if all || time.Since(r.at) > uploadedGrace {
+			due = append(due, r.ref)
+		} else {
+			keep = append(keep, r)
+		}
+	}
+	s.retired = keep
+	s.walMu.Unlock()
+	if len(due) == 0 {
+		return
+	}
+	// Not s.ctx: Close removes them after it is cancelled.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, b := range due {
+		if err := s.deleteBlock(ctx, b); err != nil {
+			// The meta of the block that replaced it names it: the next
+			// Open deletes it.
+			s.opt.Logger.Warn("store: a compacted block was not deleted", "block", b.meta.ID, "host", b.meta.Host, "err", err)
 		}
 	}
 }

@@ -58,6 +58,9 @@ type Server struct {
 	Dir string
 
 	roots *x509.CertPool // with TLS: trusts the server's certificate
+	bin   string
+	args  []string // the command line after the binary
+	tb    testing.TB
 
 	cmd  *exec.Cmd
 	out  *syncBuffer
@@ -142,23 +145,50 @@ func start(tb testing.TB, bin, dir string, tlsArgs []string, roots *x509.CertPoo
 	if roots != nil {
 		scheme = "https://"
 	}
-	s := &Server{Endpoint: scheme + addr, Dir: dir, roots: roots, out: &syncBuffer{}, done: make(chan struct{})}
+	s := &Server{Endpoint: scheme + addr, Dir: dir, roots: roots, out: &syncBuffer{}, bin: bin, tb: tb}
 	args := append([]string{"--access", AccessKey, "--secret", SecretKey, "--port", addr, "--quiet"}, tlsArgs...)
-	s.cmd = exec.Command(bin, append(args, "posix", dir)...)
+	s.args = append(args, "posix", dir)
+	if err := s.run(); err != nil {
+		return nil, err
+	}
+	tb.Cleanup(s.Stop)
+	return s, nil
+}
+
+// run starts the process and waits until it answers.
+func (s *Server) run() error {
+	s.done = make(chan struct{})
+	s.cmd = exec.Command(s.bin, s.args...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {
-		return nil, err
+		return err
 	}
+	cmd, done := s.cmd, s.done
 	go func() {
-		s.err = s.cmd.Wait()
-		close(s.done)
+		s.err = cmd.Wait()
+		close(done)
 	}()
-	tb.Cleanup(s.Stop)
 	if err := s.wait(60 * time.Second); err != nil {
 		s.Stop()
-		return nil, err
+		return err
 	}
-	return s, nil
+	return nil
+}
+
+// Restart starts a stopped server again on the same address and
+// directory (the buckets and objects it had are still there), as an S3
+// endpoint that comes back after an outage; it fails tb when the server
+// still runs or does not answer.
+func (s *Server) Restart() {
+	s.tb.Helper()
+	select {
+	case <-s.done:
+	default:
+		s.tb.Fatal("versitygw: Restart of a server that runs")
+	}
+	if err := s.run(); err != nil {
+		s.tb.Fatalf("versitygw: restart on %s: %v", s.Endpoint, err)
+	}
 }
 
 // wait polls until the server answers a signed request.

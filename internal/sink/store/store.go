@@ -177,7 +177,7 @@ func New(c *Config, set pipeline.Settings) (*Sink, error) {
 		}
 		return nil, pipeline.Classify(pipeline.ErrConfig, err)
 	}
-	if rec := st.Recovery(); rec.Traces > 0 || len(rec.Truncated) > 0 {
+	if rec := st.Recovery(); len(rec.Truncated) > 0 { // else the store said it
 		set.Logger.Warn("trace store recovered", "sink", set.Name, "traces", rec.Traces, "truncated", rec.Truncated)
 	}
 	s := &Sink{st: st, own: own, log: set.Logger, name: set.Name, stop: make(chan struct{}), done: make(chan struct{}),
