@@ -125,18 +125,6 @@ func (s *sender) ackedIDs() map[int]bool {
 	return out
 }
 
-// waitUntil polls cond until it holds, failing the test after limit.
-func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", limit, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // apiTrace is what GET /api/v1/traces/{id} answers, as far as the tests
 // look.
 type apiTrace struct {

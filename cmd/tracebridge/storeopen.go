@@ -33,25 +33,6 @@ func addStoreFlags(fs *flag.FlagSet, def, what string) *storeLocation {
 	return l
 }
 
-// isS3 reports whether the location is a bucket.
-func (l *storeLocation) isS3() bool {
-	cfg, err := objstore.ParseURL(l.loc)
-	return err == nil && cfg.Backend == objstore.BackendS3
-}
-
-// dir returns the local directory of the store ("" for a bucket without
-// --wal).
-func (l *storeLocation) dir() string {
-	if l.isS3() {
-		return l.wal
-	}
-	cfg, err := objstore.ParseURL(l.loc)
-	if err != nil {
-		return l.loc
-	}
-	return cfg.Path
-}
-
 // open opens the store read-only or to write; close releases it.
 func (l *storeLocation) open(o store.Options) (s *store.Store, closeFn func(), err error) {
 	dir, o2, cleanup, err := l.resolve()

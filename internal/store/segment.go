@@ -223,20 +223,6 @@ func appendSegHeader(dst []byte, h segHeader) []byte {
 	return dst
 }
 
-func readSegHeader(f io.ReaderAt) (segHeader, error) {
-	var b [segHeaderSize]byte
-	if _, err := f.ReadAt(b[:], 0); err != nil {
-		return segHeader{}, fmt.Errorf("segment header: %w", err)
-	}
-	if string(b[:4]) != segMagic {
-		return segHeader{}, errors.New("segment header: not a tracebridge segment")
-	}
-	if v := binary.BigEndian.Uint32(b[4:]); v != segVersion {
-		return segHeader{}, fmt.Errorf("segment header: version %d (this tracebridge reads %d)", v, segVersion)
-	}
-	return segHeader{host: binary.BigEndian.Uint32(b[8:]), seg: binary.BigEndian.Uint32(b[12:]), created: int64(binary.BigEndian.Uint64(b[16:]))}, nil
-}
-
 // scanBlocks reads the blocks of a segment from off on, calling f with each
 // block's offset, header and raw payload. It stops at the end of the file
 // and returns the offset after the last good block with the error that
