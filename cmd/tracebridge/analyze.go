@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/analysis"
+	"github.com/tracebridge/tracebridge/internal/analysis/equivalence"
+	"github.com/tracebridge/tracebridge/internal/analysis/sysmodel"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
@@ -19,6 +21,8 @@ import (
 
 const analyzeSynopsis = `analyze --graph G [--response-times] [--format dot|json|svg] [-o FILE] LOGDIR…
        tracebridge analyze --stats [--format table|json] [-o FILE] LOGDIR…
+       tracebridge analyze --execution-traces|--message-traces [--format text|json] [-o FILE] LOGDIR…
+       tracebridge analyze --equivalence-classes assembly|deployment [--format text|json] [-o FILE] LOGDIR…
        tracebridge analyze --flame [--per-thread|--per-host] [--every D] [-o PREFIX] RECORDING.jfr|REPOSITORY|LOGDIR…
 
 G is one of container, deployment-component, assembly-component,
@@ -26,7 +30,10 @@ deployment-operation, assembly-operation (dependency graphs),
 aggregated-deployment-call-tree, aggregated-assembly-call-tree, or
 call-tree:TRACEID (the call tree of one Kieker trace or OTLP trace).
 Traces Kieker's trace analysis finds invalid are left out (and counted on
-stderr) unless --include-invalid. --flame draws flame graphs of JFR
+stderr) unless --include-invalid. --execution-traces, --message-traces
+and --equivalence-classes write Kieker's trace-analysis outputs
+(--print-Execution-Traces, --print-Message-Traces,
+--print-Assembly/Deployment-Equivalence-Classes), line for line. --flame draws flame graphs of JFR
 execution samples ('analyze --flame -h' for its flags).
 `
 
@@ -42,6 +49,9 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := newFlags("analyze", analyzeSynopsis, stderr)
 	graphName := fs.String("graph", "", "the graph to draw (see above)")
 	stats := fs.Bool("stats", false, "print statistics per operation instead of a graph")
+	execTraces := fs.Bool("execution-traces", false, "print the execution traces as Kieker's --print-Execution-Traces does")
+	msgTraces := fs.Bool("message-traces", false, "print the message traces as Kieker's --print-Message-Traces does")
+	equiv := fs.String("equivalence-classes", "", "print the trace equivalence classes, `assembly` or deployment, as Kieker's --print-Assembly/Deployment-Equivalence-Classes do")
 	format := fs.String("format", "", "output: dot (default), json or svg for graphs; table (default) or json for --stats")
 	respTimes := fs.Bool("response-times", false, "label nodes with the response times of the calls into them (min/avg/max/total)")
 	unit := fs.String("time-unit", "ns", "unit of the response times in dot and svg: ns, us, ms or s")
@@ -59,8 +69,14 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(pos) == 0 {
 		return usagef("analyze: no log directory given")
 	}
-	if (*graphName == "") == !*stats {
-		return usagef("analyze: give either --graph G or --stats")
+	ko := kiekerOut{exec: *execTraces, msg: *msgTraces}
+	if *equiv != "" {
+		if ko.equiv, err = equivalence.ParseMode(*equiv); err != nil {
+			return usagef("analyze: --equivalence-classes: %v", err)
+		}
+	}
+	if n := btoi(*graphName != "") + btoi(*stats) + ko.count(); n != 1 {
+		return usagef("analyze: give one of --graph G, --stats, --execution-traces, --message-traces, --equivalence-classes")
 	}
 	if *window <= 0 {
 		return usagef("analyze: --window must be positive")
@@ -93,6 +109,14 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		default:
 			return usagef("analyze: --format must be dot, json or svg for a graph")
 		}
+	} else if ko.count() > 0 {
+		switch *format {
+		case "":
+			*format = "text"
+		case "text", "json":
+		default:
+			return usagef("analyze: --format must be text or json")
+		}
 	} else {
 		switch *format {
 		case "":
@@ -109,6 +133,10 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 	opt := analysis.Options{IncludeInvalid: *invalid}
 	an := analysis.New(opt)
+	model := sysmodel.New()
+	if ko.count() > 0 {
+		an.Each = model.Add
+	}
 	finder := analysis.TreeFinder{ID: treeID, Options: opt}
 	emit := an.Add
 	if kind == analysis.CallTree {
@@ -138,6 +166,10 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 	var out bytes.Buffer
 	switch {
+	case ko.count() > 0:
+		if err := ko.write(&out, model.Finish(), *format == "json"); err != nil {
+			return err
+		}
 	case *stats:
 		if err := analysis.WriteOperations(&out, an.Operations(), *format == "json"); err != nil {
 			return err
