@@ -12,6 +12,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/analysis"
 	"github.com/tracebridge/tracebridge/internal/analysis/equivalence"
+	"github.com/tracebridge/tracebridge/internal/analysis/sequence"
 	"github.com/tracebridge/tracebridge/internal/analysis/sysmodel"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -23,6 +24,7 @@ const analyzeSynopsis = `analyze --graph G [--response-times] [--format dot|json
        tracebridge analyze --stats [--format table|json] [-o FILE] LOGDIR…
        tracebridge analyze --execution-traces|--message-traces [--format text|json] [-o FILE] LOGDIR…
        tracebridge analyze --equivalence-classes assembly|deployment [--format text|json] [-o FILE] LOGDIR…
+       tracebridge analyze --sequence-diagram assembly|deployment[:TRACEID] [--format pic|svg|json] [--short-labels] -o DIR|FILE LOGDIR…
        tracebridge analyze --flame [--per-thread|--per-host] [--every D] [-o PREFIX] RECORDING.jfr|REPOSITORY|LOGDIR…
 
 G is one of container, deployment-component, assembly-component,
@@ -51,6 +53,8 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	stats := fs.Bool("stats", false, "print statistics per operation instead of a graph")
 	execTraces := fs.Bool("execution-traces", false, "print the execution traces as Kieker's --print-Execution-Traces does")
 	msgTraces := fs.Bool("message-traces", false, "print the message traces as Kieker's --print-Message-Traces does")
+	seqDiag := fs.String("sequence-diagram", "", "draw UML sequence diagrams, `assembly|deployment[:TRACEID]`: one per trace into the directory -o names (Kieker's file names), or the one trace named (to -o FILE or standard output)")
+	picMacros := fs.String("pic-macros", "", "with --format pic: put this `sequence.pic` (UMLGraph's macros) into each diagram as Kieker does; without it a diagram copies \"sequence.pic\"")
 	equiv := fs.String("equivalence-classes", "", "print the trace equivalence classes, `assembly` or deployment, as Kieker's --print-Assembly/Deployment-Equivalence-Classes do")
 	format := fs.String("format", "", "output: dot (default), json or svg for graphs; table (default) or json for --stats")
 	respTimes := fs.Bool("response-times", false, "label nodes with the response times of the calls into them (min/avg/max/total)")
@@ -75,8 +79,25 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return usagef("analyze: --equivalence-classes: %v", err)
 		}
 	}
+	if *seqDiag != "" {
+		mode, id, _ := strings.Cut(*seqDiag, ":")
+		if ko.seq, err = sequence.ParseMode(mode); err != nil {
+			return usagef("analyze: --sequence-diagram: %v", err)
+		}
+		ko.seqID, ko.short = id, *short
+		if ko.seqID == "" && *outFile == "" {
+			return usagef("analyze: --sequence-diagram %s writes a diagram per trace: name a directory with -o (or one trace: %s:TRACEID)", mode, mode)
+		}
+		if *picMacros != "" {
+			b, err := os.ReadFile(*picMacros)
+			if err != nil {
+				return usagef("analyze: --pic-macros: %v", err)
+			}
+			ko.macros = strings.TrimSuffix(string(b), "\n")
+		}
+	}
 	if n := btoi(*graphName != "") + btoi(*stats) + ko.count(); n != 1 {
-		return usagef("analyze: give one of --graph G, --stats, --execution-traces, --message-traces, --equivalence-classes")
+		return usagef("analyze: give one of --graph G, --stats, --execution-traces, --message-traces, --equivalence-classes, --sequence-diagram")
 	}
 	if *window <= 0 {
 		return usagef("analyze: --window must be positive")
@@ -108,6 +129,14 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		case "dot", "json", "svg":
 		default:
 			return usagef("analyze: --format must be dot, json or svg for a graph")
+		}
+	} else if ko.seq != 0 {
+		switch *format {
+		case "":
+			*format = "pic"
+		case "pic", "svg", "json":
+		default:
+			return usagef("analyze: --format must be pic, svg or json for a sequence diagram")
 		}
 	} else if ko.count() > 0 {
 		switch *format {
@@ -166,6 +195,15 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 	var out bytes.Buffer
 	switch {
+	case ko.seq != 0:
+		done, err := ko.sequences(&out, model.Finish(), *format, *outFile)
+		if err != nil {
+			return err
+		}
+		if done { // written into the directory
+			reportAnalysis(stderr, an.Summary(), asm.Stats().Untraced)
+			return nil
+		}
 	case ko.count() > 0:
 		if err := ko.write(&out, model.Finish(), *format == "json"); err != nil {
 			return err

@@ -2,9 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/tracebridge/tracebridge/internal/analysis/equivalence"
+	"github.com/tracebridge/tracebridge/internal/analysis/sequence"
 	"github.com/tracebridge/tracebridge/internal/analysis/sysmodel"
 )
 
@@ -13,6 +17,10 @@ import (
 type kiekerOut struct {
 	exec, msg bool
 	equiv     equivalence.Mode
+	seq       sequence.Mode
+	seqID     string // the one trace to draw ("": all)
+	short     bool
+	macros    string // sequence.pic's content
 }
 
 func btoi(b bool) int {
@@ -22,7 +30,9 @@ func btoi(b bool) int {
 	return 0
 }
 
-func (k kiekerOut) count() int { return btoi(k.exec) + btoi(k.msg) + btoi(k.equiv != 0) }
+func (k kiekerOut) count() int {
+	return btoi(k.exec) + btoi(k.msg) + btoi(k.equiv != 0) + btoi(k.seq != 0)
+}
 
 // write writes the one output asked for.
 func (k kiekerOut) write(w io.Writer, traces []*sysmodel.ExecutionTrace, asJSON bool) error {
@@ -62,4 +72,47 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// sequences draws the sequence diagrams: the one trace k.seqID names into
+// w, or every trace into directory dir with Kieker's file names
+// (deploymentSequenceDiagram-<traceId>.pic …); done says it wrote the
+// files.
+func (k kiekerOut) sequences(w io.Writer, traces []*sysmodel.ExecutionTrace, format, dir string) (done bool, err error) {
+	draw := func(w io.Writer, t *sysmodel.ExecutionTrace) error {
+		d := sequence.New(t, k.seq, k.short)
+		switch format {
+		case "svg":
+			return d.WriteSVG(w)
+		case "json":
+			return writeJSON(w, d)
+		}
+		return d.WritePic(w, k.macros)
+	}
+	if k.seqID != "" {
+		for _, t := range traces {
+			if t.ID == k.seqID {
+				return false, draw(w, t)
+			}
+		}
+		return false, fmt.Errorf("analyze: no valid trace %s (traces Kieker finds invalid are drawn with --include-invalid)", k.seqID)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, fmt.Errorf("analyze: %w", err)
+	}
+	for _, t := range traces {
+		name := filepath.Join(dir, k.seq.FilePrefix()+"-"+t.ID+"."+format)
+		f, err := os.Create(name)
+		if err != nil {
+			return false, fmt.Errorf("analyze: %w", err)
+		}
+		err = draw(f, t)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return false, fmt.Errorf("analyze: %s: %w", name, err)
+		}
+	}
+	return true, nil
 }
