@@ -24,6 +24,7 @@ const analyzeSynopsis = `analyze --graph G [--response-times] [--format dot|json
        tracebridge analyze --stats [--format table|json] [-o FILE] LOGDIR…
        tracebridge analyze --execution-traces|--message-traces [--format text|json] [-o FILE] LOGDIR…
        tracebridge analyze --equivalence-classes assembly|deployment [--format text|json] [-o FILE] LOGDIR…
+       tracebridge analyze --system-model [--format html|json] [-o FILE] LOGDIR…
        tracebridge analyze --sequence-diagram assembly|deployment[:TRACEID] [--format pic|svg|json] [--short-labels] -o DIR|FILE LOGDIR…
        tracebridge analyze --flame [--per-thread|--per-host] [--every D] [-o PREFIX] RECORDING.jfr|REPOSITORY|LOGDIR…
 
@@ -53,6 +54,7 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	stats := fs.Bool("stats", false, "print statistics per operation instead of a graph")
 	execTraces := fs.Bool("execution-traces", false, "print the execution traces as Kieker's --print-Execution-Traces does")
 	msgTraces := fs.Bool("message-traces", false, "print the message traces as Kieker's --print-Message-Traces does")
+	sysModel := fs.Bool("system-model", false, "print the system model (containers, component types, operations, assembly and deployment components with Kieker's numbers) as Kieker's system-entities.html, or JSON")
 	seqDiag := fs.String("sequence-diagram", "", "draw UML sequence diagrams, `assembly|deployment[:TRACEID]`: one per trace into the directory -o names (Kieker's file names), or the one trace named (to -o FILE or standard output)")
 	picMacros := fs.String("pic-macros", "", "with --format pic: put this `sequence.pic` (UMLGraph's macros) into each diagram as Kieker does; without it a diagram copies \"sequence.pic\"")
 	equiv := fs.String("equivalence-classes", "", "print the trace equivalence classes, `assembly` or deployment, as Kieker's --print-Assembly/Deployment-Equivalence-Classes do")
@@ -73,7 +75,7 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(pos) == 0 {
 		return usagef("analyze: no log directory given")
 	}
-	ko := kiekerOut{exec: *execTraces, msg: *msgTraces}
+	ko := kiekerOut{exec: *execTraces, msg: *msgTraces, sys: *sysModel}
 	if *equiv != "" {
 		if ko.equiv, err = equivalence.ParseMode(*equiv); err != nil {
 			return usagef("analyze: --equivalence-classes: %v", err)
@@ -97,7 +99,7 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	if n := btoi(*graphName != "") + btoi(*stats) + ko.count(); n != 1 {
-		return usagef("analyze: give one of --graph G, --stats, --execution-traces, --message-traces, --equivalence-classes, --sequence-diagram")
+		return usagef("analyze: give one of --graph G, --stats, --execution-traces, --message-traces, --equivalence-classes, --sequence-diagram, --system-model")
 	}
 	if *window <= 0 {
 		return usagef("analyze: --window must be positive")
@@ -142,9 +144,12 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		switch *format {
 		case "":
 			*format = "text"
-		case "text", "json":
+			if ko.sys {
+				*format = "html"
+			}
+		case "text", "json", "html":
 		default:
-			return usagef("analyze: --format must be text or json")
+			return usagef("analyze: --format must be text (html for --system-model) or json")
 		}
 	} else {
 		switch *format {
@@ -205,7 +210,7 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return nil
 		}
 	case ko.count() > 0:
-		if err := ko.write(&out, model.Finish(), *format == "json"); err != nil {
+		if err := ko.write(&out, model, *format == "json"); err != nil {
 			return err
 		}
 	case *stats:

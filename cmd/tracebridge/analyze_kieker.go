@@ -16,6 +16,7 @@ import (
 // writes.
 type kiekerOut struct {
 	exec, msg bool
+	sys       bool // the system model
 	equiv     equivalence.Mode
 	seq       sequence.Mode
 	seqID     string // the one trace to draw ("": all)
@@ -31,12 +32,17 @@ func btoi(b bool) int {
 }
 
 func (k kiekerOut) count() int {
-	return btoi(k.exec) + btoi(k.msg) + btoi(k.equiv != 0) + btoi(k.seq != 0)
+	return btoi(k.exec) + btoi(k.msg) + btoi(k.sys) + btoi(k.equiv != 0) + btoi(k.seq != 0)
 }
 
 // write writes the one output asked for.
-func (k kiekerOut) write(w io.Writer, traces []*sysmodel.ExecutionTrace, asJSON bool) error {
+func (k kiekerOut) write(w io.Writer, m *sysmodel.Model, asJSON bool) error {
+	traces := m.Finish()
 	switch {
+	case k.sys && asJSON:
+		return writeJSON(w, m.Repo.JSON())
+	case k.sys:
+		return m.Repo.WriteHTML(w)
 	case k.equiv != 0:
 		c := equivalence.New(k.equiv)
 		for _, t := range traces {

@@ -1,7 +1,9 @@
 package sysmodel
 
 import (
+	"bytes"
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -165,5 +167,47 @@ func TestPostOrder(t *testing.T) {
 	got := postOrder([]int{0, 1, 2, 2, 1, 0})
 	if d := cmp.Diff([]int{2, 3, 1, 4, 0, 5}, got); d != "" {
 		t.Errorf("post order (-want +got):\n%s", d)
+	}
+}
+
+// TestSystemModelHTML: Kieker's system-entities.html lists each kind in
+// descending id order (java.util.Hashtable's values(); checked with
+// OpenJDK 17 for ids 1…n, n ≤ 3000), names signatures as Kieker's
+// Signature.toString does and escapes '/' too.
+func TestSystemModelHTML(t *testing.T) {
+	m, _ := model(t, "testdata/oer")
+	var b bytes.Buffer
+	if err := m.Repo.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	pos := 0
+	for _, want := range []string{
+		"<html><head><title>System Model Reconstructed by Kieker.TraceAnalysis</title>\n",
+		`<tr><th class="tabTitle" colspan="4">Component Types</th></tr>`,
+		`<td class="space"><a name="COMPONENT_TYPE-3">3</a></td>` + "\n" + `<td class="space">a</td>` + "\n" + `<td class="space">A</td>` + "\n" +
+			`<td class="space"><li><a href="#OPERATION-3">public static main(java.lang.String[]):void</a></li></td>`,
+		`<a name="COMPONENT_TYPE-1">1</a>`,
+		`<tr><th class="tabTitle" colspan="5">Operations</th></tr>`,
+		`<td class="space"><a name="OPERATION-3">3</a></td>` + "\n" + `<td class="space"><a href="#COMPONENT_TYPE-3">a.A</a></td>` + "\n" +
+			`<td class="space">main</td>` + "\n" + `<td class="space"><li>java.lang.String[]</li></td>` + "\n" + `<td class="space">void</td>`,
+		`<a name="OPERATION-1">1</a></td>` + "\n" + `<td class="space"><a href="#COMPONENT_TYPE-1">b.B</a></td>` + "\n" +
+			`<td class="space">work</td>` + "\n" + `<td class="space">&nbsp;</td>`,
+		`Assembly Components`, `<a name="ASSEMBLY_COMPONENT-3">3</a></td>` + "\n" + `<td class="space">@3</td>`,
+		`Execution Containers`, `<a name="EXECUTION_CONTAINER-2">2</a></td>` + "\n" + `<td class="space">B</td>`,
+		`<a name="EXECUTION_CONTAINER-1">1</a></td>` + "\n" + `<td class="space">A</td>`,
+		`Deployment Components`, `<a name="ALLOCATION_COMPONENT-6">6</a></td>` + "\n" +
+			`<td class="space"><a href="#ALLOCATION_COMPONENT-3">@3:a.A</a></td>` + "\n" + `<td class="space"><a href="#EXECUTION_CONTAINER-1">A</a></td>`,
+		`<a name="ALLOCATION_COMPONENT-1">1</a>`,
+		"</span>\n<pre>\n" + strings.Repeat(".\n", 50) + "</pre>\n</body></html>\n",
+	} {
+		i := strings.Index(html[pos:], want)
+		if i < 0 {
+			t.Fatalf("system model lacks (after byte %d) %q:\n%s", pos, want, html)
+		}
+		pos += i + len(want)
+	}
+	if pos != len(html) {
+		t.Errorf("%d bytes after the end", len(html)-pos)
 	}
 }
