@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,6 +27,7 @@ const analyzeSynopsis = `analyze --graph G [--response-times] [--format dot|json
        tracebridge analyze --equivalence-classes assembly|deployment [--format text|json] [-o FILE] LOGDIR…
        tracebridge analyze --system-model [--format html|json] [-o FILE] LOGDIR…
        tracebridge analyze --sequence-diagram assembly|deployment[:TRACEID] [--format pic|svg|json] [--short-labels] -o DIR|FILE LOGDIR…
+       tracebridge analyze --kieker-trace-analysis -i LOGDIR… -o OUTDIR [Kieker's trace-analysis options] (--kieker-trace-analysis -h lists them)
        tracebridge analyze --flame [--per-thread|--per-host] [--every D] [-o PREFIX] RECORDING.jfr|REPOSITORY|LOGDIR…
 
 G is one of container, deployment-component, assembly-component,
@@ -44,6 +46,9 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, a := range args {
 		if a == "--" {
 			break
+		}
+		if a == "--kieker-trace-analysis" {
+			return cmdKiekerTraceAnalysis(ctx, slices.DeleteFunc(slices.Clone(args), func(s string) bool { return s == a }), stderr)
 		}
 		if a == "--flame" || a == "-flame" || a == "--flame=true" || a == "-flame=true" {
 			return cmdFlame(ctx, args, stdout, stderr)

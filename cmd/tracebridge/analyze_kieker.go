@@ -56,6 +56,12 @@ func (k kiekerOut) write(w io.Writer, m *sysmodel.Model, asJSON bool) error {
 	case asJSON:
 		return writeJSON(w, sysmodel.TracesJSON(traces, k.msg))
 	}
+	return k.writeTraces(w, traces)
+}
+
+// writeTraces writes the execution traces (or, with k.msg, the message
+// traces) as text.
+func (k kiekerOut) writeTraces(w io.Writer, traces []*sysmodel.ExecutionTrace) error {
 	var b []byte
 	for _, t := range traces {
 		if k.exec {
