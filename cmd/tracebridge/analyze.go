@@ -28,6 +28,7 @@ const analyzeSynopsis = `analyze --graph G [--response-times] [--format dot|json
        tracebridge analyze --system-model [--format html|json] [-o FILE] LOGDIR…
        tracebridge analyze --sequence-diagram assembly|deployment[:TRACEID] [--format pic|svg|json] [--short-labels] -o DIR|FILE LOGDIR…
        tracebridge analyze --kieker-trace-analysis -i LOGDIR… -o OUTDIR [Kieker's trace-analysis options] (--kieker-trace-analysis -h lists them)
+       tracebridge analyze … --store DIR [--since T] [--until T] [--host H]   (the traces of a trace store instead of logs)
        tracebridge analyze --flame [--per-thread|--per-host] [--every D] [-o PREFIX] RECORDING.jfr|REPOSITORY|LOGDIR…
 
 G is one of container, deployment-component, assembly-component,
@@ -71,14 +72,22 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	invalid := fs.Bool("include-invalid", false, "keep the traces Kieker drops as invalid, as far as they were assembled")
 	window := fs.Duration("window", time.Hour, "a trace is complete when none of its records came for this long, in the records' own time (Kieker waits for a trace to be complete; a shorter window saves memory but may cut long calls off)")
 	outFile := fs.String("o", "", "write to `FILE` instead of standard output")
+	storeDir := fs.String("store", "", "analyse the traces of this trace store `DIR` (of a bridge that is not running: Kieker, OTLP and zorka traces) instead of logs")
+	since := fs.String("since", "", "with --store: traces that started at or after this time (RFC 3339 or relative: 15m, 2h, 7d)")
+	until := fs.String("until", "", "with --store: traces that started at or before this time")
+	var hosts repeatFlag
+	fs.Var(&hosts, "host", "with --store: traces with a span on this host (repeatable)")
 	skipBad := skipBadFlag(fs)
 	libs := libsFlag(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) == 0 {
-		return usagef("analyze: no log directory given")
+	if len(pos) == 0 && *storeDir == "" {
+		return usagef("analyze: no log directory given (or --store DIR)")
+	}
+	if len(pos) > 0 && *storeDir != "" {
+		return usagef("analyze: give log directories or --store, not both")
 	}
 	ko := kiekerOut{exec: *execTraces, msg: *msgTraces, sys: *sysModel}
 	if *equiv != "" {
@@ -187,9 +196,18 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		asm.Tick()
 		return nil
 	})
+	if *storeDir != "" {
+		if err := analyzeStore(ctx, *storeDir, *since, *until, hosts, emit); err != nil {
+			return err
+		}
+		pos = []string{"the store " + *storeDir}
+	}
 	skips := &skipReporter{w: stderr}
 	var sum kiekerlog.Stats
 	for _, p := range pos {
+		if *storeDir != "" {
+			break
+		}
 		r, err := kiekerlog.Open(p, kiekerlog.Options{Catalog: cat, SkipBad: *skipBad, OnSkip: skips.report})
 		if err != nil {
 			return err

@@ -1,15 +1,21 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/tracebridge/tracebridge/internal/analysis/equivalence"
 	"github.com/tracebridge/tracebridge/internal/analysis/sequence"
 	"github.com/tracebridge/tracebridge/internal/analysis/sysmodel"
+	"github.com/tracebridge/tracebridge/internal/store"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // kiekerOut is which of Kieker's trace-analysis text outputs analyze
@@ -127,4 +133,50 @@ func (k kiekerOut) sequences(w io.Writer, traces []*sysmodel.ExecutionTrace, for
 		}
 	}
 	return true, nil
+}
+
+// analyzeStore hands emit every trace of the store in dir that starts
+// within since and until and has a span on one of hosts (any when none),
+// oldest first.
+func analyzeStore(ctx context.Context, dir, since, until string, hosts []string, emit func(*trace.Trace)) error {
+	now := time.Now()
+	q := store.Query{Hosts: hosts, Oldest: true, Limit: 1000, HitBudget: time.Hour, TotalBudget: time.Hour}
+	var err error
+	if q.Since, err = parseWhen(since, now); err != nil {
+		return usagef("analyze: --since: %v", err)
+	}
+	if q.Until, err = parseWhen(until, now); err != nil {
+		return usagef("analyze: --until: %v", err)
+	}
+	st, err := store.Open(dir, store.Options{ReadOnly: true})
+	if err != nil {
+		if strings.Contains(err.Error(), "lock") {
+			return withCode(exitConfig, fmt.Errorf("%w (a running serve holds it open: analyse its traces over the HTTP API, /api/v1/analysis)", err))
+		}
+		return withCode(exitConfig, err)
+	}
+	defer st.Close()
+	for {
+		page, err := st.Search(q)
+		if err != nil {
+			return fmt.Errorf("analyze: store %s: %w", dir, err)
+		}
+		for _, s := range page.Traces {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			t, err := st.Get(s.ID)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("analyze: store %s: trace %s: %w", dir, s.ID, err)
+			}
+			emit(t)
+		}
+		if !page.More || page.Cursor == "" {
+			return nil
+		}
+		q.Cursor = page.Cursor
+	}
 }

@@ -1,11 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
+	"github.com/tracebridge/tracebridge/internal/store"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 const oerLog = "../../internal/analysis/sysmodel/testdata/oer"
@@ -128,5 +135,48 @@ func TestAnalyzeKiekerOutputs(t *testing.T) {
 	}
 	if r := tb(t, "analyze", "--kieker-trace-analysis", "-i", oerLog, "-o", t.TempDir(), "--traceColoring", "x"); r.code == 0 || !strings.Contains(r.stderr, "unsupported") {
 		t.Errorf("unsupported option: exit %d, %s", r.code, r.stderr)
+	}
+}
+
+// TestAnalyzeStore: the traces of a trace store give the same Kieker
+// outputs as the log they came from (the store keeps what Kieker's
+// analysis needs: traceId, eoi/ess, hosts, sessions).
+func TestAnalyzeStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var traces []*trace.Trace
+	a := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Emit: func(tr *trace.Trace) { traces = append(traces, tr) }})
+	r, err := kiekerlog.Open(oerLog, kiekerlog.Options{Catalog: record.Builtin()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background(), pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
+		a.AddBatch(b)
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	a.Flush()
+	if len(traces) != 4 {
+		t.Fatalf("%d traces assembled", len(traces))
+	}
+	if _, err := st.Append(traces); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--execution-traces"}, {"--message-traces"}, {"--equivalence-classes", "deployment"}, {"--system-model", "--format", "json"}} {
+		fromLog := ok(t, append(append([]string{"analyze"}, args...), oerLog)...)
+		fromStore := ok(t, append(append([]string{"analyze"}, args...), "--store", dir)...)
+		if fromStore.stdout != fromLog.stdout || fromLog.stdout == "" {
+			t.Errorf("analyze %v: from the store\n%s\nfrom the log\n%s", args, fromStore.stdout, fromLog.stdout)
+		}
+	}
+	if r := tb(t, "analyze", "--execution-traces", "--store", dir, oerLog); r.code == 0 {
+		t.Error("--store with a log directory: exit 0")
 	}
 }
