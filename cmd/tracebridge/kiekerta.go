@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -45,9 +45,10 @@ files it writes, with its names, into OUTDIR (prefixed by -p):
 Also: --select-traces ID…, --filter-traces ID…, --ignore-invalid-traces,
 --short-labels, --include-self-loops, --ignore-executions-before-date and
 --ignore-executions-after-date (yyyyMMdd-HHmmss in UTC, or a timestamp in
-ns: a trace with an execution outside is left out), -v, -d,
---max-trace-duration, --buffer-size, --ignore-assumed-calls (accepted,
-no effect). Options beyond Kieker's: --format svg|json for sequence
+ns: a trace with an execution outside is left out), --max-trace-duration
+MS (a trace is complete when none of its records came for this long, in
+the records' time; default 10 minutes, Kieker's), -v, -d, --buffer-size,
+--ignore-assumed-calls (accepted, no effect). Options beyond Kieker's: --format svg|json for sequence
 diagrams, --pic-macros FILE (sequence.pic to copy into each .pic).
 Not supported: --print-invalid-Execution-Traces, --repair-event-based-traces,
 --traceColoring, --addDescriptions, responseTimeColoring.
@@ -69,6 +70,7 @@ type kiekerTA struct {
 	short, selfLoops    bool
 	before, after       int64
 	seqFormat, macros   string
+	window              time.Duration
 }
 
 // kiekerDate parses Kieker's DateConverter input: yyyyMMdd-HHmmss (UTC)
@@ -85,7 +87,7 @@ func kiekerDate(s string) (int64, error) {
 }
 
 func parseKiekerTA(args []string) (*kiekerTA, error) {
-	k := &kiekerTA{graphs: map[analysis.Kind]string{}, before: -1 << 63, after: 1<<63 - 1, seqFormat: "pic"}
+	k := &kiekerTA{graphs: map[analysis.Kind]string{}, before: -1 << 63, after: 1<<63 - 1, seqFormat: "pic", window: 10 * time.Minute}
 	values := func(i int) []string { // the values after args[i], up to the next option
 		var out []string
 		for _, a := range args[i+1:] {
@@ -177,7 +179,16 @@ func parseKiekerTA(args []string) (*kiekerTA, error) {
 					k.after = t
 				}
 			}
-		case "--max-trace-duration", "--buffer-size":
+		case "--max-trace-duration":
+			var v string
+			if v, err = one(); err == nil {
+				ms, perr := strconv.ParseInt(v, 10, 64)
+				if perr != nil || ms <= 0 {
+					return nil, usagef("analyze --kieker-trace-analysis: --max-trace-duration takes milliseconds")
+				}
+				k.window = time.Duration(ms) * time.Millisecond
+			}
+		case "--buffer-size":
 			_, err = one()
 		case "-v", "--verbose", "-d", "--debug", "--ignore-assumed-calls":
 		case "--format":
@@ -283,7 +294,7 @@ func cmdKiekerTraceAnalysis(ctx context.Context, args []string, stderr io.Writer
 			}
 		}
 	}
-	asm := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Window: time.Hour, Emit: emit})
+	asm := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Window: k.window, Emit: emit})
 	feed := pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
 		asm.AddBatch(b)
 		asm.Tick()
@@ -309,13 +320,21 @@ func cmdKiekerTraceAnalysis(ctx context.Context, args []string, stderr io.Writer
 	}
 	traces := model.Finish()
 	write := func(name string, f func(w io.Writer) error) error {
-		var b bytes.Buffer
-		if err := f(&b); err != nil {
-			return err
-		}
 		path := filepath.Join(k.outDir, name)
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		fh, err := os.Create(path)
+		if err != nil {
 			return fmt.Errorf("analyze: %w", err)
+		}
+		bw := bufio.NewWriterSize(fh, 1<<20)
+		err = f(bw)
+		if err == nil {
+			err = bw.Flush()
+		}
+		if cerr := fh.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("analyze: %s: %w", path, err)
 		}
 		return nil
 	}

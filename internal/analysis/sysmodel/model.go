@@ -215,29 +215,61 @@ func (t *ExecutionTrace) MaxESS() int {
 }
 
 // Model turns message traces into Kieker's execution traces over one
-// Repository.
+// Repository. It keeps the traces until Finish (Kieker's order and
+// numbering depend on all of them), each execution in about 48 bytes:
+// what it calls (an index into the distinct container, component and
+// operation triples seen), its times, depth and session.
 type Model struct {
 	Repo    *Repository
 	pending []pendingTrace
+	keys    map[execKey]int32
+	reps    []analysis.Execution // the first execution of each key
+	bound   []boundKey           // its entities, once numbered
 }
 
+type boundKey struct {
+	alloc *Allocation
+	op    *Operation
+}
+
+type execKey struct{ container, assembly, class, op string }
+
 type pendingTrace struct {
-	m   *analysis.MessageTrace
-	kid int64
-	ess []int
+	id    string
+	kid   int64
+	src   trace.Source
+	execs []compactExec
+}
+
+type compactExec struct {
+	key       int32
+	ess       int32
+	tin, tout int64
+	session   string
+	err       bool
 }
 
 // New returns an empty model.
-func New() *Model { return &Model{Repo: NewRepository()} }
+func New() *Model { return &Model{Repo: NewRepository(), keys: map[execKey]int32{}} }
 
-// Add takes a valid message trace (analysis.Messages); the model keeps it
-// until Finish.
+// Add takes a valid message trace (analysis.Messages); the model keeps
+// what Kieker's outputs need of it until Finish.
 func (m *Model) Add(mt *analysis.MessageTrace) {
-	p := pendingTrace{m: mt, ess: make([]int, len(mt.Execs))}
+	p := pendingTrace{id: mt.ID, src: mt.Source, execs: make([]compactExec, len(mt.Execs))}
 	for i := range mt.Execs {
-		if c := mt.Execs[i].Caller; c >= 0 {
-			p.ess[i] = p.ess[c] + 1
+		e := &mt.Execs[i]
+		k := execKey{e.Container, e.Assembly, e.Sig.Class, e.OpKey}
+		ki, ok := m.keys[k]
+		if !ok {
+			ki = int32(len(m.reps))
+			m.keys[k] = ki
+			m.reps = append(m.reps, *e)
 		}
+		c := compactExec{key: ki, tin: e.Start, tout: e.End, session: e.Session, err: e.Error}
+		if e.Caller >= 0 {
+			c.ess = p.execs[e.Caller].ess + 1
+		}
+		p.execs[i] = c
 	}
 	if mt.Source == trace.FromSpan {
 		p.kid = int64(mt.Trace.Lo)
@@ -267,6 +299,14 @@ func postOrder(ess []int) []int {
 	return out
 }
 
+func (p *pendingTrace) essList() []int {
+	out := make([]int, len(p.execs))
+	for i := range p.execs {
+		out[i] = int(p.execs[i].ess)
+	}
+	return out
+}
+
 // Finish numbers the entities and returns the execution traces in the
 // order Kieker's tool hands them on: event traces when their first root
 // call returns, then OER traces and span traces by the tin of their first
@@ -274,7 +314,7 @@ func postOrder(ess []int) []int {
 func (m *Model) Finish() []*ExecutionTrace {
 	ps := m.pending
 	m.pending = nil
-	emitted := func(p *pendingTrace) bool { return p.m.Source == trace.FromEvents }
+	emitted := func(p *pendingTrace) bool { return p.src == trace.FromEvents }
 	slices.SortStableFunc(ps, func(a, b pendingTrace) int {
 		ea, eb := emitted(&a), emitted(&b)
 		switch {
@@ -283,11 +323,11 @@ func (m *Model) Finish() []*ExecutionTrace {
 		case eb && !ea:
 			return 1
 		case ea:
-			if c := cmp.Compare(a.m.Execs[0].End, b.m.Execs[0].End); c != 0 {
+			if c := cmp.Compare(a.execs[0].tout, b.execs[0].tout); c != 0 {
 				return c
 			}
 		default:
-			if c := cmp.Compare(a.m.Execs[0].Start, b.m.Execs[0].Start); c != 0 {
+			if c := cmp.Compare(a.execs[0].tin, b.execs[0].tin); c != 0 {
 				return c
 			}
 		}
@@ -296,14 +336,14 @@ func (m *Model) Finish() []*ExecutionTrace {
 	out := make([]*ExecutionTrace, len(ps))
 	for i := range ps {
 		p := &ps[i]
-		t := &ExecutionTrace{ID: p.m.ID, KID: p.kid, Source: p.m.Source, Execs: make([]Execution, len(p.m.Execs))}
-		for j := range p.m.Execs {
-			e := &p.m.Execs[j]
-			s := e.Session
-			if p.m.Source == trace.FromSpan && s == "" {
+		t := &ExecutionTrace{ID: p.id, KID: p.kid, Source: p.src, Execs: make([]Execution, len(p.execs))}
+		for j := range p.execs {
+			e := &p.execs[j]
+			s := e.session
+			if p.src == trace.FromSpan && s == "" {
 				s = NoSession
 			}
-			t.Execs[j] = Execution{EOI: j, ESS: p.ess[j], Tin: e.Start, Tout: e.End, Session: s, Error: e.Error}
+			t.Execs[j] = Execution{EOI: j, ESS: int(e.ess), Tin: e.tin, Tout: e.tout, Session: s, Error: e.err}
 		}
 		if len(t.Execs) > 0 {
 			t.Session = t.Execs[0].Session
@@ -314,10 +354,10 @@ func (m *Model) Finish() []*ExecutionTrace {
 	type ref struct{ t, e, pos int }
 	var oers []ref
 	for i := range ps {
-		if ps[i].m.Source != trace.FromExecution {
+		if ps[i].src != trace.FromExecution {
 			continue
 		}
-		for k, j := range postOrder(ps[i].ess) {
+		for k, j := range postOrder(ps[i].essList()) {
 			oers = append(oers, ref{i, j, k})
 		}
 	}
@@ -331,19 +371,28 @@ func (m *Model) Finish() []*ExecutionTrace {
 		return cmp.Compare(a.pos, b.pos)
 	})
 	for _, r := range oers {
-		m.bind(&ps[r.t].m.Execs[r.e], &out[r.t].Execs[r.e])
+		m.bind(ps[r.t].execs[r.e].key, &out[r.t].Execs[r.e])
 	}
 	for i := range ps {
-		if ps[i].m.Source == trace.FromExecution {
+		if ps[i].src == trace.FromExecution {
 			continue
 		}
-		for _, j := range postOrder(ps[i].ess) {
-			m.bind(&ps[i].m.Execs[j], &out[i].Execs[j])
+		for _, j := range postOrder(ps[i].essList()) {
+			m.bind(ps[i].execs[j].key, &out[i].Execs[j])
 		}
 	}
 	return out
 }
 
-func (m *Model) bind(src *analysis.Execution, dst *Execution) {
-	dst.Alloc, dst.Op = m.Repo.Lookup(src)
+// bind gives dst the entities of its key, numbering them when the key
+// comes first (a later lookup would find the same ones).
+func (m *Model) bind(key int32, dst *Execution) {
+	if len(m.bound) < len(m.reps) {
+		m.bound = append(m.bound, make([]boundKey, len(m.reps)-len(m.bound))...)
+	}
+	b := &m.bound[key]
+	if b.alloc == nil {
+		b.alloc, b.op = m.Repo.Lookup(&m.reps[key])
+	}
+	dst.Alloc, dst.Op = b.alloc, b.op
 }
