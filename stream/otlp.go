@@ -8,19 +8,38 @@ import (
 )
 
 // appendOTLP appends t as one OTLP/JSON ExportTraceServiceRequest and a
-// newline: a resource per (service, host) of its spans, with
-// service.name and host.name, one scope "tracebridge"; ids in hex,
-// 64-bit integers as strings, enums as numbers (OTLP's JSON mapping).
+// newline: a resource per OpenTelemetry resource of its spans (every
+// attribute), else per (service, host) with service.name and host.name;
+// in each, a scope per instrumentation scope of its spans (name, version,
+// attributes), else the scope "tracebridge"; ids in hex, 64-bit integers
+// as strings, enums as numbers (OTLP's JSON mapping).
 func appendOTLP(dst []byte, t *trace.Trace) []byte {
-	type resource struct{ service, host string }
+	type resource struct {
+		res           *trace.Resource
+		service, host string
+	}
+	type group struct {
+		scopes []*trace.Scope
+		spans  map[*trace.Scope][]int
+	}
 	var order []resource
-	spans := map[resource][]int{}
+	groups := map[resource]*group{}
 	for i := range t.Spans {
-		r := resource{t.Spans[i].Service, t.Spans[i].Host}
-		if _, ok := spans[r]; !ok {
+		s := &t.Spans[i]
+		r := resource{res: s.Resource}
+		if r.res == nil {
+			r.service, r.host = s.Service, s.Host
+		}
+		g, ok := groups[r]
+		if !ok {
+			g = &group{spans: map[*trace.Scope][]int{}}
+			groups[r] = g
 			order = append(order, r)
 		}
-		spans[r] = append(spans[r], i)
+		if _, ok := g.spans[s.Scope]; !ok {
+			g.scopes = append(g.scopes, s.Scope)
+		}
+		g.spans[s.Scope] = append(g.spans[s.Scope], i)
 	}
 	dst = append(dst, `{"resourceSpans":[`...)
 	for ri, r := range order {
@@ -28,25 +47,54 @@ func appendOTLP(dst []byte, t *trace.Trace) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"resource":{"attributes":[`...)
+		attrs := []trace.Attr{{Key: "service.name", Value: r.service, Type: trace.TypeString}, {Key: "host.name", Value: r.host, Type: trace.TypeString}}
+		if r.res != nil {
+			attrs = r.res.Attributes
+		}
 		n := 0
-		for _, kv := range [...][2]string{{"service.name", r.service}, {"host.name", r.host}} {
-			if kv[1] == "" {
+		for _, a := range attrs {
+			if a.Value == "" && r.res == nil {
 				continue
 			}
 			if n > 0 {
 				dst = append(dst, ',')
 			}
 			n++
-			dst = appendAttr(dst, trace.Attr{Key: kv[0], Value: kv[1], Type: trace.TypeString})
+			dst = appendAttr(dst, a)
 		}
-		dst = append(dst, `]},"scopeSpans":[{"scope":{"name":"tracebridge"},"spans":[`...)
-		for k, i := range spans[r] {
-			if k > 0 {
+		dst = append(dst, `]},"scopeSpans":[`...)
+		g := groups[r]
+		for si, sc := range g.scopes {
+			if si > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendSpan(dst, t, &t.Spans[i])
+			if sc == nil {
+				dst = append(dst, `{"scope":{"name":"tracebridge"},"spans":[`...)
+			} else {
+				dst = append(dst, `{"scope":{"name":`...)
+				dst = jsonl.AppendString(dst, sc.Name)
+				if sc.Version != "" {
+					dst = append(dst, `,"version":`...)
+					dst = jsonl.AppendString(dst, sc.Version)
+				}
+				dst = append(dst, `,"attributes":[`...)
+				for j, a := range sc.Attributes {
+					if j > 0 {
+						dst = append(dst, ',')
+					}
+					dst = appendAttr(dst, a)
+				}
+				dst = append(dst, `]},"spans":[`...)
+			}
+			for k, i := range g.spans[sc] {
+				if k > 0 {
+					dst = append(dst, ',')
+				}
+				dst = appendSpan(dst, t, &t.Spans[i])
+			}
+			dst = append(dst, `]}`...)
 		}
-		dst = append(dst, `]}]}`...)
+		dst = append(dst, `]}`...)
 	}
 	return append(dst, "]}\n"...)
 }
@@ -83,7 +131,8 @@ func appendSpan(dst []byte, t *trace.Trace, s *trace.Span) []byte {
 	}
 	n := 0
 	for _, a := range extra {
-		if a.Value == "" {
+		if a.Value == "" || a.Key == "code.namespace" && s.Scope != nil && a.Value == s.Scope.Name {
+			// (A component that is the scope's name is in the scope.)
 			continue
 		}
 		if _, dup := s.Attr(a.Key); dup {

@@ -36,8 +36,9 @@ func main() {
 	reps := flag.Int("reps", 50, "repetitions of each query")
 	only := flag.String("only", "", "run only the queries whose name holds this text")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the queries to this file")
+	resources := flag.Bool("resources", false, "give the spans OpenTelemetry resources and scopes as the Go SDK sends them")
 	flag.Parse()
-	queryOnly, queryProfile = *only, *cpuprofile
+	queryOnly, queryProfile, withResources = *only, *cpuprofile, *resources
 	if err := run(*spans, *hosts, *dir, *keep, *reps); err != nil {
 		fmt.Fprintln(os.Stderr, "store bench:", err)
 		os.Exit(1)
@@ -51,6 +52,10 @@ type gen struct {
 	hosts []string
 	now   int64
 	n     uint64
+	// The resources (by host and service) and scopes (by component) of
+	// -resources.
+	res    map[string]*trace.Resource
+	scopes map[string]*trace.Scope
 }
 
 var (
@@ -107,7 +112,48 @@ func (g *gen) trace() *trace.Trace {
 		t.Spans = append(t.Spans, s)
 		at += d / 3
 	}
+	if withResources {
+		g.resources(t)
+	}
 	return t
+}
+
+// resources gives t's spans the resource of their host and service and
+// the scope of their component, in tables of the trace; the traces of one
+// resource share it, as the assembler's do.
+func (g *gen) resources(t *trace.Trace) {
+	str := func(k, v string) trace.Attr { return trace.Attr{Key: k, Value: v, Type: trace.TypeString} }
+	if g.res == nil {
+		g.res, g.scopes = map[string]*trace.Resource{}, map[string]*trace.Scope{}
+	}
+	res, scopes := g.res, g.scopes
+	inTrace := map[any]bool{}
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		r, ok := res[s.Host+"/"+s.Service]
+		if !ok {
+			pid := strconv.Itoa(1000 + len(s.Host)*37 + len(s.Service))
+			r = &trace.Resource{Attributes: []trace.Attr{str("service.name", s.Service), str("service.version", "2.4."+s.Service[len(s.Service)-1:]),
+				str("host.name", s.Host), str("deployment.environment", "prod"), {Key: "process.pid", Value: pid, Type: trace.TypeInt},
+				str("process.executable.name", s.Service), str("process.runtime.name", "go"), str("process.runtime.version", "go1.26.0"),
+				str("telemetry.sdk.language", "go"), str("telemetry.sdk.name", "opentelemetry"), str("telemetry.sdk.version", "1.47.0")}}
+			res[s.Host+"/"+s.Service] = r
+		}
+		if !inTrace[r] {
+			inTrace[r] = true
+			t.Resources = append(t.Resources, r)
+		}
+		c, ok := scopes[s.Component]
+		if !ok {
+			c = &trace.Scope{Name: s.Component, Version: "1.0.0"}
+			scopes[s.Component] = c
+		}
+		if !inTrace[c] {
+			inTrace[c] = true
+			t.Scopes = append(t.Scopes, c)
+		}
+		s.Resource, s.Scope = r, c
+	}
 }
 
 func run(spans, nhosts int, dir string, keep bool, reps int) error {
@@ -284,6 +330,11 @@ func run(spans, nhosts int, dir string, keep bool, reps int) error {
 
 // queryOnly and queryProfile are the -only and -cpuprofile flags.
 var queryOnly, queryProfile string
+
+// withResources: spans have the resource of their host and service (the
+// Go SDK's attributes, deployment.environment, service.version) and the
+// scope of their component, as the OTLP receiver keeps them.
+var withResources bool
 
 func dirSize(dir string) int64 {
 	var n int64

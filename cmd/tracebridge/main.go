@@ -57,7 +57,7 @@ var commands = []command{
 	{"traces", "assemble and print the traces of Kieker logs as call trees", cmdTraces},
 	{"query", "search the trace store (filters, text, EQL; a trace's tree, pivots)", cmdQuery},
 	{"store", "check or rebuild a trace store", cmdStore},
-	{"hosts", "manage the hosts of a trace store (list, add, set, enable, delete)", cmdHosts},
+	{"hosts", "manage the host table: who may send, secrets, bounds", cmdHosts},
 	{"token", "make an API token for writes over the HTTP API, and its hash", cmdToken},
 	{"analyze", "Kieker's analyses: dependency graphs, call trees, stats; flame graphs", cmdAnalyze},
 	{"tail", "follow a bridge's live stream, or replay it from a point in the past", cmdTail},

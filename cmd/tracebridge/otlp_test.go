@@ -243,14 +243,14 @@ sinks:
 }
 
 // TestOTLPBearerTokens: with security on, an OTLP request needs the
-// bearer token of a host of the store's host table; its spans become
+// bearer token of a host of the host table; its spans become
 // that host's. Without a token, or with a wrong one, the SDK's export
 // fails (401, UNAUTHENTICATED) and nothing is kept.
 func TestOTLPBearerTokens(t *testing.T) {
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "token")
 	os.WriteFile(secret, []byte("tok-123\n"), 0o600)
-	ok(t, "hosts", "--store", filepath.Join(dir, "store"), "add", "shop-1", "--secret-file", secret)
+	ok(t, "hosts", "--data-dir", filepath.Join(dir, "tracebridge-data"), "add", "shop-1", "--secret-file", secret)
 	p := bridgetest.Start(t, dir, "-c", bridgetest.WriteConfig(t, dir, `flush_interval: 100ms
 traces: {window: 300ms}
 receivers:

@@ -75,7 +75,7 @@ func serveFlagSet(stderr io.Writer) (*flag.FlagSet, *serveFlags, *options) {
 	o.bool(&f.daemon, "d", "daemon", "detach from the console; write a PID file")
 	o.bool(&f.cfg.Respawn, "", "respawn", "tcp-client: reconnect with back-off when the connection fails")
 	o.bool(&f.cfg.Insecure, "", "insecure", "the receiver of -t, those moved to HOST:PORT by --kieker-port and its like, and the stream listen in plain text off loopback (-h 0.0.0.0); without it a listener off loopback needs TLS (tls: in a configuration file)")
-	o.bool(&f.cfg.Security, "", "security", "zico, otlp: only hosts of the store's host table may send (tracebridge hosts add), with their secret (a ZICO HELLO's, an OTLP bearer token)")
+	o.bool(&f.cfg.Security, "", "security", "zico, otlp: only hosts of the host table (DATA-DIR/hosts) may send (tracebridge hosts add), with their secret (a ZICO HELLO's, an OTLP bearer token)")
 	o.value((*repeatFlag)(&f.cfg.Split), "", "split", "SPEC", "cut traces at component boundaries: package:N, regex:P…, map:FILE (repeatable)")
 	o.str(&f.cfg.DataDir, "", "data-dir", "DIR", "", "directory for logs and the trace store (default ./tracebridge-data)")
 	o.bool(&f.cfg.NoStore, "", "no-store", "do not keep traces in the trace store (DATA-DIR/store)")

@@ -233,14 +233,15 @@ func TestZicoSecurity(t *testing.T) {
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "secret")
 	os.WriteFile(secret, []byte("s3cr3t\n"), 0o600)
-	ok(t, "hosts", "--store", filepath.Join(dir, "store"), "add", "good", "--secret-file", secret, "--addr", "127.0.0.1", "--group", "prod")
-	ok(t, "hosts", "--store", filepath.Join(dir, "store"), "add", "elsewhere", "--secret-file", secret, "--addr", "10.9.9.9")
-	raw, err := os.ReadFile(filepath.Join(dir, "store", "index", "MANIFEST-000001"))
-	_ = raw
-	if err == nil && strings.Contains(string(raw), "s3cr3t") {
-		t.Fatal("the secret is stored in plain text")
+	// serve's data directory: ./tracebridge-data of its working directory.
+	data := filepath.Join(dir, "tracebridge-data")
+	ok(t, "hosts", "--data-dir", data, "add", "good", "--secret-file", secret, "--addr", "127.0.0.1", "--group", "prod")
+	ok(t, "hosts", "--data-dir", data, "add", "elsewhere", "--secret-file", secret, "--addr", "10.9.9.9")
+	raw, err := os.ReadFile(filepath.Join(data, "hosts", "hosts.log"))
+	if err != nil || strings.Contains(string(raw), "s3cr3t") || !strings.Contains(string(raw), "argon2id") {
+		t.Fatalf("the host table holds the secret in plain text, or no hash (%v):\n%s", err, raw)
 	}
-	list := ok(t, "hosts", "--store", filepath.Join(dir, "store"), "list", "--json").stdout
+	list := ok(t, "hosts", "--data-dir", data, "list", "--json").stdout
 	if strings.Contains(list, "s3cr3t") || strings.Contains(list, "argon2") || !strings.Contains(list, `"secret":true`) {
 		t.Fatalf("hosts list: %s", list)
 	}

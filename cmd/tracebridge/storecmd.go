@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/hostauth"
+	"github.com/tracebridge/tracebridge/internal/hostdb"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/store"
 )
@@ -22,7 +24,7 @@ const storeSynopsis = `store check|rebuild DIR
 check verifies a trace store that no serve holds open: every block's
 checksum and contents, and that the index and the segments agree; it exits
 1 when it finds problems. rebuild rebuilds the index from the segments
-(host records are kept).`
+(partition records are kept; the host table is not the store's).`
 
 func cmdStore(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("store", storeSynopsis, stderr)
@@ -52,20 +54,26 @@ func cmdStore(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	return nil
 }
 
-const hostsSynopsis = `hosts [--store DIR] list [--json]
-       tracebridge hosts [--store DIR] add NAME [--addr IP] [--secret-file F] [--group G] [--comment C] [--max-size 2GiB] [--max-age 7d]
-       tracebridge hosts [--store DIR] set NAME [the options of add]
-       tracebridge hosts [--store DIR] enable|disable|delete NAME
+const hostsSynopsis = `hosts [--data-dir DIR] [--store DIR] list [--json]
+       tracebridge hosts [--data-dir DIR] add NAME [--addr IP] [--secret-file F] [--group G] [--comment C] [--max-size 2GiB] [--max-age 7d]
+       tracebridge hosts [--data-dir DIR] set NAME [the options of add]
+       tracebridge hosts [--data-dir DIR] [--store DIR] enable|disable|delete NAME
 
-Manages the hosts of a trace store that no serve holds open (zico's host
-table). A secret is read from the first line of --secret-file (newline
-stripped) and stored as an argon2id hash, never in plain text; with
-security on, a zorka agent must present it in its HELLO, an OTLP exporter as
-a bearer token. delete removes the host and its traces.`
+Manages zico's host table, DATA-DIR/hosts, when no serve holds it open
+(while one runs, use its HTTP API: /api/v1/hosts); list works either way.
+The table serves with or without a trace store. A secret is read from the
+first line of --secret-file (newline stripped) and stored as an argon2id
+hash, never in plain text; with security on, a zorka agent must present it
+in its HELLO, an OTLP exporter as a bearer token. delete removes the host
+and, when the trace store is there, its traces. --store names the trace
+store (default DATA-DIR/store; given alone, DATA-DIR is its parent): list
+shows each host's stored bytes from it, and host records kept in a store
+written before the table moved out of it are carried into the table.`
 
 func cmdHosts(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("hosts", hostsSynopsis, stderr)
-	dir := fs.String("store", filepath.Join("tracebridge-data", "store"), "the store directory")
+	dataDir := fs.String("data-dir", "tracebridge-data", "the bridge's data directory (the host table is DATA-DIR/hosts)")
+	dir := fs.String("store", "", "the trace store directory (default DATA-DIR/store)")
 	asJSON := fs.Bool("json", false, "list: one JSON object per host")
 	addr := fs.String("addr", "", "the only address the host may connect from (with security on)")
 	secretFile := fs.String("secret-file", "", "a file whose first line is the host's secret")
@@ -77,6 +85,8 @@ func cmdHosts(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if len(pos) == 0 {
 		return usagef("hosts: want list, add, set, enable, disable or delete")
 	}
@@ -108,15 +118,42 @@ func cmdHosts(_ context.Context, args []string, stdout, stderr io.Writer) error 
 			return usagef("hosts: --max-age %q: want e.g. 7d or 12h", *maxAge)
 		}
 	}
-	s, err := store.Open(*dir, store.Options{ReadOnly: cmd == "list"})
+	if *dir == "" {
+		*dir = filepath.Join(*dataDir, "store")
+	} else if !given["data-dir"] {
+		*dataDir = filepath.Dir(filepath.Clean(*dir))
+	}
+	db, err := hostdb.Open(filepath.Join(*dataDir, "hosts"), hostdb.Options{})
+	if errors.Is(err, hostdb.ErrLocked) && cmd == "list" {
+		db, err = hostdb.Open(filepath.Join(*dataDir, "hosts"), hostdb.Options{ReadOnly: true})
+	}
 	if err != nil {
-		if strings.Contains(err.Error(), "lock") {
-			return withCode(exitConfig, fmt.Errorf("%w (a running serve holds it open)", err))
+		if errors.Is(err, hostdb.ErrLocked) {
+			return withCode(exitConfig, fmt.Errorf("%w (a running serve holds it open: change hosts through its HTTP API, /api/v1/hosts)", err))
 		}
 		return withCode(exitConfig, err)
 	}
-	defer s.Close()
-	set := func(h *store.Host) {
+	defer db.Close()
+	// The trace store: when given, or when it exists (a host table serves
+	// without one).
+	var s *store.Store
+	if _, err := os.Stat(filepath.Join(*dir, "index")); err == nil || given["store"] {
+		s, err = store.Open(*dir, store.Options{ReadOnly: cmd == "list"})
+		switch {
+		case err != nil && cmd == "list":
+			fmt.Fprintf(stderr, "hosts: stored sizes unknown: %v\n", err)
+		case err != nil && strings.Contains(err.Error(), "lock"):
+			return withCode(exitConfig, fmt.Errorf("%w (a running serve holds it open)", err))
+		case err != nil:
+			return withCode(exitConfig, err)
+		default:
+			defer s.Close()
+			if err := migrateHosts(s, db, cmd == "list", stderr); err != nil {
+				return withCode(exitData, err)
+			}
+		}
+	}
+	set := func(h *hostdb.Host) {
 		if *addr != "" {
 			h.Addr = *addr
 		}
@@ -136,21 +173,23 @@ func cmdHosts(_ context.Context, args []string, stdout, stderr io.Writer) error 
 			h.Secret = hostauth.HashSecret(secret)
 		}
 	}
+	hostSize := func(name string) int64 {
+		if s == nil {
+			return 0
+		}
+		return s.HostSize(name)
+	}
 	var name string
 	if len(pos) > 1 {
 		name = pos[1]
 	}
 	switch cmd {
 	case "list":
-		hosts, err := s.Hosts()
-		if err != nil {
-			return err
-		}
+		hosts := db.Hosts()
 		if *asJSON {
 			enc := json.NewEncoder(stdout)
 			for _, h := range hosts {
-				h.Secret = map[bool]string{true: "set", false: ""}[h.Secret != ""]
-				if err := enc.Encode(hostJSON(h, s.HostSize(h.Name))); err != nil {
+				if err := enc.Encode(hostJSON(h, hostSize(h.Name))); err != nil {
 					return err
 				}
 			}
@@ -167,21 +206,21 @@ func cmdHosts(_ context.Context, args []string, stdout, stderr io.Writer) error 
 			if h.MaxSize > 0 {
 				maxSize = pipeline.ByteSize(h.MaxSize).String()
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%v\t%d\t%s\t%s\t%s\t%s\n", h.Name, h.Group, h.Addr, h.Secret != "", !h.Disabled, s.HostSize(h.Name), maxSize, h.MaxAge, last, h.Comment)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%v\t%d\t%s\t%s\t%s\t%s\n", h.Name, h.Group, h.Addr, h.Secret != "", !h.Disabled, hostSize(h.Name), maxSize, h.MaxAge, last, h.Comment)
 		}
 		return tw.Flush()
 	case "add":
-		h := store.Host{Name: name}
+		h := hostdb.Host{Name: name}
 		set(&h)
-		if _, err := s.AddHost(h, ""); err != nil {
-			if errors.Is(err, store.ErrHostExists) {
+		if _, err := db.Add(h, ""); err != nil {
+			if errors.Is(err, hostdb.ErrHostExists) {
 				return usagef("hosts add: %v (use set)", err)
 			}
 			return err
 		}
 		fmt.Fprintf(stdout, "added host %s\n", name)
 	case "set", "enable", "disable":
-		_, err := s.UpdateHost(name, func(h *store.Host) error {
+		_, err := db.Update(name, func(h *hostdb.Host) error {
 			set(h)
 			switch cmd {
 			case "enable":
@@ -196,7 +235,14 @@ func cmdHosts(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		fmt.Fprintf(stdout, "%s host %s\n", map[string]string{"set": "updated", "enable": "enabled", "disable": "disabled"}[cmd], name)
 	case "delete":
-		if err := s.DeleteHost(name); err != nil {
+		err := db.Delete(name)
+		if s != nil {
+			// A host the table does not know may still have traces.
+			if perr := s.DeletePartition(name); perr == nil || !errors.Is(perr, store.ErrNoHost) {
+				err = perr
+			}
+		}
+		if err != nil {
 			return withCode(exitData, err)
 		}
 		fmt.Fprintf(stdout, "deleted host %s and its traces\n", name)
@@ -206,9 +252,27 @@ func cmdHosts(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	return nil
 }
 
+// migrateHosts carries the host records of a store written before the
+// host table moved out of it into the table (as the store sink does when
+// serve opens the store); readOnly only says they are there.
+func migrateHosts(s *store.Store, db *hostdb.DB, readOnly bool, stderr io.Writer) error {
+	legacy := s.LegacyHosts()
+	if len(legacy) == 0 {
+		return nil
+	}
+	if readOnly {
+		fmt.Fprintf(stderr, "hosts: the store %s keeps %d host records of an older version; serve or a change with hosts carries them into the host table\n", s.Dir(), len(legacy))
+		return nil
+	}
+	if _, err := db.Import(legacy); err != nil {
+		return fmt.Errorf("store %s: carrying its host records into the host table %s: %w", s.Dir(), db.Dir(), err)
+	}
+	return s.DropLegacyHosts()
+}
+
 // hostJSON is a host as `hosts list --json` prints it (the secret as
 // "set" or "": never its hash).
-func hostJSON(h store.Host, size int64) map[string]any {
+func hostJSON(h hostdb.Host, size int64) map[string]any {
 	return map[string]any{"name": h.Name, "group": h.Group, "addr": h.Addr, "secret": h.Secret != "", "enabled": !h.Disabled,
 		"size": size, "maxSize": h.MaxSize, "maxAge": h.MaxAge.String(), "lastContact": h.LastContact, "comment": h.Comment, "created": h.Created}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/flame"
 	"github.com/tracebridge/tracebridge/internal/hostauth"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/store"
 )
 
 // TestWhoMayDoWhat: reads need no token on loopback, a token from
@@ -155,7 +156,7 @@ func TestHosts(t *testing.T) {
 	if strings.Contains(string(b), "s3cret") || strings.Contains(string(b), "argon2") {
 		t.Errorf("the answer shows the secret: %s", b)
 	}
-	rec, _ := e.st.Host("edge-1")
+	rec, _ := e.hosts.Host("edge-1")
 	if !hostauth.CheckSecret(rec.Secret, "s3cret") {
 		t.Error("the secret is not stored as its hash")
 	}
@@ -282,5 +283,41 @@ func TestClosed(t *testing.T) {
 	noStore := newEnv(t, func(o *Options) { o.Store = nil })
 	if code, b, _ := noStore.do("GET", "/api/v1/traces", ""); code != http.StatusServiceUnavailable || !strings.Contains(string(b), "no trace store") {
 		t.Errorf("without a store: %d %s", code, b)
+	}
+}
+
+// TestHostsWithoutStore: the hosts pages need the host table, not a
+// trace store: without one hosts are added, listed, changed and deleted
+// (sizes and rates 0); without a host table they answer 503.
+func TestHostsWithoutStore(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Store = func() *store.Store { return nil } })
+	if code, b := e.write("POST", "/api/v1/hosts", `{"name":"edge-1","secret":"s3cret","maxSize":"1GiB"}`); code != http.StatusCreated {
+		t.Fatalf("add: %d %s", code, b)
+	}
+	if code, b := e.write("PATCH", "/api/v1/hosts/edge-1", `{"enabled":false}`); code != 200 {
+		t.Fatalf("patch: %d %s", code, b)
+	}
+	var list HostList
+	e.get("/api/v1/hosts", &list)
+	if len(list.Hosts) != 1 || list.Hosts[0].Enabled || list.Hosts[0].MaxSize != 1<<30 || list.Hosts[0].Size != 0 || !list.Hosts[0].Secret {
+		t.Fatalf("hosts %+v", list.Hosts)
+	}
+	if code, b := e.write("DELETE", "/api/v1/hosts/edge-1", ""); code != 200 {
+		t.Fatalf("delete: %d %s", code, b)
+	}
+	if _, err := e.hosts.Host("edge-1"); err == nil {
+		t.Fatal("the deleted host is still in the table")
+	}
+	bare := New(Options{Store: func() *store.Store { return e.st }})
+	defer bare.Close()
+	srv := httptest.NewServer(bare)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/api/v1/hosts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("without a host table: %d", resp.StatusCode)
 	}
 }

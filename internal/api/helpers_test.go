@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/crypto/argon2"
 
+	"github.com/tracebridge/tracebridge/internal/hostdb"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/store"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
@@ -119,10 +121,11 @@ func shop(n int, base time.Time) []*trace.Trace {
 
 // env is an API over a store of traces, served on loopback.
 type env struct {
-	t   *testing.T
-	st  *store.Store
-	api *API
-	srv *httptest.Server
+	t     *testing.T
+	st    *store.Store
+	hosts *hostdb.DB
+	api   *API
+	srv   *httptest.Server
 }
 
 var (
@@ -146,7 +149,11 @@ func testToken() (string, string) {
 
 func newEnv(t *testing.T, opt func(*Options), traces ...*trace.Trace) *env {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{})
+	hosts, err := hostdb.Open(t.TempDir(), hostdb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(t.TempDir(), store.Options{Hosts: hostTable{hosts}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,15 +174,27 @@ func newEnv(t *testing.T, opt func(*Options), traces ...*trace.Trace) *env {
 	if opt != nil {
 		opt(&o)
 	}
-	e := &env{t: t, st: st, api: New(o)}
+	if o.Shared == nil {
+		o.Shared = &pipeline.Shared{}
+	}
+	o.Shared.SetHostDB(hosts)
+	e := &env{t: t, st: st, hosts: hosts, api: New(o)}
 	e.srv = httptest.NewServer(e.api)
 	t.Cleanup(func() {
 		e.srv.Close()
 		e.api.Close()
 		st.Close()
+		hosts.Close()
 	})
 	return e
 }
+
+// hostTable is the host table as the store asks it (the store sink wires
+// the same).
+type hostTable struct{ db *hostdb.DB }
+
+func (t hostTable) Policy(name string) store.HostPolicy { return store.HostPolicy(t.db.Policy(name)) }
+func (t hostTable) Contact(name string, at time.Time)   { t.db.Contact(name, at) }
 
 // do sends a request; hdr are header name, value pairs.
 func (e *env) do(method, path, body string, hdr ...string) (int, []byte, http.Header) {

@@ -14,14 +14,18 @@ import (
 	"unicode"
 
 	"github.com/tracebridge/tracebridge/internal/hostauth"
+	"github.com/tracebridge/tracebridge/internal/hostdb"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/store"
 )
 
 // HostInfo is a monitored host as the UI shows it (the secret only as
-// whether one is set).
+// whether one is set): its record in the host table (internal/hostdb) and
+// what the trace store keeps of it (0 without a store, or before its first
+// trace).
 type HostInfo struct {
-	Name        string     `json:"name"`
+	Name string `json:"name"`
+	// ID is the host's partition in the trace store.
 	ID          uint32     `json:"id"`
 	Group       string     `json:"group"`
 	Addr        string     `json:"addr"`
@@ -33,7 +37,7 @@ type HostInfo struct {
 	Created     time.Time  `json:"created"`
 	LastContact *time.Time `json:"lastContact"`
 	// Size is the bytes of the host's segments and its share of traces
-	// rooted on other hosts (store.Host.Shared); TracesPerSecond the
+	// rooted on other hosts (store.Partition.Shared); TracesPerSecond the
 	// traces rooted on the host that started in the last minute, per
 	// second (estimated from the newest 1000 when there are more).
 	Size            int64   `json:"size"`
@@ -46,14 +50,54 @@ type HostList struct {
 	Groups []string   `json:"groups"`
 }
 
-func hostInfo(st *store.Store, h store.Host, rate float64) HostInfo {
-	hi := HostInfo{Name: h.Name, ID: h.ID, Group: h.Group, Addr: h.Addr, Comment: h.Comment, Secret: h.Secret != "",
-		Enabled: !h.Disabled, MaxSize: h.MaxSize, MaxAgeNs: int64(h.MaxAge), Created: h.Created, Size: st.HostSize(h.Name), TracesPerSecond: rate}
+// hostView is what the hosts pages read: the host table and the trace
+// store (nil without one).
+type hostView struct {
+	db  *hostdb.DB
+	st  *store.Store
+	ids map[string]uint32
+}
+
+// withHosts makes a route's handler of a handler of the host table:
+// without one the route answers 503; the trace store is optional.
+func withHosts(h func(c *call, v *hostView) error) func(*call) error {
+	return func(c *call) error {
+		db := c.a.opt.Shared.HostDB()
+		if db == nil {
+			return errNoHosts
+		}
+		return h(c, &hostView{db: db, st: c.a.opt.Store()})
+	}
+}
+
+var errNoHosts = errorf(http.StatusServiceUnavailable, "no host table: this bridge keeps none")
+
+func (v *hostView) info(h hostdb.Host, rate float64) HostInfo {
+	hi := HostInfo{Name: h.Name, Group: h.Group, Addr: h.Addr, Comment: h.Comment, Secret: h.Secret != "",
+		Enabled: !h.Disabled, MaxSize: h.MaxSize, MaxAgeNs: int64(h.MaxAge), Created: h.Created, TracesPerSecond: rate}
+	if v.st != nil {
+		if v.ids == nil {
+			v.ids = map[string]uint32{}
+			for _, p := range v.st.Partitions() {
+				v.ids[p.Name] = p.ID
+			}
+		}
+		hi.ID = v.ids[h.Name]
+		hi.Size = v.st.HostSize(h.Name)
+	}
 	if !h.LastContact.IsZero() {
 		lc := h.LastContact
 		hi.LastContact = &lc
 	}
 	return hi
+}
+
+// rates are the hosts' traces per second (none without a store).
+func (v *hostView) rates(now time.Time) map[string]float64 {
+	if v.st == nil {
+		return nil
+	}
+	return hostRates(v.st, now)
 }
 
 // hostRates counts the traces that started in the last minute per host
@@ -83,16 +127,13 @@ func hostRates(st *store.Store, now time.Time) map[string]float64 {
 	return out
 }
 
-func listHosts(c *call, st *store.Store) error {
-	hosts, err := st.Hosts()
-	if err != nil {
-		return err
-	}
-	rates := hostRates(st, c.a.opt.Now())
+func listHosts(c *call, v *hostView) error {
+	hosts := v.db.Hosts()
+	rates := v.rates(c.a.opt.Now())
 	res := HostList{Hosts: []HostInfo{}, Groups: []string{}}
 	groups := map[string]bool{}
 	for _, h := range hosts {
-		res.Hosts = append(res.Hosts, hostInfo(st, h, rates[h.Name]))
+		res.Hosts = append(res.Hosts, v.info(h, rates[h.Name]))
 		if h.Group != "" && !groups[h.Group] {
 			groups[h.Group] = true
 			res.Groups = append(res.Groups, h.Group)
@@ -101,21 +142,21 @@ func listHosts(c *call, st *store.Store) error {
 	return c.json(res)
 }
 
-func getHost(c *call, st *store.Store) error {
-	h, err := st.Host(c.str("name"))
+func getHost(c *call, v *hostView) error {
+	h, err := v.db.Host(c.str("name"))
 	if err != nil {
 		return hostError(err)
 	}
-	return c.json(hostInfo(st, h, hostRates(st, c.a.opt.Now())[h.Name]))
+	return c.json(v.info(h, v.rates(c.a.opt.Now())[h.Name]))
 }
 
 func hostError(err error) error {
 	switch {
-	case errors.Is(err, store.ErrNoHost):
+	case errors.Is(err, hostdb.ErrNoHost):
 		return errorf(http.StatusNotFound, "%v", err)
-	case errors.Is(err, store.ErrHostExists):
+	case errors.Is(err, hostdb.ErrHostExists):
 		return errorf(http.StatusConflict, "%v (change it with PATCH)", err)
-	case errors.Is(err, store.ErrClosed):
+	case errors.Is(err, hostdb.ErrClosed), errors.Is(err, store.ErrClosed):
 		return errClosed
 	}
 	return err
@@ -216,7 +257,7 @@ func validText(what, s string, max int) error {
 }
 
 // apply changes h as in says; it validates every field.
-func (in *HostInput) apply(h *store.Host) error {
+func (in *HostInput) apply(h *hostdb.Host) error {
 	var errs []string
 	bad := func(err error) { errs = append(errs, err.Error()) }
 	if in.Addr != nil {
@@ -276,7 +317,7 @@ func (in *HostInput) apply(h *store.Host) error {
 	return nil
 }
 
-func addHost(c *call, st *store.Store) error {
+func addHost(c *call, v *hostView) error {
 	var in HostInput
 	if err := c.decodeBody(&in); err != nil {
 		return err
@@ -287,20 +328,20 @@ func addHost(c *call, st *store.Store) error {
 	if err := validText("name", *in.Name, 255); err != nil {
 		return errorf(http.StatusBadRequest, "%v", err)
 	}
-	h := store.Host{Name: *in.Name}
+	h := hostdb.Host{Name: *in.Name}
 	if err := in.apply(&h); err != nil {
 		return err
 	}
-	h, err := st.AddHost(h, "")
+	h, err := v.db.Add(h, "")
 	if err != nil {
 		return hostError(err)
 	}
 	c.a.log.Info("http api: host added", "host", h.Name)
-	writeJSON(c.w, http.StatusCreated, hostInfo(st, h, 0))
+	writeJSON(c.w, http.StatusCreated, v.info(h, 0))
 	return nil
 }
 
-func patchHost(c *call, st *store.Store) error {
+func patchHost(c *call, v *hostView) error {
 	name := c.str("name")
 	var in HostInput
 	if err := c.decodeBody(&in); err != nil {
@@ -309,12 +350,12 @@ func patchHost(c *call, st *store.Store) error {
 	if in.Name != nil && *in.Name != name {
 		return errorf(http.StatusBadRequest, "name: a host cannot be renamed (its traces are filed under its name)")
 	}
-	h, err := st.UpdateHost(name, in.apply)
+	h, err := v.db.Update(name, in.apply)
 	if err != nil {
 		return hostError(err)
 	}
 	c.a.log.Info("http api: host changed", "host", name)
-	return c.json(hostInfo(st, h, hostRates(st, c.a.opt.Now())[name]))
+	return c.json(v.info(h, v.rates(c.a.opt.Now())[name]))
 }
 
 // Deleted confirms a deletion.
@@ -322,10 +363,16 @@ type Deleted struct {
 	Deleted string `json:"deleted"`
 }
 
-func deleteHost(c *call, st *store.Store) error {
+// deleteHost removes the host's record and, with a store, its traces.
+func deleteHost(c *call, v *hostView) error {
 	name := c.str("name")
-	if err := st.DeleteHost(name); err != nil {
+	if err := v.db.Delete(name); err != nil {
 		return hostError(err)
+	}
+	if v.st != nil {
+		if err := v.st.DeletePartition(name); err != nil && !errors.Is(err, store.ErrNoHost) {
+			return hostError(err)
+		}
 	}
 	c.a.log.Info("http api: host deleted", "host", name)
 	return c.json(Deleted{name})

@@ -170,10 +170,22 @@ func spanTags(s *trace.Span) []jTag {
 		add(strTag("otel.status_description", s.StatusMessage))
 	}
 	if s.Source == trace.FromSpan {
-		// An OTLP span's component is code.namespace, else its
-		// instrumentation scope.
-		if _, ok := s.Attr("code.namespace"); !ok && s.Component != "" {
-			add(strTag("otel.scope.name", s.Component))
+		// The instrumentation scope: its name and version as
+		// OpenTelemetry names them in Jaeger's model, its attributes as
+		// they are. (An OTLP span's component is code.namespace, else
+		// its scope's name.)
+		if sc := s.Scope; sc != nil {
+			if sc.Name != "" {
+				add(strTag(trace.ScopeNameKey, sc.Name))
+			}
+			if sc.Version != "" {
+				add(strTag(trace.ScopeVersionKey, sc.Version))
+			}
+			for _, a := range sc.Attributes {
+				add(jaegerTag(a))
+			}
+		} else if _, ok := s.Attr("code.namespace"); !ok && s.Component != "" {
+			add(strTag(trace.ScopeNameKey, s.Component))
 		}
 	} else {
 		if s.Component != "" {
@@ -200,16 +212,34 @@ func spanTags(s *trace.Span) []jTag {
 	return sortTags(tags)
 }
 
-// processTags are the tags of a span's process: its host and pid.
+// processTags are the tags of a span's process: every attribute of its
+// OpenTelemetry resource but service.name (the process's serviceName), as
+// Jaeger's OTLP receiver makes them; its host and pid where the resource
+// does not name them (Kieker's and zorka's spans have no resource);
+// sorted by key.
 func processTags(s *trace.Span) []jTag {
 	tags := []jTag{}
-	if s.Host != "" {
+	var hasHost, hasPID bool
+	if r := s.Resource; r != nil {
+		for _, a := range r.Attributes {
+			switch a.Key {
+			case "service.name":
+				continue
+			case "host.name":
+				hasHost = true
+			case "process.pid":
+				hasPID = true
+			}
+			tags = append(tags, jaegerTag(a))
+		}
+	}
+	if s.Host != "" && !hasHost {
 		tags = append(tags, strTag("host.name", s.Host))
 	}
-	if s.Process != "" {
+	if s.Process != "" && !hasPID {
 		tags = append(tags, strTag("process.pid", s.Process))
 	}
-	return tags
+	return sortTags(tags)
 }
 
 // jaegerID is a trace id as Jaeger writes it: 32 hex digits. A Kieker
@@ -241,11 +271,14 @@ func toJaeger(t *trace.Trace) jTrace {
 	if len(t.Broken) > 0 {
 		jt.Warnings = t.Broken
 	}
-	type procKey struct{ service, host, pid string }
+	type procKey struct {
+		service, host, pid string
+		res                *trace.Resource
+	}
 	procs := map[procKey]string{}
 	for i := range t.Spans {
 		s := &t.Spans[i]
-		pk := procKey{store.ServiceOf(s), s.Host, s.Process}
+		pk := procKey{store.ServiceOf(s), s.Host, s.Process, s.Resource}
 		pid, ok := procs[pk]
 		if !ok {
 			pid = "p" + strconv.Itoa(len(procs)+1)

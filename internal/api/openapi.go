@@ -52,8 +52,14 @@ var handSchemas = map[string]any{
 	"Trace": obj("A whole trace as `tracebridge traces --json` prints it (trace.AppendJSON)", map[string]any{
 		"traceId": str("the trace id: a Kieker traceId in decimal, other ids in 32 hex digits"), "start": integer("unix ns"),
 		"end": integer("unix ns"), "durationNs": integer(""), "hosts": arr(str("")), "part": integer("the part of a trace too large to hold (absent: the whole)"),
+		"resources": arr(obj("an OpenTelemetry resource of the trace's spans, once (absent: none, as for Kieker and zorka)", map[string]any{
+			"attributes": map[string]any{"type": "object", "description": "every attribute of the resource, service.name and host.name included"}})),
+		"scopes": arr(obj("an instrumentation scope of the trace's spans, once (absent: none)", map[string]any{
+			"name": str(""), "version": str(""), "attributes": map[string]any{"type": "object"}})),
 		"spans": arr(obj("a span, in tree order", map[string]any{
-			"spanId": str("16 hex digits"), "parentSpanId": map[string]any{"type": []string{"string", "null"}},
+			"resource": integer("the index of the span's resource in resources (absent: none)"),
+			"scope":    integer("the index of the span's scope in scopes (absent: none)"),
+			"spanId":   str("16 hex digits"), "parentSpanId": map[string]any{"type": []string{"string", "null"}},
 			"operation": str(""), "component": str(""), "host": str(""), "service": str(""), "thread": str(""),
 			"start": integer("unix ns"), "end": integer("unix ns"), "error": boolean(""), "kind": str(""),
 			"statusMessage": str(""), "attributes": map[string]any{"type": "object", "description": "attributes with their JSON types; Kieker's positions as kieker.*"},

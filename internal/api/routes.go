@@ -113,7 +113,7 @@ var filterParams = []param{
 	q("name", "string", "the trace's name, case-insensitive: a zorka trace's type (HTTP, JMS, …), else the root span's operation"),
 	q("service", "string", "traces with a span of this service"),
 	q("operation", "string", "traces with a span of this operation (of the service, when service is given; names as /api/v1/names?service= lists them)"),
-	q("attr", "string", "KEY=VALUE: traces with a span that has this attribute value; repeatable, each must hold").many(),
+	q("attr", "string", "KEY=VALUE: traces with a span that has this attribute value (its own, its OpenTelemetry resource's or scope's); repeatable, each must hold").many(),
 	q("q", "string", "TEXT (case-insensitive substring) or ~REGEX (RE2) in operation and class names, attribute keys and values, exception class and message of the root span (every span with deep)"),
 	q("eql", "string", "an EQL expression (docs/QUERY.md) for the root span (any span with deep)").fmt("eql"),
 	q("deep", "boolean", "q and eql look at every span, not just the root"),
@@ -201,13 +201,13 @@ func table() []route {
 				q("format", "string", "json (a tree, default), folded or svg").oneOf("json", "folded", "svg")}, resp: "Flame", h: profileFlame},
 
 		// Hosts.
-		{method: "GET", path: "/api/v1/hosts", tag: "hosts", auth: authRead, summary: "Hosts with group, last contact, stored size and traces per second", resp: "HostList", h: withStore(listHosts)},
-		{method: "GET", path: "/api/v1/hosts/{name}", tag: "hosts", auth: authRead, summary: "One host", params: []param{pathParam("name", "the host")}, resp: "Host", h: withStore(getHost)},
-		{method: "POST", path: "/api/v1/hosts", tag: "hosts", auth: authWrite, summary: "Add a host", body: "HostInput", resp: "Host", h: withStore(addHost)},
+		{method: "GET", path: "/api/v1/hosts", tag: "hosts", auth: authRead, summary: "Hosts with group, last contact, stored size and traces per second", resp: "HostList", h: withHosts(listHosts)},
+		{method: "GET", path: "/api/v1/hosts/{name}", tag: "hosts", auth: authRead, summary: "One host", params: []param{pathParam("name", "the host")}, resp: "Host", h: withHosts(getHost)},
+		{method: "POST", path: "/api/v1/hosts", tag: "hosts", auth: authWrite, summary: "Add a host", body: "HostInput", resp: "Host", h: withHosts(addHost)},
 		{method: "PATCH", path: "/api/v1/hosts/{name}", tag: "hosts", auth: authWrite, summary: "Change a host: address, secret, group, comment, bounds, enabled",
-			params: []param{pathParam("name", "the host")}, body: "HostInput", resp: "Host", h: withStore(patchHost)},
+			params: []param{pathParam("name", "the host")}, body: "HostInput", resp: "Host", h: withHosts(patchHost)},
 		{method: "DELETE", path: "/api/v1/hosts/{name}", tag: "hosts", auth: authWrite, summary: "Delete a host and every trace of its partition",
-			params: []param{pathParam("name", "the host")}, resp: "Deleted", h: withStore(deleteHost)},
+			params: []param{pathParam("name", "the host")}, resp: "Deleted", h: withHosts(deleteHost)},
 
 		// The console.
 		{method: "GET", path: "/api/v1/status", tag: "console", auth: authRead, summary: "The bridge: version, uptime, records, rates, queue, trace assembly", resp: "Status", h: status},

@@ -163,7 +163,21 @@ type KiekerPosition struct {
 	ESS        int32 `json:"ess"`
 }
 
-// SpanDetail is one span in full.
+// Resource is the OpenTelemetry resource a span came from: every
+// attribute it was sent with.
+type Resource struct {
+	Attributes []Attr `json:"attributes"`
+}
+
+// Scope is the instrumentation scope a span came from.
+type Scope struct {
+	Name       string `json:"name"`
+	Version    string `json:"version,omitempty"`
+	Attributes []Attr `json:"attributes"`
+}
+
+// SpanDetail is one span in full. Resource and Scope are absent for
+// spans without them (Kieker's, zorka's).
 type SpanDetail struct {
 	Index    int   `json:"index"`
 	Parent   int   `json:"parent"`
@@ -187,6 +201,8 @@ type SpanDetail struct {
 	Events        []Event         `json:"events"`
 	Links         []Link          `json:"links"`
 	Kieker        *KiekerPosition `json:"kieker,omitempty"`
+	Resource      *Resource       `json:"resource,omitempty"`
+	Scope         *Scope          `json:"scope,omitempty"`
 }
 
 var statusNames = [...]string{"unset", "ok", "error"}
@@ -217,6 +233,12 @@ func getSpan(c *call) error {
 	}
 	if s.Source == trace.FromEvents || s.Source == trace.FromExecution {
 		d.Kieker = &KiekerPosition{s.KiekerTrace, s.OrderIndex, s.EOI, s.ESS}
+	}
+	if r := s.Resource; r != nil {
+		d.Resource = &Resource{Attributes: attrList(r.Attributes)}
+	}
+	if sc := s.Scope; sc != nil {
+		d.Scope = &Scope{Name: sc.Name, Version: sc.Version, Attributes: attrList(sc.Attributes)}
 	}
 	return c.json(d)
 }

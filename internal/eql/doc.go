@@ -16,8 +16,9 @@
 // Identifiers method, class, trace, time, calls, errors, host, clock, pct
 // and signature name properties of the span (and of its trace); zico's
 // "type" is an alias of trace. Any other identifier, and any name in
-// backquotes (`method`, `my-key`), is an attribute of the span, null when
-// absent. Attribute values of type int, double and bool are numbers and
+// backquotes (`method`, `my-key`), is an attribute of the span (its own,
+// else its OpenTelemetry resource's or instrumentation scope's), null
+// when absent. Attribute values of type int, double and bool are numbers and
 // booleans; strings that read as decimal numbers are numbers too, but keep
 // their text, so http.status_code = 500 and http.status_code = '500' both
 // hold for the text "500".

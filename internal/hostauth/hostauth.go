@@ -4,10 +4,9 @@
 // (Checker: zico's host table rules over host records kept elsewhere) and
 // the argon2id hashing of host secrets.
 //
-// The host records themselves live in the trace store (internal/store),
-// which keeps them with each host's partition; this package reads and
-// creates them through Rows, so storage knows nothing of receivers or the
-// pipeline.
+// The host records themselves live in the host table (internal/hostdb,
+// <data_dir>/hosts); this package reads and creates them through Rows, so
+// their storage knows nothing of receivers or the pipeline.
 //
 // Concurrency: a Checker is safe for concurrent use when its Rows are.
 package hostauth
@@ -68,7 +67,7 @@ type Host struct {
 	Disabled bool
 }
 
-// Rows are the host records (the trace store keeps them).
+// Rows are the host records (internal/hostdb keeps them).
 type Rows interface {
 	// Host returns the named host's record; false when there is none.
 	Host(name string) (Host, bool)

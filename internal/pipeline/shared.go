@@ -7,12 +7,13 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/flame"
 	"github.com/tracebridge/tracebridge/internal/hostauth"
+	"github.com/tracebridge/tracebridge/internal/hostdb"
 )
 
 // Shared holds what the components of one bridge share besides their own
 // configuration, filled while the bridge is built: a component that owns
 // a service publishes it through a typed setter (the trace store's sink
-// its host table, SetHosts; serve the live view, SetLive; the profile
+// the host table, SetHostDB; serve the live view, SetLive; the profile
 // stage its stacks, SetProfiles) and others read it when they need it (at
 // run time, not while being built, since the order in which components
 // are built is not theirs to know). Services private to a few packages
@@ -21,6 +22,7 @@ import (
 type Shared struct {
 	mu       sync.RWMutex
 	hosts    hostauth.Table
+	hostdb   *hostdb.DB
 	live     http.Handler
 	profiles Profiles
 	values   map[any]any
@@ -60,7 +62,30 @@ func (s *Shared) SetHosts(h hostauth.Table) {
 	s.mu.Unlock()
 }
 
-// Hosts returns the host table, or nil when the bridge has none.
+// SetHostDB publishes the host table (serve opens it): its records for
+// the store sink and the HTTP API, and host authentication over them
+// (Hosts) for the receivers.
+func (s *Shared) SetHostDB(db *hostdb.DB) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.hostdb = db
+	s.hosts = db.Auth()
+	s.mu.Unlock()
+}
+
+// HostDB returns the host table, or nil when the bridge has none.
+func (s *Shared) HostDB() *hostdb.DB {
+	if s == nil {
+		return nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.hostdb
+}
+
+// Hosts returns host authentication, or nil when the bridge has none.
 func (s *Shared) Hosts() hostauth.Table {
 	if s == nil {
 		return nil

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
@@ -22,6 +23,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/codec/streammsg"
 	"github.com/tracebridge/tracebridge/internal/config"
 	"github.com/tracebridge/tracebridge/internal/engine"
+	"github.com/tracebridge/tracebridge/internal/hostdb"
 	"github.com/tracebridge/tracebridge/internal/irl"
 	"github.com/tracebridge/tracebridge/internal/listenpolicy"
 	"github.com/tracebridge/tracebridge/internal/metrics"
@@ -124,7 +126,8 @@ type Server struct {
 	HTTPAddr, HTTPScheme string
 	// Metrics are the bridge's metrics.
 	Metrics *metrics.Registry
-	// Shared is what the components share (the trace store's host table).
+	// Shared is what the components share (the host table, the live
+	// view, …).
 	Shared *pipeline.Shared
 	// Built are the sinks as built, by name (the HTTP API finds the trace
 	// store among them).
@@ -134,6 +137,7 @@ type Server struct {
 	StreamURL string
 
 	closers []func() error // receivers and sinks, if Run never runs
+	hosts   *hostdb.DB     // the host table (nil when nothing needs it)
 	live    *livestream.Handler
 	metrics *http.Server
 	mln     net.Listener
@@ -340,6 +344,16 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 			return nil, inUse("http", "", "", err)
 		}
 	}
+	if needsHosts(cfg) {
+		// After the ports (a port in use leaves no directory behind),
+		// before the sinks (the store sink asks it).
+		db, err := hostdb.Open(filepath.Join(cfg.DataDir, "hosts"), hostdb.Options{Logger: set.Logger})
+		if err != nil {
+			return nil, pipeline.Classify(ErrConfig, err)
+		}
+		s.hosts = db
+		s.Shared.SetHostDB(db)
+	}
 	for _, p := range sinks {
 		set := base
 		set.Name = p.comp.Name
@@ -373,6 +387,27 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 	}
 	ok = true
 	return s, nil
+}
+
+// needsHosts says whether the bridge keeps a host table: for zico's and
+// OTLP's host authentication, the store sink's host bounds and the HTTP
+// API's hosts pages.
+func needsHosts(cfg *config.Config) bool {
+	if cfg.HTTP.Listen != "" {
+		return true
+	}
+	for _, r := range cfg.Receivers {
+		switch r.Type {
+		case zico.Type, otlp.TypeGRPC, otlp.TypeHTTP:
+			return true
+		}
+	}
+	for _, c := range cfg.Sinks {
+		if c.Type == storesink.Type {
+			return true
+		}
+	}
+	return false
 }
 
 // impliedStage is a stage factory that declares the receiver types whose
@@ -443,7 +478,14 @@ func (s *Server) Run(ctx context.Context) error {
 		go s.web.serve(s.base.Logger.Error)
 		defer s.web.stop()
 	}
-	return s.Engine.Run(ctx)
+	err := s.Engine.Run(ctx)
+	if s.hosts != nil {
+		// After the sinks closed: the store sink tells it of contacts.
+		if cerr := s.hosts.Close(); cerr != nil {
+			s.base.Logger.Warn("host table: closing", "err", cerr)
+		}
+	}
+	return err
 }
 
 // Close releases what Build created when Run is not going to run.
@@ -460,6 +502,9 @@ func (s *Server) Close() error {
 	}
 	if s.live != nil {
 		s.live.Close()
+	}
+	if s.hosts != nil {
+		errs = append(errs, s.hosts.Close())
 	}
 	return errors.Join(errs...)
 }

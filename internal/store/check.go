@@ -65,7 +65,7 @@ func Check(dir string) (CheckResult, error) {
 			}
 			end, err := scanBlocks(f, segHeaderSize, func(off int64, h blockHeader, raw []byte) error {
 				res.Blocks++
-				pl, err := parsePayload(raw)
+				pl, err := parsePayload(raw, h.version)
 				if err != nil {
 					res.problemf("%s: offset %d: %v", path, off, err)
 					return nil
@@ -119,7 +119,7 @@ func Check(dir string) (CheckResult, error) {
 }
 
 // Rebuild rebuilds the index of a store no process holds open from its
-// segments (zico's rebuildIndex): host records are kept (recreated from
+// segments (zico's rebuildIndex): partition records are kept (recreated from
 // the partitions' name files when missing), everything else is indexed
 // again. Unreadable blocks are reported and skipped.
 func Rebuild(dir string) (CheckResult, error) {
@@ -133,7 +133,7 @@ func Rebuild(dir string) (CheckResult, error) {
 	if err != nil {
 		return res, err
 	}
-	// Keep the host records and the host counter; drop the rest.
+	// Keep the partition records and the host counter; drop the rest.
 	b := db.NewBatch()
 	b.DeleteRange([]byte{0}, []byte{kHostRc}, nil)
 	b.DeleteRange([]byte{kHostRc + 1}, []byte{kMeta}, nil)
@@ -166,11 +166,10 @@ func Rebuild(dir string) (CheckResult, error) {
 				res.problemf("%s: no host record and no name file; skipped", filepath.Join(hostsDir, e.Name()))
 				continue
 			}
-			h := Host{Name: strings.TrimSpace(string(name)), ID: id, Created: s.opt.Now().UTC()}
-			if err := s.putHost(h); err != nil {
+			p = s.addPartition(id, strings.TrimSpace(string(name)))
+			if err := s.putPartition(p); err != nil {
 				return res, err
 			}
-			p = s.addPartition(id, h.Name)
 		}
 		p.syms = newSymbols()
 		p.enc.syms = p.syms
@@ -179,7 +178,7 @@ func Rebuild(dir string) (CheckResult, error) {
 		p.bmu.Unlock()
 		err = res.eachSegment(p, func(n uint32, f *os.File, path string) {
 			end, err := scanBlocks(f, segHeaderSize, func(off int64, h blockHeader, raw []byte) error {
-				pl, err := parsePayload(raw)
+				pl, err := parsePayload(raw, h.version)
 				if err == nil {
 					err = p.defineSymbols(pl)
 				}

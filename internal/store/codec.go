@@ -40,6 +40,10 @@ func (d *symbols) name(id uint64) (string, bool) {
 	return d.names[id], true
 }
 
+// bodyVersion is the version of the trace body that encodeTrace writes,
+// its first byte; decodeTrace reads versions 1 and 2 (docs/STORE.md).
+const bodyVersion = 2
+
 // Limits of the trace encoding, checked when decoding.
 const (
 	maxSpansPerTrace = 1 << 24
@@ -55,6 +59,84 @@ type encoder struct {
 	syms    *symbols
 	newSyms []string // defined since the block began
 	tmp     []byte
+	// The tables of the trace being encoded (scratch).
+	res    []*trace.Resource
+	scopes []*trace.Scope
+	resAt  map[*trace.Resource]int // beyond tableScan entries
+	scAt   map[*trace.Scope]int
+}
+
+// tableScan bounds the entries of a trace's resource or scope table
+// searched in order; a longer table (a trace of many resources) is
+// searched through a map.
+const tableScan = 16
+
+// tables gathers the resources and scopes of t's spans into e.res and
+// e.scopes: t's tables first, then any entry a span points at that they
+// lack.
+func (e *encoder) tables(t *trace.Trace) {
+	clear(e.res)
+	clear(e.scopes)
+	e.res, e.scopes = e.res[:0], e.scopes[:0]
+	clear(e.resAt)
+	clear(e.scAt)
+	for _, r := range t.Resources {
+		e.resIndex(r)
+	}
+	for _, c := range t.Scopes {
+		e.scopeIndex(c)
+	}
+	for i := range t.Spans {
+		e.resIndex(t.Spans[i].Resource)
+		e.scopeIndex(t.Spans[i].Scope)
+	}
+}
+
+// resIndex returns 1 + the index of r in e.res, adding it when new (0:
+// nil).
+func (e *encoder) resIndex(r *trace.Resource) int {
+	if r == nil {
+		return 0
+	}
+	if i, ok := e.resAt[r]; ok {
+		return i
+	}
+	for i, x := range e.res[:min(len(e.res), tableScan)] {
+		if x == r {
+			return i + 1
+		}
+	}
+	e.res = append(e.res, r)
+	if len(e.res) > tableScan {
+		if e.resAt == nil {
+			e.resAt = map[*trace.Resource]int{}
+		}
+		e.resAt[r] = len(e.res)
+	}
+	return len(e.res)
+}
+
+// scopeIndex is resIndex for scopes.
+func (e *encoder) scopeIndex(c *trace.Scope) int {
+	if c == nil {
+		return 0
+	}
+	if i, ok := e.scAt[c]; ok {
+		return i
+	}
+	for i, x := range e.scopes[:min(len(e.scopes), tableScan)] {
+		if x == c {
+			return i + 1
+		}
+	}
+	e.scopes = append(e.scopes, c)
+	if len(e.scopes) > tableScan {
+		if e.scAt == nil {
+			e.scAt = map[*trace.Scope]int{}
+		}
+		e.scAt[c] = len(e.scopes)
+	}
+	return len(e.scopes)
 }
 
 func (e *encoder) sym(dst []byte, s string) []byte {
@@ -70,11 +152,14 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, s...)
 }
 
-// encodeTrace appends t's body to e.tmp and returns it. Spans are stored in
-// the trace's tree order, so a parent always comes before its children and
-// is referred to by index.
+// encodeTrace appends t's body (of bodyVersion) to e.tmp and returns it.
+// Spans are stored in the trace's tree order, so a parent always comes
+// before its children and is referred to by index. The trace's resources
+// and scopes are stored once, in tables before the spans; a span refers
+// to its entries by index.
 func (e *encoder) encodeTrace(t *trace.Trace) []byte {
 	b := e.tmp[:0]
+	b = append(b, bodyVersion)
 	b = binary.BigEndian.AppendUint64(b, t.ID.Hi)
 	b = binary.BigEndian.AppendUint64(b, t.ID.Lo)
 	b = binary.AppendUvarint(b, uint64(t.Part))
@@ -84,6 +169,17 @@ func (e *encoder) encodeTrace(t *trace.Trace) []byte {
 	}
 	start := t.Start()
 	b = binary.AppendVarint(b, start)
+	e.tables(t)
+	b = binary.AppendUvarint(b, uint64(len(e.res)))
+	for _, r := range e.res {
+		b = e.attrs(b, r.Attributes)
+	}
+	b = binary.AppendUvarint(b, uint64(len(e.scopes)))
+	for _, c := range e.scopes {
+		b = appendString(b, c.Name)
+		b = appendString(b, c.Version)
+		b = e.attrs(b, c.Attributes)
+	}
 	b = binary.AppendUvarint(b, uint64(len(t.Spans)))
 	for i := range t.Spans {
 		s := &t.Spans[i]
@@ -97,7 +193,14 @@ func (e *encoder) encodeTrace(t *trace.Trace) []byte {
 			flags |= 4
 		}
 		flags |= byte(s.Source&7) << 3
+		if s.Resource != nil || s.Scope != nil {
+			flags |= 64
+		}
 		b = append(b, flags, byte(s.Kind)|byte(s.Status)<<4)
+		if flags&64 != 0 {
+			b = binary.AppendUvarint(b, uint64(e.resIndex(s.Resource)))
+			b = binary.AppendUvarint(b, uint64(e.scopeIndex(s.Scope)))
+		}
 		b = binary.BigEndian.AppendUint64(b, uint64(s.SpanID))
 		switch {
 		case s.Parent >= 0:
@@ -141,6 +244,8 @@ func (e *encoder) encodeTrace(t *trace.Trace) []byte {
 	if id, isNew := e.syms.id(t.Name()); isNew && id != 0 {
 		e.newSyms = append(e.newSyms, t.Name())
 	}
+	clear(e.res)
+	clear(e.scopes)
 	e.tmp = b
 	return b
 }
@@ -270,9 +375,13 @@ func (d *decoder) attrs() []trace.Attr {
 	return as
 }
 
-// decodeTrace reads a trace body.
+// decodeTrace reads a trace body of any version (its first byte).
 func decodeTrace(p []byte, syms *symbols) (*trace.Trace, error) {
 	d := &decoder{p: p, syms: syms}
+	version := d.byte()
+	if d.err == nil && (version < 1 || version > bodyVersion) {
+		return nil, fmt.Errorf("%w: trace body version %d (this tracebridge reads 1 to %d)", errCorrupt, version, bodyVersion)
+	}
 	t := &trace.Trace{}
 	t.ID.Hi, t.ID.Lo = d.u64(), d.u64()
 	t.Part = int(d.uvarint())
@@ -283,6 +392,25 @@ func decodeTrace(p []byte, syms *symbols) (*trace.Trace, error) {
 		}
 	}
 	start := d.varint()
+	if version >= 2 {
+		if nr := d.count(maxListLen, "resource"); nr > 0 {
+			t.Resources = make([]*trace.Resource, nr)
+			rs := make([]trace.Resource, nr)
+			for i := range rs {
+				rs[i].Attributes = d.attrs()
+				t.Resources[i] = &rs[i]
+			}
+		}
+		if nc := d.count(maxListLen, "scope"); nc > 0 {
+			t.Scopes = make([]*trace.Scope, nc)
+			cs := make([]trace.Scope, nc)
+			for i := range cs {
+				cs[i].Name, cs[i].Version = d.str(), d.str()
+				cs[i].Attributes = d.attrs()
+				t.Scopes[i] = &cs[i]
+			}
+		}
+	}
 	n := d.count(maxSpansPerTrace, "span")
 	if d.err != nil {
 		return nil, d.err
@@ -295,6 +423,19 @@ func decodeTrace(p []byte, syms *symbols) (*trace.Trace, error) {
 		s.Error = flags&1 != 0
 		s.Source = trace.Source(flags >> 3 & 7)
 		s.Kind, s.Status = trace.Kind(ks&15), trace.Status(ks>>4)
+		if version >= 2 && flags&64 != 0 {
+			ri, ci := d.uvarint(), d.uvarint()
+			if ri > uint64(len(t.Resources)) || ci > uint64(len(t.Scopes)) {
+				d.fail("resource or scope index")
+			} else {
+				if ri > 0 {
+					s.Resource = t.Resources[ri-1]
+				}
+				if ci > 0 {
+					s.Scope = t.Scopes[ci-1]
+				}
+			}
+		}
 		s.SpanID = trace.SpanID(d.u64())
 		s.Parent = -1
 		switch {

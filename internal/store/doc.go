@@ -1,13 +1,15 @@
 // Package store is tracebridge's embedded trace store: every assembled
 // trace, partitioned per host, in append-only compressed segments with an
 // index, and the query engine over them (filters, text, regular
-// expressions, EQL, a time budget, cursors), host management with hashed
-// secrets, retention by age and size, crash recovery, check and rebuild.
+// expressions, EQL, a time budget, cursors), retention by age and size
+// (per host: bounds asked of the host table through HostTable; host
+// records and secrets are internal/hostdb's), crash recovery, check and
+// rebuild.
 //
 // On disk (docs/STORE.md has the byte layouts):
 //
 //	DIR/index/              Pebble: trace ids, time indexes, block table
-//	                         with bloom filters, symbols, hosts, watermarks
+//	                         with bloom filters, symbols, partitions, watermarks
 //	DIR/hosts/<id>/<n>.seg   a host's segments: blocks of zstd-compressed
 //	                         traces, each with a CRC-32C, written by this
 //	                         package only

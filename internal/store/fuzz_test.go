@@ -28,13 +28,14 @@ func FuzzSegmentReader(f *testing.F) {
 	f.Add(blk)
 	f.Add(blk[:len(blk)/2])
 	f.Add([]byte("TBK1"))
+	f.Add([]byte("TBK2"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, raw, err := readBlock(bytes.NewReader(b), 0)
+		h, raw, err := readBlock(bytes.NewReader(b), 0)
 		if err != nil {
 			return
 		}
-		pl, err := parsePayload(raw)
+		pl, err := parsePayload(raw, h.version)
 		if err != nil {
 			return
 		}

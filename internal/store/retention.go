@@ -46,7 +46,7 @@ func (s *Store) segStats(p *partition) ([]segStat, error) {
 }
 
 // Retain drops the oldest whole segments of every host beyond its own
-// bounds (Host.MaxAge, Host.MaxSize) and then of the store beyond
+// bounds (the host table's HostPolicy, Options.Hosts) and then of the store beyond
 // Options.MaxAge and MaxSize, trimming the index with them. It returns the
 // number of segments dropped.
 func (s *Store) Retain() (int, error) {
@@ -64,7 +64,10 @@ func (s *Store) Retain() (int, error) {
 		if err != nil {
 			return dropped, err
 		}
-		h, _ := s.hostRecord(p.name)
+		var h HostPolicy
+		if s.opt.Hosts != nil {
+			h = s.opt.Hosts.Policy(p.name)
+		}
 		var size int64
 		for _, st := range stats {
 			size += st.size
@@ -213,18 +216,15 @@ func (s *Store) Size() int64 {
 }
 
 // HostSize returns the bytes of a host's segments and its share of the
-// traces kept in other hosts' partitions (Host.Shared).
+// traces kept in other hosts' partitions (Partition.Shared).
 func (s *Store) HostSize(name string) int64 {
-	var n int64
-	if h, ok := s.hostRecord(name); ok {
-		n = h.Shared
-	}
 	s.pmu.RLock()
 	p := s.byName[name]
 	s.pmu.RUnlock()
 	if p == nil {
-		return n
+		return 0
 	}
+	n := p.shared.Load()
 	stats, _ := s.segStats(p)
 	for _, st := range stats {
 		n += st.size

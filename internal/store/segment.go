@@ -15,18 +15,23 @@ import (
 // Segment files: a 24-byte header, then blocks.
 //
 //	segment header: "TBSG" | version u32 (1) | host id u32 | segment u32 | created unix ns i64
-//	block header:   "TBK1" | compressed length u32 | raw length u32 | traces u32 |
+//	block header:   "TBK2" | compressed length u32 | raw length u32 | traces u32 |
 //	                min start i64 | max end i64 | CRC-32C u32 of the first 32 bytes and the payload
 //	block payload:  zstd frame of: first symbol id (uvarint), symbol count (uvarint),
 //	                the new symbols (uvarint length + bytes each), then the traces
 //	                (uvarint length + trace body each)
+//
+// A "TBK2" block's trace bodies begin with their version byte (see
+// bodyVersion); a "TBK1" block, written before version 2, holds bodies
+// of version 1 without it.
 //
 // All integers big-endian. A block is written whole and the file synced
 // before the index points at it; a block whose header or checksum does not
 // hold at the end of the last segment is the torn tail of a crash.
 const (
 	segMagic        = "TBSG"
-	blockMagic      = "TBK1"
+	blockMagic      = "TBK2"
+	blockMagicV1    = "TBK1" // bodies of version 1, without a version byte
 	segHeaderSize   = 24
 	blockHeaderSize = 36
 	segVersion      = 1
@@ -43,6 +48,9 @@ var errTorn = errors.New("incomplete or corrupt block")
 type blockHeader struct {
 	compLen, rawLen, count uint32
 	minStart, maxEnd       int64
+	// version is 1 for a TBK1 block (bodies of version 1 without a
+	// version byte), 2 for a TBK2 block (bodies with theirs).
+	version byte
 }
 
 var (
@@ -88,15 +96,19 @@ func appendBlock(dst, raw []byte, h blockHeader) []byte {
 
 // parseBlockHeader checks a block header's magic and sizes.
 func parseBlockHeader(p []byte) (blockHeader, error) {
-	if len(p) < blockHeaderSize || string(p[:4]) != blockMagic {
+	if len(p) < blockHeaderSize || string(p[:4]) != blockMagic && string(p[:4]) != blockMagicV1 {
 		return blockHeader{}, fmt.Errorf("%w: bad block header", errTorn)
 	}
 	h := blockHeader{
+		version:  2,
 		compLen:  binary.BigEndian.Uint32(p[4:]),
 		rawLen:   binary.BigEndian.Uint32(p[8:]),
 		count:    binary.BigEndian.Uint32(p[12:]),
 		minStart: int64(binary.BigEndian.Uint64(p[16:])),
 		maxEnd:   int64(binary.BigEndian.Uint64(p[24:])),
+	}
+	if string(p[:4]) == blockMagicV1 {
+		h.version = 1
 	}
 	if h.compLen > maxBlockSize || h.rawLen > maxBlockSize {
 		return blockHeader{}, fmt.Errorf("%w: block size %d/%d over the limit", errTorn, h.compLen, h.rawLen)
@@ -157,7 +169,10 @@ func appendPayload(dst []byte, firstSym uint64, syms []string, traces [][]byte) 
 	return dst
 }
 
-func parsePayload(raw []byte) (payload, error) {
+// parsePayload splits the raw payload of a block of version (its
+// header's). The bodies of a version 1 block are copied behind the version
+// byte they lack, so that every body says its version.
+func parsePayload(raw []byte, version byte) (payload, error) {
 	d := &decoder{p: raw}
 	var p payload
 	p.firstSym = d.uvarint()
@@ -177,6 +192,18 @@ func parsePayload(raw []byte) (payload, error) {
 	}
 	if d.err == nil && d.off != len(raw) {
 		d.fail("trailing bytes")
+	}
+	if d.err == nil && version == 1 {
+		n := len(p.traces)
+		for _, t := range p.traces {
+			n += len(t)
+		}
+		buf := make([]byte, 0, n)
+		for i, t := range p.traces {
+			buf = append(buf, 1)
+			buf = append(buf, t...)
+			p.traces[i] = buf[len(buf)-len(t)-1 : len(buf) : len(buf)]
+		}
 	}
 	return p, d.err
 }

@@ -34,9 +34,13 @@ type Options struct {
 	SegmentSize int64
 	SegmentAge  time.Duration
 	// MaxAge and MaxSize bound the whole store (0: unbounded); hosts have
-	// their own bounds too (Host.MaxAge, Host.MaxSize).
+	// their own bounds too (Hosts).
 	MaxAge  time.Duration
 	MaxSize int64
+	// Hosts is the host table: each host's bounds, whether its traces
+	// are dropped, and who sent traces (nil: no host bounds, nothing
+	// dropped, no contact recorded).
+	Hosts HostTable
 	// CacheSize bounds the decompressed blocks kept for reading (default
 	// 64 MiB).
 	CacheSize int64
@@ -102,6 +106,9 @@ type Store struct {
 
 	recovery Recovery
 	closed   bool
+	// legacy are the host records of a store written before the host
+	// table moved out (LegacyHosts).
+	legacy [][]byte
 }
 
 // partition is one host's part of the store.
@@ -130,6 +137,8 @@ type partition struct {
 
 	bmu    sync.RWMutex
 	blocks []*blockMeta // in (segment, offset) order
+
+	shared atomic.Int64 // Partition.Shared
 
 	// durBuckets has a bit for each duration bucket with index entries
 	// (more may be set once retention emptied one), so that a minimum
@@ -211,12 +220,12 @@ func (s *Store) Dir() string { return s.dir }
 
 // load reads the hosts, symbols and block table.
 func (s *Store) load() error {
-	hosts, err := s.Hosts()
+	parts, err := s.readPartitions()
 	if err != nil {
 		return err
 	}
-	for _, h := range hosts {
-		s.addPartition(h.ID, h.Name)
+	for _, r := range parts {
+		s.addPartition(r.ID, r.Name).shared.Store(r.Shared)
 	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kSymbol}, UpperBound: []byte{kSymbol + 1}})
 	if err != nil {
@@ -346,7 +355,7 @@ func (s *Store) recoverSegment(p *partition, n uint32, from int64, last bool) er
 		from = segHeaderSize
 	}
 	end, scanErr := scanBlocks(f, from, func(off int64, h blockHeader, raw []byte) error {
-		pl, err := parsePayload(raw)
+		pl, err := parsePayload(raw, h.version)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errTorn, err)
 		}
@@ -550,12 +559,18 @@ func indexHosts(t *trace.Trace, part string) []string {
 type blockFilter struct {
 	pairs   map[uint64]struct{}
 	strings map[string]struct{}
+	// The resources and scopes added (the assembler shares one among
+	// the traces of a resource: their pairs are hashed once a block).
+	resources map[*trace.Resource]struct{}
+	scopes    map[*trace.Scope]struct{}
 }
 
 func (f *blockFilter) add(t *trace.Trace) {
 	if f.pairs == nil {
 		f.pairs = map[uint64]struct{}{}
 		f.strings = map[string]struct{}{}
+		f.resources = map[*trace.Resource]struct{}{}
+		f.scopes = map[*trace.Scope]struct{}{}
 	}
 	for i := range t.Spans {
 		s := &t.Spans[i]
@@ -568,6 +583,30 @@ func (f *blockFilter) add(t *trace.Trace) {
 		}
 		for _, a := range trace.KiekerAttrs(s) {
 			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+		}
+	}
+	// Resource and scope attributes are the spans' too (Span.Attr finds
+	// them), stored once per trace.
+	for _, r := range t.Resources {
+		if _, ok := f.resources[r]; ok {
+			continue
+		}
+		f.resources[r] = struct{}{}
+		for _, a := range r.Attributes {
+			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+			f.strings[a.Key] = struct{}{}
+		}
+	}
+	for _, c := range t.Scopes {
+		if _, ok := f.scopes[c]; ok {
+			continue
+		}
+		f.scopes[c] = struct{}{}
+		f.pairs[pairHash(trace.ScopeNameKey, c.Name)] = struct{}{}
+		f.pairs[pairHash(trace.ScopeVersionKey, c.Version)] = struct{}{}
+		for _, a := range c.Attributes {
+			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+			f.strings[a.Key] = struct{}{}
 		}
 	}
 }
@@ -587,6 +626,8 @@ func (f *blockFilter) bloom() *block.Bloom {
 	}
 	clear(f.pairs)
 	clear(f.strings)
+	clear(f.resources)
+	clear(f.scopes)
 	return b
 }
 
@@ -618,12 +659,7 @@ func (s *Store) partitionFor(host string) (*partition, error) {
 	if p != nil {
 		return p, nil
 	}
-	h, err := s.createHost(Host{Name: host})
-	if err != nil {
-		return nil, err
-	}
-	p = s.addPartition(h.ID, h.Name)
-	return p, nil
+	return s.createPartition(host)
 }
 
 // ErrClosed is returned by a closed store.
@@ -644,8 +680,9 @@ func (s *Store) Append(ts []*trace.Trace) (dropped int, err error) {
 	if s.batch == nil {
 		s.batch = s.db.NewBatch()
 	}
-	// A host's record is read once a call, not once a trace.
+	// The host table is asked once a call per host, not once a trace.
 	disabled := map[*partition]bool{}
+	now := s.opt.Now()
 	// shares: the bytes of spans of hosts other than the partition's,
 	// their share of the trace (split by spans).
 	var shares map[string]int64
@@ -659,12 +696,12 @@ func (s *Store) Append(ts []*trace.Trace) (dropped int, err error) {
 		}
 		off, seen := disabled[p]
 		if !seen {
-			if h, ok := s.hostRecord(p.name); ok {
-				off = h.Disabled
+			if s.opt.Hosts != nil {
+				off = s.opt.Hosts.Policy(p.name).Disabled
 				if !off {
 					// Traces of any source are contact (not only a
 					// zico HELLO or an OTLP token).
-					s.touchLocked(h, s.opt.Now())
+					s.opt.Hosts.Contact(p.name, now)
 				}
 			}
 			disabled[p] = off
@@ -706,12 +743,17 @@ func (s *Store) Append(ts []*trace.Trace) (dropped int, err error) {
 	// Hosts below the root sent spans too: they are contact and own
 	// their share of the bytes.
 	for name, n := range shares {
-		if _, err := s.partitionFor(name); err != nil {
+		hp, err := s.partitionFor(name)
+		if err != nil {
 			return dropped, err
 		}
-		if h, ok := s.hostRecord(name); ok && !h.Disabled {
-			s.shareLocked(h, n, s.opt.Now())
+		if s.opt.Hosts != nil {
+			if s.opt.Hosts.Policy(name).Disabled {
+				continue
+			}
+			s.opt.Hosts.Contact(name, now)
 		}
+		s.shareLocked(hp, n)
 	}
 	return dropped, nil
 }
@@ -930,11 +972,11 @@ func (s *Store) block(loc location) (payload, error) {
 	if err != nil {
 		return payload{}, err
 	}
-	_, raw, err := readBlock(f, loc.off)
+	h, raw, err := readBlock(f, loc.off)
 	if err != nil {
 		return payload{}, fmt.Errorf("store: host %d segment %d offset %d: %w", loc.host, loc.seg, loc.off, err)
 	}
-	pl, err := parsePayload(raw)
+	pl, err := parsePayload(raw, h.version)
 	if err != nil {
 		return payload{}, fmt.Errorf("store: host %d segment %d offset %d: %w", loc.host, loc.seg, loc.off, err)
 	}

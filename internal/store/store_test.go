@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/tracebridge/tracebridge/internal/hostdb"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
@@ -236,7 +237,8 @@ func (s *Store) Append2(t *testing.T, tr *trace.Trace) {
 
 func TestRetentionDropsOldestSegments(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	s := open(t, t.TempDir(), Options{BlockSize: 1, SegmentSize: 1, Now: func() time.Time { return now }})
+	hosts := openHosts(t, func() time.Time { return now })
+	s := open(t, t.TempDir(), Options{BlockSize: 1, SegmentSize: 1, Now: func() time.Time { return now }, Hosts: tableOf(hosts)})
 	for i := range 10 {
 		start := now.Add(time.Duration(i-10) * time.Hour).UnixNano()
 		if _, err := s.Append([]*trace.Trace{mkTrace(i, "h", 2, start, 1000, false)}); err != nil {
@@ -246,7 +248,7 @@ func TestRetentionDropsOldestSegments(t *testing.T) {
 	if err := s.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.UpdateHost("h", func(h *Host) error { h.MaxAge = 3*time.Hour + time.Minute; return nil }); err != nil {
+	if _, err := hosts.Update("h", func(h *hostdb.Host) error { h.MaxAge = 3*time.Hour + time.Minute; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	n, err := s.Retain()
@@ -468,25 +470,26 @@ func budgetCutPages(t *testing.T, s *Store, name string, q Query, oldest bool, w
 // it were stored, whatever their source (at most once a second).
 func TestTracesAreContact(t *testing.T) {
 	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-	s := open(t, t.TempDir(), Options{Now: func() time.Time { return now }})
-	if _, err := s.AddHost(Host{Name: "shop-1"}, ""); err != nil {
+	hosts := openHosts(t, func() time.Time { return now })
+	s := open(t, t.TempDir(), Options{Now: func() time.Time { return now }, Hosts: tableOf(hosts)})
+	if _, err := hosts.Add(hostdb.Host{Name: "shop-1"}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Append([]*trace.Trace{mkTrace(1, "shop-1", 2, now.UnixNano(), 100, false)}); err != nil {
 		t.Fatal(err)
 	}
-	h, err := s.Host("shop-1")
+	h, err := hosts.Host("shop-1")
 	if err != nil || !h.LastContact.Equal(now) {
 		t.Fatalf("after a trace: last contact %v (%v)", h.LastContact, err)
 	}
 	now = now.Add(500 * time.Millisecond)
 	s.Append([]*trace.Trace{mkTrace(2, "shop-1", 2, now.UnixNano(), 100, false)})
-	if h, _ := s.Host("shop-1"); !h.LastContact.Equal(now.Add(-500 * time.Millisecond)) {
+	if h, _ := hosts.Host("shop-1"); !h.LastContact.Equal(now.Add(-500 * time.Millisecond)) {
 		t.Errorf("within a second: %v", h.LastContact)
 	}
 	now = now.Add(time.Second)
 	s.Append([]*trace.Trace{mkTrace(3, "shop-1", 2, now.UnixNano(), 100, false)})
-	if h, _ := s.Host("shop-1"); !h.LastContact.Equal(now) {
+	if h, _ := hosts.Host("shop-1"); !h.LastContact.Equal(now) {
 		t.Errorf("a second later: %v, want %v", h.LastContact, now)
 	}
 }
@@ -495,7 +498,8 @@ func TestTracesAreContact(t *testing.T) {
 // not only the root span's, gets contact and a share of the stored bytes.
 func TestEveryHostOfATraceIsContact(t *testing.T) {
 	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-	s := open(t, t.TempDir(), Options{Now: func() time.Time { return now }})
+	hosts := openHosts(t, func() time.Time { return now })
+	s := open(t, t.TempDir(), Options{Now: func() time.Time { return now }, Hosts: tableOf(hosts)})
 	chain := []string{"frontend-host", "cart-host", "payment-host", "postgres-host"}
 	var ts []*trace.Trace
 	for i := range 3 {
@@ -522,7 +526,7 @@ func TestEveryHostOfATraceIsContact(t *testing.T) {
 	}
 	for _, tr := range ts {
 		for _, name := range tr.Hosts() {
-			h, err := s.Host(name)
+			h, err := hosts.Host(name)
 			if err != nil {
 				t.Fatalf("host %s of trace %v: %v", name, tr.ID, err)
 			}

@@ -136,6 +136,10 @@ type Assembler struct {
 	// records (×16), the capacity a new trace's spans start with.
 	spansPer int64
 
+	// recent holds the resources and scopes of recent traces, so that
+	// the traces of a resource share one copy (made once, not per trace).
+	recent recentOrigins
+
 	// Invocation identifiers (InvocationType): the Kieker trace each
 	// invocation ran, and the tasks waiting for their parent's.
 	invs    map[invKey]int64
@@ -164,6 +168,10 @@ type family struct {
 	broken  []string
 	// complete: a span record said the trace is whole (FlagComplete).
 	complete bool
+	// resources and scopes: the distinct ones of the spans held, which
+	// point at them (the trace's tables).
+	resources []*Resource
+	scopes    []*Scope
 	// open counts the calls begun and not yet returned (Before minus
 	// After events seen): a trace with open calls waits OpenWindow, not
 	// Window, for more records (a long-running call is not an idle trace).
@@ -371,6 +379,8 @@ func (a *Assembler) merge(dst, src *family) {
 	dst.threads = append(dst.threads, src.threads...)
 	dst.oers = append(dst.oers, src.oers...)
 	dst.spans = append(dst.spans, src.spans...)
+	dst.resources = append(dst.resources, src.resources...)
+	dst.scopes = append(dst.scopes, src.scopes...)
 	dst.broken = append(dst.broken, src.broken...)
 	dst.size += src.size
 	dst.open += src.open
@@ -464,6 +474,10 @@ func (a *Assembler) span(r *record.Record, origin *record.Origin) {
 	if f.spans == nil {
 		f.spans = make([]Span, 0, min(max(a.spansPer/16+1, 4), 64))
 	}
+	if !a.opt.Lean {
+		o := originOf(r.Values)
+		s.Resource, s.Scope = f.origin(&o, &a.recent)
+	}
 	f.spans = append(f.spans, s)
 	f.size++
 	if IsComplete(r) && !f.complete {
@@ -473,6 +487,82 @@ func (a *Assembler) span(r *record.Record, origin *record.Origin) {
 	if f.size >= a.opt.MaxSpans {
 		a.part(f)
 	}
+}
+
+// maxTableScan bounds the entries of a trace's table compared with a
+// span's resource or scope (a trace of more distinct resources than that
+// may hold one twice: its tables stay correct, only larger).
+const maxTableScan = 16
+
+// origin returns the entries of f's tables for o, adding them when new:
+// the spans of one resource (or scope) share one copy of it, taken from
+// the recent ones when another trace had it. The tables are short (a
+// trace touches a few services), so they are searched in order, the last
+// entry, the most likely, first.
+func (f *family) origin(o *origin, recent *recentOrigins) (*Resource, *Scope) {
+	var res *Resource
+	if len(o.res) > 0 {
+		for i := len(f.resources) - 1; i >= max(len(f.resources)-maxTableScan, 0); i-- {
+			if o.resourceIs(f.resources[i]) {
+				res = f.resources[i]
+				break
+			}
+		}
+		if res == nil {
+			res = recent.resource(o)
+			f.resources = append(f.resources, res)
+		}
+	}
+	var sc *Scope
+	if o.hasScope {
+		for i := len(f.scopes) - 1; i >= max(len(f.scopes)-maxTableScan, 0); i-- {
+			if o.scopeIs(f.scopes[i]) {
+				sc = f.scopes[i]
+				break
+			}
+		}
+		if sc == nil {
+			sc = recent.scope(o)
+			f.scopes = append(f.scopes, sc)
+		}
+	}
+	return res, sc
+}
+
+// recentOrigins holds the resources and scopes last made, a few, replaced
+// in turn: a bridge receives from a bounded set of processes, whose
+// resources recur in every trace.
+type recentOrigins struct {
+	res      [32]*Resource
+	scopes   [32]*Scope
+	nextRes  int
+	nextScop int
+}
+
+// resource returns the recent resource o has, making it when none.
+func (c *recentOrigins) resource(o *origin) *Resource {
+	for _, r := range c.res {
+		if r != nil && o.resourceIs(r) {
+			return r
+		}
+	}
+	r := o.resource()
+	c.res[c.nextRes] = r
+	c.nextRes = (c.nextRes + 1) % len(c.res)
+	return r
+}
+
+// scope returns the recent scope o has, making it when none.
+func (c *recentOrigins) scope(o *origin) *Scope {
+	for _, s := range c.scopes {
+		if s != nil && o.scopeIs(s) {
+			return s
+		}
+	}
+	s := o.scopeCopy()
+	c.scopes[c.nextScop] = s
+	c.nextScop = (c.nextScop + 1) % len(c.scopes)
+	return s
 }
 
 // limit emits the traces idle longest while more than MaxOpenTraces are
@@ -538,6 +628,7 @@ func (a *Assembler) finish(f *family, final bool) {
 	spans = append(spans, a.replayThreads(f, final, &t.Broken)...)
 	spans = append(spans, executions(f.id, f.oers, &t.Broken, &a.st.Duplicates)...)
 	t.Spans = spans
+	t.Resources, t.Scopes = f.resources, f.scopes
 	a.st.Duplicates += int64(tree(t))
 	a.st.Traces++
 	a.st.Spans += int64(len(t.Spans))
@@ -546,6 +637,7 @@ func (a *Assembler) finish(f *family, final bool) {
 	}
 	// Reset what was emitted.
 	f.spans, f.oers, f.broken, f.size = nil, nil, nil, 0
+	f.resources, f.scopes = nil, nil
 	if final {
 		f.prev.next, f.next.prev = f.next, f.prev
 		delete(a.fams, f.id)

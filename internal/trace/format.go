@@ -12,11 +12,16 @@ import (
 // AppendJSON appends t as one JSON object (no newline):
 //
 //	{"traceId":"…","start":ns,"end":ns,"durationNs":n,"hosts":[…],
+//	 "resources":[{"attributes":{…}}],
+//	 "scopes":[{"name":"…","version":"…","attributes":{…}}],
 //	 "spans":[{"spanId":"…","parentSpanId":"…"|null,"operation":"…",
 //	   "component":"…","host":"…","service":"…","thread":"…","start":ns,
-//	   "end":ns,"error":bool,"kind":"…","attributes":{…},"links":[…],
-//	   "events":[…]}],"broken":[…]}
+//	   "end":ns,"error":bool,"kind":"…","resource":i,"scope":i,
+//	   "attributes":{…},"links":[…],"events":[…]}],"broken":[…]}
 //
+// resources and scopes (OpenTelemetry's, each once; absent when the
+// trace has none, as Kieker's and zorka's) are the trace's tables: a
+// span's resource and scope are indexes into them (absent: none).
 // spanId is unique within the trace; operation is the full operation
 // signature as logged (Kieker) or the span name (OTLP). Kieker's positions
 // (traceId of the thread's part, orderIndex, eoi, ess, sessionId) appear
@@ -39,19 +44,106 @@ func AppendJSON(dst []byte, t *Trace) []byte {
 		dst = append(dst, `,"part":`...)
 		dst = strconv.AppendInt(dst, int64(t.Part), 10)
 	}
+	if len(t.Resources) > 0 {
+		dst = append(dst, `,"resources":[`...)
+		for i, r := range t.Resources {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"attributes":`...)
+			dst = appendAttrsObject(dst, r.Attributes)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	if len(t.Scopes) > 0 {
+		dst = append(dst, `,"scopes":[`...)
+		for i, c := range t.Scopes {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"name":`...)
+			dst = jsonstr.AppendString(dst, c.Name)
+			dst = append(dst, `,"version":`...)
+			dst = jsonstr.AppendString(dst, c.Version)
+			dst = append(dst, `,"attributes":`...)
+			dst = appendAttrsObject(dst, c.Attributes)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	x := NewTableIndex(t)
 	dst = append(dst, `,"spans":[`...)
 	for i := range t.Spans {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendSpanJSON(dst, &t.Spans[i])
+		dst = appendSpanJSON(dst, &t.Spans[i], &x)
 	}
 	dst = append(dst, `],"broken":`...)
 	dst = appendStrings(dst, t.Broken)
 	return append(dst, '}')
 }
 
-func appendSpanJSON(dst []byte, s *Span) []byte {
+// appendAttrsObject appends as as a JSON object in their order, values
+// as AttrJSON gives them.
+func appendAttrsObject(dst []byte, as []Attr) []byte {
+	dst = append(dst, '{')
+	for i, a := range as {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonstr.AppendString(dst, a.Key)
+		dst = append(dst, ':')
+		dst = append(dst, AttrJSON(a)...)
+	}
+	return append(dst, '}')
+}
+
+// TableIndex finds the index of a span's resource and scope in its
+// trace's tables.
+type TableIndex struct {
+	res map[*Resource]int
+	sc  map[*Scope]int
+}
+
+// NewTableIndex indexes t's tables.
+func NewTableIndex(t *Trace) TableIndex {
+	var x TableIndex
+	if len(t.Resources) > 0 {
+		x.res = make(map[*Resource]int, len(t.Resources))
+		for i, r := range t.Resources {
+			x.res[r] = i
+		}
+	}
+	if len(t.Scopes) > 0 {
+		x.sc = make(map[*Scope]int, len(t.Scopes))
+		for i, c := range t.Scopes {
+			x.sc[c] = i
+		}
+	}
+	return x
+}
+
+// Resource returns the index of r in the trace's Resources (-1: nil or
+// not there).
+func (x *TableIndex) Resource(r *Resource) int {
+	if i, ok := x.res[r]; ok && r != nil {
+		return i
+	}
+	return -1
+}
+
+// Scope returns the index of c in the trace's Scopes (-1: nil or not
+// there).
+func (x *TableIndex) Scope(c *Scope) int {
+	if i, ok := x.sc[c]; ok && c != nil {
+		return i
+	}
+	return -1
+}
+
+func appendSpanJSON(dst []byte, s *Span, x *TableIndex) []byte {
 	dst = append(dst, `{"spanId":`...)
 	dst = strconv.AppendQuote(dst, s.SpanID.String())
 	dst = append(dst, `,"parentSpanId":`...)
@@ -80,6 +172,14 @@ func appendSpanJSON(dst []byte, s *Span) []byte {
 	if s.StatusMessage != "" {
 		dst = append(dst, `,"statusMessage":`...)
 		dst = jsonstr.AppendString(dst, s.StatusMessage)
+	}
+	if i := x.Resource(s.Resource); i >= 0 {
+		dst = append(dst, `,"resource":`...)
+		dst = strconv.AppendInt(dst, int64(i), 10)
+	}
+	if i := x.Scope(s.Scope); i >= 0 {
+		dst = append(dst, `,"scope":`...)
+		dst = strconv.AppendInt(dst, int64(i), 10)
 	}
 	dst = append(dst, `,"attributes":{`...)
 	n := 0

@@ -281,19 +281,112 @@ type Span struct {
 
 	Source Source
 
+	// Resource and Scope are the OpenTelemetry resource and
+	// instrumentation scope the span came from: entries of its trace's
+	// Resources and Scopes, shared by the spans of one resource or scope
+	// and by the traces the assembler made of the same resource, so never
+	// modified (nil: none, as for Kieker and zorka spans).
+	Resource *Resource
+	Scope    *Scope
+
 	afterOrder int32 // the After event's orderIndex (0: not returned yet)
+}
+
+// Resource is an OpenTelemetry resource: every attribute it was sent
+// with, service.name and host.name included, in the order sent.
+type Resource struct {
+	Attributes []Attr
+}
+
+// Attr returns the resource's attribute key.
+func (r *Resource) Attr(key string) (Attr, bool) {
+	if r == nil {
+		return Attr{}, false
+	}
+	for _, a := range r.Attributes {
+		if a.Key == key {
+			return a, true
+		}
+	}
+	return Attr{}, false
+}
+
+// Equal reports whether r and o hold the same attributes in the same
+// order.
+func (r *Resource) Equal(o *Resource) bool {
+	return r == o || r != nil && o != nil && attrsEqual(r.Attributes, o.Attributes)
+}
+
+// Scope is an OpenTelemetry instrumentation scope: its name, version and
+// attributes.
+type Scope struct {
+	Name, Version string
+	Attributes    []Attr
+}
+
+// The keys under which a span's scope name and version are searched and
+// shown (OpenTelemetry's names for them in formats without scopes, such
+// as Jaeger's).
+const (
+	ScopeNameKey    = "otel.scope.name"
+	ScopeVersionKey = "otel.scope.version"
+)
+
+// Attr returns the scope's attribute key; ScopeNameKey and
+// ScopeVersionKey give its name and version.
+func (c *Scope) Attr(key string) (Attr, bool) {
+	if c == nil {
+		return Attr{}, false
+	}
+	for _, a := range c.Attributes {
+		if a.Key == key {
+			return a, true
+		}
+	}
+	switch {
+	case key == ScopeNameKey && c.Name != "":
+		return Attr{Key: key, Value: c.Name, Type: TypeString}, true
+	case key == ScopeVersionKey && c.Version != "":
+		return Attr{Key: key, Value: c.Version, Type: TypeString}, true
+	}
+	return Attr{}, false
+}
+
+// Equal reports whether c and o are the same scope.
+func (c *Scope) Equal(o *Scope) bool {
+	return c == o || c != nil && o != nil && c.Name == o.Name && c.Version == o.Version && attrsEqual(c.Attributes, o.Attributes)
+}
+
+func attrsEqual(a, b []Attr) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Duration returns End-Start.
 func (s *Span) Duration() int64 { return s.End - s.Start }
 
-// Attr returns the value of attribute key and whether the span has it,
-// Kieker's positions (KiekerAttrs) included.
+// Attr returns the value of attribute key and whether the span has it:
+// its own attributes first, then its resource's, then its scope's (and
+// its name and version as ScopeNameKey and ScopeVersionKey), Kieker's
+// positions (KiekerAttrs) included.
 func (s *Span) Attr(key string) (Attr, bool) {
 	for _, a := range s.Attributes {
 		if a.Key == key {
 			return a, true
 		}
+	}
+	if a, ok := s.Resource.Attr(key); ok {
+		return a, true
+	}
+	if a, ok := s.Scope.Attr(key); ok {
+		return a, true
 	}
 	if s.Source == FromEvents || s.Source == FromExecution {
 		if _, ok := strings.CutPrefix(key, "kieker."); ok {
@@ -322,6 +415,37 @@ type Trace struct {
 	// Part numbers the parts of a trace too large to hold in memory (0:
 	// the whole trace; 1, 2, …: consecutive parts).
 	Part int
+	// Resources and Scopes are the distinct OpenTelemetry resources and
+	// instrumentation scopes of the spans, in order of first appearance:
+	// each span's Resource and Scope point at one of them. Traces of
+	// Kieker and zorka have none.
+	Resources []*Resource
+	Scopes    []*Scope
+}
+
+// ResourceIndex returns the index of r in t.Resources (-1: nil or not
+// there).
+func (t *Trace) ResourceIndex(r *Resource) int {
+	if r != nil {
+		for i, x := range t.Resources {
+			if x == r {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// ScopeIndex returns the index of c in t.Scopes (-1: nil or not there).
+func (t *Trace) ScopeIndex(c *Scope) int {
+	if c != nil {
+		for i, x := range t.Scopes {
+			if x == c {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // Start returns the earliest span start (0 without spans).

@@ -37,14 +37,25 @@ const (
 	SpanProcess               // string: process.pid ("" if none)
 	SpanAttributes            // string[]: key, value, key, value, … (values as text, see ValueType)
 	SpanAttributeTypes        // byte[]: the ValueType of each pair
-	SpanResource              // string[]: the other resource attributes, key, value, …
-	SpanResourceTypes         // byte[]
+	SpanResource              // string[]: the resource's attributes, key, value, …; then the scope's (see below)
+	SpanResourceTypes         // byte[]: the ValueType of each pair; ScopeMark marks where the scope's begin
 	SpanEvents                // string[]: name, time (decimal epoch ns), attributes (JSON object), … per event
 	SpanLinks                 // string[]: trace id (hex), span id (hex), trace state, attributes (JSON), … per link
 	SpanTraceState            // string: W3C tracestate
 	SpanFlags                 // int: OTLP span flags
 	spanFields
 )
+
+// ScopeMark is the type, in a span record's resourceTypes, of the pair
+// (ScopeVersionKey, the scope's version) that ends the resource's
+// attributes: the pairs after it are the instrumentation scope's
+// attributes. The resource list thus holds every attribute of the span's
+// resource (service.name, host.name and process.pid too, which also have
+// fields of their own), then, when the scope has a version or
+// attributes, the mark and the scope's attributes; the scope's name is
+// the scope field. A decoder shares one list among the spans of a
+// resource and scope.
+const ScopeMark = 0
 
 // FlagComplete, set in a span record's flags, says the batch holds the
 // whole trace (a zorka agent sends whole traces): the assembler completes
@@ -164,8 +175,10 @@ func AppendSpan(b *record.Batch, id ID, s *Span) {
 		types.List().Items[i] = record.IntValue(int64(a.Type))
 	}
 	v[SpanAttributes], v[SpanAttributeTypes] = attrs, types
-	v[SpanResource] = b.NewList(record.String, 0)
-	v[SpanResourceTypes] = b.NewList(record.Byte, 0)
+	v[SpanResource], v[SpanResourceTypes] = appendOrigin(b, s.Resource, s.Scope)
+	if s.Scope != nil {
+		v[SpanScope] = record.StringValue(s.Scope.Name)
+	}
 	events := b.NewList(record.String, 3*len(s.Events))
 	for i, e := range s.Events {
 		events.List().Items[3*i] = record.StringValue(e.Name)
@@ -253,24 +266,152 @@ func pairs(kv, types record.Value) []Attr {
 	if t := types.List(); t != nil {
 		ts = t.Items
 	}
-	out := make([]Attr, 0, len(l.Items)/2)
-	for i := 0; i+1 < len(l.Items); i += 2 {
-		a := Attr{Key: l.Items[i].Str(), Value: l.Items[i+1].Str(), Type: TypeString}
-		if j := i / 2; j < len(ts) && ts[j].Int() >= int64(TypeString) && ts[j].Int() <= int64(TypeJSON) {
-			a.Type = ValueType(ts[j].Int())
-		}
-		out = append(out, a)
+	return pairItems(l.Items, ts)
+}
+
+// pairItems decodes key/value items and their types.
+func pairItems(kv, ts []record.Value) []Attr {
+	if len(kv) < 2 {
+		return nil
+	}
+	out := make([]Attr, 0, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		out = append(out, Attr{Key: kv[i].Str(), Value: kv[i+1].Str(), Type: pairType(ts, i/2)})
 	}
 	return out
 }
 
-// Resource returns the resource attributes of a span record (nil for
+// pairType returns the type of pair j (TypeString when unknown).
+func pairType(ts []record.Value, j int) ValueType {
+	if j < len(ts) && ts[j].Int() >= int64(TypeString) && ts[j].Int() <= int64(TypeJSON) {
+		return ValueType(ts[j].Int())
+	}
+	return TypeString
+}
+
+// origin is the resource and scope of a span record, as items of its
+// lists (no copies).
+type origin struct {
+	res, resTypes     []record.Value
+	scope, scopeTypes []record.Value
+	scopeName         string
+	scopeVersion      string
+	hasScope          bool
+}
+
+// originOf splits the resource list of span record values v.
+func originOf(v []record.Value) origin {
+	var o origin
+	if l := v[SpanResource].List(); l != nil {
+		o.res = l.Items[:len(l.Items)&^1]
+	}
+	if l := v[SpanResourceTypes].List(); l != nil {
+		o.resTypes = l.Items
+	}
+	o.scopeName = v[SpanScope].Str()
+	for j := 0; 2*j < len(o.res); j++ {
+		if j < len(o.resTypes) && o.resTypes[j].Int() == ScopeMark {
+			o.scopeVersion = o.res[2*j+1].Str()
+			o.scope, o.res = o.res[2*j+2:], o.res[:2*j]
+			o.scopeTypes, o.resTypes = o.resTypes[j+1:], o.resTypes[:j]
+			o.hasScope = true
+			break
+		}
+	}
+	o.hasScope = o.hasScope || o.scopeName != ""
+	return o
+}
+
+// itemsEqual reports whether key/value items and their types hold as.
+func itemsEqual(kv, ts []record.Value, as []Attr) bool {
+	if len(kv) != 2*len(as) {
+		return false
+	}
+	for i := range as {
+		if as[i].Key != kv[2*i].Str() || as[i].Value != kv[2*i+1].Str() || as[i].Type != pairType(ts, i) {
+			return false
+		}
+	}
+	return true
+}
+
+// resourceIs reports whether r is o's resource (nil: none).
+func (o *origin) resourceIs(r *Resource) bool {
+	if r == nil {
+		return len(o.res) == 0
+	}
+	return itemsEqual(o.res, o.resTypes, r.Attributes)
+}
+
+// scopeIs reports whether c is o's scope (nil: none).
+func (o *origin) scopeIs(c *Scope) bool {
+	if c == nil {
+		return !o.hasScope
+	}
+	return o.hasScope && c.Name == o.scopeName && c.Version == o.scopeVersion && itemsEqual(o.scope, o.scopeTypes, c.Attributes)
+}
+
+// resource returns a copy of o's resource (nil: none).
+func (o *origin) resource() *Resource {
+	if len(o.res) == 0 {
+		return nil
+	}
+	return &Resource{Attributes: pairItems(o.res, o.resTypes)}
+}
+
+// scopeCopy returns a copy of o's scope (nil: none).
+func (o *origin) scopeCopy() *Scope {
+	if !o.hasScope {
+		return nil
+	}
+	return &Scope{Name: o.scopeName, Version: o.scopeVersion, Attributes: pairItems(o.scope, o.scopeTypes)}
+}
+
+// appendOrigin returns the resource list of a span record of res and sc.
+func appendOrigin(b *record.Batch, res *Resource, sc *Scope) (record.Value, record.Value) {
+	var ras []Attr
+	if res != nil {
+		ras = res.Attributes
+	}
+	n := len(ras)
+	if sc != nil && (sc.Version != "" || len(sc.Attributes) > 0) {
+		n += 1 + len(sc.Attributes)
+	}
+	kv, types := b.NewList(record.String, 2*n), b.NewList(record.Byte, n)
+	items, ts := kv.List().Items, types.List().Items
+	put := func(j int, a Attr) {
+		items[2*j], items[2*j+1], ts[j] = record.StringValue(a.Key), record.StringValue(a.Value), record.IntValue(int64(a.Type))
+	}
+	for j, a := range ras {
+		put(j, a)
+	}
+	if n > len(ras) {
+		put(len(ras), Attr{Key: ScopeVersionKey, Value: sc.Version, Type: ScopeMark})
+		for j, a := range sc.Attributes {
+			put(len(ras)+1+j, a)
+		}
+	}
+	return kv, types
+}
+
+// ResourceAttrs returns the resource attributes of a span record (nil for
 // another record).
-func Resource(r *record.Record) []Attr {
+func ResourceAttrs(r *record.Record) []Attr {
 	if r.Type.Name != SpanTypeName || len(r.Values) != spanFields {
 		return nil
 	}
-	return pairs(r.Values[SpanResource], r.Values[SpanResourceTypes])
+	o := originOf(r.Values)
+	return pairItems(o.res, o.resTypes)
+}
+
+// ScopeOf returns the instrumentation scope of a span record (nil for
+// another record, or a span without a scope).
+func ScopeOf(r *record.Record) *Scope {
+	if r.Type.Name != SpanTypeName || len(r.Values) != spanFields {
+		return nil
+	}
+	o := originOf(r.Values)
+	return o.scopeCopy()
 }
 
 // AttrsJSON encodes attributes as a JSON object: strings, JSON (arrays,

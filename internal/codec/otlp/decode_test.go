@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -201,6 +202,49 @@ func TestResourceLimitRejectsItsSpans(t *testing.T) {
 	}
 }
 
+// TestScopeKeptAndLimited: a scope's version and attributes reach the
+// span records (trace.ScopeOf reads them back), shared by its spans; a
+// scope with more attributes than the limit rejects its spans only.
+func TestScopeKeptAndLimited(t *testing.T) {
+	scoped := func(nattrs int, spans ...[]byte) []byte {
+		sc := pbBytes(nil, 1, []byte("lib"))
+		sc = pbBytes(sc, 2, []byte("1.2.3"))
+		for i := range nattrs {
+			sc = pbBytes(sc, 3, kvString("k"+strconv.Itoa(i), "v"))
+		}
+		ss := pbBytes(nil, 1, sc)
+		for _, s := range spans {
+			ss = pbBytes(ss, 2, s)
+		}
+		rs := pbBytes(nil, 1, pbBytes(nil, 1, kvString("deployment.environment", "prod")))
+		rs = pbBytes(rs, 2, ss)
+		return pbBytes(nil, 1, rs)
+	}
+	d := NewDecoder(Options{MaxAttributes: 2})
+	msg := append(scoped(2, okSpan(), okSpan()), scoped(3, okSpan())...)
+	b := &record.Batch{}
+	r, err := d.DecodeProto(msg, b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Spans != 2 || r.Rejected != 1 || !strings.Contains(r.Reason, "scope at offset") {
+		t.Fatalf("kept %d, rejected %d (%q); want 2 and 1 for the scope", r.Spans, r.Rejected, r.Reason)
+	}
+	for i := range b.Records {
+		sc := trace.ScopeOf(&b.Records[i])
+		want := &trace.Scope{Name: "lib", Version: "1.2.3", Attributes: []trace.Attr{{Key: "k0", Value: "v", Type: trace.TypeString}, {Key: "k1", Value: "v", Type: trace.TypeString}}}
+		if !sc.Equal(want) {
+			t.Errorf("span %d: scope %+v, want %+v", i, sc, want)
+		}
+		if res := trace.ResourceAttrs(&b.Records[i]); len(res) != 1 || res[0].Key != "deployment.environment" {
+			t.Errorf("span %d: resource %v", i, res)
+		}
+	}
+	if b.Records[0].Values[trace.SpanResource].List() != b.Records[1].Values[trace.SpanResource].List() {
+		t.Error("the spans of one scope do not share the resource list")
+	}
+}
+
 func TestTooLarge(t *testing.T) {
 	d := NewDecoder(Options{MaxMessageSize: 10})
 	for _, json := range []bool{false, true} {
@@ -282,7 +326,7 @@ func TestRecord(t *testing.T) {
 			`scope="io.opentelemetry.http"`, `component="org.shop.Cart"`, `thread="12"`, `process="4711"`,
 			`attributes=["http.method" "GET" "thread.id" "12" "thread.name" "worker-1" "code.namespace" "org.shop.Cart" "ratio" "0.5" "big" "1e+21" "ok" "true" "raw" "/wA=" "tags" "[\"a<b\",2]" "m" "{\"a\":false,\"z\":\"last\"}"]`,
 			`attributeTypes=["1" "3" "1" "1" "4" "4" "2" "5" "6" "6"]`,
-			`resource=["deployment.environment" "prod"]`, `resourceTypes=["1"]`,
+			`resource=["service.name" "shop" "process.pid" "4711" "deployment.environment" "prod"]`, `resourceTypes=["1" "3" "1"]`,
 			`events=["exception" "2000" "{\"exception.type\":\"IOError\",\"n\":3}"]`,
 			`links=["00000000000000000000000000000009" "0000000000000008" "b=2" "{}"]`,
 			`traceState="a=1"`, `flags="1"`,
@@ -291,8 +335,8 @@ func TestRecord(t *testing.T) {
 			t.Errorf("json %v (-want +got):\n%s", json, d)
 		}
 		// The trace package reads the resource back.
-		if tr := trace.Resource(&recs[0]); len(tr) != 1 || tr[0].Key != "deployment.environment" {
-			t.Errorf("trace.Resource = %v", tr)
+		if tr := trace.ResourceAttrs(&recs[0]); len(tr) != 3 || tr[2].Key != "deployment.environment" {
+			t.Errorf("trace.ResourceAttrs = %v", tr)
 		}
 		if b := res.Batches[0]; b.Origin.Host != "shop" || b.Origin.Service != "shop" {
 			t.Errorf("origin %+v, want host and service shop", b.Origin)

@@ -110,8 +110,9 @@ type Decoder struct {
 
 	sp  span
 	res resource
-	// scope is the current scope's name.
-	scope string
+	// scope, scopeVersion and scopeAttrs are the current scope's.
+	scope, scopeVersion string
+	scopeAttrs          []attr
 
 	// nodes is the arena of the attribute value being read; strs holds
 	// the bytes of its strings that are not in the message (unescaped
@@ -147,7 +148,15 @@ func (d *Decoder) start(b *record.Batch, next func() *record.Batch) {
 	d.result = Result{}
 	d.mixed = false
 	d.res.reset()
-	d.scope = ""
+	d.resetScope()
+}
+
+// resetScope forgets the current scope (a new one begins).
+func (d *Decoder) resetScope() {
+	d.scope, d.scopeVersion = "", ""
+	clear(d.scopeAttrs)
+	d.scopeAttrs = d.scopeAttrs[:0]
+	d.res.listOf = nil // the resource list holds the scope's attributes
 }
 
 // finish ends a message; on error the spans it added are taken back.
@@ -245,38 +254,78 @@ const (
 	keyNamespace = "code.namespace"
 )
 
-// addResourceAttr files one resource attribute.
+// addResourceAttr files one resource attribute: all are kept, and
+// service.name, host.name and process.pid are also noted for the fields
+// of their own.
 func (d *Decoder) addResourceAttr(a attr) {
 	switch a.key {
 	case keyService:
 		d.res.service = a.value
-		return
 	case keyHost:
 		d.res.host = a.value
-		return
 	case keyPID:
 		d.res.process = a.value
-		return
 	}
 	d.res.attrs = append(d.res.attrs, a)
 }
 
-// resourceLists returns the resource's list values for the current
-// batch, making them once per batch.
+// resourceLists returns the resource list values (the resource's
+// attributes, then the scope's as trace.ScopeMark says) for the current
+// batch, making them once per batch and scope.
 func (d *Decoder) resourceLists() (record.Value, record.Value) {
 	r := &d.res
 	if r.listOf != d.b {
-		r.list = d.b.NewList(record.String, 2*len(r.attrs))
-		r.types = d.b.NewList(record.Byte, len(r.attrs))
+		n := len(r.attrs)
+		if d.scopeVersion != "" || len(d.scopeAttrs) > 0 {
+			n += 1 + len(d.scopeAttrs)
+		}
+		r.list = d.b.NewList(record.String, 2*n)
+		r.types = d.b.NewList(record.Byte, n)
 		items, types := r.list.List().Items, r.types.List().Items
-		for i, a := range r.attrs {
+		put := func(i int, a attr) {
 			items[2*i] = record.StringValue(a.key)
 			items[2*i+1] = record.StringValue(a.value)
 			types[i] = record.IntValue(int64(a.typ))
 		}
+		for i, a := range r.attrs {
+			put(i, a)
+		}
+		if n > len(r.attrs) {
+			put(len(r.attrs), attr{trace.ScopeVersionKey, d.scopeVersion, trace.ScopeMark})
+			for i, a := range d.scopeAttrs {
+				put(len(r.attrs)+1+i, a)
+			}
+		}
 		r.listOf = d.b
 	}
 	return r.list, r.types
+}
+
+// addScopeAttr files one attribute of the current scope; problem is what
+// is wrong with it ("" if nothing). A scope that breaks a limit rejects
+// its spans, as a resource does.
+func (d *Decoder) addScopeAttr(at int, key []byte, val int32, problem string, reject *string) {
+	switch {
+	case *reject != "":
+	case problem != "":
+		*reject = fmt.Sprintf("scope attribute at offset %d: %s", at, problem)
+	case len(d.scopeAttrs) >= d.opt.MaxAttributes:
+		*reject = fmt.Sprintf("scope at offset %d: more than %d attributes", at, d.opt.MaxAttributes)
+	default:
+		v, t, _ := d.text(val)
+		d.scopeAttrs = append(d.scopeAttrs, attr{d.str(key), v, t})
+	}
+}
+
+// setScopeVersion notes the current scope's version.
+func (d *Decoder) setScopeVersion(at int, v []byte, reject *string) {
+	if len(v) > d.opt.MaxStringLen {
+		if *reject == "" {
+			*reject = fmt.Sprintf("scope version at offset %d: %d bytes, limit %d", at, len(v), d.opt.MaxStringLen)
+		}
+		return
+	}
+	d.scopeVersion = d.str(v)
 }
 
 // checkIDs rejects a span whose ids are unusable. The lengths were

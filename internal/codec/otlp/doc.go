@@ -26,12 +26,15 @@
 // One record of trace.SpanType per span, its fields as trace's Span*
 // indexes say. Resource attributes: service.name → service (else
 // trace.UnknownService, "unknown_service", as OpenTelemetry's SDKs name
-// it), host.name → hostname (else the service), process.pid → process, the others →
-// resource/resourceTypes (shared by the spans of one resource in one
-// batch). Span attributes → attributes/attributeTypes, all of them, in
-// the order sent; thread.id (else thread.name) is also copied to thread
-// and code.namespace to component. The instrumentation scope's name →
-// scope. Values are text as trace.ValueType says: strings as they are,
+// it), host.name → hostname (else the service), process.pid → process; all
+// of them, these three too, → resource/resourceTypes in the order sent,
+// followed, when the instrumentation scope has a version or attributes, by
+// the pair (otel.scope.version, its version) of type trace.ScopeMark and
+// the scope's attributes (one list shared by the spans of one resource and
+// scope in one batch). Span attributes → attributes/attributeTypes, all of
+// them, in the order sent; thread.id (else thread.name) is also copied to
+// thread and code.namespace to component. The instrumentation scope's name
+// → scope. Values are text as trace.ValueType says: strings as they are,
 // booleans true/false, integers in decimal, doubles as JavaScript and
 // encoding/json print them (shortest digits, exponent below 1e-6 and from
 // 1e21; NaN, Infinity, -Infinity), bytes in standard base64, arrays and
@@ -49,12 +52,12 @@
 // A message that is not well-formed (a truncated field, a wire type that
 // does not fit the field, bad JSON) is an *Error naming the byte offset
 // and the reason; nothing of it is kept, and the receiver answers 400 /
-// INVALID_ARGUMENT. A span that is well-formed but unusable — an id of
-// the wrong length, an all-zero trace or span id, more attributes, events
-// or links than the limits allow, a string longer than MaxStringLen, a
-// value nested deeper than MaxDepth — is rejected on its own and counted
-// in the Result (OTLP's partial success), with the reason of the first
-// one. A resource that breaks a limit rejects its spans. Every limit is
+// INVALID_ARGUMENT. A span that is well-formed but unusable — an id of the
+// wrong length, an all-zero trace or span id, more attributes, events or
+// links than the limits allow, a string longer than MaxStringLen, a value
+// nested deeper than MaxDepth — is rejected on its own and counted in the
+// Result (OTLP's partial success), with the reason of the first one. A
+// resource or scope that breaks a limit rejects its spans. Every limit is
 // in Options.
 //
 // # Concurrency

@@ -119,7 +119,7 @@ func (d *Decoder) jsonResourceSpans(j *js) {
 }
 
 func (d *Decoder) jsonScopeSpans(j *js) {
-	d.scope = ""
+	d.resetScope()
 	scopeReject := ""
 	var spans []deferred
 	for ok := j.object(); ok; ok = j.more('}') {
@@ -139,11 +139,16 @@ func (d *Decoder) jsonScopeSpans(j *js) {
 					d.scope = d.str(name)
 				case "attributes":
 					for ok := j.array(); ok; ok = j.more(']') {
+						at := j.pos
 						d.resetNodes()
-						d.jsonKV(j, 1)
+						key, val, problem := d.jsonKV(j, 1)
+						if j.err == nil {
+							d.addScopeAttr(at, key, val, problem, &scopeReject)
+						}
 					}
 				case "version":
-					j.str()
+					at := j.pos
+					d.setScopeVersion(at, j.str(), &scopeReject)
 				case "droppedAttributesCount", "dropped_attributes_count":
 					j.uint("dropped_attributes_count", 32)
 				default:

@@ -59,7 +59,7 @@ func TestJSONForms(t *testing.T) {
 		`scope="lib"`, `component=""`, `thread=""`, `process=""`,
 		`attributes=["i" "42" "s" "x/y" "d" "NaN" "d2" "2" "b" "AQI=" "n" "" "a" "[true,null]"]`,
 		`attributeTypes=["3" "1" "4" "4" "5" "1" "6"]`,
-		`resource=[]`, `resourceTypes=[]`, `events=[]`, `links=[]`, `traceState=""`, `flags="257"`,
+		`resource=["service.name" "svc" "otel.scope.version" "1"]`, `resourceTypes=["1" "0"]`, `events=[]`, `links=[]`, `traceState=""`, `flags="257"`,
 	}
 	if d := diffStrings(show(recs)[0], want); d != "" {
 		t.Errorf("(-want +got):\n%s", d)

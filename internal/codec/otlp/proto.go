@@ -253,7 +253,7 @@ func (d *Decoder) resource(p pb, nattrs *int) error {
 
 // scopeSpans reads one ScopeSpans: its scope first, then its spans.
 func (d *Decoder) scopeSpans(ss pb) error {
-	d.scope = ""
+	d.resetScope()
 	scopeReject := ""
 	p := ss
 	for p.next() {
@@ -290,8 +290,8 @@ func (d *Decoder) scopeSpans(ss pb) error {
 	return nil
 }
 
-// scopeOf reads an InstrumentationScope: its name is kept, its
-// attributes are checked and dropped.
+// scopeOf reads an InstrumentationScope: its name, version and
+// attributes.
 func (d *Decoder) scopeOf(p pb, reject *string) error {
 	for p.next() {
 		switch p.num {
@@ -307,15 +307,19 @@ func (d *Decoder) scopeOf(p pb, reject *string) error {
 			}
 			d.scope = d.str(p.data)
 		case 2:
-			p.want(wireBytes, "scope version")
+			if p.want(wireBytes, "scope version") {
+				d.setScopeVersion(p.at, p.data, reject)
+			}
 		case 3:
 			if !p.want(wireBytes, "scope attribute") {
 				break
 			}
 			d.resetNodes()
-			if _, _, _, err := d.kv(p.sub(), 1); err != nil {
+			key, val, problem, err := d.kv(p.sub(), 1)
+			if err != nil {
 				return err
 			}
+			d.addScopeAttr(p.at, key, val, problem, reject)
 		case 4:
 			p.want(wireVarint, "dropped_attributes_count")
 		}

@@ -277,9 +277,8 @@ func want(td ptrace.Traces) (recs []record.Record, rejected int) {
 				host = v.AsString()
 			case "process.pid":
 				process = v.AsString()
-			default:
-				res = append(res, [3]string{k, v.AsString(), string(rune(valueType(v.Type())))})
 			}
+			res = append(res, [3]string{k, v.AsString(), string(rune(valueType(v.Type())))})
 			return true
 		})
 		if service == "" {
@@ -351,6 +350,16 @@ func want(td ptrace.Traces) (recs []record.Record, rejected int) {
 				for _, a := range res {
 					rl = append(rl, record.StringValue(a[0]), record.StringValue(a[1]))
 					rt = append(rt, record.IntValue(int64(a[2][0])))
+				}
+				// The scope's version and attributes follow the mark.
+				if sc := ss.Scope(); sc.Version() != "" || sc.Attributes().Len() > 0 {
+					rl = append(rl, record.StringValue(trace.ScopeVersionKey), record.StringValue(sc.Version()))
+					rt = append(rt, record.IntValue(trace.ScopeMark))
+					sc.Attributes().Range(func(k string, val pcommon.Value) bool {
+						rl = append(rl, record.StringValue(k), record.StringValue(val.AsString()))
+						rt = append(rt, record.IntValue(int64(valueType(val.Type()))))
+						return true
+					})
 				}
 				v[trace.SpanResource] = record.ListValue(record.String, rl)
 				v[trace.SpanResourceTypes] = record.ListValue(record.Byte, rt)

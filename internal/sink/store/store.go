@@ -3,8 +3,12 @@
 // the records it hands on and gives them to this sink (it takes traces of
 // every source); records themselves are not stored. Flush syncs the store,
 // so whatever a flush covered survives a kill -9, and acknowledgements
-// (ZICO's OK, brokers' acks) wait for it. The store's host table is
-// published to the other components (pipeline.Shared).
+// (ZICO's OK, brokers' acks) wait for it. The store asks the bridge's
+// host table (internal/hostdb, pipeline.Shared.HostDB; the sink opens one
+// in <data_dir>/hosts when the bridge has none) for each host's bounds and
+// whether its traces are dropped, and tells it who sent traces. The host
+// records of a store written before the host table moved out of it are
+// carried into the table when the sink opens the store.
 package store
 
 import (
@@ -16,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/hostdb"
 	"github.com/tracebridge/tracebridge/internal/lograte"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -63,6 +68,7 @@ func Factory() pipeline.SinkFactory {
 // Sink keeps traces in a store.
 type Sink struct {
 	st   *tstore.Store
+	own  *hostdb.DB // the host table the sink opened (none in Shared)
 	log  *slog.Logger
 	name string
 
@@ -87,20 +93,38 @@ func New(c *Config, set pipeline.Settings) (*Sink, error) {
 	if path == "" {
 		path = filepath.Join(set.DataDir, "store")
 	}
+	hosts := set.Shared.HostDB()
+	var own *hostdb.DB
+	if hosts == nil {
+		var err error
+		if own, err = hostdb.Open(filepath.Join(set.DataDir, "hosts"), hostdb.Options{Logger: set.Logger}); err != nil {
+			return nil, pipeline.Classify(pipeline.ErrConfig, err)
+		}
+		hosts = own
+		set.Shared.SetHostDB(own)
+	}
 	st, err := tstore.Open(path, tstore.Options{
 		MaxAge: time.Duration(c.MaxAge), MaxSize: int64(c.MaxSize),
 		SegmentSize: int64(c.SegmentSize), SegmentAge: time.Duration(c.SegmentAge),
-		Logger: set.Logger,
+		Logger: set.Logger, Hosts: hostTable{hosts},
 	})
+	if err == nil {
+		err = migrate(st, hosts, set.Logger)
+		if err != nil {
+			st.Close()
+		}
+	}
 	if err != nil {
+		if own != nil {
+			own.Close()
+		}
 		return nil, pipeline.Classify(pipeline.ErrConfig, err)
 	}
 	if rec := st.Recovery(); rec.Traces > 0 || len(rec.Truncated) > 0 {
 		set.Logger.Warn("trace store recovered", "sink", set.Name, "traces", rec.Traces, "truncated", rec.Truncated)
 	}
-	s := &Sink{st: st, log: set.Logger, name: set.Name, stop: make(chan struct{}), done: make(chan struct{}),
+	s := &Sink{st: st, own: own, log: set.Logger, name: set.Name, stop: make(chan struct{}), done: make(chan struct{}),
 		syncFaults: lograte.Limiter{PerSecond: 1}}
-	set.Shared.SetHosts(st.Auth())
 	sync := time.Duration(c.SyncInterval)
 	if sync <= 0 {
 		sync = time.Second
@@ -191,5 +215,37 @@ func (s *Sink) Close() error {
 	s.mu.Unlock()
 	close(s.stop)
 	<-s.done
-	return s.st.Close()
+	err := s.st.Close()
+	if s.own != nil {
+		err = errors.Join(err, s.own.Close())
+	}
+	return err
+}
+
+// hostTable is the host table as the store asks it.
+type hostTable struct{ db *hostdb.DB }
+
+var _ tstore.HostTable = hostTable{}
+
+func (t hostTable) Policy(name string) tstore.HostPolicy { return tstore.HostPolicy(t.db.Policy(name)) }
+func (t hostTable) Contact(name string, at time.Time)    { t.db.Contact(name, at) }
+
+// migrate carries the host records of a store written before the host
+// table moved out of it into the table (a host the table has already
+// stays as it is), then reduces them in the store to what it keeps of a
+// partition. A crash in between imports them again, to the same effect.
+func migrate(st *tstore.Store, hosts *hostdb.DB, log *slog.Logger) error {
+	legacy := st.LegacyHosts()
+	if len(legacy) == 0 {
+		return nil
+	}
+	n, err := hosts.Import(legacy)
+	if err != nil {
+		return fmt.Errorf("store %s: carrying its host records into the host table %s: %w", st.Dir(), hosts.Dir(), err)
+	}
+	if err := st.DropLegacyHosts(); err != nil {
+		return err
+	}
+	log.Info("host records carried from the trace store into the host table", "store", st.Dir(), "hosts", hosts.Dir(), "records", len(legacy), "added", n)
+	return nil
 }

@@ -28,8 +28,8 @@ var (
 	// ErrStopped: the receiver is not running (yet, or any more).
 	ErrStopped = errors.New("receiver stopped")
 	// ErrNoHostTable: security is on but the bridge keeps no host table
-	// (no store sink).
-	ErrNoHostTable = errors.New("security is on but the bridge has no host table (no store sink)")
+	// (internal/hostdb; serve opens one for every otlp receiver).
+	ErrNoHostTable = errors.New("security is on but the bridge has no host table")
 )
 
 // keepBuffer is the largest request buffer kept for reuse.

@@ -260,7 +260,15 @@ func wantSpan(s tracetest.SpanStub) []string {
 			host = v
 		case "process.pid":
 			process = v
-		default:
+		}
+		res = append(res, fmt.Sprintf("%s=%s/%d", kv.Key, v, typ))
+	}
+	// The scope's version and attributes follow the resource's, behind
+	// trace.ScopeMark.
+	if sc := s.InstrumentationScope; sc.Version != "" || sc.Attributes.Len() > 0 {
+		res = append(res, fmt.Sprintf("%s=%s/%d", trace.ScopeVersionKey, sc.Version, trace.ScopeMark))
+		for _, kv := range sc.Attributes.ToSlice() {
+			v, typ := wantValue(kv.Value)
 			res = append(res, fmt.Sprintf("%s=%s/%d", kv.Key, v, typ))
 		}
 	}

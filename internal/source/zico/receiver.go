@@ -160,14 +160,14 @@ func (r *Receiver) Run(ctx context.Context, out pipeline.Consumer) error {
 	return nil
 }
 
-// hello admits an agent through the host table (the trace store's).
+// hello admits an agent through the host table (internal/hostdb).
 func (r *Receiver) hello(ctx context.Context, req HelloRequest, remote net.Addr) error {
 	info, _ := InfoFromContext(ctx)
 	r.disabled.Delete(info.ID)
 	hosts := r.set.Shared.Hosts()
 	if hosts == nil {
 		if r.cfg.Security {
-			return fmt.Errorf("%w: security is on but the bridge has no host table (no store sink)", ErrAuth)
+			return fmt.Errorf("%w: security is on but the bridge has no host table", ErrAuth)
 		}
 		return nil
 	}

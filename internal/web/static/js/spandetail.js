@@ -1,6 +1,6 @@
 // spandetail.js: one span in full (/spans/{index}) for the side panel:
-// its identity and timing, Kieker's positions, attributes, events (an
-// exception with its stack) and links.
+// its identity and timing, Kieker's positions, attributes, OpenTelemetry
+// resource and scope, events (an exception with its stack) and links.
 
 import { fmtDur, fmtTime, h, link } from './lib.js';
 
@@ -31,6 +31,15 @@ export function renderSpan(d, traceId, offsetNs) {
   out.push(d.attributes.length ? h('div', { class: 'kv sd-attrs' }, d.attributes.flatMap((a) => [
     h('span', { title: a.type }, a.key), h('span', null, attrText(a.value)),
   ])) : h('div', { class: 'muted' }, 'none'));
+  // The OpenTelemetry resource and instrumentation scope the span came
+  // from (absent for Kieker's and zorka's spans).
+  if (d.resource) {
+    out.push(h('h4', null, `Resource (${d.resource.attributes.length})`), attrTable(d.resource.attributes));
+  }
+  if (d.scope) {
+    out.push(h('h4', null, 'Scope'), kv([['name', d.scope.name], ['version', d.scope.version]]));
+    if (d.scope.attributes.length) out.push(attrTable(d.scope.attributes));
+  }
   if (d.events.length) {
     out.push(h('h4', null, `Events (${d.events.length})`));
     for (const e of d.events) out.push(renderEvent(e, d.start));
@@ -46,6 +55,11 @@ export function renderSpan(d, traceId, offsetNs) {
 }
 
 function attrText(v) { return typeof v === 'string' ? v : JSON.stringify(v); }
+
+// attrTable shows attributes ({key, type, value}) as key-value rows.
+function attrTable(attrs) {
+  return h('div', { class: 'kv sd-attrs' }, attrs.flatMap((a) => [h('span', { title: a.type }, a.key), h('span', null, attrText(a.value))]));
+}
 
 // renderEvent shows an event (at offsetNs from the span's start: exact,
 // where e.time - spanStart of doubles is not); an exception (OpenTelemetry's semantic

@@ -1,0 +1,119 @@
+package trace
+
+import (
+	"testing"
+
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// TestResourcesOncePerTrace: spans of a resource and scope, arriving in
+// several batches (each with lists of its own), share one entry of their
+// trace's tables; spans of another resource or scope get another; span
+// records written back (AppendSpan) carry them again; a trace of span
+// records without resources has no tables; a lean assembler keeps none.
+func TestResourcesOncePerTrace(t *testing.T) {
+	id := ID{Hi: 1, Lo: 2}
+	res := func(svc, env string) *Resource {
+		return &Resource{Attributes: []Attr{{Key: "service.name", Value: svc, Type: TypeString},
+			{Key: "deployment.environment", Value: env, Type: TypeString}, {Key: "process.pid", Value: "42", Type: TypeInt}}}
+	}
+	scope := func(v string) *Scope {
+		return &Scope{Name: "lib", Version: v, Attributes: []Attr{{Key: "team", Value: "x", Type: TypeString}}}
+	}
+	type sp struct {
+		sid, parent SpanID
+		svc, env    string
+		version     string // "": no scope
+	}
+	spans := []sp{{1, 0, "web", "prod", "1.0"}, {2, 1, "web", "prod", "1.0"}, {3, 2, "db", "prod", "1.0"}, {4, 3, "db", "prod", "2.0"}, {5, 1, "web", "prod", ""}}
+	var batches []*record.Batch
+	for i, s := range spans {
+		b := &record.Batch{} // a batch per span: no list is shared
+		sc := (*Scope)(nil)
+		if s.version != "" {
+			sc = scope(s.version)
+		}
+		AppendSpan(b, id, &Span{SpanID: s.sid, ParentID: s.parent, Operation: "op", Service: s.svc, Host: s.svc,
+			Start: int64(10 + i), End: int64(100 - i), Resource: res(s.svc, s.env), Scope: sc})
+		batches = append(batches, b)
+	}
+	for _, lean := range []bool{false, true} {
+		var out []*Trace
+		a := NewAssembler(Options{Clock: RecordClock, Lean: lean, Emit: func(tr *Trace) { out = append(out, tr) }})
+		for _, b := range batches {
+			a.AddBatch(b)
+		}
+		a.Flush()
+		if len(out) != 1 || len(out[0].Spans) != len(spans) {
+			t.Fatalf("lean %v: %d traces", lean, len(out))
+		}
+		tr := out[0]
+		if lean {
+			if len(tr.Resources) != 0 || len(tr.Scopes) != 0 {
+				t.Errorf("lean: %d resources, %d scopes", len(tr.Resources), len(tr.Scopes))
+			}
+			continue
+		}
+		if len(tr.Resources) != 2 || len(tr.Scopes) != 2 {
+			t.Fatalf("%d resources and %d scopes, want 2 and 2", len(tr.Resources), len(tr.Scopes))
+		}
+		for i := range tr.Spans {
+			s := &tr.Spans[i]
+			var want sp
+			for _, w := range spans {
+				if w.sid == s.SpanID {
+					want = w
+				}
+			}
+			if tr.ResourceIndex(s.Resource) < 0 || !s.Resource.Equal(res(want.svc, want.env)) {
+				t.Errorf("span %s: resource %+v", s.SpanID, s.Resource)
+			}
+			if want.version == "" && s.Scope != nil || want.version != "" && (tr.ScopeIndex(s.Scope) < 0 || !s.Scope.Equal(scope(want.version))) {
+				t.Errorf("span %s: scope %+v, want version %q", s.SpanID, s.Scope, want.version)
+			}
+			if a, ok := s.Attr("deployment.environment"); !ok || a.Value != "prod" {
+				t.Errorf("span %s: Attr(deployment.environment) = %v %v", s.SpanID, a, ok)
+			}
+			if a, ok := s.Attr(ScopeVersionKey); ok != (want.version != "") || ok && a.Value != want.version {
+				t.Errorf("span %s: Attr(otel.scope.version) = %v %v", s.SpanID, a, ok)
+			}
+		}
+		// Written back as records, read again: the same tables.
+		var b record.Batch
+		for i := range tr.Spans {
+			AppendSpan(&b, tr.ID, &tr.Spans[i])
+		}
+		again := assemble(t, b.Records, Options{})
+		if len(again) != 1 || len(again[0].Resources) != 2 || len(again[0].Scopes) != 2 {
+			t.Fatalf("written back: %d traces", len(again))
+		}
+	}
+	// A span record without a resource or scope (as zorka's): no tables.
+	var b record.Batch
+	spanRec(&b, id, 1, 0, "GET /", "web", 10, 60)
+	if trs := assemble(t, b.Records, Options{}); len(trs) != 1 || trs[0].Resources != nil || trs[0].Scopes != nil || trs[0].Spans[0].Resource != nil {
+		t.Errorf("a span without a resource: %+v", trs)
+	}
+}
+
+// TestResourcesSharedByTraces: the traces of one resource share one copy
+// of it (the assembler makes it once, not per trace).
+func TestResourcesSharedByTraces(t *testing.T) {
+	var out []*Trace
+	a := NewAssembler(Options{Clock: RecordClock, Window: 10, Emit: func(tr *Trace) { out = append(out, tr) }})
+	for i := range 3 {
+		b := &record.Batch{}
+		res := &Resource{Attributes: []Attr{{Key: "service.name", Value: "web", Type: TypeString}, {Key: "k8s.pod.name", Value: "web-1", Type: TypeString}}}
+		AppendSpan(b, ID{Lo: uint64(i + 1)}, &Span{SpanID: 1, Operation: "op", Service: "web", Start: int64(100 * i), End: int64(100*i + 1), Resource: res})
+		a.AddBatch(b)
+	}
+	a.Flush()
+	if len(out) != 3 {
+		t.Fatalf("%d traces", len(out))
+	}
+	for _, tr := range out {
+		if len(tr.Resources) != 1 || tr.Resources[0] != out[0].Resources[0] || tr.Spans[0].Resource != tr.Resources[0] {
+			t.Errorf("trace %s: resources %v, span's %p; the first trace's %p", tr.ID, tr.Resources, tr.Spans[0].Resource, out[0].Resources[0])
+		}
+	}
+}
