@@ -182,7 +182,9 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	opt := analysis.Options{IncludeInvalid: *invalid}
 	an := analysis.New(opt)
 	model := sysmodel.New()
-	if ko.count() > 0 {
+	kiekerNames := kind != analysis.CallTree && (*format == "dot" || *format == "svg")
+	if ko.count() > 0 || kiekerNames {
+		// Kieker's @N numbering of assembly components for the labels.
 		an.Each = model.Add
 	}
 	finder := analysis.TreeFinder{ID: treeID, Options: opt}
@@ -259,7 +261,12 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if !*respTimes {
 			g = g.WithoutStats()
 		}
-		err := analysis.WriteGraph(ctx, &out, g, *format, analysis.DOTOptions{ShortLabels: *short, Unit: *unit})
+		dopt := analysis.DOTOptions{ShortLabels: *short, Unit: *unit}
+		if kiekerNames {
+			model.Finish()
+			dopt.AssemblyNames = model.Repo.AssemblyNames()
+		}
+		err := analysis.WriteGraph(ctx, &out, g, *format, dopt)
 		if errors.Is(err, analysis.ErrNoDot) {
 			return withCode(exitConfig, err)
 		}

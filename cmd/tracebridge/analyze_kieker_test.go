@@ -180,3 +180,26 @@ func TestAnalyzeStore(t *testing.T) {
 		t.Error("--store with a log directory: exit 0")
 	}
 }
+
+// TestGraphKiekerNumbers: the graphs name assembly components with
+// Kieker's numbers (the order Kieker creates them: b.B, c.C, a.A in the
+// OER log), not the order of their names.
+func TestGraphKiekerNumbers(t *testing.T) {
+	r := ok(t, "analyze", "--graph", "deployment-component", oerLog)
+	for _, want := range []string{"@1:b.B", "@2:c.C", "@3:a.A"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the graph lacks %s:\n%s", want, r.stdout)
+		}
+	}
+	out := t.TempDir()
+	ok(t, "analyze", "--kieker-trace-analysis", "-i", oerLog, "-o", out, "--plot-Assembly-Component-Dependency-Graph", "--plot-Call-Trees")
+	for _, name := range []string{"assemblyComponentDependencyGraph.dot", "callTree-7.dot"} {
+		b, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "@3:a.A") {
+			t.Errorf("%s lacks @3:a.A:\n%s", name, b)
+		}
+	}
+}

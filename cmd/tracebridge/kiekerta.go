@@ -397,15 +397,16 @@ func cmdKiekerTraceAnalysis(ctx context.Context, args []string, stderr io.Writer
 			g = g.WithoutStats()
 		}
 		if err := write(k.graphFile(kind), func(w io.Writer) error {
-			return analysis.WriteGraph(ctx, w, g, "dot", analysis.DOTOptions{ShortLabels: k.short, Unit: cmpOr(unit, "ns")})
+			return analysis.WriteGraph(ctx, w, g, "dot", analysis.DOTOptions{ShortLabels: k.short, Unit: cmpOr(unit, "ns"), AssemblyNames: model.Repo.AssemblyNames()})
 		}); err != nil {
 			return err
 		}
 	}
+	names := model.Repo.AssemblyNames()
 	for _, m := range calls {
 		g := analysis.TraceCallTree(m)
 		if err := write(k.prefix+"callTree-"+m.ID+".dot", func(w io.Writer) error {
-			return analysis.WriteGraph(ctx, w, g, "dot", analysis.DOTOptions{ShortLabels: k.short})
+			return analysis.WriteGraph(ctx, w, g, "dot", analysis.DOTOptions{ShortLabels: k.short, AssemblyNames: names})
 		}); err != nil {
 			return err
 		}

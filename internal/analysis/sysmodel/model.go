@@ -156,6 +156,16 @@ func (r *Repository) Lookup(e *analysis.Execution) (*Allocation, *Operation) {
 	return alloc, op
 }
 
+// AssemblyNames maps each assembly component's name as analysis names it
+// (Execution.Assembly) to Kieker's "@N", for analysis.DOTOptions.
+func (r *Repository) AssemblyNames() map[string]string {
+	m := make(map[string]string, len(r.assemblies))
+	for name, a := range r.assemblies {
+		m[name] = a.Name()
+	}
+	return m
+}
+
 // NoSession is what Kieker prints for an execution without a session
 // (spans).
 const NoSession = "<NOSESSIONID>"
