@@ -66,6 +66,14 @@ type options struct {
 	bin       string
 	skip      string
 	inProcess bool
+
+	conns              int           // loss runs: connections
+	burstFrom, burstTo int           // loss runs: burst sizes
+	burstAim           int           // the largest lossless burst must reach this
+	rateFrom           int           // loss runs: the first paced rate
+	paceFor            time.Duration // loss runs: length of a paced run
+	durable            bool          // loss runs: also with policy: durable
+	streamExtra        string        // loss runs: more keys of the stream section
 }
 
 func main() {
@@ -77,7 +85,15 @@ func main() {
 	flag.IntVar(&o.records, "records", 2_000_000, "records per throughput run")
 	flag.IntVar(&o.runs, "runs", 3, "throughput runs with and without subscribers (alternating; the best of each counts)")
 	flag.StringVar(&o.bin, "bin", "", "a tracebridge binary (default: build ./cmd/tracebridge)")
-	flag.StringVar(&o.skip, "skip", "", "skip a part: latency or throughput")
+	flag.StringVar(&o.skip, "skip", "", "skip parts: latency, throughput, loss (comma-separated)")
+	flag.IntVar(&o.conns, "conns", 2, "loss runs: client connections")
+	flag.IntVar(&o.burstFrom, "burst-from", 250_000, "loss runs: the first burst (records; doubled until one loses records)")
+	flag.IntVar(&o.burstTo, "burst-to", 8_000_000, "loss runs: the largest burst tried")
+	flag.IntVar(&o.burstAim, "burst-aim", 1_000_000, "loss runs: the aim for the largest lossless burst")
+	flag.IntVar(&o.rateFrom, "rate-from", 250_000, "loss runs: the first paced rate (records/s; doubled until one loses records or it is twice the log's rate)")
+	flag.DurationVar(&o.paceFor, "pace-for", 5*time.Second, "loss runs: length of a paced run")
+	flag.StringVar(&o.streamExtra, "stream-extra", "", "loss runs: more keys of the stream section (\"queue_batches: 256\")")
+	flag.BoolVar(&o.durable, "durable", true, "loss runs: also with the stream's policy: durable (its cost: the log's rate beside it)")
 	cpuprofile := flag.String("cpuprofile", "", "write this program's CPU profile (the subscribers') to a file")
 	flag.BoolVar(&o.inProcess, "in-process", false, "throughput: run the subscribers in this process at normal priority, not in a child process at nice 19")
 	subscriberURL := flag.String("subscriber", "", "(internal) run -subs subscribers on this stream until each has -records records")
@@ -118,7 +134,23 @@ func run(ctx context.Context, o options) error {
 	}
 	fmt.Printf("bench/stream: %d subscribers; %s\n", o.subs, benchkit.GoVersion(o.bin))
 	failed := false
-	if o.skip != "latency" {
+	skip := func(part string) bool { return slices.Contains(strings.Split(o.skip, ","), part) }
+	if !skip("loss") {
+		ok, best, err := lossTests(ctx, o, tmp, "best-effort", extra(o.streamExtra))
+		if err != nil {
+			return err
+		}
+		failed = failed || !ok
+		if o.durable {
+			_, durable, err := lossTests(ctx, o, tmp, "durable", ", policy: durable"+extra(o.streamExtra))
+			if err != nil {
+				return err
+			}
+			fmt.Printf("\nthe cost of policy: durable: the log sink's best rate beside a durable stream %.2f M records/s, beside a best-effort one %.2f M: ratio %.2f\n",
+				durable/1e6, best/1e6, durable/best)
+		}
+	}
+	if !skip("latency") {
 		lat, err := latency(ctx, o, filepath.Join(tmp, "latency"))
 		if err != nil {
 			return err
@@ -131,7 +163,7 @@ func run(ctx context.Context, o options) error {
 			failed = true
 		}
 	}
-	if o.skip != "throughput" {
+	if !skip("throughput") {
 		var without, with []float64
 		for i := range o.runs {
 			for _, subs := range slices.Compact([]int{0, o.subs}) {
@@ -174,6 +206,12 @@ type bridge struct {
 }
 
 func startBridge(ctx context.Context, bin, dir string) (*bridge, error) {
+	return startBridgeWith(ctx, bin, dir, "")
+}
+
+// startBridgeWith starts a bridge whose stream section has extra keys
+// (", policy: durable").
+func startBridgeWith(ctx context.Context, bin, dir, streamExtra string) (*bridge, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -181,8 +219,8 @@ func startBridge(ctx context.Context, bin, dir string) (*bridge, error) {
 metrics: "127.0.0.1:0"
 receivers: [{name: in, type: kieker-tcp, listen: "127.0.0.1:0"}]
 sinks: [{name: log, type: kieker-log, format: binary, path: %q}]
-stream: {listen: "127.0.0.1:0"}
-`, dir, filepath.Join(dir, "log"))
+stream: {listen: "127.0.0.1:0"%s}
+`, dir, filepath.Join(dir, "log"), streamExtra)
 	path := filepath.Join(dir, "tracebridge.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		return nil, err
@@ -578,4 +616,12 @@ func waitSubscribers(ss []*subscriber, want int64) string {
 	k := int64(len(ss))
 	return fmt.Sprintf("each subscriber got %.1f%% of the records and was told of %.1f%% it missed (the stream sink was behind during the burst); unaccounted: %d",
 		100*float64(got)/float64(want*k), 100*float64(missed)/float64(want*k), lost)
+}
+
+// extra makes keys a continuation of the stream section's flow mapping.
+func extra(keys string) string {
+	if keys == "" {
+		return ""
+	}
+	return ", " + keys
 }

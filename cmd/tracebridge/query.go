@@ -28,8 +28,9 @@ const querySynopsis = `query [--store DIR | --url URL] [flags] [TEXT | ~REGEX]
        tracebridge query [--store DIR | --url URL] --trace-id ID [--find TEXT] [--rank]
        tracebridge query [--store DIR | --url URL] --pivot KEY [filters]
 
-Searches the trace store of a bridge that is not running (--store, default
-./tracebridge-data/store), or of a running bridge over its HTTP API (--url
+Searches a trace store (--store, default ./tracebridge-data/store; also
+while its bridge runs; s3://BUCKET/PREFIX with --s3-endpoint for blocks in
+object storage), or a running bridge over its HTTP API (--url
 http://127.0.0.1:16686; a token, where one is needed, from the environment
 variable TRACEBRIDGE_TOKEN). TEXT is a case-insensitive substring of
 operation and class names, attribute keys and values, exception class and
@@ -38,18 +39,19 @@ span unless --deep. docs/QUERY.md describes every filter and EQL.`
 
 // queryFlags are the options of query.
 type queryFlags struct {
-	dir, url, since, until, name, service, eql, cursor, traceID, find, fields, pivot string
-	hosts, attrs                                                                     repeatFlag
-	minDur, maxDur                                                                   time.Duration
-	errors, deep, oldest, asJSON, rank, ignoreCase                                   bool
-	limit                                                                            int
-	budget                                                                           time.Duration
+	store                                                                       *storeLocation
+	url, since, until, name, service, eql, cursor, traceID, find, fields, pivot string
+	hosts, attrs                                                                repeatFlag
+	minDur, maxDur                                                              time.Duration
+	errors, deep, oldest, asJSON, rank, ignoreCase                              bool
+	limit                                                                       int
+	budget                                                                      time.Duration
 }
 
 func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("query", querySynopsis, stderr)
 	var f queryFlags
-	fs.StringVar(&f.dir, "store", filepath.Join("tracebridge-data", "store"), "the store directory (of a bridge that is not running)")
+	f.store = addStoreFlags(fs, filepath.Join("tracebridge-data", "store"), "the trace store (also of a bridge that is running)")
 	fs.StringVar(&f.url, "url", "", "query a running bridge over its HTTP API instead (http://HOST:PORT)")
 	fs.Var(&f.hosts, "host", "traces with a span on this host (repeatable)")
 	fs.StringVar(&f.since, "since", "", "traces that started at or after: RFC 3339 or relative (15m, 2h, 7d)")
@@ -88,7 +90,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var src query.Source
 	if f.url != "" {
 		storeSet := false
-		fs.Visit(func(fl *flag.Flag) { storeSet = storeSet || fl.Name == "store" })
+		fs.Visit(func(fl *flag.Flag) { storeSet = storeSet || fl.Name == "store" || fl.Name == "s3-endpoint" })
 		if storeSet {
 			return usagef("query: --store and --url exclude each other")
 		}
@@ -98,14 +100,11 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		src = &query.Remote{Client: c, Params: f.params(pos, q)}
 	} else {
-		s, err := store.Open(f.dir, store.Options{ReadOnly: true})
+		s, closeStore, err := f.store.open(store.Options{ReadOnly: true})
 		if err != nil {
-			if strings.Contains(err.Error(), "lock") {
-				return withCode(exitConfig, fmt.Errorf("%w (a running serve holds it open; query it over its HTTP API with --url)", err))
-			}
-			return withCode(exitConfig, err)
+			return err
 		}
-		defer s.Close()
+		defer closeStore()
 		src = query.Local{Store: s}
 	}
 	out := bufio.NewWriter(stdout)

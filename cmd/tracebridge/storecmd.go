@@ -10,43 +10,79 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/hostauth"
 	"github.com/tracebridge/tracebridge/internal/hostdb"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/progress"
 	"github.com/tracebridge/tracebridge/internal/store"
 )
 
-const storeSynopsis = `store check|rebuild DIR
+const storeSynopsis = `store check|rebuild|migrate DIR|s3://BUCKET/PREFIX [--s3-endpoint URL]
 
-check verifies a trace store that no serve holds open: every block's
-checksum and contents, and that the index and the segments agree; it exits
-1 when it finds problems. rebuild rebuilds the index from the segments
-(partition records are kept; the host table is not the store's).`
+check verifies a trace store, also while serve writes it: every block's
+meta against its data, every part's checksum, every trace; it exits 1
+when it finds problems. rebuild (no serve running) repairs what the blocks
+alone allow: metas written again from their data, data objects without a
+meta. migrate converts a store of version 1 (DIR/index and its segments)
+into blocks (serve does it when it opens one), with progress on a
+terminal; the old files are kept under DIR/v1-migrated.`
 
 func cmdStore(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("store", storeSynopsis, stderr)
+	loc := addStoreFlags(fs, "", "the trace store (or give it as DIR)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 || pos[0] != "check" && pos[0] != "rebuild" {
-		return usagef("store: want check DIR or rebuild DIR")
+	if len(pos) != 2 || pos[0] != "check" && pos[0] != "rebuild" && pos[0] != "migrate" {
+		return usagef("store: want check, rebuild or migrate, then DIR (or s3://BUCKET/PREFIX)")
+	}
+	loc.loc = pos[1]
+	dir, o, cleanup, err := loc.resolve()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if pos[0] == "migrate" {
+		var done atomic.Int64
+		var bar *progress.Bar
+		res, err := store.Migrate(dir, o, func(d, total int64) {
+			if bar == nil {
+				bar = progress.Start(stderr, total, done.Load)
+			}
+			done.Store(d)
+		})
+		if bar != nil {
+			bar.Stop()
+		}
+		if err != nil {
+			return withCode(exitData, err)
+		}
+		fmt.Fprintf(stdout, "%s: converted %d hosts, %d segments, %d traces into %d blocks; the old files are in %s\n", pos[1], res.Hosts, res.Segments, res.Traces, res.Blocks, res.Kept)
+		for _, l := range res.Lost {
+			fmt.Fprintf(stdout, "not carried over: %s\n", l)
+		}
+		return nil
 	}
 	var res store.CheckResult
 	if pos[0] == "check" {
-		res, err = store.Check(pos[1])
+		res, err = store.Check(dir, o)
 	} else {
-		res, err = store.Rebuild(pos[1])
+		res, err = store.Rebuild(dir, o)
 	}
 	if err != nil {
 		return withCode(exitData, err)
 	}
-	fmt.Fprintf(stdout, "%s: %d hosts, %d segments, %d blocks, %d traces\n", pos[1], res.Hosts, res.Segments, res.Blocks, res.Traces)
+	fmt.Fprintf(stdout, "%s: %d hosts, %d blocks, %d write-ahead files, %d traces\n", pos[1], res.Hosts, res.Blocks, res.WAL, res.Traces)
 	for _, p := range res.Problems {
 		fmt.Fprintf(stdout, "problem: %s\n", p)
+	}
+	for _, r := range res.Repaired {
+		fmt.Fprintf(stdout, "repaired: %s\n", r)
 	}
 	if pos[0] == "check" && len(res.Problems) > 0 {
 		return withCode(exitData, fmt.Errorf("store %s: %d problems", pos[1], len(res.Problems)))
@@ -137,13 +173,11 @@ func cmdHosts(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	// The trace store: when given, or when it exists (a host table serves
 	// without one).
 	var s *store.Store
-	if _, err := os.Stat(filepath.Join(*dir, "index")); err == nil || given["store"] {
+	if storeExists(*dir) || given["store"] {
 		s, err = store.Open(*dir, store.Options{ReadOnly: cmd == "list"})
 		switch {
 		case err != nil && cmd == "list":
 			fmt.Fprintf(stderr, "hosts: stored sizes unknown: %v\n", err)
-		case err != nil && strings.Contains(err.Error(), "lock"):
-			return withCode(exitConfig, fmt.Errorf("%w (a running serve holds it open)", err))
 		case err != nil:
 			return withCode(exitConfig, err)
 		default:

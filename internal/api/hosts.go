@@ -24,9 +24,7 @@ import (
 // what the trace store keeps of it (0 without a store, or before its first
 // trace).
 type HostInfo struct {
-	Name string `json:"name"`
-	// ID is the host's partition in the trace store.
-	ID          uint32     `json:"id"`
+	Name        string     `json:"name"`
 	Group       string     `json:"group"`
 	Addr        string     `json:"addr"`
 	Comment     string     `json:"comment"`
@@ -53,9 +51,8 @@ type HostList struct {
 // hostView is what the hosts pages read: the host table and the trace
 // store (nil without one).
 type hostView struct {
-	db  *hostdb.DB
-	st  *store.Store
-	ids map[string]uint32
+	db *hostdb.DB
+	st *store.Store
 }
 
 // withHosts makes a route's handler of a handler of the host table:
@@ -76,13 +73,6 @@ func (v *hostView) info(h hostdb.Host, rate float64) HostInfo {
 	hi := HostInfo{Name: h.Name, Group: h.Group, Addr: h.Addr, Comment: h.Comment, Secret: h.Secret != "",
 		Enabled: !h.Disabled, MaxSize: h.MaxSize, MaxAgeNs: int64(h.MaxAge), Created: h.Created, TracesPerSecond: rate}
 	if v.st != nil {
-		if v.ids == nil {
-			v.ids = map[string]uint32{}
-			for _, p := range v.st.Partitions() {
-				v.ids[p.Name] = p.ID
-			}
-		}
-		hi.ID = v.ids[h.Name]
 		hi.Size = v.st.HostSize(h.Name)
 	}
 	if !h.LastContact.IsZero() {

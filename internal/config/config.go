@@ -353,8 +353,13 @@ func (c *Config) Normalize() error {
 	if len(c.Sinks) == 0 {
 		errs = append(errs, errors.New("no sinks (a configuration file names its sinks; add `sinks: [{type: kieker-log}]` for a Kieker log under data_dir)"))
 	}
-	if c.Stream != nil && (c.Stream.Type != "" || c.Stream.Name != "" || c.Stream.Policy != "") {
-		errs = append(errs, fmt.Errorf("stream (line %d): type, name and policy are not keys of the stream (it is a best-effort sink named stream)", c.Stream.line))
+	if c.Stream != nil && (c.Stream.Type != "" || c.Stream.Name != "") {
+		errs = append(errs, fmt.Errorf("stream (line %d): type and name are not keys of the stream (it is the sink named stream)", c.Stream.line))
+	}
+	if c.Stream != nil && c.Stream.Policy != "" {
+		if _, err := pipeline.ParsePolicy(c.Stream.Policy); err != nil {
+			errs = append(errs, fmt.Errorf("stream (line %d): %w", c.Stream.line, err))
+		}
 	}
 	if c.Traces.Window < 0 || c.Traces.MaxOpenTraces < 0 || c.Traces.MaxSpans < 0 {
 		errs = append(errs, errors.New("traces: window and limits must not be negative"))

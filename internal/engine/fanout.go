@@ -98,6 +98,10 @@ func newFanout(e *Engine) *fanout {
 			drops:  lograte.Limiter{PerSecond: 1},
 		}
 		r.tc, _ = s.sink.(pipeline.TraceConsumer)
+		if bl, ok := s.sink.(pipeline.Backlogger); ok {
+			ch := r.ch
+			bl.SetBacklog(func() int { return len(ch) })
+		}
 		if r.policy == pipeline.Durable {
 			f.durable++
 		}

@@ -136,6 +136,15 @@ type Dropper interface {
 	Dropped(b *record.Batch)
 }
 
+// Backlogger is a sink that wants to know whether more waits in its
+// queue (the stream packs the records of several queued batches into one
+// message when it is behind). The engine calls SetBacklog once, before
+// the first Consume, with a function that returns how many entries wait
+// in the sink's queue; Consume may call it.
+type Backlogger interface {
+	SetBacklog(queued func() int)
+}
+
 // TraceConsumer is a sink that also takes assembled traces. When a sink
 // implements it, the engine assembles traces from the records it hands on
 // (internal/trace.Assembler) and puts each completed trace into the queue

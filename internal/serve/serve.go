@@ -444,6 +444,16 @@ func impliedStages(f *pipeline.Factories, receivers, stages []config.Component) 
 func (s *Server) addStream(comp *config.Component, cfg pipeline.Config, base pipeline.Settings) error {
 	set := base
 	set.Name = comp.Name
+	// Best-effort unless the section says `policy: durable`; a
+	// best-effort stream's queue holds a burst (DefaultQueueBatches).
+	set.Policy = pipeline.BestEffort
+	if comp.Policy != "" {
+		set.Policy, _ = pipeline.ParsePolicy(comp.Policy) // checked by Normalize
+	}
+	queue := comp.QueueBatches
+	if queue == 0 && set.Policy == pipeline.BestEffort {
+		queue = streamsink.DefaultQueueBatches
+	}
 	w, err := streamsink.New(cfg.(*streamsink.Config), set)
 	if err != nil {
 		return pipeline.Classify(ErrConfig, err)
@@ -459,8 +469,8 @@ func (s *Server) addStream(comp *config.Component, cfg pipeline.Config, base pip
 	}
 	s.Built[comp.Name] = w
 	s.StreamURL = w.URL()
-	s.Engine.AddSink(comp.Name, w, engine.SinkOptions{Policy: pipeline.BestEffort, QueueBatches: comp.QueueBatches})
-	s.Sinks = append(s.Sinks, Endpoint{Name: comp.Name, Type: streamsink.Type, Where: w.Where(), Policy: pipeline.BestEffort.String()})
+	s.Engine.AddSink(comp.Name, w, engine.SinkOptions{Policy: set.Policy, QueueBatches: queue})
+	s.Sinks = append(s.Sinks, Endpoint{Name: comp.Name, Type: streamsink.Type, Where: w.Where(), Policy: set.Policy.String()})
 	return nil
 }
 

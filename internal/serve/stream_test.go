@@ -26,7 +26,9 @@ func TestStreamSection(t *testing.T) {
 		{"conflict", "receivers: [{name: b, type: broker-embedded, listen: \"127.0.0.1:0\"}]\nsinks: [{type: kieker-log}]\nstream: {listen: \"127.0.0.1:1\"}\n", "", "one embedded server"},
 		{"typo", base + "stream: {max_agee: 1h}\n", "", `unknown key "max_agee"`},
 		{"both", base + "stream: {listen: \"127.0.0.1:0\", url: \"nats://x:4222\"}\n", "", "exclude each other"},
-		{"policy", base + "stream: {policy: durable}\n", "", "not keys of the stream"},
+		{"policy", base + "stream: {policy: always}\n", "", `policy "always": want durable or best-effort`},
+		{"durable", base + "stream: {listen: \"127.0.0.1:0\", policy: durable}\n", "publishing to nats://127.0.0.1:", ""},
+		{"name", base + "stream: {name: s}\n", "", "not keys of the stream"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := parse(t, tc.yaml)
@@ -46,8 +48,12 @@ func TestStreamSection(t *testing.T) {
 			for _, e := range s.Sinks {
 				if e.Type == "stream" {
 					where = e.Where
-					if e.Policy != "best-effort" {
-						t.Errorf("policy %s", e.Policy)
+					want := "best-effort"
+					if tc.name == "durable" {
+						want = "durable"
+					}
+					if e.Policy != want {
+						t.Errorf("policy %s, want %s", e.Policy, want)
 					}
 				}
 			}

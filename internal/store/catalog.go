@@ -2,12 +2,10 @@ package store
 
 import (
 	"cmp"
-	"encoding/binary"
 	"slices"
 	"sync"
 
-	"github.com/cockroachdb/pebble/v2"
-
+	"github.com/tracebridge/tracebridge/internal/store/block"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
@@ -19,9 +17,9 @@ const CatalogMaxNames = 10_000
 // catalog knows the services of the stored spans (with their operations
 // and span kinds) and the trace names per host, for Jaeger's
 // /api/services and /api/operations and the UI's name lists. It is kept
-// as traces are appended (and indexed again by recovery and rebuild) and
-// persisted in the index under 'C' keys, so a request only reads it.
-// Names stay listed after retention removed their last trace.
+// as traces are appended and read from the blocks' metas at open (a head
+// keeps one for its block's meta), so a request only reads it. Names stay
+// listed after retention removed their last trace, until the next open.
 type catalog struct {
 	mu    sync.RWMutex
 	svcs  map[string]*catService
@@ -42,13 +40,6 @@ type OpKind struct {
 	Kind trace.Kind
 }
 
-// Catalogue keys: 'C', a sub-kind, then strings (uvarint length, bytes).
-//
-//	'C' 's' service         → one byte: 1 via service, 2 via host
-//	'C' 'o' service op kind → (empty); kind is one byte (trace.Kind)
-//	'C' 'n' host name       → (empty)
-const kCatalog = 'C'
-
 func newCatalog() *catalog {
 	return &catalog{svcs: map[string]*catService{}, names: map[string]map[string]struct{}{}}
 }
@@ -65,9 +56,9 @@ func ServiceOf(s *trace.Span) string {
 	return trace.UnknownService
 }
 
-// add records a trace; what is new goes into batch (nil: not persisted).
-// Called by the writer only, so reads of the maps need no lock here.
-func (c *catalog) add(t *trace.Trace, batch *pebble.Batch) {
+// add records a trace.
+func (c *catalog) add(t *trace.Trace) {
+	c.mu.RLock()
 	var newSvc map[string]*catService
 	var newOps []struct {
 		svc string
@@ -109,6 +100,7 @@ func (c *catalog) add(t *trace.Trace, batch *pebble.Batch) {
 		_, known := c.names[host][name]
 		newName = !known
 	}
+	c.mu.RUnlock()
 	if newSvc == nil && newOps == nil && !newName {
 		return
 	}
@@ -126,16 +118,6 @@ func (c *catalog) add(t *trace.Trace, batch *pebble.Batch) {
 		}
 		sv.viaService = sv.viaService || ns.viaService
 		sv.viaHost = sv.viaHost || ns.viaHost
-		if batch != nil {
-			var v byte
-			if sv.viaService {
-				v |= 1
-			}
-			if sv.viaHost {
-				v |= 2
-			}
-			batch.Set(catKey('s', n), []byte{v}, nil)
-		}
 	}
 	for _, o := range newOps {
 		sv := c.svcs[o.svc]
@@ -150,9 +132,6 @@ func (c *catalog) add(t *trace.Trace, batch *pebble.Batch) {
 			continue
 		}
 		sv.ops[o.op] = struct{}{}
-		if batch != nil {
-			batch.Set(append(catKey('o', o.svc, o.op.Name), byte(o.op.Kind)), nil, nil)
-		}
 	}
 	if newName {
 		h := c.names[host]
@@ -162,89 +141,71 @@ func (c *catalog) add(t *trace.Trace, batch *pebble.Batch) {
 		}
 		if len(h) < CatalogMaxNames {
 			h[name] = struct{}{}
-			if batch != nil {
-				batch.Set(catKey('n', host, name), nil, nil)
-			}
 		} else {
 			c.full = true
 		}
 	}
 }
 
-func catKey(sub byte, parts ...string) []byte {
-	k := []byte{kCatalog, sub}
-	for _, p := range parts {
-		k = binary.AppendUvarint(k, uint64(len(p)))
-		k = append(k, p...)
-	}
-	return k
-}
-
-// catParts splits a catalogue key's strings (after its two bytes); the
-// bytes after the last string are returned as rest.
-func catParts(k []byte, n int) (parts []string, rest []byte, ok bool) {
-	p := k
-	for range n {
-		l, w := binary.Uvarint(p)
-		if w <= 0 || uint64(len(p)-w) < l {
-			return nil, nil, false
-		}
-		parts = append(parts, string(p[w:w+int(l)]))
-		p = p[w+int(l):]
-	}
-	return parts, p, true
-}
-
-// load reads the persisted catalogue.
-func (c *catalog) load(db *pebble.DB) error {
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{kCatalog}, UpperBound: []byte{kCatalog + 1}})
-	if err != nil {
-		return err
-	}
+// addMeta adds a block's part of the catalogue.
+func (c *catalog) addMeta(m *block.Meta) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for it.First(); it.Valid(); it.Next() {
-		k := it.Key()
-		if len(k) < 2 {
+	for _, ms := range m.Services {
+		sv := c.service(ms.Name)
+		if sv == nil {
+			c.full = true
 			continue
 		}
-		switch k[1] {
-		case 's':
-			v := it.Value()
-			parts, rest, ok := catParts(k[2:], 1)
-			if !ok || len(rest) != 0 || len(v) != 1 {
-				continue
+		sv.viaService = sv.viaService || ms.ViaService
+		sv.viaHost = sv.viaHost || ms.ViaHost
+		for _, op := range ms.Operations {
+			if len(sv.ops) >= CatalogMaxNames {
+				c.full = true
+				break
 			}
-			sv := c.service(parts[0])
-			if sv == nil {
-				continue
-			}
-			sv.viaService = sv.viaService || v[0]&1 != 0
-			sv.viaHost = sv.viaHost || v[0]&2 != 0
-		case 'o':
-			parts, rest, ok := catParts(k[2:], 2)
-			if !ok || len(rest) != 1 {
-				continue
-			}
-			if sv := c.service(parts[0]); sv != nil && len(sv.ops) < CatalogMaxNames {
-				sv.ops[OpKind{parts[1], trace.Kind(rest[0])}] = struct{}{}
-			}
-		case 'n':
-			parts, rest, ok := catParts(k[2:], 2)
-			if !ok || len(rest) != 0 {
-				continue
-			}
-			h := c.names[parts[0]]
-			if h == nil {
-				h = map[string]struct{}{}
-				c.names[parts[0]] = h
-			}
-			if len(h) < CatalogMaxNames {
-				h[parts[1]] = struct{}{}
-			}
+			sv.ops[OpKind{op.Name, trace.Kind(op.Kind)}] = struct{}{}
 		}
 	}
-	return it.Close()
+	if len(m.Names) > 0 {
+		h := c.names[m.Host]
+		if h == nil {
+			h = map[string]struct{}{}
+			c.names[m.Host] = h
+		}
+		for _, n := range m.Names {
+			if len(h) >= CatalogMaxNames {
+				c.full = true
+				break
+			}
+			h[n] = struct{}{}
+		}
+	}
+}
+
+// metaOf returns the catalogue as a block's meta holds it: the services
+// and the trace names (a head's catalogue holds its block's only).
+func (c *catalog) metaOf() ([]block.MetaService, []string) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	svcs := make([]block.MetaService, 0, len(c.svcs))
+	for name, sv := range c.svcs {
+		ms := block.MetaService{Name: name, ViaService: sv.viaService, ViaHost: sv.viaHost}
+		for op := range sv.ops {
+			ms.Operations = append(ms.Operations, block.MetaOp{Name: op.Name, Kind: int(op.Kind)})
+		}
+		slices.SortFunc(ms.Operations, func(a, b block.MetaOp) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Kind, b.Kind)) })
+		svcs = append(svcs, ms)
+	}
+	slices.SortFunc(svcs, func(a, b block.MetaService) int { return cmp.Compare(a.Name, b.Name) })
+	var names []string
+	for _, ns := range c.names {
+		for n := range ns {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return svcs, slices.Compact(names)
 }
 
 // service returns the entry of a service, creating it within the bound

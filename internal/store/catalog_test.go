@@ -14,7 +14,7 @@ import (
 // segments alone finds the same.
 func TestCatalogKeptAndRebuilt(t *testing.T) {
 	dir := t.TempDir()
-	s := open(t, dir, Options{BlockSize: 4 << 10})
+	s := open(t, dir, Options{ChunkSize: 4 << 10, HeadSize: 16 << 10})
 	var all []*trace.Trace
 	for i := range 50 {
 		all = append(all, mkTrace(i, []string{"alpha", "beta"}[i%2], 1+i%3, int64(1_000_000+i*1000), 100, false))
@@ -60,7 +60,7 @@ func TestCatalogKeptAndRebuilt(t *testing.T) {
 	ro := open(t, dir, Options{ReadOnly: true})
 	check("reopened", ro)
 	ro.Close()
-	if _, err := Rebuild(dir); err != nil {
+	if _, err := Rebuild(dir, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	check("rebuilt", open(t, dir, Options{ReadOnly: true}))

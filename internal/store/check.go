@@ -1,223 +1,232 @@
 package store
 
 import (
-	"errors"
+	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
+	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/tracebridge/tracebridge/internal/store/block"
 )
 
 // CheckResult is what Check found.
 type CheckResult struct {
-	Hosts, Segments, Blocks, Traces int
-	// Problems name the file, offset and reason of everything wrong:
-	// corrupt or torn blocks, traces the index lacks, index entries
-	// pointing nowhere.
+	Hosts, Blocks, Traces int
+	// WAL counts the write-ahead files (heads not yet in a block).
+	WAL int
+	// Problems name the block (or file), the part and the reason of
+	// everything wrong: unreadable metas, metas that disagree with their
+	// data, corrupt parts, traces that do not decode, torn write-ahead
+	// tails.
 	Problems []string
+	// Repaired names what Rebuild changed.
+	Repaired []string
 }
 
-// problemf adds a problem.
 func (res *CheckResult) problemf(format string, args ...any) {
 	res.Problems = append(res.Problems, fmt.Sprintf(format, args...))
 }
 
-// eachSegment counts p and its segments and calls fn with each segment
-// that opens (one that does not is a problem); fn closes f.
-func (res *CheckResult) eachSegment(p *partition, fn func(n uint32, f *os.File, path string)) error {
-	res.Hosts++
-	segs, err := p.segments()
-	if err != nil {
-		return err
-	}
-	for _, n := range segs {
-		res.Segments++
-		path := filepath.Join(p.dir, segName(n))
-		f, err := os.Open(path)
-		if err != nil {
-			res.problemf("%s: %v", path, err)
-			continue
-		}
-		fn(n, f, path)
-	}
-	return nil
-}
-
-// Check verifies a store no process holds open: every block's checksum
-// and contents, and that the index and the segments agree.
-func Check(dir string) (CheckResult, error) {
-	s, err := Open(dir, Options{ReadOnly: true})
+// Check verifies a store (beside a running writer too): every block's
+// meta against its data, every part's checksum, every trace decoding, the
+// write-ahead files. The bucket is o.Bucket (nil: DIR's blocks).
+func Check(dir string, o Options) (CheckResult, error) {
+	o.ReadOnly = true
+	s, err := Open(dir, o)
 	if err != nil {
 		return CheckResult{}, err
 	}
 	defer s.Close()
-	var res CheckResult
-	seen := map[[2]uint64]bool{}
-	for _, p := range s.partitions() {
-		err := res.eachSegment(p, func(_ uint32, f *os.File, path string) {
-			if _, err := readSegHeader(f); err != nil {
-				res.problemf("%s: %v", path, err)
-				f.Close()
-				return
-			}
-			end, err := scanBlocks(f, segHeaderSize, func(off int64, h blockHeader, raw []byte) error {
-				res.Blocks++
-				pl, err := parsePayload(raw, h.version)
-				if err != nil {
-					res.problemf("%s: offset %d: %v", path, off, err)
-					return nil
-				}
-				p.smu.RLock()
-				defer p.smu.RUnlock()
-				for i, body := range pl.traces {
-					t, err := decodeTrace(body, p.syms)
-					if err != nil {
-						res.problemf("%s: offset %d: trace %d: %v", path, off, i, err)
-						continue
-					}
-					res.Traces++
-					seen[[2]uint64{t.ID.Hi, t.ID.Lo}] = true
-					v, c, err := s.db.Get(keyTrace(t.ID))
-					if err != nil {
-						res.problemf("%s: offset %d: trace %s is not in the index (tracebridge store rebuild fixes it)", path, off, t.ID)
-						continue
-					}
-					c.Close()
-					_ = v
-				}
-				return nil
-			})
-			if err != nil {
-				st, _ := f.Stat()
-				res.problemf("%s: offset %d: %v (%d bytes unreadable)", path, end, err, st.Size()-end)
-			}
-			f.Close()
-		})
-		if err != nil {
-			return res, err
-		}
-	}
-	// Index entries that point nowhere.
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{kTrace}, UpperBound: []byte{kTrace + 1}})
-	if err != nil {
-		return res, err
-	}
-	for it.First(); it.Valid(); it.Next() {
-		k := it.Key()
-		if len(k) != 17 {
-			continue
-		}
-		id := idFromKey(k)
-		if !seen[[2]uint64{id.Hi, id.Lo}] {
-			res.problemf("index: trace %s points to no readable block", id)
-		}
-	}
-	return res, it.Close()
+	return s.check(false)
 }
 
-// Rebuild rebuilds the index of a store no process holds open from its
-// segments (zico's rebuildIndex): partition records are kept (recreated from
-// the partitions' name files when missing), everything else is indexed
-// again. Unreadable blocks are reported and skipped.
-func Rebuild(dir string) (CheckResult, error) {
-	var res CheckResult
-	hostsDir := filepath.Join(dir, "hosts")
-	es, err := os.ReadDir(hostsDir)
+// Rebuild checks a store no writer holds open and repairs what the blocks
+// alone allow: a meta that disagrees with its data is written again from
+// the data (catalogue, times, counts), a data object without meta (a
+// crash between the two uploads) gets its meta when no other block or
+// write-ahead file holds its traces, and unreadable blocks are reported.
+// There is no global index to rebuild: every query reads the blocks'
+// own.
+func Rebuild(dir string, o Options) (CheckResult, error) {
+	o.ReadOnly = false
+	s, err := Open(dir, o)
 	if err != nil {
-		return res, fmt.Errorf("store %s: %w", dir, err)
-	}
-	db, err := pebble.Open(filepath.Join(dir, "index"), &pebble.Options{Logger: quietLogger{}})
-	if err != nil {
-		return res, err
-	}
-	// Keep the partition records and the host counter; drop the rest.
-	b := db.NewBatch()
-	b.DeleteRange([]byte{0}, []byte{kHostRc}, nil)
-	b.DeleteRange([]byte{kHostRc + 1}, []byte{kMeta}, nil)
-	b.DeleteRange([]byte{kMeta + 1}, []byte{0xff}, nil)
-	if err := b.Commit(pebble.Sync); err != nil {
-		db.Close()
-		return res, err
-	}
-	db.Close()
-	s, err := Open(dir, Options{})
-	if err != nil {
-		return res, err
+		return CheckResult{}, err
 	}
 	defer s.Close()
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	s.batch = s.db.NewBatch()
-	var maxID uint32
-	for _, e := range es {
-		id64, err := strconv.ParseUint(e.Name(), 10, 32)
-		if err != nil || !e.IsDir() {
-			continue
-		}
-		id := uint32(id64)
-		maxID = max(maxID, id)
-		p := s.partitionByID(id)
-		if p == nil {
-			name, err := os.ReadFile(filepath.Join(hostsDir, e.Name(), hostNameFile))
-			if err != nil {
-				res.problemf("%s: no host record and no name file; skipped", filepath.Join(hostsDir, e.Name()))
-				continue
-			}
-			p = s.addPartition(id, strings.TrimSpace(string(name)))
-			if err := s.putPartition(p); err != nil {
-				return res, err
-			}
-		}
-		p.syms = newSymbols()
-		p.enc.syms = p.syms
-		p.bmu.Lock()
-		p.blocks = nil
-		p.bmu.Unlock()
-		err = res.eachSegment(p, func(n uint32, f *os.File, path string) {
-			end, err := scanBlocks(f, segHeaderSize, func(off int64, h blockHeader, raw []byte) error {
-				pl, err := parsePayload(raw, h.version)
-				if err == nil {
-					err = p.defineSymbols(pl)
-				}
-				if err == nil {
-					before := s.recovery.Traces
-					err = s.indexBlock(p, n, off, h, pl, true)
-					res.Traces += s.recovery.Traces - before
-				}
-				if err != nil {
-					res.problemf("%s: offset %d: %v", path, off, err)
-					return errors.Join(errTorn, err) // later blocks' symbols may depend on it
-				}
-				res.Blocks++
-				return nil
-			})
-			if err != nil {
-				st, _ := f.Stat()
-				res.problemf("%s: offset %d: %v (%d bytes skipped)", path, end, err, st.Size()-end)
-			}
-			s.batch.Set(keyMark(p.id), markValue(n, end), nil)
-			f.Close()
-		})
-		if err != nil {
-			return res, err
-		}
-	}
-	if v, c, err := s.db.Get(keyNextHost); err == nil {
-		c.Close()
-		if len(v) == 4 && uint32(v[0])<<24|uint32(v[1])<<16|uint32(v[2])<<8|uint32(v[3]) <= maxID {
-			s.batch.Set(keyNextHost, []byte{byte((maxID + 1) >> 24), byte((maxID + 1) >> 16), byte((maxID + 1) >> 8), byte(maxID + 1)}, nil)
-		}
-	} else {
-		s.batch.Set(keyNextHost, []byte{byte((maxID + 1) >> 24), byte((maxID + 1) >> 16), byte((maxID + 1) >> 8), byte(maxID + 1)}, nil)
-	}
-	err = s.batch.Commit(pebble.Sync)
-	s.batch = s.db.NewBatch()
-	return res, err
+	return s.check(true)
 }
 
-// hostNameFile holds a partition's host name beside its segments, for
-// Rebuild.
-const hostNameFile = "host"
+func (s *Store) check(repair bool) (CheckResult, error) {
+	ctx := s.ctx
+	var res CheckResult
+	objs, err := s.bucket.List(ctx, block.Prefix)
+	if err != nil {
+		return res, err
+	}
+	metas := map[string]bool{}
+	var orphans []string
+	for _, o := range objs {
+		if _, _, name, ok := block.ParseKey(o.Key); ok && name == block.MetaName {
+			metas[o.Key[:len(o.Key)-len(name)]] = true
+		}
+	}
+	for _, o := range objs {
+		if _, _, name, ok := block.ParseKey(o.Key); ok && name == block.DataName && !metas[o.Key[:len(o.Key)-len(name)]] {
+			orphans = append(orphans, o.Key)
+		}
+	}
+	_, problems, err := s.listBlocks(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Problems = append(res.Problems, problems...)
+	for _, p := range s.partitions() {
+		res.Hosts++
+		p.mu.RLock()
+		blocks := slices.Clone(p.blocks)
+		heads := slices.Clone(p.sealed)
+		p.mu.RUnlock()
+		res.WAL += len(heads)
+		for _, h := range heads {
+			res.Traces += len(h.rows)
+		}
+		for _, b := range blocks {
+			res.Blocks++
+			n, err := s.checkBlock(ctx, b.key, b.meta)
+			res.Traces += n
+			if err == nil {
+				continue
+			}
+			res.problemf("block %s: %v", b.key, err)
+			if !repair {
+				continue
+			}
+			if m, rerr := s.metaFromData(ctx, b.key, b.meta); rerr == nil {
+				if perr := s.putMeta(ctx, m); perr == nil {
+					res.Repaired = append(res.Repaired, fmt.Sprintf("block %s: meta written again from its data", b.key))
+				}
+			}
+		}
+	}
+	for _, key := range orphans {
+		res.problemf("%s: a data object without meta (not part of the store)", key)
+		if !repair {
+			continue
+		}
+		host, id, _, _ := block.ParseKey(key)
+		if s.hasBlock(id) || s.walHolds(id) {
+			continue
+		}
+		m, err := s.metaFromData(ctx, key, &block.Meta{Version: block.Version, ID: id, Host: host})
+		if err != nil {
+			res.problemf("%s: %v", key, err)
+			continue
+		}
+		if err := s.putMeta(ctx, m); err == nil {
+			res.Repaired = append(res.Repaired, fmt.Sprintf("%s: meta written from its data", key))
+		}
+	}
+	res.Problems = append(res.Problems, s.recovery.Truncated...)
+	return res, nil
+}
+
+// walHolds reports whether a write-ahead file of that id is read.
+func (s *Store) walHolds(id string) bool {
+	for _, p := range s.partitions() {
+		p.mu.RLock()
+		found := slices.ContainsFunc(p.sealed, func(h *head) bool { return h.id == id })
+		p.mu.RUnlock()
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
+// checkBlock reads every part of a block and decodes every trace; it
+// returns the traces that decoded.
+func (s *Store) checkBlock(ctx context.Context, key string, m *block.Meta) (int, error) {
+	r, err := block.Open(ctx, s.bucket, key, m.Size)
+	if err != nil {
+		return 0, err
+	}
+	if err := m.Matches(r.Size(), r.Footer, r.FooterCRC); err != nil {
+		return 0, err
+	}
+	rows, err := r.Verify(ctx)
+	if err != nil {
+		return 0, err
+	}
+	dict, _ := r.Dict(ctx)
+	pages, _ := r.Pages(ctx)
+	syms := &symbols{names: dict}
+	n := 0
+	for i := range pages {
+		bodies, err := r.Page(ctx, pages, i)
+		if err != nil {
+			return n, err
+		}
+		for j, body := range bodies {
+			if _, err := decodeTrace(body, syms); err != nil {
+				return n, fmt.Errorf("page %d, trace %d: %w", i, j, err)
+			}
+			n++
+		}
+	}
+	if n != len(rows) {
+		return n, fmt.Errorf("%d traces in the pages, %d in the index", n, len(rows))
+	}
+	return n, nil
+}
+
+// metaFromData makes a block's meta from its data alone (keeping what only
+// the old meta knows: created, level, compaction sources).
+func (s *Store) metaFromData(ctx context.Context, key string, old *block.Meta) (*block.Meta, error) {
+	objs, err := s.bucket.List(ctx, key)
+	if err != nil || len(objs) != 1 {
+		return nil, fmt.Errorf("%s: cannot size the data object: %v", key, err)
+	}
+	r, err := block.Open(ctx, s.bucket, key, objs[0].Size)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.Verify(ctx); err != nil {
+		return nil, err
+	}
+	dict, _ := r.Dict(ctx)
+	pages, _ := r.Pages(ctx)
+	syms := &symbols{names: dict}
+	h := newHeadValue(old.ID, old.Host, "", s.opt.Now())
+	for i := range pages {
+		bodies, err := r.Page(ctx, pages, i)
+		if err != nil {
+			return nil, err
+		}
+		for _, body := range bodies {
+			t, err := decodeTrace(body, syms)
+			if err != nil {
+				return nil, err
+			}
+			row := summarize(t, syms)
+			h.note(t, &row, len(body))
+		}
+	}
+	m := &block.Meta{Version: block.Version, ID: old.ID, Host: old.Host, Level: old.Level, Created: old.Created, CompactedFrom: old.CompactedFrom,
+		Traces: int(r.Footer.Traces), Size: r.Size(), FooterCRC: r.FooterCRC, Spans: h.spans}
+	if m.Created.IsZero() {
+		m.Created = s.opt.Now().UTC()
+	}
+	if m.Traces > 0 {
+		m.MinStart, m.MaxEnd = h.minStart, h.maxEnd
+	}
+	h.fillMeta(m)
+	return m, nil
+}
+
+func (s *Store) putMeta(ctx context.Context, m *block.Meta) error {
+	mb, err := block.MarshalMeta(m)
+	if err != nil {
+		return err
+	}
+	return s.bucket.Put(ctx, block.Dir(m.Host, m.ID)+block.MetaName, mb)
+}

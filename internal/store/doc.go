@@ -1,26 +1,25 @@
 // Package store is tracebridge's embedded trace store: every assembled
-// trace, partitioned per host, in append-only compressed segments with an
-// index, and the query engine over them (filters, text, regular
-// expressions, EQL, a time budget, cursors), retention by age and size
-// (per host: bounds asked of the host table through HostTable; host
-// records and secrets are internal/hostdb's), crash recovery, check and
-// rebuild.
+// trace, partitioned per host, in self-contained immutable blocks
+// (internal/store/block) on a local directory or in an S3-compatible
+// bucket (internal/objstore), with a local write-ahead area for the
+// newest traces; and the query engine over them (filters, text, regular
+// expressions, EQL, a time budget, cursors), retention and compaction of
+// whole blocks, crash recovery, check, rebuild, and the conversion of a
+// store of version 1.
 //
-// On disk (docs/STORE.md has the byte layouts):
+// docs/STORE.md describes the bytes:
 //
-//	DIR/index/              Pebble: trace ids, time indexes, block table
-//	                         with bloom filters, symbols, partitions, watermarks
-//	DIR/hosts/<id>/<n>.seg   a host's segments: blocks of zstd-compressed
-//	                         traces, each with a CRC-32C, written by this
-//	                         package only
+//	DIR/wal/<host>/<id>.wal          a host's head: chunks of zstd-compressed
+//	                                 traces with the symbols they define, CRC-32C
+//	blocks/<host>/<id>/data          a block: pages, dictionary, index of trace
+//	blocks/<host>/<id>/meta.json     summaries, filters; and its meta
 //
 // A trace spanning several hosts is stored once, in the partition of its
-// root span's host, and indexed under every host it touches. Strings that
-// repeat (operations, classes, attribute keys, hosts, services, threads)
-// are stored once per host in a symbol dictionary; each block also
-// carries the symbols it defined first, so the segments alone rebuild the
-// index.
+// root span's host, and found by a search for any host it touches. A
+// trace stored in parts (different blocks) is merged on read and by
+// compaction.
 //
 // Concurrency: a Store is safe for concurrent use: one writer (Append,
-// Sync) and any number of readers (Get, Search).
+// Sync, Retain, Compact) and any number of readers (Get, Search), also in
+// other processes (Options.ReadOnly).
 package store

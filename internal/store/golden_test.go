@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
@@ -122,52 +123,53 @@ func TestGoldenBlocks(t *testing.T) {
 	}
 }
 
-// TestOldBlocksInAStore: a segment whose first block is the golden block
-// of body version 1 (a store written before version 2) rebuilds and
-// reads; traces appended after it, to its host and another, go into
-// version 2 blocks; check finds nothing wrong and a second rebuild reads
-// both versions.
+// TestOldBlocksInAStore: a store of version 1 whose segment holds the
+// golden block of body version 1 (written before version 2, its symbols
+// in the block only) is converted when opened; traces appended after it,
+// to its host and another, go into blocks beside it; check finds nothing
+// wrong, rebuild changes nothing, and every trace reads back.
 func TestOldBlocksInAStore(t *testing.T) {
 	dir := t.TempDir()
-	s := open(t, dir, Options{})
-	if err := s.Close(); err != nil {
+	db, err := pebble.Open(filepath.Join(dir, v1Index), &pebble.Options{Logger: quietLogger{}})
+	if err != nil {
 		t.Fatal(err)
 	}
+	db.Close()
 	old, err := os.ReadFile(filepath.Join("testdata", "body-v1.block"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hdir := filepath.Join(dir, "hosts", "1")
+	hdir := filepath.Join(dir, v1Hosts, "1")
 	if err := os.MkdirAll(hdir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	seg := appendSegHeader(nil, segHeader{host: 1, seg: 1, created: 1})
-	if err := os.WriteFile(filepath.Join(hdir, segName(1)), append(seg, old...), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(hdir, "00000001.seg"), append(seg, old...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(hdir, hostNameFile), []byte("node-1\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(hdir, v1NameFile), []byte("node-1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := Rebuild(dir); err != nil || len(res.Problems) != 0 || res.Traces != 2 {
-		t.Fatalf("rebuild of a version 1 segment: %+v %v", res, err)
+	s := open(t, dir, Options{})
+	if m := s.Recovery().Migrated; m == nil || m.Traces != 2 || len(m.Lost) != 0 {
+		t.Fatalf("conversion of a version 1 segment: %+v", m)
 	}
 	v1, v2 := goldenTraces(1), goldenTraces(2)
 	// The version 2 traces under other ids, on the same host.
 	for i, tr := range v2 {
 		tr.ID = trace.ID{Hi: 99, Lo: uint64(i + 1)}
 	}
-	s = open(t, dir, Options{})
 	if _, err := s.Append(v2); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := Check(dir); err != nil || len(res.Problems) != 0 || res.Blocks < 2 {
+	if res, err := Check(dir, Options{}); err != nil || len(res.Problems) != 0 || res.Traces != 4 {
 		t.Fatalf("check: %+v %v", res, err)
 	}
-	if res, err := Rebuild(dir); err != nil || len(res.Problems) != 0 || res.Traces != 4 {
-		t.Fatalf("rebuild of a segment of version 1 and 2 blocks: %+v %v", res, err)
+	if res, err := Rebuild(dir, Options{}); err != nil || len(res.Problems) != 0 || len(res.Repaired) != 0 || res.Traces != 4 {
+		t.Fatalf("rebuild: %+v %v", res, err)
 	}
 	s = open(t, dir, Options{})
 	for _, want := range append(v1, v2...) {

@@ -49,7 +49,7 @@ func withResources(t *trace.Trace, env string) *trace.Trace {
 // the traces that have it and no other.
 func TestResourcesSearchedAndKept(t *testing.T) {
 	dir := t.TempDir()
-	s := open(t, dir, Options{BlockSize: 4 << 10})
+	s := open(t, dir, Options{ChunkSize: 4 << 10})
 	var all []*trace.Trace
 	for i := range 200 {
 		env := []string{"prod", "dev"}[i%2]

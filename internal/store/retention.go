@@ -1,235 +1,222 @@
 package store
 
 import (
-	"errors"
+	"bytes"
+	"cmp"
+	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
+	"slices"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-
+	"github.com/tracebridge/tracebridge/internal/store/block"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
-// segStat is what retention knows of a segment.
-type segStat struct {
-	p      *partition
-	n      uint32
-	size   int64
-	maxEnd int64 // latest span end in it (0: empty)
-}
-
-func (s *Store) segStats(p *partition) ([]segStat, error) {
-	segs, err := p.segments()
-	if err != nil {
-		return nil, err
-	}
-	p.bmu.RLock()
-	ends := map[uint32]int64{}
-	for _, b := range p.blocks {
-		if b.maxEnd > ends[b.seg] {
-			ends[b.seg] = b.maxEnd
-		}
-	}
-	p.bmu.RUnlock()
-	out := make([]segStat, 0, len(segs))
-	for _, n := range segs {
-		st, err := os.Stat(filepath.Join(p.dir, segName(n)))
-		if err != nil {
-			continue
-		}
-		out = append(out, segStat{p: p, n: n, size: st.Size(), maxEnd: ends[n]})
-	}
-	return out, nil
-}
-
-// Retain drops the oldest whole segments of every host beyond its own
-// bounds (the host table's HostPolicy, Options.Hosts) and then of the store beyond
-// Options.MaxAge and MaxSize, trimming the index with them. It returns the
-// number of segments dropped.
+// Retain deletes the oldest whole blocks of every host beyond its own
+// bounds (the host table's max_age and max_size) and then of the store
+// beyond Options.MaxAge and MaxSize. It returns the number of blocks
+// deleted. Heads are never deleted (they are the newest traces); ingest
+// goes on meanwhile: only the block list is locked, and only to take a
+// block out of it.
 func (s *Store) Retain() (int, error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.closed || s.opt.ReadOnly {
+	if s.opt.ReadOnly {
 		return 0, ErrClosed
 	}
 	now := s.opt.Now().UnixNano()
-	dropped := 0
-	var all []segStat
+	var victims []*blockRef
+	type aged struct {
+		p *partition
+		b *blockRef
+	}
+	var all []aged
 	var total int64
 	for _, p := range s.partitions() {
-		stats, err := s.segStats(p)
-		if err != nil {
-			return dropped, err
-		}
-		var h HostPolicy
+		var maxAge time.Duration
+		var maxSize int64
 		if s.opt.Hosts != nil {
-			h = s.opt.Hosts.Policy(p.name)
+			pol := s.opt.Hosts.Policy(p.host)
+			maxAge, maxSize = pol.MaxAge, pol.MaxSize
 		}
-		var size int64
-		for _, st := range stats {
-			size += st.size
-		}
-		for len(stats) > 0 {
-			old := stats[0]
-			tooOld := h.MaxAge > 0 && old.maxEnd > 0 && now-old.maxEnd > int64(h.MaxAge)
-			tooBig := h.MaxSize > 0 && size > h.MaxSize
+		size := p.size()
+		p.mu.RLock()
+		blocks := slices.Clone(p.blocks)
+		p.mu.RUnlock()
+		slices.SortFunc(blocks, func(a, b *blockRef) int { return cmp.Compare(a.meta.MaxEnd, b.meta.MaxEnd) })
+		for len(blocks) > 0 {
+			old := blocks[0]
+			tooOld := maxAge > 0 && now-old.meta.MaxEnd > int64(maxAge)
+			tooBig := maxSize > 0 && size > maxSize
 			if !tooOld && !tooBig {
 				break
 			}
-			if err := s.dropSegment(p, old.n); err != nil {
-				return dropped, err
-			}
-			dropped++
-			size -= old.size
-			stats = stats[1:]
+			victims = append(victims, old)
+			size -= old.meta.Size
+			blocks = blocks[1:]
 		}
-		all = append(all, stats...)
+		for _, b := range blocks {
+			all = append(all, aged{p, b})
+		}
 		total += size
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].maxEnd < all[j].maxEnd })
+	slices.SortFunc(all, func(a, b aged) int { return cmp.Compare(a.b.meta.MaxEnd, b.b.meta.MaxEnd) })
 	for len(all) > 0 {
 		old := all[0]
-		tooOld := s.opt.MaxAge > 0 && old.maxEnd > 0 && now-old.maxEnd > int64(s.opt.MaxAge)
+		tooOld := s.opt.MaxAge > 0 && now-old.b.meta.MaxEnd > int64(s.opt.MaxAge)
 		tooBig := s.opt.MaxSize > 0 && total > s.opt.MaxSize
 		if !tooOld && !tooBig {
 			break
 		}
-		if err := s.dropSegment(old.p, old.n); err != nil {
+		victims = append(victims, old.b)
+		total -= old.b.meta.Size
+		all = all[1:]
+	}
+	dropped := 0
+	for _, b := range victims {
+		if err := s.dropBlock(b); err != nil {
 			return dropped, err
 		}
 		dropped++
-		total -= old.size
-		all = all[1:]
 	}
 	if dropped > 0 {
-		s.opt.Logger.Info("store retention dropped old segments", "dir", s.dir, "segments", dropped)
+		s.opt.Logger.Info("store retention deleted old blocks", "dir", s.dir, "blocks", dropped)
 	}
 	return dropped, nil
 }
 
-// dropSegment deletes segment n of p and the index entries of its traces.
-// The writer lock is held.
-func (s *Store) dropSegment(p *partition, n uint32) error {
-	if p.seg != nil && p.segNo == n {
-		// The segment being written: write what is pending, close it;
-		// the next block begins a new one.
-		if err := s.writeBlock(p); err != nil {
-			return err
-		}
-		if err := s.syncLocked(); err != nil {
-			return err
-		}
-		p.seg.Close()
-		p.seg = nil
-	}
-	batch := s.db.NewBatch()
-	p.bmu.Lock()
-	var keep []*blockMeta
-	var gone []*blockMeta
-	for _, b := range p.blocks {
-		if b.seg == n {
-			gone = append(gone, b)
-		} else {
-			keep = append(keep, b)
-		}
-	}
-	p.blocks = keep
-	p.bmu.Unlock()
-	for _, b := range gone {
-		loc := location{host: p.id, seg: n, off: b.off}
-		pl, err := s.block(loc)
-		if err == nil {
-			p.smu.RLock()
-			for _, body := range pl.traces {
-				t, err := decodeTrace(body, p.syms)
-				if err != nil {
-					continue
-				}
-				start := t.Start()
-				s.deleteIndexOf(batch, t.ID, start, indexHosts(t, p.name))
-			}
-			p.smu.RUnlock()
-		}
-		batch.Delete(keyBlock(p.id, n, b.off), nil)
-	}
-	if err := batch.Commit(pebble.Sync); err != nil {
-		return err
-	}
-	s.cache.drop(p.id, n)
-	s.fmu.Lock()
-	if f := s.files[[2]uint32{p.id, n}]; f != nil {
-		f.Close()
-		delete(s.files, [2]uint32{p.id, n})
-	}
-	s.fmu.Unlock()
-	if err := os.Remove(filepath.Join(p.dir, segName(n))); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("store: host %s: %w", p.name, err)
+// dropBlock takes a block out of its partition and deletes it.
+func (s *Store) dropBlock(b *blockRef) error {
+	p := s.partition(b.meta.Host)
+	p.mu.Lock()
+	p.blocks = slices.DeleteFunc(p.blocks, func(x *blockRef) bool { return x == b })
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+	defer cancel()
+	if err := s.deleteBlock(ctx, b); err != nil {
+		return fmt.Errorf("store: deleting block %s of host %s: %w", b.meta.ID, b.meta.Host, err)
 	}
 	return nil
 }
 
-// deleteIndexOf deletes a trace's index entries, unless the id entry now
-// points elsewhere (a later part of the trace).
-func (s *Store) deleteIndexOf(batch *pebble.Batch, id trace.ID, start int64, hosts []string) {
-	for _, h := range hosts {
-		s.pmu.RLock()
-		hp := s.byName[h]
-		s.pmu.RUnlock()
-		if hp == nil {
+// Compact merges each host's small blocks (smaller than CompactBelow)
+// into larger ones (up to about CompactTo), oldest first, as Tempo's
+// compactor does: the parts of a trace in those blocks become one trace.
+// The new block is written (with the ids it replaces in its meta) before
+// the old ones are deleted, so a crash in between loses nothing and
+// duplicates nothing (Open deletes the replaced blocks). It returns the
+// number of blocks merged away.
+func (s *Store) Compact() (int, error) {
+	if s.opt.ReadOnly {
+		return 0, ErrClosed
+	}
+	merged := 0
+	for _, p := range s.partitions() {
+		for {
+			group := s.compactGroup(p)
+			if len(group) < 2 {
+				break
+			}
+			if err := s.compactBlocks(p, group); err != nil {
+				return merged, err
+			}
+			merged += len(group) - 1
+		}
+	}
+	if merged > 0 {
+		s.opt.Logger.Info("store compaction merged blocks", "dir", s.dir, "blocks", merged)
+	}
+	return merged, nil
+}
+
+// compactGroup picks the oldest run of small blocks of p to merge.
+func (s *Store) compactGroup(p *partition) []*blockRef {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var group []*blockRef
+	var size int64
+	for _, b := range p.blocks { // by MinStart
+		if b.meta.Size >= s.opt.CompactBelow {
+			if len(group) >= 2 {
+				return group
+			}
+			group, size = group[:0], 0
 			continue
 		}
-		if v, c, err := s.db.Get(keyHost(hp.id, start, id)); err == nil {
-			if ref, ok := unmarshalRef(id, v); ok {
-				ref.Start = start
-				for _, k := range secondaryKeys(hp.id, &ref) {
-					batch.Delete(k, nil)
-				}
+		group = append(group, b)
+		size += b.meta.Size
+		if size >= s.opt.CompactTo {
+			return group
+		}
+	}
+	return group
+}
+
+// compactBlocks writes one block with the traces of group (parts of a
+// trace merged), then deletes the group.
+func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Minute)
+	defer cancel()
+	byID := map[trace.ID][]*trace.Trace{}
+	var order []trace.ID
+	level := 0
+	var from []string
+	for _, b := range group {
+		level = max(level, b.meta.Level+1)
+		from = append(from, b.meta.ID)
+		v, err := s.blockView(ctx, p, b)
+		if err != nil {
+			return fmt.Errorf("store: compacting host %s: %w", p.host, err)
+		}
+		for i := range v.rows {
+			body, err := v.body(ctx, &v.rows[i])
+			if err != nil {
+				return fmt.Errorf("store: compacting host %s: %w", p.host, err)
 			}
-			c.Close()
-		}
-		batch.Delete(keyHost(hp.id, start, id), nil)
-	}
-	if v, c, err := s.db.Get(keyTrace(id)); err == nil {
-		ref, ok := unmarshalLocation(id, v)
-		c.Close()
-		if ok && ref.Start == start {
-			batch.Delete(keyTrace(id), nil)
-		}
-	}
-}
-
-// Size returns the bytes of the store's segments and index.
-func (s *Store) Size() int64 {
-	var n int64
-	filepath.WalkDir(s.dir, func(_ string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
+			t, err := v.decode(body)
+			if err != nil {
+				return fmt.Errorf("store: compacting host %s: block %s: %w", p.host, b.meta.ID, err)
 			}
+			if _, ok := byID[t.ID]; !ok {
+				order = append(order, t.ID)
+			}
+			byID[t.ID] = append(byID[t.ID], t)
 		}
-		return nil
-	})
-	return n
-}
-
-// HostSize returns the bytes of a host's segments and its share of the
-// traces kept in other hosts' partitions (Partition.Shared).
-func (s *Store) HostSize(name string) int64 {
-	s.pmu.RLock()
-	p := s.byName[name]
-	s.pmu.RUnlock()
-	if p == nil {
-		return 0
 	}
-	n := p.shared.Load()
-	stats, _ := s.segStats(p)
-	for _, st := range stats {
-		n += st.size
+	h := newHeadValue(block.NewID(s.opt.Now()), p.host, "", s.opt.Now())
+	w := block.NewWriter(s.opt.ChunkSize)
+	for _, id := range order {
+		parts := byID[id]
+		slices.SortFunc(parts, func(a, b *trace.Trace) int {
+			return cmp.Or(cmp.Compare(a.Part, b.Part), cmp.Compare(a.Start(), b.Start()))
+		})
+		t := trace.MergeParts(parts)
+		if len(parts) > 1 {
+			t.Part = 0
+		}
+		body := bytes.Clone(h.enc.encodeTrace(t))
+		row := summarize(t, h.syms)
+		h.note(t, &row, len(body))
+		w.Add(body, row)
 	}
-	return n
+	data, st, err := w.Finish(h.syms.names, h.filter.bloom())
+	if err != nil {
+		return err
+	}
+	m := &block.Meta{Version: block.Version, ID: h.id, Host: p.host, Level: level, Created: s.opt.Now().UTC(), MinStart: st.MinStart, MaxEnd: st.MaxEnd,
+		Traces: st.Traces, Spans: st.Spans, Size: st.Size, FooterCRC: st.FooterCRC, CompactedFrom: from}
+	h.fillMeta(m)
+	if err := s.putBlock(ctx, data, m); err != nil {
+		return err
+	}
+	ref := &blockRef{meta: m, key: block.Dir(m.Host, m.ID) + block.DataName}
+	p.mu.Lock()
+	p.blocks = slices.DeleteFunc(p.blocks, func(x *blockRef) bool { return slices.Contains(group, x) })
+	p.addBlock(ref)
+	p.mu.Unlock()
+	for _, b := range group {
+		if err := s.deleteBlock(ctx, b); err != nil {
+			// The meta of the new block names it: the next Open deletes it.
+			s.opt.Logger.Warn("store: a compacted block was not deleted", "block", b.meta.ID, "err", err)
+		}
+	}
+	return nil
 }
-
-var _ = time.Second

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/hostdb"
 	"github.com/tracebridge/tracebridge/internal/lograte"
+	"github.com/tracebridge/tracebridge/internal/objstore"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	tstore "github.com/tracebridge/tracebridge/internal/store"
@@ -42,18 +43,50 @@ type Config struct {
 	// bounds of their own (tracebridge hosts set).
 	MaxAge  pipeline.Duration `yaml:"max_age"`
 	MaxSize pipeline.ByteSize `yaml:"max_size"`
-	// SegmentSize and SegmentAge: when a host's segment is closed (64MiB,
-	// 1h); retention drops whole segments.
+	// Backend is where the blocks live: "local" (the default: under
+	// Path) or "s3" (the bucket of S3; the write-ahead area stays under
+	// Path).
+	Backend string            `yaml:"backend"`
+	S3      objstore.S3Config `yaml:"s3"`
+	// HeadSize and HeadAge: a host's newest traces are cut into a block
+	// when they reach this size (32MiB) or age (5m).
+	HeadSize pipeline.ByteSize `yaml:"head_size"`
+	HeadAge  pipeline.Duration `yaml:"head_age"`
+	// MaxWAL bounds the write-ahead area (1GiB): past it (uploads behind)
+	// the receivers are back-pressured.
+	MaxWAL pipeline.ByteSize `yaml:"max_wal"`
+	// CompactBelow and CompactTo: blocks smaller than CompactBelow
+	// (HeadSize/2) are merged into blocks of up to CompactTo (4 ×
+	// HeadSize) after each retention run.
+	CompactBelow pipeline.ByteSize `yaml:"compact_below"`
+	CompactTo    pipeline.ByteSize `yaml:"compact_to"`
+	// CacheSize bounds what is kept of blocks for reading (64MiB).
+	CacheSize pipeline.ByteSize `yaml:"cache_size"`
+	// RetentionInterval: how often retention and compaction run
+	// (default 1m).
+	RetentionInterval pipeline.Duration `yaml:"retention_interval"`
+	// SegmentSize and SegmentAge are the names of HeadSize and HeadAge
+	// in stores of version 1 (still read).
 	SegmentSize pipeline.ByteSize `yaml:"segment_size"`
 	SegmentAge  pipeline.Duration `yaml:"segment_age"`
-	// RetentionInterval: how often retention runs (default 1m).
-	RetentionInterval pipeline.Duration `yaml:"retention_interval"`
 }
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
-	if c.SyncInterval < 0 || c.MaxAge < 0 || c.MaxSize < 0 || c.SegmentSize < 0 || c.SegmentAge < 0 || c.RetentionInterval < 0 {
-		return errors.New("intervals and sizes must not be negative")
+	for _, v := range []int64{int64(c.SyncInterval), int64(c.MaxAge), int64(c.MaxSize), int64(c.HeadSize), int64(c.HeadAge), int64(c.MaxWAL),
+		int64(c.CompactBelow), int64(c.CompactTo), int64(c.CacheSize), int64(c.RetentionInterval), int64(c.SegmentSize), int64(c.SegmentAge)} {
+		if v < 0 {
+			return errors.New("intervals and sizes must not be negative")
+		}
+	}
+	switch c.Backend {
+	case "", objstore.BackendLocal:
+	case objstore.BackendS3:
+		if err := c.S3.Validate(); err != nil {
+			return fmt.Errorf("s3: %w", err)
+		}
+	default:
+		return fmt.Errorf("backend %q: want %q or %q", c.Backend, objstore.BackendLocal, objstore.BackendS3)
 	}
 	return nil
 }
@@ -103,9 +136,27 @@ func New(c *Config, set pipeline.Settings) (*Sink, error) {
 		hosts = own
 		set.Shared.SetHostDB(own)
 	}
+	var bucket objstore.Store
+	if c.Backend == objstore.BackendS3 {
+		var err error
+		if bucket, err = objstore.NewS3(c.S3); err != nil {
+			if own != nil {
+				own.Close()
+			}
+			return nil, pipeline.Classify(pipeline.ErrConfig, err)
+		}
+	}
+	headSize, headAge := int64(c.HeadSize), time.Duration(c.HeadAge)
+	if headSize == 0 {
+		headSize = int64(c.SegmentSize)
+	}
+	if headAge == 0 {
+		headAge = time.Duration(c.SegmentAge)
+	}
 	st, err := tstore.Open(path, tstore.Options{
-		MaxAge: time.Duration(c.MaxAge), MaxSize: int64(c.MaxSize),
-		SegmentSize: int64(c.SegmentSize), SegmentAge: time.Duration(c.SegmentAge),
+		Bucket: bucket, MaxAge: time.Duration(c.MaxAge), MaxSize: int64(c.MaxSize),
+		HeadSize: headSize, HeadAge: headAge, MaxWAL: int64(c.MaxWAL),
+		CompactBelow: int64(c.CompactBelow), CompactTo: int64(c.CompactTo), CacheSize: int64(c.CacheSize),
 		Logger: set.Logger, Hosts: hostTable{hosts},
 	})
 	if err == nil {
@@ -141,7 +192,17 @@ func New(c *Config, set pipeline.Settings) (*Sink, error) {
 func (s *Sink) Store() *tstore.Store { return s.st }
 
 // Where says where the store is.
-func (s *Sink) Where() string { return "storing traces in " + s.st.Dir() }
+func (s *Sink) Where() string {
+	if b, ok := s.st.Bucket().(fmt.Stringer); ok && !isLocal(s.st.Bucket()) {
+		return "storing traces in " + b.String() + " (write-ahead in " + s.st.Dir() + ")"
+	}
+	return "storing traces in " + s.st.Dir()
+}
+
+func isLocal(b objstore.Store) bool {
+	_, ok := b.(*objstore.Local)
+	return ok
+}
 
 func (s *Sink) timer(sync, ret time.Duration) {
 	defer close(s.done)
@@ -149,22 +210,35 @@ func (s *Sink) timer(sync, ret time.Duration) {
 	rt := time.NewTicker(ret)
 	defer st.Stop()
 	defer rt.Stop()
-	if _, err := s.st.Retain(); err != nil && !errors.Is(err, tstore.ErrClosed) {
-		s.log.Error("trace store retention failed", "sink", s.name, "err", err)
-	}
+	s.maintain()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-st.C:
-			if err := s.Flush(); err != nil {
+			// Sync even when nothing arrived: it cuts the heads that
+			// reached their age into blocks.
+			err := s.Flush()
+			if err == nil {
+				err = s.st.Sync()
+			}
+			if err != nil {
 				s.syncFaults.Log(context.Background(), s.log, slog.LevelError, "trace store sync failed", "sink", s.name, "err", err)
 			}
 		case <-rt.C:
-			if _, err := s.st.Retain(); err != nil && !errors.Is(err, tstore.ErrClosed) {
-				s.log.Error("trace store retention failed", "sink", s.name, "err", err)
-			}
+			s.maintain()
 		}
+	}
+}
+
+// maintain runs retention, then compaction (whole blocks; ingest goes on
+// meanwhile).
+func (s *Sink) maintain() {
+	if _, err := s.st.Retain(); err != nil && !errors.Is(err, tstore.ErrClosed) {
+		s.log.Error("trace store retention failed", "sink", s.name, "err", err)
+	}
+	if _, err := s.st.Compact(); err != nil && !errors.Is(err, tstore.ErrClosed) {
+		s.log.Error("trace store compaction failed", "sink", s.name, "err", err)
 	}
 }
 

@@ -27,6 +27,14 @@ const (
 	DefaultMaxAge   = 24 * time.Hour
 	DefaultMaxBytes = 1 << 30
 	DefaultBuffer   = 64 << 20
+	// DefaultQueueBatches is the engine's queue in front of a
+	// best-effort stream unless queue_batches says otherwise: large
+	// enough that a burst at the bridge's full ingest rate waits in it
+	// while the stream's goroutine is not scheduled (2 cores shared by
+	// receivers, other sinks and the NATS server), instead of being
+	// dropped. A queued batch is what the receivers decoded (about
+	// 1,000 Kieker records of a TCP read), shared with the other sinks.
+	DefaultQueueBatches = 1024
 )
 
 // Config is the YAML configuration of the stream: the top-level `stream:`

@@ -21,6 +21,7 @@ type outbox struct {
 	limit  int
 	closed bool
 	wake   chan struct{} // has a value when q may hold something
+	room   chan struct{} // closed when q was emptied (pushWait waits on it); nil when none waits
 }
 
 func newOutbox(limit int) *outbox {
@@ -44,6 +45,52 @@ func (o *outbox) push(m outMsg) bool {
 	return true
 }
 
+// pushWait queues m, waiting while the outbox is full (a durable
+// stream); false when the outbox is closed or stop is closed first.
+func (o *outbox) pushWait(m outMsg, stop <-chan struct{}) bool {
+	for {
+		select {
+		case <-stop:
+			return false
+		default:
+		}
+		o.mu.Lock()
+		if o.closed {
+			o.mu.Unlock()
+			return false
+		}
+		// A message larger than the bound goes into an empty outbox.
+		if o.bytes == 0 || o.bytes+len(m.data) <= o.limit {
+			o.q = append(o.q, m)
+			o.bytes += len(m.data)
+			o.mu.Unlock()
+			select {
+			case o.wake <- struct{}{}:
+			default:
+			}
+			return true
+		}
+		if o.room == nil {
+			o.room = make(chan struct{})
+		}
+		room := o.room
+		o.mu.Unlock()
+		select {
+		case <-room:
+		case <-stop:
+			return false
+		}
+	}
+}
+
+// freed wakes pushWait (o.mu held).
+func (o *outbox) freed() {
+	if o.room != nil {
+		close(o.room)
+		o.room = nil
+	}
+}
+
 // take moves what is queued to dst and returns it.
 func (o *outbox) take(dst []outMsg) []outMsg {
 	o.mu.Lock()
@@ -51,6 +98,7 @@ func (o *outbox) take(dst []outMsg) []outMsg {
 	clear(o.q)
 	o.q = o.q[:0]
 	o.bytes = 0
+	o.freed()
 	o.mu.Unlock()
 	return dst
 }
@@ -81,5 +129,6 @@ func (o *outbox) len() (int, int) {
 func (o *outbox) close() {
 	o.mu.Lock()
 	o.closed = true
+	o.freed()
 	o.mu.Unlock()
 }

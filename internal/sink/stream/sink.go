@@ -85,6 +85,20 @@ type Sink struct {
 	maxMsg   int
 	ctl      *control.Controller
 
+	durable     bool          // policy: durable: Consume waits for room, Flush for acknowledgements
+	batch       []outMsg      // what encode made, for the outbox (best-effort: under s.mu; durable: by Consume once s.mu is released)
+	acks        chan ackWait  // publishes awaiting acknowledgement, in order (the bounded window)
+	abort       chan struct{} // closed by Abort: a waiting Consume or Flush returns
+	abortOnce   sync.Once
+	queued      atomic.Uint64 // messages put into the outbox
+	settled     atomic.Uint64 // of those: acknowledged, failed or dropped
+	failed      atomic.Uint64 // of those: failed (a durable Flush reports them)
+	progress    chan struct{} // has a value when settled moved
+	flushFailed uint64        // failed as of the last Flush (Flush's goroutine)
+	backlog     func() int    // batches waiting in the engine's queue in front of the sink (nil: not told)
+	acc         record.Batch  // best-effort: batches of one origin packed into one while more wait (s.mu)
+	packed      atomic.Uint64 // batches packed with the ones before them
+
 	pubMeta   atomic.Uint64 // the last metadata version published
 	lost      atomic.Uint64 // records not published in this run
 	published atomic.Uint64 // records handed to the server
@@ -117,7 +131,14 @@ type part struct {
 	sj   *subjState
 }
 
+// ackWait is a publish whose acknowledgement the acker waits for.
+type ackWait struct {
+	f jetstream.PubAckFuture
+}
+
 var (
+	_ pipeline.Aborter       = (*Sink)(nil)
+	_ pipeline.Backlogger    = (*Sink)(nil)
 	_ pipeline.Sink          = (*Sink)(nil)
 	_ pipeline.TraceConsumer = (*Sink)(nil)
 	_ pipeline.Dropper       = (*Sink)(nil)
@@ -136,6 +157,7 @@ func New(c *Config, set pipeline.Settings) (*Sink, error) {
 		cfg: *c, name: set.Name, log: set.Logger, subj: streammsg.Subjects{Prefix: c.SubjectPrefix},
 		json: c.Encoding == "json", meta: newMetaState(), subjects: map[subjKey]*subjState{},
 		quit: make(chan struct{}), done: make(chan struct{}), warn: lograte.Limiter{PerSecond: 1},
+		durable: set.Policy == pipeline.Durable, abort: make(chan struct{}), progress: make(chan struct{}, 1),
 	}
 	if s.name == "" {
 		s.name = Type
@@ -190,6 +212,8 @@ func New(c *Config, set pipeline.Settings) (*Sink, error) {
 		return nil, pipeline.Classify(pipeline.ErrComm, fmt.Errorf("stream: control subject: %w", err))
 	}
 	s.ctlSub = sub
+	s.acks = make(chan ackWait, s.maxPending())
+	go s.acker()
 	go s.publisher()
 	return s, nil
 }
@@ -453,7 +477,7 @@ func (s *Sink) publishMetaLocked() {
 		s.log.Error("stream: metadata", "sink", s.name, "err", err)
 		return
 	}
-	s.out.push(outMsg{subject: s.subj.Meta(), data: b, meta: md.Version})
+	s.pushCounted(outMsg{subject: s.subj.Meta(), data: b, meta: md.Version})
 }
 
 // nextMetaLocked makes the next metadata version (s.mu held).
@@ -471,16 +495,163 @@ func (s *Sink) Consume(_ context.Context, b *record.Batch) error {
 		return nil
 	}
 	if !s.ready.Load() {
-		s.lost.Add(uint64(n))
-		return nil
+		if !s.durable {
+			s.lost.Add(uint64(n))
+			return nil
+		}
+		if err := s.waitReady(); err != nil {
+			return err
+		}
 	}
 	now := time.Now().UnixNano()
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	if !s.durable {
+		s.consumeLocked(b, now)
+		s.mu.Unlock()
+		return nil
+	}
 	for start := 0; start < n; start += maxChunk {
 		s.encode(b.Records[start:min(start+maxChunk, n)], &b.Origin, now)
 	}
+	s.mu.Unlock()
+	// Durable: into the outbox once s.mu is released, waiting for room
+	// (the publisher may need s.mu meanwhile).
+	for i, m := range s.batch {
+		s.queued.Add(1)
+		if !s.out.pushWait(m, s.abort) {
+			s.settle(1, true)
+			left := 0
+			for _, r := range s.batch[i:] {
+				left += r.records
+			}
+			s.queued.Add(uint64(len(s.batch) - i - 1))
+			s.settle(uint64(len(s.batch)-i-1), true)
+			s.lost.Add(uint64(left))
+			clear(s.batch)
+			s.batch = s.batch[:0]
+			return fmt.Errorf("stream: closing with %d records not queued: %w", left, pipeline.ErrClosed)
+		}
+		s.batch[i] = outMsg{}
+	}
+	s.batch = s.batch[:0]
 	return nil
+}
+
+// SetBacklog is how the engine tells the sink what waits in its queue.
+func (s *Sink) SetBacklog(queued func() int) { s.backlog = queued }
+
+// consumeLocked publishes b (best-effort; s.mu held). While more batches
+// wait in the engine's queue (the stream is behind), the records of
+// consecutive batches of one origin are packed into one batch of at most
+// maxChunk records, published once the queue is empty, the origin
+// changes or it is full: fewer, larger messages while the stream catches
+// up; a batch is published at once when none waits (no added latency).
+func (s *Sink) consumeLocked(b *record.Batch, now int64) {
+	n := b.Len()
+	if s.acc.Len() > 0 && (s.acc.Origin != b.Origin || s.acc.Len()+n > maxChunk) {
+		s.flushPackedLocked(now)
+	}
+	if s.backlog != nil && n < maxChunk && (s.acc.Len() > 0 || s.backlog() > 0) {
+		if s.acc.Len() == 0 {
+			s.acc.Origin = b.Origin
+		} else {
+			s.packed.Add(1)
+		}
+		for i := range b.Records {
+			s.acc.AddRecord(&b.Records[i])
+		}
+		if s.backlog() == 0 || s.acc.Len() >= maxChunk {
+			s.flushPackedLocked(now)
+		}
+		return
+	}
+	for start := 0; start < n; start += maxChunk {
+		s.encode(b.Records[start:min(start+maxChunk, n)], &b.Origin, now)
+	}
+	s.pushLocked()
+}
+
+// flushPackedLocked publishes the packed batch (s.mu held).
+func (s *Sink) flushPackedLocked(now int64) {
+	if s.acc.Len() == 0 {
+		return
+	}
+	s.encode(s.acc.Records, &s.acc.Origin, now)
+	s.pushLocked()
+	s.acc.Reset()
+}
+
+// pushLocked puts what encode made into the outbox without waiting
+// (best-effort; s.mu held, so messages enter it in the order of their
+// subject ordinals).
+func (s *Sink) pushLocked() {
+	for i, m := range s.batch {
+		if !s.pushCounted(m) {
+			n := s.lost.Add(uint64(m.records))
+			s.warn.Log(context.Background(), s.log, slog.LevelWarn, "stream: publishing is behind (server slow or unreachable) and the buffer is full; records dropped",
+				"sink", s.name, "records", m.records, "lost_total", n)
+		}
+		s.batch[i] = outMsg{}
+	}
+	s.batch = s.batch[:0]
+}
+
+// pushCounted queues m without waiting, counting it for Flush.
+func (s *Sink) pushCounted(m outMsg) bool {
+	s.queued.Add(1)
+	if !s.out.push(m) {
+		s.settle(1, false)
+		return false
+	}
+	return true
+}
+
+// settle counts n queued messages as done (failed: not stored).
+func (s *Sink) settle(n uint64, failed bool) {
+	if failed {
+		s.failed.Add(n)
+	}
+	s.settled.Add(n)
+	select {
+	case s.progress <- struct{}{}:
+	default:
+	}
+}
+
+// waitReady waits until the streams exist (a durable stream before its
+// server is reachable).
+func (s *Sink) waitReady() error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for !s.ready.Load() {
+		select {
+		case <-t.C:
+		case <-s.abort:
+			return fmt.Errorf("stream: closing before the NATS server was reachable: %w", pipeline.ErrClosed)
+		case <-s.quit:
+			return fmt.Errorf("stream: closed: %w", pipeline.ErrClosed)
+		}
+	}
+	return nil
+}
+
+// Abort makes a Consume or Flush waiting for the server (a durable
+// stream) return.
+func (s *Sink) Abort() { s.abortOnce.Do(func() { close(s.abort) }) }
+
+// acker waits for the acknowledgements of the publishes in order (one
+// stream: the server acknowledges in order) and settles them.
+func (s *Sink) acker() {
+	for a := range s.acks {
+		select {
+		case <-a.f.Ok():
+			s.settle(1, false)
+		case <-a.f.Err():
+			s.settle(1, true)
+		case <-s.abort:
+			s.settle(1, true)
+		}
+	}
 }
 
 // encode publishes recs as one batch: a message per (type, host), in
@@ -560,11 +731,7 @@ func (s *Sink) encode(recs []record.Record, origin *record.Origin, now int64) {
 	for k := range parts {
 		p := &parts[k]
 		p.sj.ord += uint64(len(p.pos))
-		if !s.out.push(outMsg{subject: p.sj.subject, data: p.data, records: len(p.pos)}) {
-			n := s.lost.Add(uint64(len(p.pos)))
-			s.warn.Log(context.Background(), s.log, slog.LevelWarn, "stream: publishing is behind (server slow or unreachable) and the buffer is full; records dropped",
-				"sink", s.name, "records", len(p.pos), "lost_total", n)
-		}
+		s.batch = append(s.batch, outMsg{subject: p.sj.subject, data: p.data, records: len(p.pos)})
 		p.data = nil
 	}
 	s.ordinal += uint64(len(recs))
@@ -585,6 +752,9 @@ func (s *Sink) Dropped(b *record.Batch) {
 	now := time.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// What was consumed before the dropped batch goes out first, so the
+	// gap shows where the records were missed.
+	s.flushPackedLocked(now)
 	for i := range b.Records {
 		r := &b.Records[i]
 		ts := s.meta.typeOf(r.Type, now)
@@ -649,7 +819,7 @@ func (s *Sink) ConsumeTraces(_ context.Context, ts []*trace.Trace) error {
 		} else if hs := t.Hosts(); len(hs) > 0 {
 			host = hs[0]
 		}
-		if !s.out.push(outMsg{subject: s.subj.Traces(host), data: trace.AppendJSON(nil, t)}) {
+		if !s.pushCounted(outMsg{subject: s.subj.Traces(host), data: trace.AppendJSON(nil, t)}) {
 			s.warn.Log(context.Background(), s.log, slog.LevelWarn, "stream: publishing is behind; a trace was dropped", "sink", s.name)
 		}
 	}
@@ -665,13 +835,37 @@ func (s *Sink) Flush() error {
 	}
 	now := time.Now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.flushPackedLocked(now.UnixNano()) // the queue held a marker or traces last
 	if age := s.cfg.maxAge(); age > 0 && now.After(s.expireAt) {
 		s.expireAt = now.Add(time.Minute)
 		s.meta.expire(now.Add(-age - expiryMargin).UnixNano())
 	}
 	if s.meta.dirty || s.meta.seen && now.Sub(s.metaAt) >= metaRefresh {
 		s.publishMetaLocked()
+	}
+	s.mu.Unlock()
+	if s.durable {
+		return s.waitSettled()
+	}
+	return nil
+}
+
+// waitSettled waits until the server acknowledged every message queued
+// before the call (a durable stream's Flush: brokers acknowledge after
+// it), and reports messages it did not store since the last call.
+func (s *Sink) waitSettled() error {
+	target := s.queued.Load()
+	for s.settled.Load() < target {
+		select {
+		case <-s.progress:
+		case <-s.abort:
+			return fmt.Errorf("stream: closing with %d messages not acknowledged: %w", target-s.settled.Load(), pipeline.ErrClosed)
+		}
+	}
+	if f := s.failed.Load(); f != s.flushFailed {
+		n := f - s.flushFailed
+		s.flushFailed = f
+		return fmt.Errorf("stream: %d messages were not stored by the server (the records are missing from the stream)", n)
 	}
 	return nil
 }
@@ -686,6 +880,7 @@ func (s *Sink) wakeUp() {
 // publisher hands the outbox to JetStream in order until Close.
 func (s *Sink) publisher() {
 	defer close(s.done)
+	defer close(s.acks)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var batch []outMsg
@@ -721,18 +916,27 @@ func (s *Sink) publisher() {
 				break
 			}
 			if m.meta > 0 && m.meta <= s.pubMeta.Load() {
+				s.settle(1, false)
 				continue // a newer version went out already (setup after a reconnect)
 			}
-			_, err := s.js.PublishMsgAsync(&natsgo.Msg{Subject: m.subject, Data: m.data}, jetstream.WithStallWait(5*time.Second))
+			f, err := s.js.PublishMsgAsync(&natsgo.Msg{Subject: m.subject, Data: m.data}, jetstream.WithStallWait(5*time.Second))
 			if err != nil {
 				if m.meta > 0 || errors.Is(err, natsgo.ErrConnectionClosed) && !quitting {
 					s.out.unshift(batch[i:])
 					break
 				}
+				if s.durable && !quitting {
+					// Durable: nothing is dropped; again once the
+					// server takes publishes.
+					s.out.unshift(batch[i:])
+					break
+				}
 				n := s.lost.Add(uint64(m.records))
+				s.settle(1, true)
 				s.warn.Log(context.Background(), s.log, slog.LevelWarn, "stream: publish failed; records dropped", "sink", s.name, "err", err, "lost_total", n)
 				continue
 			}
+			s.acks <- ackWait{f: f}
 			if m.meta > 0 {
 				s.pubMeta.Store(m.meta)
 			}
@@ -753,6 +957,7 @@ func (s *Sink) Close() error {
 			s.ctlSub.Unsubscribe()
 		}
 		s.mu.Lock()
+		s.flushPackedLocked(time.Now().UnixNano())
 		if s.ready.Load() && s.nc.IsConnected() {
 			// The final counts; stored only once every message queued
 			// before it is, and so the next run knows this one closed.
@@ -774,6 +979,7 @@ func (s *Sink) Close() error {
 			s.log.Warn("stream: closed with records not published", "sink", s.name, "queued_messages", n, "lost_records", s.lost.Load())
 		}
 		s.closeConn()
+		s.Abort() // the acker settles what was never acknowledged
 	})
 	return s.closeErr
 }
@@ -791,11 +997,14 @@ func (s *Sink) closeConn() {
 // Stats says what the sink published and lost in this run.
 type Stats struct {
 	Published, Lost, Unacknowledged uint64
+	// Packed counts batches published in one with the batches before
+	// them (the stream was behind).
+	Packed uint64
 }
 
 // Stats returns the counts so far.
 func (s *Sink) Stats() Stats {
-	return Stats{Published: s.published.Load(), Lost: s.lost.Load(), Unacknowledged: s.unacked.Load()}
+	return Stats{Published: s.published.Load(), Lost: s.lost.Load(), Unacknowledged: s.unacked.Load(), Packed: s.packed.Load()}
 }
 
 // onControl announces new control settings in the metadata.

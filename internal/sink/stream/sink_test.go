@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +35,12 @@ var cat = record.Builtin()
 // newSink starts a stream sink on a private embedded server.
 func newSink(t *testing.T, cfg sink.Config) (*sink.Sink, *pipeline.Shared) {
 	t.Helper()
+	return newSinkPolicy(t, cfg, pipeline.BestEffort)
+}
+
+// newSinkPolicy starts a stream sink with a delivery policy.
+func newSinkPolicy(t *testing.T, cfg sink.Config, policy pipeline.Policy) (*sink.Sink, *pipeline.Shared) {
+	t.Helper()
 	if cfg.Listen == "" && cfg.URL == "" {
 		cfg.Listen = "127.0.0.1:0"
 	}
@@ -41,7 +48,7 @@ func newSink(t *testing.T, cfg sink.Config) (*sink.Sink, *pipeline.Shared) {
 		t.Fatal(err)
 	}
 	sh := &pipeline.Shared{}
-	s, err := sink.New(&cfg, pipeline.Settings{Name: "stream", DataDir: t.TempDir(), Shared: sh, Catalog: cat})
+	s, err := sink.New(&cfg, pipeline.Settings{Name: "stream", DataDir: t.TempDir(), Shared: sh, Catalog: cat, Policy: policy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -672,5 +679,171 @@ func TestListenPolicy(t *testing.T) {
 	}
 	if err := (&sink.Config{URL: "nats://10.0.0.1:4222", Insecure: true}).Validate(); err == nil {
 		t.Error("insecure with url: accepted")
+	}
+}
+
+// TestDurable: with policy durable, an outbox far smaller than what is
+// consumed drops nothing (Consume waits for room), and once Flush
+// returns the server has stored every message consumed before it (a
+// broker's acknowledgement waits for Flush): the repository gets no
+// message after it.
+func TestDurable(t *testing.T) {
+	s, _ := newSinkPolicy(t, sink.Config{Buffer: 4 << 10, MaxPending: 8}, pipeline.Durable)
+	ctx := context.Background()
+	const batches, pairs = 200, 20
+	for i := range batches {
+		if err := s.Consume(ctx, events("h", int64(i), pairs)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := natsgo.Connect(authURL(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := js.StreamInfo("TRACEBRIDGE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := info.State.Msgs
+	// Every record is there, none missed, in a repository that did not
+	// grow after Flush.
+	const want = batches * (1 + 2*pairs)
+	c := subscribe(t, authURL(s), func(st *stream.Stream) { st.SetStartSequence(1) })
+	c.wait(t, want)
+	if info, err = js.StreamInfo("TRACEBRIDGE"); err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != stored {
+		t.Errorf("the repository had %d messages when Flush returned, %d later", stored, info.State.Msgs)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.recs != want || len(c.gaps) != 0 {
+		t.Errorf("%d records (want %d), gaps %v", c.recs, want, c.gaps)
+	}
+	if st := s.Stats(); st.Lost != 0 || st.Published != want {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestDurableAbort: a durable Consume waiting for room returns once the
+// sink is aborted (shutdown), with an error wrapping ErrClosed.
+func TestDurableAbort(t *testing.T) {
+	s, _ := newSinkPolicy(t, sink.Config{Buffer: 1 << 10, MaxPending: 1}, pipeline.Durable)
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for i := 0; err == nil; i++ {
+			err = s.Consume(context.Background(), events("h", int64(i), 50))
+		}
+		done <- err
+	}()
+	s.Abort()
+	select {
+	case err := <-done:
+		if !errors.Is(err, pipeline.ErrClosed) {
+			t.Fatalf("Consume after Abort: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Consume did not return after Abort")
+	}
+}
+
+// TestPacking: while batches wait in the engine's queue, consecutive
+// batches of one origin go out as one batch (one message per part, not
+// one per part of each): a subscriber gets every record in order, and a
+// batch of another origin, one the engine dropped and an empty queue each
+// publish what was packed first.
+func TestPacking(t *testing.T) {
+	s, _ := newSink(t, sink.Config{})
+	var backlog atomic.Int64
+	s.SetBacklog(func() int { return int(backlog.Load()) })
+	c := subscribe(t, authURL(s), nil)
+	ctx := context.Background()
+	stored := func() uint64 {
+		t.Helper()
+		nc, err := natsgo.Connect(authURL(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		js, err := nc.JetStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := js.StreamInfo("TRACEBRIDGE")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Msgs
+	}
+	// Four batches of trace 1..4 (3 parts each), three of them with
+	// more queued behind: one batch of 3 parts.
+	for i := range 4 {
+		backlog.Store(int64(3 - i))
+		if err := s.Consume(ctx, events("h", int64(i+1), 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.wait(t, 4*5)
+	if n := stored(); n != 3 {
+		t.Errorf("%d messages for 4 packed batches, want 3", n)
+	}
+	if st := s.Stats(); st.Packed != 3 {
+		t.Errorf("stats %+v, want 3 packed", st)
+	}
+	// Packed, then a batch of another host: the packed one goes first.
+	backlog.Store(5)
+	s.Consume(ctx, events("h", 5, 1))
+	s.Consume(ctx, events("other", 6, 1))
+	// Packed, then one dropped: the packed batch, then the gap.
+	s.Consume(ctx, events("h", 7, 1))
+	s.Dropped(events("h", 8, 1))
+	backlog.Store(0)
+	s.Consume(ctx, events("h", 9, 1))
+	got := c.wait(t, 4*5+4*3)
+	var order []string
+	for _, e := range got {
+		if strings.HasPrefix(e, "TraceMetadata") {
+			order = append(order, e)
+		}
+	}
+	want := []string{"TraceMetadata h ", "TraceMetadata h ", "TraceMetadata h ", "TraceMetadata h ", "TraceMetadata h ", "TraceMetadata other ", "TraceMetadata h ", "TraceMetadata h "}
+	if diff := cmp.Diff(want, order); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	var before []string
+	for _, e := range got {
+		if strings.HasPrefix(e, "BeforeOperationEvent h") || strings.HasPrefix(e, "AfterOperationEvent h") {
+			before = append(before, e[:strings.IndexByte(e, ' ')]+e[strings.LastIndexByte(e, ' '):])
+		}
+	}
+	// Each trace's events in order: Before 0, After 1, Before 2, After 3.
+	if len(before) != 4*4+3*2 {
+		t.Fatalf("%d events of host h: %v", len(before), before)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c.mu.Lock()
+		var missed uint64
+		for _, g := range c.gaps {
+			missed += g.Records
+		}
+		c.mu.Unlock()
+		if missed == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("told of %d missed records, want 3", missed)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -39,6 +39,16 @@ type Meta struct {
 	// The block's part of the catalogue.
 	Services []MetaService `json:"services,omitempty"`
 	Names    []string      `json:"names,omitempty"` // trace names (roots on Host)
+	// Hosts are the hosts of the block's spans (its traces are found by
+	// a search for any of them); ErrorTraces counts the traces with an
+	// error, MaxDuration is the longest trace (ns): searches skip blocks
+	// that cannot match.
+	Hosts       []string `json:"hosts,omitempty"`
+	ErrorTraces int      `json:"error_traces"`
+	MaxDuration int64    `json:"max_duration"`
+	// Shared is, per host other than Host, its share of the block's
+	// bytes: each trace's encoded size split by its spans.
+	Shared map[string]int64 `json:"shared,omitempty"`
 }
 
 // MetaService is a service of a block's spans.

@@ -1,0 +1,395 @@
+package store
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/tracebridge/tracebridge/internal/objstore"
+	"github.com/tracebridge/tracebridge/internal/store/block"
+)
+
+// listBlocks lists the bucket's blocks: every meta that reads, and the
+// problems (unreadable metas, metas without data) named.
+func (s *Store) listBlocks(ctx context.Context) (refs []*blockRef, problems []string, err error) {
+	objs, err := s.bucket.List(ctx, block.Prefix)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing blocks: %w", err)
+	}
+	data := map[string]int64{} // block dir → data size
+	var metas []string
+	for _, o := range objs {
+		_, _, name, ok := block.ParseKey(o.Key)
+		if !ok {
+			continue
+		}
+		dir := strings.TrimSuffix(o.Key, name)
+		if name == block.DataName {
+			data[dir] = o.Size
+		} else {
+			metas = append(metas, dir)
+		}
+	}
+	for _, dir := range metas {
+		host, id, _, _ := block.ParseKey(dir + block.MetaName)
+		p, err := s.bucket.Get(ctx, dir+block.MetaName)
+		if errors.Is(err, objstore.ErrNotExist) {
+			continue // deleted between the list and the get
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		m, err := block.ParseMeta(p)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("block %s: %v (skipped)", dir, err))
+			continue
+		}
+		if m.ID != id || m.Host != host {
+			problems = append(problems, fmt.Sprintf("block %s: meta names block %s of host %s (skipped)", dir, m.ID, m.Host))
+			continue
+		}
+		size, ok := data[dir]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("block %s: meta without data (skipped)", dir))
+			continue
+		}
+		if size != m.Size {
+			problems = append(problems, fmt.Sprintf("block %s: meta says %d bytes, the data object has %d (skipped)", dir, m.Size, size))
+			continue
+		}
+		refs = append(refs, &blockRef{meta: m, key: dir + block.DataName})
+	}
+	// Blocks a compaction replaced: their sources go (a crash came
+	// between writing the compacted block and deleting them).
+	replaced := map[string]bool{}
+	for _, r := range refs {
+		for _, id := range r.meta.CompactedFrom {
+			replaced[r.meta.Host+"\x00"+id] = true
+		}
+	}
+	if len(replaced) > 0 {
+		refs = slices.DeleteFunc(refs, func(r *blockRef) bool {
+			if !replaced[r.meta.Host+"\x00"+r.meta.ID] {
+				return false
+			}
+			if !s.opt.ReadOnly {
+				s.deleteBlock(ctx, r)
+			}
+			return true
+		})
+	}
+	return refs, problems, nil
+}
+
+// loadBlocks reads the block list at open.
+func (s *Store) loadBlocks() error {
+	refs, problems, err := s.listBlocks(s.ctx)
+	if err != nil {
+		return err
+	}
+	for _, pr := range problems {
+		s.opt.Logger.Warn("store: "+pr, "dir", s.dir)
+	}
+	for _, r := range refs {
+		p := s.partition(r.meta.Host)
+		p.mu.Lock()
+		p.addBlock(r)
+		p.mu.Unlock()
+		s.cat.addMeta(r.meta)
+	}
+	return nil
+}
+
+// hasBlock reports whether a block of that id is listed.
+func (s *Store) hasBlock(id string) bool {
+	for _, p := range s.partitions() {
+		p.mu.RLock()
+		found := slices.ContainsFunc(p.blocks, func(b *blockRef) bool { return b.meta.ID == id })
+		p.mu.RUnlock()
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
+// deleteBlock removes a block: its meta first (it leaves the store),
+// then its data.
+func (s *Store) deleteBlock(ctx context.Context, r *blockRef) error {
+	dir := block.Dir(r.meta.Host, r.meta.ID)
+	if err := s.bucket.Delete(ctx, dir+block.MetaName); err != nil {
+		return err
+	}
+	s.cache.dropPrefix(r.meta.ID + "/")
+	return s.bucket.Delete(ctx, dir+block.DataName)
+}
+
+// refresh, for a reader beside a writer, takes in the blocks uploaded and
+// the write-ahead written since it last looked (at most every Refresh).
+func (s *Store) refresh() {
+	if !s.opt.ReadOnly {
+		return
+	}
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	now := s.opt.Now()
+	if now.Sub(s.lastRefresh) < s.opt.Refresh {
+		return
+	}
+	s.lastRefresh = now
+	refs, _, err := s.listBlocks(s.ctx)
+	if err != nil {
+		s.opt.Logger.Warn("store: refreshing the block list", "err", err)
+		return
+	}
+	listed := map[string]bool{}
+	for _, r := range refs {
+		listed[r.meta.ID] = true
+		p := s.partition(r.meta.Host)
+		p.mu.Lock()
+		if !slices.ContainsFunc(p.blocks, func(b *blockRef) bool { return b.meta.ID == r.meta.ID }) {
+			p.addBlock(r)
+			s.cat.addMeta(r.meta)
+		}
+		p.mu.Unlock()
+	}
+	heads := map[string]*head{}
+	for _, p := range s.partitions() {
+		p.mu.Lock()
+		p.blocks = slices.DeleteFunc(p.blocks, func(b *blockRef) bool { return !listed[b.meta.ID] })
+		// A head whose block is listed now is gone from the writer's
+		// write-ahead area.
+		p.sealed = slices.DeleteFunc(p.sealed, func(h *head) bool { return listed[h.id] })
+		for _, h := range p.sealed {
+			heads[h.path] = h
+		}
+		p.mu.Unlock()
+	}
+	root := filepath.Join(s.dir, walDir)
+	dirs, _ := os.ReadDir(root)
+	for _, d := range dirs {
+		files, _ := os.ReadDir(filepath.Join(root, d.Name()))
+		for _, f := range files {
+			id, ok := strings.CutSuffix(f.Name(), walExt)
+			if !ok || !block.ValidID(id) || listed[id] {
+				continue
+			}
+			path := filepath.Join(root, d.Name(), f.Name())
+			h := heads[path]
+			if h != nil {
+				p := s.partition(h.host)
+				p.mu.Lock()
+				err = s.loadWALFile(path, id, h)
+				p.mu.Unlock()
+			} else {
+				err = s.loadWALFile(path, id, nil)
+			}
+			if err != nil {
+				s.opt.Logger.Warn("store: reading a write-ahead file", "path", path, "err", err)
+			}
+		}
+	}
+}
+
+// blockIndex is what reading a block needs besides its pages: its reader
+// (footer), dictionary, page table, index and filters.
+type blockIndex struct {
+	r      *block.Reader
+	dict   []string
+	byName map[string]uint32
+	pages  []block.PageRef
+	rows   []block.Summary // by trace id, then start
+	attrs  *block.Bloom
+	ids    *block.Bloom
+	size   int64
+}
+
+// index returns a block's index, from the cache or the bucket.
+func (s *Store) index(ctx context.Context, b *blockRef) (*blockIndex, error) {
+	key := b.meta.ID + "/index"
+	if v, ok := s.cache.get(key); ok {
+		return v.(*blockIndex), nil
+	}
+	r, err := block.Open(ctx, s.bucket, b.key, b.meta.Size)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.meta.Matches(r.Size(), r.Footer, r.FooterCRC); err != nil {
+		return nil, fmt.Errorf("block %s: %w", b.key, err)
+	}
+	bi := &blockIndex{r: r}
+	if bi.dict, err = r.Dict(ctx); err != nil {
+		return nil, err
+	}
+	if bi.pages, err = r.Pages(ctx); err != nil {
+		return nil, err
+	}
+	if bi.rows, err = r.Index(ctx, len(bi.dict), bi.pages); err != nil {
+		return nil, err
+	}
+	if bi.attrs, err = r.Attrs(ctx); err != nil {
+		return nil, err
+	}
+	if bi.ids, err = r.IDs(ctx); err != nil {
+		return nil, err
+	}
+	bi.byName = make(map[string]uint32, len(bi.dict))
+	bi.size = 64
+	for i, d := range bi.dict {
+		bi.byName[d] = uint32(i)
+		bi.size += int64(len(d)) + 48
+	}
+	for i := range bi.rows {
+		bi.size += 80 + 4*int64(len(bi.rows[i].Services)+len(bi.rows[i].Hosts))
+	}
+	bi.size += int64(r.Footer.Attrs.Len+r.Footer.IDs.Len) + 24*int64(len(bi.pages))
+	s.cache.put(key, bi, bi.size)
+	return bi, nil
+}
+
+// page returns the bodies of a block's page, from the cache or the bucket.
+func (s *Store) page(ctx context.Context, b *blockRef, bi *blockIndex, i int) ([][]byte, error) {
+	key := fmt.Sprintf("%s/page/%d", b.meta.ID, i)
+	if v, ok := s.cache.get(key); ok {
+		return v.([][]byte), nil
+	}
+	bodies, err := bi.r.Page(ctx, bi.pages, i)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.put(key, bodies, int64(bi.pages[i].Raw)+int64(len(bodies))*24)
+	return bodies, nil
+}
+
+// cache keeps what was read of blocks (indexes, pages, write-ahead
+// chunks), least recently used dropped first, within a size bound.
+type cache struct {
+	mu    sync.Mutex
+	max   int64
+	size  int64
+	ll    *list.List
+	items map[string]*list.Element
+}
+
+type cached struct {
+	key  string
+	v    any
+	size int64
+}
+
+func newCache(max int64) *cache {
+	return &cache{max: max, ll: list.New(), items: map[string]*list.Element{}}
+}
+
+func (c *cache) get(key string) (any, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.items[key]
+	if e == nil {
+		return nil, false
+	}
+	c.ll.MoveToFront(e)
+	return e.Value.(*cached).v, true
+}
+
+func (c *cache) put(key string, v any, size int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.items[key]; ok {
+		return
+	}
+	c.items[key] = c.ll.PushFront(&cached{key: key, v: v, size: size})
+	c.size += size
+	for c.size > c.max && c.ll.Len() > 1 {
+		e := c.ll.Back()
+		x := e.Value.(*cached)
+		c.ll.Remove(e)
+		delete(c.items, x.key)
+		c.size -= x.size
+	}
+}
+
+// dropPrefix forgets the entries whose keys begin with prefix.
+func (c *cache) dropPrefix(prefix string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.items {
+		if strings.HasPrefix(k, prefix) {
+			c.size -= e.Value.(*cached).size
+			c.ll.Remove(e)
+			delete(c.items, k)
+		}
+	}
+}
+
+// Size returns the bytes of the store: its blocks and write-ahead files.
+func (s *Store) Size() int64 {
+	var n int64
+	for _, p := range s.partitions() {
+		n += p.size()
+	}
+	return n
+}
+
+// HostSize returns the bytes of a host's partition and its share of the
+// traces kept in other hosts' partitions (those rooted elsewhere with
+// spans of this host: each trace's bytes split by its spans).
+func (s *Store) HostSize(host string) int64 {
+	var n int64
+	for _, p := range s.partitions() {
+		if p.host == host {
+			n += p.size()
+		} else {
+			n += p.sharedOf(host)
+		}
+	}
+	return n
+}
+
+// sharedOf returns host's share of p's blocks and heads.
+func (p *partition) sharedOf(host string) int64 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var n int64
+	for _, b := range p.blocks {
+		n += b.meta.Shared[host]
+	}
+	for _, h := range append(slices.Clip(p.sealed), p.head) {
+		if h != nil {
+			n += h.shared[host]
+		}
+	}
+	return n
+}
+
+func (p *partition) size() int64 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var n int64
+	for _, b := range p.blocks {
+		n += b.meta.Size
+	}
+	for _, h := range p.sealed {
+		n += h.off
+	}
+	if p.head != nil {
+		n += p.head.walSize()
+	}
+	return n
+}
+
+// Count returns the number of traces stored (parts of a trace in several
+// blocks counted once each).
+func (s *Store) Count() (int, error) {
+	n := 0
+	for _, p := range s.Partitions() {
+		n += p.Traces
+	}
+	return n, nil
+}

@@ -1,0 +1,564 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/store/block"
+	"github.com/tracebridge/tracebridge/internal/trace"
+)
+
+// The write-ahead area: DIR/wal/<host, path-escaped>/<block id>.wal, one
+// file per head. A file is the future block's traces as they arrived:
+//
+//	header: "TBWL" | version u32 (1) | created i64 unix ns | host length u16 | host | block id (28 bytes)
+//	chunks: the segment blocks of segment.go ("TBK…" header, CRC-32C, one
+//	        zstd frame of: first symbol id, the symbols it defines, traces)
+//
+// Symbols start at 1 in every file, so a file needs nothing else; they
+// become the block's dictionary when the head is cut.
+const (
+	walDir     = "wal"
+	walMagic   = "TBWL"
+	walVersion = 1
+	walExt     = ".wal"
+)
+
+// head is a partition's traces not yet in a block: their write-ahead
+// file and, in memory, their summaries and what the block's meta and
+// filter need. The writer adds (holding the partition's lock for what
+// readers see); readers read rows, chunks and pending under its read
+// lock.
+type head struct {
+	id      string
+	host    string
+	path    string
+	created time.Time
+
+	f      *os.File // nil for a head read from another process's file
+	off    int64    // the file's size (what was written)
+	synced int64
+
+	syms *symbols
+	enc  encoder
+	// firstSym: the first symbol the next chunk defines.
+	firstSym uint64
+
+	// rows summarize the traces in order; row i's body is in chunk
+	// rows[i].Page at rows[i].Index, or pending when Page == len(chunks).
+	rows   []block.Summary
+	chunks []int64 // chunk offsets in the file
+	// pending are the bodies not yet in a chunk.
+	pending    [][]byte
+	rawPending int
+
+	filter blockFilter
+	cat    *catalog
+	hosts  map[string]struct{}
+	// shared: the bytes of the head's traces that are other hosts'
+	// share (their spans in traces of this partition).
+	shared   map[string]int64
+	errTrace int
+	maxDur   int64
+	minStart int64
+	maxEnd   int64
+	spans    int
+}
+
+func newHeadValue(id, host, path string, created time.Time) *head {
+	syms := newSymbols()
+	return &head{id: id, host: host, path: path, created: created, syms: syms, enc: encoder{syms: syms}, firstSym: 1,
+		cat: newCatalog(), hosts: map[string]struct{}{}, shared: map[string]int64{}, minStart: math.MaxInt64, maxEnd: math.MinInt64}
+}
+
+func walHeader(h *head) []byte {
+	b := append([]byte(walMagic), 0, 0, 0, walVersion)
+	b = binary.BigEndian.AppendUint64(b, uint64(h.created.UnixNano()))
+	b = binary.BigEndian.AppendUint16(b, uint16(len(h.host)))
+	b = append(b, h.host...)
+	return append(b, h.id...)
+}
+
+// newHead begins a head with its write-ahead file.
+func (s *Store) newHead(host string, now time.Time) (*head, error) {
+	if len(host) > math.MaxUint16 {
+		host = host[:math.MaxUint16]
+	}
+	dir := filepath.Join(s.dir, walDir, url.PathEscape(host))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("store: host %s: %w", host, err)
+	}
+	id := block.NewID(now)
+	h := newHeadValue(id, host, filepath.Join(dir, id+walExt), now)
+	f, err := os.OpenFile(h.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("store: host %s: %w", host, err)
+	}
+	hdr := walHeader(h)
+	if _, err := f.Write(hdr); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("store: host %s: %s: %w", host, h.path, err)
+	}
+	if err := syncDir(dir); err != nil {
+		f.Close()
+		return nil, err
+	}
+	h.f, h.off = f, int64(len(hdr))
+	s.addWAL(h.off)
+	return h, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// add encodes t into the head (the partition's lock is held) and returns
+// its encoded size.
+func (h *head) add(t *trace.Trace) int {
+	body := h.enc.encodeTrace(t)
+	n := len(body)
+	h.pending = append(h.pending, bytes.Clone(body))
+	h.rawPending += n
+	row := summarize(t, h.syms)
+	row.Page, row.Index = uint32(len(h.chunks)), uint32(len(h.pending)-1)
+	h.rows = append(h.rows, row)
+	h.note(t, &row, n)
+	return n
+}
+
+// note adds what a trace of size bytes brings to the head's meta and
+// filter: its hosts, and the share of the bytes of other hosts' spans.
+func (h *head) note(t *trace.Trace, row *block.Summary, size int) {
+	h.filter.add(t)
+	h.cat.add(t)
+	perSpan := max(int64(size)/int64(max(len(t.Spans), 1)), 1)
+	for i := range t.Spans {
+		if hs := t.Spans[i].Host; hs != "" {
+			if _, ok := h.hosts[hs]; !ok {
+				h.hosts[strings.Clone(hs)] = struct{}{}
+			}
+			if hs != h.host {
+				h.shared[hs] += perSpan
+			}
+		}
+	}
+	if row.Errors > 0 {
+		h.errTrace++
+	}
+	h.maxDur = max(h.maxDur, row.Duration)
+	h.minStart = min(h.minStart, row.Start)
+	h.maxEnd = max(h.maxEnd, row.Start+row.Duration)
+	h.spans += int(row.Spans)
+}
+
+// summarize returns a trace's index row, its strings as symbols of syms
+// (which encoding the trace defined).
+func summarize(t *trace.Trace, syms *symbols) block.Summary {
+	r := block.Summary{ID: t.ID, Start: t.Start(), Duration: t.Duration(), Spans: uint32(len(t.Spans)), Errors: uint32(t.Errors()), Broken: len(t.Broken) > 0}
+	r.Name = syms.byName[t.Name()]
+	for i := range t.Spans {
+		sp := &t.Spans[i]
+		if sv := sp.Service; sv != "" {
+			if id := syms.byName[sv]; !slices.Contains(r.Services, id) && len(r.Services) < 64 {
+				r.Services = append(r.Services, id)
+			}
+		}
+		if hs := sp.Host; hs != "" {
+			if id := syms.byName[hs]; !slices.Contains(r.Hosts, id) && len(r.Hosts) < 64 {
+				r.Hosts = append(r.Hosts, id)
+			}
+		}
+	}
+	return r
+}
+
+func (h *head) walSize() int64 { return h.off + int64(h.rawPending) }
+
+// writeChunk writes the head's pending traces to its file as one chunk.
+func (s *Store) writeChunk(p *partition, h *head) error {
+	if len(h.pending) == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	newSyms := h.syms.names[h.firstSym:]
+	p.mu.Unlock()
+	raw := appendPayload(nil, h.firstSym, newSyms, h.pending)
+	blk := appendBlock(nil, raw, blockHeader{count: uint32(len(h.pending)), minStart: h.minStart, maxEnd: h.maxEnd})
+	if _, err := h.f.WriteAt(blk, h.off); err != nil {
+		return fmt.Errorf("store: host %s: writing %s: %w", h.host, h.path, err)
+	}
+	p.mu.Lock()
+	h.chunks = append(h.chunks, h.off)
+	h.off += int64(len(blk))
+	h.firstSym = uint64(len(h.syms.names))
+	clear(h.pending)
+	h.pending, h.rawPending = h.pending[:0], 0
+	p.mu.Unlock()
+	s.addWAL(int64(len(blk)))
+	return nil
+}
+
+func (h *head) sync() error {
+	if h.f == nil || h.synced == h.off {
+		return nil
+	}
+	if err := h.f.Sync(); err != nil {
+		return err
+	}
+	h.synced = h.off
+	return nil
+}
+
+func (h *head) close() {
+	if h.f != nil {
+		h.f.Close()
+		h.f = nil
+	}
+}
+
+// cut seals p's head: its file complete and synced, it waits for its
+// upload (still searchable); the next trace begins a new head.
+func (s *Store) cut(p *partition) error {
+	h := p.head
+	if h == nil {
+		return nil
+	}
+	if err := s.writeChunk(p, h); err != nil {
+		return err
+	}
+	if err := h.sync(); err != nil {
+		return fmt.Errorf("store: host %s: %w", p.host, err)
+	}
+	p.mu.Lock()
+	p.head = nil
+	if len(h.rows) > 0 {
+		p.sealed = append(p.sealed, h)
+	}
+	p.mu.Unlock()
+	if len(h.rows) == 0 {
+		h.close()
+		os.Remove(h.path)
+		s.addWAL(-h.off)
+		return nil
+	}
+	s.walMu.Lock()
+	s.sealed = append(s.sealed, h)
+	s.walMu.Unlock()
+	s.kickUploader()
+	return nil
+}
+
+// body returns row i's trace body (the partition's read lock is held
+// for pending bodies; chunks are read from the file and cached).
+func (s *Store) headBody(h *head, row *block.Summary) ([]byte, error) {
+	if int(row.Page) == len(h.chunks) {
+		if int(row.Index) >= len(h.pending) {
+			return nil, fmt.Errorf("store: head %s: no pending trace %d", h.id, row.Index)
+		}
+		return h.pending[row.Index], nil
+	}
+	bodies, err := s.headChunk(h, int(row.Page))
+	if err != nil {
+		return nil, err
+	}
+	if int(row.Index) >= len(bodies) {
+		return nil, fmt.Errorf("store: %s chunk %d: no trace %d", h.path, row.Page, row.Index)
+	}
+	return bodies[row.Index], nil
+}
+
+// headChunk returns the bodies of chunk i of a head's file.
+func (s *Store) headChunk(h *head, i int) ([][]byte, error) {
+	off := h.chunks[i]
+	key := h.id + "/wal/" + fmt.Sprint(off)
+	if v, ok := s.cache.get(key); ok {
+		return v.([][]byte), nil
+	}
+	f, err := os.Open(h.path)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	defer f.Close()
+	ch, raw, err := readBlock(f, off)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s offset %d: %w", h.path, off, err)
+	}
+	pl, err := parsePayload(raw, ch.version)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s offset %d: %w", h.path, off, err)
+	}
+	s.cache.put(key, pl.traces, int64(len(raw)))
+	return pl.traces, nil
+}
+
+// loadWAL reads the write-ahead files. A writer cuts each into a block
+// (or deletes it when its block exists: the crash came after the
+// upload); a reader keeps them as heads to search.
+func (s *Store) loadWAL() error {
+	root := filepath.Join(s.dir, walDir)
+	dirs, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		if !d.IsDir() {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(root, d.Name()))
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			id, ok := strings.CutSuffix(f.Name(), walExt)
+			if !ok || !block.ValidID(id) {
+				continue
+			}
+			if err := s.loadWALFile(filepath.Join(root, d.Name(), f.Name()), id, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// loadWALFile reads one write-ahead file into a head (from the chunk
+// after those h already holds, when h is given: a reader following a
+// writer).
+func (s *Store) loadWALFile(path, id string, h *head) error {
+	if h == nil && s.hasBlock(id) {
+		if !s.opt.ReadOnly {
+			os.Remove(path) // its block was uploaded before the crash
+		}
+		return nil
+	}
+	flag := os.O_RDWR
+	if s.opt.ReadOnly {
+		flag = os.O_RDONLY
+	}
+	f, err := os.OpenFile(path, flag, 0)
+	if err != nil {
+		if s.opt.ReadOnly && errors.Is(err, os.ErrNotExist) {
+			return nil // uploaded meanwhile
+		}
+		return err
+	}
+	defer f.Close()
+	if h == nil {
+		h, err = readWALHeader(f, path, id)
+		if err != nil {
+			s.recovery.Truncated = append(s.recovery.Truncated, fmt.Sprintf("%s: %v (file skipped)", path, err))
+			return nil
+		}
+	}
+	from := h.off
+	end, scanErr := scanBlocks(f, from, func(off int64, ch blockHeader, raw []byte) error {
+		pl, err := parsePayload(raw, ch.version)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errTorn, err)
+		}
+		return h.replayChunk(off, pl)
+	})
+	if scanErr != nil && !errors.Is(scanErr, errTorn) {
+		return fmt.Errorf("%s: %w", path, scanErr)
+	}
+	h.off, h.synced = end, end
+	if scanErr != nil && !s.opt.ReadOnly {
+		st, _ := f.Stat()
+		if err := f.Truncate(end); err != nil {
+			return err
+		}
+		s.recovery.Truncated = append(s.recovery.Truncated, fmt.Sprintf("%s: offset %d: %v (%d bytes cut)", path, end, scanErr, st.Size()-end))
+	}
+	p := s.partition(h.host)
+	if from == int64(len(walHeader(h))) || h.off > from {
+		m := &block.Meta{Host: h.host}
+		m.Services, m.Names = h.cat.metaOf()
+		s.cat.addMeta(m)
+	}
+	if s.opt.ReadOnly {
+		p.mu.Lock()
+		if !slices.Contains(p.sealed, h) {
+			p.sealed = append(p.sealed, h)
+		}
+		p.mu.Unlock()
+		return nil
+	}
+	s.recovery.Traces += len(h.rows)
+	s.addWAL(h.off)
+	if len(h.rows) == 0 {
+		os.Remove(path)
+		s.addWAL(-h.off)
+		return nil
+	}
+	// A writer cuts it at once: the next traces begin a new head.
+	p.mu.Lock()
+	p.sealed = append(p.sealed, h)
+	p.mu.Unlock()
+	s.walMu.Lock()
+	s.sealed = append(s.sealed, h)
+	s.walMu.Unlock()
+	return nil
+}
+
+func readWALHeader(f io.ReaderAt, path, id string) (*head, error) {
+	var b [16]byte
+	if _, err := f.ReadAt(b[:], 0); err != nil {
+		return nil, fmt.Errorf("write-ahead header: %w", err)
+	}
+	if string(b[:4]) != walMagic {
+		return nil, errors.New("not a write-ahead file")
+	}
+	if v := binary.BigEndian.Uint32(b[4:]); v != walVersion {
+		return nil, fmt.Errorf("write-ahead version %d (this tracebridge reads %d)", v, walVersion)
+	}
+	created := int64(binary.BigEndian.Uint64(b[8:]))
+	var lb [2]byte
+	if _, err := f.ReadAt(lb[:], 16); err != nil {
+		return nil, fmt.Errorf("write-ahead header: %w", err)
+	}
+	n := int(binary.BigEndian.Uint16(lb[:]))
+	rest := make([]byte, n+len(id))
+	if _, err := f.ReadAt(rest, 18); err != nil {
+		return nil, fmt.Errorf("write-ahead header: %w", err)
+	}
+	if string(rest[n:]) != id {
+		return nil, fmt.Errorf("write-ahead header names block %q, the file %q", rest[n:], id)
+	}
+	h := newHeadValue(id, string(rest[:n]), path, time.Unix(0, created))
+	h.off = int64(18 + len(rest))
+	return h, nil
+}
+
+// replayChunk adds a chunk read from the file: its symbols, its traces'
+// rows (decoded once for their summaries, meta and filter).
+func (h *head) replayChunk(off int64, pl payload) error {
+	if pl.firstSym != uint64(len(h.syms.names)) {
+		return fmt.Errorf("%w: chunk at %d defines symbols from %d, the file has %d", errTorn, off, pl.firstSym, len(h.syms.names))
+	}
+	for _, name := range pl.syms {
+		h.syms.id(strings.Clone(name))
+	}
+	h.firstSym = uint64(len(h.syms.names))
+	page := uint32(len(h.chunks))
+	var rows []block.Summary
+	var traces []*trace.Trace
+	for i, body := range pl.traces {
+		t, err := decodeTrace(body, h.syms)
+		if err != nil {
+			return fmt.Errorf("%w: chunk at %d, trace %d: %v", errTorn, off, i, err)
+		}
+		row := summarize(t, h.syms)
+		row.Page, row.Index = page, uint32(i)
+		rows = append(rows, row)
+		traces = append(traces, t)
+	}
+	h.chunks = append(h.chunks, off)
+	for i, t := range traces {
+		h.rows = append(h.rows, rows[i])
+		h.note(t, &rows[i], len(pl.traces[i]))
+	}
+	return nil
+}
+
+// blockFilter collects what a block's attribute filter holds: every
+// attribute pair (key=value) and the trigrams of the strings of the
+// block's dictionary (operations, classes, attribute keys, hosts,
+// services, threads), each once. Attribute values and messages are found
+// by scanning a trace's bytes instead: their trigrams would make the
+// filter larger than the data.
+type blockFilter struct {
+	pairs   map[uint64]struct{}
+	strings map[string]struct{}
+	// The resources and scopes added (the assembler shares one among
+	// the traces of a resource: their pairs are hashed once a block).
+	resources map[*trace.Resource]struct{}
+	scopes    map[*trace.Scope]struct{}
+}
+
+func (f *blockFilter) add(t *trace.Trace) {
+	if f.pairs == nil {
+		f.pairs = map[uint64]struct{}{}
+		f.strings = map[string]struct{}{}
+		f.resources = map[*trace.Resource]struct{}{}
+		f.scopes = map[*trace.Scope]struct{}{}
+	}
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		for _, str := range [...]string{s.Operation, s.Component, s.Host, s.Service, s.Thread} {
+			if _, ok := f.strings[str]; !ok {
+				f.strings[strings.Clone(str)] = struct{}{}
+			}
+		}
+		for _, a := range s.Attributes {
+			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+			if _, ok := f.strings[a.Key]; !ok {
+				f.strings[strings.Clone(a.Key)] = struct{}{}
+			}
+		}
+		for _, a := range trace.KiekerAttrs(s) {
+			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+		}
+	}
+	// Resource and scope attributes are the spans' too (Span.Attr finds
+	// them), stored once per trace.
+	for _, r := range t.Resources {
+		if _, ok := f.resources[r]; ok {
+			continue
+		}
+		f.resources[r] = struct{}{}
+		for _, a := range r.Attributes {
+			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+			if _, ok := f.strings[a.Key]; !ok {
+				f.strings[strings.Clone(a.Key)] = struct{}{}
+			}
+		}
+	}
+	for _, c := range t.Scopes {
+		if _, ok := f.scopes[c]; ok {
+			continue
+		}
+		f.scopes[c] = struct{}{}
+		f.pairs[pairHash(trace.ScopeNameKey, c.Name)] = struct{}{}
+		f.pairs[pairHash(trace.ScopeVersionKey, c.Version)] = struct{}{}
+		for _, a := range c.Attributes {
+			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+			if _, ok := f.strings[a.Key]; !ok {
+				f.strings[strings.Clone(a.Key)] = struct{}{}
+			}
+		}
+	}
+}
+
+// bloom builds the filter.
+func (f *blockFilter) bloom() *block.Bloom {
+	n := len(f.pairs)
+	for s := range f.strings {
+		n += max(len(s)-2, 0)
+	}
+	b := block.NewBloom(n)
+	for h := range f.pairs {
+		b.Add(h)
+	}
+	for s := range f.strings {
+		trigrams(s, b.Add)
+	}
+	return b
+}

@@ -1,0 +1,920 @@
+package store
+
+import (
+	"bytes"
+	"cmp"
+	"container/heap"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"math"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/eql"
+	"github.com/tracebridge/tracebridge/internal/store/block"
+	"github.com/tracebridge/tracebridge/internal/trace"
+)
+
+// Query selects traces. Zero fields do not filter.
+type Query struct {
+	// Hosts: traces with a span on any of these hosts.
+	Hosts []string
+	// Since and Until bound the trace's start (unix ns; 0: unbounded).
+	Since, Until int64
+	// MinDuration (≥) and MaxDuration (≤; 0: none).
+	MinDuration, MaxDuration time.Duration
+	// Errors: traces with a span in error.
+	Errors bool
+	// Name: the trace's name (trace.Trace.Name: a zorka trace's type,
+	// else its root operation; case-insensitive).
+	Name string
+	// Service: traces with a span of this service.
+	Service string
+	// Attrs: traces with, for each pair, a span that has the attribute
+	// with exactly this value.
+	Attrs []trace.Attr
+	// Text: a case-insensitive substring of operation and class names,
+	// attribute keys and values, exception class and message.
+	Text string
+	// Regex: the same strings matched by a regular expression.
+	Regex *regexp.Regexp
+	// Match: an expression (EQL) evaluated for the root span, or for every
+	// span with deep (true when one matches).
+	Match func(t *trace.Trace, deep bool) bool
+	// Deep: Text, Regex and Match look at every span, not just the root.
+	Deep bool
+	// Oldest lists the oldest first (default: newest first).
+	Oldest bool
+	// Limit: at most this many traces (default 20).
+	Limit int
+	// Cursor resumes a search where the page that returned it ended.
+	Cursor string
+	// HitBudget: stop after this long once there is a hit (default 2 s);
+	// TotalBudget: stop after this long in any case (default 5 s).
+	HitBudget, TotalBudget time.Duration
+}
+
+// Summary describes a trace found.
+type Summary struct {
+	Host string `json:"host"`
+	// Service is the root span's service ("" for Kieker's and zorka's
+	// traces, which have hosts only).
+	Service  string       `json:"service,omitempty"`
+	ID       trace.ID     `json:"-"`
+	TraceID  string       `json:"traceId"`
+	Start    int64        `json:"start"`
+	Duration int64        `json:"durationNs"`
+	Name     string       `json:"name"`
+	Spans    int          `json:"spans"`
+	Errors   int          `json:"errors"`
+	Error    bool         `json:"error"`
+	Broken   bool         `json:"broken,omitempty"`
+	Attrs    []trace.Attr `json:"-"`
+
+	root *trace.Span
+}
+
+// Page is one page of results.
+type Page struct {
+	Traces []Summary
+	// More: there may be more traces; Cursor resumes after this page.
+	More   bool
+	Cursor string
+	// Partial: the time budget ended the search before it reached the
+	// end of the range.
+	Partial bool
+	// Scanned counts the traces looked at.
+	Scanned int
+}
+
+// SetEQL makes q select the traces expression e matches (Match), narrowed
+// by what e requires (eql.Hints: a minimum duration, errors, attribute
+// pairs, a text), so that the summaries and the blocks' filters rule
+// traces out before e is evaluated on each one left.
+func (q *Query) SetEQL(e *eql.Expr) {
+	q.Match = e.MatchTrace
+	h := e.Hints()
+	if d := time.Duration(h.MinDuration); d > q.MinDuration {
+		q.MinDuration = d
+	}
+	q.Errors = q.Errors || h.Errors
+	q.Attrs = append(q.Attrs, h.Attrs...)
+	if q.Text == "" {
+		q.Text = h.Text
+	}
+}
+
+// ErrBadCursor is returned for a cursor this store did not make.
+var ErrBadCursor = errors.New("bad cursor")
+
+// cursorPos is a position in the search order: the start and id of the
+// last trace looked at.
+type cursorPos struct {
+	start int64
+	id    trace.ID
+}
+
+func (c cursorPos) String(oldest bool) string {
+	b := make([]byte, 0, 26)
+	b = append(b, 'c')
+	if oldest {
+		b = append(b, 'o')
+	} else {
+		b = append(b, 'n')
+	}
+	b = binary.BigEndian.AppendUint64(b, uint64(c.start))
+	b = binary.BigEndian.AppendUint64(b, c.id.Hi)
+	b = binary.BigEndian.AppendUint64(b, c.id.Lo)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func parseCursor(s string) (cursorPos, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 26 || b[0] != 'c' {
+		return cursorPos{}, ErrBadCursor
+	}
+	return cursorPos{start: int64(binary.BigEndian.Uint64(b[2:])), id: trace.ID{Hi: binary.BigEndian.Uint64(b[10:]), Lo: binary.BigEndian.Uint64(b[18:])}}, nil
+}
+
+// view is a snapshot of what a search reads of one head or block: its
+// rows, its dictionary, and how to reach a row's body.
+type view struct {
+	p    *partition
+	h    *head     // a head, or
+	b    *blockRef // a block
+	desc string    // for errors: the block or the write-ahead file
+
+	rows    []block.Summary
+	dict    []string
+	byName  func(string) (uint32, bool)
+	body    func(ctx context.Context, row *block.Summary) ([]byte, error)
+	pairsOK func(hs []uint64) bool
+}
+
+// headView snapshots a head (the partition's read lock is held).
+func (s *Store) headView(p *partition, h *head) *view {
+	n := len(h.syms.names)
+	names := h.syms.names[:n:n]
+	chunks := h.chunks[:len(h.chunks):len(h.chunks)]
+	pending := slices.Clone(h.pending)
+	v := &view{p: p, h: h, desc: h.path, rows: h.rows[:len(h.rows):len(h.rows)], dict: names}
+	byName := make(map[string]uint32, n)
+	for i, name := range names {
+		byName[name] = uint32(i)
+	}
+	v.byName = func(name string) (uint32, bool) { id, ok := byName[name]; return id, ok }
+	hv := &head{id: h.id, path: h.path, chunks: chunks, pending: pending}
+	v.body = func(_ context.Context, row *block.Summary) ([]byte, error) { return s.headBody(hv, row) }
+	v.pairsOK = func(hs []uint64) bool {
+		p.mu.RLock()
+		defer p.mu.RUnlock()
+		for _, x := range hs {
+			if _, ok := h.filter.pairs[x]; !ok {
+				return false
+			}
+		}
+		return true
+	}
+	return v
+}
+
+// blockView reads a block's index (cached) into a view.
+func (s *Store) blockView(ctx context.Context, p *partition, b *blockRef) (*view, error) {
+	bi, err := s.index(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	v := &view{p: p, b: b, desc: b.key, rows: bi.rows, dict: bi.dict}
+	v.byName = func(name string) (uint32, bool) { id, ok := bi.byName[name]; return id, ok }
+	v.body = func(ctx context.Context, row *block.Summary) ([]byte, error) {
+		bodies, err := s.page(ctx, b, bi, int(row.Page))
+		if err != nil {
+			return nil, err
+		}
+		if int(row.Index) >= len(bodies) {
+			return nil, errors.New("store: block " + b.key + ": a row beyond its page")
+		}
+		return bodies[row.Index], nil
+	}
+	v.pairsOK = bi.attrs.HasAll
+	return v, nil
+}
+
+// decode decodes a body of the view.
+func (v *view) decode(body []byte) (*trace.Trace, error) {
+	return decodeTrace(body, &symbols{names: v.dict})
+}
+
+// filter applies a query to rows, reading traces only when it must.
+type filter struct {
+	s      *Store
+	q      *Query
+	needs  bool     // span-level conditions
+	pairs  []uint64 // attribute pair hashes
+	values [][]byte // attribute values, as they are in a trace's bytes
+	text   string   // lower-cased
+}
+
+func (s *Store) newFilter(q *Query) *filter {
+	f := &filter{s: s, q: q}
+	f.needs = len(q.Attrs) > 0 || q.Text != "" || q.Regex != nil || q.Match != nil
+	for _, a := range q.Attrs {
+		f.pairs = append(f.pairs, pairHash(a.Key, a.Value))
+		switch a.Key {
+		case "kieker.traceId", "kieker.orderIndex", "kieker.eoi", "kieker.ess":
+			// Kieker's positions are numbers in a trace's bytes, not text.
+		default:
+			f.values = append(f.values, []byte(a.Value))
+		}
+	}
+	if q.Text != "" {
+		f.text = strings.ToLower(q.Text)
+	}
+	return f
+}
+
+// metaMayMatch rules a block out by its meta.
+func (f *filter) metaMayMatch(p *partition, m *block.Meta) bool {
+	q := f.q
+	if q.Errors && m.ErrorTraces == 0 || m.MaxDuration < int64(q.MinDuration) {
+		return false
+	}
+	if len(q.Hosts) > 0 && !slices.Contains(q.Hosts, p.host) && !slices.ContainsFunc(m.Hosts, func(h string) bool { return slices.Contains(q.Hosts, h) }) {
+		return false
+	}
+	if q.Service != "" && !slices.ContainsFunc(m.Services, func(sv block.MetaService) bool { return sv.Name == q.Service && sv.ViaService }) {
+		return false
+	}
+	if q.Name != "" && !slices.ContainsFunc(m.Names, func(n string) bool { return strings.EqualFold(n, q.Name) }) {
+		return false
+	}
+	return true
+}
+
+// rowFilter is a query resolved against one view's dictionary.
+type rowFilter struct {
+	f       *filter
+	v       *view
+	none    bool // nothing in the view can match
+	names   []uint32
+	service uint32
+	hosts   []uint32
+	ownHost bool // the partition's host is asked for: rows without hosts match
+	// textInDict: a dictionary string holds the text.
+	textInDict bool
+	blockOK    bool // the view's filter may hold the attribute pairs
+}
+
+func (f *filter) resolve(v *view) *rowFilter {
+	q := f.q
+	rf := &rowFilter{f: f, v: v}
+	if q.Name != "" {
+		for i, n := range v.dict {
+			if strings.EqualFold(n, q.Name) {
+				rf.names = append(rf.names, uint32(i))
+			}
+		}
+		if len(rf.names) == 0 {
+			rf.none = true
+		}
+	}
+	if q.Service != "" {
+		id, ok := v.byName(q.Service)
+		if !ok {
+			rf.none = true
+		}
+		rf.service = id
+	}
+	if len(q.Hosts) > 0 {
+		rf.ownHost = slices.Contains(q.Hosts, v.p.host)
+		for _, h := range q.Hosts {
+			if id, ok := v.byName(h); ok {
+				rf.hosts = append(rf.hosts, id)
+			}
+		}
+		if len(rf.hosts) == 0 && !rf.ownHost {
+			rf.none = true
+		}
+	}
+	if f.needs {
+		rf.blockOK = v.pairsOK(f.pairs)
+		if !rf.blockOK {
+			rf.none = true
+		}
+		if q.Text != "" {
+			for _, n := range v.dict {
+				if strings.Contains(strings.ToLower(n), f.text) {
+					rf.textInDict = true
+					break
+				}
+			}
+		}
+	}
+	return rf
+}
+
+// rowMatch applies the summary conditions to a row.
+func (rf *rowFilter) rowMatch(r *block.Summary) bool {
+	q := rf.f.q
+	if r.Duration < int64(q.MinDuration) || q.MaxDuration > 0 && r.Duration > int64(q.MaxDuration) {
+		return false
+	}
+	if q.Errors && r.Errors == 0 {
+		return false
+	}
+	if len(rf.names) > 0 && !slices.Contains(rf.names, r.Name) {
+		return false
+	}
+	if q.Service != "" && !slices.Contains(r.Services, rf.service) {
+		return false
+	}
+	if len(q.Hosts) > 0 {
+		if len(r.Hosts) == 0 {
+			return rf.ownHost
+		}
+		hit := false
+		for _, h := range r.Hosts {
+			hit = hit || slices.Contains(rf.hosts, h)
+		}
+		if !hit {
+			return false
+		}
+	}
+	return true
+}
+
+// bodyMayMatch checks a trace's bytes before decoding it: every attribute
+// value it asks for must be in them, and the text too unless a dictionary
+// string may hold it.
+func (rf *rowFilter) bodyMayMatch(body []byte) bool {
+	f := rf.f
+	for _, v := range f.values {
+		if !bytes.Contains(body, v) {
+			return false
+		}
+	}
+	if f.q.Text != "" && !rf.textInDict && !containsFold(body, f.text) {
+		return false
+	}
+	return true
+}
+
+// containsFold reports whether b holds the lower-case ASCII/UTF-8 text
+// lower, ignoring ASCII case.
+func containsFold(b []byte, lower string) bool {
+	if lower == "" {
+		return true
+	}
+	first := lower[0]
+	up := first
+	if 'a' <= first && first <= 'z' {
+		up -= 'a' - 'A'
+	}
+	for i := 0; i+len(lower) <= len(b); i++ {
+		if c := b[i]; c != first && c != up {
+			j := bytes.IndexByte(b[i+1:], first)
+			k := bytes.IndexByte(b[i+1:], up)
+			if j < 0 && k < 0 {
+				return false
+			}
+			switch {
+			case j < 0:
+				i += k
+			case k < 0:
+				i += j
+			default:
+				i += min(j, k)
+			}
+			continue
+		}
+		if equalFoldASCII(b[i:i+len(lower)], lower) {
+			return true
+		}
+	}
+	return false
+}
+
+func equalFoldASCII(b []byte, lower string) bool {
+	for i := 0; i < len(lower); i++ {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *filter) spansMatch(t *trace.Trace) bool {
+	q := f.q
+	for _, want := range q.Attrs {
+		found := false
+		for i := range t.Spans {
+			if a, ok := t.Spans[i].Attr(want.Key); ok && a.Value == want.Value {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	spans := t.Spans
+	if !q.Deep {
+		if r := t.Root(); r != nil {
+			spans = spans[:0:0]
+			spans = append(spans, *r)
+		}
+	}
+	if q.Text != "" && !anySpan(spans, func(s *trace.Span) bool {
+		hit := false
+		textOf(s, func(str string) { hit = hit || strings.Contains(strings.ToLower(str), f.text) })
+		return hit
+	}) {
+		return false
+	}
+	if q.Regex != nil && !anySpan(spans, func(s *trace.Span) bool {
+		hit := false
+		textOf(s, func(str string) { hit = hit || q.Regex.MatchString(str) })
+		return hit
+	}) {
+		return false
+	}
+	if q.Match != nil && !q.Match(t, q.Deep) {
+		return false
+	}
+	return true
+}
+
+func anySpan(spans []trace.Span, f func(*trace.Span) bool) bool {
+	for i := range spans {
+		if f(&spans[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// unit is a head or a block a search may read, with its time range.
+type unit struct {
+	p        *partition
+	h        *head
+	b        *blockRef
+	minStart int64
+	maxEnd   int64
+}
+
+// units lists the heads and blocks that may hold what f selects in
+// [since, until].
+func (s *Store) units(f *filter, since, until int64) []unit {
+	var out []unit
+	for _, p := range s.partitions() {
+		p.mu.RLock()
+		for _, h := range append(slices.Clip(p.sealed), p.head) {
+			if h != nil && len(h.rows) > 0 && h.maxEnd >= since && h.minStart <= until {
+				out = append(out, unit{p: p, h: h, minStart: h.minStart, maxEnd: h.maxEnd})
+			}
+		}
+		for _, b := range p.blocks {
+			m := b.meta
+			if m.Traces > 0 && m.MaxEnd >= since && m.MinStart <= until && f.metaMayMatch(p, m) {
+				out = append(out, unit{p: p, b: b, minStart: m.MinStart, maxEnd: m.MaxEnd})
+			}
+		}
+		p.mu.RUnlock()
+	}
+	return out
+}
+
+// view returns a unit's view.
+func (s *Store) view(ctx context.Context, u unit) (*view, error) {
+	if u.h != nil {
+		u.p.mu.RLock()
+		defer u.p.mu.RUnlock()
+		return s.headView(u.p, u.h), nil
+	}
+	return s.blockView(ctx, u.p, u.b)
+}
+
+type hit struct {
+	pos cursorPos
+	v   *view
+	row block.Summary
+	t   *trace.Trace // decoded already, or nil
+}
+
+// hitHeap keeps the best hits with the worst on top.
+type hitHeap struct {
+	items  []hit
+	better func(a, b cursorPos) bool
+}
+
+func (h *hitHeap) Len() int           { return len(h.items) }
+func (h *hitHeap) Less(i, j int) bool { return h.better(h.items[j].pos, h.items[i].pos) }
+func (h *hitHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *hitHeap) Push(x any)         { h.items = append(h.items, x.(hit)) }
+func (h *hitHeap) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
+}
+
+type unitHits struct {
+	hits    []hit
+	scanned int
+}
+
+// Search returns a page of the traces q selects, newest (or oldest)
+// first: the heads and blocks that may hold them are read in that order
+// (their rows checked against the summary conditions, their filters and
+// bytes before a trace is decoded); the best Limit matches are kept, and
+// the walk stops once no unit left can hold a better one. A trace stored
+// in parts is listed once, with the summary of all its parts.
+func (s *Store) Search(q Query) (Page, error) {
+	s.refresh()
+	if q.Limit <= 0 {
+		q.Limit = 20
+	}
+	if q.HitBudget <= 0 {
+		q.HitBudget = 2 * time.Second
+	}
+	if q.TotalBudget <= 0 {
+		q.TotalBudget = 5 * time.Second
+	}
+	since, until := q.Since, q.Until
+	if until == 0 {
+		until = math.MaxInt64
+	}
+	if since == 0 {
+		since = math.MinInt64
+	}
+	var after *cursorPos
+	if q.Cursor != "" {
+		c, err := parseCursor(q.Cursor)
+		if err != nil {
+			return Page{}, err
+		}
+		after = &c
+	}
+	f := s.newFilter(&q)
+	desc := !q.Oldest
+	units := s.units(f, since, until)
+	units = slices.DeleteFunc(units, func(u unit) bool {
+		if after == nil {
+			return false
+		}
+		if desc {
+			return u.minStart > after.start
+		}
+		return u.maxEnd < after.start
+	})
+	slices.SortFunc(units, func(a, b unit) int {
+		if desc {
+			return cmp.Compare(b.maxEnd, a.maxEnd)
+		}
+		return cmp.Compare(a.minStart, b.minStart)
+	})
+	better := func(a, b cursorPos) bool { // a comes before b in the order asked for
+		if a.start != b.start {
+			return desc == (a.start > b.start)
+		}
+		if a.id.Hi != b.id.Hi {
+			return desc == (a.id.Hi > b.id.Hi)
+		}
+		if a.id.Lo != b.id.Lo {
+			return desc == (a.id.Lo > b.id.Lo)
+		}
+		return false
+	}
+	h := &hitHeap{better: better}
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(s.ctx, q.TotalBudget+30*time.Second)
+	defer cancel()
+	var page Page
+	overflow := false
+	var stopped *cursorPos
+	seen := map[trace.ID]bool{} // ids in the heap (a trace in parts is listed once)
+
+	workers := max(runtime.GOMAXPROCS(0), 1)
+	results := make([]chan unitHits, len(units))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	stop := make(chan struct{})
+	defer close(stop)
+	next := 0
+	dispatch := func(upto int) {
+		for ; next < len(units) && next < upto; next++ {
+			ch := make(chan unitHits, 1)
+			results[next] = ch
+			u := units[next]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				select {
+				case <-stop:
+					ch <- unitHits{}
+				default:
+					ch <- s.scanUnit(ctx, u, f, since, until, after, better)
+				}
+			}()
+		}
+	}
+	done := 0
+	for i, u := range units {
+		if h.Len() == q.Limit {
+			worst := h.items[0].pos
+			if desc && u.maxEnd < worst.start || !desc && u.minStart > worst.start {
+				break
+			}
+		}
+		if el := time.Since(began); el > q.TotalBudget || h.Len() > 0 && el > q.HitBudget {
+			bound := cursorPos{start: u.maxEnd + 1}
+			if !desc {
+				bound = cursorPos{start: u.minStart - 1, id: trace.ID{Hi: math.MaxUint64, Lo: math.MaxUint64}}
+			}
+			if after == nil || better(*after, bound) {
+				page.Partial = true
+				stopped = &bound
+				break
+			}
+		}
+		dispatch(i + workers)
+		res := <-results[i]
+		done++
+		page.Scanned += res.scanned
+		for _, x := range res.hits {
+			if seen[x.row.ID] {
+				// Another part of a trace already found: keep the better
+				// position.
+				idx := slices.IndexFunc(h.items, func(y hit) bool { return y.row.ID == x.row.ID })
+				if idx >= 0 && better(x.pos, h.items[idx].pos) {
+					h.items[idx] = x
+					heap.Fix(h, idx)
+				}
+				continue
+			}
+			if h.Len() == q.Limit && !better(x.pos, h.items[0].pos) {
+				overflow = true
+				continue
+			}
+			heap.Push(h, x)
+			seen[x.row.ID] = true
+			if h.Len() > q.Limit {
+				y := heap.Pop(h).(hit)
+				delete(seen, y.row.ID)
+				overflow = true
+			}
+		}
+	}
+	hits := make([]hit, h.Len())
+	for i := len(hits) - 1; i >= 0; i-- {
+		hits[i] = heap.Pop(h).(hit)
+	}
+	if stopped != nil {
+		full := len(hits) == q.Limit
+		n := 0
+		for n < len(hits) && better(hits[n].pos, *stopped) {
+			n++
+		}
+		page.More = true
+		if full && n == len(hits) {
+			page.Cursor = hits[n-1].pos.String(q.Oldest)
+		} else {
+			hits = hits[:n]
+			page.Cursor = stopped.String(q.Oldest)
+		}
+	} else if (done < len(units) || overflow) && len(hits) > 0 {
+		page.More = true
+		page.Cursor = hits[len(hits)-1].pos.String(q.Oldest)
+	}
+	page.Traces = make([]Summary, 0, len(hits))
+	for i := range hits {
+		sum, err := s.summaryOf(ctx, &hits[i])
+		if err != nil {
+			s.opt.Logger.Warn("store: unreadable trace skipped", "trace_id", hits[i].row.ID.String(), "in", hits[i].v.desc, "err", err)
+			continue
+		}
+		page.Traces = append(page.Traces, sum)
+	}
+	return page, nil
+}
+
+// scanUnit returns the traces of a unit that the query selects (it runs on
+// several goroutines at once).
+func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, since, until int64, after *cursorPos, better func(a, b cursorPos) bool) unitHits {
+	var res unitHits
+	v, err := s.view(ctx, u)
+	if err != nil {
+		s.opt.Logger.Warn("store: unreadable block skipped", "host", u.p.host, "err", err)
+		return res
+	}
+	rf := f.resolve(v)
+	if rf.none {
+		return res
+	}
+	for i := range v.rows {
+		r := &v.rows[i]
+		res.scanned++
+		pos := cursorPos{start: r.Start, id: r.ID}
+		if r.Start < since || r.Start > until || after != nil && !better(*after, pos) || !rf.rowMatch(r) {
+			continue
+		}
+		x := hit{pos: pos, v: v, row: *r}
+		if f.needs {
+			body, err := v.body(ctx, r)
+			if err != nil {
+				s.opt.Logger.Warn("store: unreadable trace skipped", "trace_id", r.ID.String(), "in", v.desc, "err", err)
+				continue
+			}
+			if !rf.bodyMayMatch(body) {
+				continue
+			}
+			t, err := v.decode(body)
+			if err != nil || !f.spansMatch(t) {
+				continue
+			}
+			x.t = t
+		}
+		res.hits = append(res.hits, x)
+	}
+	return res
+}
+
+// summaryOf describes a hit: its trace decoded, with all its parts when
+// it is one of several (a part, or broken: a later part misses its
+// parent).
+func (s *Store) summaryOf(ctx context.Context, x *hit) (Summary, error) {
+	t := x.t
+	if t == nil {
+		body, err := x.v.body(ctx, &x.row)
+		if err != nil {
+			return Summary{}, err
+		}
+		if t, err = x.v.decode(body); err != nil {
+			return Summary{}, err
+		}
+	}
+	if t.Part != 0 || len(t.Broken) > 0 {
+		whole, err := s.get(ctx, x.row.ID)
+		if err != nil {
+			return Summary{}, err
+		}
+		t = whole
+	}
+	sum := Summary{Host: x.v.p.host, ID: t.ID, TraceID: t.ID.String(), Start: t.Start(), Duration: t.Duration(), Spans: len(t.Spans),
+		Errors: t.Errors(), Broken: len(t.Broken) > 0}
+	sum.Error = sum.Errors > 0
+	if root := t.Root(); root != nil {
+		sum.Name = t.Name()
+		sum.Service = root.Service
+		sum.Attrs = append(trace.KiekerAttrs(root), root.Attributes...)
+		sum.root = root
+	}
+	return sum, nil
+}
+
+// Get returns the trace with id: every part of it (in heads and blocks)
+// merged.
+func (s *Store) Get(id trace.ID) (*trace.Trace, error) {
+	s.refresh()
+	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+	defer cancel()
+	return s.get(ctx, id)
+}
+
+func (s *Store) get(ctx context.Context, id trace.ID) (*trace.Trace, error) {
+	var parts []*trace.Trace
+	var firstErr error
+	for _, p := range s.partitions() {
+		p.mu.RLock()
+		var views []*view
+		for _, h := range append(slices.Clip(p.sealed), p.head) {
+			if h != nil && slices.ContainsFunc(h.rows, func(r block.Summary) bool { return r.ID == id }) {
+				views = append(views, s.headView(p, h))
+			}
+		}
+		blocks := slices.Clone(p.blocks)
+		p.mu.RUnlock()
+		for _, b := range blocks {
+			bi, err := s.index(ctx, b)
+			if err != nil {
+				firstErr = cmp.Or(firstErr, err)
+				continue
+			}
+			if !bi.ids.Has(block.HashID(id)) {
+				continue
+			}
+			v, err := s.blockView(ctx, p, b)
+			if err != nil {
+				firstErr = cmp.Or(firstErr, err)
+				continue
+			}
+			views = append(views, v)
+		}
+		for _, v := range views {
+			i, _ := slices.BinarySearchFunc(v.rows, id, func(r block.Summary, id trace.ID) int {
+				return cmp.Or(cmp.Compare(r.ID.Hi, id.Hi), cmp.Compare(r.ID.Lo, id.Lo))
+			})
+			if v.h != nil {
+				i = 0 // a head's rows are in arrival order
+			}
+			for ; i < len(v.rows); i++ {
+				r := &v.rows[i]
+				if r.ID != id {
+					if v.h != nil {
+						continue
+					}
+					break
+				}
+				body, err := v.body(ctx, r)
+				if err == nil {
+					var t *trace.Trace
+					if t, err = v.decode(body); err == nil {
+						parts = append(parts, t)
+						continue
+					}
+				}
+				firstErr = cmp.Or(firstErr, err)
+			}
+		}
+	}
+	if len(parts) == 0 {
+		if firstErr != nil {
+			return nil, firstErr
+		}
+		return nil, ErrNotFound
+	}
+	slices.SortFunc(parts, func(a, b *trace.Trace) int {
+		return cmp.Or(cmp.Compare(a.Part, b.Part), cmp.Compare(a.Start(), b.Start()))
+	})
+	return trace.MergeParts(parts), nil
+}
+
+// PivotRow is one group of a pivot: the traces whose root has the
+// attribute value Value (or lacks the attribute: Value "").
+type PivotRow struct {
+	Value  string `json:"value"`
+	Calls  int    `json:"calls"`
+	Errors int    `json:"errors"`
+	Sum    int64  `json:"sumNs"`
+	Min    int64  `json:"minNs"`
+	Max    int64  `json:"maxNs"`
+}
+
+// Pivot groups the traces q selects (every one in its time range, within
+// its time budget; Limit and Cursor are ignored) by the value of their
+// root span's attribute key: calls, errors, sum, min and max duration
+// (zico's statistics view). partial says the budget ended it early.
+func (s *Store) Pivot(q Query, key string) (rows []PivotRow, partial bool, err error) {
+	q.Limit = math.MaxInt32
+	q.Cursor = ""
+	if q.TotalBudget <= 0 {
+		q.TotalBudget = 5 * time.Second
+	}
+	q.HitBudget = q.TotalBudget
+	page, err := s.Search(q)
+	if err != nil {
+		return nil, false, err
+	}
+	idx := map[string]int{}
+	for _, t := range page.Traces {
+		v := ""
+		if t.root != nil {
+			if a, ok := t.root.Attr(key); ok {
+				v = a.Value
+			}
+		}
+		i, ok := idx[v]
+		if !ok {
+			i = len(rows)
+			idx[v] = i
+			rows = append(rows, PivotRow{Value: v, Min: t.Duration, Max: t.Duration})
+		}
+		r := &rows[i]
+		r.Calls++
+		if t.Error {
+			r.Errors++
+		}
+		r.Sum += t.Duration
+		r.Min = min(r.Min, t.Duration)
+		r.Max = max(r.Max, t.Duration)
+	}
+	slices.SortFunc(rows, func(a, b PivotRow) int {
+		if a.Sum != b.Sum {
+			if a.Sum > b.Sum {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Value, b.Value)
+	})
+	return rows, page.Partial, nil
+}

@@ -1,0 +1,221 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/store/block"
+)
+
+func (s *Store) kickUploader() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// uploader turns cut heads into blocks, in order, retrying with back-off
+// while the bucket fails; a head's file is deleted once its block is
+// listed.
+func (s *Store) uploader() {
+	defer s.uploadWG.Done()
+	backoff := time.Duration(0)
+	failing := 0
+	for {
+		s.walMu.Lock()
+		var h *head
+		if len(s.sealed) > 0 {
+			h = s.sealed[0]
+		}
+		s.walMu.Unlock()
+		s.removeUploaded(false)
+		if h == nil {
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-s.kick:
+			case <-time.After(uploadedGrace / 2):
+			}
+			continue
+		}
+		err := s.upload(h)
+		if err == nil {
+			if failing > 0 {
+				s.opt.Logger.Info("store: uploads go through again", "after_failures", failing)
+			}
+			failing, backoff = 0, 0
+			continue
+		}
+		if s.ctx.Err() != nil {
+			return
+		}
+		failing++
+		if failing == 1 || failing%20 == 0 {
+			s.opt.Logger.Warn("store: block upload failed; retrying (the traces wait in the write-ahead area)", "host", h.host, "block", h.id, "failures", failing, "err", err)
+		}
+		backoff = min(max(2*backoff, 100*time.Millisecond), 30*time.Second)
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// upload writes a cut head as a block: the data object, then its meta;
+// then the block joins the partition and the head's file goes.
+func (s *Store) upload(h *head) error {
+	data, meta, err := s.buildBlock(h)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Minute)
+	defer cancel()
+	if err := s.putBlock(ctx, data, meta); err != nil {
+		return err
+	}
+	p := s.partition(h.host)
+	ref := &blockRef{meta: meta, key: block.Dir(meta.Host, meta.ID) + block.DataName}
+	p.mu.Lock()
+	p.addBlock(ref)
+	p.sealed = slices.DeleteFunc(p.sealed, func(x *head) bool { return x == h })
+	p.mu.Unlock()
+	h.close()
+	s.walMu.Lock()
+	// The file goes a while later: a search that began before the block
+	// was listed may still read the head.
+	s.uploaded = append(s.uploaded, uploadedHead{path: h.path, at: time.Now()})
+	s.sealed = slices.DeleteFunc(s.sealed, func(x *head) bool { return x == h })
+	s.walBytes -= h.off
+	s.walCond.Broadcast()
+	s.walMu.Unlock()
+	return nil
+}
+
+// uploadedHead is the write-ahead file of a head whose block is listed.
+type uploadedHead struct {
+	path string
+	at   time.Time
+}
+
+// uploadedGrace is how long a searched head's file outlives its upload
+// (longer than any search's budget).
+const uploadedGrace = 2 * time.Minute
+
+// removeUploaded deletes the files of uploaded heads (all of them, or
+// those past their grace).
+func (s *Store) removeUploaded(all bool) {
+	s.walMu.Lock()
+	var due []string
+	keep := s.uploaded[:0]
+	for _, u := range s.uploaded {
+		if all || time.Since(u.at) > uploadedGrace {
+			due = append(due, u.path)
+		} else {
+			keep = append(keep, u)
+		}
+	}
+	s.uploaded = keep
+	s.walMu.Unlock()
+	for _, path := range due {
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			s.opt.Logger.Warn("store: write-ahead file not deleted", "path", path, "err", err)
+		}
+	}
+}
+
+// putBlock writes a block's data object, then its meta.
+func (s *Store) putBlock(ctx context.Context, data []byte, meta *block.Meta) error {
+	dir := block.Dir(meta.Host, meta.ID)
+	if err := s.bucket.Put(ctx, dir+block.DataName, data); err != nil {
+		return fmt.Errorf("store: block %s of host %s: %w", meta.ID, meta.Host, err)
+	}
+	mb, err := block.MarshalMeta(meta)
+	if err != nil {
+		return err
+	}
+	if err := s.bucket.Put(ctx, dir+block.MetaName, mb); err != nil {
+		return fmt.Errorf("store: block %s of host %s: meta: %w", meta.ID, meta.Host, err)
+	}
+	return nil
+}
+
+// addBlock adds a block in MinStart order (p.mu is held).
+func (p *partition) addBlock(b *blockRef) {
+	i, _ := slices.BinarySearchFunc(p.blocks, b, func(x, y *blockRef) int {
+		switch {
+		case x.meta.MinStart != y.meta.MinStart:
+			if x.meta.MinStart < y.meta.MinStart {
+				return -1
+			}
+			return 1
+		case x.meta.ID < y.meta.ID:
+			return -1
+		case x.meta.ID > y.meta.ID:
+			return 1
+		}
+		return 0
+	})
+	if i < len(p.blocks) && p.blocks[i].meta.ID == b.meta.ID {
+		return
+	}
+	p.blocks = slices.Insert(p.blocks, i, b)
+}
+
+// buildBlock makes a cut head's block from its file.
+func (s *Store) buildBlock(h *head) ([]byte, *block.Meta, error) {
+	w := block.NewWriter(s.opt.ChunkSize)
+	f, err := os.Open(h.path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: %w", err)
+	}
+	defer f.Close()
+	row := 0
+	for i, off := range h.chunks {
+		ch, raw, err := readBlock(f, off)
+		if err != nil {
+			return nil, nil, fmt.Errorf("store: %s chunk %d: %w", h.path, i, err)
+		}
+		pl, err := parsePayload(raw, ch.version)
+		if err != nil {
+			return nil, nil, fmt.Errorf("store: %s chunk %d: %w", h.path, i, err)
+		}
+		for _, body := range pl.traces {
+			if row >= len(h.rows) {
+				return nil, nil, fmt.Errorf("store: %s: more traces than rows", h.path)
+			}
+			w.Add(body, h.rows[row])
+			row++
+		}
+	}
+	if row != len(h.rows) {
+		return nil, nil, fmt.Errorf("store: %s: %d traces in the file, %d rows", h.path, row, len(h.rows))
+	}
+	data, st, err := w.Finish(h.syms.names, h.filter.bloom())
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: block of %s: %w", h.path, err)
+	}
+	m := &block.Meta{Version: block.Version, ID: h.id, Host: h.host, Created: s.opt.Now().UTC(),
+		MinStart: st.MinStart, MaxEnd: st.MaxEnd, Traces: st.Traces, Spans: st.Spans, Size: st.Size, FooterCRC: st.FooterCRC}
+	h.fillMeta(m)
+	return data, m, nil
+}
+
+// fillMeta sets what a head knows beyond the block's stats: its
+// catalogue, hosts, errors and longest duration.
+func (h *head) fillMeta(m *block.Meta) {
+	m.Services, m.Names = h.cat.metaOf()
+	for hs := range h.hosts {
+		m.Hosts = append(m.Hosts, hs)
+	}
+	slices.Sort(m.Hosts)
+	m.ErrorTraces = h.errTrace
+	m.MaxDuration = h.maxDur
+	if len(h.shared) > 0 {
+		m.Shared = maps.Clone(h.shared)
+	}
+}
