@@ -72,7 +72,8 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	invalid := fs.Bool("include-invalid", false, "keep the traces Kieker drops as invalid, as far as they were assembled")
 	window := fs.Duration("window", time.Hour, "a trace is complete when none of its records came for this long, in the records' own time (Kieker waits for a trace to be complete; a shorter window saves memory but may cut long calls off)")
 	outFile := fs.String("o", "", "write to `FILE` instead of standard output")
-	storeDir := fs.String("store", "", "analyse the traces of this trace store `DIR` (of a bridge that is not running: Kieker, OTLP and zorka traces) instead of logs")
+	loc := addStoreFlags(fs, "", "analyse the traces of this trace store (Kieker, OTLP and zorka traces; also of a bridge that is running) instead of logs")
+	storeDir := &loc.loc
 	since := fs.String("since", "", "with --store: traces that started at or after this time (RFC 3339 or relative: 15m, 2h, 7d)")
 	until := fs.String("until", "", "with --store: traces that started at or before this time")
 	var hosts repeatFlag
@@ -199,7 +200,7 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	})
 	if *storeDir != "" {
-		if err := analyzeStore(ctx, *storeDir, *since, *until, hosts, emit); err != nil {
+		if err := analyzeStore(ctx, loc, *since, *until, hosts, emit); err != nil {
 			return err
 		}
 		pos = []string{"the store " + *storeDir}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/analysis/equivalence"
@@ -135,10 +134,10 @@ func (k kiekerOut) sequences(w io.Writer, traces []*sysmodel.ExecutionTrace, for
 	return true, nil
 }
 
-// analyzeStore hands emit every trace of the store in dir that starts
+// analyzeStore hands emit every trace of the store loc names that starts
 // within since and until and has a span on one of hosts (any when none),
 // oldest first.
-func analyzeStore(ctx context.Context, dir, since, until string, hosts []string, emit func(*trace.Trace)) error {
+func analyzeStore(ctx context.Context, loc *storeLocation, since, until string, hosts []string, emit func(*trace.Trace)) error {
 	now := time.Now()
 	q := store.Query{Hosts: hosts, Oldest: true, Limit: 1000, HitBudget: time.Hour, TotalBudget: time.Hour}
 	var err error
@@ -148,14 +147,12 @@ func analyzeStore(ctx context.Context, dir, since, until string, hosts []string,
 	if q.Until, err = parseWhen(until, now); err != nil {
 		return usagef("analyze: --until: %v", err)
 	}
-	st, err := store.Open(dir, store.Options{ReadOnly: true})
+	st, closeStore, err := loc.open(store.Options{ReadOnly: true})
 	if err != nil {
-		if strings.Contains(err.Error(), "lock") {
-			return withCode(exitConfig, fmt.Errorf("%w (a running serve holds it open: analyse its traces over the HTTP API, /api/v1/analysis)", err))
-		}
-		return withCode(exitConfig, err)
+		return err
 	}
-	defer st.Close()
+	defer closeStore()
+	dir := loc.loc
 	for {
 		page, err := st.Search(q)
 		if err != nil {
