@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/codec/otlp"
 	"github.com/tracebridge/tracebridge/internal/logwrite"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/trace"
@@ -166,7 +167,7 @@ func otlpDump(path string, st *DumpStats) (func(*Event), func() error, error) {
 	var line []byte
 	var werr error
 	asm := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Emit: func(t *trace.Trace) {
-		line = appendOTLP(line[:0], t)
+		line = appendOTLPLine(line[:0], t)
 		if _, err := bw.Write(line); err != nil && werr == nil {
 			werr = err
 		}
@@ -182,4 +183,11 @@ func otlpDump(path string, st *DumpStats) (func(*Event), func() error, error) {
 		return errors.Join(werr, bw.Flush(), f.Close())
 	}
 	return handle, finish, nil
+}
+
+// appendOTLPLine appends t as one OTLP/JSON ExportTraceServiceRequest
+// (otlp.AppendTraceJSON: the spans' resources and scopes, every
+// attribute) and a newline.
+func appendOTLPLine(dst []byte, t *trace.Trace) []byte {
+	return append(otlp.AppendTraceJSON(dst, t), '\n')
 }

@@ -193,7 +193,10 @@ func TestDump(t *testing.T) {
 			if len(sp.TraceID) != 32 || len(sp.SpanID) != 16 || sp.Name != "public void a.B.m()" || sp.Kind != 1 || sp.StartTimeUnixNano == "" {
 				t.Fatalf("span %+v", sp)
 			}
-			if a := req.ResourceSpans[0].Resource.Attributes; len(a) != 1 || a[0].Key != "host.name" {
+			// A Kieker call's resource is its host: service.name (as
+			// Jaeger names a Kieker host's spans) and host.name.
+			if a := req.ResourceSpans[0].Resource.Attributes; len(a) != 2 || a[0].Key != "service.name" || a[1].Key != "host.name" ||
+				a[0].Value["stringValue"] == "" || a[0].Value["stringValue"] != a[1].Value["stringValue"] {
 				t.Fatalf("resource %+v", a)
 			}
 		}

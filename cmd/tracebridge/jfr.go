@@ -43,12 +43,21 @@ func readJFR(ctx context.Context, path string, types []string, out pipeline.Cons
 	return st, nil
 }
 
-const flameSynopsis = `analyze --flame [--per-thread | --per-host] [--every DURATION] [--lines] [--type T…] [-o PREFIX] RECORDING.jfr|REPOSITORY|LOGDIR…
+const flameSynopsis = `analyze --flame [--kind K | --type T…] [--per-thread | --per-host] [--every DURATION] [--lines] [-o PREFIX] RECORDING.jfr|REPOSITORY|LOGDIR…
 
-Aggregates JFR execution samples (jdk.ExecutionSample; --type for others
-with a stackTrace, such as jdk.NativeMethodSample) into folded stacks and
-an SVG flame graph: PREFIX.folded and PREFIX.svg (PREFIX: -o, default the
-first input's name without .jfr, in the current directory). With
+Aggregates JFR stacks into folded stacks and an SVG flame graph. --kind
+says which events and how they weigh: cpu (jdk.ExecutionSample, counted;
+the default), alloc (jdk.ObjectAllocationSample by its weight in bytes,
+the class allocated on top), alloc-tlab (jdk.ObjectAllocationInNewTLAB by
+tlabSize, jdk.ObjectAllocationOutsideTLAB by allocationSize), lock
+(jdk.JavaMonitorEnter and jdk.ThreadPark by duration in ns, the monitor's
+or blocker's class on top), io (jdk.FileRead/FileWrite/SocketRead/
+SocketWrite by duration in ns), io-bytes (the same by bytes), exceptions
+(jdk.JavaExceptionThrow, counted, the class thrown on top), errors
+(jdk.JavaErrorThrow). --type counts other events with a stackTrace
+instead, such as jdk.NativeMethodSample. The files: PREFIX.folded and
+PREFIX.svg (PREFIX: -o, default the first input's name without .jfr, in
+the current directory). With
 --per-thread, --per-host or --every, also one pair per thread or host and
 time window: PREFIX-GROUP-START.folded/.svg. -o - writes the folded stacks
 of all samples to standard output instead. Inputs are recordings, JVM
@@ -65,7 +74,8 @@ func cmdFlame(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	lines := fs.Bool("lines", false, "keep line numbers in frames (by default samples of a method add up)")
 	out := fs.String("o", "", "output `PREFIX`, or - for the folded stacks on standard output")
 	var types repeatFlag
-	fs.Var(&types, "type", "sample event types (default jdk.ExecutionSample; repeatable or comma-separated)")
+	fs.Var(&types, "type", "event types to count instead of a kind (repeatable or comma-separated)")
+	kindName := fs.String("kind", "", "what to weigh: "+strings.Join(flame.KindNames(), ", ")+" (default cpu)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -80,14 +90,25 @@ func cmdFlame(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usagef("analyze --flame: --every must be positive")
 	}
 	typeList := splitTypes(types)
-	if len(typeList) == 0 {
-		typeList = []string{"jdk.ExecutionSample"}
+	var kind *flame.Kind
+	switch {
+	case *kindName != "" && len(typeList) > 0:
+		return usagef("analyze --flame: --kind or --type, not both")
+	case len(typeList) == 0:
+		name := *kindName
+		if name == "" {
+			name = "cpu"
+		}
+		if kind, err = flame.KindOf(name); err != nil {
+			return usagef("analyze --flame: %v", err)
+		}
+		typeList = kind.Types()
 	}
 	prefix := *out
 	if prefix == "" {
 		prefix = strings.TrimSuffix(filepath.Base(filepath.Clean(pos[0])), ".jfr")
 	}
-	agg := &flame.Aggregator{Types: typeList, Window: *every}
+	agg := &flame.Aggregator{Kind: kind, Types: typeList, Window: *every}
 	if *lines {
 		agg.Frame = flame.Identity
 	}
@@ -142,7 +163,11 @@ func cmdFlame(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := agg.WriteFiles(prefix, pos, func(name string) { fmt.Fprintf(stdout, "%s.folded\n%s.svg\n", name, name) }); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "tracebridge: %d samples, %d distinct stacks", merged.Total(), merged.Len())
+	unit := "samples"
+	if kind != nil {
+		unit = kind.Unit
+	}
+	fmt.Fprintf(stderr, "tracebridge: %d %s, %d distinct stacks", merged.Total(), unit, merged.Len())
 	if agg.Group != nil || agg.Window > 0 {
 		fmt.Fprintf(stderr, ", %d profiles", len(agg.Profiles()))
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
+	"github.com/tracebridge/tracebridge/internal/jfrview"
 )
 
 // TestWebProfile: a jfr receiver reads a real JVM's recording (its
@@ -74,6 +76,54 @@ func TestWebProfile(t *testing.T) {
 		t.Errorf("hovering the second row says %q; the root's children are %+v", tip, flame.Root.Children)
 	}
 	shot(t, ctx, "analysis-profile")
+
+	// Below the graph, JMC's views: the contended monitors' table shows
+	// the waits the API counts per class, the heap table a row per
+	// collection.
+	var views jfrview.Views
+	if code, b := apiGet(t, "GET", base+"/api/v1/profiles/views?host=shop-jvm&since="+since, "", ""); code != 200 || json.Unmarshal(b, &views) != nil || len(views.Monitors) == 0 || len(views.Heap) == 0 {
+		t.Fatalf("the API's views: %d %.300s", code, b)
+	}
+	m := views.Monitors[0]
+	waitJS(t, ctx, "the monitors' table", fmt.Sprintf(`[...document.querySelectorAll('.profile-views [data-view=monitors] tbody tr')].some((tr) => tr.cells[0].textContent === %q && tr.cells[1].textContent === %q)`,
+		m.Class, strconv.FormatInt(m.Count, 10)))
+	if n := eval[int](t, ctx, `document.querySelectorAll('.profile-views [data-view=heap] tbody tr').length`); n != min(len(views.Heap), n) || n == 0 {
+		t.Errorf("%d heap rows, the API has %d points", n, len(views.Heap))
+	}
+	shot(t, ctx, "analysis-profile-views")
+
+	// The kind selector: lock waits, in time, with the monitor's class
+	// on top (the recording's jdk.JavaMonitorEnter events), as the API
+	// answers them; the address keeps the kind.
+	var lock struct {
+		Unit string
+		Root struct {
+			Value    int64
+			Children []struct{ Name string }
+		}
+	}
+	code, b := apiGet(t, "GET", base+"/api/v1/profiles/flame?kind=lock&host=shop-jvm&since="+since, "", "")
+	if code != 200 || json.Unmarshal(b, &lock) != nil || lock.Unit != "ns" || len(lock.Root.Children) == 0 || !strings.Contains(string(b), `"java.lang.Object"`) {
+		t.Fatalf("the API's lock flame graph: %d %.300s", code, b)
+	}
+	eval[bool](t, ctx, `(() => { const s = document.querySelector('select[name=pkind]'); s.value = 'lock'; s.dispatchEvent(new Event('change', {bubbles: true})); return true; })()`)
+	waitJS(t, ctx, "the lock flame graph", `location.search.includes('pkind=lock') && document.querySelector('.profile-out .profile-total') && document.querySelector('.profile-out canvas')`)
+	if n := canvasInk(t, ctx, ".profile-out canvas"); n < 2000 {
+		t.Errorf("the lock flame graph has %d pixels of ink", n)
+	}
+	tip = eval[string](t, ctx, `(() => { const c = document.querySelector('.profile-out canvas'), r = c.getBoundingClientRect();
+		c.dispatchEvent(new MouseEvent('mousemove', {clientX: r.left + 3, clientY: r.bottom - 26, bubbles: true}));
+		const t = document.querySelector('.profile-out .tl-tip'); return t && !t.hidden ? t.textContent : ''; })()`)
+	found = false
+	for _, c := range lock.Root.Children {
+		if strings.Contains(tip, c.Name) {
+			found = true
+		}
+	}
+	if !found || strings.Contains(tip, "samples") {
+		t.Errorf("hovering the lock graph's second row says %q; the root's children are %+v", tip, lock.Root.Children)
+	}
+	shot(t, ctx, "analysis-profile-lock")
 	checkCSP(t, ctx)
 	act(t, ctx, "leave", chromedp.Navigate("about:blank"))
 	p.Stop()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/flame"
 	"github.com/tracebridge/tracebridge/internal/hostauth"
+	"github.com/tracebridge/tracebridge/internal/jfrview"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/store"
 )
@@ -206,15 +207,27 @@ func TestHosts(t *testing.T) {
 // fakeProfiles is a JFR profile stage's provider.
 type fakeProfiles struct{}
 
-func (fakeProfiles) Stacks(_ context.Context, host string, since, until int64) (*flame.Stacks, error) {
-	if host != "jvm-1" {
+func (fakeProfiles) Stacks(_ context.Context, kind, host string, since, until int64) (*flame.Stacks, error) {
+	if host != "jvm-1" || kind == "alloc" {
 		return nil, nil
+	}
+	if kind == "lock" {
+		s := &flame.Stacks{}
+		s.AddFolded("main;work;java.lang.Object", 25_000_000)
+		return s, nil
 	}
 	s := &flame.Stacks{}
 	s.AddFolded("main;work;compute", 30)
 	s.AddFolded("main;work;io", 10)
 	s.AddFolded("main;idle", 5)
 	return s, nil
+}
+
+func (fakeProfiles) Views(_ context.Context, host string, since, until int64) (*jfrview.Views, error) {
+	if host != "jvm-1" {
+		return nil, nil
+	}
+	return &jfrview.Views{GC: jfrview.GCView{Count: 2, TotalPauseNs: 30, LongestNs: 20}, Monitors: []jfrview.Monitor{{Class: "java.lang.Object", Count: 3, TotalNs: 90, MaxNs: 40}}}, nil
 }
 
 // TestServicesOfComponents: the JFR flame graphs and the live view come
@@ -242,6 +255,24 @@ func TestServicesOfComponents(t *testing.T) {
 	}
 	if code, b, _ := e.do("GET", "/api/v1/profiles/flame?host=other", ""); code != http.StatusNotFound || !strings.Contains(string(b), "no samples") {
 		t.Errorf("a host without samples: %d %s", code, b)
+	}
+	e.get("/api/v1/profiles/flame?host=jvm-1&kind=lock", &f)
+	if f.Unit != "ns" || f.Root.Value != 25_000_000 {
+		t.Errorf("lock profile: unit %s, %+v", f.Unit, f.Root)
+	}
+	if code, b, _ := e.do("GET", "/api/v1/profiles/flame?host=jvm-1&kind=alloc", ""); code != http.StatusNotFound || !strings.Contains(string(b), "no alloc events (jdk.ObjectAllocationSample)") {
+		t.Errorf("a kind without events: %d %s", code, b)
+	}
+	if code, b, _ := e.do("GET", "/api/v1/profiles/flame?host=jvm-1&kind=heap", ""); code != http.StatusBadRequest || !strings.Contains(string(b), "kind") {
+		t.Errorf("an unknown kind: %d %s", code, b)
+	}
+	var v jfrview.Views
+	e.get("/api/v1/profiles/views?host=jvm-1&since=1h", &v)
+	if v.GC.Count != 2 || len(v.Monitors) != 1 || v.Monitors[0].MaxNs != 40 {
+		t.Errorf("views %+v", v)
+	}
+	if code, b, _ := e.do("GET", "/api/v1/profiles/views?host=other", ""); code != http.StatusNotFound || !strings.Contains(string(b), "no JFR events of host other") {
+		t.Errorf("views of a host without events: %d %s", code, b)
 	}
 	shared.SetLive(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !CanWrite(r.Context()) {

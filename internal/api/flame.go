@@ -73,13 +73,46 @@ func (c *call) flame(f Flame, format, title string) error {
 }
 
 func profileFlame(c *call) error {
+	host, since, until := profileWindow(c)
+	format := c.oneOf("format", "json", "json", "folded", "svg")
+	kind, _ := flame.KindOf(c.oneOf("kind", "cpu", flame.KindNames()...))
+	if err := c.check(); err != nil {
+		return err
+	}
+	p := c.a.opt.Shared.Profiles()
+	if p == nil {
+		return errorf(http.StatusNotFound, "no profiles: this bridge keeps no JFR samples (it needs a JFR receiver and the profile stage)")
+	}
+	st, err := p.Stacks(c.ctx, kind.Name, host, since, until)
+	if err != nil {
+		return err
+	}
+	if st == nil || st.Total() == 0 {
+		what := "samples"
+		if kind.Name != "cpu" {
+			what = kind.Name + " events (" + strings.Join(kind.Types(), ", ") + ")"
+		}
+		return errorf(http.StatusNotFound, "no %s of host %s between %s and %s", what, host,
+			time.Unix(0, since).UTC().Format(time.RFC3339), time.Unix(0, until).UTC().Format(time.RFC3339))
+	}
+	var folded strings.Builder
+	if err := st.WriteFolded(&folded); err != nil {
+		return err
+	}
+	f := analysis.FoldedFlame(folded.String())
+	f.Unit = kind.Unit
+	return c.flame(f, format, fmt.Sprintf("%s: %s, %s to %s", kind.Title, host,
+		time.Unix(0, since).UTC().Format(time.RFC3339), time.Unix(0, until).UTC().Format(time.RFC3339)))
+}
+
+// profileWindow reads host, since and until of the profile routes.
+func profileWindow(c *call) (host string, since, until int64) {
 	now := c.a.opt.Now()
-	host := c.str("host")
+	host = c.str("host")
 	if host == "" {
 		c.bad("host", "required")
 	}
-	since, until := c.when("since", now), c.when("until", now)
-	format := c.oneOf("format", "json", "json", "folded", "svg")
+	since, until = c.when("since", now), c.when("until", now)
 	if since == 0 {
 		since = now.Add(-15 * time.Minute).UnixNano()
 	}
@@ -89,25 +122,25 @@ func profileFlame(c *call) error {
 	if since > until {
 		c.bad("since", "after until")
 	}
+	return host, since, until
+}
+
+func profileViews(c *call) error {
+	host, since, until := profileWindow(c)
 	if err := c.check(); err != nil {
 		return err
 	}
 	p := c.a.opt.Shared.Profiles()
 	if p == nil {
-		return errorf(http.StatusNotFound, "no profiles: this bridge keeps no JFR samples (it needs a JFR receiver and the profile stage)")
+		return errorf(http.StatusNotFound, "no profiles: this bridge keeps no JFR events (it needs a JFR receiver and the profile stage)")
 	}
-	st, err := p.Stacks(c.ctx, host, since, until)
+	v, err := p.Views(c.ctx, host, since, until)
 	if err != nil {
 		return err
 	}
-	if st == nil || st.Total() == 0 {
-		return errorf(http.StatusNotFound, "no samples of host %s between %s and %s", host,
+	if v == nil {
+		return errorf(http.StatusNotFound, "no JFR events of host %s between %s and %s", host,
 			time.Unix(0, since).UTC().Format(time.RFC3339), time.Unix(0, until).UTC().Format(time.RFC3339))
 	}
-	var folded strings.Builder
-	if err := st.WriteFolded(&folded); err != nil {
-		return err
-	}
-	return c.flame(analysis.FoldedFlame(folded.String()), format, fmt.Sprintf("%s, %s to %s", host,
-		time.Unix(0, since).UTC().Format(time.RFC3339), time.Unix(0, until).UTC().Format(time.RFC3339)))
+	return c.json(v)
 }

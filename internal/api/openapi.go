@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/jfrview"
 	"github.com/tracebridge/tracebridge/internal/store"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
@@ -24,6 +25,7 @@ var schemaTypes = map[string]any{
 	"FindResult":        FindResult{},
 	"Ranking":           Ranking{},
 	"Flame":             Flame{},
+	"JFRViews":          jfrview.Views{},
 	"CriticalPath":      CriticalPath{},
 	"Comparison":        Comparison{},
 	"Pivot":             PivotResult{},

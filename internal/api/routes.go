@@ -2,6 +2,8 @@ package api
 
 import (
 	"net/http"
+
+	"github.com/tracebridge/tracebridge/internal/flame"
 )
 
 // auth says who may call a route.
@@ -198,7 +200,11 @@ func table() []route {
 			resp:   "EquivalenceResult", h: analysisEquivalence},
 		{method: "GET", path: "/api/v1/profiles/flame", tag: "analysis", auth: authRead, summary: "A JFR flame graph of a host in a time window (needs a JFR profile stage)",
 			params: []param{q("host", "string", "the host").req(), q("since", "string", "window start (default 15m)").fmt("time"), q("until", "string", "window end (default now)").fmt("time"),
+				q("kind", "string", "what is weighed: cpu (execution samples, default), alloc (bytes), alloc-tlab (bytes), lock (ns waited), io (ns), io-bytes (bytes), exceptions, errors (throws)").oneOf(flame.KindNames()...),
 				q("format", "string", "json (a tree, default), folded or svg").oneOf("json", "folded", "svg")}, resp: "Flame", h: profileFlame},
+		{method: "GET", path: "/api/v1/profiles/views", tag: "analysis", auth: authRead, summary: "JMC's views of a host's JFR events in a time window: GC pauses, heap after GC, contended monitors, slowest file and socket operations, exceptions by class (needs a JFR profile stage)",
+			params: []param{q("host", "string", "the host").req(), q("since", "string", "window start (default 15m)").fmt("time"), q("until", "string", "window end (default now)").fmt("time")},
+			resp:   "JFRViews", h: profileViews},
 
 		// Hosts.
 		{method: "GET", path: "/api/v1/hosts", tag: "hosts", auth: authRead, summary: "Hosts with group, last contact, stored size and traces per second", resp: "HostList", h: withHosts(listHosts)},

@@ -14,8 +14,12 @@ import (
 // (jdk.ExecutionSample, field stackTrace) into one profile, without line
 // numbers.
 type Aggregator struct {
+	// Kind, when set, says which event types count and how they weigh
+	// (Types is then not used).
+	Kind *Kind
 	// Types are the record types holding samples (default
-	// jdk.ExecutionSample); records of other types are ignored.
+	// jdk.ExecutionSample), each counting 1; records of other types are
+	// ignored.
 	Types []string
 	// StackField is the string-array field with the frames, top first
 	// (default "stackTrace").
@@ -36,7 +40,8 @@ type Aggregator struct {
 	MaxProfiles int
 
 	profiles map[profileKey]*Profile
-	types    map[*record.Type]int // stack field index, -1: not a sample type
+	classes  ClassNames
+	types    map[*record.Type]typeInfo
 	Dropped  int64
 }
 
@@ -90,15 +95,26 @@ func (a *Aggregator) Consume(_ context.Context, b *record.Batch) error {
 	return nil
 }
 
-// Add adds one record's sample (if it is one).
+// typeInfo is where a record type keeps its stack, weight and label
+// (field indexes; stack -1: not a sample type, weight and label -1: none).
+type typeInfo struct{ stack, weight, label int }
+
+// Add adds one record's sample (if it is one). It allocates nothing for
+// a stack already counted in the record's profile.
 func (a *Aggregator) Add(r *record.Record) {
-	idx := a.stackIndex(r.Type)
-	if idx < 0 {
+	ti := a.typeInfo(r.Type)
+	if ti.stack < 0 {
 		return
 	}
-	l := r.Values[idx].List()
+	l := r.Values[ti.stack].List()
 	if l == nil {
 		return
+	}
+	n := int64(1)
+	if ti.weight >= 0 {
+		if n = r.Values[ti.weight].Int(); n <= 0 {
+			return
+		}
 	}
 	key := profileKey{}
 	if a.Group != nil {
@@ -139,34 +155,130 @@ func (a *Aggregator) Add(r *record.Record) {
 		}
 		st.buf = appendFrame(st.buf, frame(l.Items[j].Str()))
 	}
-	st.add(st.buf, 1)
+	if ti.label >= 0 {
+		if label := r.Values[ti.label].Str(); label != "" {
+			if len(st.buf) > 0 {
+				st.buf = append(st.buf, ';')
+			}
+			st.buf = appendFrame(st.buf, a.classes.Java(label))
+		}
+	}
+	st.add(st.buf, n)
 }
 
-func (a *Aggregator) stackIndex(t *record.Type) int {
-	if i, ok := a.types[t]; ok {
-		return i
+func (a *Aggregator) typeInfo(t *record.Type) typeInfo {
+	if ti, ok := a.types[t]; ok {
+		return ti
 	}
 	if a.types == nil {
-		a.types = map[*record.Type]int{}
+		a.types = map[*record.Type]typeInfo{}
 	}
-	types := a.Types
-	if len(types) == 0 {
-		types = []string{"jdk.ExecutionSample"}
+	var events []KindEvent
+	if a.Kind != nil {
+		events = a.Kind.Events
+	} else {
+		types := a.Types
+		if len(types) == 0 {
+			types = []string{"jdk.ExecutionSample"}
+		}
+		for _, name := range types {
+			events = append(events, KindEvent{Type: name})
+		}
 	}
 	field := a.StackField
 	if field == "" {
 		field = "stackTrace"
 	}
-	i := -1
-	for _, name := range types {
-		if name == t.Name {
-			if j := t.FieldIndex(field); j >= 0 && t.Fields[j].Array && t.Fields[j].Kind == record.String {
-				i = j
+	ti := typeInfo{-1, -1, -1}
+	for _, e := range events {
+		if e.Type != t.Name {
+			continue
+		}
+		j := t.FieldIndex(field)
+		if j < 0 || !t.Fields[j].Array || t.Fields[j].Kind != record.String {
+			break
+		}
+		ti.stack = j
+		if e.Weight != "" {
+			w := t.FieldIndex(e.Weight)
+			if w < 0 || t.Fields[w].Array || !integral(t.Fields[w].Kind) {
+				ti.stack = -1 // no weight: nothing to add
+				break
+			}
+			ti.weight = w
+		}
+		if e.Label != "" {
+			if j := t.FieldIndex(e.Label); j >= 0 && !t.Fields[j].Array && t.Fields[j].Kind == record.String {
+				ti.label = j
 			}
 		}
+		break
 	}
-	a.types[t] = i
-	return i
+	a.types[t] = ti
+	return ti
+}
+
+// ClassNames converts class names as JavaClassName does, each array
+// name once (up to 10,000 of them, then it starts over): a label costs no
+// allocation per event. Its zero value is ready; one goroutine uses it.
+type ClassNames struct {
+	arrays map[string]string // "[Ljava.lang.Object;" → "java.lang.Object[]"
+}
+
+// Java gives a class name as Java source writes it: arrays ("[B",
+// "[[Ljava.lang.String;", as Class.getName() gives them) become "byte[]",
+// "java.lang.String[][]".
+func (c *ClassNames) Java(name string) string {
+	if name == "" || name[0] != '[' {
+		return name
+	}
+	if s, ok := c.arrays[name]; ok {
+		return s
+	}
+	if c.arrays == nil || len(c.arrays) >= 10_000 {
+		c.arrays = map[string]string{}
+	}
+	s := JavaClassName(name)
+	c.arrays[name] = s
+	return s
+}
+
+// JavaClassName turns a name Class.getName() gives into the name Java
+// source uses ("[I" → "int[]", "[Lp.C;" → "p.C[]"); other names, and
+// malformed array names, are returned as they are.
+func JavaClassName(name string) string {
+	dims := 0
+	for dims < len(name) && name[dims] == '[' {
+		dims++
+	}
+	if dims == 0 || dims == len(name) {
+		return name
+	}
+	elem := name[dims:]
+	switch {
+	case elem[0] == 'L' && strings.HasSuffix(elem, ";") && len(elem) > 2:
+		elem = elem[1 : len(elem)-1]
+	case len(elem) == 1:
+		p, ok := primitives[elem[0]]
+		if !ok {
+			return name
+		}
+		elem = p
+	default:
+		return name
+	}
+	return elem + strings.Repeat("[]", dims)
+}
+
+var primitives = map[byte]string{'Z': "boolean", 'B': "byte", 'C': "char", 'S': "short", 'I': "int", 'J': "long", 'F': "float", 'D': "double"}
+
+// integral reports whether a field of kind k holds an integer.
+func integral(k record.Kind) bool {
+	switch k {
+	case record.Byte, record.Short, record.Int, record.Long:
+		return true
+	}
+	return false
 }
 
 // Profiles returns the profiles, by group, then window.

@@ -34,8 +34,11 @@ func ThreadOf(r *record.Record) string {
 // name (without the extension) once both files are written.
 func (a *Aggregator) WriteFiles(prefix string, inputs []string, written func(name string)) error {
 	merged := a.Merged()
-	title := "CPU samples"
-	if len(a.Types) != 1 || a.Types[0] != "jdk.ExecutionSample" {
+	title, unit := "CPU samples", "samples"
+	switch {
+	case a.Kind != nil:
+		title, unit = a.Kind.Title, a.Kind.Unit
+	case len(a.Types) != 1 || a.Types[0] != "jdk.ExecutionSample":
 		title = strings.Join(a.Types, ", ")
 	}
 	write := func(name string, s *Stacks, subtitle string) error {
@@ -43,14 +46,14 @@ func (a *Aggregator) WriteFiles(prefix string, inputs []string, written func(nam
 			return err
 		}
 		if err := writeFile(name+".svg", func(w io.Writer) error {
-			return s.WriteSVG(w, SVGOptions{Title: title, Subtitle: subtitle})
+			return s.WriteSVG(w, SVGOptions{Title: title, Subtitle: subtitle, Unit: unit})
 		}); err != nil {
 			return err
 		}
 		written(name)
 		return nil
 	}
-	if err := write(prefix, merged, fmt.Sprintf("%d samples of %s", merged.Total(), strings.Join(inputs, ", "))); err != nil {
+	if err := write(prefix, merged, fmt.Sprintf("%d %s of %s", merged.Total(), unit, strings.Join(inputs, ", "))); err != nil {
 		return err
 	}
 	if a.Group == nil && a.Window <= 0 {
@@ -58,7 +61,7 @@ func (a *Aggregator) WriteFiles(prefix string, inputs []string, written func(nam
 	}
 	for _, p := range a.Profiles() {
 		name := prefix
-		sub := fmt.Sprintf("%d samples", p.Stacks.Total())
+		sub := fmt.Sprintf("%d %s", p.Stacks.Total(), unit)
 		if a.Group != nil {
 			name += "-" + fileSafe(p.Group)
 			sub += " of " + p.Group

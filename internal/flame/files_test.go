@@ -47,3 +47,17 @@ func TestWriteFiles(t *testing.T) {
 		t.Errorf("fileSafe(\"\") = %q", got)
 	}
 }
+
+// TestJavaClassName: array names as Class.getName() gives them read as
+// Java source writes them; other names stay.
+func TestJavaClassName(t *testing.T) {
+	for in, want := range map[string]string{
+		"[B": "byte[]", "[[I": "int[][]", "[Ljava.lang.Object;": "java.lang.Object[]",
+		"[[Lshop.Order$Item;": "shop.Order$Item[][]", "java.lang.String": "java.lang.String",
+		"[": "[", "[Q": "[Q", "[Lx": "[Lx", "[L;": "[L;",
+	} {
+		if got := JavaClassName(in); got != want {
+			t.Errorf("JavaClassName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

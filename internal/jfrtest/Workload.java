@@ -1,5 +1,6 @@
 // Workload is the Java program the JFR tests and the benchmark record: it
-// allocates, sleeps, contends on monitors, throws, does file I/O and emits
+// allocates, sleeps, contends on monitors, throws, does file and socket
+// I/O (a loopback echo) and emits
 // custom jdk.jfr.Event subclasses, for a given number of seconds.
 //
 // Usage: java Workload SECONDS [RUN_ID [SCALE]]
@@ -16,6 +17,11 @@ import java.io.File;
 import java.io.FileInputStream;
 import java.io.FileOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -102,6 +108,7 @@ public class Workload {
             workers.add(new Thread(Workload::contend, "contender-b-" + i));
             workers.add(new Thread(Workload::thrower, "thrower-" + i));
             workers.add(new Thread(Workload::fileIO, "io-" + i));
+            workers.add(new Thread(Workload::socketIO, "net-" + i));
             workers.add(new Thread(Workload::orders, "shop-é-" + i));
         }
         for (Thread t : workers) {
@@ -242,6 +249,46 @@ public class Workload {
                 pause(20);
             }
             f.delete();
+        } catch (IOException e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    // socketIO sends 16 KB to a loopback echo server and reads it back,
+    // again and again: jdk.SocketWrite and jdk.SocketRead on both ends.
+    static void socketIO() {
+        try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            Thread echo = new Thread(() -> {
+                try (Socket s = server.accept()) {
+                    InputStream in = s.getInputStream();
+                    OutputStream out = s.getOutputStream();
+                    byte[] b = new byte[8192];
+                    int n;
+                    while ((n = in.read(b)) > 0) {
+                        out.write(b, 0, n);
+                    }
+                } catch (IOException e) {
+                }
+            }, "echo-" + Thread.currentThread().getName());
+            echo.setDaemon(true);
+            echo.start();
+            try (Socket s = new Socket(server.getInetAddress(), server.getLocalPort())) {
+                InputStream in = s.getInputStream();
+                OutputStream out = s.getOutputStream();
+                byte[] buf = new byte[16 * 1024];
+                while (running) {
+                    out.write(buf);
+                    int got = 0;
+                    while (got < buf.length) {
+                        int n = in.read(buf, got, buf.length - got);
+                        if (n < 0) {
+                            return;
+                        }
+                        got += n;
+                    }
+                    pause(5);
+                }
+            }
         } catch (IOException e) {
             throw new RuntimeException(e);
         }

@@ -1,6 +1,7 @@
 // Package jfrtest runs real JVMs for the JFR tests and the benchmark: it
 // finds the JDK's tools, compiles the Java workload (Workload.java: it
-// allocates, sleeps, contends on monitors, throws, does file I/O and emits
+// allocates, sleeps, contends on monitors, throws, does file and socket
+// I/O and emits
 // custom events shop.Order, shop.Checkout and shop.Tick), records it, and
 // asks the JDK's own jfr tool for the reference answers (jfr summary's
 // counts, jfr print --json's values).
@@ -150,11 +151,13 @@ type Options struct {
 }
 
 // Recording options every test run uses besides the settings: exceptions
-// and all file I/O are recorded.
+// and all file and socket I/O are recorded.
 var defaultExtra = []string{
 	"jdk.JavaExceptionThrow#enabled=true",
 	"jdk.FileRead#threshold=0ms",
 	"jdk.FileWrite#threshold=0ms",
+	"jdk.SocketRead#threshold=0ms",
+	"jdk.SocketWrite#threshold=0ms",
 }
 
 // JVM is a running workload.

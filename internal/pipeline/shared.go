@@ -8,6 +8,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/flame"
 	"github.com/tracebridge/tracebridge/internal/hostauth"
 	"github.com/tracebridge/tracebridge/internal/hostdb"
+	"github.com/tracebridge/tracebridge/internal/jfrview"
 )
 
 // Shared holds what the components of one bridge share besides their own
@@ -116,12 +117,18 @@ func (s *Shared) Live() http.Handler {
 	return s.live
 }
 
-// Profiles gives the stacks a profile stage sampled (JFR's execution
-// samples), for the HTTP API's flame graphs.
+// Profiles gives the stacks a profile stage kept (JFR's execution
+// samples, allocations, lock waits, I/O, exceptions), for the HTTP API's
+// flame graphs.
 type Profiles interface {
-	// Stacks returns the stacks sampled on host between since and until
-	// (unix ns), merged; nil without samples there.
-	Stacks(ctx context.Context, host string, since, until int64) (*flame.Stacks, error)
+	// Stacks returns the stacks of a kind (a flame.Kinds name; "" is
+	// cpu) on host between since and until (unix ns), merged and
+	// weighed; nil without samples there; an error for an unknown kind.
+	Stacks(ctx context.Context, kind, host string, since, until int64) (*flame.Stacks, error)
+	// Views returns what JMC's views show of host between since and
+	// until (garbage collections, heap after GC, contended monitors, the
+	// slowest I/O, exceptions by class); nil when there is nothing.
+	Views(ctx context.Context, host string, since, until int64) (*jfrview.Views, error)
 }
 
 // SetProfiles publishes the profile stage's stacks. Publishing again

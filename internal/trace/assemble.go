@@ -1022,7 +1022,7 @@ func sameSpan(a, b *Span) bool {
 			return x.TraceID == y.TraceID && x.SpanID == y.SpanID && x.Kind == y.Kind && x.TraceState == y.TraceState && slices.Equal(x.Attributes, y.Attributes)
 		}) &&
 		a.OrderIndex == b.OrderIndex && a.EOI == b.EOI && a.ESS == b.ESS && a.KiekerTrace == b.KiekerTrace &&
-		a.Source == b.Source && a.afterOrder == b.afterOrder
+		a.Source == b.Source && a.Resource.Equal(b.Resource) && a.Scope.Equal(b.Scope) && a.afterOrder == b.afterOrder
 }
 
 // sameExecution reports whether a and b are one execution (every field

@@ -177,11 +177,27 @@ func TestSameSpanFields(t *testing.T) {
 			v.Set(reflect.Append(v, reflect.Zero(v.Type().Elem())))
 		case v.Kind() == reflect.Struct && v.Field(0).CanUint():
 			v.Field(0).SetUint(v.Field(0).Uint() + 1)
+		case v.Kind() == reflect.Pointer && v.IsNil():
+			// (A resource or scope: none against an empty one.)
+			v.Set(reflect.New(v.Type().Elem()))
 		default:
 			t.Fatalf("field %s (%s): not known to this test", f.Name, f.Type)
 		}
 		if got := sameSpan(&a, &b); got != derived[f.Name] {
 			t.Errorf("field %s differs: sameSpan %v", f.Name, got)
 		}
+	}
+	// A resource and a scope compare by content: a span delivered twice
+	// may point at two copies of them.
+	attrs := []Attr{{Key: "service.name", Value: "svc", Type: TypeString}}
+	a.Resource, a.Scope = &Resource{Attributes: attrs}, &Scope{Name: "lib", Version: "1"}
+	b := a
+	b.Resource, b.Scope = &Resource{Attributes: slices.Clone(attrs)}, &Scope{Name: "lib", Version: "1"}
+	if !sameSpan(&a, &b) {
+		t.Error("copies of one resource and scope differ: sameSpan false")
+	}
+	b.Resource = &Resource{Attributes: []Attr{{Key: "service.name", Value: "other", Type: TypeString}}}
+	if sameSpan(&a, &b) {
+		t.Error("another resource: sameSpan true")
 	}
 }

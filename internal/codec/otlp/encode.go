@@ -18,42 +18,64 @@ import (
 const LinkKindAttr = "tracebridge.link.kind"
 
 // AppendTraceJSON appends t as OTLP/JSON (an ExportTraceServiceRequest,
-// the TracesData of OTLP's file exporter): one resourceSpans per
-// service, host and process (service.name — the span's service, else its
-// host, else trace.UnknownService —, host.name and process.pid), one
-// scopeSpans per instrumentation scope (an OTLP span's scope; "tracebridge"
-// for Kieker's and zorka's calls), spans in the trace's tree order.
+// the TracesData of OTLP's file exporter; the stream's dump --format
+// otlp-json writes one per line): one resourceSpans per resource, one
+// scopeSpans per instrumentation scope in it, spans in the trace's tree
+// order. A span's resource and scope are the ones it came with (its
+// Resource and Scope, entries of t.Resources and t.Scopes: every
+// attribute, the scope's name and version); a span without them (Kieker's
+// and zorka's calls, OTLP spans stored before resources were kept) gets
+// the resource service.name — its service, else its host, else
+// trace.UnknownService —, host.name and process.pid, and the scope of its
+// component (an OTLP span without code.namespace: the decoder put its
+// scope there), else "tracebridge".
 //
 // Ids are hex, times and 64-bit integers decimal strings, enums numbers,
 // as the OTLP specification asks. A span's attributes come back with
 // their types (arrays and maps as arrayValue and kvlistValue); a span
 // that is not OTLP's gets code.namespace (its class), thread.id and
-// Kieker's positions (trace.KiekerAttrs) as attributes, a failed call
-// the status ERROR. The result reads back with DecodeJSON into the same
-// spans.
+// Kieker's positions (trace.KiekerAttrs) as attributes, the kind INTERNAL
+// when it has none, a failed call the status ERROR. The result reads
+// back with DecodeJSON into the same spans, resources and scopes.
 func AppendTraceJSON(dst []byte, t *trace.Trace) []byte {
-	type resKey struct{ service, host, pid string }
+	// resKey is a resource: the span's own, else the one made of its
+	// service, host and process.
+	type resKey struct {
+		res                *trace.Resource
+		service, host, pid string
+	}
+	// scopeKey is a scope: the span's own, else the name made for it.
+	type scopeKey struct {
+		sc   *trace.Scope
+		name string
+	}
 	type group struct {
 		res    resKey
-		scopes []string
+		scopes []scopeKey
 		spans  [][]int // per scope, the span indexes
 	}
 	var groups []*group
-	byRes := map[resKey]*group{}
+	byRes := make(map[resKey]*group, len(t.Resources)+1)
 	for i := range t.Spans {
 		s := &t.Spans[i]
-		k := resKey{serviceName(s), s.Host, s.Process}
+		k := resKey{res: s.Resource}
+		if k.res == nil {
+			k.service, k.host, k.pid = serviceName(s), s.Host, s.Process
+		}
 		g := byRes[k]
 		if g == nil {
 			g = &group{res: k}
 			byRes[k] = g
 			groups = append(groups, g)
 		}
-		sc := scopeName(s)
-		j := slices.Index(g.scopes, sc)
+		sk := scopeKey{sc: s.Scope}
+		if sk.sc == nil {
+			sk.name = scopeName(s)
+		}
+		j := slices.Index(g.scopes, sk)
 		if j < 0 {
 			j = len(g.scopes)
-			g.scopes = append(g.scopes, sc)
+			g.scopes = append(g.scopes, sk)
 			g.spans = append(g.spans, nil)
 		}
 		g.spans[j] = append(g.spans[j], i)
@@ -64,27 +86,28 @@ func AppendTraceJSON(dst []byte, t *trace.Trace) []byte {
 		if gi > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, `{"resource":{"attributes":[`...)
-		dst = appendKV(dst, trace.Attr{Key: "service.name", Value: g.res.service, Type: trace.TypeString})
-		if g.res.host != "" {
-			dst = append(dst, ',')
-			dst = appendKV(dst, trace.Attr{Key: "host.name", Value: g.res.host, Type: trace.TypeString})
+		dst = append(dst, `{"resource":{`...)
+		if g.res.res != nil {
+			dst = appendAttrList(dst, g.res.res.Attributes)
+		} else {
+			dst = appendMadeResource(dst, g.res.service, g.res.host, g.res.pid)
 		}
-		if g.res.pid != "" {
-			typ := trace.TypeString
-			if _, err := strconv.ParseInt(g.res.pid, 10, 64); err == nil {
-				typ = trace.TypeInt
-			}
-			dst = append(dst, ',')
-			dst = appendKV(dst, trace.Attr{Key: "process.pid", Value: g.res.pid, Type: typ})
-		}
-		dst = append(dst, `]},"scopeSpans":[`...)
-		for si, sc := range g.scopes {
+		dst = append(dst, `},"scopeSpans":[`...)
+		for si, sk := range g.scopes {
 			if si > 0 {
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"scope":{"name":`...)
-			dst = jsonstr.AppendString(dst, sc)
+			if sc := sk.sc; sc != nil {
+				dst = jsonstr.AppendString(dst, sc.Name)
+				if sc.Version != "" {
+					dst = append(dst, `,"version":`...)
+					dst = jsonstr.AppendString(dst, sc.Version)
+				}
+				dst = appendAttrs(dst, sc.Attributes, nil)
+			} else {
+				dst = jsonstr.AppendString(dst, sk.name)
+			}
 			dst = append(dst, `},"spans":[`...)
 			for k, i := range g.spans[si] {
 				if k > 0 {
@@ -97,6 +120,39 @@ func AppendTraceJSON(dst []byte, t *trace.Trace) []byte {
 		dst = append(dst, `]}`...)
 	}
 	return append(dst, `]}`...)
+}
+
+// appendAttrList appends "attributes":[…].
+func appendAttrList(dst []byte, as []trace.Attr) []byte {
+	dst = append(dst, `"attributes":[`...)
+	for i, a := range as {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendKV(dst, a)
+	}
+	return append(dst, ']')
+}
+
+// appendMadeResource appends "attributes":[…] of the resource of a span
+// without one: service.name, host.name and process.pid (an int when it
+// reads as one).
+func appendMadeResource(dst []byte, service, host, pid string) []byte {
+	dst = append(dst, `"attributes":[`...)
+	dst = appendKV(dst, trace.Attr{Key: "service.name", Value: service, Type: trace.TypeString})
+	if host != "" {
+		dst = append(dst, ',')
+		dst = appendKV(dst, trace.Attr{Key: "host.name", Value: host, Type: trace.TypeString})
+	}
+	if pid != "" {
+		typ := trace.TypeString
+		if _, err := strconv.ParseInt(pid, 10, 64); err == nil {
+			typ = trace.TypeInt
+		}
+		dst = append(dst, ',')
+		dst = appendKV(dst, trace.Attr{Key: "process.pid", Value: pid, Type: typ})
+	}
+	return append(dst, ']')
 }
 
 // serviceName is a span's service.name: its service, else its host (as
@@ -137,8 +193,12 @@ func appendSpan(dst []byte, tid string, s *trace.Span) []byte {
 	}
 	dst = append(dst, `,"name":`...)
 	dst = jsonstr.AppendString(dst, s.Operation)
+	kind := s.Kind
+	if kind == trace.KindUnspecified && s.Source != trace.FromSpan {
+		kind = trace.KindInternal // a Kieker or zorka call
+	}
 	dst = append(dst, `,"kind":`...)
-	dst = strconv.AppendInt(dst, int64(s.Kind), 10)
+	dst = strconv.AppendInt(dst, int64(kind), 10)
 	dst = append(dst, `,"startTimeUnixNano":"`...)
 	dst = strconv.AppendInt(dst, s.Start, 10)
 	dst = append(dst, `","endTimeUnixNano":"`...)
@@ -159,7 +219,8 @@ func appendSpan(dst []byte, tid string, s *trace.Span) []byte {
 		has := func(k string) bool {
 			return slices.ContainsFunc(s.Attributes, func(a trace.Attr) bool { return a.Key == k })
 		}
-		if s.Component != "" && !has("code.namespace") {
+		// (A component that is the span's scope's name is in the scope.)
+		if s.Component != "" && !has("code.namespace") && (s.Scope == nil || s.Scope.Name != s.Component) {
 			add(trace.Attr{Key: "code.namespace", Value: s.Component, Type: trace.TypeString})
 		}
 		if s.Thread != "" && !has("thread.id") {

@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -23,7 +24,14 @@ func otlpTrace() *trace.Trace {
 		return trace.Span{SpanID: sid, ParentID: parent, Parent: p, Operation: op, Service: svc, Host: host,
 			Start: t0 + start, End: t0 + end, Source: trace.FromSpan, OrderIndex: -1, EOI: -1, ESS: -1}
 	}
+	frontend := &trace.Resource{Attributes: []trace.Attr{{Key: "service.name", Value: "frontend", Type: trace.TypeString},
+		{Key: "host.name", Value: "web-1", Type: trace.TypeString}, {Key: "process.pid", Value: "4242", Type: trace.TypeInt}}}
+	checkout := &trace.Resource{Attributes: []trace.Attr{{Key: "service.name", Value: "checkout", Type: trace.TypeString},
+		{Key: "host.name", Value: "web-2", Type: trace.TypeString}, {Key: "deployment.environment", Value: "prod", Type: trace.TypeString}}}
+	nethttp := &trace.Scope{Name: "net/http", Version: "1.26", Attributes: []trace.Attr{{Key: "team", Value: "web", Type: trace.TypeString}}}
+	grpc := &trace.Scope{Name: "grpc"}
 	root := span(1, 0, -1, "GET /cart", "frontend", "web-1", 0, 9_000_000)
+	root.Resource, root.Scope = frontend, nethttp
 	root.Kind = trace.KindServer
 	root.Component = "net/http"
 	root.Process = "4242"
@@ -39,6 +47,7 @@ func otlpTrace() *trace.Trace {
 	}
 	root.Events = []trace.Event{{Name: "cache miss", Time: t0 + 100, Attributes: []trace.Attr{{Key: "key", Value: "k1", Type: trace.TypeString}}}}
 	pay := span(2, 1, 0, "Pay", "checkout", "web-2", 1_000_000, 8_000_000)
+	pay.Resource, pay.Scope = checkout, grpc
 	pay.Kind = trace.KindClient
 	pay.Component = "grpc"
 	pay.Status = trace.StatusError
@@ -46,44 +55,87 @@ func otlpTrace() *trace.Trace {
 	pay.StatusMessage = "card declined"
 	pay.Links = []trace.Link{{TraceID: other, SpanID: 7, TraceState: "k=v", Attributes: []trace.Attr{{Key: "why", Value: "retry", Type: trace.TypeString}}}}
 	db := span(3, 2, 1, "SELECT", "checkout", "web-2", 2_000_000, 3_000_000)
+	db.Resource = checkout // and no scope
 	db.Kind = trace.KindClient
 	db.Component = "db.Dao"
 	db.Attributes = []trace.Attr{{Key: "code.namespace", Value: "db.Dao", Type: trace.TypeString}}
 	fe := span(4, 1, 0, "render", "frontend", "web-1", 8_000_000, 9_000_000)
+	fe.Resource, fe.Scope = frontend, nethttp
 	fe.Component = "net/http"
 	fe.Process = "4242"
 	fe.Status = trace.StatusOK
-	return &trace.Trace{ID: id, Spans: []trace.Span{root, pay, db, fe}}
+	return &trace.Trace{ID: id, Spans: []trace.Span{root, pay, db, fe},
+		Resources: []*trace.Resource{frontend, checkout}, Scopes: []*trace.Scope{nethttp, grpc}}
+}
+
+// withoutOrigins is t as a block written before resources were kept
+// reads: no resources or scopes.
+func withoutOrigins(t *trace.Trace) *trace.Trace {
+	t.Resources, t.Scopes = nil, nil
+	for i := range t.Spans {
+		t.Spans[i].Resource, t.Spans[i].Scope = nil, nil
+	}
+	return t
 }
 
 // TestTraceJSONRoundTrip: the OTLP/JSON of a trace of OTLP spans reads
-// back through DecodeJSON and the assembler into the same trace.
+// back through DecodeJSON and the assembler into the same trace: its
+// resources and scopes with every attribute; a trace without them (as
+// blocks from before resources were kept read) into the same spans, with
+// the resources and scopes made of their services, hosts, processes and
+// components.
 func TestTraceJSONRoundTrip(t *testing.T) {
-	want := otlpTrace()
-	out := AppendTraceJSON(nil, want)
-	if !json.Valid(out) {
-		t.Fatalf("not JSON: %s", out)
+	madeResources := func(got *trace.Trace) bool {
+		var names []string
+		for _, r := range got.Resources {
+			a, _ := r.Attr("service.name")
+			names = append(names, a.Value)
+		}
+		return cmp.Equal(names, []string{"frontend", "checkout"}) && len(got.Scopes) == 2 &&
+			got.Scopes[0].Name == "net/http" && got.Scopes[1].Name == "grpc"
 	}
-	d := NewDecoder(Options{})
-	b := &record.Batch{}
-	res, err := d.DecodeJSON(out, b, nil)
-	if err != nil || res.Spans != len(want.Spans) || res.Rejected != 0 {
-		t.Fatalf("decode: %+v %v\n%s", res, err, out)
-	}
-	var got *trace.Trace
-	a := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Emit: func(tr *trace.Trace) { got = tr }})
-	a.AddBatch(b)
-	a.Flush()
-	if got == nil {
-		t.Fatal("no trace assembled")
-	}
-	// The decoder keeps the scope in Component when there is no
-	// code.namespace; the assembler sets depths.
-	for i := range want.Spans {
-		want.Spans[i].Depth = got.Spans[i].Depth
-	}
-	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(trace.Span{}), cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("round trip (-want +got):\n%s\n%s", diff, out)
+	for _, tc := range []struct {
+		name    string
+		trace   *trace.Trace
+		opts    []cmp.Option
+		origins func(got *trace.Trace) bool
+	}{
+		{"resources", otlpTrace(), nil, nil},
+		{"no resources", withoutOrigins(otlpTrace()), []cmp.Option{
+			cmpopts.IgnoreFields(trace.Trace{}, "Resources", "Scopes"), cmpopts.IgnoreFields(trace.Span{}, "Resource", "Scope")}, madeResources},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := tc.trace
+			out := AppendTraceJSON(nil, want)
+			if !json.Valid(out) {
+				t.Fatalf("not JSON: %s", out)
+			}
+			d := NewDecoder(Options{})
+			b := &record.Batch{}
+			res, err := d.DecodeJSON(out, b, nil)
+			if err != nil || res.Spans != len(want.Spans) || res.Rejected != 0 {
+				t.Fatalf("decode: %+v %v\n%s", res, err, out)
+			}
+			var got *trace.Trace
+			a := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Emit: func(tr *trace.Trace) { got = tr }})
+			a.AddBatch(b)
+			a.Flush()
+			if got == nil {
+				t.Fatal("no trace assembled")
+			}
+			// The decoder keeps the scope in Component when there is no
+			// code.namespace; the assembler sets depths.
+			for i := range want.Spans {
+				want.Spans[i].Depth = got.Spans[i].Depth
+			}
+			opts := append([]cmp.Option{cmpopts.IgnoreUnexported(trace.Span{}), cmpopts.EquateEmpty()}, tc.opts...)
+			if diff := cmp.Diff(want, got, opts...); diff != "" {
+				t.Errorf("round trip (-want +got):\n%s\n%s", diff, out)
+			}
+			if tc.origins != nil && !tc.origins(got) {
+				t.Errorf("resources %+v scopes %+v\n%s", got.Resources, got.Scopes, out)
+			}
+		})
 	}
 }
 
@@ -119,6 +171,12 @@ func TestTraceJSONIsOTLP(t *testing.T) {
 				bySpan[id] = s
 				res[id] = rs.Resource().Attributes().AsRaw()
 				scope[id] = ss.Scope().Name()
+				if v := ss.Scope().Version(); v != "" {
+					scope[id] += "@" + v
+				}
+				if a := ss.Scope().Attributes().AsRaw(); len(a) > 0 {
+					scope[id] += fmt.Sprint(a)
+				}
 			}
 		}
 	}
@@ -136,9 +194,13 @@ func TestTraceJSONIsOTLP(t *testing.T) {
 		if got := trace.SpanID(uint64FromBytes(pid[:])); got != w.ParentID {
 			t.Errorf("span %s: parent %s, want %s", w.SpanID, got, w.ParentID)
 		}
-		if s.Name() != w.Operation || int64(s.StartTimestamp()) != w.Start || int64(s.EndTimestamp()) != w.End || int(s.Kind()) != int(w.Kind) {
+		wantKind := w.Kind
+		if w.Source != trace.FromSpan {
+			wantKind = trace.KindInternal // a Kieker call
+		}
+		if s.Name() != w.Operation || int64(s.StartTimestamp()) != w.Start || int64(s.EndTimestamp()) != w.End || int(s.Kind()) != int(wantKind) {
 			t.Errorf("span %s: %s %d-%d kind %d, want %s %d-%d kind %d", w.SpanID, s.Name(), s.StartTimestamp(), s.EndTimestamp(), s.Kind(),
-				w.Operation, w.Start, w.End, w.Kind)
+				w.Operation, w.Start, w.End, wantKind)
 		}
 		if wantErr := w.Error; (s.Status().Code() == ptrace.StatusCodeError) != wantErr || s.Status().Message() != w.StatusMessage {
 			t.Errorf("span %s: status %v %q, want error %v %q", w.SpanID, s.Status().Code(), s.Status().Message(), wantErr, w.StatusMessage)
@@ -160,7 +222,7 @@ func TestTraceJSONIsOTLP(t *testing.T) {
 	if diff := cmp.Diff(want, attrs); diff != "" || nan.Type() != pcommon.ValueTypeDouble || nan.Double() == nan.Double() {
 		t.Errorf("root attributes (-want +got):\n%s\nnan: %v", diff, nan.AsRaw())
 	}
-	if res[1]["process.pid"] != int64(4242) || scope[1] != "net/http" {
+	if res[1]["process.pid"] != int64(4242) || scope[1] != "net/http@1.26map[team:web]" || res[2]["deployment.environment"] != "prod" || scope[2] != "grpc" {
 		t.Errorf("root: resource %v, scope %q", res[1], scope[1])
 	}
 	if ev := root.Events(); ev.Len() != 1 || ev.At(0).Name() != "cache miss" || int64(ev.At(0).Timestamp()) != tr.Spans[0].Events[0].Time ||

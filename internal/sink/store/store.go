@@ -130,7 +130,13 @@ func New(c *Config, set pipeline.Settings) (*Sink, error) {
 	var own *hostdb.DB
 	if hosts == nil {
 		var err error
-		if own, err = hostdb.Open(filepath.Join(set.DataDir, "hosts"), hostdb.Options{Logger: set.Logger}); err != nil {
+		// The bridge's data directory; without one (a program embedding
+		// the sink), beside the store.
+		dataDir := set.DataDir
+		if dataDir == "" {
+			dataDir = filepath.Dir(filepath.Clean(path))
+		}
+		if own, err = hostdb.Open(filepath.Join(dataDir, "hosts"), hostdb.Options{Logger: set.Logger}); err != nil {
 			return nil, pipeline.Classify(pipeline.ErrConfig, err)
 		}
 		hosts = own

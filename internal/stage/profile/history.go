@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/flame"
+	"github.com/tracebridge/tracebridge/internal/jfrview"
 )
 
 // DefaultHistory is how long a host's samples stay in the history that
@@ -52,9 +53,9 @@ func newHistory(keep time.Duration, now func() time.Time) *history {
 	return &history{keep: max(int64(keep/time.Minute), 1), now: now, hosts: map[string]*hostHistory{}}
 }
 
-// add counts one sample of host at t (unix ns). It does not allocate
-// for a stack already counted in the minute.
-func (h *history) add(host string, t int64, st *stack) {
+// add counts one sample of host at t (unix ns) with weight n. It does
+// not allocate for a stack already counted in the minute.
+func (h *history) add(host string, t int64, st *stack, n int64) {
 	m := t / int64(time.Minute)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -83,9 +84,9 @@ func (h *history) add(host string, t int64, st *stack) {
 		hh.minutes[m] = counts
 	}
 	if _, ok := counts[st]; ok || len(counts) < historyStacks {
-		counts[st]++
+		counts[st] += n
 	} else {
-		counts[otherStack]++
+		counts[otherStack] += n
 	}
 }
 
@@ -153,9 +154,28 @@ func (h *history) stacks(ctx context.Context, host string, since, until int64) (
 	return out, nil
 }
 
-// Stacks returns the stacks sampled on host between since and until
-// (unix ns, to the minute), merged over the JVMs of the host; nil when
-// none were. It may be called from any goroutine (api.Profiles).
-func (s *Stage) Stacks(ctx context.Context, host string, since, until int64) (*flame.Stacks, error) {
-	return s.hist.stacks(ctx, host, since, until)
+// Stacks returns the stacks of a flame graph kind (flame.Kinds; "" is
+// cpu: the samples of Options.Types) on host between since and until
+// (unix ns, to the minute), weighed as the kind says and merged over the
+// JVMs of the host; nil when there were none. It may be called from any
+// goroutine (api.Profiles).
+func (s *Stage) Stacks(ctx context.Context, kind, host string, since, until int64) (*flame.Stacks, error) {
+	if kind == "" || kind == "cpu" {
+		return s.hist.stacks(ctx, host, since, until)
+	}
+	for i, k := range flame.Kinds {
+		if k.Name == kind && s.hists[i] != nil {
+			return s.hists[i].stacks(ctx, host, since, until)
+		}
+	}
+	_, err := flame.KindOf(kind)
+	return nil, err
+}
+
+// Views returns the JMC views (garbage collections, heap after GC,
+// contended monitors, the slowest I/O, exceptions by class) of host
+// between since and until (unix ns); nil when there is nothing. It may be
+// called from any goroutine (api.Profiles).
+func (s *Stage) Views(ctx context.Context, host string, since, until int64) (*jfrview.Views, error) {
+	return s.views.Views(ctx, host, since, until)
 }

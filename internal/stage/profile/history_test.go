@@ -23,36 +23,36 @@ func TestStacksOfAHostAndWindow(t *testing.T) {
 	feed(t, s, "shop-2", func(b *record.Batch) {
 		addSample(b, 1, base+5e9, "c.Elsewhere.x()")
 	})
-	st, err := s.Stacks(context.Background(), "shop-1", base, base+30e9)
+	st, err := s.Stacks(context.Background(), "", "shop-1", base, base+30e9)
 	if err != nil || st == nil {
 		t.Fatalf("first minute: %v %v", st, err)
 	}
 	if st.Total() != 2 || st.Count("a.Main.main();a.Leaf.run()") != 2 {
 		t.Errorf("first minute: total %d, main;run %d", st.Total(), st.Count("a.Main.main();a.Leaf.run()"))
 	}
-	st, _ = s.Stacks(context.Background(), "shop-1", base, base+2*min)
+	st, _ = s.Stacks(context.Background(), "", "shop-1", base, base+2*min)
 	if st.Total() != 3 || st.Count("a.Main.main();b.Other.go()") != 1 {
 		t.Errorf("two minutes: total %d", st.Total())
 	}
-	if st, _ := s.Stacks(context.Background(), "shop-1", base+5*min, base+6*min); st != nil {
+	if st, _ := s.Stacks(context.Background(), "", "shop-1", base+5*min, base+6*min); st != nil {
 		t.Errorf("a window without samples: %d samples", st.Total())
 	}
-	if st, _ := s.Stacks(context.Background(), "nobody", base, base+min); st != nil {
+	if st, _ := s.Stacks(context.Background(), "", "nobody", base, base+min); st != nil {
 		t.Errorf("an unknown host has samples")
 	}
 	// Ten minutes on, the first minute is forgotten (ten are kept), and
 	// shop-2, which sent nothing since, with it.
 	feed(t, s, "shop-1", func(b *record.Batch) { addSample(b, 1, base+10*min+1e9, "a.Leaf.run()") })
-	st, _ = s.Stacks(context.Background(), "shop-1", base, base+12*min)
+	st, _ = s.Stacks(context.Background(), "", "shop-1", base, base+12*min)
 	if st.Total() != 2 {
 		t.Errorf("after the history's span: %d samples, want the two newest", st.Total())
 	}
-	if st, _ := s.Stacks(context.Background(), "shop-2", base, base+12*min); st != nil {
+	if st, _ := s.Stacks(context.Background(), "", "shop-2", base, base+12*min); st != nil {
 		t.Errorf("a host silent for the whole history still has %d samples", st.Total())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := s.Stacks(ctx, "shop-1", base, base+12*min); err == nil {
+	if _, err := s.Stacks(ctx, "", "shop-1", base, base+12*min); err == nil {
 		t.Errorf("a cancelled request was answered")
 	}
 }
@@ -68,7 +68,7 @@ func TestHistoryIgnoresSamplesFromTheFuture(t *testing.T) {
 		addSample(b, 1, now+int64(24*time.Hour), "x.Future.run()")
 		addSample(b, 1, now, "a.Leaf.run()")
 	})
-	st, _ := s.Stacks(context.Background(), "shop-1", now-int64(time.Minute), now+int64(48*time.Hour))
+	st, _ := s.Stacks(context.Background(), "", "shop-1", now-int64(time.Minute), now+int64(48*time.Hour))
 	if st == nil || st.Total() != 2 || st.Count("x.Future.run()") != 0 {
 		t.Errorf("after a sample a day ahead: %v", st)
 	}
@@ -91,7 +91,7 @@ func TestHistoryWhileSampling(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := s.Stacks(context.Background(), "shop-1", now-int64(time.Hour), now+int64(time.Hour)); err != nil {
+			if _, err := s.Stacks(context.Background(), "", "shop-1", now-int64(time.Hour), now+int64(time.Hour)); err != nil {
 				t.Errorf("Stacks: %v", err)
 			}
 		}
@@ -103,7 +103,7 @@ func TestHistoryWhileSampling(t *testing.T) {
 	}
 	close(stop)
 	<-done
-	st, _ := s.Stacks(context.Background(), "shop-1", now-int64(time.Hour), now+int64(time.Hour))
+	st, _ := s.Stacks(context.Background(), "", "shop-1", now-int64(time.Hour), now+int64(time.Hour))
 	if st.Total() != 2000 {
 		t.Errorf("%d samples, want 2000", st.Total())
 	}

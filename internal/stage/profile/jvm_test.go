@@ -62,7 +62,7 @@ func TestRealSamples(t *testing.T) {
 		tr.Spans = append(tr.Spans, trace.Span{Parent: -1, Operation: names[w.tid], Host: "jvm-host", Thread: strconv.FormatInt(w.tid, 10), Start: w.start, End: w.start + width - 1})
 	}
 	stage.Enrich(tr)
-	busy := 0
+	busy, contenders := 0, 0
 	for i, w := range wins {
 		sp := &tr.Spans[i]
 		a, _ := sp.Attr(profile.AttrSamples)
@@ -70,12 +70,19 @@ func TestRealSamples(t *testing.T) {
 			t.Errorf("%s at %d: %s samples, %d events; the recording has %d", names[w.tid], w.start, a.Value, len(sp.Events), want[w])
 		}
 		f, _ := sp.Attr(profile.AttrFolded)
-		if strings.HasPrefix(names[w.tid], "contender") && strings.Contains(f.Value, "Workload.busy(long)") {
-			busy++
+		if strings.HasPrefix(names[w.tid], "contender") {
+			contenders++
+			if strings.Contains(f.Value, "Workload.busy(long)") {
+				busy++
+			}
 		}
 	}
-	if busy == 0 {
-		t.Error("no contender span shows Workload.busy")
+	// A contender runs Workload.busy nearly all the time it runs; on a
+	// busy machine JFR's sampler may not catch one running at all (it
+	// samples a few running threads a period), and then there is nothing
+	// to say.
+	if contenders > 0 && busy == 0 {
+		t.Errorf("none of the %d contender spans with samples shows Workload.busy", contenders)
 	}
 	st := stage.Stats()
 	t.Logf("%d samples of %d threads on %d spans; %d contender spans show Workload.busy", st.Attached, len(names), st.Spans, busy)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/flame"
+	"github.com/tracebridge/tracebridge/internal/jfrview"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/trace"
@@ -123,10 +124,13 @@ type Stage struct {
 	held    int
 	tick    int64 // a counter standing for time in the LRU order
 
-	stacks map[uint64]*stack
-	seed   maphash.Seed
-	frames []string
-	hist   *history
+	stacks  map[uint64]*stack
+	seed    maphash.Seed
+	frames  []string
+	hist    *history   // the CPU samples (Options.Types)
+	hists   []*history // per flame.Kinds entry but cpu: nil
+	views   *jfrview.Keeper
+	classes flame.ClassNames
 
 	mu    sync.Mutex
 	stats Stats
@@ -143,8 +147,15 @@ var (
 // New returns a stage handing records on to next.
 func New(next pipeline.Consumer, opt Options) *Stage {
 	opt.defaults()
-	return &Stage{next: next, opt: opt, layouts: map[*record.Type]layout{}, rings: map[key]*ring{},
-		byTID: map[int64][]*ring{}, stacks: map[uint64]*stack{}, seed: maphash.MakeSeed(), hist: newHistory(opt.History, time.Now)}
+	s := &Stage{next: next, opt: opt, layouts: map[*record.Type]layout{}, rings: map[key]*ring{},
+		byTID: map[int64][]*ring{}, stacks: map[uint64]*stack{}, seed: maphash.MakeSeed(), hist: newHistory(opt.History, time.Now),
+		hists: make([]*history, len(flame.Kinds)), views: jfrview.New(opt.History)}
+	for i, k := range flame.Kinds {
+		if k.Name != "cpu" {
+			s.hists[i] = newHistory(opt.History, time.Now)
+		}
+	}
+	return s
 }
 
 // Stats returns the counts so far.
@@ -159,8 +170,16 @@ type key struct {
 	tid  int64
 }
 
-// layout is where a sample type keeps its fields (-1: not a sample type).
-type layout struct{ tid, stack, state int }
+// layout is where a sample type keeps its fields (-1: not a sample type),
+// and the flame graph kinds other than cpu it weighs in.
+type layout struct {
+	tid, stack, state int
+	kinds             []kindLayout
+}
+
+// kindLayout is where an event type of a flame graph kind keeps its
+// stack, weight and label (-1: none).
+type kindLayout struct{ kind, stack, weight, label int }
 
 type stack struct {
 	frames []string // top frame first, transformed, at most MaxFrames
@@ -197,12 +216,63 @@ func (s *Stage) Consume(ctx context.Context, b *record.Batch) error {
 		if l.tid >= 0 {
 			s.add(r, l, &b.Origin)
 		}
+		for _, kl := range l.kinds {
+			s.addKind(r, kl, b.Origin.Host)
+		}
+		s.views.Add(b.Origin.Host, r)
 	}
 	return s.next.Consume(ctx, b)
 }
 
+// addKind counts an event of a flame graph kind other than cpu in the
+// history of that kind: its stack, with the label on top, by its weight.
+func (s *Stage) addKind(r *record.Record, kl kindLayout, host string) {
+	t := r.LoggingTimestamp
+	list := r.Values[kl.stack].List()
+	if t == record.NoTimestamp || list == nil || len(list.Items) == 0 {
+		return
+	}
+	n := int64(1)
+	if kl.weight >= 0 {
+		if n = r.Values[kl.weight].Int(); n <= 0 {
+			return
+		}
+	}
+	label := ""
+	if kl.label >= 0 {
+		label = s.classes.Java(r.Values[kl.label].Str())
+	}
+	s.hists[kl.kind].add(host, t, s.intern(list.Items, label), n)
+}
+
 func (s *Stage) layoutOf(t *record.Type) layout {
-	l := layout{-1, -1, -1}
+	l := layout{-1, -1, -1, nil}
+	for i, k := range flame.Kinds {
+		if s.hists[i] == nil {
+			continue
+		}
+		for _, e := range k.Events {
+			if e.Type != t.Name {
+				continue
+			}
+			kl := kindLayout{i, t.FieldIndex(s.opt.StackField), -1, -1}
+			if kl.stack < 0 || !t.Fields[kl.stack].Array || t.Fields[kl.stack].Kind != record.String {
+				continue
+			}
+			if e.Weight != "" {
+				kl.weight = t.FieldIndex(e.Weight)
+				if kl.weight < 0 || t.Fields[kl.weight].Array || !integral(t.Fields[kl.weight].Kind) {
+					continue
+				}
+			}
+			if e.Label != "" {
+				if j := t.FieldIndex(e.Label); j >= 0 && !t.Fields[j].Array && t.Fields[j].Kind == record.String {
+					kl.label = j
+				}
+			}
+			l.kinds = append(l.kinds, kl)
+		}
+	}
 	if !slices.Contains(s.opt.Types, t.Name) {
 		return l
 	}
@@ -239,8 +309,8 @@ func (s *Stage) add(r *record.Record, l layout, o *record.Origin) {
 	}
 	s.tick++
 	rg.used = s.tick
-	smp := sample{time: t, stack: s.intern(list.Items), session: o.Session}
-	s.hist.add(o.Host, t, smp.stack)
+	smp := sample{time: t, stack: s.intern(list.Items, ""), session: o.Session}
+	s.hist.add(o.Host, t, smp.stack, 1)
 	if l.state >= 0 {
 		smp.state = r.Values[l.state].Str()
 	}
@@ -321,13 +391,19 @@ func (s *Stage) evictLRU() int {
 	return old.n
 }
 
-// intern returns the stack of items (top frame first), shared with every
-// earlier sample of the same stack.
-func (s *Stage) intern(items []record.Value) *stack {
+// intern returns the stack of items (top frame first), with label as a
+// frame above them unless it is "", shared with every earlier sample of
+// the same stack.
+func (s *Stage) intern(items []record.Value, label string) *stack {
 	n := min(len(items), s.opt.MaxFrames)
 	s.frames = s.frames[:0]
 	var h maphash.Hash
 	h.SetSeed(s.seed)
+	if label != "" {
+		s.frames = append(s.frames, label)
+		h.WriteString(label)
+		h.WriteByte(1)
+	}
 	for _, it := range items[:n] {
 		f := it.Str()
 		if !s.opt.Lines {
@@ -565,4 +641,13 @@ func writeFrame(b *strings.Builder, f string) {
 			b.WriteByte(c)
 		}
 	}
+}
+
+// integral reports whether a field of kind k holds an integer.
+func integral(k record.Kind) bool {
+	switch k {
+	case record.Byte, record.Short, record.Int, record.Long:
+		return true
+	}
+	return false
 }

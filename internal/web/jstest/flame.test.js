@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { childSum, depth, frameTip, frames, zoomPath } from '../static/js/flame.js';
+import { childSum, depth, fmtAmount, frameTip, frames, zoomPath } from '../static/js/flame.js';
 
 const fn = (name, value, children = [], extra = {}) => Object.assign({ name, value, self: value - children.reduce((a, c) => a + c.value, 0), children }, extra);
 
@@ -72,4 +72,12 @@ test('frameTip: value, share and self in the unit', () => {
   assert.equal(frameTip(root.children[0], root.value, 'ns'), 'main — 90ns (90.0 %), self 0ns');
   assert.equal(frameTip(root.children[1], root.value, 'samples'), 'gc — 10 samples (10.0 %), self 10 samples, 2 errors');
   assert.equal(frameTip(fn('x', 5, [], { calls: 1200 }), 0, 'ns'), 'x — 5ns (500.0 %), self 5ns, 1,200 calls');
+  assert.equal(frameTip(fn('byte[]', 3 * 1024 * 1024), 4 * 1024 * 1024, 'bytes'), 'byte[] — 3.0 MiB (75.0 %), self 3.0 MiB');
+});
+
+test('fmtAmount: durations, bytes, counts', () => {
+  assert.equal(fmtAmount(1500, 'bytes'), '1.5 KiB');
+  assert.equal(fmtAmount(12, 'throws'), '12 throws');
+  assert.equal(fmtAmount(2e9, 'ns'), fmtAmount(2e9, 'ns'));
+  assert.ok(fmtAmount(2e9, 'ns').includes('2'));
 });

@@ -4,10 +4,10 @@
 // flame graph of a host. The filters, the tab and each tab's settings
 // live in the address, so a view can be shared.
 
-import { api, h, fill, guard, fmtDur, fmtNum, color, setQuery, link } from './lib.js';
+import { api, h, fill, guard, fmtDur, fmtNum, fmtBytes, fmtTime, color, setQuery, link } from './lib.js';
 import { drawGraph } from './graph.js';
 import { table } from './ops-table.js';
-import { Flame } from './flame.js';
+import { Flame, fmtAmount } from './flame.js';
 
 // latest returns a function that gives the signal of a new request of a
 // tab, aborting the tab's previous one (a newer choice wins over an
@@ -37,7 +37,7 @@ const TABS = [['graph', 'Dependency graph'], ['operations', 'Operations'], ['equ
 const FILTERS = ['since', 'until', 'host', 'service', 'name', 'errors', 'maxTraces'];
 const PASSED = ['minDuration', 'maxDuration', 'attr', 'q', 'eql', 'deep'];
 // The page's own settings.
-const OWN = ['tab', 'kind', 'selfLoops', 'sel', 'sort', 'desc', 'find', 'key', 'psort', 'pdesc', 'phost', 'fpath', 'emode'];
+const OWN = ['tab', 'kind', 'selfLoops', 'sel', 'sort', 'desc', 'find', 'key', 'psort', 'pdesc', 'phost', 'pkind', 'fpath', 'emode'];
 
 export function mount(el, ctx) {
   const state = {};
@@ -366,12 +366,72 @@ function pivotTab(body, { state, save, filters, signal }) {
 
 // Profile ---------------------------------------------------------------
 
+// PROFILE_KINDS are the JFR flame graph kinds of /api/v1/profiles/flame
+// (docs/jfr.md): the value of ?pkind= and what the selector says.
+export const PROFILE_KINDS = [
+  ['cpu', 'CPU samples'],
+  ['alloc', 'allocations (bytes)'],
+  ['alloc-tlab', 'allocations, TLAB events (bytes)'],
+  ['lock', 'lock and park waits (time)'],
+  ['io', 'file and socket I/O (time)'],
+  ['io-bytes', 'file and socket I/O (bytes)'],
+  ['exceptions', 'exceptions thrown'],
+  ['errors', 'errors thrown'],
+];
+
+// jfrViews draws the JMC views of /api/v1/profiles/views: GC pauses,
+// heap after GC, classes allocated, contended monitors, the slowest I/O
+// and exceptions by class, each a section with a sortable table.
+/** @param {any} v @returns {HTMLElement[]} */
+function jfrViews(v) {
+  const section = (name, title, note, columns, rows, sort) => h('section', { class: 'jfr-view', dataset: { view: name } },
+    h('h3', null, title), note ? h('div', { class: 'muted' }, note) : null,
+    table(columns, rows, { sort, desc: true, height: 320, empty: 'no events in the window' }).el);
+  const gc = v.gc;
+  return [
+    section('gc', 'Garbage collections', `${fmtNum(gc.count)} collections, ${fmtDur(gc.totalPauseNs)} paused in all, longest pause ${fmtDur(gc.longestPauseNs)}`, [
+      { key: 'time', label: 'Time', cell: (x) => fmtTime(x.time) },
+      { key: 'name', label: 'Collector' }, { key: 'cause', label: 'Cause' },
+      { key: 'pauseNs', label: 'Paused', num: true, cell: (x) => fmtDur(x.pauseNs) },
+      { key: 'longestNs', label: 'Longest pause', num: true, cell: (x) => fmtDur(x.longestNs) },
+      { key: 'durationNs', label: 'Duration', num: true, cell: (x) => fmtDur(x.durationNs) },
+    ], gc.pauses, 'time'),
+    section('heap', 'Heap after GC', null, [
+      { key: 'time', label: 'Time', cell: (x) => fmtTime(x.time) }, { key: 'gcId', label: 'GC', num: true },
+      { key: 'usedBytes', label: 'Used', num: true, cell: (x) => fmtBytes(x.usedBytes) },
+      { key: 'committedBytes', label: 'Committed', num: true, cell: (x) => fmtBytes(x.committedBytes) },
+    ], v.heap, 'time'),
+    section('allocations', 'Allocations by class', 'from allocation samples: the bytes their weights stand for', [
+      { key: 'class', label: 'Class' }, { key: 'samples', label: 'Samples', num: true, cell: (x) => fmtNum(x.samples) },
+      { key: 'bytes', label: 'Allocated', num: true, cell: (x) => fmtBytes(x.bytes) },
+    ], v.allocations, 'bytes'),
+    section('monitors', 'Contended monitors', null, [
+      { key: 'class', label: 'Monitor class' }, { key: 'count', label: 'Waits', num: true, cell: (x) => fmtNum(x.count) },
+      { key: 'totalNs', label: 'Total wait', num: true, cell: (x) => fmtDur(x.totalNs) },
+      { key: 'maxNs', label: 'Longest wait', num: true, cell: (x) => fmtDur(x.maxNs) },
+    ], v.monitors, 'totalNs'),
+    section('io', 'Slowest file and socket operations', null, [
+      { key: 'type', label: 'Event', cell: (x) => x.type.replace(/^jdk\./, '') }, { key: 'target', label: 'Path or address' },
+      { key: 'bytes', label: 'Bytes', num: true, cell: (x) => fmtBytes(x.bytes) },
+      { key: 'durationNs', label: 'Duration', num: true, cell: (x) => fmtDur(x.durationNs) },
+      { key: 'thread', label: 'Thread' }, { key: 'time', label: 'Time', cell: (x) => fmtTime(x.time) },
+    ], v.slowIO, 'durationNs'),
+    section('exceptions', 'Exceptions by class', null, [
+      { key: 'class', label: 'Class' }, { key: 'count', label: 'Thrown', num: true, cell: (x) => fmtNum(x.count) },
+      { key: 'message', label: 'First message' },
+      { key: 'stack', label: 'First stack (top frames)', cell: (x) => h('span', { title: (x.stack || []).join('\n') }, (x.stack || []).slice(0, 3).join(' ← ')) },
+    ], v.exceptions, 'count'),
+  ];
+}
+
 function profileTab(body, { state, save, signal }) {
   const host = h('input', { name: 'phost', list: 'an-hosts', placeholder: 'host', size: 22, value: state.phost || [].concat(state.host || [])[0] || '' });
   const out = h('div', { class: 'profile-out' });
   let fg = null;
+  const kind = h('select', { name: 'pkind', 'aria-label': 'flame graph kind', onchange: () => { if (kind.value === 'cpu') delete state.pkind; else state.pkind = kind.value; delete state.fpath; save(); load(); } },
+    PROFILE_KINDS.map(([k, label]) => h('option', { value: k, selected: k === (state.pkind || 'cpu') }, label)));
   const form = h('form', { class: 'row', onsubmit: (e) => { e.preventDefault(); state.phost = host.value.trim(); delete state.fpath; save(); load(); } },
-    h('label', null, 'host', host), h('button', { class: 'primary', type: 'submit' }, 'Show'),
+    h('label', null, 'host', host), h('label', null, 'what', kind), h('button', { class: 'primary', type: 'submit' }, 'Show'),
     h('span', { class: 'muted' }, `window: ${state.since || '15m'} to ${state.until || 'now'} (the filters' since and until)`));
   fill(body, form, out);
   const newest = latest(signal);
@@ -381,14 +441,20 @@ function profileTab(body, { state, save, signal }) {
     if (!host.value.trim()) { fill(out, h('div', { class: 'notice' }, 'Name a host whose JVM a jfr receiver follows to see where its threads spent their time.')); return; }
     fill(out, h('div', { class: 'loading' }, 'Reading samples…'));
     guard(out, async () => {
-      const r = await api('/api/v1/profiles/flame', { host: host.value.trim(), since: state.since, until: state.until }, { signal: sig });
+      const r = await api('/api/v1/profiles/flame', { host: host.value.trim(), kind: state.pkind || 'cpu', since: state.since, until: state.until }, { signal: sig });
+      const unit = r.unit || 'samples';
       fg = new Flame({
-        root: r.root, unit: r.unit || 'samples',
+        root: r.root, unit,
         onZoom: (p) => { if (p.length) state.fpath = p.join('\n'); else delete state.fpath; save(); },
       });
       if (state.fpath) fg.zoomTo(state.fpath.split('\n'));
-      fill(out, h('div', { class: 'muted' }, `${fmtNum(r.root.value)} ${r.unit || 'samples'} in all. Callers at the bottom, callees above; width is ${r.unit || 'samples'}. Click a frame to zoom in, a grey bar or the path above to zoom out.`), fg.el);
+      const views = h('div', { class: 'profile-views' });
+      fill(out, h('div', { class: 'muted profile-total' }, `${fmtAmount(r.root.value, unit)} in all. Callers at the bottom, callees above; width is ${unit}${state.pkind && state.pkind !== 'cpu' ? '; the class allocated, waited on or thrown is the top frame' : ''}. Click a frame to zoom in, a grey bar or the path above to zoom out.`), fg.el, views);
       fg.draw();
+      guard(views, async () => {
+        const v = await api('/api/v1/profiles/views', { host: host.value.trim(), since: state.since, until: state.until }, { signal: sig });
+        fill(views, ...jfrViews(v));
+      });
     });
   };
   load();

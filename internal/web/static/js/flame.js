@@ -5,7 +5,7 @@
 // size draws in bounded time. A click zooms into a frame (its ancestors
 // stay as full-width bars to click back out).
 
-import { color, fmtDur, fmtNum, h, sized } from './lib.js';
+import { color, fmtBytes, fmtDur, fmtNum, h, sized } from './lib.js';
 import { clip } from './timeline.js';
 
 const rowH = 18;
@@ -205,8 +205,18 @@ export function frames(path, W) {
   return out;
 }
 
+// fmtAmount formats a flame graph's value in its unit: "ns" as a
+// duration, "bytes" in KiB/MiB…, anything else as a count of the unit.
+/** @param {number} x @param {string} unit @returns {string} */
+export function fmtAmount(x, unit) {
+  if (unit === 'ns') return fmtDur(x);
+  if (unit === 'bytes') return fmtBytes(x);
+  return fmtNum(x) + ' ' + unit;
+}
+
 // frameTip is a frame's tooltip: its value, share of the whole (total)
-// and self value in unit ("ns" or a count's name), calls and errors.
+// and self value in unit ("ns", "bytes" or a count's name), calls and
+// errors.
 /**
  * @param {FlameNode} n
  * @param {number} total
@@ -214,7 +224,7 @@ export function frames(path, W) {
  * @returns {string}
  */
 export function frameTip(n, total, unit) {
-  const v = (x) => unit === 'ns' ? fmtDur(x) : fmtNum(x) + ' ' + unit;
+  const v = (x) => fmtAmount(x, unit);
   return `${n.name} — ${v(n.value)} (${(100 * n.value / (total || 1)).toFixed(1)} %), self ${v(n.self)}` +
     (n.calls ? `, ${fmtNum(n.calls)} calls` : '') + (n.errors ? `, ${fmtNum(n.errors)} errors` : '');
 }

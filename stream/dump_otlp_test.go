@@ -20,7 +20,7 @@ func TestOTLPKeepsResources(t *testing.T) {
 		{SpanID: 1, Parent: -1, Operation: "GET /cart", Service: "shop", Host: "shop", Component: "shop/cart", Start: 10, End: 20, Resource: res, Scope: sc},
 		{SpanID: 2, ParentID: 1, Parent: 0, Operation: "SELECT", Service: "db", Host: "db-1", Start: 11, End: 12},
 	}}
-	line := appendOTLP(nil, tr)
+	line := appendOTLPLine(nil, tr)
 	var b record.Batch
 	if _, err := otlp.NewDecoder(otlp.Options{}).DecodeJSON(line, &b, nil); err != nil {
 		t.Fatalf("%v\n%s", err, line)
