@@ -87,6 +87,10 @@ type DOTOptions struct {
 	ShortLabels bool
 	// Unit of the response times: "ns" (default), "us", "ms" or "s".
 	Unit string
+	// AssemblyNames, when set, name the assembly components ("@3") as
+	// Kieker numbers them (internal/analysis/sysmodel); without, they
+	// are numbered in the order of their names.
+	AssemblyNames map[string]string
 }
 
 // Kieker's stereotypes and the label of the entry node.
@@ -106,7 +110,11 @@ const (
 // response-time line.
 func WriteDOT(w io.Writer, g *Graph, o DOTOptions) error {
 	b := bufio.NewWriter(w)
-	d := dotWriter{b: b, g: g, o: o, asm: assemblyNames(g), pos: make(map[string]int, len(g.Nodes))}
+	asm := o.AssemblyNames
+	if asm == nil {
+		asm = assemblyNames(g)
+	}
+	d := dotWriter{b: b, g: g, o: o, asm: asm, pos: make(map[string]int, len(g.Nodes))}
 	for i := range g.Nodes {
 		d.pos[g.Nodes[i].ID] = i
 	}

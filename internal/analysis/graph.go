@@ -204,6 +204,9 @@ type Analyzer struct {
 	trees [2]*treeNode // aggregated deployment, assembly call trees
 	ops   map[string]*OperationStats
 	sum   Summary
+	// Each, when set, is handed every valid message trace Add finds (the
+	// Kieker trace outputs keep them: internal/analysis/sysmodel).
+	Each func(*MessageTrace)
 }
 
 // Summary counts what an Analyzer took.
@@ -253,6 +256,9 @@ func (a *Analyzer) Add(t *trace.Trace) {
 	}
 	for _, m := range ms {
 		a.AddMessages(m)
+		if a.Each != nil {
+			a.Each(m)
+		}
 	}
 }
 

@@ -31,6 +31,8 @@ type Execution struct {
 
 	Start, End int64 // epoch ns
 	Error      bool
+	// Session is Kieker's sessionId ("" for spans).
+	Session string
 	// Caller is the index of the calling execution in the message trace,
 	// -1 for a root call (a message from 'Entry').
 	Caller int
@@ -53,6 +55,8 @@ type MessageTrace struct {
 	Trace trace.ID
 	ID    string
 	Execs []Execution
+	// Source is where the trace came from (Kieker events, OERs, spans).
+	Source trace.Source
 }
 
 // Invalid is a trace (or part of one) that Kieker's analysis drops.
@@ -140,7 +144,7 @@ func Messages(t *trace.Trace, o Options) ([]*MessageTrace, []Invalid) {
 		if keep == 0 {
 			continue
 		}
-		m := &MessageTrace{Trace: t.ID, ID: id, Execs: make([]Execution, 0, keep)}
+		m := &MessageTrace{Trace: t.ID, ID: id, Execs: make([]Execution, 0, keep), Source: u.src}
 		pos := make(map[int]int, keep) // span index -> execution index
 		for _, i := range idx[:keep] {
 			s := &t.Spans[i]
@@ -203,7 +207,7 @@ func threadPrefix(t *trace.Trace, idx []int, reasons []threadReason) (reason str
 
 // execution models span s.
 func execution(s *trace.Span, caller int) Execution {
-	e := Execution{Operation: s.Operation, Start: s.Start, End: s.End, Error: s.Error, Caller: caller}
+	e := Execution{Operation: s.Operation, Start: s.Start, End: s.End, Error: s.Error, Session: s.Session, Caller: caller}
 	switch s.Source {
 	case trace.FromSpan:
 		e.Container = s.Service

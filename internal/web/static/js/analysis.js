@@ -4,7 +4,7 @@
 // flame graph of a host. The filters, the tab and each tab's settings
 // live in the address, so a view can be shared.
 
-import { api, h, fill, guard, fmtDur, fmtNum, fmtBytes, fmtTime, color, setQuery } from './lib.js';
+import { api, h, fill, guard, fmtDur, fmtNum, fmtBytes, fmtTime, color, setQuery, link } from './lib.js';
 import { drawGraph } from './graph.js';
 import { table } from './ops-table.js';
 import { Flame, fmtAmount } from './flame.js';
@@ -30,14 +30,14 @@ const KINDS = [
   ['aggregated-deployment-call-tree', 'Aggregated deployment call tree'],
   ['aggregated-assembly-call-tree', 'Aggregated assembly call tree'],
 ];
-const TABS = [['graph', 'Dependency graph'], ['operations', 'Operations'], ['pivot', 'Pivot'], ['profile', 'JFR profile']];
+const TABS = [['graph', 'Dependency graph'], ['operations', 'Operations'], ['equivalence', 'Equivalence classes'], ['pivot', 'Pivot'], ['profile', 'JFR profile']];
 
 // The store's filters the page edits, and those it only passes on (a
 // link from elsewhere may carry them).
 const FILTERS = ['since', 'until', 'host', 'service', 'name', 'errors', 'maxTraces'];
 const PASSED = ['minDuration', 'maxDuration', 'attr', 'q', 'eql', 'deep'];
 // The page's own settings.
-const OWN = ['tab', 'kind', 'selfLoops', 'sel', 'sort', 'desc', 'find', 'key', 'psort', 'pdesc', 'phost', 'pkind', 'fpath'];
+const OWN = ['tab', 'kind', 'selfLoops', 'sel', 'sort', 'desc', 'find', 'key', 'psort', 'pdesc', 'phost', 'pkind', 'fpath', 'emode'];
 
 export function mount(el, ctx) {
   const state = {};
@@ -66,7 +66,7 @@ export function mount(el, ctx) {
       b.classList.toggle('active', b.dataset.tab === state.tab);
       b.setAttribute('aria-selected', String(b.dataset.tab === state.tab));
     }
-    const view = { graph: graphTab, operations: operationsTab, pivot: pivotTab, profile: profileTab }[state.tab];
+    const view = { graph: graphTab, operations: operationsTab, equivalence: equivalenceTab, pivot: pivotTab, profile: profileTab }[state.tab];
     fill(body);
     tabCleanup = view(body, { state, save, filters, signal: abort.signal }) || null;
   };
@@ -296,6 +296,37 @@ function operationsTab(body, { state, save, filters, signal }) {
     });
     fill(out, t.el);
   });
+}
+
+// Equivalence classes -----------------------------------------------------
+
+// equivalenceTab lists Kieker's trace equivalence classes of the
+// selection: the distinct kinds of request (the same operations on the
+// same components, in the same call order and depth) and how many of
+// each; a representative opens its trace.
+function equivalenceTab(body, { state, save, filters, signal }) {
+  const mode = h('select', { name: 'emode', onchange: () => { state.emode = mode.value; save(); load(); } },
+    [['assembly', 'by assembly component'], ['deployment', 'by deployment component (host too)']].map(([v, l]) =>
+      h('option', { value: v, selected: (state.emode || 'assembly') === v }, l)));
+  const out = h('div');
+  fill(body, h('div', { class: 'row' }, h('label', null, 'Kieker\'s trace equivalence classes', mode)), out);
+  const newest = latest(signal);
+  const load = () => {
+    const sig = newest();
+    fill(out, h('div', { class: 'loading' }, 'Classifying…'));
+    guard(out, async () => {
+      const r = await api('/api/v1/analysis/equivalence', Object.assign({ mode: mode.value }, filters()), { signal: sig });
+      const t = table([
+        { key: 'class', label: 'Class', num: true, cell: (x) => String(x.class) },
+        { key: 'cardinality', label: 'Traces', num: true, cell: (x) => fmtNum(x.cardinality) },
+        { key: 'executions', label: 'Executions', num: true, cell: (x) => fmtNum(x.executions) },
+        { key: 'maxStackDepth', label: 'Max. stack depth', num: true, cell: (x) => String(x.maxStackDepth) },
+        { key: 'representative', label: 'Representative', cell: (x) => link('/trace/' + encodeURIComponent(x.representative), x.representative) },
+      ], r.classes, { sort: 'class', desc: false, height: 640, empty: 'no classes: no valid trace matches the filters' });
+      fill(out, h('div', { class: 'row' }, summaryLine(r.summary), h('span', { class: 'muted', id: 'eq-count' }, `${fmtNum(r.classes.length)} classes`)), t.el);
+    });
+  };
+  load();
 }
 
 // Pivot -----------------------------------------------------------------

@@ -17,8 +17,8 @@ import { Flame } from './flame.js';
 import { renderSpan } from './spandetail.js';
 
 const tabs = [
-  ['timeline', 'Timeline + tree'], ['flame', 'Flame graph'], ['icicle', 'Icicle'], ['rank', 'Ranking'], ['critical', 'Critical path'],
-  ['stats', 'Statistics'],
+  ['timeline', 'Timeline + tree'], ['sequence', 'Sequence diagram'], ['flame', 'Flame graph'], ['icicle', 'Icicle'], ['rank', 'Ranking'],
+  ['critical', 'Critical path'], ['stats', 'Statistics'],
 ];
 const maxChoices = [1000, 10000, 50000, 200000];
 // The statistics tab asks before it fetches a trace of more spans.
@@ -509,6 +509,40 @@ class TracePage {
           h('thead', null, h('tr', null, h('th', null, 'Span'), h('th', null, 'Service'), h('th', null, 'Host'),
             h('th', { class: 'num' }, 'On path'), h('th', { class: 'num' }, 'Share'), h('th', null, ''))),
           h('tbody', null, rows)));
+    });
+  }
+
+  // --- sequence diagram (Kieker's trace-analysis) -----------------------
+
+  // tab_sequence draws the trace's UML sequence diagram as Kieker draws
+  // it: lifelines per assembly or deployment component, one diagram per
+  // Kieker trace (thread) in it, the SVG made by the bridge.
+  tab_sequence(p, mode = this.seqMode || 'assembly', index = this.seqIndex || 0) {
+    this.seqMode = mode;
+    this.seqIndex = index;
+    fill(p, h('div', { class: 'loading' }, 'Drawing the sequence diagram…'));
+    guard(p, async () => {
+      const key = 'seq-' + mode;
+      const d = await (this.cache[key] || (this.cache[key] = this.get('/sequence', { mode })));
+      const invalid = d.invalid.map((v) => h('div', { class: 'muted small' }, `Kieker's trace analysis leaves out trace ${v.id} (${fmtNum(v.calls)} calls): ${v.reason}`));
+      const modeSel = h('select', { id: 'seq-mode', onchange: () => this.tab_sequence(p, modeSel.value, 0) },
+        [['assembly', 'per assembly component'], ['deployment', 'per deployment component']].map(([v, l]) => h('option', { value: v, selected: v === mode }, l)));
+      if (!d.diagrams.length) {
+        fill(p, h('div', { class: 'row' }, modeSel), h('div', { class: 'notice' }, 'No diagram: Kieker\'s rules find no valid trace in this one.'), invalid);
+        return;
+      }
+      const i = Math.min(index, d.diagrams.length - 1);
+      const diagSel = d.diagrams.length > 1 ? h('select', { id: 'seq-index', onchange: () => this.tab_sequence(p, mode, Number(diagSel.value)) },
+        d.diagrams.map((x, k) => h('option', { value: String(k), selected: k === i }, `Kieker trace ${x.traceId} (${fmtNum(x.messages.length / 2)} calls)`))) : null;
+      const svgText = await this.get('/sequence', { mode, format: 'svg', index: i });
+      const doc = new DOMParser().parseFromString(svgText, 'image/svg+xml');
+      const svg = document.importNode(doc.documentElement, true);
+      const dg = d.diagrams[i];
+      fill(p, h('div', { class: 'row' }, modeSel, diagSel,
+        h('span', { class: 'muted', id: 'seq-info' }, `${fmtNum(dg.participants.length - 1)} lifelines, ${fmtNum(dg.messages.length)} messages`),
+        h('button', { type: 'button', id: 'seq-pic', title: 'the diagram in Kieker\'s pic form, for pic2plot and UMLGraph\'s sequence.pic',
+          onclick: () => guard(p, () => download(this.base + '/sequence', { mode, format: 'pic', index: i }, `${mode}SequenceDiagram-${dg.traceId}.pic`)) }, 'Download .pic')),
+      h('div', { class: 'sequence-diagram', id: 'sequence-diagram' }, svg), invalid);
     });
   }
 
