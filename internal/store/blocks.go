@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
@@ -205,9 +206,15 @@ type blockIndex struct {
 	byName map[string]uint32
 	pages  []block.PageRef
 	rows   []block.Summary // by trace id, then start
-	attrs  *block.Bloom
-	ids    *block.Bloom
-	size   int64
+	// byStart orders rows by start, then trace id: a search walks it
+	// newest (or oldest) first and stops once it has enough.
+	byStart []uint32
+	// byPage lists rows by page, then place; page i's are
+	// byPage[pageFirst[i]:pageFirst[i+1]].
+	byPage, pageFirst []uint32
+	attrs             *block.Bloom
+	ids               *block.Bloom
+	size              int64
 }
 
 // index returns a block's index, from the cache or the bucket.
@@ -239,6 +246,8 @@ func (s *Store) index(ctx context.Context, b *blockRef) (*blockIndex, error) {
 	if bi.ids, err = r.IDs(ctx); err != nil {
 		return nil, err
 	}
+	bi.byStart = startOrder(bi.rows)
+	bi.byPage, bi.pageFirst = pageOrder(bi.rows, len(bi.pages))
 	bi.byName = make(map[string]uint32, len(bi.dict))
 	bi.size = 64
 	for i, d := range bi.dict {
@@ -246,11 +255,47 @@ func (s *Store) index(ctx context.Context, b *blockRef) (*blockIndex, error) {
 		bi.size += int64(len(d)) + 48
 	}
 	for i := range bi.rows {
-		bi.size += 80 + 4*int64(len(bi.rows[i].Services)+len(bi.rows[i].Hosts))
+		bi.size += 88 + 4*int64(len(bi.rows[i].Services)+len(bi.rows[i].Hosts))
 	}
 	bi.size += int64(r.Footer.Attrs.Len+r.Footer.IDs.Len) + 24*int64(len(bi.pages))
 	s.cache.put(key, bi, bi.size)
 	return bi, nil
+}
+
+// startOrder returns the indexes of rows ordered by start, then trace
+// id (the order of cursorPos).
+func startOrder(rows []block.Summary) []uint32 {
+	order := make([]uint32, len(rows))
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	slices.SortFunc(order, func(a, b uint32) int {
+		x, y := &rows[a], &rows[b]
+		return cmp.Or(cmp.Compare(x.Start, y.Start), cmp.Compare(x.ID.Hi, y.ID.Hi), cmp.Compare(x.ID.Lo, y.ID.Lo))
+	})
+	return order
+}
+
+// pageOrder returns the indexes of rows ordered by page, then place, and
+// where each page's begin.
+func pageOrder(rows []block.Summary, pages int) (order, first []uint32) {
+	order = make([]uint32, len(rows))
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	slices.SortFunc(order, func(a, b uint32) int {
+		x, y := &rows[a], &rows[b]
+		return cmp.Or(cmp.Compare(x.Page, y.Page), cmp.Compare(x.Index, y.Index))
+	})
+	first = make([]uint32, pages+1)
+	k := 0
+	for p := range pages + 1 {
+		for k < len(order) && int(rows[order[k]].Page) < p {
+			k++
+		}
+		first[p] = uint32(k)
+	}
+	return order, first
 }
 
 // page returns the bodies of a block's page, from the cache or the bucket.

@@ -23,8 +23,12 @@ type Options struct {
 	Bucket objstore.Store
 	// ChunkSize is the uncompressed size at which a host's pending traces
 	// are written to its write-ahead file as one chunk (default 256 KiB);
-	// a Sync writes them too. It is also the size of a block's pages.
+	// a Sync writes them too.
 	ChunkSize int
+	// PageSize is the uncompressed size of a block's pages (default the
+	// smaller of ChunkSize and 64 KiB): a search that lists a trace
+	// decompresses its page.
+	PageSize int
 	// HeadSize and HeadAge: a host's head (the traces not yet in a block)
 	// is cut into a block when its write-ahead file reaches this size
 	// (default 32 MiB) or age (default 5 min).
@@ -87,6 +91,9 @@ type HostPolicy struct {
 func (o Options) withDefaults() Options {
 	if o.ChunkSize <= 0 {
 		o.ChunkSize = 256 << 10
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = min(o.ChunkSize, 64<<10)
 	}
 	if o.HeadSize <= 0 {
 		o.HeadSize = 32 << 20
