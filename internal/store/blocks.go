@@ -247,7 +247,7 @@ func (s *Store) index(ctx context.Context, b *blockRef) (*blockIndex, error) {
 		return nil, err
 	}
 	bi.byStart = startOrder(bi.rows)
-	bi.byPage, bi.pageFirst = pageOrder(bi.rows, len(bi.pages))
+	bi.byPage, bi.pageFirst = pageOrder(bi.rows, bi.pages)
 	bi.byName = make(map[string]uint32, len(bi.dict))
 	bi.size = 64
 	for i, d := range bi.dict {
@@ -265,35 +265,38 @@ func (s *Store) index(ctx context.Context, b *blockRef) (*blockIndex, error) {
 // startOrder returns the indexes of rows ordered by start, then trace
 // id (the order of cursorPos).
 func startOrder(rows []block.Summary) []uint32 {
-	order := make([]uint32, len(rows))
-	for i := range order {
-		order[i] = uint32(i)
+	type key struct {
+		start  int64
+		hi, lo uint64
+		i      uint32
 	}
-	slices.SortFunc(order, func(a, b uint32) int {
-		x, y := &rows[a], &rows[b]
-		return cmp.Or(cmp.Compare(x.Start, y.Start), cmp.Compare(x.ID.Hi, y.ID.Hi), cmp.Compare(x.ID.Lo, y.ID.Lo))
+	keys := make([]key, len(rows))
+	for i := range rows {
+		keys[i] = key{rows[i].Start, rows[i].ID.Hi, rows[i].ID.Lo, uint32(i)}
+	}
+	slices.SortFunc(keys, func(x, y key) int {
+		return cmp.Or(cmp.Compare(x.start, y.start), cmp.Compare(x.hi, y.hi), cmp.Compare(x.lo, y.lo))
 	})
+	order := make([]uint32, len(rows))
+	for i := range keys {
+		order[i] = keys[i].i
+	}
 	return order
 }
 
 // pageOrder returns the indexes of rows ordered by page, then place, and
-// where each page's begin.
-func pageOrder(rows []block.Summary, pages int) (order, first []uint32) {
-	order = make([]uint32, len(rows))
-	for i := range order {
-		order[i] = uint32(i)
+// where each page's begin (the index holds every place of every page
+// once: block.Footer.ParseIndex checks them against the page table).
+func pageOrder(rows []block.Summary, pages []block.PageRef) (order, first []uint32) {
+	first = make([]uint32, len(pages)+1)
+	for i, p := range pages {
+		first[i+1] = first[i] + p.Traces
 	}
-	slices.SortFunc(order, func(a, b uint32) int {
-		x, y := &rows[a], &rows[b]
-		return cmp.Or(cmp.Compare(x.Page, y.Page), cmp.Compare(x.Index, y.Index))
-	})
-	first = make([]uint32, pages+1)
-	k := 0
-	for p := range pages + 1 {
-		for k < len(order) && int(rows[order[k]].Page) < p {
-			k++
+	order = make([]uint32, first[len(pages)])
+	for i := range rows {
+		if at := first[rows[i].Page] + rows[i].Index; at < uint32(len(order)) {
+			order[at] = uint32(i)
 		}
-		first[p] = uint32(k)
 	}
 	return order, first
 }
