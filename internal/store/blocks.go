@@ -128,6 +128,7 @@ func (s *Store) deleteBlock(ctx context.Context, r *blockRef) error {
 		return err
 	}
 	s.cache.dropPrefix(r.meta.ID + "/")
+	s.pages.dropPrefix(r.meta.ID + "/")
 	return s.bucket.Delete(ctx, dir+block.DataName)
 }
 
@@ -304,14 +305,14 @@ func pageOrder(rows []block.Summary, pages []block.PageRef) (order, first []uint
 // page returns the bodies of a block's page, from the cache or the bucket.
 func (s *Store) page(ctx context.Context, b *blockRef, bi *blockIndex, i int) ([][]byte, error) {
 	key := fmt.Sprintf("%s/page/%d", b.meta.ID, i)
-	if v, ok := s.cache.get(key); ok {
+	if v, ok := s.pages.get(key); ok {
 		return v.([][]byte), nil
 	}
 	bodies, err := bi.r.Page(ctx, bi.pages, i)
 	if err != nil {
 		return nil, err
 	}
-	s.cache.put(key, bodies, int64(bi.pages[i].Raw)+int64(len(bodies))*24)
+	s.pages.put(key, bodies, int64(bi.pages[i].Raw)+int64(len(bodies))*24)
 	return bodies, nil
 }
 

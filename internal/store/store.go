@@ -46,8 +46,9 @@ type Options struct {
 	// have their own bounds (Hosts).
 	MaxAge  time.Duration
 	MaxSize int64
-	// CacheSize bounds what is kept of blocks for reading: their indexes,
-	// filters and decompressed pages (default 64 MiB).
+	// CacheSize bounds what is kept of blocks for reading: their indexes
+	// and filters (three quarters) and decompressed pages (a quarter;
+	// default 256 MiB in all: the indexes of 10 M spans fit).
 	CacheSize int64
 	// ReadOnly opens the store for queries and checks only, beside a
 	// writer: it sees the blocks and write-ahead files so far and looks
@@ -111,7 +112,7 @@ func (o Options) withDefaults() Options {
 		o.CompactTo = 4 * o.HeadSize
 	}
 	if o.CacheSize <= 0 {
-		o.CacheSize = 64 << 20
+		o.CacheSize = 256 << 20
 	}
 	if o.Refresh <= 0 {
 		o.Refresh = time.Second
@@ -156,8 +157,11 @@ type Store struct {
 	uploaded []uploadedHead
 	closing  bool
 
-	cache *cache
-	cat   *catalog
+	// cache keeps block indexes and filters (¾ of CacheSize), pages the
+	// decompressed pages and write-ahead chunks (¼): a search that reads
+	// every page does not push out the indexes every search needs.
+	cache, pages *cache
+	cat          *catalog
 
 	refreshMu   sync.Mutex
 	lastRefresh time.Time
@@ -247,7 +251,7 @@ func newStore(dir string, o Options) (*Store, error) {
 		bucket = l
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Store{dir: dir, bucket: bucket, opt: o, parts: map[string]*partition{}, cache: newCache(o.CacheSize), cat: newCatalog(),
+	s := &Store{dir: dir, bucket: bucket, opt: o, parts: map[string]*partition{}, cache: newCache(o.CacheSize - o.CacheSize/4), pages: newCache(o.CacheSize / 4), cat: newCatalog(),
 		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1)}
 	s.walCond = sync.NewCond(&s.walMu)
 	return s, nil
