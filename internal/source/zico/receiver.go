@@ -85,6 +85,9 @@ type Receiver struct {
 	mu  sync.Mutex
 	out pipeline.Consumer
 
+	// seq numbers the traces; it begins at the receiver's start time (ns)
+	// so that trace ids stay unique across restarts (the store merges the
+	// parts of one id).
 	seq      atomic.Uint64
 	disabled sync.Map // session id → true: the host is disabled, its data is dropped
 	closeOne sync.Once
@@ -92,6 +95,7 @@ type Receiver struct {
 
 func newReceiver(c *FactoryConfig, set pipeline.Settings) (pipeline.Receiver, error) {
 	r := &Receiver{cfg: c, set: set, commit: time.Duration(c.CommitTimeout)}
+	r.seq.Store(uint64(time.Now().UnixNano()))
 	if r.commit <= 0 {
 		r.commit = 30 * time.Second
 	}
