@@ -819,12 +819,14 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, 
 		if st.desc && r.Start < since || !st.desc && r.Start > until {
 			break
 		}
-		if w := st.worst.Load(); w != nil && !better(cursorPos{start: r.Start, id: r.ID}, *w) {
-			res.cut = true
-			break
-		}
-		if st.limit <= maxEarlyStop && distinct == st.limit {
-			res.cut = true
+		if w := st.worst.Load(); w != nil && !better(cursorPos{start: r.Start, id: r.ID}, *w) || st.limit <= maxEarlyStop && distinct == st.limit {
+			// More only if a row left may match: without span
+			// conditions, the rows say whether one does.
+			res.cut = f.needs
+			for ; !res.cut && k < n; k++ {
+				r := at(k)
+				res.cut = rf.rowOK(r, since, until, after, better) && !slices.ContainsFunc(res.hits, func(x hit) bool { return x.row.ID == r.ID })
+			}
 			break
 		}
 		before := len(res.hits)
