@@ -844,7 +844,7 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, 
 				res.hits = append(res.hits, hit{pos: cursorPos{start: r.Start, id: r.ID}, v: v, row: *r, t: traces[ri]})
 			}
 		}
-		if len(res.hits) > before && !slices.ContainsFunc(res.hits[:before], func(x hit) bool { return x.row.ID == r.ID }) {
+		if st.limit <= maxEarlyStop && len(res.hits) > before && !slices.ContainsFunc(res.hits[:before], func(x hit) bool { return x.row.ID == r.ID }) {
 			distinct++
 		}
 	}
