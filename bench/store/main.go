@@ -1,10 +1,14 @@
 // Command store measures the trace store: ingest rate (spans/s) against a
 // same-run baseline of writing the same bytes to a file, bytes per span on
-// disk, and the latency (p50/p99) of the queries users run: a trace by id,
-// host + last hour, min duration, errors only, trace name, attribute
-// equality, EQL, full text and regex over all spans.
+// disk, the RSS after opening the store and during its searches, the
+// latency (p50/p99) of the queries users run (a trace by id, host + last
+// hour, min duration, errors only, trace name, attribute equality, EQL,
+// full text and regex over all spans), the latency of catalogue reads and
+// searches while a steady ingest runs, and the ingest rate while retention
+// and compaction run; on a local directory or on S3 (a versitygw started
+// on loopback).
 //
-//	go run ./bench/store [-spans 10000000] [-hosts 20] [-dir DIR] [-keep]
+//	go run ./bench/store [-spans 10000000] [-hosts 20] [-backend local|s3] [-dir DIR] [-keep]
 package main
 
 import (
@@ -25,6 +29,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/eql"
+	"github.com/tracebridge/tracebridge/internal/objstore"
 	"github.com/tracebridge/tracebridge/internal/store"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
@@ -38,6 +43,10 @@ func main() {
 	only := flag.String("only", "", "run only the queries whose name holds this text")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the queries to this file")
 	resources := flag.Bool("resources", false, "give the spans OpenTelemetry resources and scopes as the Go SDK sends them")
+	flag.StringVar(&backend, "backend", "local", "where the blocks live: local (DIR/store/blocks) or s3 (a versitygw on loopback, serving DIR/s3)")
+	flag.StringVar(&versitygw, "versitygw", "", "the versitygw binary for -backend s3 (default: PATH, then GOPATH/bin)")
+	flag.IntVar(&loadRate, "load-rate", 20000, "spans/s of the steady ingest under which the queries of the load phase run (0: skip the phase)")
+	flag.DurationVar(&loadFor, "load-for", 20*time.Second, "length of the load phase and of the retention and compaction phase")
 	flag.Parse()
 	queryOnly, queryProfile, withResources = *only, *cpuprofile, *resources
 	if err := run(*spans, *hosts, *dir, *keep, *reps); err != nil {
@@ -206,7 +215,23 @@ func run(spans, nhosts int, dir string, keep bool, reps int) error {
 	os.Remove(base)
 
 	sdir := filepath.Join(dir, "store")
-	s, err := store.Open(sdir, store.Options{})
+	opts := store.Options{}
+	if backend == "s3" {
+		srv, cfg, err := startS3(dir)
+		if err != nil {
+			return err
+		}
+		defer srv.stop()
+		b, err := objstore.NewS3(cfg)
+		if err != nil {
+			return err
+		}
+		opts.Bucket = b
+		fmt.Printf("backend: S3 (versitygw %s, posix directory %s)\n", cfg.Endpoint, srv.dir)
+	} else {
+		fmt.Printf("backend: local directory %s\n", sdir)
+	}
+	s, err := store.Open(sdir, opts)
 	if err != nil {
 		return err
 	}
@@ -246,8 +271,22 @@ func run(spans, nhosts int, dir string, keep bool, reps int) error {
 		ids[i] = t.ID
 	}
 	traces = nil
+	// RSS after open: the store closed and opened again, as a bridge
+	// restarted on this data would be.
+	if err := s.Close(); err != nil {
+		return err
+	}
 	runtime.GC()
 	debug.FreeOSMemory()
+	rssBefore := rss()
+	t0 = time.Now()
+	if s, err = store.Open(sdir, opts); err != nil {
+		return err
+	}
+	openDur := time.Since(t0)
+	runtime.GC()
+	fmt.Printf("open: %.2f s; RSS before open %.1f MiB, after open %.1f MiB (Go heap in use %.1f MiB)\n", openDur.Seconds(), mib(rssBefore), mib(rss()), mib(heapInUse()))
+	sampler := startRSSSampler()
 
 	rng := rand.New(rand.NewPCG(7, 8))
 	pick := func() trace.ID { return ids[rng.IntN(len(ids))] }
@@ -326,11 +365,44 @@ func run(spans, nhosts int, dir string, keep bool, reps int) error {
 		slices.Sort(lat)
 		fmt.Printf("%-34s %10s %10s %10s %8.1f\n", b.name, lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond), float64(hits)/float64(n))
 	}
+	if queryProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	fmt.Printf("RSS during the searches: max %.1f MiB (sampled every 10 ms)\n", mib(sampler.stop()))
+	if loadRate > 0 && loadFor > 0 {
+		if err := loadPhase(s, g); err != nil {
+			return err
+		}
+		if err := s.Close(); err != nil {
+			return err
+		}
+		// Retention and compaction: the store opened again with bounds
+		// that make retention delete a quarter of it and compaction
+		// merge the blocks the ingest cuts (small heads).
+		ro := opts
+		ro.MaxSize = size * 3 / 4
+		ro.HeadSize = 1 << 20
+		ro.CompactBelow = 4 << 20
+		ro.CompactTo = 16 << 20
+		if s, err = store.Open(sdir, ro); err != nil {
+			return err
+		}
+		if err := retentionPhase(s, g); err != nil {
+			return err
+		}
+	}
 	return s.Close()
 }
 
 // queryOnly and queryProfile are the -only and -cpuprofile flags.
 var queryOnly, queryProfile string
+
+// The -backend, -versitygw, -load-rate and -load-for flags.
+var (
+	backend, versitygw string
+	loadRate           int
+	loadFor            time.Duration
+)
 
 // withResources: spans have the resource of their host and service (the
 // Go SDK's attributes, deployment.environment, service.version) and the

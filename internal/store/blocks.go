@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
@@ -127,6 +128,7 @@ func (s *Store) deleteBlock(ctx context.Context, r *blockRef) error {
 		return err
 	}
 	s.cache.dropPrefix(r.meta.ID + "/")
+	s.pages.dropPrefix(r.meta.ID + "/")
 	return s.bucket.Delete(ctx, dir+block.DataName)
 }
 
@@ -205,9 +207,15 @@ type blockIndex struct {
 	byName map[string]uint32
 	pages  []block.PageRef
 	rows   []block.Summary // by trace id, then start
-	attrs  *block.Bloom
-	ids    *block.Bloom
-	size   int64
+	// byStart orders rows by start, then trace id: a search walks it
+	// newest (or oldest) first and stops once it has enough.
+	byStart []uint32
+	// byPage lists rows by page, then place; page i's are
+	// byPage[pageFirst[i]:pageFirst[i+1]].
+	byPage, pageFirst []uint32
+	attrs             *block.Bloom
+	ids               *block.Bloom
+	size              int64
 }
 
 // index returns a block's index, from the cache or the bucket.
@@ -239,6 +247,8 @@ func (s *Store) index(ctx context.Context, b *blockRef) (*blockIndex, error) {
 	if bi.ids, err = r.IDs(ctx); err != nil {
 		return nil, err
 	}
+	bi.byStart = startOrder(bi.rows)
+	bi.byPage, bi.pageFirst = pageOrder(bi.rows, bi.pages)
 	bi.byName = make(map[string]uint32, len(bi.dict))
 	bi.size = 64
 	for i, d := range bi.dict {
@@ -246,24 +256,63 @@ func (s *Store) index(ctx context.Context, b *blockRef) (*blockIndex, error) {
 		bi.size += int64(len(d)) + 48
 	}
 	for i := range bi.rows {
-		bi.size += 80 + 4*int64(len(bi.rows[i].Services)+len(bi.rows[i].Hosts))
+		bi.size += 88 + 4*int64(len(bi.rows[i].Services)+len(bi.rows[i].Hosts))
 	}
 	bi.size += int64(r.Footer.Attrs.Len+r.Footer.IDs.Len) + 24*int64(len(bi.pages))
 	s.cache.put(key, bi, bi.size)
 	return bi, nil
 }
 
+// startOrder returns the indexes of rows ordered by start, then trace
+// id (the order of cursorPos).
+func startOrder(rows []block.Summary) []uint32 {
+	type key struct {
+		start  int64
+		hi, lo uint64
+		i      uint32
+	}
+	keys := make([]key, len(rows))
+	for i := range rows {
+		keys[i] = key{rows[i].Start, rows[i].ID.Hi, rows[i].ID.Lo, uint32(i)}
+	}
+	slices.SortFunc(keys, func(x, y key) int {
+		return cmp.Or(cmp.Compare(x.start, y.start), cmp.Compare(x.hi, y.hi), cmp.Compare(x.lo, y.lo))
+	})
+	order := make([]uint32, len(rows))
+	for i := range keys {
+		order[i] = keys[i].i
+	}
+	return order
+}
+
+// pageOrder returns the indexes of rows ordered by page, then place, and
+// where each page's begin (the index holds every place of every page
+// once: block.Footer.ParseIndex checks them against the page table).
+func pageOrder(rows []block.Summary, pages []block.PageRef) (order, first []uint32) {
+	first = make([]uint32, len(pages)+1)
+	for i, p := range pages {
+		first[i+1] = first[i] + p.Traces
+	}
+	order = make([]uint32, first[len(pages)])
+	for i := range rows {
+		if at := first[rows[i].Page] + rows[i].Index; at < uint32(len(order)) {
+			order[at] = uint32(i)
+		}
+	}
+	return order, first
+}
+
 // page returns the bodies of a block's page, from the cache or the bucket.
 func (s *Store) page(ctx context.Context, b *blockRef, bi *blockIndex, i int) ([][]byte, error) {
 	key := fmt.Sprintf("%s/page/%d", b.meta.ID, i)
-	if v, ok := s.cache.get(key); ok {
+	if v, ok := s.pages.get(key); ok {
 		return v.([][]byte), nil
 	}
 	bodies, err := bi.r.Page(ctx, bi.pages, i)
 	if err != nil {
 		return nil, err
 	}
-	s.cache.put(key, bodies, int64(bi.pages[i].Raw)+int64(len(bodies))*24)
+	s.pages.put(key, bodies, int64(bi.pages[i].Raw)+int64(len(bodies))*24)
 	return bodies, nil
 }
 

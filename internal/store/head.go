@@ -286,7 +286,7 @@ func (s *Store) headBody(h *head, row *block.Summary) ([]byte, error) {
 func (s *Store) headChunk(h *head, i int) ([][]byte, error) {
 	off := h.chunks[i]
 	key := h.id + "/wal/" + fmt.Sprint(off)
-	if v, ok := s.cache.get(key); ok {
+	if v, ok := s.pages.get(key); ok {
 		return v.([][]byte), nil
 	}
 	f, err := os.Open(h.path)
@@ -302,7 +302,7 @@ func (s *Store) headChunk(h *head, i int) ([][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: %s offset %d: %w", h.path, off, err)
 	}
-	s.cache.put(key, pl.traces, int64(len(raw)))
+	s.pages.put(key, pl.traces, int64(len(raw)))
 	return pl.traces, nil
 }
 

@@ -193,7 +193,7 @@ func (s *Store) migrate(progress func(done, total int64)) (MigrateResult, error)
 				}
 				if h == nil {
 					h = newHeadValue(block.NewID(s.opt.Now()), sg.host, "", s.opt.Now())
-					w = block.NewWriter(s.opt.ChunkSize)
+					w = block.NewWriter(s.opt.PageSize)
 				}
 				b := bytes.Clone(h.enc.encodeTrace(t))
 				row := summarize(t, h.syms)

@@ -182,7 +182,7 @@ func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
 		}
 	}
 	h := newHeadValue(block.NewID(s.opt.Now()), p.host, "", s.opt.Now())
-	w := block.NewWriter(s.opt.ChunkSize)
+	w := block.NewWriter(s.opt.PageSize)
 	for _, id := range order {
 		parts := byID[id]
 		slices.SortFunc(parts, func(a, b *trace.Trace) int {

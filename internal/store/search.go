@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/eql"
@@ -148,9 +149,13 @@ type view struct {
 	p    *partition
 	h    *head     // a head, or
 	b    *blockRef // a block
-	desc string    // for errors: the block or the write-ahead file
+	bi   *blockIndex
+	desc string // for errors: the block or the write-ahead file
 
-	rows    []block.Summary
+	rows []block.Summary
+	// order, when set, lists rows by start, then trace id (a head's rows,
+	// in arrival order, have none).
+	order   []uint32
 	dict    []string
 	byName  func(string) (uint32, bool)
 	body    func(ctx context.Context, row *block.Summary) ([]byte, error)
@@ -190,7 +195,7 @@ func (s *Store) blockView(ctx context.Context, p *partition, b *blockRef) (*view
 	if err != nil {
 		return nil, err
 	}
-	v := &view{p: p, b: b, desc: b.key, rows: bi.rows, dict: bi.dict}
+	v := &view{p: p, b: b, bi: bi, desc: b.key, rows: bi.rows, order: bi.byStart, dict: bi.dict}
 	v.byName = func(name string) (uint32, bool) { id, ok := bi.byName[name]; return id, ok }
 	v.body = func(ctx context.Context, row *block.Summary) ([]byte, error) {
 		bodies, err := s.page(ctx, b, bi, int(row.Page))
@@ -219,6 +224,8 @@ type filter struct {
 	pairs  []uint64 // attribute pair hashes
 	values [][]byte // attribute values, as they are in a trace's bytes
 	text   string   // lower-cased
+	// lit: what every string Regex matches holds (its literal prefix).
+	lit []byte
 }
 
 func (s *Store) newFilter(q *Query) *filter {
@@ -235,6 +242,11 @@ func (s *Store) newFilter(q *Query) *filter {
 	}
 	if q.Text != "" {
 		f.text = strings.ToLower(q.Text)
+	}
+	if q.Regex != nil {
+		if lit, _ := q.Regex.LiteralPrefix(); lit != "" {
+			f.lit = []byte(lit)
+		}
 	}
 	return f
 }
@@ -268,7 +280,9 @@ type rowFilter struct {
 	ownHost bool // the partition's host is asked for: rows without hosts match
 	// textInDict: a dictionary string holds the text.
 	textInDict bool
-	blockOK    bool // the view's filter may hold the attribute pairs
+	// litInDict: a dictionary string holds the regex's literal prefix.
+	litInDict bool
+	blockOK   bool // the view's filter may hold the attribute pairs
 }
 
 func (f *filter) resolve(v *view) *rowFilter {
@@ -315,6 +329,10 @@ func (f *filter) resolve(v *view) *rowFilter {
 				}
 			}
 		}
+		if f.lit != nil {
+			lit := string(f.lit)
+			rf.litInDict = slices.ContainsFunc(v.dict, func(n string) bool { return strings.Contains(n, lit) })
+		}
 	}
 	return rf
 }
@@ -350,8 +368,8 @@ func (rf *rowFilter) rowMatch(r *block.Summary) bool {
 }
 
 // bodyMayMatch checks a trace's bytes before decoding it: every attribute
-// value it asks for must be in them, and the text too unless a dictionary
-// string may hold it.
+// value it asks for must be in them, and the text and the regex's literal
+// prefix too unless a dictionary string may hold them.
 func (rf *rowFilter) bodyMayMatch(body []byte) bool {
 	f := rf.f
 	for _, v := range f.values {
@@ -360,6 +378,9 @@ func (rf *rowFilter) bodyMayMatch(body []byte) bool {
 		}
 	}
 	if f.q.Text != "" && !rf.textInDict && !containsFold(body, f.text) {
+		return false
+	}
+	if f.lit != nil && !rf.litInDict && !bytes.Contains(body, f.lit) {
 		return false
 	}
 	return true
@@ -530,6 +551,17 @@ func (h *hitHeap) Pop() any {
 type unitHits struct {
 	hits    []hit
 	scanned int
+	// cut: the unit's walk stopped before its last row (it had enough,
+	// or the rows left came after the worst hit kept).
+	cut bool
+}
+
+// scanState is what the units of one search share: the worst hit kept
+// once there are Limit (nil before), for walks to stop at.
+type scanState struct {
+	worst atomic.Pointer[cursorPos]
+	limit int
+	desc  bool
 }
 
 // Search returns a page of the traces q selects, newest (or oldest)
@@ -610,6 +642,7 @@ func (s *Store) Search(q Query) (Page, error) {
 	overflow := false
 	var stopped *cursorPos
 	seen := map[trace.ID]bool{} // ids in the heap (a trace in parts is listed once)
+	st := &scanState{limit: q.Limit, desc: desc}
 
 	workers := max(runtime.GOMAXPROCS(0), 1)
 	results := make([]chan unitHits, len(units))
@@ -630,7 +663,7 @@ func (s *Store) Search(q Query) (Page, error) {
 				case <-stop:
 					ch <- unitHits{}
 				default:
-					ch <- s.scanUnit(ctx, u, f, since, until, after, better)
+					ch <- s.scanUnit(ctx, u, f, st, since, until, after, better)
 				}
 			}()
 		}
@@ -658,6 +691,7 @@ func (s *Store) Search(q Query) (Page, error) {
 		res := <-results[i]
 		done++
 		page.Scanned += res.scanned
+		overflow = overflow || res.cut
 		for _, x := range res.hits {
 			if seen[x.row.ID] {
 				// Another part of a trace already found: keep the better
@@ -681,6 +715,10 @@ func (s *Store) Search(q Query) (Page, error) {
 				overflow = true
 			}
 		}
+		if h.Len() == q.Limit {
+			w := h.items[0].pos
+			st.worst.Store(&w)
+		}
 	}
 	hits := make([]hit, h.Len())
 	for i := len(hits) - 1; i >= 0; i-- {
@@ -703,21 +741,40 @@ func (s *Store) Search(q Query) (Page, error) {
 		page.More = true
 		page.Cursor = hits[len(hits)-1].pos.String(q.Oldest)
 	}
+	// The hits' summaries, on as many goroutines as the scan (each may
+	// decompress a page).
+	sums := make([]Summary, len(hits))
+	errs := make([]error, len(hits))
+	var next2 atomic.Int64
+	var swg sync.WaitGroup
+	for range min(workers, len(hits)) {
+		swg.Add(1)
+		go func() {
+			defer swg.Done()
+			for i := int(next2.Add(1) - 1); i < len(hits); i = int(next2.Add(1) - 1) {
+				sums[i], errs[i] = s.summaryOf(ctx, &hits[i])
+			}
+		}()
+	}
+	swg.Wait()
 	page.Traces = make([]Summary, 0, len(hits))
 	for i := range hits {
-		sum, err := s.summaryOf(ctx, &hits[i])
-		if err != nil {
-			s.readFault("store: unreadable trace skipped", "trace_id", hits[i].row.ID.String(), "in", hits[i].v.desc, "err", err)
+		if errs[i] != nil {
+			s.readFault("store: unreadable trace skipped", "trace_id", hits[i].row.ID.String(), "in", hits[i].v.desc, "err", errs[i])
 			continue
 		}
-		page.Traces = append(page.Traces, sum)
+		page.Traces = append(page.Traces, sums[i])
 	}
 	return page, nil
 }
 
 // scanUnit returns the traces of a unit that the query selects (it runs on
-// several goroutines at once).
-func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, since, until int64, after *cursorPos, better func(a, b cursorPos) bool) unitHits {
+// several goroutines at once). A block's rows are walked in the order
+// asked for, and the walk stops at the Limit-th distinct trace or at the
+// first row after the worst hit the search keeps: the unit's best Limit
+// traces are all the search can use of it (a trace it ranks lower has
+// Limit better ones in this unit alone).
+func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, since, until int64, after *cursorPos, better func(a, b cursorPos) bool) unitHits {
 	var res unitHits
 	v, err := s.view(ctx, u)
 	if err != nil {
@@ -728,32 +785,160 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, since, until in
 	if rf.none {
 		return res
 	}
-	for i := range v.rows {
-		r := &v.rows[i]
-		res.scanned++
-		pos := cursorPos{start: r.Start, id: r.ID}
-		if r.Start < since || r.Start > until || after != nil && !better(*after, pos) || !rf.rowMatch(r) {
-			continue
+	n := len(v.rows)
+	if v.order == nil {
+		for i := range v.rows {
+			s.scanRow(ctx, v, &v.rows[i], rf, &res, since, until, after, better)
 		}
-		x := hit{pos: pos, v: v, row: *r}
-		if f.needs {
-			body, err := v.body(ctx, r)
-			if err != nil {
-				s.readFault("store: unreadable trace skipped", "trace_id", r.ID.String(), "in", v.desc, "err", err)
-				continue
-			}
-			if !rf.bodyMayMatch(body) {
-				continue
-			}
-			t, err := v.decode(body)
-			if err != nil || !f.spansMatch(t) {
-				continue
-			}
-			x.t = t
+		return res
+	}
+	// The rows in the order asked for: k-th of n is order[k] oldest first,
+	// order[n-1-k] newest first. Rows before the cursor or out of the
+	// time range are skipped by a binary search.
+	idx := func(k int) uint32 {
+		if st.desc {
+			return v.order[n-1-k]
 		}
-		res.hits = append(res.hits, x)
+		return v.order[k]
+	}
+	at := func(k int) *block.Summary { return &v.rows[idx(k)] }
+	k := 0
+	if after != nil {
+		k = sortSearch(n, func(k int) bool { r := at(k); return better(*after, cursorPos{start: r.Start, id: r.ID}) })
+	}
+	if st.desc && until != math.MaxInt64 {
+		k = max(k, sortSearch(n, func(k int) bool { return at(k).Start <= until }))
+	} else if !st.desc && since != math.MinInt64 {
+		k = max(k, sortSearch(n, func(k int) bool { return at(k).Start >= since }))
+	}
+	// Span-level conditions are evaluated a page at a time (each page
+	// decompressed once however the walk jumps between them): verdict
+	// holds each row's (0: not yet, 1: a hit, 2: not), traces the hits'.
+	var verdict []uint8
+	var traces map[uint32]*trace.Trace
+	if f.needs {
+		verdict = make([]uint8, n)
+		traces = map[uint32]*trace.Trace{}
+	}
+	distinct := 0
+	for ; k < n; k++ {
+		ri := idx(k)
+		r := &v.rows[ri]
+		if st.desc && r.Start < since || !st.desc && r.Start > until {
+			break
+		}
+		if w := st.worst.Load(); w != nil && !better(cursorPos{start: r.Start, id: r.ID}, *w) || st.limit <= maxEarlyStop && distinct == st.limit {
+			// More only if a row left may match: without span
+			// conditions, the rows say whether one does.
+			res.cut = f.needs
+			for ; !res.cut && k < n; k++ {
+				r := at(k)
+				res.cut = rf.rowOK(r, since, until, after, better) && !slices.ContainsFunc(res.hits, func(x hit) bool { return x.row.ID == r.ID })
+			}
+			break
+		}
+		before := len(res.hits)
+		if !f.needs {
+			s.scanRow(ctx, v, r, rf, &res, since, until, after, better)
+		} else {
+			res.scanned++
+			if !rf.rowOK(r, since, until, after, better) {
+				continue
+			}
+			if verdict[ri] == 0 {
+				s.evalPage(ctx, v, rf, r.Page, verdict, traces, since, until, after, better)
+			}
+			if verdict[ri] == 1 {
+				res.hits = append(res.hits, hit{pos: cursorPos{start: r.Start, id: r.ID}, v: v, row: *r, t: traces[ri]})
+			}
+		}
+		if st.limit <= maxEarlyStop && len(res.hits) > before && !slices.ContainsFunc(res.hits[:before], func(x hit) bool { return x.row.ID == r.ID }) {
+			distinct++
+		}
 	}
 	return res
+}
+
+// evalPage applies the span-level conditions to the rows of a block's
+// page that pass the summary conditions.
+func (s *Store) evalPage(ctx context.Context, v *view, rf *rowFilter, page uint32, verdict []uint8, traces map[uint32]*trace.Trace, since, until int64, after *cursorPos, better func(a, b cursorPos) bool) {
+	rows := v.bi.byPage[v.bi.pageFirst[page]:v.bi.pageFirst[page+1]]
+	bodies, err := s.page(ctx, v.b, v.bi, int(page))
+	if err != nil {
+		s.opt.Logger.Warn("store: unreadable page skipped", "in", v.desc, "page", page, "err", err)
+		for _, ri := range rows {
+			verdict[ri] = 2
+		}
+		return
+	}
+	for _, ri := range rows {
+		r := &v.rows[ri]
+		verdict[ri] = 2
+		if !rf.rowOK(r, since, until, after, better) || int(r.Index) >= len(bodies) {
+			continue
+		}
+		body := bodies[r.Index]
+		if !rf.bodyMayMatch(body) {
+			continue
+		}
+		t, err := v.decode(body)
+		if err != nil || !rf.f.spansMatch(t) {
+			continue
+		}
+		verdict[ri] = 1
+		traces[ri] = t
+	}
+}
+
+// rowOK applies the time range, the cursor and the summary conditions to
+// a row.
+func (rf *rowFilter) rowOK(r *block.Summary, since, until int64, after *cursorPos, better func(a, b cursorPos) bool) bool {
+	return r.Start >= since && r.Start <= until && (after == nil || better(*after, cursorPos{start: r.Start, id: r.ID})) && rf.rowMatch(r)
+}
+
+// maxEarlyStop: a unit's walk stops at Limit traces up to this Limit
+// (beyond, telling parts of one trace apart costs more than it saves).
+const maxEarlyStop = 1000
+
+// sortSearch is sort.Search.
+func sortSearch(n int, f func(int) bool) int {
+	i, j := 0, n
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if !f(h) {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	return i
+}
+
+// scanRow adds a row to res when the query selects it.
+func (s *Store) scanRow(ctx context.Context, v *view, r *block.Summary, rf *rowFilter, res *unitHits, since, until int64, after *cursorPos, better func(a, b cursorPos) bool) {
+	f := rf.f
+	res.scanned++
+	if !rf.rowOK(r, since, until, after, better) {
+		return
+	}
+	pos := cursorPos{start: r.Start, id: r.ID}
+	x := hit{pos: pos, v: v, row: *r}
+	if f.needs {
+		body, err := v.body(ctx, r)
+		if err != nil {
+			s.readFault("store: unreadable trace skipped", "trace_id", r.ID.String(), "in", v.desc, "err", err)
+			return
+		}
+		if !rf.bodyMayMatch(body) {
+			return
+		}
+		t, err := v.decode(body)
+		if err != nil || !f.spansMatch(t) {
+			return
+		}
+		x.t = t
+	}
+	res.hits = append(res.hits, x)
 }
 
 // summaryOf describes a hit: its trace decoded, with all its parts when

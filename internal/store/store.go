@@ -24,8 +24,12 @@ type Options struct {
 	Bucket objstore.Store
 	// ChunkSize is the uncompressed size at which a host's pending traces
 	// are written to its write-ahead file as one chunk (default 256 KiB);
-	// a Sync writes them too. It is also the size of a block's pages.
+	// a Sync writes them too.
 	ChunkSize int
+	// PageSize is the uncompressed size of a block's pages (default the
+	// smaller of ChunkSize and 64 KiB): a search that lists a trace
+	// decompresses its page.
+	PageSize int
 	// HeadSize and HeadAge: a host's head (the traces not yet in a block)
 	// is cut into a block when its write-ahead file reaches this size
 	// (default 32 MiB) or age (default 5 min).
@@ -43,8 +47,9 @@ type Options struct {
 	// have their own bounds (Hosts).
 	MaxAge  time.Duration
 	MaxSize int64
-	// CacheSize bounds what is kept of blocks for reading: their indexes,
-	// filters and decompressed pages (default 64 MiB).
+	// CacheSize bounds what is kept of blocks for reading: their indexes
+	// and filters (three quarters) and decompressed pages (a quarter;
+	// default 256 MiB in all: the indexes of 10 M spans fit).
 	CacheSize int64
 	// ReadOnly opens the store for queries and checks only, beside a
 	// writer: it sees the blocks and write-ahead files so far and looks
@@ -89,6 +94,9 @@ func (o Options) withDefaults() Options {
 	if o.ChunkSize <= 0 {
 		o.ChunkSize = 256 << 10
 	}
+	if o.PageSize <= 0 {
+		o.PageSize = min(o.ChunkSize, 64<<10)
+	}
 	if o.HeadSize <= 0 {
 		o.HeadSize = 32 << 20
 	}
@@ -105,7 +113,7 @@ func (o Options) withDefaults() Options {
 		o.CompactTo = 4 * o.HeadSize
 	}
 	if o.CacheSize <= 0 {
-		o.CacheSize = 64 << 20
+		o.CacheSize = 256 << 20
 	}
 	if o.Refresh <= 0 {
 		o.Refresh = time.Second
@@ -153,8 +161,11 @@ type Store struct {
 
 	readFaults lograte.Limiter // unreadable traces: logged a few per second, not each
 
-	cache *cache
-	cat   *catalog
+	// cache keeps block indexes and filters (¾ of CacheSize), pages the
+	// decompressed pages and write-ahead chunks (¼): a search that reads
+	// every page does not push out the indexes every search needs.
+	cache, pages *cache
+	cat          *catalog
 
 	refreshMu   sync.Mutex
 	lastRefresh time.Time
@@ -248,7 +259,7 @@ func newStore(dir string, o Options) (*Store, error) {
 		bucket = l
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Store{dir: dir, bucket: bucket, opt: o, parts: map[string]*partition{}, cache: newCache(o.CacheSize), cat: newCatalog(),
+	s := &Store{dir: dir, bucket: bucket, opt: o, parts: map[string]*partition{}, cache: newCache(o.CacheSize - o.CacheSize/4), pages: newCache(o.CacheSize / 4), cat: newCatalog(),
 		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1)}
 	s.walCond = sync.NewCond(&s.walMu)
 	return s, nil

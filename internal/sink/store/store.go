@@ -60,7 +60,7 @@ type Config struct {
 	// HeadSize) after each retention run.
 	CompactBelow pipeline.ByteSize `yaml:"compact_below"`
 	CompactTo    pipeline.ByteSize `yaml:"compact_to"`
-	// CacheSize bounds what is kept of blocks for reading (64MiB).
+	// CacheSize bounds what is kept of blocks for reading (256MiB).
 	CacheSize pipeline.ByteSize `yaml:"cache_size"`
 	// RetentionInterval: how often retention and compaction run
 	// (default 1m).
