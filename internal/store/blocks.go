@@ -183,15 +183,7 @@ func (s *Store) refresh() {
 				continue
 			}
 			path := filepath.Join(root, d.Name(), f.Name())
-			h := heads[path]
-			if h != nil {
-				p := s.partition(h.host)
-				p.mu.Lock()
-				err = s.loadWALFile(path, id, h)
-				p.mu.Unlock()
-			} else {
-				err = s.loadWALFile(path, id, nil)
-			}
+			err = s.loadWALFile(path, id, heads[path]) // nil: a new file
 			if err != nil {
 				s.opt.Logger.Warn("store: reading a write-ahead file", "path", path, "err", err)
 			}

@@ -361,12 +361,20 @@ func (s *Store) loadWALFile(path, id string, h *head) error {
 		return err
 	}
 	defer f.Close()
+	following := h != nil
 	if h == nil {
 		h, err = readWALHeader(f, path, id)
 		if err != nil {
 			s.recovery.Truncated = append(s.recovery.Truncated, fmt.Sprintf("%s: %v (file skipped)", path, err))
 			return nil
 		}
+	}
+	// A head searches may read (a reader following a writer's file)
+	// takes its new chunks under its partition's lock.
+	if following {
+		fp := s.partition(h.host)
+		fp.mu.Lock()
+		defer fp.mu.Unlock()
 	}
 	from := h.off
 	end, scanErr := scanBlocks(f, from, func(off int64, ch blockHeader, raw []byte) error {
@@ -380,6 +388,14 @@ func (s *Store) loadWALFile(path, id string, h *head) error {
 		return fmt.Errorf("%s: %w", path, scanErr)
 	}
 	h.off, h.synced = end, end
+	if following { // already among its partition's heads
+		if h.off > from {
+			m := &block.Meta{Host: h.host}
+			m.Services, m.Names = h.cat.metaOf()
+			s.cat.addMeta(m)
+		}
+		return nil
+	}
 	if scanErr != nil && !s.opt.ReadOnly {
 		st, _ := f.Stat()
 		if err := f.Truncate(end); err != nil {

@@ -492,3 +492,44 @@ func TestEveryHostOfATraceIsContact(t *testing.T) {
 		t.Errorf("payment-host after a reopen: size %d, want %d", n, before)
 	}
 }
+
+// TestReaderFollowsAGrowingHead: a reader follows the chunks a writer adds
+// to a head it already read (the writer's file grows), while searches run.
+func TestReaderFollowsAGrowingHead(t *testing.T) {
+	dir := t.TempDir()
+	w := open(t, dir, Options{ChunkSize: 1})
+	w.Append([]*trace.Trace{mkTrace(1, "h", 2, 100, 5, false)})
+	w.Sync()
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	r := open(t, dir, Options{ReadOnly: true, Now: clock})
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // searches beside the refreshes
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				r.Search(Query{Limit: 100})
+			}
+		}
+	}()
+	for i := 2; i <= 20; i++ {
+		w.Append([]*trace.Trace{mkTrace(i, "h", 2, int64(100*i), 5, false)})
+		w.Sync()
+		mu.Lock()
+		now = now.Add(2 * time.Second)
+		mu.Unlock()
+		if p, _ := r.Search(Query{Limit: 100}); len(p.Traces) != i {
+			t.Fatalf("after %d synced traces the reader lists %d", i, len(p.Traces))
+		}
+	}
+	close(stop)
+	<-done
+	if ops := r.Operations("db"); len(ops) == 0 {
+		t.Errorf("the reader's catalogue misses the followed traces' services: %v", r.Services())
+	}
+}
