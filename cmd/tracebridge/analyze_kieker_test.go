@@ -1,18 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/tracebridge/tracebridge/internal/pipeline"
-	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
+	"github.com/tracebridge/tracebridge/internal/analysis/analysistest"
 	"github.com/tracebridge/tracebridge/internal/store"
-	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 const oerLog = "../../internal/analysis/sysmodel/testdata/oer"
@@ -147,19 +143,7 @@ func TestAnalyzeStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var traces []*trace.Trace
-	a := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Emit: func(tr *trace.Trace) { traces = append(traces, tr) }})
-	r, err := kiekerlog.Open(oerLog, kiekerlog.Options{Catalog: record.Builtin()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Run(context.Background(), pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
-		a.AddBatch(b)
-		return nil
-	})); err != nil {
-		t.Fatal(err)
-	}
-	a.Flush()
+	traces := analysistest.Traces(t, oerLog)
 	if len(traces) != 4 {
 		t.Fatalf("%d traces assembled", len(traces))
 	}

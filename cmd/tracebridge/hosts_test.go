@@ -178,7 +178,9 @@ sinks:
 func TestLegacyStoreHostsCarriedOver(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "tracebridge-data")
-	copyTree(t, filepath.Join("..", "..", "internal", "store", "testdata", "legacy-hosts"), filepath.Join(data, "store"))
+	if err := os.CopyFS(filepath.Join(data, "store"), os.DirFS(filepath.Join("..", "..", "internal", "store", "testdata", "legacy-hosts"))); err != nil {
+		t.Fatal(err)
+	}
 	p := bridgetest.Start(t, dir, "-c", bridgetest.WriteConfig(t, dir, `flush_interval: 100ms
 traces: {window: 300ms}
 receivers:
@@ -211,26 +213,5 @@ sinks:
 	got, _ := queryJSON(t, filepath.Join(dir, "tracebridge-data"))
 	if len(got) != 2 {
 		t.Errorf("%d traces, want the old one and the new one", len(got))
-	}
-}
-
-func copyTree(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, path)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(to, rel), 0o755)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(to, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

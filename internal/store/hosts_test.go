@@ -35,28 +35,6 @@ func tableOf(db *hostdb.DB) HostTable { return table{db} }
 func (t table) Policy(name string) HostPolicy     { return HostPolicy(t.db.Policy(name)) }
 func (t table) Contact(name string, at time.Time) { t.db.Contact(name, at) }
 
-// copyDir copies the golden store so that opening it changes a copy.
-func copyDir(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, path)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(to, rel), 0o755)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(to, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestLegacyHostsMigrate: a store written by the version that kept host
 // records in its index (testdata/legacy-hosts, see testdata/README.md)
 // hands them to the host table: nothing lost (secrets, addresses, groups,
@@ -64,7 +42,10 @@ func copyDir(t *testing.T, from, to string) {
 // host's shared bytes still there; importing twice changes nothing.
 func TestLegacyHostsMigrate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
-	copyDir(t, filepath.Join("testdata", "legacy-hosts"), dir)
+	// a copy of the golden store, which opening it changes
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "legacy-hosts"))); err != nil {
+		t.Fatal(err)
+	}
 	now := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
 	hosts := openHosts(t, func() time.Time { return now })
 	s := open(t, dir, Options{Hosts: tableOf(hosts), Now: func() time.Time { return now }})

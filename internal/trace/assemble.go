@@ -533,36 +533,41 @@ func (f *family) origin(o *origin, recent *recentOrigins) (*Resource, *Scope) {
 // in turn: a bridge receives from a bounded set of processes, whose
 // resources recur in every trace.
 type recentOrigins struct {
-	res      [32]*Resource
-	scopes   [32]*Scope
-	nextRes  int
-	nextScop int
+	res    recentRing[Resource]
+	scopes recentRing[Scope]
+}
+
+// recentRing holds the last few values put, the oldest replaced first.
+type recentRing[T any] struct {
+	items [32]*T
+	next  int
+}
+
+// put puts v in place of the oldest and returns it.
+func (r *recentRing[T]) put(v *T) *T {
+	r.items[r.next] = v
+	r.next = (r.next + 1) % len(r.items)
+	return v
 }
 
 // resource returns the recent resource o has, making it when none.
 func (c *recentOrigins) resource(o *origin) *Resource {
-	for _, r := range c.res {
+	for _, r := range c.res.items {
 		if r != nil && o.resourceIs(r) {
 			return r
 		}
 	}
-	r := o.resource()
-	c.res[c.nextRes] = r
-	c.nextRes = (c.nextRes + 1) % len(c.res)
-	return r
+	return c.res.put(o.resource())
 }
 
 // scope returns the recent scope o has, making it when none.
 func (c *recentOrigins) scope(o *origin) *Scope {
-	for _, s := range c.scopes {
+	for _, s := range c.scopes.items {
 		if s != nil && o.scopeIs(s) {
 			return s
 		}
 	}
-	s := o.scopeCopy()
-	c.scopes[c.nextScop] = s
-	c.nextScop = (c.nextScop + 1) % len(c.scopes)
-	return s
+	return c.scopes.put(o.scopeCopy())
 }
 
 // limit emits the traces idle longest while more than MaxOpenTraces are

@@ -2,38 +2,17 @@ package equivalence
 
 import (
 	"bytes"
-	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/tracebridge/tracebridge/internal/analysis"
+	"github.com/tracebridge/tracebridge/internal/analysis/analysistest"
 	"github.com/tracebridge/tracebridge/internal/analysis/sysmodel"
-	"github.com/tracebridge/tracebridge/internal/pipeline"
-	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
-	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 func traces(t *testing.T, dir string) []*sysmodel.ExecutionTrace {
 	t.Helper()
 	m := sysmodel.New()
-	a := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Emit: func(tr *trace.Trace) {
-		ms, _ := analysis.Messages(tr, analysis.Options{})
-		for _, mt := range ms {
-			m.Add(mt)
-		}
-	}})
-	r, err := kiekerlog.Open(dir, kiekerlog.Options{Catalog: record.Builtin()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Run(context.Background(), pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
-		a.AddBatch(b)
-		return nil
-	})); err != nil {
-		t.Fatal(err)
-	}
-	a.Flush()
+	analysistest.Messages(t, dir, m.Add)
 	return m.Finish()
 }
 

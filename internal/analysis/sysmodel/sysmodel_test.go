@@ -2,16 +2,11 @@ package sysmodel
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/tracebridge/tracebridge/internal/analysis"
-	"github.com/tracebridge/tracebridge/internal/pipeline"
-	"github.com/tracebridge/tracebridge/internal/record"
-	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
-	"github.com/tracebridge/tracebridge/internal/trace"
+	"github.com/tracebridge/tracebridge/internal/analysis/analysistest"
 )
 
 // model reads a log through the assembler and Kieker's trace rules into
@@ -19,23 +14,7 @@ import (
 func model(t *testing.T, dir string) (*Model, []*ExecutionTrace) {
 	t.Helper()
 	m := New()
-	a := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Emit: func(tr *trace.Trace) {
-		ms, _ := analysis.Messages(tr, analysis.Options{})
-		for _, mt := range ms {
-			m.Add(mt)
-		}
-	}})
-	r, err := kiekerlog.Open(dir, kiekerlog.Options{Catalog: record.Builtin()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Run(context.Background(), pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
-		a.AddBatch(b)
-		return nil
-	})); err != nil {
-		t.Fatal(err)
-	}
-	a.Flush()
+	analysistest.Messages(t, dir, m.Add)
 	return m, m.Finish()
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/big"
 	"os"
 	"slices"
 	"sort"
@@ -365,7 +364,7 @@ func render1(x any, col column) (record.Value, error) {
 		if x == nil {
 			return record.IntValue(0), nil
 		}
-		ns, err := parseDuration(str(x))
+		ns, err := jfrtest.ParseDuration(str(x))
 		return record.IntValue(ns), err
 	}
 	if x == nil {
@@ -462,37 +461,6 @@ func parseTimestamp(s string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("timestamp %q", s)
-}
-
-// parseDuration parses Java's Duration text (PT1H2M3.5S, PT-0.5S) into
-// nanoseconds, saturated to the int64 range.
-func parseDuration(s string) (int64, error) {
-	rest, ok := strings.CutPrefix(s, "PT")
-	if !ok {
-		return 0, fmt.Errorf("duration %q", s)
-	}
-	total := new(big.Rat)
-	for rest != "" {
-		i := strings.IndexAny(rest, "HMS")
-		if i <= 0 {
-			return 0, fmt.Errorf("duration %q", s)
-		}
-		v, ok := new(big.Rat).SetString(rest[:i])
-		if !ok {
-			return 0, fmt.Errorf("duration %q", s)
-		}
-		mul := map[byte]int64{'H': 3600e9, 'M': 60e9, 'S': 1e9}[rest[i]]
-		total.Add(total, v.Mul(v, new(big.Rat).SetInt64(mul)))
-		rest = rest[i+1:]
-	}
-	n := new(big.Int).Quo(total.Num(), total.Denom())
-	if !n.IsInt64() {
-		if n.Sign() < 0 {
-			return math.MinInt64, nil
-		}
-		return math.MaxInt64, nil
-	}
-	return n.Int64(), nil
 }
 
 // TestNullStringsMatchJFRPrintJSON: the workload's custom event shop.Order

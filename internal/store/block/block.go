@@ -431,17 +431,15 @@ func (r *reader) uvarint(what string) uint64 {
 	return v
 }
 
+// varint reads a zig-zag varint as binary.Varint does: the same bytes
+// and failures as uvarint.
 func (r *reader) varint(what string) int64 {
-	if r.err != nil {
-		return 0
+	u := r.uvarint(what)
+	x := int64(u >> 1)
+	if u&1 != 0 {
+		x = ^x
 	}
-	v, n := binary.Varint(r.p[r.off:])
-	if n <= 0 {
-		r.fail(what)
-		return 0
-	}
-	r.off += n
-	return v
+	return x
 }
 
 func (r *reader) u32(what string) uint32 {
