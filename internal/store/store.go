@@ -56,6 +56,10 @@ type Options struct {
 	// again at most every Refresh (default 1 s).
 	ReadOnly bool
 	Refresh  time.Duration
+	// CloseWait: Close cuts every head into a block and waits at most
+	// this long for the uploads (default 10 s; negative: it does not cut,
+	// the heads stay in the write-ahead area until the next open).
+	CloseWait time.Duration
 	// Hosts is the host table: which hosts are disabled, their bounds,
 	// and what it learns of them from stored traces (nil: none).
 	Hosts HostTable
@@ -117,6 +121,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Refresh <= 0 {
 		o.Refresh = time.Second
+	}
+	if o.CloseWait == 0 {
+		o.CloseWait = 10 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -491,10 +498,13 @@ func (s *Store) Close() error {
 	}
 	var err error
 	if !s.opt.ReadOnly {
-		err = s.syncLocked(false)
+		err = s.syncLocked(s.opt.CloseWait > 0)
 	}
 	s.closed = true
 	s.wmu.Unlock()
+	if !s.opt.ReadOnly && s.opt.CloseWait > 0 {
+		s.awaitUploads(s.opt.CloseWait)
+	}
 	s.walMu.Lock()
 	s.closing = true
 	s.walCond.Broadcast()
@@ -514,6 +524,27 @@ func (s *Store) Close() error {
 		p.mu.Unlock()
 	}
 	return err
+}
+
+// awaitUploads waits at most d for the cut heads to be uploaded (what is
+// not stays in the write-ahead area for the next open).
+func (s *Store) awaitUploads(d time.Duration) {
+	s.kickUploader()
+	timer := time.AfterFunc(d, func() {
+		s.walMu.Lock()
+		s.walCond.Broadcast()
+		s.walMu.Unlock()
+	})
+	defer timer.Stop()
+	deadline := time.Now().Add(d)
+	s.walMu.Lock()
+	defer s.walMu.Unlock()
+	for len(s.sealed) > 0 && time.Now().Before(deadline) {
+		s.walCond.Wait()
+	}
+	if n := len(s.sealed); n > 0 {
+		s.opt.Logger.Warn("store: closing with blocks not uploaded; they stay in the write-ahead area until the next start", "blocks", n, "waited", d)
+	}
 }
 
 // waitRoom waits while the write-ahead area is over its bound.

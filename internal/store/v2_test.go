@@ -533,3 +533,29 @@ func TestReaderFollowsAGrowingHead(t *testing.T) {
 		t.Errorf("the reader's catalogue misses the followed traces' services: %v", r.Services())
 	}
 }
+
+// TestCloseUploadsHeads: Close cuts the heads into blocks and uploads
+// them, so a reader of the bucket alone (no write-ahead area) sees every
+// trace, and the write-ahead area is empty.
+func TestCloseUploadsHeads(t *testing.T) {
+	bucket, err := objstore.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	s := open(t, dir, Options{Bucket: bucket})
+	for i := range 5 {
+		s.Append([]*trace.Trace{mkTrace(i, []string{"a", "b"}[i%2], 2, int64(100*(i+1)), 5, false)})
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := open(t, t.TempDir(), Options{Bucket: bucket, ReadOnly: true})
+	if n, _ := r.Count(); n != 5 {
+		t.Fatalf("the bucket alone holds %d traces, want 5", n)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, walDir, "*", "*"+walExt))
+	if len(files) != 0 {
+		t.Fatalf("write-ahead files after Close: %v", files)
+	}
+}
