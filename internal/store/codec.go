@@ -94,49 +94,35 @@ func (e *encoder) tables(t *trace.Trace) {
 
 // resIndex returns 1 + the index of r in e.res, adding it when new (0:
 // nil).
-func (e *encoder) resIndex(r *trace.Resource) int {
-	if r == nil {
-		return 0
-	}
-	if i, ok := e.resAt[r]; ok {
-		return i
-	}
-	for i, x := range e.res[:min(len(e.res), tableScan)] {
-		if x == r {
-			return i + 1
-		}
-	}
-	e.res = append(e.res, r)
-	if len(e.res) > tableScan {
-		if e.resAt == nil {
-			e.resAt = map[*trace.Resource]int{}
-		}
-		e.resAt[r] = len(e.res)
-	}
-	return len(e.res)
-}
+func (e *encoder) resIndex(r *trace.Resource) int { return tableIndex(&e.res, &e.resAt, r) }
 
 // scopeIndex is resIndex for scopes.
-func (e *encoder) scopeIndex(c *trace.Scope) int {
-	if c == nil {
+func (e *encoder) scopeIndex(c *trace.Scope) int { return tableIndex(&e.scopes, &e.scAt, c) }
+
+// tableIndex returns 1 + the index of x in the table list, adding it when
+// new (0: nil); the first tableScan entries are searched in place, the
+// others through the map at.
+func tableIndex[T comparable](list *[]T, at *map[T]int, x T) int {
+	var none T
+	if x == none {
 		return 0
 	}
-	if i, ok := e.scAt[c]; ok {
+	if i, ok := (*at)[x]; ok {
 		return i
 	}
-	for i, x := range e.scopes[:min(len(e.scopes), tableScan)] {
-		if x == c {
+	for i, y := range (*list)[:min(len(*list), tableScan)] {
+		if y == x {
 			return i + 1
 		}
 	}
-	e.scopes = append(e.scopes, c)
-	if len(e.scopes) > tableScan {
-		if e.scAt == nil {
-			e.scAt = map[*trace.Scope]int{}
+	*list = append(*list, x)
+	if len(*list) > tableScan {
+		if *at == nil {
+			*at = map[T]int{}
 		}
-		e.scAt[c] = len(e.scopes)
+		(*at)[x] = len(*list)
 	}
-	return len(e.scopes)
+	return len(*list)
 }
 
 func (e *encoder) sym(dst []byte, s string) []byte {
