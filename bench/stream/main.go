@@ -74,6 +74,9 @@ type options struct {
 	paceFor            time.Duration // loss runs: length of a paced run
 	durable            bool          // loss runs: also with policy: durable
 	streamExtra        string        // loss runs: more keys of the stream section
+
+	otlpFrom, otlpTo int // OTLP runs: burst sizes (spans)
+	otlpClients      int // OTLP runs: concurrent clients
 }
 
 func main() {
@@ -85,7 +88,7 @@ func main() {
 	flag.IntVar(&o.records, "records", 2_000_000, "records per throughput run")
 	flag.IntVar(&o.runs, "runs", 3, "throughput runs with and without subscribers (alternating; the best of each counts)")
 	flag.StringVar(&o.bin, "bin", "", "a tracebridge binary (default: build ./cmd/tracebridge)")
-	flag.StringVar(&o.skip, "skip", "", "skip parts: latency, throughput, loss (comma-separated)")
+	flag.StringVar(&o.skip, "skip", "", "skip parts: loss, otlp, latency, throughput (comma-separated)")
 	flag.IntVar(&o.conns, "conns", 2, "loss runs: client connections")
 	flag.IntVar(&o.burstFrom, "burst-from", 250_000, "loss runs: the first burst (records; doubled until one loses records)")
 	flag.IntVar(&o.burstTo, "burst-to", 8_000_000, "loss runs: the largest burst tried")
@@ -94,6 +97,9 @@ func main() {
 	flag.DurationVar(&o.paceFor, "pace-for", 5*time.Second, "loss runs: length of a paced run")
 	flag.StringVar(&o.streamExtra, "stream-extra", "", "loss runs: more keys of the stream section (\"queue_batches: 256\")")
 	flag.BoolVar(&o.durable, "durable", true, "loss runs: also with the stream's policy: durable (its cost: the log's rate beside it)")
+	flag.IntVar(&o.otlpFrom, "otlp-from", 250_000, "OTLP runs: the first burst (spans; doubled up to -otlp-to)")
+	flag.IntVar(&o.otlpTo, "otlp-to", 2_000_000, "OTLP runs: the largest burst")
+	flag.IntVar(&o.otlpClients, "otlp-clients", 4, "OTLP runs: concurrent clients")
 	cpuprofile := flag.String("cpuprofile", "", "write this program's CPU profile (the subscribers') to a file")
 	flag.BoolVar(&o.inProcess, "in-process", false, "throughput: run the subscribers in this process at normal priority, not in a child process at nice 19")
 	subscriberURL := flag.String("subscriber", "", "(internal) run -subs subscribers on this stream until each has -records records")
@@ -149,6 +155,13 @@ func run(ctx context.Context, o options) error {
 			fmt.Printf("\nthe cost of policy: durable: the log sink's best rate beside a durable stream %.2f M records/s, beside a best-effort one %.2f M: ratio %.2f\n",
 				durable/1e6, best/1e6, durable/best)
 		}
+	}
+	if !skip("otlp") {
+		ok, err := otlpTests(ctx, o, tmp)
+		if err != nil {
+			return err
+		}
+		failed = failed || !ok
 	}
 	if !skip("latency") {
 		lat, err := latency(ctx, o, filepath.Join(tmp, "latency"))
@@ -212,15 +225,21 @@ func startBridge(ctx context.Context, bin, dir string) (*bridge, error) {
 // startBridgeWith starts a bridge whose stream section has extra keys
 // (", policy: durable").
 func startBridgeWith(ctx context.Context, bin, dir, streamExtra string) (*bridge, error) {
+	return startBridgeOn(ctx, bin, dir, "kieker-tcp", streamExtra)
+}
+
+// startBridgeOn starts a bridge whose one receiver, named in, is of type
+// receiver, on a free loopback port.
+func startBridgeOn(ctx context.Context, bin, dir, receiver, streamExtra string) (*bridge, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	cfg := fmt.Sprintf(`data_dir: %q
 metrics: "127.0.0.1:0"
-receivers: [{name: in, type: kieker-tcp, listen: "127.0.0.1:0"}]
+receivers: [{name: in, type: %s, listen: "127.0.0.1:0"}]
 sinks: [{name: log, type: kieker-log, format: binary, path: %q}]
 stream: {listen: "127.0.0.1:0"%s}
-`, dir, filepath.Join(dir, "log"), streamExtra)
+`, dir, receiver, filepath.Join(dir, "log"), streamExtra)
 	path := filepath.Join(dir, "tracebridge.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		return nil, err
@@ -281,6 +300,20 @@ func (b *bridge) sinkRecords() (int64, error) {
 		return 0, fmt.Errorf("metrics: %v %v", ok, err)
 	}
 	return int64(v), nil
+}
+
+// streamTaken returns the records the stream sink has consumed or the
+// engine dropped for it (taken), and of those the dropped.
+func (b *bridge) streamTaken() (taken, dropped int64, err error) {
+	c, _, err := benchkit.Metric(b.metrics, "tracebridge_sink_records_total", `sink="stream"`)
+	if err != nil {
+		return 0, 0, err
+	}
+	d, _, err := benchkit.Metric(b.metrics, "tracebridge_sink_overflow_records_total", `sink="stream"`)
+	if err != nil {
+		return 0, 0, err
+	}
+	return int64(c + d), int64(d), nil
 }
 
 // encoder writes Before/After events of small traces in Kieker's
