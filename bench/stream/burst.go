@@ -18,10 +18,10 @@ type lossRun struct {
 	records    int64         // sent
 	logTook    time.Duration // until the log sink had them all
 	streamTook time.Duration // until the stream sink had consumed (or dropped) them all
-	streamed int64         // records a subscriber from the repository's start got
-	missed   int64         // records it was told it missed (OnGap)
-	overflow int64         // records the engine dropped for the stream
-	peakRSS  int64         // the bridge's peak resident memory (bytes)
+	streamed   int64         // records a subscriber from the repository's start got
+	missed     int64         // records it was told it missed (OnGap)
+	overflow   int64         // records the engine dropped for the stream
+	peakRSS    int64         // the bridge's peak resident memory (bytes)
 }
 
 func (r lossRun) lossless() bool { return r.streamed == r.records && r.missed == 0 && r.overflow == 0 }
