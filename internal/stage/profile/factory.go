@@ -62,8 +62,9 @@ func Factory() pipeline.StageFactory {
 type factory struct{ pipeline.StageFactory }
 
 // ImpliedBy names the receiver types that bring a profile stage: jfr
-// (internal/source/jfr's Type; stages import no sources).
-func (factory) ImpliedBy() []string { return []string{"jfr"} }
+// and jfr-http (internal/source/jfr's and internal/source/jfrhttp's Type;
+// stages import no sources).
+func (factory) ImpliedBy() []string { return []string{"jfr", "jfr-http"} }
 
 func newFactory() pipeline.StageFactory {
 	return pipeline.NewStageFactory(Type, func() *FactoryConfig { return &FactoryConfig{} },
