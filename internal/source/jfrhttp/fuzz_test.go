@@ -17,12 +17,12 @@ import (
 
 // readUpload reads a body as the receiver does (no multipart) and
 // returns the counts, the error and the records' type names in order.
-func readUpload(body io.Reader) (result, error, []string) {
+func readUpload(body io.Reader) (result, []string, error) {
 	var names []string
 	lim := &limited{r: body, n: 8 << 20}
 	rec, err := openRecording(lim, "", "")
 	if err != nil {
-		return result{}, err, nil
+		return result{}, nil, err
 	}
 	d := decoder{
 		stream:    codec.NewStream(codec.Options{}),
@@ -36,7 +36,7 @@ func readUpload(body io.Reader) (result, error, []string) {
 		},
 	}
 	res, err := d.decode(&chunkReader{r: &limited{r: rec, n: 8 << 20}, max: 1 << 20}, &record.Batch{})
-	return res, err, names
+	return res, names, err
 }
 
 // FuzzUpload: no body makes the receiver's reading panic, every failure is
@@ -53,12 +53,12 @@ func FuzzUpload(f *testing.F) {
 	f.Add(gzipped(f, data[:2048]))
 	f.Add([]byte{0x1f, 0x8b, 8, 0})
 	f.Fuzz(func(t *testing.T, body []byte) {
-		res, err, names := readUpload(bytes.NewReader(body))
+		res, names, err := readUpload(bytes.NewReader(body))
 		var e *Error
 		if err != nil && !errors.As(err, &e) && !errors.Is(err, errTooLarge) && !isGzipErr(err) {
 			t.Fatalf("error of an unexpected kind: %T %v", err, err)
 		}
-		res1, err1, names1 := readUpload(iotest.OneByteReader(bytes.NewReader(body)))
+		res1, names1, err1 := readUpload(iotest.OneByteReader(bytes.NewReader(body)))
 		if res != res1 || (err == nil) != (err1 == nil) || len(names) != len(names1) {
 			t.Fatalf("whole: %+v %v %d records; a byte at a time: %+v %v %d records", res, err, len(names), res1, err1, len(names1))
 		}
