@@ -103,11 +103,11 @@ func (r *Receiver) Addr() net.Addr { return r.ln.Addr() }
 
 // Where says where the receiver listens.
 func (r *Receiver) Where() string {
-	w := "listening on " + r.ln.Addr().String() + IngestPath
+	w := "listening on " + r.ln.Addr().String() + " (POST " + IngestPath
 	if r.tls != nil {
-		w += " (TLS)"
+		w += ", TLS"
 	}
-	return w
+	return w + ")"
 }
 
 // Run serves until ctx is cancelled, then shuts down gracefully.
