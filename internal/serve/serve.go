@@ -390,8 +390,8 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 	return s, nil
 }
 
-// needsHosts says whether the bridge keeps a host table: for zico's and
-// OTLP's host authentication, the store sink's host bounds and the HTTP
+// needsHosts says whether the bridge keeps a host table: for zico's,
+// OTLP's and jfr-http's host authentication, the store sink's host bounds and the HTTP
 // API's hosts pages.
 func needsHosts(cfg *config.Config) bool {
 	if cfg.HTTP.Listen != "" {
