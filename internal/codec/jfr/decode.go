@@ -479,6 +479,9 @@ func (s *Stream) compile(id int64) *eventType {
 		}
 	}
 	et.typ, et.err = s.types.get(c.Name, fields)
+	if et.err == nil {
+		describe(et.typ, c, et.cols)
+	}
 	return et
 }
 
