@@ -271,10 +271,10 @@ type Query struct {
 // values of its type's fields (Page.Fields) in order. Arrays are
 // arrays of their items (a stack trace: frames, top first).
 type Event struct {
-	ID     int64 `json:"id"`
-	Time   int64 `json:"time"`
+	ID     int64  `json:"id"`
+	Time   int64  `json:"time"`
 	Thread string `json:"thread,omitempty"`
-	Values []any `json:"values"`
+	Values []any  `json:"values"`
 }
 
 // Page is one page of the events a Query matches.
