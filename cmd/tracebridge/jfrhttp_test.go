@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"mime/multipart"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -304,4 +306,21 @@ func gzipFile(t *testing.T, src, dst string) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// multipartJFR is a multipart form like Pyroscope's agent posts: the
+// recording as the jfr part.
+func multipartJFR(t *testing.T, data []byte) ([]byte, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	fw, err := mw.CreateFormFile("jfr", "jfr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.Write(data)
+	if err := mw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), mw.FormDataContentType()
 }
