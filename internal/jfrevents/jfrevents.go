@@ -94,19 +94,53 @@ func New(opt Options) *Keeper {
 	return &Keeper{opt: opt, hosts: map[string]*host{}, infos: map[*record.Type]*codec.TypeInfo{}}
 }
 
+// AddBatch keeps the JFR events of b (of its origin's host).
+func (k *Keeper) AddBatch(b *record.Batch) {
+	if b.Origin.Host == "" || len(b.Records) == 0 {
+		return
+	}
+	locked := false
+	for i := range b.Records {
+		r := &b.Records[i]
+		if k.info(r.Type) == nil {
+			continue
+		}
+		if !locked {
+			k.mu.Lock()
+			locked = true
+		}
+		k.add(b.Origin.Host, r)
+	}
+	if locked {
+		k.mu.Unlock()
+	}
+}
+
 // Add keeps r (a JFR event of host; other records are left alone). r
 // is copied: the caller keeps it.
 func (k *Keeper) Add(hostName string, r *record.Record) {
-	info, ok := k.infos[r.Type]
-	if !ok {
-		info, _ = codec.Describe(r.Type)
-		k.infos[r.Type] = info
-	}
-	if info == nil || hostName == "" {
+	if k.info(r.Type) == nil || hostName == "" {
 		return
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.add(hostName, r)
+}
+
+// info returns the description of a JFR event type, nil for another
+// type (Add's goroutine only).
+func (k *Keeper) info(t *record.Type) *codec.TypeInfo {
+	info, ok := k.infos[t]
+	if !ok {
+		info, _ = codec.Describe(t)
+		k.infos[t] = info
+	}
+	return info
+}
+
+// add keeps r; k.mu is held.
+func (k *Keeper) add(hostName string, r *record.Record) {
+	info := k.infos[r.Type]
 	k.clock++
 	h := k.hosts[hostName]
 	if h == nil {
@@ -147,13 +181,24 @@ func (k *Keeper) Add(hostName string, r *record.Record) {
 	}
 }
 
-// copyRecord copies src into dst, reusing dst's value slice.
+// copyRecord copies src into dst, reusing dst's value slice and the
+// lists it owns.
 func copyRecord(dst, src *record.Record) {
-	vals := append(dst.Values[:0], src.Values...)
-	for i, v := range vals {
+	vals := dst.Values[:0]
+	for i, v := range src.Values {
 		if l := v.List(); l != nil {
-			vals[i] = record.ListValue(l.Elem, append([]record.Value(nil), l.Items...))
+			var own *record.List
+			if i < len(dst.Values) {
+				own = dst.Values[i].List() // read before vals overwrites it
+			}
+			if own != nil {
+				own.Elem, own.Items = l.Elem, append(own.Items[:0], l.Items...)
+				v = dst.Values[i]
+			} else {
+				v = record.ListValue(l.Elem, append([]record.Value(nil), l.Items...))
+			}
 		}
+		vals = append(vals, v)
 	}
 	*dst = *src
 	dst.Values = vals
@@ -185,7 +230,7 @@ func (h *host) dropOldestOfLargest() {
 		h.kept = 0
 		return
 	}
-	big.ring[big.head].rec = record.Record{Values: big.ring[big.head].rec.Values[:0]}
+	// The slot keeps its values (out of sight) for its next event.
 	big.head = (big.head + 1) % len(big.ring)
 	big.n--
 	h.kept--

@@ -209,3 +209,62 @@ func TestBounds(t *testing.T) {
 		t.Errorf("hosts %v", hosts)
 	}
 }
+
+// BenchmarkAddBatch: keeping a recording's events in a full window
+// allocates only for stack traces the first time a slot holds one.
+func BenchmarkAddBatch(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("..", "codec", "jfr", "testdata", "small.jfr"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := codec.NewStream(codec.Options{})
+	h, _ := codec.ParseHeader(data)
+	c, err := s.Open(bytes.NewReader(data), 0, h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := &record.Batch{}
+	for {
+		if _, err := c.Next(batch, 1<<20); errors.Is(err, io.EOF) {
+			break
+		}
+	}
+	batch.Origin.Host = "h"
+	k := New(Options{PerType: 100, PerHost: 500})
+	k.AddBatch(batch)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		k.AddBatch(batch)
+	}
+	b.ReportMetric(float64(b.N*batch.Len())/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkDecodeBaseline decodes the same recording's events, the
+// baseline BenchmarkAddBatch is compared with (events/s of each).
+func BenchmarkDecodeBaseline(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("..", "codec", "jfr", "testdata", "small.jfr"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, _ := codec.ParseHeader(data)
+	batch := &record.Batch{}
+	b.ReportAllocs()
+	events := 0
+	for range b.N {
+		s := codec.NewStream(codec.Options{})
+		c, err := s.Open(bytes.NewReader(data), 0, h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			_, err := c.Next(batch, 1<<20)
+			events += batch.Len()
+			batch.Reset()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+		}
+	}
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+}

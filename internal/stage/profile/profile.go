@@ -226,8 +226,8 @@ func (s *Stage) Consume(ctx context.Context, b *record.Batch) error {
 			s.addKind(r, kl, b.Origin.Host)
 		}
 		s.views.Add(b.Origin.Host, r)
-		s.events.Add(b.Origin.Host, r)
 	}
+	s.events.AddBatch(b)
 	return s.next.Consume(ctx, b)
 }
 
