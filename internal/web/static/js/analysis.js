@@ -9,6 +9,7 @@ import { drawGraph } from './graph.js';
 import { table } from './ops-table.js';
 import { Flame, fmtAmount } from './flame.js';
 import { eventBrowser } from './jfrevents.js';
+import { gcTimeline } from './gctimeline.js';
 
 // latest returns a function that gives the signal of a new request of a
 // tab, aborting the tab's previous one (a newer choice wins over an
@@ -389,7 +390,7 @@ function jfrViews(v) {
     h('h3', null, title), note ? h('div', { class: 'muted' }, note) : null,
     table(columns, rows, { sort, desc: true, height: 320, empty: 'no events in the window' }).el);
   const gc = v.gc;
-  return [
+  const sections = [
     section('gc', 'Garbage collections', `${fmtNum(gc.count)} collections, ${fmtDur(gc.totalPauseNs)} paused in all, longest pause ${fmtDur(gc.longestPauseNs)}`, [
       { key: 'time', label: 'Time', cell: (x) => fmtTime(x.time) },
       { key: 'name', label: 'Collector' }, { key: 'cause', label: 'Cause' },
@@ -423,6 +424,9 @@ function jfrViews(v) {
       { key: 'stack', label: 'First stack (top frames)', cell: (x) => h('span', { title: (x.stack || []).join('\n') }, (x.stack || []).slice(0, 3).join(' ← ')) },
     ], v.exceptions, 'count'),
   ];
+  const chart = gcTimeline(gc.pauses, v.heap);
+  if (chart) sections[0].insertBefore(chart, sections[0].querySelector('.vtable-box'));
+  return sections;
 }
 
 function profileTab(body, { state, save, signal }) {
