@@ -391,7 +391,7 @@ function jfrViews(v) {
     table(columns, rows, { sort, desc: true, height: 320, empty: 'no events in the window' }).el);
   const gc = v.gc;
   const sections = [
-    section('gc', 'Garbage collections', `${fmtNum(gc.count)} collections, ${fmtDur(gc.totalPauseNs)} paused in all, longest pause ${fmtDur(gc.longestPauseNs)}`, [
+    section('gc', 'Garbage collections', `${fmtNum(gc.count)} collections, ${fmtDur(gc.totalPauseNs)} paused in all, longest pause ${fmtDur(gc.longestPauseNs)}${gc.phaseCount ? `; ${fmtNum(gc.phaseCount)} pause phases, ${fmtDur(gc.phaseTotalNs)} in all, longest ${fmtDur(gc.phaseLongestNs)}` : ''}`, [
       { key: 'time', label: 'Time', cell: (x) => fmtTime(x.time) },
       { key: 'name', label: 'Collector' }, { key: 'cause', label: 'Cause' },
       { key: 'pauseNs', label: 'Paused', num: true, cell: (x) => fmtDur(x.pauseNs) },
