@@ -244,17 +244,18 @@ func TestServeFlameKinds(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("views (-jfr print +tracebridge):\n%s", diff)
 		}
-		if want.GCs == 0 || len(want.Monitors) == 0 || len(want.Allocs) == 0 || len(want.Thrown) == 0 || want.SlowestIO == 0 {
+		if want.GCs == 0 || want.Phases == 0 || len(want.Monitors) == 0 || len(want.Allocs) == 0 || len(want.Thrown) == 0 || want.SlowestIO == 0 {
 			t.Errorf("the recording lacks events for a view: %+v", want)
 		}
-		t.Logf("%d GCs (%d ns of pauses, longest %d), %d heap points, %d monitor classes, %d allocated classes, %d exception classes, slowest I/O %d ns",
-			want.GCs, want.GCPauseNs, want.GCLongestNs, len(want.HeapUsed), len(want.Monitors), len(want.Allocs), len(want.Thrown), want.SlowestIO)
+		t.Logf("%d GCs (%d ns of pauses, longest %d; %d pause phases, %d ns), %d heap points, %d monitor classes, %d allocated classes, %d exception classes, slowest I/O %d ns",
+			want.GCs, want.GCPauseNs, want.GCLongestNs, want.Phases, want.PhaseNs, len(want.HeapUsed), len(want.Monitors), len(want.Allocs), len(want.Thrown), want.SlowestIO)
 	})
 }
 
 // viewSums are the figures of the views a test compares with jfr print.
 type viewSums struct {
 	GCs, GCPauseNs, GCLongestNs int64
+	Phases, PhaseNs             int64               // jdk.GCPhasePause: count, total
 	HeapUsed                    []int64             // after GC, in time order
 	Monitors                    map[string][3]int64 // count, total, max
 	Allocs                      map[string][2]int64 // samples, bytes
@@ -263,7 +264,7 @@ type viewSums struct {
 }
 
 func sumViews(v jfrview.Views) viewSums {
-	s := viewSums{GCs: v.GC.Count, GCPauseNs: v.GC.TotalPauseNs, GCLongestNs: v.GC.LongestNs,
+	s := viewSums{GCs: v.GC.Count, GCPauseNs: v.GC.TotalPauseNs, GCLongestNs: v.GC.LongestNs, Phases: v.GC.PhaseCount, PhaseNs: v.GC.PhaseTotalNs,
 		Monitors: map[string][3]int64{}, Allocs: map[string][2]int64{}, Thrown: map[string]int64{}}
 	for _, h := range v.Heap {
 		s.HeapUsed = append(s.HeapUsed, h.Used)
@@ -312,13 +313,16 @@ func viewsOracle(t *testing.T, tools jfrtest.Tools, rec string) viewSums {
 		return flame.JavaClassName(strings.ReplaceAll(name, "/", "."))
 	}
 	err := tools.PrintJSON(context.Background(), rec, []string{"jdk.GarbageCollection", "jdk.GCHeapSummary", "jdk.JavaMonitorEnter",
-		"jdk.ObjectAllocationSample", "jdk.JavaExceptionThrow", "jdk.FileRead", "jdk.FileWrite", "jdk.SocketRead", "jdk.SocketWrite"}, func(ev jfrtest.Event) error {
+		"jdk.ObjectAllocationSample", "jdk.JavaExceptionThrow", "jdk.FileRead", "jdk.FileWrite", "jdk.SocketRead", "jdk.SocketWrite", "jdk.GCPhasePause"}, func(ev jfrtest.Event) error {
 		v := ev.Values
 		switch ev.Type {
 		case "jdk.GarbageCollection":
 			s.GCs++
 			s.GCPauseNs += num(v["sumOfPauses"])
 			s.GCLongestNs = max(s.GCLongestNs, num(v["longestPause"]))
+		case "jdk.GCPhasePause":
+			s.Phases++
+			s.PhaseNs += num(v["duration"])
 		case "jdk.GCHeapSummary":
 			if v["when"] == "After GC" {
 				st, _ := v["startTime"].(string)

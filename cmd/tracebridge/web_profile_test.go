@@ -90,6 +90,13 @@ func TestWebProfile(t *testing.T) {
 	if n := eval[int](t, ctx, `document.querySelectorAll('.profile-views [data-view=heap] tbody tr').length`); n != min(len(views.Heap), n) || n == 0 {
 		t.Errorf("%d heap rows, the API has %d points", n, len(views.Heap))
 	}
+	// The GC timeline: a bar per collection, the heap line.
+	if n := eval[int](t, ctx, `document.querySelectorAll('.profile-views [data-view=gc] svg.gc-timeline rect.gc-bar').length`); n != len(views.GC.Pauses) {
+		t.Errorf("%d bars in the GC timeline, the API has %d collections", n, len(views.GC.Pauses))
+	}
+	if !eval[bool](t, ctx, `!!document.querySelector('.profile-views [data-view=gc] svg.gc-timeline path.gc-heap')`) {
+		t.Error("the GC timeline has no heap line")
+	}
 	shot(t, ctx, "analysis-profile-views")
 
 	// The kind selector: lock waits, in time, with the monitor's class

@@ -26,6 +26,8 @@ var schemaTypes = map[string]any{
 	"Ranking":           Ranking{},
 	"Flame":             Flame{},
 	"JFRViews":          jfrview.Views{},
+	"JFRTypes":          JFRTypes{},
+	"JFREvents":         JFREvents{},
 	"CriticalPath":      CriticalPath{},
 	"Comparison":        Comparison{},
 	"Pivot":             PivotResult{},

@@ -205,6 +205,12 @@ func table() []route {
 		{method: "GET", path: "/api/v1/profiles/views", tag: "analysis", auth: authRead, summary: "JMC's views of a host's JFR events in a time window: GC pauses, heap after GC, contended monitors, slowest file and socket operations, exceptions by class (needs a JFR profile stage)",
 			params: []param{q("host", "string", "the host").req(), q("since", "string", "window start (default 15m)").fmt("time"), q("until", "string", "window end (default now)").fmt("time")},
 			resp:   "JFRViews", h: profileViews},
+		{method: "GET", path: "/api/v1/jfr/types", tag: "analysis", auth: authRead, summary: "The event browser: hosts with JFR events, and every event type one sent with its count, fields and description (needs a JFR profile stage)",
+			params: []param{q("host", "string", "the host whose types to list (none: only the hosts)")}, resp: "JFRTypes", h: jfrTypes},
+		{method: "GET", path: "/api/v1/jfr/events", tag: "analysis", auth: authRead, summary: "The event browser: a host's recent events of one type, filtered by time, thread and field values, sorted and paged (stack traces cut to 5 frames)",
+			params: jfrEventParams, resp: "JFREvents", h: jfrEvents},
+		{method: "GET", path: "/api/v1/jfr/event", tag: "analysis", auth: authRead, summary: "The event browser: one event with its whole stack trace",
+			params: []param{q("host", "string", "the host").req(), q("id", "integer", "the event's id (from /api/v1/jfr/events)").req()}, resp: "JFREvents", h: jfrEvent},
 
 		// Hosts.
 		{method: "GET", path: "/api/v1/hosts", tag: "hosts", auth: authRead, summary: "Hosts with group, last contact, stored size and traces per second", resp: "HostList", h: withHosts(listHosts)},

@@ -1,12 +1,12 @@
 // Package jfrview keeps, per host, what JDK Mission Control's views show
 // of JFR events besides flame graphs: garbage collections and their
-// pauses, the heap after each collection, the classes allocated (by
+// pauses (and pause phases, jdk.GCPhasePause), the heap after each collection, the classes allocated (by
 // allocation sample weight), contended monitors, the slowest
 // file and socket operations and exceptions by class. A Keeper takes the
 // records (the profile stage hands it every batch) and answers Views of a
 // host and time window for the HTTP API (/api/v1/profiles/views).
 //
-// Limits: per host, at most MaxEvents collections and heap summaries
+// Limits: per host, at most MaxEvents collections, pause phases and heap summaries
 // (the oldest go first), per host and minute at most MaxClasses allocated, monitor
 // and exception classes (further ones count under "[other classes]") and
 // the MaxSlow slowest I/O operations; minutes older than the history
@@ -61,6 +61,21 @@ type GCView struct {
 	LongestNs    int64 `json:"longestPauseNs"`
 	// Pauses are the collections, oldest first: the timeline.
 	Pauses []GCPause `json:"pauses"`
+	// Phases are the pause phases of the collections
+	// (jdk.GCPhasePause), oldest first, with their count, total and
+	// longest.
+	Phases         []GCPhase `json:"phases"`
+	PhaseCount     int64     `json:"phaseCount"`
+	PhaseTotalNs   int64     `json:"phaseTotalNs"`
+	PhaseLongestNs int64     `json:"phaseLongestNs"`
+}
+
+// GCPhase is one pause phase of a collection (jdk.GCPhasePause).
+type GCPhase struct {
+	Time       int64  `json:"time"`
+	ID         int64  `json:"gcId"`
+	Name       string `json:"name"` // "GC Pause", "Pause Remark", …
+	DurationNs int64  `json:"durationNs"`
 }
 
 // GCPause is one collection.
@@ -134,6 +149,7 @@ type Keeper struct {
 
 type host struct {
 	gcs     []GCPause   // ring, oldest first after sort
+	phases  []GCPhase   // ring
 	heap    []HeapPoint // ring
 	minutes map[int64]*minute
 	newest  int64
@@ -171,12 +187,14 @@ const (
 	kindException
 	kindError
 	kindAlloc
+	kindPhase
 )
 
 var kinds = map[string]int{
 	"jdk.GarbageCollection": kindGC, "jdk.GCHeapSummary": kindHeap, "jdk.JavaMonitorEnter": kindMonitor,
 	"jdk.FileRead": kindIO, "jdk.FileWrite": kindIO, "jdk.SocketRead": kindIO, "jdk.SocketWrite": kindIO,
 	"jdk.JavaExceptionThrow": kindException, "jdk.JavaErrorThrow": kindError, "jdk.ObjectAllocationSample": kindAlloc,
+	"jdk.GCPhasePause": kindPhase,
 }
 
 func layoutOf(t *record.Type) *layout {
@@ -272,6 +290,9 @@ func (k *Keeper) Add(hostName string, r *record.Record) {
 	case kindGC:
 		h.gcs = appendRing(h.gcs, GCPause{Time: t, ID: l.long(r, l.gcID), Name: l.str(r, l.name), Cause: l.str(r, l.cause),
 			DurationNs: l.long(r, l.duration), PauseNs: l.long(r, l.sumPauses), LongestNs: l.long(r, l.longest)})
+		return
+	case kindPhase:
+		h.phases = appendRing(h.phases, GCPhase{Time: t, ID: l.long(r, l.gcID), Name: l.str(r, l.name), DurationNs: l.long(r, l.duration)})
 		return
 	case kindHeap:
 		if l.str(r, l.when) == "After GC" {
@@ -391,6 +412,7 @@ func (k *Keeper) forget() {
 			}
 		}
 		h.gcs = dropBefore(h.gcs, oldest, func(p GCPause) int64 { return p.Time })
+		h.phases = dropBefore(h.phases, oldest, func(p GCPhase) int64 { return p.Time })
 		h.heap = dropBefore(h.heap, oldest, func(p HeapPoint) int64 { return p.Time })
 	}
 }
@@ -413,7 +435,7 @@ func (k *Keeper) Views(ctx context.Context, hostName string, since, until int64)
 	if h == nil {
 		return nil, ctx.Err()
 	}
-	v := &Views{GC: GCView{Pauses: []GCPause{}}, Heap: []HeapPoint{}, Allocations: []Alloc{}, Monitors: []Monitor{}, SlowIO: []IOOp{}, Exceptions: []Thrown{}}
+	v := &Views{GC: GCView{Pauses: []GCPause{}, Phases: []GCPhase{}}, Heap: []HeapPoint{}, Allocations: []Alloc{}, Monitors: []Monitor{}, SlowIO: []IOOp{}, Exceptions: []Thrown{}}
 	for _, p := range h.gcs {
 		if p.Time >= since && p.Time <= until {
 			v.GC.Pauses = append(v.GC.Pauses, p)
@@ -423,6 +445,15 @@ func (k *Keeper) Views(ctx context.Context, hostName string, since, until int64)
 		}
 	}
 	sort.SliceStable(v.GC.Pauses, func(i, j int) bool { return v.GC.Pauses[i].Time < v.GC.Pauses[j].Time })
+	for _, p := range h.phases {
+		if p.Time >= since && p.Time <= until {
+			v.GC.Phases = append(v.GC.Phases, p)
+			v.GC.PhaseCount++
+			v.GC.PhaseTotalNs += p.DurationNs
+			v.GC.PhaseLongestNs = max(v.GC.PhaseLongestNs, p.DurationNs)
+		}
+	}
+	sort.SliceStable(v.GC.Phases, func(i, j int) bool { return v.GC.Phases[i].Time < v.GC.Phases[j].Time })
 	for _, p := range h.heap {
 		if p.Time >= since && p.Time <= until {
 			v.Heap = append(v.Heap, p)
@@ -462,7 +493,7 @@ func (k *Keeper) Views(ctx context.Context, hostName string, since, until int64)
 			}
 		}
 	}
-	if len(v.GC.Pauses) == 0 && len(v.Heap) == 0 && len(allocs) == 0 && len(monitors) == 0 && len(exceptions) == 0 && len(errs) == 0 && len(v.SlowIO) == 0 {
+	if len(v.GC.Pauses) == 0 && len(v.GC.Phases) == 0 && len(v.Heap) == 0 && len(allocs) == 0 && len(monitors) == 0 && len(exceptions) == 0 && len(errs) == 0 && len(v.SlowIO) == 0 {
 		return nil, ctx.Err()
 	}
 	for _, s := range allocs {

@@ -34,6 +34,7 @@ import (
 	storesink "github.com/tracebridge/tracebridge/internal/sink/store"
 	streamsink "github.com/tracebridge/tracebridge/internal/sink/stream"
 	"github.com/tracebridge/tracebridge/internal/source/jfr"
+	"github.com/tracebridge/tracebridge/internal/source/jfrhttp"
 	"github.com/tracebridge/tracebridge/internal/source/mqtt"
 	"github.com/tracebridge/tracebridge/internal/source/nats"
 	"github.com/tracebridge/tracebridge/internal/source/otlp"
@@ -83,7 +84,7 @@ func DefaultFactories() *pipeline.Factories {
 	f.Receivers = append(f.Receivers, tcp.Factories()...)
 	f.Receivers = append(f.Receivers, stomp.Factory(), mqtt.Factory())
 	f.Receivers = append(f.Receivers, nats.Factories()...)
-	f.Receivers = append(f.Receivers, zico.Factory(), jfr.Factory())
+	f.Receivers = append(f.Receivers, zico.Factory(), jfr.Factory(), jfrhttp.Factory())
 	f.Receivers = append(f.Receivers, otlp.Factories()...)
 	f.Stages = append(f.Stages, split.Factory(), timeunit.Factory(), throttle.Factory(), profile.Factory())
 	f.Sinks = append(f.Sinks, kiekerlog.Factory(), forward.Factory(), storesink.Factory(), streamsink.Factory())
@@ -389,8 +390,8 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 	return s, nil
 }
 
-// needsHosts says whether the bridge keeps a host table: for zico's and
-// OTLP's host authentication, the store sink's host bounds and the HTTP
+// needsHosts says whether the bridge keeps a host table: for zico's,
+// OTLP's and jfr-http's host authentication, the store sink's host bounds and the HTTP
 // API's hosts pages.
 func needsHosts(cfg *config.Config) bool {
 	if cfg.HTTP.Listen != "" {
@@ -398,7 +399,7 @@ func needsHosts(cfg *config.Config) bool {
 	}
 	for _, r := range cfg.Receivers {
 		switch r.Type {
-		case zico.Type, otlp.TypeGRPC, otlp.TypeHTTP:
+		case zico.Type, otlp.TypeGRPC, otlp.TypeHTTP, jfrhttp.Type:
 			return true
 		}
 	}

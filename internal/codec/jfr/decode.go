@@ -195,6 +195,10 @@ func (c *Chunk) Offset() int64 { return c.pos }
 // End returns the chunk offset up to which the chunk is readable.
 func (c *Chunk) End() int64 { return c.end }
 
+// Broken reports whether the rest of the chunk could not be framed (a
+// damaged chunk: Next reported why and returns io.EOF from then on).
+func (c *Chunk) Broken() bool { return c.broken }
+
 // Done reports whether nothing more will come from the chunk: it is
 // finished and read to its end, or broken.
 func (c *Chunk) Done() bool { return c.broken || (c.h.Finished() && c.pos >= c.end) }
@@ -475,6 +479,9 @@ func (s *Stream) compile(id int64) *eventType {
 		}
 	}
 	et.typ, et.err = s.types.get(c.Name, fields)
+	if et.err == nil {
+		describe(et.typ, c, et.cols)
+	}
 	return et
 }
 

@@ -49,6 +49,13 @@
 // stacks of a host in a time window, to the minute; the stage publishes
 // itself in pipeline.Shared as "profiles", where the HTTP API finds it.
 //
+// # Views and the event browser
+//
+// Every record also goes to internal/jfrview (JMC's views, Views) and to
+// internal/jfrevents (the event browser's bounded window of each host's
+// recent events, Events; Options.Events bounds it), which keep only JFR
+// events.
+//
 // # Limits
 //
 // PerThread samples per thread (oldest dropped), samples older than Retain

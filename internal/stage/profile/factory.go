@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/jfrevents"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 )
 
@@ -26,11 +27,17 @@ type FactoryConfig struct {
 	MaxStacksPerSpan int               `yaml:"max_stacks_per_span"`
 	Retain           pipeline.Duration `yaml:"retain"`
 	History          pipeline.Duration `yaml:"history"`
+	// The event browser's window (internal/jfrevents): recent events
+	// kept per host and event type, per host, and hosts.
+	EventsPerType int `yaml:"events_per_type"`
+	EventsPerHost int `yaml:"events_per_host"`
+	EventHosts    int `yaml:"event_hosts"`
 }
 
 // Validate checks the configuration.
 func (c *FactoryConfig) Validate() error {
-	for _, n := range []int{c.PerThread, c.MaxThreads, c.MaxSamples, c.MaxFrames, c.MaxStacks, c.MaxEventsPerSpan, c.MaxStacksPerSpan} {
+	for _, n := range []int{c.PerThread, c.MaxThreads, c.MaxSamples, c.MaxFrames, c.MaxStacks, c.MaxEventsPerSpan, c.MaxStacksPerSpan,
+		c.EventsPerType, c.EventsPerHost, c.EventHosts} {
 		if n < 0 {
 			return errors.New("limits must not be negative")
 		}
@@ -48,6 +55,7 @@ func (c *FactoryConfig) Options() Options {
 		PerThread: c.PerThread, MaxThreads: c.MaxThreads, MaxSamples: c.MaxSamples, MaxFrames: c.MaxFrames, MaxStacks: c.MaxStacks,
 		MaxEventsPerSpan: c.MaxEventsPerSpan, MaxStacksPerSpan: c.MaxStacksPerSpan, Retain: time.Duration(c.Retain),
 		History: time.Duration(c.History),
+		Events:  jfrevents.Options{PerType: c.EventsPerType, PerHost: c.EventsPerHost, MaxHosts: c.EventHosts},
 	}
 }
 
@@ -62,8 +70,9 @@ func Factory() pipeline.StageFactory {
 type factory struct{ pipeline.StageFactory }
 
 // ImpliedBy names the receiver types that bring a profile stage: jfr
-// (internal/source/jfr's Type; stages import no sources).
-func (factory) ImpliedBy() []string { return []string{"jfr"} }
+// and jfr-http (internal/source/jfr's and internal/source/jfrhttp's Type;
+// stages import no sources).
+func (factory) ImpliedBy() []string { return []string{"jfr", "jfr-http"} }
 
 func newFactory() pipeline.StageFactory {
 	return pipeline.NewStageFactory(Type, func() *FactoryConfig { return &FactoryConfig{} },

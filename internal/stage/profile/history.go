@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/flame"
+	"github.com/tracebridge/tracebridge/internal/jfrevents"
 	"github.com/tracebridge/tracebridge/internal/jfrview"
 )
 
@@ -179,3 +180,7 @@ func (s *Stage) Stacks(ctx context.Context, kind, host string, since, until int6
 func (s *Stage) Views(ctx context.Context, host string, since, until int64) (*jfrview.Views, error) {
 	return s.views.Views(ctx, host, since, until)
 }
+
+// Events returns the event browser's window of recent JFR events
+// (GET /api/v1/jfr/…); safe for concurrent use.
+func (s *Stage) Events() *jfrevents.Keeper { return s.events }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/flame"
+	"github.com/tracebridge/tracebridge/internal/jfrevents"
 	"github.com/tracebridge/tracebridge/internal/jfrview"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -67,6 +68,9 @@ type Options struct {
 	// History is how long each host's stacks are kept, per minute, for
 	// flame graphs of a host and time window (default DefaultHistory).
 	History time.Duration
+	// Events bounds the event browser's window of recent JFR events
+	// (internal/jfrevents; zero values: its defaults).
+	Events jfrevents.Options
 }
 
 func (o *Options) defaults() {
@@ -130,6 +134,7 @@ type Stage struct {
 	hist    *history   // the CPU samples (Options.Types)
 	hists   []*history // per flame.Kinds entry but cpu: nil
 	views   *jfrview.Keeper
+	events  *jfrevents.Keeper
 	classes flame.ClassNames
 
 	mu    sync.Mutex
@@ -149,7 +154,8 @@ func New(next pipeline.Consumer, opt Options) *Stage {
 	opt.defaults()
 	s := &Stage{next: next, opt: opt, layouts: map[*record.Type]layout{}, rings: map[key]*ring{},
 		byTID: map[int64][]*ring{}, stacks: map[uint64]*stack{}, seed: maphash.MakeSeed(), hist: newHistory(opt.History, time.Now),
-		hists: make([]*history, len(flame.Kinds)), views: jfrview.New(opt.History)}
+		hists: make([]*history, len(flame.Kinds)), views: jfrview.New(opt.History),
+		events: jfrevents.New(opt.Events)}
 	for i, k := range flame.Kinds {
 		if k.Name != "cpu" {
 			s.hists[i] = newHistory(opt.History, time.Now)
@@ -221,6 +227,7 @@ func (s *Stage) Consume(ctx context.Context, b *record.Batch) error {
 		}
 		s.views.Add(b.Origin.Host, r)
 	}
+	s.events.AddBatch(b)
 	return s.next.Consume(ctx, b)
 }
 

@@ -8,6 +8,8 @@ import { api, h, fill, guard, fmtDur, fmtNum, fmtBytes, fmtTime, color, setQuery
 import { drawGraph } from './graph.js';
 import { table } from './ops-table.js';
 import { Flame, fmtAmount } from './flame.js';
+import { eventBrowser } from './jfrevents.js';
+import { gcTimeline } from './gctimeline.js';
 
 // latest returns a function that gives the signal of a new request of a
 // tab, aborting the tab's previous one (a newer choice wins over an
@@ -37,7 +39,7 @@ const TABS = [['graph', 'Dependency graph'], ['operations', 'Operations'], ['equ
 const FILTERS = ['since', 'until', 'host', 'service', 'name', 'errors', 'maxTraces'];
 const PASSED = ['minDuration', 'maxDuration', 'attr', 'q', 'eql', 'deep'];
 // The page's own settings.
-const OWN = ['tab', 'kind', 'selfLoops', 'sel', 'sort', 'desc', 'find', 'key', 'psort', 'pdesc', 'phost', 'pkind', 'fpath', 'emode'];
+const OWN = ['tab', 'kind', 'selfLoops', 'sel', 'sort', 'desc', 'find', 'key', 'psort', 'pdesc', 'phost', 'pkind', 'fpath', 'emode', 'etype', 'ethread', 'efilter', 'esort', 'easc'];
 
 export function mount(el, ctx) {
   const state = {};
@@ -388,8 +390,8 @@ function jfrViews(v) {
     h('h3', null, title), note ? h('div', { class: 'muted' }, note) : null,
     table(columns, rows, { sort, desc: true, height: 320, empty: 'no events in the window' }).el);
   const gc = v.gc;
-  return [
-    section('gc', 'Garbage collections', `${fmtNum(gc.count)} collections, ${fmtDur(gc.totalPauseNs)} paused in all, longest pause ${fmtDur(gc.longestPauseNs)}`, [
+  const sections = [
+    section('gc', 'Garbage collections', `${fmtNum(gc.count)} collections, ${fmtDur(gc.totalPauseNs)} paused in all, longest pause ${fmtDur(gc.longestPauseNs)}${gc.phaseCount ? `; ${fmtNum(gc.phaseCount)} pause phases, ${fmtDur(gc.phaseTotalNs)} in all, longest ${fmtDur(gc.phaseLongestNs)}` : ''}`, [
       { key: 'time', label: 'Time', cell: (x) => fmtTime(x.time) },
       { key: 'name', label: 'Collector' }, { key: 'cause', label: 'Cause' },
       { key: 'pauseNs', label: 'Paused', num: true, cell: (x) => fmtDur(x.pauseNs) },
@@ -422,6 +424,9 @@ function jfrViews(v) {
       { key: 'stack', label: 'First stack (top frames)', cell: (x) => h('span', { title: (x.stack || []).join('\n') }, (x.stack || []).slice(0, 3).join(' ← ')) },
     ], v.exceptions, 'count'),
   ];
+  const chart = gcTimeline(gc.pauses, v.heap);
+  if (chart) sections[0].insertBefore(chart, sections[0].querySelector('.vtable-box'));
+  return sections;
 }
 
 function profileTab(body, { state, save, signal }) {
@@ -449,7 +454,7 @@ function profileTab(body, { state, save, signal }) {
       });
       if (state.fpath) fg.zoomTo(state.fpath.split('\n'));
       const views = h('div', { class: 'profile-views' });
-      fill(out, h('div', { class: 'muted profile-total' }, `${fmtAmount(r.root.value, unit)} in all. Callers at the bottom, callees above; width is ${unit}${state.pkind && state.pkind !== 'cpu' ? '; the class allocated, waited on or thrown is the top frame' : ''}. Click a frame to zoom in, a grey bar or the path above to zoom out.`), fg.el, views);
+      fill(out, h('div', { class: 'muted profile-total' }, `${fmtAmount(r.root.value, unit)} in all. Callers at the bottom, callees above; width is ${unit}${state.pkind && state.pkind !== 'cpu' ? '; the class allocated, waited on or thrown is the top frame' : ''}. Click a frame to zoom in, a grey bar or the path above to zoom out.`), fg.el, views, eventBrowser(host.value.trim(), { state, save, signal: sig }));
       fg.draw();
       guard(views, async () => {
         const v = await api('/api/v1/profiles/views', { host: host.value.trim(), since: state.since, until: state.until }, { signal: sig });

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
+)
+
+// TestWebJFREvents: a real JVM's recording pushed to a jfr-http receiver
+// (multipart, as Pyroscope's agent posts it) shows in the profile tab's
+// event browser: the type selector lists the types the API lists with
+// their counts; the table shows the page of events the API answers,
+// newest first; a thread filter keeps that thread's events; a click on a
+// row opens the event with its whole stack trace.
+func TestWebJFREvents(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "workload.jfr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	yaml := "flush_interval: 100ms\nhttp: \"127.0.0.1:0\"\nreceivers:\n  - {name: push, type: jfr-http, listen: \"127.0.0.1:0\"}\nsinks:\n  - {type: kieker-log, path: logs}\n"
+	p := bridgetest.Start(t, work, "-c", bridgetest.WriteConfig(t, work, yaml), "--no-store")
+	base := httpURL(t, p)
+	body, ctype := multipartJFR(t, data)
+	resp, err := http.Post("http://"+p.Addr("push")+"/ingest?format=jfr&name=shop-up", ctype, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var up struct{ Events int64 }
+	json.NewDecoder(resp.Body).Decode(&up)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || up.Events == 0 {
+		t.Fatalf("upload: %d %+v", resp.StatusCode, up)
+	}
+	// Every event has reached the profile stage when the types' counts
+	// add up to the upload's.
+	var types struct {
+		Types []struct {
+			Name  string
+			Count int64
+		}
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		code, b := apiGet(t, "GET", base+"/api/v1/jfr/types?host=shop-up", "", "")
+		var n int64
+		if code == 200 && json.Unmarshal(b, &types) == nil {
+			for _, tc := range types.Types {
+				n += tc.Count
+			}
+		}
+		if n == up.Events {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("types: %d events of %d; %d %.300s", n, up.Events, code, b)
+		}
+	}
+	const since = "2000-01-01T00:00:00Z"
+	const typ = "jdk.JavaMonitorEnter"
+	var page struct {
+		Total  int
+		Events []struct {
+			ID     int64
+			Thread string
+		}
+	}
+	if code, b := apiGet(t, "GET", base+"/api/v1/jfr/events?host=shop-up&type="+typ+"&since="+since, "", ""); code != 200 || json.Unmarshal(b, &page) != nil || page.Total == 0 {
+		t.Fatalf("events: %d %.300s", code, b)
+	}
+	// Wait for the flame graph's samples too: the tab draws the browser
+	// under the graph.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if code, _ := apiGet(t, "GET", base+"/api/v1/profiles/flame?host=shop-up&since="+since, "", ""); code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no flame graph of the uploaded recording")
+		}
+	}
+	ctx := browser(t)
+	w := &webBridge{p: p, base: base}
+	openView(t, ctx, w, "/analysis?tab=profile&phost=shop-up&since="+since+"&etype="+typ)
+	waitJS(t, ctx, "the event browser's rows", `document.querySelectorAll('.jfr-events tbody tr.jfr-row').length > 0`)
+	if n := eval[int](t, ctx, `document.querySelectorAll('select[name=etype] option').length`); n != len(types.Types) {
+		t.Errorf("%d types in the selector, the API lists %d", n, len(types.Types))
+	}
+	for _, tc := range types.Types {
+		label := eval[string](t, ctx, fmt.Sprintf(`(document.querySelector('select[name=etype] option[value=%q]') || {}).textContent || ''`, tc.Name))
+		if !strings.Contains(label, tc.Name) || !strings.HasSuffix(strings.ReplaceAll(label, ",", ""), ": "+strconv.FormatInt(tc.Count, 10)) {
+			t.Errorf("type %s: option %q, count %d", tc.Name, label, tc.Count)
+		}
+	}
+	rows := eval[[]string](t, ctx, `[...document.querySelectorAll('.jfr-events tbody tr.jfr-row')].map((tr) => tr.dataset.id)`)
+	if len(rows) != min(100, page.Total) || rows[0] != strconv.FormatInt(page.Events[0].ID, 10) {
+		t.Errorf("rows %d (first %v), the API: %d events, first %d", len(rows), rows[:min(1, len(rows))], page.Total, page.Events[0].ID)
+	}
+	if total := eval[string](t, ctx, `document.querySelector('.jfr-events .jfr-total').textContent`); !strings.HasPrefix(strings.ReplaceAll(total, ",", ""), strconv.Itoa(page.Total)+" ") {
+		t.Errorf("total %q, the API %d", total, page.Total)
+	}
+	shot(t, ctx, "analysis-jfr-events")
+
+	// A thread filter.
+	thread := page.Events[0].Thread
+	code, b := apiGet(t, "GET", base+"/api/v1/jfr/events?host=shop-up&type="+typ+"&since="+since+"&thread="+thread, "", "")
+	var byThread struct{ Total int }
+	if code != 200 || json.Unmarshal(b, &byThread) != nil {
+		t.Fatalf("by thread: %d %s", code, b)
+	}
+	eval[bool](t, ctx, fmt.Sprintf(`(() => { document.querySelector('input[name=ethread]').value = %q; document.querySelector('.jfr-events form button[type=submit]').click(); return true; })()`, thread))
+	waitJS(t, ctx, "the thread's events", fmt.Sprintf(`location.search.includes('ethread=') && (document.querySelector('.jfr-events .jfr-total') || {}).textContent === %q`, fmt.Sprintf("%d events match", byThread.Total)))
+
+	// One event, its whole stack.
+	eval[bool](t, ctx, `(() => { document.querySelector('.jfr-events tbody tr.jfr-row').click(); return true; })()`)
+	waitJS(t, ctx, "the event's stack trace", `(document.querySelector('.jfr-detail .jfr-stack') || {}).textContent > ''`)
+	stack := eval[string](t, ctx, `document.querySelector('.jfr-detail .jfr-stack').textContent`)
+	if !strings.Contains(stack, " line: ") {
+		t.Errorf("stack %q", stack)
+	}
+	shot(t, ctx, "analysis-jfr-event")
+	checkCSP(t, ctx)
+	act(t, ctx, "leave", chromedp.Navigate("about:blank"))
+	p.Stop()
+}
