@@ -14,8 +14,9 @@ import (
 
 // profiles runs one more phase per tracebridge server (those serving
 // /debug/pprof/) and protocol, after the measured rounds and not counted
-// in them, taking a CPU profile over its first 80 % (by the median phase's
-// wall time; at least a second) and the allocations over the whole phase
+// in them, taking a CPU profile over the whole phase (as long as the
+// median phase, plus two seconds: idle time adds no samples) and the
+// allocations over the whole phase
 // (the difference of /debug/pprof/allocs before and after). It writes the
 // profiles and their top 10 functions (`go tool pprof -top`) into
 // o.profile.
@@ -54,7 +55,7 @@ func profiles(ctx context.Context, o *options, targets []*target, reqs []request
 		}
 		for _, p := range o.protocols {
 			base := filepath.Join(o.profile, t.name+"-"+p)
-			secs := max(1, int(median(t.samples[p]).wall.Seconds()*0.8))
+			secs := int(median(t.samples[p]).wall.Seconds()) + 2
 			url := "http://" + t.pprof + "/debug/pprof/"
 			if err := get(ctx, url+"allocs", base+".allocs-before.pb.gz"); err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
@@ -71,10 +72,10 @@ func profiles(ctx context.Context, o *options, targets []*target, reqs []request
 			if err := get(ctx, url+"allocs", base+".allocs-after.pb.gz"); err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
-			logf("profiled %-4s %-13s %d spans, %.2f CPU-s, %.0f spans/CPU-s, %.2f s (CPU profile over the first %d s)",
+			logf("profiled %-4s %-13s %d spans, %.2f CPU-s, %.0f spans/CPU-s, %.2f s (CPU profile over %d s)",
 				p, t.name, s.spans, s.cpu.Seconds(), s.perCPU(), s.wall.Seconds(), secs)
 			var top strings.Builder
-			fmt.Fprintf(&top, "%s %s: %d spans, %.2f CPU-s, %.2f s wall; CPU profile over the first %d s; %s\n\n", t.name, p, s.spans, s.cpu.Seconds(), s.wall.Seconds(), secs, time.Now().UTC().Format(time.RFC3339))
+			fmt.Fprintf(&top, "%s %s: %d spans, %.2f CPU-s, %.2f s wall; CPU profile over %d s from the phase's start; %s\n\n", t.name, p, s.spans, s.cpu.Seconds(), s.wall.Seconds(), secs, time.Now().UTC().Format(time.RFC3339))
 			for _, args := range [][]string{
 				{"-top", "-nodecount=10", base + ".cpu.pb.gz"},
 				{"-top", "-nodecount=10", "-sample_index=alloc_space", "-base", base + ".allocs-before.pb.gz", base + ".allocs-after.pb.gz"},
