@@ -419,6 +419,11 @@ func phase(ctx context.Context, o *options, t *target, p string, reqs []request,
 	return sample{spans: d.spans, cpu: cpu1 - cpu0, wall: wall, retries: d.retries}, nil
 }
 
+// stuckAfter is how long a server may take no span while it owes some
+// before the phase fails: generous, since Badger writes a batch of 8192
+// spans at a time and the machine may be shared.
+const stuckAfter = 2 * time.Minute
+
 // settle waits until t has taken every span answered so far.
 func settle(ctx context.Context, t *target, start time.Time) error {
 	last, lastChange := int64(-1), time.Now()
@@ -432,8 +437,8 @@ func settle(ctx context.Context, t *target, start time.Time) error {
 		}
 		if n != last {
 			last, lastChange = n, time.Now()
-		} else if time.Since(lastChange) > 30*time.Second {
-			return fmt.Errorf("stuck at %d of %d spans for 30 s; its standard error: %s", n, t.sent, t.srv.stderr)
+		} else if time.Since(lastChange) > stuckAfter {
+			return fmt.Errorf("stuck at %d of %d spans for %v; its standard error: %s", n, t.sent, stuckAfter, t.srv.stderr)
 		}
 		select {
 		case <-ctx.Done():
