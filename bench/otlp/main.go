@@ -233,6 +233,7 @@ func start(ctx context.Context, o *options, tmp string, logf func(string, ...any
 }
 
 func measure(ctx context.Context, o *options, tmp string, stdout io.Writer, logf func(string, ...any)) error {
+	load0 := loadAverage()
 	targets, err := start(ctx, o, tmp, logf)
 	if err != nil {
 		return err
@@ -303,7 +304,22 @@ func measure(ctx context.Context, o *options, tmp string, stdout io.Writer, logf
 		}
 	}
 	report(o, targets, reqBytes, stdout)
+	fmt.Fprintf(stdout, "load average (1, 5, 15 min) at the start %s, at the end %s; %s\n", load0, loadAverage(), time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	return nil
+}
+
+// loadAverage is the machine's load average from /proc/loadavg: on a
+// shared machine it says how much the figures are worth.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // report prints the table.
