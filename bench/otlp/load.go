@@ -214,6 +214,11 @@ func (g *grpcSender) send(ctx context.Context, body []byte) (bool, error) {
 
 func (g *grpcSender) close() { g.conn.Close() }
 
+// answerTimeout is how long an HTTP request may wait for its answer:
+// generous (a shared machine, a server pushing back), but a server that
+// stops answering fails the run.
+const answerTimeout = 5 * time.Minute
+
 // httpSender posts to /v1/traces over keep-alive connections.
 type httpSender struct {
 	url    string
@@ -222,7 +227,7 @@ type httpSender struct {
 
 func newHTTPSender(addr string, conns int) *httpSender {
 	tr := &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, DisableCompression: true}
-	return &httpSender{url: "http://" + addr + "/v1/traces", client: &http.Client{Transport: tr, Timeout: time.Minute}}
+	return &httpSender{url: "http://" + addr + "/v1/traces", client: &http.Client{Transport: tr, Timeout: answerTimeout}}
 }
 
 func (h *httpSender) send(ctx context.Context, body []byte) (bool, error) {

@@ -28,6 +28,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -234,6 +235,11 @@ func start(ctx context.Context, o *options, tmp string, logf func(string, ...any
 
 func measure(ctx context.Context, o *options, tmp string, stdout io.Writer, logf func(string, ...any)) error {
 	load0 := loadAverage()
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return err
+		}
+	}
 	targets, err := start(ctx, o, tmp, logf)
 	if err != nil {
 		return err
@@ -420,12 +426,12 @@ func phase(ctx context.Context, o *options, t *target, p string, reqs []request,
 	}
 	start := time.Now()
 	d, err := drive(ctx, senders, reqs, spans)
-	if err != nil {
-		return sample{}, err
+	if err == nil {
+		t.sent += d.spans
+		err = settle(ctx, t, start)
 	}
-	t.sent += d.spans
-	if err := settle(ctx, t, start); err != nil {
-		return sample{}, err
+	if err != nil {
+		return sample{}, fmt.Errorf("%w%s", err, t.diagnose(o.profile))
 	}
 	wall := time.Since(start)
 	cpu1, err := benchkit.CPU(t.srv.pid())
@@ -433,6 +439,38 @@ func phase(ctx context.Context, o *options, t *target, p string, reqs []request,
 		return sample{}, err
 	}
 	return sample{spans: d.spans, cpu: cpu1 - cpu0, wall: wall, retries: d.retries}, nil
+}
+
+// diagnose saves what a failed phase leaves to look at: with profiles,
+// the goroutines of a tracebridge server (where it hangs) in dir; and
+// the tail of its standard error.
+func (t *target) diagnose(dir string) string {
+	var b strings.Builder
+	if t.pprof != "" && dir != "" {
+		path := filepath.Join(dir, t.name+".goroutines.txt")
+		resp, err := metricClientGet("http://" + t.pprof + "/debug/pprof/goroutine?debug=2")
+		if err == nil {
+			err = os.WriteFile(path, resp, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(&b, "; its goroutines: %v", err)
+		} else {
+			fmt.Fprintf(&b, "; its goroutines in %s", path)
+		}
+	}
+	fmt.Fprintf(&b, "; its standard error: %s", t.srv.stderr)
+	return b.String()
+}
+
+// metricClientGet fetches url's body (within a minute).
+func metricClientGet(url string) ([]byte, error) {
+	c := &http.Client{Timeout: time.Minute}
+	resp, err := c.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
 }
 
 // stuckAfter is how long a server may take no span while it owes some
@@ -454,7 +492,7 @@ func settle(ctx context.Context, t *target, start time.Time) error {
 		if n != last {
 			last, lastChange = n, time.Now()
 		} else if time.Since(lastChange) > stuckAfter {
-			return fmt.Errorf("stuck at %d of %d spans for %v; its standard error: %s", n, t.sent, stuckAfter, t.srv.stderr)
+			return fmt.Errorf("stuck at %d of %d spans for %v", n, t.sent, stuckAfter)
 		}
 		select {
 		case <-ctx.Done():
