@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +28,48 @@ import (
 type request struct {
 	body  []byte
 	spans int
+	tids  []int // offsets of the spans' trace ids in body (16 bytes each)
+}
+
+// sendSeq numbers the requests sent in a run; every send rewrites its
+// request's trace ids with its number (unique), so that no trace is sent
+// twice: a server sees each trace once, as from real services (a trace id
+// sent again within the trace window would be one trace with its spans
+// twice: deduplicated by tracebridge's store, merged by Jaeger's).
+var sendSeq atomic.Uint64
+
+// stamp copies r's body into buf and makes its trace ids those of send
+// number seq: the last 8 bytes of each are XORed with seq times an odd
+// constant (a bijection, so two sends never share an id; trace ids of
+// one request stay apart since they were random). Spans of one trace keep
+// one trace id.
+func (r *request) stamp(buf []byte, seq uint64) []byte {
+	buf = append(buf[:0], r.body...)
+	mask := seq * 0x9e3779b97f4a7c15
+	for _, off := range r.tids {
+		lo := buf[off+8 : off+16]
+		binary.LittleEndian.PutUint64(lo, binary.LittleEndian.Uint64(lo)^mask)
+	}
+	return buf
+}
+
+// traceIDOffsets finds where the trace ids are in an encoded request:
+// each span's field 1 (tag 0x0a, length 16) holding one of ids.
+func traceIDOffsets(body []byte, ids []pcommon.TraceID) []int {
+	var offs []int
+	for _, id := range ids {
+		pat := append([]byte{0x0a, 0x10}, id[:]...)
+		for i := 0; ; {
+			k := bytes.Index(body[i:], pat)
+			if k < 0 {
+				break
+			}
+			offs = append(offs, i+k+2)
+			i += k + len(pat)
+		}
+	}
+	slices.Sort(offs)
+	return offs
 }
 
 var (
@@ -44,6 +88,7 @@ func requests(n, spans int, seed uint64) []request {
 	out := make([]request, n)
 	for i := range out {
 		td := ptrace.NewTraces()
+		var ids []pcommon.TraceID
 		perService := spans / 4
 		left := spans
 		for left > 0 {
@@ -68,6 +113,7 @@ func requests(n, spans int, seed uint64) []request {
 			for j := range k {
 				if j%8 == 0 {
 					fill(r, tid[:])
+					ids = append(ids, tid)
 					parent = pcommon.SpanID{}
 				}
 				s := ss.Spans().AppendEmpty()
@@ -117,7 +163,10 @@ func requests(n, spans int, seed uint64) []request {
 		if err != nil {
 			panic(err) // pdata marshals what it built
 		}
-		out[i] = request{body: body, spans: spans}
+		out[i] = request{body: body, spans: spans, tids: traceIDOffsets(body, ids)}
+		if len(out[i].tids) != spans {
+			panic(fmt.Sprintf("found %d trace ids in a request of %d spans", len(out[i].tids), spans))
+		}
 	}
 	return out
 }
@@ -165,6 +214,11 @@ func (g *grpcSender) send(ctx context.Context, body []byte) (bool, error) {
 
 func (g *grpcSender) close() { g.conn.Close() }
 
+// answerTimeout is how long an HTTP request may wait for its answer:
+// generous (a shared machine, a server pushing back), but a server that
+// stops answering fails the run.
+const answerTimeout = 5 * time.Minute
+
 // httpSender posts to /v1/traces over keep-alive connections.
 type httpSender struct {
 	url    string
@@ -173,7 +227,7 @@ type httpSender struct {
 
 func newHTTPSender(addr string, conns int) *httpSender {
 	tr := &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, DisableCompression: true}
-	return &httpSender{url: "http://" + addr + "/v1/traces", client: &http.Client{Transport: tr, Timeout: time.Minute}}
+	return &httpSender{url: "http://" + addr + "/v1/traces", client: &http.Client{Transport: tr, Timeout: answerTimeout}}
 }
 
 func (h *httpSender) send(ctx context.Context, body []byte) (bool, error) {
@@ -239,7 +293,8 @@ type driven struct {
 
 // drive sends total spans (whole requests, round robin over reqs) with
 // one sender per client, each client sending its next request once the
-// previous one was answered. Refusals are retried after a pause.
+// previous one was answered. Every send carries new trace ids (stamp).
+// Refusals are retried after a pause.
 func drive(ctx context.Context, senders []sender, reqs []request, total int64) (driven, error) {
 	per := int64(reqs[0].spans)
 	n := (total + per - 1) / per
@@ -249,14 +304,16 @@ func drive(ctx context.Context, senders []sender, reqs []request, total int64) (
 	start := time.Now()
 	for _, s := range senders {
 		wg.Go(func() {
+			var buf []byte
 			for {
 				i := next.Add(1) - 1
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				req := reqs[i%int64(len(reqs))]
+				req := &reqs[i%int64(len(reqs))]
+				buf = req.stamp(buf, sendSeq.Add(1))
 				for {
-					retry, err := s.send(ctx, req.body)
+					retry, err := s.send(ctx, buf)
 					if err != nil {
 						errs <- err
 						return

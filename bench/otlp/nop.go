@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	httppprof "net/http/pprof"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -52,6 +53,17 @@ func nopBridge() error {
 			defer pprof.StopCPUProfile()
 		}
 	}
+	// TRACEBRIDGE_PPROF=HOST:PORT serves its profiles as tracebridge does.
+	if a := os.Getenv(pprofEnv); a != "" {
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			return err
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", httppprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+		go http.Serve(ln, mux)
+	}
 	reg := metrics.New()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	g, err := otlp.NewGRPC(otlp.Config{Listen: "127.0.0.1:0", MaxMessageSize: 16 << 20}, pipeline.Settings{Name: "grpc", Logger: log, Metrics: reg})
@@ -79,16 +91,21 @@ func nopBridge() error {
 }
 
 // startNop starts this program again as the sink-less bridge.
-func startNop(ctx context.Context) (*target, error) {
+func startNop(ctx context.Context, pprof string) (*target, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	srv, err := startServerEnv(ctx, "tracebridge-nop", self, []string{roleEnv + "=nop"})
+	env := []string{roleEnv + "=nop"}
+	if pprof != "" {
+		env = append(env, pprofEnv+"="+pprof)
+	}
+	srv, err := startServerEnv(ctx, "tb-no-sink", self, env)
 	if err != nil {
 		return nil, err
 	}
-	t := &target{name: "tb-no-sink", srv: srv, samples: map[string][]sample{}, retries: map[string]int64{}}
+	t := newTarget("tb-no-sink", srv)
+	t.pprof = pprof
 	for ready := false; !ready; {
 		select {
 		case l := <-srv.lines:

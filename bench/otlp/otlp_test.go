@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/tracebridge/tracebridge/internal/pipeline"
@@ -88,5 +89,55 @@ func TestFlags(t *testing.T) {
 	o, err := parseFlags([]string{"-spans", "10", "-protocols", "http"}, io.Discard)
 	if err != nil || o.spans != 10 || len(o.protocols) != 1 {
 		t.Errorf("%+v, %v", o, err)
+	}
+}
+
+// TestStamp checks that every send carries traces of its own: the same
+// request stamped with two numbers shares no trace id with itself or the
+// other, and the spans of one trace keep one id.
+func TestStamp(t *testing.T) {
+	r := requests(1, 64, 7)[0]
+	ids := func(body []byte) map[pcommon.TraceID]int {
+		req := ptraceotlp.NewExportRequest()
+		if err := req.UnmarshalProto(body); err != nil {
+			t.Fatal(err)
+		}
+		m := map[pcommon.TraceID]int{}
+		rss := req.Traces().ResourceSpans()
+		for i := range rss.Len() {
+			sss := rss.At(i).ScopeSpans()
+			for j := range sss.Len() {
+				spans := sss.At(j).Spans()
+				for k := range spans.Len() {
+					m[spans.At(k).TraceID()]++
+				}
+			}
+		}
+		return m
+	}
+	orig := ids(r.body)
+	if len(orig) != 8 {
+		t.Fatalf("%d traces in 64 spans, want 8", len(orig))
+	}
+	seen := map[pcommon.TraceID]bool{}
+	for id := range orig {
+		seen[id] = true
+	}
+	var buf []byte
+	for _, seq := range []uint64{1, 2, 1 << 40} {
+		buf = r.stamp(buf, seq)
+		got := ids(buf)
+		if len(got) != len(orig) {
+			t.Fatalf("send %d: %d traces, want %d", seq, len(got), len(orig))
+		}
+		for id, n := range got {
+			if n != 8 {
+				t.Errorf("send %d: trace %v has %d spans, want 8", seq, id, n)
+			}
+			if seen[id] {
+				t.Errorf("send %d: trace id %v sent before", seq, id)
+			}
+			seen[id] = true
+		}
 	}
 }

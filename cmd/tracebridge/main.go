@@ -105,6 +105,14 @@ func main() {
 			defer f.Close()
 		}
 	}
+	// TRACEBRIDGE_PPROF=HOST:PORT serves the profiles while it runs
+	// (pprof.go).
+	if a := os.Getenv(pprofEnv); a != "" {
+		if err := servePprof(a, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "tracebridge:", err)
+			os.Exit(2)
+		}
+	}
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	pprof.StopCPUProfile()

@@ -355,11 +355,15 @@ func GoVersion(bin string) string {
 	return "unknown"
 }
 
+// metricClient is Metric's: uncompressed (gzipping the page at every
+// poll would cost the polled server CPU; see SinkRecords), keep-alive.
+var metricClient = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableCompression: true}}
+
 // Metric fetches the metrics endpoint at addr (host:port) and returns the
 // value of the sample of metric name whose labels include label (e.g.
 // `sink="log"`); ok is false when there is no such sample.
 func Metric(addr, name, label string) (v float64, ok bool, err error) {
-	b := &Bridge{Metrics: "http://" + addr + "/metrics", client: &http.Client{Timeout: 10 * time.Second}}
+	b := &Bridge{Metrics: "http://" + addr + "/metrics", client: metricClient}
 	body, err := b.metricsPage()
 	if err != nil {
 		return 0, false, err

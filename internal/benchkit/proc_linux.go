@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -66,4 +68,28 @@ func CPU(pid int) (time.Duration, error) {
 		return 0, err
 	}
 	return parseStat(string(b))
+}
+
+// DiskUsage returns the bytes the files under dir take on disk, as du
+// counts them (allocated blocks, so a sparse or preallocated file counts
+// what it holds).
+func DiskUsage(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			n += st.Blocks * 512
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("disk usage of %s: %w", dir, err)
+	}
+	return n, nil
 }

@@ -22,3 +22,8 @@ func SelfCPU() time.Duration { return 0 }
 func CPU(pid int) (time.Duration, error) {
 	return 0, errors.New("a process's CPU time is only measured on Linux")
 }
+
+// DiskUsage is only measured on Linux.
+func DiskUsage(dir string) (int64, error) {
+	return 0, errors.New("disk usage is only measured on Linux")
+}
