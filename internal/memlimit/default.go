@@ -35,6 +35,26 @@ func defaultAt(root string) (int64, string) {
 	return min(base/4*3, DefaultCap), from
 }
 
+// FileRSS returns the process's file-backed resident memory (RssFile of
+// /proc/self/status: the binary's pages), 0 where it cannot be read.
+func FileRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[0] == "RssFile:" && f[2] == "kB" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}
+
 // memTotal reads MemTotal (kB) from a meminfo file.
 func memTotal(path string) (int64, error) {
 	b, err := os.ReadFile(path)

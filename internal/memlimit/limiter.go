@@ -10,17 +10,17 @@ import (
 	"time"
 )
 
-// Fractions of the limit.
+// Shares of the limit.
 const (
-	// HighPercent: refusing starts when usage reaches this share of the
-	// limit.
-	HighPercent = 75
-	// LowPercent: refusing stops when usage falls below this share.
-	LowPercent = 65
-	// GoPercent: the Go runtime's soft limit (debug.SetMemoryLimit) is
-	// this share of the limit; the rest is for what the runtime does not
-	// count (the binary's pages, the kernel's buffers for our sockets).
+	// GoPercent: the Go runtime's soft limit (debug.SetMemoryLimit,
+	// GoLimit) is this share of the limit less the reserve (the binary's
+	// pages); the rest is for the runtime's overshoot of a soft limit.
 	GoPercent = 90
+	// HighPercent: refusing starts when usage reaches this share of the
+	// Go runtime's soft limit.
+	HighPercent = 85
+	// LowPercent: refusing stops when usage falls below this share of it.
+	LowPercent = 75
 )
 
 // Defaults of Options.
@@ -36,6 +36,10 @@ const (
 type Options struct {
 	// Limit is the process's memory limit in bytes (> 0).
 	Limit int64
+	// Reserve is what the process holds outside the Go runtime (the
+	// binary's pages in memory: FileRSS), taken off the limit before
+	// GoPercent; at most half the limit.
+	Reserve int64
 	// Logger hears when refusing starts and stops; nil discards.
 	Logger *slog.Logger
 	// Interval is how often usage is sampled (DefaultInterval).
@@ -63,6 +67,7 @@ type Stats struct {
 // usable; New makes one.
 type Limiter struct {
 	opt       Options
+	goLimit   int64
 	high, low int64
 	usage     func() (int64, bool)
 
@@ -96,7 +101,9 @@ func New(opt Options) *Limiter {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	l := &Limiter{opt: opt, high: opt.Limit / 100 * HighPercent, low: opt.Limit / 100 * LowPercent, resumed: make(chan struct{})}
+	reserve := min(max(opt.Reserve, 0), opt.Limit/2)
+	g := (opt.Limit - reserve) / 100 * GoPercent
+	l := &Limiter{opt: opt, goLimit: g, high: g / 100 * HighPercent, low: g / 100 * LowPercent, resumed: make(chan struct{})}
 	close(l.resumed)
 	l.usage = opt.Usage
 	if l.usage == nil {
@@ -108,6 +115,10 @@ func New(opt Options) *Limiter {
 
 // Limit returns the limit in bytes.
 func (l *Limiter) Limit() int64 { return l.opt.Limit }
+
+// GoLimit returns the Go runtime's soft limit for the limit:
+// GoPercent of the limit less the reserve.
+func (l *Limiter) GoLimit() int64 { return l.goLimit }
 
 // Admit reports whether a receiver may take new data now. false counts a
 // refusal: the receiver answers with its protocol's retryable answer.

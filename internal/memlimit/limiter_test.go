@@ -18,8 +18,9 @@ type fakeUsage struct{ v int64 }
 
 func (f *fakeUsage) read() (int64, bool) { return f.v, true }
 
-// TestHysteresis: refusing starts at HighPercent of the limit, goes on
-// between the marks, stops below LowPercent; Admit counts refusals and
+// TestHysteresis: refusing starts at HighPercent of the Go runtime's
+// share of the limit (GoPercent), goes on between the marks, stops below
+// LowPercent; Admit counts refusals and
 // Wait returns once data is taken again.
 func TestHysteresis(t *testing.T) {
 	u := &fakeUsage{}
@@ -30,7 +31,7 @@ func TestHysteresis(t *testing.T) {
 		usage  int64
 		refuse bool
 	}{
-		{100, false}, {749, false}, {750, true}, {700, true}, {651, true}, {650, true}, {649, false}, {700, false}, {800, true},
+		{100, false}, {764, false}, {765, true}, {700, true}, {676, true}, {675, true}, {674, false}, {700, false}, {800, true},
 	}
 	for i, s := range steps {
 		u.v = s.usage
@@ -41,6 +42,9 @@ func TestHysteresis(t *testing.T) {
 		}
 	}
 	st := l.Stats()
+	if l.GoLimit() != 900 {
+		t.Errorf("Go's limit %d, want 900 of 1000", l.GoLimit())
+	}
 	if st.Refusals != 5 || st.Episodes != 2 || !st.Refusing || st.Usage != 800 || st.Limit != 1000 {
 		t.Errorf("stats %+v, want 5 refusals in 2 episodes, refusing at 800 of 1000", st)
 	}
@@ -145,8 +149,8 @@ func TestRunRefusesAndRecovers(t *testing.T) {
 	runtime.GC()
 	base, _ := r.read()
 	const size = 128 << 20
-	// Refusing starts at 75 %: base + size is above it, base alone below
-	// 65 %.
+	// Refusing starts at 76.5 % of the limit (85 % of 90 %): base + size
+	// is above it, base alone below 67.5 %.
 	limit := (base + size) * 100 / 80
 	if base*100 >= limit*60 {
 		t.Skipf("the test process holds %d bytes: too much for a %d-byte limit", base, limit)
@@ -174,6 +178,21 @@ func TestRunRefusesAndRecovers(t *testing.T) {
 	defer wcancel()
 	if err := l.Wait(wctx); err != nil {
 		t.Fatalf("still refusing after the buffer became garbage: %v, %+v", err, l.Stats())
+	}
+}
+
+// TestReserve: the reserve (the binary's pages) is taken off before
+// Go's share, at most half the limit.
+func TestReserve(t *testing.T) {
+	for _, tt := range []struct{ limit, reserve, want int64 }{
+		{1000, 0, 900}, {1000, 200, 720}, {1000, 900, 450}, {1000, -5, 900},
+	} {
+		if got := New(Options{Limit: tt.limit, Reserve: tt.reserve}).GoLimit(); got != tt.want {
+			t.Errorf("limit %d, reserve %d: Go's limit %d, want %d", tt.limit, tt.reserve, got, tt.want)
+		}
+	}
+	if FileRSS() <= 0 {
+		t.Error("no RssFile read for this process")
 	}
 }
 

@@ -191,7 +191,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 	if limit == 0 {
 		limit, from = memlimit.Default()
 	}
-	s.Memory, s.MemoryFrom = memlimit.New(memlimit.Options{Limit: limit, Logger: set.Logger}), from
+	s.Memory, s.MemoryFrom = memlimit.New(memlimit.Options{Limit: limit, Reserve: memlimit.FileRSS(), Logger: set.Logger}), from
 	s.Shared.SetMemory(s.Memory)
 	reg.SetMemory(func() metrics.MemoryFigures {
 		st := s.Memory.Stats()
@@ -492,13 +492,13 @@ func (s *Server) addStream(comp *config.Component, cfg pipeline.Config, base pip
 }
 
 // GoMemoryLimit is the Go runtime's soft limit Run sets from the memory
-// limit (memlimit.GoPercent of it); 0 when the environment's GOMEMLIMIT
-// is kept.
+// limit (memlimit's GoLimit: GoPercent of it less the binary's pages in
+// memory); 0 when the environment's GOMEMLIMIT is kept.
 func (s *Server) GoMemoryLimit() int64 {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return 0
 	}
-	return s.Memory.Limit() / 100 * memlimit.GoPercent
+	return s.Memory.GoLimit()
 }
 
 // Run serves metrics (if configured) and runs the bridge until ctx is
