@@ -300,7 +300,7 @@ sinks:
 	var next atomic.Uint32
 	offerUntil := time.Now().Add(loadFor)
 	var wg sync.WaitGroup
-	const senders = 8
+	const senders = 12
 	for i := range senders {
 		wg.Add(1)
 		go func() {
@@ -330,6 +330,7 @@ sinks:
 	go func() { kdbDone <- sendKDB(ctx, p.Addr("kdb"), kdbRecords) }()
 
 	wg.Wait()
+	t.Logf("senders done after %v", time.Since(offerUntil.Add(-loadFor)).Round(time.Millisecond))
 	close(stopSampling)
 	<-sampled
 	if err := <-kdbDone; err != nil {
@@ -391,6 +392,7 @@ sinks:
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+	t.Logf("store checked after %v", time.Since(offerUntil.Add(-loadFor)).Round(time.Millisecond))
 	if len(missing) > 0 {
 		t.Errorf("%d of %d acknowledged traces are not whole in the store, e.g. %v", len(missing), len(want), missing[:min(5, len(missing))])
 	}

@@ -18,9 +18,9 @@ const (
 	GoPercent = 90
 	// HighPercent: refusing starts when usage reaches this share of the
 	// Go runtime's soft limit.
-	HighPercent = 85
+	HighPercent = 70
 	// LowPercent: refusing stops when usage falls below this share of it.
-	LowPercent = 75
+	LowPercent = 60
 )
 
 // Defaults of Options.
@@ -119,6 +119,10 @@ func (l *Limiter) Limit() int64 { return l.opt.Limit }
 // GoLimit returns the Go runtime's soft limit for the limit:
 // GoPercent of the limit less the reserve.
 func (l *Limiter) GoLimit() int64 { return l.goLimit }
+
+// Budget is GoLimit: the memory the Go runtime may use, which
+// components size their caches by (pipeline.Memory).
+func (l *Limiter) Budget() int64 { return l.goLimit }
 
 // Admit reports whether a receiver may take new data now. false counts a
 // refusal: the receiver answers with its protocol's retryable answer.

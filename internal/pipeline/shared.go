@@ -169,6 +169,9 @@ type Memory interface {
 	// Wait returns once new data may come in (at once when it may), or
 	// with ctx's error.
 	Wait(ctx context.Context) error
+	// Budget is the memory the Go runtime may use (0: no limit):
+	// components size their caches within a share of it.
+	Budget() int64
 }
 
 // unlimited is the Memory of a bridge without a limit.
@@ -176,6 +179,7 @@ type unlimited struct{}
 
 func (unlimited) Admit() bool                    { return true }
 func (unlimited) Wait(ctx context.Context) error { return nil }
+func (unlimited) Budget() int64                  { return 0 }
 
 // SetMemory publishes the memory limit.
 func (s *Shared) SetMemory(m Memory) {

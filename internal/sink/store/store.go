@@ -32,6 +32,10 @@ import (
 // Type is the sink type this package builds.
 const Type = "store"
 
+// DefaultCacheSize is the store's read cache unless cache_size says
+// otherwise (the store's own default), or the memory limit allows less.
+const DefaultCacheSize = 256 << 20
+
 // Config is the YAML configuration of a store sink.
 type Config struct {
 	// Path is the store's directory (default <data_dir>/store).
@@ -60,7 +64,9 @@ type Config struct {
 	// HeadSize) after each retention run.
 	CompactBelow pipeline.ByteSize `yaml:"compact_below"`
 	CompactTo    pipeline.ByteSize `yaml:"compact_to"`
-	// CacheSize bounds what is kept of blocks for reading (256MiB).
+	// CacheSize bounds what is kept of blocks for reading (256MiB, or a
+	// quarter of the Go runtime's share of memory_limit when that is
+	// less).
 	CacheSize pipeline.ByteSize `yaml:"cache_size"`
 	// RetentionInterval: how often retention and compaction run
 	// (default 1m).
@@ -159,10 +165,14 @@ func New(c *Config, set pipeline.Settings) (*Sink, error) {
 	if headAge == 0 {
 		headAge = time.Duration(c.SegmentAge)
 	}
+	cache := int64(c.CacheSize)
+	if b := set.Shared.Memory().Budget(); cache == 0 && b > 0 {
+		cache = min(DefaultCacheSize, b/4)
+	}
 	st, err := tstore.Open(path, tstore.Options{
 		Bucket: bucket, MaxAge: time.Duration(c.MaxAge), MaxSize: int64(c.MaxSize),
 		HeadSize: headSize, HeadAge: headAge, MaxWAL: int64(c.MaxWAL),
-		CompactBelow: int64(c.CompactBelow), CompactTo: int64(c.CompactTo), CacheSize: int64(c.CacheSize),
+		CompactBelow: int64(c.CompactBelow), CompactTo: int64(c.CompactTo), CacheSize: cache,
 		Logger: set.Logger, Hosts: hostTable{hosts},
 	})
 	if err == nil {
