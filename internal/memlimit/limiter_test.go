@@ -31,7 +31,7 @@ func TestHysteresis(t *testing.T) {
 		usage  int64
 		refuse bool
 	}{
-		{100, false}, {764, false}, {765, true}, {700, true}, {676, true}, {675, true}, {674, false}, {700, false}, {800, true},
+		{100, false}, {629, false}, {630, true}, {600, true}, {541, true}, {540, true}, {539, false}, {600, false}, {800, true},
 	}
 	for i, s := range steps {
 		u.v = s.usage
@@ -149,10 +149,10 @@ func TestRunRefusesAndRecovers(t *testing.T) {
 	runtime.GC()
 	base, _ := r.read()
 	const size = 128 << 20
-	// Refusing starts at 76.5 % of the limit (85 % of 90 %): base + size
-	// is above it, base alone below 67.5 %.
+	// Refusing starts at 63 % of the limit (70 % of 90 %): base + size
+	// is above it, base alone below the 54 % where it stops.
 	limit := (base + size) * 100 / 80
-	if base*100 >= limit*60 {
+	if base*100 >= limit*50 {
 		t.Skipf("the test process holds %d bytes: too much for a %d-byte limit", base, limit)
 	}
 	l := New(Options{Limit: limit, Interval: 10 * time.Millisecond})
