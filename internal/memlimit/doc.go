@@ -8,9 +8,11 @@
 // machine (Default): three quarters of the smaller of the cgroup's limit
 // (cgroup v2 memory.max, v1 memory.limit_in_bytes) and the machine's
 // memory (MemTotal of /proc/meminfo), at most 16 GiB. The Go runtime's
-// soft limit (debug.SetMemoryLimit, what GOMEMLIMIT sets) is set to 90 %
-// of it, unless the environment sets GOMEMLIMIT, which then stays as the
-// user gave it.
+// soft limit (debug.SetMemoryLimit, what GOMEMLIMIT sets; GoLimit) is 90 %
+// of it less the Reserve, the binary's pages in memory (FileRSS: RssFile
+// of /proc/self/status, which the runtime does not count), unless the
+// environment sets GOMEMLIMIT, which then stays as the user gave it. The
+// store sink sizes its read cache within a quarter of it (Budget).
 //
 // # What is measured, and when receivers refuse
 //
@@ -20,9 +22,10 @@
 // runtime holds outside the heap (goroutine stacks, metadata, buffers):
 // the data in flight (decoded batches in the queues, traces waiting for
 // their window, requests being read) and the bridge's fixed part, without
-// the garbage not collected yet. Once usage reaches 75 % of the limit the
+// the garbage not collected yet. Once usage reaches 70 % of GoLimit the
 // Limiter refuses (Admit is false, Wait blocks) until usage falls below
-// 65 %; while it refuses and no collection ran for half a second it runs
+// 60 % (the margin above is for what was admitted before a sample saw
+// the rise: requests being read and decoded, batches queued); while it refuses and no collection ran for half a second it runs
 // one (runtime.GC), so a bridge that took nothing new notices that its
 // queues drained. Each receiver answers a refusal with its protocol's
 // retryable answer: OTLP/HTTP 429 with Retry-After, OTLP/gRPC
