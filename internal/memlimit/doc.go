@@ -8,7 +8,7 @@
 // machine (Default): three quarters of the smaller of the cgroup's limit
 // (cgroup v2 memory.max, v1 memory.limit_in_bytes) and the machine's
 // memory (MemTotal of /proc/meminfo), at most 16 GiB. The Go runtime's
-// soft limit (debug.SetMemoryLimit, what GOMEMLIMIT sets; GoLimit) is 90 %
+// soft limit (debug.SetMemoryLimit, what GOMEMLIMIT sets; GoLimit) is 85 %
 // of it less the Reserve, the binary's pages in memory (FileRSS: RssFile
 // of /proc/self/status, which the runtime does not count), unless the
 // environment sets GOMEMLIMIT, which then stays as the user gave it. The

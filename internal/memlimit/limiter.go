@@ -15,7 +15,7 @@ const (
 	// GoPercent: the Go runtime's soft limit (debug.SetMemoryLimit,
 	// GoLimit) is this share of the limit less the reserve (the binary's
 	// pages); the rest is for the runtime's overshoot of a soft limit.
-	GoPercent = 90
+	GoPercent = 85
 	// HighPercent: refusing starts when usage reaches this share of the
 	// Go runtime's soft limit.
 	HighPercent = 70
@@ -102,8 +102,8 @@ func New(opt Options) *Limiter {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
 	reserve := min(max(opt.Reserve, 0), opt.Limit/2)
-	g := (opt.Limit - reserve) / 100 * GoPercent
-	l := &Limiter{opt: opt, goLimit: g, high: g / 100 * HighPercent, low: g / 100 * LowPercent, resumed: make(chan struct{})}
+	g := (opt.Limit - reserve) * GoPercent / 100
+	l := &Limiter{opt: opt, goLimit: g, high: g * HighPercent / 100, low: g * LowPercent / 100, resumed: make(chan struct{})}
 	close(l.resumed)
 	l.usage = opt.Usage
 	if l.usage == nil {

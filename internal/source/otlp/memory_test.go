@@ -70,7 +70,7 @@ func TestMemoryLimit(t *testing.T) {
 	conn := dialRaw(t, addrOf(gr), nil)
 	body := protoBody(t, traces(4, 1))
 
-	usage.Store(800) // above 70 % of Go's 90 %
+	usage.Store(800) // above 70 % of Go's 85 %
 	lim.Sample(time.Now())
 	for i := range 3 {
 		resp, msg := post{body: body, contentType: "application/x-protobuf"}.do(t, addrOf(hr))
@@ -99,7 +99,7 @@ func TestMemoryLimit(t *testing.T) {
 		t.Errorf("%d records went on while refusing", len(recs))
 	}
 
-	usage.Store(500) // below 60 % of Go's 90 %
+	usage.Store(500) // below 60 % of Go's 85 %
 	lim.Sample(time.Now())
 	if resp, msg := (post{body: body, contentType: "application/x-protobuf"}).do(t, addrOf(hr)); resp.StatusCode != http.StatusOK {
 		t.Fatalf("below the limit again: status %d (%s)", resp.StatusCode, msg)
