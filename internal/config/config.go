@@ -342,9 +342,9 @@ func Default() *Config {
 }
 
 // MinMemoryLimit is the smallest memory_limit: the bridge's fixed part
-// (code, buffers, the store's caches) needs about this much before any
-// data is in flight.
-const MinMemoryLimit = 64 << 20
+// (the binary's pages, buffers, the store's block encoder) needs about
+// half of it before any data is in flight.
+const MinMemoryLimit = 128 << 20
 
 // DefaultStreamListen is where the embedded default's stream listens.
 const DefaultStreamListen = "127.0.0.1:14222"

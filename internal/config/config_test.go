@@ -96,7 +96,7 @@ func TestConfigErrors(t *testing.T) {
 		{"flush_interval: soon\n", "duration"},
 		{"{}\n", "no receivers"},
 		{"receivers: [x]\n", "a component is a mapping"},
-		{"memory_limit: 10MiB\nreceivers: [{type: tcp-server}]\nsinks: [{type: kieker-log}]\n", "memory_limit 10MiB: want at least 64MiB"},
+		{"memory_limit: 10MiB\nreceivers: [{type: tcp-server}]\nsinks: [{type: kieker-log}]\n", "memory_limit 10MiB: want at least 128MiB"},
 		{"memory_limit: lots\n", "size \"lots\""},
 	} {
 		c, err := Parse([]byte(tc.yaml))

@@ -16,7 +16,7 @@ const DefaultCap = 16 << 30
 
 // Default is the limit when the configuration sets none: three quarters
 // of the smaller of the cgroup's memory limit and the machine's memory,
-// at most DefaultCap; from says where it comes from ("cgroup v2
+// at least DefaultFloor (or all of a smaller one), at most DefaultCap; from says where it comes from ("cgroup v2
 // memory.max 1GiB", "MemTotal 24GiB"). Without either figure (not Linux)
 // it is DefaultCap/4 (4 GiB).
 func Default() (limit int64, from string) { return defaultAt("/") }
@@ -32,8 +32,12 @@ func defaultAt(root string) (int64, string) {
 	if base <= 0 {
 		return DefaultCap / 4, "no cgroup limit or MemTotal found"
 	}
-	return min(base/4*3, DefaultCap), from
+	return min(max(base/4*3, min(DefaultFloor, base)), DefaultCap), from
 }
+
+// DefaultFloor is the least Default derives where the cgroup or the
+// machine has that much: the bridge's fixed part needs about half of it.
+const DefaultFloor = 128 << 20
 
 // FileRSS returns the process's file-backed resident memory (RssFile of
 // /proc/self/status: the binary's pages), 0 where it cannot be read.

@@ -7,7 +7,8 @@
 // memory_limit is what the process may use. Unset, it is derived from the
 // machine (Default): three quarters of the smaller of the cgroup's limit
 // (cgroup v2 memory.max, v1 memory.limit_in_bytes) and the machine's
-// memory (MemTotal of /proc/meminfo), at most 16 GiB. The Go runtime's
+// memory (MemTotal of /proc/meminfo), at least 128 MiB, at most 16 GiB
+// (the bridge's fixed part needs about 64 MiB). The Go runtime's
 // soft limit (debug.SetMemoryLimit, what GOMEMLIMIT sets; GoLimit) is 85 %
 // of it less the Reserve, the binary's pages in memory (FileRSS: RssFile
 // of /proc/self/status, which the runtime does not count), unless the

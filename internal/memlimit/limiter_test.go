@@ -219,6 +219,10 @@ func TestDefault(t *testing.T) {
 			"sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n"}, 6 * gib, "MemTotal"},
 		{"cgroup above ram", map[string]string{"proc/meminfo": meminfo, "proc/self/cgroup": "0::/app\n",
 			"sys/fs/cgroup/app/memory.max": "17179869184\n"}, 6 * gib, "MemTotal"},
+		{"small cgroup", map[string]string{"proc/meminfo": meminfo, "proc/self/cgroup": "0::/app\n",
+			"sys/fs/cgroup/app/memory.max": "150000000\n"}, 128 << 20, "memory.max"},
+		{"tiny cgroup", map[string]string{"proc/meminfo": meminfo, "proc/self/cgroup": "0::/app\n",
+			"sys/fs/cgroup/app/memory.max": "100000000\n"}, 100000000, "memory.max"},
 		{"capped", map[string]string{"proc/meminfo": "MemTotal: 268435456 kB\n"}, DefaultCap, "MemTotal"},
 		{"nothing", nil, DefaultCap / 4, "no cgroup"},
 	}
