@@ -254,8 +254,11 @@ func TestMemoryLimitUnderLoad(t *testing.T) {
 	// the kernel's socket buffers charged to us) and what a sample
 	// interval lets in.
 	const margin = limit / 10
+	// A trace window of 5 s keeps spans in the assembler long enough
+	// that even a slow machine's intake reaches the limit.
 	p := bridgetest.StartConfig(t, `memory_limit: 160MiB
 metrics: "127.0.0.1:0"
+traces: {window: 5s}
 http: {listen: "127.0.0.1:0"}
 receivers:
   - {name: grpc, type: otlp-grpc, listen: "127.0.0.1:0"}
