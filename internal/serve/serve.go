@@ -696,6 +696,9 @@ func (s *Server) Config() ([]byte, error) {
 	if c.QueueBatches <= 0 {
 		c.QueueBatches = engine.DefaultQueueBatches
 	}
+	if c.MemoryLimit == 0 {
+		c.MemoryLimit = pipeline.ByteSize(s.Memory.Limit())
+	}
 	def(&c.FlushInterval, engine.DefaultFlushInterval)
 	def(&c.ShutdownTimeout, engine.DefaultShutdownTimeout)
 	def(&c.Traces.Window, trace.DefaultWindow)

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -139,6 +140,9 @@ func TestMemoryLimit(t *testing.T) {
 	defer d.Close()
 	if want, from := memlimit.Default(); d.Memory.Limit() != want || d.MemoryFrom != from {
 		t.Errorf("default %d (%s), want %d (%s)", d.Memory.Limit(), d.MemoryFrom, want, from)
+	}
+	if y, err := d.Config(); err != nil || !strings.Contains(string(y), fmt.Sprintf("memory_limit: %d\n", d.Memory.Limit())) {
+		t.Errorf("effective configuration without the derived memory_limit (%v):\n%s", err, y)
 	}
 }
 
