@@ -13,7 +13,8 @@
 // of it less the Reserve, the binary's pages in memory (FileRSS: RssFile
 // of /proc/self/status, which the runtime does not count), unless the
 // environment sets GOMEMLIMIT, which then stays as the user gave it. The
-// store sink sizes its read cache within a quarter of it (Budget).
+// store sink sizes its read cache within a quarter of it and its heads
+// within an eighth (Budget).
 //
 // # What is measured, and when receivers refuse
 //

@@ -32,6 +32,11 @@ import (
 // Type is the sink type this package builds.
 const Type = "store"
 
+// DefaultHeadSize is the size at which a head is cut into a block unless
+// head_size says otherwise (the store's own default), or the memory limit
+// allows less.
+const DefaultHeadSize = 32 << 20
+
 // DefaultCacheSize is the store's read cache unless cache_size says
 // otherwise (the store's own default), or the memory limit allows less.
 const DefaultCacheSize = 256 << 20
@@ -53,7 +58,8 @@ type Config struct {
 	Backend string            `yaml:"backend"`
 	S3      objstore.S3Config `yaml:"s3"`
 	// HeadSize and HeadAge: a host's newest traces are cut into a block
-	// when they reach this size (32MiB) or age (5m).
+	// when they reach this size (32MiB, or an eighth of the Go runtime's
+	// share of memory_limit when that is less) or age (5m).
 	HeadSize pipeline.ByteSize `yaml:"head_size"`
 	HeadAge  pipeline.Duration `yaml:"head_age"`
 	// MaxWAL bounds the write-ahead area (1GiB): past it (uploads behind)
@@ -166,8 +172,16 @@ func New(c *Config, set pipeline.Settings) (*Sink, error) {
 		headAge = time.Duration(c.SegmentAge)
 	}
 	cache := int64(c.CacheSize)
-	if b := set.Shared.Memory().Budget(); cache == 0 && b > 0 {
-		cache = min(DefaultCacheSize, b/4)
+	if b := set.Shared.Memory().Budget(); b > 0 {
+		// Within the memory limit: the read cache and the heads (a cut
+		// encodes a head in memory; compaction merges blocks of up to
+		// four heads) take a share of it unless configured.
+		if cache == 0 {
+			cache = min(DefaultCacheSize, b/4)
+		}
+		if headSize == 0 {
+			headSize = min(DefaultHeadSize, b/8)
+		}
 	}
 	st, err := tstore.Open(path, tstore.Options{
 		Bucket: bucket, MaxAge: time.Duration(c.MaxAge), MaxSize: int64(c.MaxSize),
