@@ -116,6 +116,14 @@ func main() {
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	pprof.StopCPUProfile()
+	// TRACEBRIDGE_MEMPROFILE=FILE writes a heap profile at the end (what
+	// is live then: `go tool pprof -sample_index=inuse_space`).
+	if p := os.Getenv("TRACEBRIDGE_MEMPROFILE"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			pprof.Lookup("heap").WriteTo(f, 0)
+			f.Close()
+		}
+	}
 	os.Exit(code)
 }
 

@@ -160,6 +160,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if srv.HTTPAddr != "" {
 		fmt.Fprintf(stdout, "tracebridge: http on %s://%s/ (API /api/v1, Jaeger /api)\n", srv.HTTPScheme, srv.HTTPAddr)
 	}
+	mib := func(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
+	mem := fmt.Sprintf("tracebridge: memory limit %s (%s)", mib(srv.Memory.Limit()), srv.MemoryFrom)
+	if g := srv.GoMemoryLimit(); g > 0 {
+		mem += fmt.Sprintf(", Go's soft limit %s", mib(g))
+	} else {
+		mem += ", Go's soft limit from GOMEMLIMIT"
+	}
+	fmt.Fprintln(stdout, mem)
 	fmt.Fprintln(stdout, "tracebridge: ready")
 	if daemon.IsChild() {
 		if err := daemon.WritePIDFile(f.pidFile); err != nil {

@@ -41,6 +41,11 @@ type Config struct {
 	FlushInterval pipeline.Duration `yaml:"flush_interval"`
 	// ShutdownTimeout bounds draining on SIGTERM (default 30s).
 	ShutdownTimeout pipeline.Duration `yaml:"shutdown_timeout"`
+	// MemoryLimit is what the whole process may use (e.g. 512MiB); near
+	// it the receivers refuse new data with their protocol's retryable
+	// answer (internal/memlimit). 0: derived from the cgroup's limit and
+	// the machine's memory (memlimit.Default).
+	MemoryLimit pipeline.ByteSize `yaml:"memory_limit,omitempty"`
 
 	// Traces configures trace assembly (which runs when a sink needs
 	// traces: the trace store, OTLP spans into a Kieker log).
@@ -336,6 +341,11 @@ func Default() *Config {
 	}
 }
 
+// MinMemoryLimit is the smallest memory_limit: the bridge's fixed part
+// (the binary's pages, buffers, the store's block encoder) needs about
+// half of it before any data is in flight.
+const MinMemoryLimit = 128 << 20
+
 // DefaultStreamListen is where the embedded default's stream listens.
 const DefaultStreamListen = "127.0.0.1:14222"
 
@@ -360,6 +370,9 @@ func (c *Config) Normalize() error {
 		if _, err := pipeline.ParsePolicy(c.Stream.Policy); err != nil {
 			errs = append(errs, fmt.Errorf("stream (line %d): %w", c.Stream.line, err))
 		}
+	}
+	if c.MemoryLimit < 0 || c.MemoryLimit > 0 && c.MemoryLimit < MinMemoryLimit {
+		errs = append(errs, fmt.Errorf("memory_limit %s: want at least %s (or leave it out: derived from the machine)", c.MemoryLimit, pipeline.ByteSize(MinMemoryLimit)))
 	}
 	if c.Traces.Window < 0 || c.Traces.MaxOpenTraces < 0 || c.Traces.MaxSpans < 0 {
 		errs = append(errs, errors.New("traces: window and limits must not be negative"))

@@ -96,6 +96,8 @@ func TestConfigErrors(t *testing.T) {
 		{"flush_interval: soon\n", "duration"},
 		{"{}\n", "no receivers"},
 		{"receivers: [x]\n", "a component is a mapping"},
+		{"memory_limit: 10MiB\nreceivers: [{type: tcp-server}]\nsinks: [{type: kieker-log}]\n", "memory_limit 10MiB: want at least 128MiB"},
+		{"memory_limit: lots\n", "size \"lots\""},
 	} {
 		c, err := Parse([]byte(tc.yaml))
 		if err == nil {
@@ -104,6 +106,17 @@ func TestConfigErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want %q", tc.yaml, err, tc.want)
 		}
+	}
+}
+
+// TestMemoryLimitKey: memory_limit takes a size with a unit.
+func TestMemoryLimitKey(t *testing.T) {
+	c, err := Parse([]byte("memory_limit: 512MiB\nreceivers: [{type: tcp-server}]\nsinks: [{type: kieker-log}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Normalize(); err != nil || c.MemoryLimit != 512<<20 {
+		t.Fatalf("memory_limit %d, %v; want 512 MiB", c.MemoryLimit, err)
 	}
 }
 

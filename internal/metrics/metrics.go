@@ -30,6 +30,7 @@ type Registry struct {
 	connections  *prometheus.GaugeVec
 	connTotal    *prometheus.CounterVec
 	rejected     *prometheus.CounterVec
+	memRefused   *prometheus.CounterVec
 	queueDepth   prometheus.GaugeFunc
 	sinkLatency  *prometheus.HistogramVec
 	sinkErrors   *prometheus.CounterVec
@@ -43,6 +44,13 @@ type Registry struct {
 
 	sinkTraces, sinkTraceSpans *prometheus.CounterVec
 	traceFn                    func() TraceCounts
+	memFn                      func() MemoryFigures
+}
+
+// MemoryFigures are the memory limiter's figures (internal/memlimit).
+type MemoryFigures struct {
+	Limit, Usage int64
+	Refusing     bool
 }
 
 // TraceCounts are the trace assembler's counts (trace.Stats).
@@ -72,6 +80,29 @@ func New() *Registry {
 	r.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tracebridge_connections_rejected_total", Help: "Connections refused because of the connection limit, by receiver.",
 	}, []string{"receiver"})
+	r.memRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tracebridge_memory_refusals_total", Help: "Requests, packets, reads or messages a receiver refused or held back because the process was near its memory limit, by receiver.",
+	}, []string{"receiver"})
+	mem := func(name, help string, f func(MemoryFigures) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
+			r.mu.Lock()
+			fn := r.memFn
+			r.mu.Unlock()
+			if fn == nil {
+				return 0
+			}
+			return f(fn())
+		})
+	}
+	r.reg.MustRegister(r.memRefused,
+		mem("tracebridge_memory_limit_bytes", "The process's memory limit (memory_limit).", func(m MemoryFigures) float64 { return float64(m.Limit) }),
+		mem("tracebridge_memory_usage_bytes", "Memory in use as the limiter measures it: the live heap of the last garbage collection plus the Go runtime's memory outside the heap.", func(m MemoryFigures) float64 { return float64(m.Usage) }),
+		mem("tracebridge_memory_refusing", "1 while receivers refuse new data because the process is near its memory limit.", func(m MemoryFigures) float64 {
+			if m.Refusing {
+				return 1
+			}
+			return 0
+		}))
 	r.queueDepth = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tracebridge_queue_depth_batches", Help: "Batches waiting between receivers and sinks.",
 	}, func() float64 {
@@ -159,6 +190,17 @@ func (r *Registry) SetTraceStats(f func() TraceCounts) {
 	r.mu.Unlock()
 }
 
+// SetMemory installs the function that reports the memory limiter's
+// figures.
+func (r *Registry) SetMemory(f func() MemoryFigures) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.memFn = f
+	r.mu.Unlock()
+}
+
 // SetQueueDepth installs the function that reports the queue depth.
 func (r *Registry) SetQueueDepth(f func() int) {
 	if r == nil {
@@ -182,6 +224,7 @@ func (r *Registry) Receiver(name string) *Receiver {
 		connections:  r.connections.WithLabelValues(name),
 		connTotal:    r.connTotal.WithLabelValues(name),
 		rejected:     r.rejected.WithLabelValues(name),
+		memRefused:   r.memRefused.WithLabelValues(name),
 		byType:       map[*record.Type]prometheus.Counter{},
 	}
 }
@@ -212,6 +255,7 @@ type Receiver struct {
 	connections  prometheus.Gauge
 	connTotal    prometheus.Counter
 	rejected     prometheus.Counter
+	memRefused   prometheus.Counter
 
 	mu     sync.RWMutex
 	byType map[*record.Type]prometheus.Counter
@@ -307,6 +351,14 @@ func (r *Receiver) ConnClosed() {
 func (r *Receiver) ConnRejected() {
 	if r != nil {
 		r.rejected.Inc()
+	}
+}
+
+// MemoryRefused counts data refused or held back because the process
+// was near its memory limit (once per request, packet, wait or message).
+func (r *Receiver) MemoryRefused() {
+	if r != nil {
+		r.memRefused.Inc()
 	}
 }
 

@@ -19,13 +19,16 @@ import (
 // run time, not while being built, since the order in which components
 // are built is not theirs to know). Services private to a few packages
 // (the control settings, the embedded NATS server) live under a key of
-// the owning package (Value). A nil *Shared shares nothing.
+// the owning package (Value). A nil *Shared shares nothing. The memory
+// limit (SetMemory) is the exception to "read at run time": serve
+// publishes it before it builds any component.
 type Shared struct {
 	mu       sync.RWMutex
 	hosts    hostauth.Table
 	hostdb   *hostdb.DB
 	live     http.Handler
 	profiles Profiles
+	memory   Memory
 	values   map[any]any
 }
 
@@ -151,4 +154,53 @@ func (s *Shared) Profiles() Profiles {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.profiles
+}
+
+// Memory is the process's memory limit as the receivers ask it
+// (internal/memlimit): whether to take new data now, or to answer with
+// their protocol's retryable refusal (OTLP 429 / RESOURCE_EXHAUSTED, ZICO
+// INTERNAL_ERROR) or stop reading (TCP, brokers) until it takes data
+// again. Both methods are cheap and safe for concurrent use; a receiver
+// asks once per request, message or read, never per record.
+type Memory interface {
+	// Admit reports whether new data may come in now; false counts a
+	// refusal.
+	Admit() bool
+	// Wait returns once new data may come in (at once when it may), or
+	// with ctx's error.
+	Wait(ctx context.Context) error
+	// Budget is the memory the Go runtime may use (0: no limit):
+	// components size their caches within a share of it.
+	Budget() int64
+}
+
+// unlimited is the Memory of a bridge without a limit.
+type unlimited struct{}
+
+func (unlimited) Admit() bool                    { return true }
+func (unlimited) Wait(ctx context.Context) error { return nil }
+func (unlimited) Budget() int64                  { return 0 }
+
+// SetMemory publishes the memory limit.
+func (s *Shared) SetMemory(m Memory) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.memory = m
+	s.mu.Unlock()
+}
+
+// Memory returns the memory limit; never nil: without one, a Memory that
+// always admits.
+func (s *Shared) Memory() Memory {
+	if s == nil {
+		return unlimited{}
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.memory == nil {
+		return unlimited{}
+	}
+	return s.memory
 }

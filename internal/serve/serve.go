@@ -12,7 +12,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"syscall"
@@ -26,6 +28,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/hostdb"
 	"github.com/tracebridge/tracebridge/internal/irl"
 	"github.com/tracebridge/tracebridge/internal/listenpolicy"
+	"github.com/tracebridge/tracebridge/internal/memlimit"
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -136,6 +139,10 @@ type Server struct {
 	// StreamURL is the NATS URL of the live stream ("" without one); the
 	// WebSocket endpoint (stream.NewHandler) subscribes there.
 	StreamURL string
+	// Memory is the process's memory limit (memory_limit, or derived from
+	// the machine); MemoryFrom says where it comes from.
+	Memory     *memlimit.Limiter
+	MemoryFrom string
 
 	closers []func() error // receivers and sinks, if Run never runs
 	hosts   *hostdb.DB     // the host table (nil when nothing needs it)
@@ -179,7 +186,18 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		}
 	}
 	reg := metrics.New()
-	s := &Server{Metrics: reg}
+	s := &Server{Metrics: reg, Shared: &pipeline.Shared{}}
+	// The memory limit first: the receivers built below ask it.
+	limit, from := int64(cfg.MemoryLimit), "memory_limit"
+	if limit == 0 {
+		limit, from = memlimit.Default()
+	}
+	s.Memory, s.MemoryFrom = memlimit.New(memlimit.Options{Limit: limit, Reserve: memlimit.FileRSS(), Logger: set.Logger}), from
+	s.Shared.SetMemory(s.Memory)
+	reg.SetMemory(func() metrics.MemoryFigures {
+		st := s.Memory.Stats()
+		return metrics.MemoryFigures{Limit: st.Limit, Usage: st.Usage, Refusing: st.Refusing}
+	})
 	s.Engine = engine.New(engine.Settings{
 		Logger:           set.Logger,
 		Metrics:          reg,
@@ -201,7 +219,6 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 			s.Close()
 		}
 	}()
-	s.Shared = &pipeline.Shared{}
 	base := pipeline.Settings{Logger: set.Logger, Metrics: reg, DataDir: cfg.DataDir, Catalog: cat, Shared: s.Shared}
 	s.cfg, s.factories, s.base, s.receivers = cfg, set.Factories, base, map[string]pipeline.Receiver{}
 	f := set.Factories
@@ -475,9 +492,30 @@ func (s *Server) addStream(comp *config.Component, cfg pipeline.Config, base pip
 	return nil
 }
 
+// GoMemoryLimit is the Go runtime's soft limit Run sets from the memory
+// limit (memlimit's GoLimit: GoPercent of it less the binary's pages in
+// memory); 0 when the environment's GOMEMLIMIT is kept.
+func (s *Server) GoMemoryLimit() int64 {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return 0
+	}
+	return s.Memory.GoLimit()
+}
+
 // Run serves metrics (if configured) and runs the bridge until ctx is
-// cancelled or the receivers end.
+// cancelled or the receivers end. While it runs, the Go runtime's soft
+// memory limit is GoMemoryLimit (unless GOMEMLIMIT is set), and the
+// memory limiter samples; once ctx is cancelled the limiter stops
+// refusing, so the receivers drain.
 func (s *Server) Run(ctx context.Context) error {
+	if g := s.GoMemoryLimit(); g > 0 {
+		prev := debug.SetMemoryLimit(g)
+		defer debug.SetMemoryLimit(prev)
+	}
+	mctx, mcancel := context.WithCancel(ctx)
+	mdone := make(chan struct{})
+	go func() { s.Memory.Run(mctx); close(mdone) }()
+	defer func() { mcancel(); <-mdone }()
 	if s.metrics != nil {
 		go s.metrics.Serve(s.mln)
 		defer s.metrics.Close()
@@ -658,6 +696,9 @@ func (s *Server) Config() ([]byte, error) {
 	}
 	if c.QueueBatches <= 0 {
 		c.QueueBatches = engine.DefaultQueueBatches
+	}
+	if c.MemoryLimit == 0 {
+		c.MemoryLimit = pipeline.ByteSize(s.Memory.Limit())
 	}
 	def(&c.FlushInterval, engine.DefaultFlushInterval)
 	def(&c.ShutdownTimeout, engine.DefaultShutdownTimeout)

@@ -3,9 +3,11 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/config"
 	"github.com/tracebridge/tracebridge/internal/logtest"
+	"github.com/tracebridge/tracebridge/internal/memlimit"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
@@ -74,6 +77,72 @@ sinks:
 	}
 	if s.Sinks[0].Policy != "durable" || s.Sinks[1].Policy != "best-effort" {
 		t.Fatalf("policies %+v", s.Sinks)
+	}
+}
+
+// TestMemoryLimit: memory_limit makes the limiter the receivers ask
+// (published in Shared), its figures are in the metrics, Run sets Go's
+// soft limit from it while it runs and puts the old one back; without
+// the key the limit comes from the machine.
+func TestMemoryLimit(t *testing.T) {
+	build := func(yaml string) *Server {
+		cfg := parse(t, yaml)
+		cfg.DataDir = t.TempDir()
+		s, err := Build(cfg, Settings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := build("memory_limit: 300MiB\nreceivers: [{type: tcp-server, listen: \"127.0.0.1:0\"}]\nsinks: [{type: kieker-log}]\n")
+	if s.Memory.Limit() != 300<<20 || s.MemoryFrom != "memory_limit" || s.Shared.Memory() != pipeline.Memory(s.Memory) {
+		t.Fatalf("limit %d from %q, shared %v", s.Memory.Limit(), s.MemoryFrom, s.Shared.Memory())
+	}
+	if g := s.Memory.GoLimit(); g <= 0 || g > 300<<20*85/100 {
+		t.Errorf("Go's limit %d for 300 MiB", g)
+	}
+	if os.Getenv("GOMEMLIMIT") != "" {
+		t.Skip("GOMEMLIMIT is set: serve keeps it")
+	}
+	before := debug.SetMemoryLimit(-1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for debug.SetMemoryLimit(-1) != s.GoMemoryLimit() {
+		if time.Now().After(deadline) {
+			t.Fatalf("Go's soft limit %d while running, want %d", debug.SetMemoryLimit(-1), s.GoMemoryLimit())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mfs, err := s.Metrics.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, mf := range mfs {
+		if mf.GetName() == "tracebridge_memory_limit_bytes" && mf.GetMetric()[0].GetGauge().GetValue() == 300<<20 {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no tracebridge_memory_limit_bytes of 300 MiB")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Errorf("Go's soft limit %d after Run, want %d back", got, before)
+	}
+
+	d := build("receivers: [{type: tcp-server, listen: \"127.0.0.1:0\"}]\nsinks: [{type: kieker-log}]\n")
+	defer d.Close()
+	if want, from := memlimit.Default(); d.Memory.Limit() != want || d.MemoryFrom != from {
+		t.Errorf("default %d (%s), want %d (%s)", d.Memory.Limit(), d.MemoryFrom, want, from)
+	}
+	if y, err := d.Config(); err != nil || !strings.Contains(string(y), fmt.Sprintf("memory_limit: %d\n", d.Memory.Limit())) {
+		t.Errorf("effective configuration without the derived memory_limit (%v):\n%s", err, y)
 	}
 }
 

@@ -32,6 +32,15 @@ import (
 // Type is the sink type this package builds.
 const Type = "store"
 
+// DefaultHeadSize is the size at which a head is cut into a block unless
+// head_size says otherwise (the store's own default), or the memory limit
+// allows less.
+const DefaultHeadSize = 32 << 20
+
+// DefaultCacheSize is the store's read cache unless cache_size says
+// otherwise (the store's own default), or the memory limit allows less.
+const DefaultCacheSize = 256 << 20
+
 // Config is the YAML configuration of a store sink.
 type Config struct {
 	// Path is the store's directory (default <data_dir>/store).
@@ -49,7 +58,8 @@ type Config struct {
 	Backend string            `yaml:"backend"`
 	S3      objstore.S3Config `yaml:"s3"`
 	// HeadSize and HeadAge: a host's newest traces are cut into a block
-	// when they reach this size (32MiB) or age (5m).
+	// when they reach this size (32MiB, or an eighth of the Go runtime's
+	// share of memory_limit when that is less) or age (5m).
 	HeadSize pipeline.ByteSize `yaml:"head_size"`
 	HeadAge  pipeline.Duration `yaml:"head_age"`
 	// MaxWAL bounds the write-ahead area (1GiB): past it (uploads behind)
@@ -60,7 +70,9 @@ type Config struct {
 	// HeadSize) after each retention run.
 	CompactBelow pipeline.ByteSize `yaml:"compact_below"`
 	CompactTo    pipeline.ByteSize `yaml:"compact_to"`
-	// CacheSize bounds what is kept of blocks for reading (256MiB).
+	// CacheSize bounds what is kept of blocks for reading (256MiB, or a
+	// quarter of the Go runtime's share of memory_limit when that is
+	// less).
 	CacheSize pipeline.ByteSize `yaml:"cache_size"`
 	// RetentionInterval: how often retention and compaction run
 	// (default 1m).
@@ -159,10 +171,22 @@ func New(c *Config, set pipeline.Settings) (*Sink, error) {
 	if headAge == 0 {
 		headAge = time.Duration(c.SegmentAge)
 	}
+	cache := int64(c.CacheSize)
+	if b := set.Shared.Memory().Budget(); b > 0 {
+		// Within the memory limit: the read cache and the heads (a cut
+		// encodes a head in memory; compaction merges blocks of up to
+		// four heads) take a share of it unless configured.
+		if cache == 0 {
+			cache = min(DefaultCacheSize, b/4)
+		}
+		if headSize == 0 {
+			headSize = min(DefaultHeadSize, b/8)
+		}
+	}
 	st, err := tstore.Open(path, tstore.Options{
 		Bucket: bucket, MaxAge: time.Duration(c.MaxAge), MaxSize: int64(c.MaxSize),
 		HeadSize: headSize, HeadAge: headAge, MaxWAL: int64(c.MaxWAL),
-		CompactBelow: int64(c.CompactBelow), CompactTo: int64(c.CompactTo), CacheSize: int64(c.CacheSize),
+		CompactBelow: int64(c.CompactBelow), CompactTo: int64(c.CompactTo), CacheSize: cache,
 		Logger: set.Logger, Hosts: hostTable{hosts},
 	})
 	if err == nil {

@@ -137,6 +137,10 @@ type Config struct {
 type Settings struct {
 	Logger  *slog.Logger
 	Metrics *metrics.Receiver
+	// Memory is the process's memory limit: near it the batcher takes no
+	// new message (they stay with the broker, unacknowledged) until it
+	// takes data again; nil: none.
+	Memory pipeline.Memory
 }
 
 // Batcher decodes messages into batches and hands them on.
@@ -144,6 +148,7 @@ type Batcher struct {
 	cfg   Config
 	log   *slog.Logger
 	met   *metrics.Receiver
+	mem   pipeline.Memory
 	out   pipeline.Consumer
 	emit  pipeline.Emitter
 	text  *kdb.TextDecoder
@@ -176,6 +181,7 @@ func NewBatcher(cfg Config, set Settings, out pipeline.Consumer) *Batcher {
 		cfg:     cfg,
 		log:     set.Logger,
 		met:     set.Metrics,
+		mem:     set.Memory,
 		out:     out,
 		text:    kdb.NewTextDecoder(cfg.Mapping, cfg.Options),
 		bin:     kdb.NewDecoder(cfg.Mapping, cfg.Options),
@@ -191,7 +197,21 @@ func NewBatcher(cfg Config, set Settings, out pipeline.Consumer) *Batcher {
 // full. A malformed message is logged, counted, dead-lettered and then
 // acknowledged together with the messages before it; its good records (the
 // ones before the bad one) are kept.
+//
+// Near the process's memory limit Add first hands the current batch on,
+// then waits until the limit takes data again (the broker holds the
+// messages after m, unacknowledged, within its window), or returns ctx's
+// error without taking m (the broker redelivers it).
 func (b *Batcher) Add(ctx context.Context, m Message) error {
+	if b.mem != nil && !b.mem.Admit() {
+		b.met.MemoryRefused()
+		if err := b.Flush(ctx); err != nil {
+			return err
+		}
+		if err := b.mem.Wait(ctx); err != nil {
+			return err
+		}
+	}
 	b.Messages++
 	b.met.Bytes(len(m.Body))
 	if b.batch.Len() == 0 && len(b.acks) == 0 {

@@ -93,7 +93,7 @@ func (o *Options) Batch(set pipeline.Settings) (Config, error) {
 
 // Settings returns the injected settings of a broker receiver.
 func SettingsOf(set pipeline.Settings) Settings {
-	return Settings{Logger: set.Logger, Metrics: set.Metrics.Receiver(set.Name)}
+	return Settings{Logger: set.Logger, Metrics: set.Metrics.Receiver(set.Name), Memory: set.Shared.Memory()}
 }
 
 // Target is a broker receiver: it consumes from a target it can name.

@@ -62,6 +62,9 @@ type core struct {
 
 	// inflight bounds the request bytes being read and decoded.
 	inflight budget
+	// mem is the process's memory limit: near it, requests are refused
+	// with the protocol's retryable answer.
+	mem pipeline.Memory
 
 	// mu is held for reading by every request while it decodes and
 	// hands on, so stop (holding it for writing) waits for those in
@@ -76,7 +79,7 @@ func newCore(name string, set pipeline.Settings, cfg Config) *core {
 	opt.Strings = otlpcodec.NewStrings() // one copy of a string for all requests
 	c := &core{name: name, log: set.Logger, met: set.Metrics.Receiver(name), opt: opt, wait: time.Duration(cfg.EmitTimeout),
 		faults: lograte.Limiter{PerSecond: 5}, security: cfg.Security, shared: set.Shared,
-		inflight: budget{max: int64(cfg.MaxInflightBytes)}}
+		inflight: budget{max: int64(cfg.MaxInflightBytes)}, mem: set.Shared.Memory()}
 	c.workers.New = func() any { return &worker{dec: otlpcodec.NewDecoder(c.opt)} }
 	c.next = c.newBatch
 	return c
@@ -290,6 +293,20 @@ func (c *core) emit(ctx context.Context, batches []*record.Batch) error {
 	}
 	return nil
 }
+
+// admitMemory reports whether the process may take a request now (false
+// near the memory limit: counted; the caller answers 429 /
+// RESOURCE_EXHAUSTED with a retry delay).
+func (c *core) admitMemory() bool {
+	if c.mem.Admit() {
+		return true
+	}
+	c.met.MemoryRefused()
+	return false
+}
+
+// memoryMessage is the refusal's message near the memory limit.
+const memoryMessage = "the bridge is near its memory limit (memory_limit); retry later"
 
 // counted counts a listener's connections in the receiver's metrics.
 type counted struct {

@@ -14,8 +14,11 @@
 // answered 429 / RESOURCE_EXHAUSTED with a retry delay (Retry-After,
 // RetryInfo) instead of waiting longer; the spans of that request already
 // handed on stay handed on, so a client's retry may deliver them twice
-// (OTLP is at-least-once). A pipeline that has closed answers 503 /
-// UNAVAILABLE.
+// (OTLP is at-least-once). Near the process's memory limit
+// (pipeline.Shared's Memory, internal/memlimit) a request is answered the
+// same way before its body is read, and nothing of it goes on
+// (tracebridge_memory_refusals_total). A pipeline that has closed answers
+// 503 / UNAVAILABLE.
 //
 // Goroutines: the gRPC and HTTP servers' own, one per connection and one
 // per request; a request decodes and emits on its goroutine with a

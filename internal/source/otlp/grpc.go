@@ -159,6 +159,9 @@ func (g *GRPC) export(ctx context.Context, dec func(any) error) (any, error) {
 	case err != nil:
 		return nil, status.Error(codes.Unavailable, "otlp-grpc: "+err.Error())
 	}
+	if !g.c.admitMemory() {
+		return nil, retryLater("otlp-grpc: " + memoryMessage)
+	}
 	var req rawRequest
 	if err := dec(&req); err != nil {
 		return nil, err

@@ -179,6 +179,11 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, json, http.StatusServiceUnavailable, rpcUnavailable, err.Error())
 		return
 	}
+	if !h.c.admitMemory() {
+		w.Header().Set("Retry-After", strconv.Itoa(int(retryDelay/time.Second)))
+		h.fail(w, json, http.StatusTooManyRequests, rpcResourceExhausted, memoryMessage)
+		return
+	}
 	max := h.cfg.MaxMessageSize
 	var body io.Reader = http.MaxBytesReader(w, r.Body, int64(max))
 	switch enc := r.Header.Get("Content-Encoding"); enc {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/metrics"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 )
 
@@ -144,6 +145,9 @@ type Settings struct {
 	// Metrics counts bytes, records, decode errors and connections; nil
 	// counts nothing.
 	Metrics *metrics.Receiver
+	// Memory is the process's memory limit: near it the connections stop
+	// reading (TCP back-pressure) until it takes data again; nil: none.
+	Memory pipeline.Memory
 }
 
 // withDefaults returns c with defaults filled in, or an error wrapping

@@ -38,6 +38,10 @@
 // an empty one comes back; otherwise Consume is called and the batch reused.
 // A consumer that blocks stops the reading, so TCP back-pressure slows the
 // client and memory stays at one buffer and one batch per connection.
+// Near the process's memory limit (Settings.Memory) a connection stops
+// reading before its next read in the same way until the limit takes data
+// again, or the receiver drains (each such wait counted in
+// tracebridge_memory_refusals_total).
 //
 // # Lifetimes
 //

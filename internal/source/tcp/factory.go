@@ -260,7 +260,7 @@ func build(set pipeline.Settings, cfg Config, l Limits, dec func() (func() Decod
 	if conv != nil {
 		cfg.Transform = conv.Apply
 	}
-	r, err := New(cfg, Settings{Logger: set.Logger, Metrics: set.Metrics.Receiver(set.Name)})
+	r, err := New(cfg, Settings{Logger: set.Logger, Metrics: set.Metrics.Receiver(set.Name), Memory: set.Shared.Memory()})
 	if err != nil {
 		class := pipeline.ErrConfig
 		if errors.Is(err, ErrListen) {

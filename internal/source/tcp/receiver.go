@@ -31,6 +31,7 @@ type Receiver struct {
 	dual    *dualRegistry
 
 	closeLn sync.Once
+	mem     pipeline.Memory // nil: no memory limit
 
 	mu      sync.Mutex // guards the run state below
 	started bool
@@ -82,6 +83,7 @@ func New(cfg Config, set Settings) (*Receiver, error) {
 		cfg:     cfg,
 		log:     log,
 		met:     set.Metrics,
+		mem:     set.Memory,
 		faults:  newRateLog(log, cfg.Name, cfg.LogRate),
 		rejects: newRateLog(log, cfg.Name, cfg.LogRate),
 		conns:   make(map[net.Conn]struct{}),
@@ -404,7 +406,10 @@ func (r *Receiver) serve(nc net.Conn, dec Decoder, role string, em *emitter, onE
 			r.bytes.Add(int64(n))
 			r.met.Bytes(n)
 		},
-		beforeRead: func() { r.setDeadline(nc) },
+		beforeRead: func() {
+			r.waitMemory()
+			r.setDeadline(nc)
+		},
 		handOn: func(b *record.Batch) (*record.Batch, error) {
 			hosts.Learn(&origin, b, 0)
 			b.Origin = origin
@@ -431,6 +436,28 @@ func (r *Receiver) serve(nc net.Conn, dec Decoder, role string, em *emitter, onE
 		unread = probeUnread(nc, s.bufSize)
 	}
 	r.report(peer, role, end, s.off, unread)
+}
+
+// waitMemory holds a connection's next read while the process is near
+// its memory limit (TCP back-pressure: the peer's sends fill the socket
+// buffers, then block), until it takes data again or the receiver
+// drains or stops. Each wait is counted as a refusal.
+func (r *Receiver) waitMemory() {
+	if r.mem == nil || r.mem.Admit() {
+		return
+	}
+	r.met.MemoryRefused()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-r.drain:
+		case <-r.stop:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	r.mem.Wait(ctx)
 }
 
 // setDeadline sets nc's read deadline before a read: none while running,

@@ -81,6 +81,7 @@ type Receiver struct {
 	ln     net.Listener
 	srv    *Server
 	commit time.Duration
+	mem    pipeline.Memory
 
 	mu  sync.Mutex
 	out pipeline.Consumer
@@ -94,7 +95,7 @@ type Receiver struct {
 }
 
 func newReceiver(c *FactoryConfig, set pipeline.Settings) (pipeline.Receiver, error) {
-	r := &Receiver{cfg: c, set: set, commit: time.Duration(c.CommitTimeout)}
+	r := &Receiver{cfg: c, set: set, commit: time.Duration(c.CommitTimeout), mem: set.Shared.Memory()}
 	r.seq.Store(uint64(time.Now().UnixNano()))
 	if r.commit <= 0 {
 		r.commit = 30 * time.Second
@@ -208,6 +209,9 @@ func (r *Receiver) data(ctx context.Context, host string, traces []Trace) error 
 	if out == nil {
 		return errors.New("zico: receiver not running")
 	}
+	if err := r.admitMemory(ctx); err != nil {
+		return err
+	}
 	var b record.Batch
 	b.Origin = record.Origin{Receiver: r.set.Name, Host: host, Session: strconv.FormatUint(info.ID, 10)}
 	if info.Remote != nil {
@@ -230,6 +234,31 @@ func (r *Receiver) data(ctx context.Context, host string, traces []Trace) error 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// memoryWait is how long a DATA packet waits for the process to fall
+// below its memory limit before it is refused.
+const memoryWait = time.Second
+
+// ErrMemory: the bridge is near its memory limit; the packet is refused
+// with INTERNAL_ERROR, and zorka's agent reconnects and sends it again
+// after its back-off (ZICO.md §2).
+var ErrMemory = errors.New("zico: near the memory limit (memory_limit), send again later")
+
+// admitMemory lets a DATA packet in, waiting up to memoryWait while the
+// process is near its memory limit (the agent waits for its reply
+// meanwhile), then refuses it with ErrMemory.
+func (r *Receiver) admitMemory(ctx context.Context) error {
+	if r.mem.Admit() {
+		return nil
+	}
+	r.set.Metrics.Receiver(r.set.Name).MemoryRefused()
+	wctx, cancel := context.WithTimeout(ctx, memoryWait)
+	defer cancel()
+	if r.mem.Wait(wctx) != nil {
+		return ErrMemory
+	}
+	return nil
 }
 
 // appendTrace adds a zorka trace to b as complete span records: the
