@@ -321,7 +321,9 @@ func (a *Assembler) pendingSpans(f *family, out []Span) []Span {
 	attrs := make([]Attr, f.nattrs)
 	r := pendingReader{b: f.buf, d: f.dict}
 	for range f.pending {
-		s := Span{OrderIndex: -1, EOI: -1, ESS: -1, Source: FromSpan}
+		out = out[:len(out)+1] // made in place: a Span is large to copy
+		s := &out[len(out)-1]
+		*s = Span{OrderIndex: -1, EOI: -1, ESS: -1, Source: FromSpan}
 		s.SpanID = SpanID(r.u64())
 		s.ParentID = SpanID(r.u64())
 		s.Start = int64(r.u64())
@@ -345,8 +347,7 @@ func (a *Assembler) pendingSpans(f *family, out []Span) []Span {
 			}
 			n := int(r.uvarint())
 			if n > len(attrs) {
-				r.bad = true
-				break
+				r.bad, n = true, 0
 			}
 			if n > 0 {
 				as := attrs[:n:n]
@@ -380,9 +381,9 @@ func (a *Assembler) pendingSpans(f *family, out []Span) []Span {
 			}
 		}
 		if r.bad {
+			out = out[:len(out)-1]
 			break
 		}
-		out = append(out, s)
 	}
 	f.buf, f.pending, f.nattrs = nil, 0, 0
 	return out
