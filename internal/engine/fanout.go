@@ -35,6 +35,10 @@ type fanout struct {
 
 	aborted   chan struct{}
 	abortOnce sync.Once
+
+	// traceBacklog counts the spans of the traces in the runners'
+	// queues (put by traces, taken off by the runners).
+	traceBacklog atomic.Int64
 }
 
 // item is a batch shared by the runners.
@@ -89,6 +93,7 @@ func newFanout(e *Engine) *fanout {
 	for _, s := range e.sinks {
 		r := &runner{
 			e:      e,
+			fan:    f,
 			name:   s.name,
 			sink:   s.sink,
 			policy: s.opts.Policy,
@@ -174,7 +179,11 @@ func (f *fanout) traces(ctx context.Context, ts []*trace.Trace) {
 			}
 		}
 		if len(mine) > 0 {
-			r.put(ctx, entry{tr: mine}, f.aborted)
+			n := spansOf(mine)
+			f.traceBacklog.Add(n)
+			if err := r.put(ctx, entry{tr: mine}, f.aborted); err != nil {
+				f.traceBacklog.Add(-n)
+			}
 		}
 	}
 }
@@ -243,6 +252,7 @@ func (f *fanout) stop(deadline time.Time) []error {
 // concurrently with Consume, as the pipeline contract says).
 type runner struct {
 	e      *Engine
+	fan    *fanout
 	name   string
 	sink   pipeline.Sink
 	tc     pipeline.TraceConsumer // the sink, if it takes traces
@@ -289,6 +299,7 @@ func (r *runner) put(ctx context.Context, en entry, aborted <-chan struct{}) err
 // overflow drops a batch a best-effort runner had no room for.
 func (r *runner) overflow(old entry) {
 	if old.tr != nil {
+		r.fan.traceBacklog.Add(-spansOf(old.tr))
 		r.drops.Log(context.Background(), r.e.log, slog.LevelWarn, "best-effort sink is behind; completed traces were dropped",
 			"sink", r.name, "traces", len(old.tr))
 		return
@@ -346,6 +357,7 @@ func (r *runner) handle(ctx context.Context, en entry) {
 		it.release()
 	}
 	if en.tr != nil {
+		defer r.fan.traceBacklog.Add(-spansOf(en.tr))
 		if err := r.tc.ConsumeTraces(ctx, en.tr); err != nil {
 			err = fmt.Errorf("sink %s: traces: %w", r.name, err)
 			r.e.sinkError(err)
@@ -415,4 +427,13 @@ func (r *runner) flush() {
 	for _, mk := range waiting {
 		mk.durableDone(err)
 	}
+}
+
+// spansOf returns the spans of traces ts.
+func spansOf(ts []*trace.Trace) int64 {
+	var n int64
+	for _, t := range ts {
+		n += int64(len(t.Spans))
+	}
+	return n
 }

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -583,7 +584,14 @@ func (a *Assembler) limit() {
 
 // Tick emits the traces idle for Window. A bridge calls it periodically;
 // with RecordClock the records' time decides.
-func (a *Assembler) Tick() {
+func (a *Assembler) Tick() { a.TickBudget(math.MaxInt) }
+
+// TickBudget is Tick emitting traces of about budget spans at most, the
+// oldest first (none when budget ≤ 0): the others wait, compact, for a
+// later call. A bridge whose trace consumers are behind so does not make
+// more traces than they take (a waiting span costs a fraction of an
+// assembled one).
+func (a *Assembler) TickBudget(budget int) {
 	a.finishComplete()
 	a.limit()
 	now := a.clock
@@ -593,9 +601,10 @@ func (a *Assembler) Tick() {
 	w, ow := int64(a.opt.Window), int64(a.opt.OpenWindow)
 	// Oldest first; a trace with open calls waits longer and is passed
 	// over (the scan stops at the first trace within the plain window).
-	for f := a.lru.prev; f != &a.lru && now-f.touched >= w; {
+	for f := a.lru.prev; f != &a.lru && now-f.touched >= w && budget > 0; {
 		prev := f.prev
 		if f.open <= 0 || now-f.touched >= ow {
+			budget -= max(f.size, 1)
 			a.finish(f, true)
 		}
 		f = prev

@@ -135,3 +135,38 @@ func TestPendingSpansMerge(t *testing.T) {
 		t.Errorf("child's parent %d, want 0", out[0].Spans[1].Parent)
 	}
 }
+
+// TestTickBudget: a tick with a budget emits the oldest due traces up to
+// about that many spans and keeps the others, still due, for the next
+// tick; none is lost or emitted twice.
+func TestTickBudget(t *testing.T) {
+	now := time.Unix(0, 0)
+	var out []*Trace
+	a := NewAssembler(Options{Now: func() time.Time { return now }, Emit: func(tr *Trace) { out = append(out, tr) }})
+	for i := range 10 {
+		b := &record.Batch{}
+		for j := range 3 {
+			AppendSpan(b, ID{Hi: 1, Lo: uint64(i + 1)}, &Span{SpanID: SpanID(j + 1), Operation: "op", Start: 1, End: 2})
+		}
+		a.AddBatch(b)
+		now = now.Add(time.Millisecond)
+	}
+	now = now.Add(time.Hour)
+	a.TickBudget(0)
+	if len(out) != 0 {
+		t.Fatalf("budget 0: %d traces", len(out))
+	}
+	a.TickBudget(4) // two traces of 3 spans: the second goes over
+	if len(out) != 2 || out[0].ID.Lo != 1 || out[1].ID.Lo != 2 {
+		t.Fatalf("budget 4: %d traces", len(out))
+	}
+	a.Tick()
+	if len(out) != 10 || a.Stats().Open != 0 {
+		t.Fatalf("%d traces, %d open", len(out), a.Stats().Open)
+	}
+	for i, tr := range out {
+		if tr.ID.Lo != uint64(i+1) || len(tr.Spans) != 3 {
+			t.Errorf("trace %d: %v, %d spans", i, tr.ID, len(tr.Spans))
+		}
+	}
+}
