@@ -29,6 +29,7 @@ type fanout struct {
 	e        *Engine
 	runners  []*runner
 	durable  int
+	takers   int // runners that take records (not TracesOnly)
 	recycle  func(*record.Batch)
 	newBatch func() *record.Batch
 	items    sync.Pool
@@ -103,6 +104,11 @@ func newFanout(e *Engine) *fanout {
 			drops:  lograte.Limiter{PerSecond: 1},
 		}
 		r.tc, _ = s.sink.(pipeline.TraceConsumer)
+		if to, ok := s.sink.(pipeline.TracesOnly); ok && to.TracesOnly() {
+			r.tracesOnly = true
+		} else {
+			f.takers++
+		}
 		if bl, ok := s.sink.(pipeline.Backlogger); ok {
 			ch := r.ch
 			bl.SetBacklog(func() int { return len(ch) })
@@ -147,20 +153,32 @@ func (f *fanout) Emit(ctx context.Context, b *record.Batch) (*record.Batch, erro
 
 func (f *fanout) dispatch(ctx context.Context, b *record.Batch) error {
 	n := b.Len()
+	for _, r := range f.runners {
+		if r.tracesOnly {
+			r.met.Passed(n)
+		}
+	}
+	f.e.count(int64(n))
+	if f.takers == 0 {
+		f.recycle(b)
+		return nil
+	}
 	it, _ := f.items.Get().(*item)
 	if it == nil {
 		it = &item{f: f}
 	}
 	it.batch = b
-	it.refs.Store(int32(len(f.runners)))
+	it.refs.Store(int32(f.takers))
 	var errs []error
 	for _, r := range f.runners {
+		if r.tracesOnly {
+			continue
+		}
 		if err := r.put(ctx, entry{it: it}, f.aborted); err != nil {
 			it.release()
 			errs = append(errs, err)
 		}
 	}
-	f.e.count(int64(n))
 	return errors.Join(errs...)
 }
 
@@ -251,16 +269,18 @@ func (f *fanout) stop(deadline time.Time) []error {
 // and the goroutine that flushes it periodically (sinks allow Flush
 // concurrently with Consume, as the pipeline contract says).
 type runner struct {
-	e      *Engine
-	fan    *fanout
-	name   string
-	sink   pipeline.Sink
-	tc     pipeline.TraceConsumer // the sink, if it takes traces
-	policy pipeline.Policy
-	ch     chan entry
-	met    *metrics.Sink
-	done   chan struct{} // closed when both goroutines have returned
-	drops  lograte.Limiter
+	e   *Engine
+	fan *fanout
+	// tracesOnly: the sink takes no records (pipeline.TracesOnly).
+	tracesOnly bool
+	name       string
+	sink       pipeline.Sink
+	tc         pipeline.TraceConsumer // the sink, if it takes traces
+	policy     pipeline.Policy
+	ch         chan entry
+	met        *metrics.Sink
+	done       chan struct{} // closed when both goroutines have returned
+	drops      lograte.Limiter
 
 	failed  error // a Consume failed since the last marker; consuming goroutine only
 	dropped atomic.Int64
