@@ -115,6 +115,7 @@ func (c *spanCodec) str(dst []byte, d *spanDict, s string) []byte {
 			d.bytes += len(s) + 32
 			if d.full() {
 				c.dict = newSpanDict()
+				clear(c.cache) // slots naming older dictionaries would keep them
 			}
 		} else {
 			*seen = fp
