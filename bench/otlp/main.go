@@ -66,6 +66,10 @@ type options struct {
 	keep       bool
 	protocols  []string
 	servers    []string
+	// base: a second tracebridge binary measured beside tb-store, with
+	// the store too (tb-base), the before of a before/after comparison
+	// in one run.
+	base string
 }
 
 func main() {
@@ -96,6 +100,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (binaries, configurations, the data directories)")
 	fs.StringVar(&protocols, "protocols", "grpc,http", "protocols to measure: grpc, http")
 	fs.StringVar(&servers, "servers", strings.Join(serverNames, ","), "servers to measure: "+strings.Join(serverNames, ", "))
+	fs.StringVar(&o.base, "base", "", "a second tracebridge binary measured beside tb-store as tb-base (with the store), e.g. the main branch's")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -205,6 +210,15 @@ func start(ctx context.Context, o *options, tmp string, logf func(string, ...any
 		switch name {
 		case "tb-store":
 			t, err = startBridge(ctx, name, bin, tmp, "store", pprof)
+			if err == nil && o.base != "" {
+				var b *target
+				if b, err = startBridge(ctx, "tb-base", o.base, tmp, "store", ""); err == nil {
+					logf("tb-base started (pid %d)", b.srv.pid())
+					targets = append(targets, b)
+				} else {
+					t.srv.stop()
+				}
+			}
 		case "tb-log":
 			t, err = startBridge(ctx, name, bin, tmp, "log", pprof)
 		case "tb-no-sink":

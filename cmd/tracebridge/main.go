@@ -19,9 +19,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Exit codes. 1–4 are the Kieker Data Bridge's: 1 mapping file,
@@ -113,14 +115,21 @@ func main() {
 			os.Exit(2)
 		}
 	}
+	// TRACEBRIDGE_MEMPROFILE=FILE writes a Go heap profile when the run
+	// ends (its allocations: `go tool pprof -sample_index=alloc_space`;
+	// what is live then: `-sample_index=inuse_space`). FILE.peak is the
+	// heap in use at the highest point seen (sampled every quarter
+	// second).
+	memProfile := os.Getenv("TRACEBRIDGE_MEMPROFILE")
+	if memProfile != "" {
+		go peakHeapProfile(memProfile + ".peak")
+	}
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	pprof.StopCPUProfile()
-	// TRACEBRIDGE_MEMPROFILE=FILE writes a heap profile at the end (what
-	// is live then: `go tool pprof -sample_index=inuse_space`).
-	if p := os.Getenv("TRACEBRIDGE_MEMPROFILE"); p != "" {
-		if f, err := os.Create(p); err == nil {
-			pprof.Lookup("heap").WriteTo(f, 0)
+	if memProfile != "" {
+		if f, err := os.Create(memProfile); err == nil {
+			pprof.Lookup("allocs").WriteTo(f, 0)
 			f.Close()
 		}
 	}
@@ -189,4 +198,22 @@ func report(err error, stderr io.Writer) int {
 		return ee.code
 	}
 	return exitData
+}
+
+// peakHeapProfile writes the heap profile to path each time the heap in
+// use grows a tenth beyond the last profile's (TRACEBRIDGE_MEMPROFILE).
+func peakHeapProfile(path string) {
+	var last uint64
+	for range time.Tick(250 * time.Millisecond) {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		if m.HeapInuse < last+last/10 {
+			continue
+		}
+		last = m.HeapInuse
+		if f, err := os.Create(path); err == nil {
+			pprof.Lookup("heap").WriteTo(f, 0)
+			f.Close()
+		}
+	}
 }

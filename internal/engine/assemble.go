@@ -20,6 +20,13 @@ type assembly struct {
 	enrichers []pipeline.Enricher
 }
 
+// maxTraceBacklog bounds the spans of the assembled traces queued for
+// the trace consumers (summed over them) beyond which assembly makes no
+// more at its tick: traces wait compact in the assembler (about 150 bytes
+// a span) rather than assembled in the sinks' queues (about 1 KiB), so a
+// store that is behind does not multiply the memory held.
+const maxTraceBacklog = 50_000
+
 // assembler returns the trace assembly the sinks ask for, or nil when no
 // sink takes traces.
 func (e *Engine) assembler(fan *fanout) *assembly {
@@ -64,7 +71,8 @@ func (as *assembly) tick(ctx context.Context, end bool) {
 	if end {
 		as.a.Flush()
 	} else {
-		as.a.Tick()
+		// Traces the sinks have not taken yet bound the ones made now.
+		as.a.TickBudget(maxTraceBacklog - int(as.fan.traceBacklog.Load()))
 	}
 	as.hand(ctx)
 	as.e.tmu.Lock()

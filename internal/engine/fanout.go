@@ -29,12 +29,17 @@ type fanout struct {
 	e        *Engine
 	runners  []*runner
 	durable  int
+	takers   int // runners that take records (not TracesOnly)
 	recycle  func(*record.Batch)
 	newBatch func() *record.Batch
 	items    sync.Pool
 
 	aborted   chan struct{}
 	abortOnce sync.Once
+
+	// traceBacklog counts the spans of the traces in the runners'
+	// queues (put by traces, taken off by the runners).
+	traceBacklog atomic.Int64
 }
 
 // item is a batch shared by the runners.
@@ -89,6 +94,7 @@ func newFanout(e *Engine) *fanout {
 	for _, s := range e.sinks {
 		r := &runner{
 			e:      e,
+			fan:    f,
 			name:   s.name,
 			sink:   s.sink,
 			policy: s.opts.Policy,
@@ -98,6 +104,11 @@ func newFanout(e *Engine) *fanout {
 			drops:  lograte.Limiter{PerSecond: 1},
 		}
 		r.tc, _ = s.sink.(pipeline.TraceConsumer)
+		if to, ok := s.sink.(pipeline.TracesOnly); ok && to.TracesOnly() {
+			r.tracesOnly = true
+		} else {
+			f.takers++
+		}
 		if bl, ok := s.sink.(pipeline.Backlogger); ok {
 			ch := r.ch
 			bl.SetBacklog(func() int { return len(ch) })
@@ -142,20 +153,32 @@ func (f *fanout) Emit(ctx context.Context, b *record.Batch) (*record.Batch, erro
 
 func (f *fanout) dispatch(ctx context.Context, b *record.Batch) error {
 	n := b.Len()
+	for _, r := range f.runners {
+		if r.tracesOnly {
+			r.met.Passed(n)
+		}
+	}
+	f.e.count(int64(n))
+	if f.takers == 0 {
+		f.recycle(b)
+		return nil
+	}
 	it, _ := f.items.Get().(*item)
 	if it == nil {
 		it = &item{f: f}
 	}
 	it.batch = b
-	it.refs.Store(int32(len(f.runners)))
+	it.refs.Store(int32(f.takers))
 	var errs []error
 	for _, r := range f.runners {
+		if r.tracesOnly {
+			continue
+		}
 		if err := r.put(ctx, entry{it: it}, f.aborted); err != nil {
 			it.release()
 			errs = append(errs, err)
 		}
 	}
-	f.e.count(int64(n))
 	return errors.Join(errs...)
 }
 
@@ -174,7 +197,11 @@ func (f *fanout) traces(ctx context.Context, ts []*trace.Trace) {
 			}
 		}
 		if len(mine) > 0 {
-			r.put(ctx, entry{tr: mine}, f.aborted)
+			n := spansOf(mine)
+			f.traceBacklog.Add(n)
+			if err := r.put(ctx, entry{tr: mine}, f.aborted); err != nil {
+				f.traceBacklog.Add(-n)
+			}
 		}
 	}
 }
@@ -242,15 +269,18 @@ func (f *fanout) stop(deadline time.Time) []error {
 // and the goroutine that flushes it periodically (sinks allow Flush
 // concurrently with Consume, as the pipeline contract says).
 type runner struct {
-	e      *Engine
-	name   string
-	sink   pipeline.Sink
-	tc     pipeline.TraceConsumer // the sink, if it takes traces
-	policy pipeline.Policy
-	ch     chan entry
-	met    *metrics.Sink
-	done   chan struct{} // closed when both goroutines have returned
-	drops  lograte.Limiter
+	e   *Engine
+	fan *fanout
+	// tracesOnly: the sink takes no records (pipeline.TracesOnly).
+	tracesOnly bool
+	name       string
+	sink       pipeline.Sink
+	tc         pipeline.TraceConsumer // the sink, if it takes traces
+	policy     pipeline.Policy
+	ch         chan entry
+	met        *metrics.Sink
+	done       chan struct{} // closed when both goroutines have returned
+	drops      lograte.Limiter
 
 	failed  error // a Consume failed since the last marker; consuming goroutine only
 	dropped atomic.Int64
@@ -289,6 +319,7 @@ func (r *runner) put(ctx context.Context, en entry, aborted <-chan struct{}) err
 // overflow drops a batch a best-effort runner had no room for.
 func (r *runner) overflow(old entry) {
 	if old.tr != nil {
+		r.fan.traceBacklog.Add(-spansOf(old.tr))
 		r.drops.Log(context.Background(), r.e.log, slog.LevelWarn, "best-effort sink is behind; completed traces were dropped",
 			"sink", r.name, "traces", len(old.tr))
 		return
@@ -346,6 +377,7 @@ func (r *runner) handle(ctx context.Context, en entry) {
 		it.release()
 	}
 	if en.tr != nil {
+		defer r.fan.traceBacklog.Add(-spansOf(en.tr))
 		if err := r.tc.ConsumeTraces(ctx, en.tr); err != nil {
 			err = fmt.Errorf("sink %s: traces: %w", r.name, err)
 			r.e.sinkError(err)
@@ -415,4 +447,13 @@ func (r *runner) flush() {
 	for _, mk := range waiting {
 		mk.durableDone(err)
 	}
+}
+
+// spansOf returns the spans of traces ts.
+func spansOf(ts []*trace.Trace) int64 {
+	var n int64
+	for _, t := range ts {
+		n += int64(len(t.Spans))
+	}
+	return n
 }

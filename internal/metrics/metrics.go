@@ -413,6 +413,14 @@ func (s *Sink) Consumed(n int, d time.Duration, err error) {
 	s.records.Add(float64(n))
 }
 
+// Passed counts records a sink that takes traces only was spared (they
+// count as consumed, with no latency).
+func (s *Sink) Passed(n int) {
+	if s != nil {
+		s.records.Add(float64(n))
+	}
+}
+
 // Dropped counts records a sink could not deliver and gave up on.
 func (s *Sink) Dropped(n int) {
 	if s != nil && n > 0 {

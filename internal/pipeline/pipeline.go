@@ -168,3 +168,12 @@ type LeanTraceConsumer interface {
 	TraceConsumer
 	LeanTraces() bool
 }
+
+// TracesOnly is a TraceConsumer whose Consume ignores records (the store
+// sink): the engine queues it traces and acknowledgement markers only,
+// so the batches it would ignore are not held in its queue while it is
+// behind (its record count still counts them).
+type TracesOnly interface {
+	TraceConsumer
+	TracesOnly() bool
+}

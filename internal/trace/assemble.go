@@ -1,8 +1,8 @@
 package trace
 
 import (
-	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -136,6 +136,10 @@ type Assembler struct {
 	// records (×16), the capacity a new trace's spans start with.
 	spansPer int64
 
+	// codec keeps the span records waiting for their traces compact.
+	codec spanCodec
+	trees treeScratch
+
 	// recent holds the resources and scopes of recent traces, so that
 	// the traces of a resource share one copy (made once, not per trace).
 	recent recentOrigins
@@ -163,7 +167,14 @@ type family struct {
 
 	threads []*thread
 	oers    []oer
-	spans   []Span // span records, and Kieker calls already closed
+	// spans: span records decoded before they were due (a merge).
+	spans []Span
+	// The span records waiting, as bytes (pending.go): pending of them
+	// in buf, with nattrs attributes, whose strings refer to dict.
+	buf     []byte
+	pending int
+	nattrs  int
+	dict    *spanDict
 	part    int
 	broken  []string
 	// complete: a span record said the trace is whole (FlagComplete).
@@ -376,6 +387,11 @@ func (a *Assembler) merge(dst, src *family) {
 	for _, th := range src.threads {
 		th.fam = dst
 	}
+	// Pending spans refer to their own trace's dictionary and tables:
+	// both traces' are decoded first, in the order they came.
+	dst.spans = a.pendingSpans(dst, dst.spans)
+	dst.dict = nil
+	src.spans = a.pendingSpans(src, src.spans)
 	dst.threads = append(dst.threads, src.threads...)
 	dst.oers = append(dst.oers, src.oers...)
 	dst.spans = append(dst.spans, src.spans...)
@@ -461,24 +477,11 @@ func (a *Assembler) oer(r *record.Record, ti *TypeInfo, origin *record.Origin) {
 }
 
 func (a *Assembler) span(r *record.Record, origin *record.Origin) {
-	var s Span
-	id, ok := spanRecord(r, &s, a.opt.Lean)
-	if !ok {
+	if r.Type != SpanType && (r.Type.Name != SpanTypeName || !r.Type.SameFields(SpanType)) || len(r.Values) != spanFields {
 		return
 	}
 	a.st.Records++
-	if s.Host == "" && origin != nil {
-		s.Host = origin.Host
-	}
-	f := a.family(id, s.End)
-	if f.spans == nil {
-		f.spans = make([]Span, 0, min(max(a.spansPer/16+1, 4), 64))
-	}
-	if !a.opt.Lean {
-		o := originOf(r.Values)
-		s.Resource, s.Scope = f.origin(&o, &a.recent)
-	}
-	f.spans = append(f.spans, s)
+	f := a.addSpan(r, origin)
 	f.size++
 	if IsComplete(r) && !f.complete {
 		f.complete = true
@@ -581,7 +584,14 @@ func (a *Assembler) limit() {
 
 // Tick emits the traces idle for Window. A bridge calls it periodically;
 // with RecordClock the records' time decides.
-func (a *Assembler) Tick() {
+func (a *Assembler) Tick() { a.TickBudget(math.MaxInt) }
+
+// TickBudget is Tick emitting traces of about budget spans at most, the
+// oldest first (none when budget ≤ 0): the others wait, compact, for a
+// later call. A bridge whose trace consumers are behind so does not make
+// more traces than they take (a waiting span costs a fraction of an
+// assembled one).
+func (a *Assembler) TickBudget(budget int) {
 	a.finishComplete()
 	a.limit()
 	now := a.clock
@@ -591,9 +601,10 @@ func (a *Assembler) Tick() {
 	w, ow := int64(a.opt.Window), int64(a.opt.OpenWindow)
 	// Oldest first; a trace with open calls waits longer and is passed
 	// over (the scan stops at the first trace within the plain window).
-	for f := a.lru.prev; f != &a.lru && now-f.touched >= w; {
+	for f := a.lru.prev; f != &a.lru && now-f.touched >= w && budget > 0; {
 		prev := f.prev
 		if f.open <= 0 || now-f.touched >= ow {
+			budget -= max(f.size, 1)
 			a.finish(f, true)
 		}
 		f = prev
@@ -626,22 +637,22 @@ func (a *Assembler) finish(f *family, final bool) {
 		t.Part = f.part + 1
 		t.Broken = append(t.Broken, fmt.Sprintf("last part (%d) of a trace with more than %d spans", f.part+1, a.opt.MaxSpans))
 	}
-	if n := int64(len(f.spans)); n > 0 {
+	if n := int64(len(f.spans) + f.pending); n > 0 {
 		a.spansPer += n - a.spansPer/16 // an exponential average over ~16 traces, ×16
 	}
-	spans := f.spans
+	spans := a.pendingSpans(f, f.spans)
 	spans = append(spans, a.replayThreads(f, final, &t.Broken)...)
 	spans = append(spans, executions(f.id, f.oers, &t.Broken, &a.st.Duplicates)...)
 	t.Spans = spans
 	t.Resources, t.Scopes = f.resources, f.scopes
-	a.st.Duplicates += int64(tree(t))
+	a.st.Duplicates += int64(a.trees.tree(t))
 	a.st.Traces++
 	a.st.Spans += int64(len(t.Spans))
 	if len(t.Broken) > 0 {
 		a.st.Broken++
 	}
 	// Reset what was emitted.
-	f.spans, f.oers, f.broken, f.size = nil, nil, nil, 0
+	f.spans, f.oers, f.broken, f.size, f.dict = nil, nil, nil, 0, nil
 	f.resources, f.scopes = nil, nil
 	if final {
 		f.prev.next, f.next.prev = f.next, f.prev
@@ -1036,122 +1047,4 @@ func sameExecution(a, b *oer) bool {
 	x, y := *a, *b
 	x.loggingTimestamp, y.loggingTimestamp = 0, 0
 	return x == y
-}
-
-// The tree -----------------------------------------------------------------
-
-// tree orders t's spans (roots by start, each followed by its subtree,
-// children by start then position), fills Parent and Depth, and reports
-// missing parents, duplicate ids, cycles and negative durations. A span
-// equal to an earlier one with its id (a span record delivered twice) is
-// dropped; tree returns how many were.
-func tree(t *Trace) (dups int) {
-	idx := make(map[SpanID]int, len(t.Spans))
-	kept := t.Spans[:0]
-	for i := range t.Spans {
-		s := t.Spans[i]
-		if j, dup := idx[s.SpanID]; dup {
-			if sameSpan(&kept[j], &s) {
-				dups++
-				continue
-			}
-			// Span ids are unique within a trace: the second gets one of
-			// its own (children name the first).
-			id := s.SpanID
-			for k := uint64(i + 1); ; k++ {
-				s.SpanID = SpanID(uint64(id) ^ k*0x9e3779b97f4a7c15)
-				if _, taken := idx[s.SpanID]; !taken && s.SpanID != 0 {
-					break
-				}
-			}
-			t.Broken = append(t.Broken, fmt.Sprintf("span id %s used twice (%s, %s; the second is now %s)", id, kept[j].Operation, s.Operation, s.SpanID))
-		}
-		idx[s.SpanID] = len(kept)
-		kept = append(kept, s)
-	}
-	clear(t.Spans[len(kept):]) // no strings kept alive past the end
-	t.Spans = kept
-	n := len(t.Spans)
-	parent := make([]int, n)
-	for i := range t.Spans {
-		s := &t.Spans[i]
-		parent[i] = -1
-		if s.End < s.Start {
-			t.Broken = append(t.Broken, fmt.Sprintf("span %s (%s) ends %d ns before it starts", s.SpanID, s.Operation, s.Start-s.End))
-		}
-		if s.ParentID == 0 {
-			continue
-		}
-		if s.ParentID == s.SpanID {
-			t.Broken = append(t.Broken, fmt.Sprintf("span %s (%s) is its own parent", s.SpanID, s.Operation))
-			continue
-		}
-		j, ok := idx[s.ParentID]
-		if !ok {
-			t.Broken = append(t.Broken, fmt.Sprintf("span %s (%s): parent %s missing", s.SpanID, s.Operation, s.ParentID))
-			continue
-		}
-		parent[i] = j
-	}
-	// Break cycles: a span whose ancestors lead back to itself becomes a
-	// root.
-	state := make([]uint8, n) // 0 unvisited, 1 on the path, 2 done
-	for i := range n {
-		var path []int
-		j := i
-		for j >= 0 && state[j] == 0 {
-			state[j] = 1
-			path = append(path, j)
-			j = parent[j]
-		}
-		if j >= 0 && state[j] == 1 {
-			t.Broken = append(t.Broken, fmt.Sprintf("span %s (%s) is its own ancestor", t.Spans[j].SpanID, t.Spans[j].Operation))
-			parent[j] = -1
-		}
-		for _, k := range path {
-			state[k] = 2
-		}
-	}
-	children := make([][]int, n+1) // children[n]: the roots
-	for i := range n {
-		p := parent[i]
-		if p < 0 {
-			p = n
-		}
-		children[p] = append(children[p], i)
-	}
-	less := func(a, b int) int {
-		sa, sb := &t.Spans[a], &t.Spans[b]
-		switch {
-		case sa.Start != sb.Start:
-			return cmp.Compare(sa.Start, sb.Start)
-		case sa.OrderIndex != sb.OrderIndex:
-			return cmp.Compare(int64(sa.OrderIndex), int64(sb.OrderIndex))
-		case sa.EOI != sb.EOI:
-			return cmp.Compare(int64(sa.EOI), int64(sb.EOI))
-		}
-		return cmp.Compare(int64(a), int64(b))
-	}
-	for i := range children {
-		slices.SortFunc(children[i], less)
-	}
-	out := make([]Span, 0, n)
-	newIdx := make([]int32, n)
-	var walk func(i int, depth int32, p int32)
-	walk = func(i int, depth int32, p int32) {
-		s := t.Spans[i]
-		s.Parent, s.Depth = p, depth
-		newIdx[i] = int32(len(out))
-		out = append(out, s)
-		for _, c := range children[i] {
-			walk(c, depth+1, newIdx[i])
-		}
-	}
-	// Iterative depth is bounded by the span count; recursion depth by the
-	// tree depth (Kieker's MaxDepth-like limits keep it sane).
-	for _, r := range children[n] {
-		walk(r, 0, -1)
-	}
-	t.Spans = out
-	return dups
 }

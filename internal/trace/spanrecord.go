@@ -483,6 +483,9 @@ func ParseAttrsJSON(s string) []Attr {
 	if s == "" || s == "{}" {
 		return nil
 	}
+	if as, ok := parseFlatAttrsJSON(s); ok {
+		return as
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(s), &m); err != nil {
 		return nil

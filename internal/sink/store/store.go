@@ -130,6 +130,7 @@ type Sink struct {
 var (
 	_ pipeline.Sink          = (*Sink)(nil)
 	_ pipeline.TraceConsumer = (*Sink)(nil)
+	_ pipeline.TracesOnly    = (*Sink)(nil)
 )
 
 // New opens the store and starts its sync and retention timer.
@@ -274,6 +275,9 @@ func (s *Sink) maintain() {
 
 // Consume ignores records: the store keeps the traces assembled from them.
 func (s *Sink) Consume(context.Context, *record.Batch) error { return nil }
+
+// TracesOnly: the engine need not queue records for the store.
+func (s *Sink) TracesOnly() bool { return true }
 
 // TraceSources: every trace.
 func (s *Sink) TraceSources() trace.Sources { return trace.AllSources }

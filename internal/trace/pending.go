@@ -1,0 +1,391 @@
+package trace
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"slices"
+	"strconv"
+	"unsafe"
+
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// Pending spans.
+//
+// A span record waits for the rest of its trace (the window, 2 s by
+// default) as bytes, not as a Span: its fields are appended to its
+// trace's buffer (family.buf), which holds no pointers, so the garbage
+// collector neither scans it nor counts the spans' strings and slices as
+// objects; the trace's Spans are made once, when it is complete
+// (pendingSpans). A string is written as a reference to a dictionary
+// (spanDict) when it repeats (keys, names, services, routes: what the
+// decoders intern), else inline.
+//
+// A pending span, in the order written (strref: uvarint x; x even: the
+// string of id x/2 in the trace's dictionary, 0 the empty one; x odd:
+// x/2 bytes follow, the string itself):
+//
+//	spanId u64, parentSpanId u64, start u64 (little-endian)
+//	end−start uvarint (zig-zag), kind byte, status byte
+//	name, service, host, statusMessage, component, thread, process: strref each
+//	not lean: resource, scope: uvarint each (1 + index in the trace's tables, 0: none)
+//	not lean: attributes: uvarint n, n × (key strref, type byte, value strref)
+//	not lean: events: uvarint n, n × (name strref, time varint, attributes JSON strref)
+//	not lean: links: uvarint n, n × (trace id, span id, trace state, attributes JSON: strref each)
+
+// spanDict holds strings the pending spans of many traces refer to by
+// id. It only grows; when full, the assembler begins another one for the
+// traces begun after it, and the old one lives as long as a trace that
+// refers to it.
+type spanDict struct {
+	ids   map[string]uint32
+	strs  []string
+	bytes int
+}
+
+// Limits of a spanDict.
+const (
+	dictMaxStrings = 1 << 16
+	dictMaxBytes   = 4 << 20
+)
+
+func newSpanDict() *spanDict {
+	return &spanDict{ids: map[string]uint32{"": 0}, strs: []string{""}}
+}
+
+func (d *spanDict) full() bool { return len(d.strs) >= dictMaxStrings || d.bytes >= dictMaxBytes }
+
+// spanCodec is the assembler's state for pending spans: the dictionary
+// new traces use, a cache of the strings last found in a dictionary by
+// their address (a decoder's interned strings repeat with their address,
+// so most lookups need neither hashing nor comparing bytes), and a
+// sketch of the hashes of strings seen once (a string enters the
+// dictionary when it is seen a second time, so ids in paths, which never
+// repeat, stay inline and do not fill it).
+type spanCodec struct {
+	dict  *spanDict
+	cache []dictSlot
+	seen  []uint32
+	// perSpan is the recent average of bytes per pending span (×16), for
+	// the capacity of a new trace's buffer.
+	perSpan int
+}
+
+type dictSlot struct {
+	s  string // kept, so its address is not reused while the slot names it
+	d  *spanDict
+	id uint32
+}
+
+const (
+	dictCacheBits  = 12
+	dictCacheSlots = 1 << dictCacheBits
+	dictSeenSlots  = 1 << 17
+)
+
+var dictSeed = maphash.MakeSeed()
+
+func (c *spanCodec) init() {
+	if c.dict == nil {
+		c.dict = newSpanDict()
+		c.cache = make([]dictSlot, dictCacheSlots)
+		c.seen = make([]uint32, dictSeenSlots)
+		c.perSpan = 128 * 16
+	}
+}
+
+// str appends s as a strref of dictionary d.
+func (c *spanCodec) str(dst []byte, d *spanDict, s string) []byte {
+	if s == "" {
+		return append(dst, 0)
+	}
+	p := unsafe.StringData(s)
+	slot := &c.cache[((uint64(uintptr(unsafe.Pointer(p)))>>3^uint64(len(s)))*0x9e3779b97f4a7c15)>>(64-dictCacheBits)]
+	if slot.d == d && unsafe.StringData(slot.s) == p && len(slot.s) == len(s) {
+		return binary.AppendUvarint(dst, uint64(slot.id)<<1)
+	}
+	id, ok := d.ids[s]
+	if !ok && d == c.dict && len(s) <= 1024 {
+		h := maphash.String(dictSeed, s)
+		seen := &c.seen[h&(dictSeenSlots-1)]
+		if fp := uint32(h>>32) | 1; *seen == fp {
+			id, ok = uint32(len(d.strs)), true
+			d.strs = append(d.strs, s)
+			d.ids[s] = id
+			d.bytes += len(s) + 32
+			if d.full() {
+				c.dict = newSpanDict()
+				clear(c.cache) // slots naming older dictionaries would keep them
+			}
+		} else {
+			*seen = fp
+		}
+	}
+	if ok {
+		*slot = dictSlot{s: s, d: d, id: id}
+		return binary.AppendUvarint(dst, uint64(id)<<1)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(s))<<1|1)
+	return append(dst, s...)
+}
+
+// strItem appends record value v (a string) as a strref.
+func (c *spanCodec) strItem(dst []byte, d *spanDict, v record.Value) []byte {
+	return c.str(dst, d, v.Str())
+}
+
+// addSpan appends span record r (of SpanType's layout) to its trace,
+// returning the trace.
+func (a *Assembler) addSpan(r *record.Record, origin *record.Origin) *family {
+	v := r.Values
+	id := ID{Hi: uint64(v[SpanTraceIDHigh].Int()), Lo: uint64(v[SpanTraceIDLow].Int())}
+	start, end := v[SpanStart].Int(), v[SpanEnd].Int()
+	f := a.family(id, end)
+	c := &a.codec
+	c.init()
+	if f.dict == nil {
+		f.dict = c.dict
+	}
+	if f.buf == nil {
+		f.buf = make([]byte, 0, max(min(int(a.spansPer/16+1)*c.perSpan/16, 64<<10), 256))
+	}
+	d := f.dict
+	b := f.buf
+	n0 := len(b)
+	b = binary.LittleEndian.AppendUint64(b, uint64(v[SpanSpanID].Int()))
+	b = binary.LittleEndian.AppendUint64(b, uint64(v[SpanParentID].Int()))
+	b = binary.LittleEndian.AppendUint64(b, uint64(start))
+	b = binary.AppendVarint(b, end-start)
+	b = append(b, byte(v[SpanKind].Int()), byte(v[SpanStatus].Int()))
+	service := v[SpanService].Str()
+	host := v[SpanHost].Str()
+	if host == "" {
+		host = service
+	}
+	if host == "" && origin != nil {
+		host = origin.Host
+	}
+	comp := v[SpanComponent].Str()
+	if comp == "" {
+		comp = v[SpanScope].Str()
+	}
+	b = c.strItem(b, d, v[SpanName])
+	b = c.str(b, d, service)
+	b = c.str(b, d, host)
+	b = c.strItem(b, d, v[SpanStatusMessage])
+	b = c.str(b, d, comp)
+	b = c.strItem(b, d, v[SpanThread])
+	b = c.strItem(b, d, v[SpanProcess])
+	if !a.opt.Lean {
+		o := originOf(v)
+		ri, si := f.originIndex(&o, &a.recent)
+		b = binary.AppendUvarint(b, uint64(ri))
+		b = binary.AppendUvarint(b, uint64(si))
+		var kv, ts []record.Value
+		if l := v[SpanAttributes].List(); l != nil {
+			kv = l.Items[:len(l.Items)&^1]
+		}
+		if l := v[SpanAttributeTypes].List(); l != nil {
+			ts = l.Items
+		}
+		b = binary.AppendUvarint(b, uint64(len(kv)/2))
+		f.nattrs += len(kv) / 2
+		for i := 0; i+1 < len(kv); i += 2 {
+			b = c.strItem(b, d, kv[i])
+			b = append(b, byte(pairType(ts, i/2)))
+			b = c.strItem(b, d, kv[i+1])
+		}
+		var evs, links []record.Value
+		if l := v[SpanEvents].List(); l != nil {
+			evs = l.Items[:len(l.Items)/3*3]
+		}
+		b = binary.AppendUvarint(b, uint64(len(evs)/3))
+		for i := 0; i < len(evs); i += 3 {
+			t, _ := strconv.ParseInt(evs[i+1].Str(), 10, 64)
+			b = c.strItem(b, d, evs[i])
+			b = binary.AppendVarint(b, t)
+			b = c.strItem(b, d, evs[i+2])
+		}
+		if l := v[SpanLinks].List(); l != nil {
+			links = l.Items[:len(l.Items)/4*4]
+		}
+		b = binary.AppendUvarint(b, uint64(len(links)/4))
+		for _, it := range links {
+			b = c.strItem(b, d, it)
+		}
+	}
+	c.perSpan += len(b) - n0 - c.perSpan/16
+	f.buf = b
+	f.pending++
+	return f
+}
+
+// originIndex is origin, as 1 + the indexes in f's tables (0: none).
+func (f *family) originIndex(o *origin, recent *recentOrigins) (int, int) {
+	res, sc := f.origin(o, recent)
+	ri, si := 0, 0
+	if res != nil {
+		for i := len(f.resources) - 1; i >= 0; i-- {
+			if f.resources[i] == res {
+				ri = i + 1
+				break
+			}
+		}
+	}
+	if sc != nil {
+		for i := len(f.scopes) - 1; i >= 0; i-- {
+			if f.scopes[i] == sc {
+				si = i + 1
+				break
+			}
+		}
+	}
+	return ri, si
+}
+
+// pendingReader reads a trace's pending spans. Its error sticks (a
+// buffer the assembler wrote is never short; the check keeps a bug from
+// reading past it).
+type pendingReader struct {
+	b   []byte
+	off int
+	d   *spanDict
+	bad bool
+}
+
+func (r *pendingReader) u64() uint64 {
+	if r.off+8 > len(r.b) {
+		r.bad = true
+		return 0
+	}
+	x := binary.LittleEndian.Uint64(r.b[r.off:])
+	r.off += 8
+	return x
+}
+
+func (r *pendingReader) uvarint() uint64 {
+	x, n := binary.Uvarint(r.b[min(r.off, len(r.b)):])
+	if n <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.off += n
+	return x
+}
+
+func (r *pendingReader) varint() int64 {
+	x, n := binary.Varint(r.b[min(r.off, len(r.b)):])
+	if n <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.off += n
+	return x
+}
+
+func (r *pendingReader) byte() byte {
+	if r.off >= len(r.b) {
+		r.bad = true
+		return 0
+	}
+	c := r.b[r.off]
+	r.off++
+	return c
+}
+
+func (r *pendingReader) str() string {
+	x := r.uvarint()
+	if x&1 == 0 {
+		if x>>1 >= uint64(len(r.d.strs)) {
+			r.bad = true
+			return ""
+		}
+		return r.d.strs[x>>1]
+	}
+	n := int(x >> 1)
+	if n < 0 || r.off+n > len(r.b) {
+		r.bad = true
+		return ""
+	}
+	s := string(r.b[r.off : r.off+n])
+	r.off += n
+	return s
+}
+
+// pendingSpans appends f's pending spans to out, in the order they came,
+// and empties f's buffer.
+func (a *Assembler) pendingSpans(f *family, out []Span) []Span {
+	if f.pending == 0 {
+		return out
+	}
+	out = slices.Grow(out, f.pending)
+	attrs := make([]Attr, f.nattrs)
+	r := pendingReader{b: f.buf, d: f.dict}
+	for range f.pending {
+		out = out[:len(out)+1] // made in place: a Span is large to copy
+		s := &out[len(out)-1]
+		*s = Span{OrderIndex: -1, EOI: -1, ESS: -1, Source: FromSpan}
+		s.SpanID = SpanID(r.u64())
+		s.ParentID = SpanID(r.u64())
+		s.Start = int64(r.u64())
+		s.End = s.Start + r.varint()
+		s.Kind = Kind(r.byte())
+		s.Status = Status(r.byte())
+		s.Error = s.Status == StatusError
+		s.Operation = r.str()
+		s.Service = r.str()
+		s.Host = r.str()
+		s.StatusMessage = r.str()
+		s.Component = r.str()
+		s.Thread = r.str()
+		s.Process = r.str()
+		if !a.opt.Lean {
+			if ri := r.uvarint(); ri > 0 && ri <= uint64(len(f.resources)) {
+				s.Resource = f.resources[ri-1]
+			}
+			if si := r.uvarint(); si > 0 && si <= uint64(len(f.scopes)) {
+				s.Scope = f.scopes[si-1]
+			}
+			n := int(r.uvarint())
+			if n > len(attrs) {
+				r.bad, n = true, 0
+			}
+			if n > 0 {
+				as := attrs[:n:n]
+				attrs = attrs[n:]
+				for i := range as {
+					as[i].Key = r.str()
+					as[i].Type = ValueType(r.byte())
+					as[i].Value = r.str()
+				}
+				s.Attributes = as
+			}
+			if n := int(r.uvarint()); n > 0 && n <= len(r.b) {
+				s.Events = make([]Event, n)
+				for i := range s.Events {
+					e := &s.Events[i]
+					e.Name = r.str()
+					e.Time = r.varint()
+					e.Attributes = ParseAttrsJSON(r.str())
+				}
+			}
+			if n := int(r.uvarint()); n > 0 && n <= len(r.b) {
+				for range n {
+					tid, err1 := ParseID(r.str())
+					sid, err2 := ParseSpanID(r.str())
+					ts, as := r.str(), r.str()
+					if err1 != nil || err2 != nil {
+						continue
+					}
+					s.Links = append(s.Links, Link{TraceID: tid, SpanID: sid, TraceState: ts, Attributes: ParseAttrsJSON(as)})
+				}
+			}
+		}
+		if r.bad {
+			out = out[:len(out)-1]
+			break
+		}
+	}
+	f.buf, f.pending, f.nattrs = nil, 0, 0
+	return out
+}
