@@ -211,7 +211,7 @@ func (s *Store) metaFromData(ctx context.Context, key string, old *block.Meta) (
 			h.note(t, &row, len(body))
 		}
 	}
-	m := &block.Meta{Version: block.Version, ID: old.ID, Host: old.Host, Level: old.Level, Created: old.Created, CompactedFrom: old.CompactedFrom,
+	m := &block.Meta{Version: int(r.Footer.Version), ID: old.ID, Host: old.Host, Level: old.Level, Created: old.Created, CompactedFrom: old.CompactedFrom,
 		Traces: int(r.Footer.Traces), Size: r.Size(), FooterCRC: r.FooterCRC, Spans: h.spans}
 	if m.Created.IsZero() {
 		m.Created = s.opt.Now().UTC()

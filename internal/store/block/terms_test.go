@@ -73,7 +73,7 @@ func TestTermIndex(t *testing.T) {
 		{"http.status_code", "500", 75},
 		{"", "Connection Reset ü", 60},
 		{"db.statement", strings.Repeat("SELECT x FROM t ", 20) + "9", 34}, // every ninth: one truncated term
-		{"db.statement", strings.Repeat("SELECT x FROM t ", 16), -1},      // exactly the kept bytes, not truncated: no such value
+		{"db.statement", strings.Repeat("SELECT x FROM t ", 16), -1},       // exactly the kept bytes, not truncated: no such value
 	} {
 		i, ok := terms.Lookup(c.key, c.value)
 		switch {
