@@ -224,6 +224,10 @@ type filter struct {
 	pairs  []uint64 // attribute pair hashes
 	values [][]byte // attribute values, as they are in a trace's bytes
 	text   string   // lower-cased
+	// textBytes: the text is ASCII, so a trace's bytes must hold it
+	// (ignoring ASCII case); a text with other letters is not looked for
+	// in the bytes (its capitals there are other bytes).
+	textBytes bool
 	// lit: what every string Regex matches holds (its literal prefix).
 	lit []byte
 }
@@ -242,6 +246,7 @@ func (s *Store) newFilter(q *Query) *filter {
 	}
 	if q.Text != "" {
 		f.text = strings.ToLower(q.Text)
+		f.textBytes = !strings.ContainsFunc(f.text, func(r rune) bool { return r >= 0x80 })
 	}
 	if q.Regex != nil {
 		if lit, _ := q.Regex.LiteralPrefix(); lit != "" {
@@ -283,6 +288,114 @@ type rowFilter struct {
 	// litInDict: a dictionary string holds the regex's literal prefix.
 	litInDict bool
 	blockOK   bool // the view's filter may hold the attribute pairs
+	// cand, when set, holds the rows (a bit each, by index row) that the
+	// block's term index says may match: the others hold no wanted
+	// attribute pair, text or regex match.
+	cand []uint64
+}
+
+// candidate reports whether row ri may match by the term index.
+func (rf *rowFilter) candidate(ri uint32) bool {
+	return rf.cand == nil || rf.cand[ri/64]&(1<<(ri%64)) != 0
+}
+
+// useTerms narrows rf to the rows of a block that its term index lists
+// under every attribute pair asked for, and, unless a dictionary string
+// (an operation, a class, an attribute key) may hold them, under a value
+// that holds the text and one that the regex matches (a value kept
+// truncated may hold anything). A block without a term index (version 2)
+// or whose index does not read is left to its pages.
+func (s *Store) useTerms(ctx context.Context, rf *rowFilter) {
+	f, v := rf.f, rf.v
+	if rf.none || v.b == nil || !f.needs {
+		return
+	}
+	q := f.q
+	attrs := slices.ContainsFunc(q.Attrs, func(a trace.Attr) bool { return !strings.HasPrefix(a.Key, "kieker.") })
+	if !attrs && (q.Text == "" || rf.textInDict) && q.Regex == nil {
+		return
+	}
+	tm, err := s.terms(ctx, v.b, v.bi)
+	if err != nil {
+		s.readFault("store: unreadable term index (the block's pages are read instead)", "in", v.desc, "err", err)
+		return
+	}
+	if tm == nil {
+		return
+	}
+	n := len(v.rows)
+	var cand []uint64
+	words := (n + 63) / 64
+	and := func(set []uint64) {
+		if cand == nil {
+			cand = set
+			return
+		}
+		for i := range cand {
+			cand[i] &= set[i]
+		}
+	}
+	add := func(set []uint64, i int) {
+		tm.Rows(i, func(r uint32) { set[r/64] |= 1 << (r % 64) })
+	}
+	for _, a := range q.Attrs {
+		if strings.HasPrefix(a.Key, "kieker.") {
+			continue // Kieker's positions and session are not in the term index
+		}
+		i, ok := tm.Lookup(a.Key, a.Value)
+		if !ok {
+			rf.none = true
+			return
+		}
+		set := make([]uint64, words)
+		add(set, i)
+		and(set)
+	}
+	if q.Text != "" && !rf.textInDict {
+		set, hit := make([]uint64, words), false
+		for i := range tm.Len() {
+			if val, trunc := tm.Value(i); trunc || textHolds(val, f.text) {
+				add(set, i)
+				hit = true
+			}
+		}
+		if !hit {
+			rf.none = true
+			return
+		}
+		and(set)
+	}
+	if q.Regex != nil && !slices.ContainsFunc(v.dict, q.Regex.MatchString) {
+		set, hit := make([]uint64, words), false
+		for i := range tm.Len() {
+			val, trunc := tm.Value(i)
+			if trunc || (f.lit == nil || bytes.Contains(val, f.lit)) && q.Regex.Match(val) {
+				add(set, i)
+				hit = true
+			}
+		}
+		if !hit {
+			rf.none = true
+			return
+		}
+		and(set)
+	}
+	if cand != nil && !slices.ContainsFunc(cand, func(w uint64) bool { return w != 0 }) {
+		rf.none = true
+		return
+	}
+	rf.cand = cand
+}
+
+// textHolds reports whether val holds the lower-cased text, ignoring case
+// as the search's check of a span's strings does (strings.ToLower).
+func textHolds(val []byte, lower string) bool {
+	for _, c := range val {
+		if c >= 0x80 {
+			return strings.Contains(strings.ToLower(string(val)), lower)
+		}
+	}
+	return containsFold(val, lower)
 }
 
 func (f *filter) resolve(v *view) *rowFilter {
@@ -377,7 +490,7 @@ func (rf *rowFilter) bodyMayMatch(body []byte) bool {
 			return false
 		}
 	}
-	if f.q.Text != "" && !rf.textInDict && !containsFold(body, f.text) {
+	if f.q.Text != "" && !rf.textInDict && f.textBytes && !containsFold(body, f.text) {
 		return false
 	}
 	if f.lit != nil && !rf.litInDict && !bytes.Contains(body, f.lit) {
@@ -782,6 +895,7 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, 
 		return res
 	}
 	rf := f.resolve(v)
+	s.useTerms(ctx, rf)
 	if rf.none {
 		return res
 	}
@@ -842,7 +956,7 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, 
 			s.scanRow(ctx, v, r, rf, &res, since, until, after, better)
 		} else {
 			res.scanned++
-			if !rf.rowOK(r, since, until, after, better) {
+			if !rf.candidate(ri) || !rf.rowOK(r, since, until, after, better) {
 				continue
 			}
 			if verdict[ri] == 0 {
@@ -874,7 +988,7 @@ func (s *Store) evalPage(ctx context.Context, v *view, rf *rowFilter, page uint3
 	for _, ri := range rows {
 		r := &v.rows[ri]
 		verdict[ri] = 2
-		if !rf.rowOK(r, since, until, after, better) || int(r.Index) >= len(bodies) {
+		if !rf.candidate(ri) || !rf.rowOK(r, since, until, after, better) || int(r.Index) >= len(bodies) {
 			continue
 		}
 		body := bodies[r.Index]
