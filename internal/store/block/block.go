@@ -3,8 +3,12 @@
 // them (their dictionary, an index of trace summaries, Bloom filters), in
 // one data object that is written once, listed, read by range, compacted
 // and deleted whole — on a local directory or in object storage — and a
-// small meta object beside it. docs/STORE.md ("Blocks, version 2")
-// describes the bytes; testdata/block-v2.golden pins them.
+// small meta object beside it. docs/STORE.md ("Blocks") describes the
+// bytes; testdata/block-v3.golden pins those this version writes and
+// block-v2.golden those of version 2, which it still reads. Version 3
+// adds the term index (terms.go): every attribute pair, exception value
+// and status message of the block's traces with the rows that hold it,
+// so that a search reads only the pages of traces that may match.
 //
 // The package knows the container, not the trace encoding: a trace is an
 // opaque body whose strings are ids of the block's dictionary, which the
