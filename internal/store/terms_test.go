@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/eql"
 	"github.com/tracebridge/tracebridge/internal/objstore"
+	"github.com/tracebridge/tracebridge/internal/store/block"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
@@ -276,5 +278,51 @@ func TestTermIndexSkipsPages(t *testing.T) {
 		if len(p.Traces) != c.hits || reads > int64(c.reads) {
 			t.Errorf("%s: %d traces, %d ranges read of %d pages; want %d traces, at most %d ranges", c.name, len(p.Traces), reads, pages, c.hits, c.reads)
 		}
+	}
+}
+
+// TestCheckFindsAWrongTermIndex: a block whose term index misses a trace's
+// terms (its checksums right: the writer was wrong) is a problem for
+// store check, which names the block and the term.
+func TestCheckFindsAWrongTermIndex(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, Options{})
+	ts := termTraces()[2:12]
+	if _, err := s.Append(ts[:5]); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, s)
+	// A block written as compaction does, but with the terms of all
+	// traces but one.
+	now := time.Now()
+	h := newHeadValue(block.NewID(now), "node-0", "", now)
+	w := block.NewWriter(0)
+	for i, tr := range ts[5:] {
+		body := bytes.Clone(h.enc.encodeTrace(tr))
+		row := summarize(tr, h.syms)
+		h.note(tr, &row, len(body))
+		var terms []block.Term
+		if i != 2 {
+			terms = appendTerms(nil, tr)
+		}
+		w.Add(body, row, terms...)
+	}
+	data, st, err := w.Finish(h.syms.names, h.filter.bloom())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &block.Meta{Version: block.Version, ID: h.id, Host: h.host, Created: now.UTC(), MinStart: st.MinStart, MaxEnd: st.MaxEnd,
+		Traces: st.Traces, Spans: st.Spans, Size: st.Size, FooterCRC: st.FooterCRC}
+	h.fillMeta(m)
+	if err := s.putBlock(context.Background(), data, m); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	res, err := Check(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) != 1 || !strings.Contains(res.Problems[0], h.id) || !strings.Contains(res.Problems[0], "not in the term index") {
+		t.Fatalf("check: %q", res.Problems)
 	}
 }
