@@ -63,7 +63,10 @@ type head struct {
 	rawPending int
 
 	filter blockFilter
-	cat    *catalog
+	// terms, for a head with a write-ahead file (not a block being
+	// compacted or checked), lists its rows by attribute pair.
+	terms *headTerms
+	cat   *catalog
 	hosts  map[string]struct{}
 	// shared: the bytes of the head's traces that are other hosts'
 	// share (their spans in traces of this partition).
@@ -77,8 +80,12 @@ type head struct {
 
 func newHeadValue(id, host, path string, created time.Time) *head {
 	syms := newSymbols()
-	return &head{id: id, host: host, path: path, created: created, syms: syms, enc: encoder{syms: syms}, firstSym: 1,
+	h := &head{id: id, host: host, path: path, created: created, syms: syms, enc: encoder{syms: syms}, firstSym: 1,
 		cat: newCatalog(), hosts: map[string]struct{}{}, shared: map[string]int64{}, minStart: math.MaxInt64, maxEnd: math.MinInt64}
+	if path != "" {
+		h.terms = &headTerms{m: map[uint64]*headPosting{}}
+	}
+	return h
 }
 
 func walHeader(h *head) []byte {
@@ -138,6 +145,7 @@ func (h *head) add(t *trace.Trace) int {
 	row.Page, row.Index = uint32(len(h.chunks)), uint32(len(h.pending)-1)
 	h.rows = append(h.rows, row)
 	h.note(t, &row, n)
+	h.terms.add(t, uint32(len(h.rows)-1))
 	return n
 }
 
@@ -490,8 +498,83 @@ func (h *head) replayChunk(off int64, pl payload) error {
 	for i, t := range traces {
 		h.rows = append(h.rows, rows[i])
 		h.note(t, &rows[i], len(pl.traces[i]))
+		h.terms.add(t, uint32(len(h.rows)-1))
 	}
 	return nil
+}
+
+// headTerms is a head's term index in memory, for the attribute pairs
+// only (a text or regex search reads a head's traces): each pair's hash
+// (pairHash) with the head's rows that hold it, as uvarint differences
+// (a few bytes a trace; a block's term index is built from the traces
+// when the head is cut).
+type headTerms struct {
+	m map[uint64]*headPosting
+}
+
+type headPosting struct {
+	last, n uint32
+	rows    []byte
+}
+
+// add lists row under the attribute pairs of t (the caller holds the
+// partition's lock): those of its spans, resources and scopes, as the
+// block's term index does, Kieker's positions left out.
+func (ht *headTerms) add(t *trace.Trace, row uint32) {
+	if ht == nil {
+		return
+	}
+	put := func(key, value string) {
+		h := pairHash(key, value)
+		p := ht.m[h]
+		if p == nil {
+			p = &headPosting{}
+			ht.m[h] = p
+		} else if p.last == row {
+			return // a repeat in this trace
+		}
+		p.rows = binary.AppendUvarint(p.rows, uint64(row-p.last))
+		p.last = row
+		p.n++
+	}
+	for i := range t.Spans {
+		for _, a := range t.Spans[i].Attributes {
+			put(a.Key, a.Value)
+		}
+	}
+	for _, r := range t.Resources {
+		for _, a := range r.Attributes {
+			put(a.Key, a.Value)
+		}
+	}
+	for _, c := range t.Scopes {
+		put(trace.ScopeNameKey, c.Name)
+		put(trace.ScopeVersionKey, c.Version)
+		for _, a := range c.Attributes {
+			put(a.Key, a.Value)
+		}
+	}
+}
+
+// rows returns the rows below n that hold the pair of hash h as a bitmap
+// (nil when none does; the caller holds the partition's read lock).
+func (ht *headTerms) rowsOf(h uint64, n int) []uint64 {
+	p := ht.m[h]
+	if p == nil {
+		return nil
+	}
+	set := make([]uint64, (n+63)/64)
+	b, row := p.rows, uint64(0)
+	for range p.n {
+		d, k := binary.Uvarint(b)
+		b = b[k:]
+		row += d
+		if row >= uint64(n) {
+			break
+		}
+		set[row/64] |= 1 << (row % 64)
+	}
+	return set
 }
 
 // blockFilter collects what a block's attribute filter holds: every

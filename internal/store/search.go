@@ -307,11 +307,17 @@ func (rf *rowFilter) candidate(ri uint32) bool {
 // or whose index does not read is left to its pages.
 func (s *Store) useTerms(ctx context.Context, rf *rowFilter) {
 	f, v := rf.f, rf.v
-	if rf.none || v.b == nil || !f.needs {
+	if rf.none || !f.needs {
 		return
 	}
 	q := f.q
 	attrs := slices.ContainsFunc(q.Attrs, func(a trace.Attr) bool { return !strings.HasPrefix(a.Key, "kieker.") })
+	if v.h != nil {
+		if attrs {
+			headCandidates(rf)
+		}
+		return
+	}
 	if !attrs && (q.Text == "" || rf.textInDict) && q.Regex == nil {
 		return
 	}
@@ -383,6 +389,36 @@ func (s *Store) useTerms(ctx context.Context, rf *rowFilter) {
 	if cand != nil && !slices.ContainsFunc(cand, func(w uint64) bool { return w != 0 }) {
 		rf.none = true
 		return
+	}
+	rf.cand = cand
+}
+
+// headCandidates narrows rf to the rows of a head that its term index
+// lists under every attribute pair asked for.
+func headCandidates(rf *rowFilter) {
+	v := rf.v
+	if v.h.terms == nil {
+		return
+	}
+	v.p.mu.RLock()
+	defer v.p.mu.RUnlock()
+	var cand []uint64
+	for _, a := range rf.f.q.Attrs {
+		if strings.HasPrefix(a.Key, "kieker.") {
+			continue
+		}
+		set := v.h.terms.rowsOf(pairHash(a.Key, a.Value), len(v.rows))
+		if set == nil {
+			rf.none = true
+			return
+		}
+		if cand == nil {
+			cand = set
+			continue
+		}
+		for i := range cand {
+			cand[i] &= set[i]
+		}
 	}
 	rf.cand = cand
 }
@@ -902,6 +938,10 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, 
 	n := len(v.rows)
 	if v.order == nil {
 		for i := range v.rows {
+			if !rf.candidate(uint32(i)) {
+				res.scanned++
+				continue
+			}
 			s.scanRow(ctx, v, &v.rows[i], rf, &res, since, until, after, better)
 		}
 		return res

@@ -157,6 +157,18 @@ func TestTermIndexFindsWhatAScanFinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2 := open(t, old, Options{})
+	// Heads (the traces not yet in a block) with their term index in
+	// memory: the writer's, and a reader's beside it (read from the
+	// write-ahead file).
+	hdir := t.TempDir()
+	sh := open(t, hdir, Options{ChunkSize: 2 << 10})
+	if _, err := sh.Append(ts); err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	sr := open(t, hdir, Options{ReadOnly: true})
 	versions := func(s *Store) map[uint32]int {
 		out := map[uint32]int{}
 		for _, p := range s.partitions() {
@@ -182,7 +194,7 @@ func TestTermIndexFindsWhatAScanFinds(t *testing.T) {
 			name string
 			s    *Store
 			ts   []*trace.Trace
-		}{{"version 3", s3, ts}, {"version 2", s2, oldBlockTraces()}} {
+		}{{"version 3", s3, ts}, {"version 2", s2, oldBlockTraces()}, {"heads", sh, ts}, {"heads, read beside the writer", sr, ts}} {
 			p, err := c.s.Search(q)
 			if err != nil {
 				t.Fatalf("%s, %s: %v", name, c.name, err)
