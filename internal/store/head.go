@@ -67,7 +67,7 @@ type head struct {
 	// compacted or checked), lists its rows by attribute pair.
 	terms *headTerms
 	cat   *catalog
-	hosts  map[string]struct{}
+	hosts map[string]struct{}
 	// shared: the bytes of the head's traces that are other hosts'
 	// share (their spans in traces of this partition).
 	shared   map[string]int64
@@ -145,14 +145,13 @@ func (h *head) add(t *trace.Trace) int {
 	row.Page, row.Index = uint32(len(h.chunks)), uint32(len(h.pending)-1)
 	h.rows = append(h.rows, row)
 	h.note(t, &row, n)
-	h.terms.add(t, uint32(len(h.rows)-1))
 	return n
 }
 
 // note adds what a trace of size bytes brings to the head's meta and
 // filter: its hosts, and the share of the bytes of other hosts' spans.
 func (h *head) note(t *trace.Trace, row *block.Summary, size int) {
-	h.filter.add(t)
+	h.filter.add(t, h.terms, uint32(max(len(h.rows)-1, 0)))
 	h.cat.add(t)
 	perSpan := max(int64(size)/int64(max(len(t.Spans), 1)), 1)
 	for i := range t.Spans {
@@ -498,7 +497,6 @@ func (h *head) replayChunk(off int64, pl payload) error {
 	for i, t := range traces {
 		h.rows = append(h.rows, rows[i])
 		h.note(t, &rows[i], len(pl.traces[i]))
-		h.terms.add(t, uint32(len(h.rows)-1))
 	}
 	return nil
 }
@@ -507,61 +505,49 @@ func (h *head) replayChunk(off int64, pl payload) error {
 // only (a text or regex search reads a head's traces): each pair's hash
 // (pairHash) with the head's rows that hold it, as uvarint differences
 // (a few bytes a trace; a block's term index is built from the traces
-// when the head is cut).
+// when the head is cut). At most maxHeadPairs distinct pairs are listed
+// (values unique to a trace would cost a map entry each): once full,
+// a pair not listed may be in any row.
 type headTerms struct {
-	m map[uint64]*headPosting
+	m    map[uint64]*headPosting
+	full bool
 }
+
+// maxHeadPairs bounds a head's term index (about 64 bytes a pair).
+const maxHeadPairs = 1 << 16
 
 type headPosting struct {
 	last, n uint32
 	rows    []byte
 }
 
-// add lists row under the attribute pairs of t (the caller holds the
-// partition's lock): those of its spans, resources and scopes, as the
-// block's term index does, Kieker's positions left out.
-func (ht *headTerms) add(t *trace.Trace, row uint32) {
-	if ht == nil {
-		return
-	}
-	put := func(key, value string) {
-		h := pairHash(key, value)
-		p := ht.m[h]
-		if p == nil {
-			p = &headPosting{}
-			ht.m[h] = p
-		} else if p.last == row {
-			return // a repeat in this trace
+// put lists row under the pair of hash x (the caller holds the
+// partition's lock; rows come in ascending order).
+func (ht *headTerms) put(x uint64, row uint32) {
+	p := ht.m[x]
+	if p == nil {
+		if len(ht.m) >= maxHeadPairs {
+			ht.full = true
+			return
 		}
-		p.rows = binary.AppendUvarint(p.rows, uint64(row-p.last))
-		p.last = row
-		p.n++
+		p = &headPosting{}
+		ht.m[x] = p
+	} else if p.last == row {
+		return // a repeat in this trace
 	}
-	for i := range t.Spans {
-		for _, a := range t.Spans[i].Attributes {
-			put(a.Key, a.Value)
-		}
-	}
-	for _, r := range t.Resources {
-		for _, a := range r.Attributes {
-			put(a.Key, a.Value)
-		}
-	}
-	for _, c := range t.Scopes {
-		put(trace.ScopeNameKey, c.Name)
-		put(trace.ScopeVersionKey, c.Version)
-		for _, a := range c.Attributes {
-			put(a.Key, a.Value)
-		}
-	}
+	p.rows = binary.AppendUvarint(p.rows, uint64(row-p.last))
+	p.last = row
+	p.n++
 }
 
-// rows returns the rows below n that hold the pair of hash h as a bitmap
-// (nil when none does; the caller holds the partition's read lock).
-func (ht *headTerms) rowsOf(h uint64, n int) []uint64 {
+// rowsOf returns the rows below n that hold the pair of hash h as a
+// bitmap (nil when none does), and false when it cannot tell (the pair is
+// not listed and the index is full); the caller holds the partition's
+// read lock.
+func (ht *headTerms) rowsOf(h uint64, n int) ([]uint64, bool) {
 	p := ht.m[h]
 	if p == nil {
-		return nil
+		return nil, !ht.full
 	}
 	set := make([]uint64, (n+63)/64)
 	b, row := p.rows, uint64(0)
@@ -574,7 +560,7 @@ func (ht *headTerms) rowsOf(h uint64, n int) []uint64 {
 		}
 		set[row/64] |= 1 << (row % 64)
 	}
-	return set
+	return set, true
 }
 
 // blockFilter collects what a block's attribute filter holds: every
@@ -587,17 +573,21 @@ type blockFilter struct {
 	pairs   map[uint64]struct{}
 	strings map[string]struct{}
 	// The resources and scopes added (the assembler shares one among
-	// the traces of a resource: their pairs are hashed once a block).
-	resources map[*trace.Resource]struct{}
-	scopes    map[*trace.Scope]struct{}
+	// the traces of a resource: their pairs are hashed once a block),
+	// with the hashes of their pairs.
+	resources map[*trace.Resource][]uint64
+	scopes    map[*trace.Scope][]uint64
 }
 
-func (f *blockFilter) add(t *trace.Trace) {
+// add adds t's pairs and strings, and lists them under row in terms (nil:
+// a block being compacted or checked keeps none). A pair is hashed once
+// for both.
+func (f *blockFilter) add(t *trace.Trace, terms *headTerms, row uint32) {
 	if f.pairs == nil {
 		f.pairs = map[uint64]struct{}{}
 		f.strings = map[string]struct{}{}
-		f.resources = map[*trace.Resource]struct{}{}
-		f.scopes = map[*trace.Scope]struct{}{}
+		f.resources = map[*trace.Resource][]uint64{}
+		f.scopes = map[*trace.Scope][]uint64{}
 	}
 	for i := range t.Spans {
 		s := &t.Spans[i]
@@ -607,7 +597,11 @@ func (f *blockFilter) add(t *trace.Trace) {
 			}
 		}
 		for _, a := range s.Attributes {
-			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+			x := pairHash(a.Key, a.Value)
+			f.pairs[x] = struct{}{}
+			if terms != nil {
+				terms.put(x, row)
+			}
 			if _, ok := f.strings[a.Key]; !ok {
 				f.strings[strings.Clone(a.Key)] = struct{}{}
 			}
@@ -619,28 +613,42 @@ func (f *blockFilter) add(t *trace.Trace) {
 	// Resource and scope attributes are the spans' too (Span.Attr finds
 	// them), stored once per trace.
 	for _, r := range t.Resources {
-		if _, ok := f.resources[r]; ok {
-			continue
+		hs, ok := f.resources[r]
+		if !ok {
+			for _, a := range r.Attributes {
+				x := pairHash(a.Key, a.Value)
+				f.pairs[x] = struct{}{}
+				hs = append(hs, x)
+				if _, ok := f.strings[a.Key]; !ok {
+					f.strings[strings.Clone(a.Key)] = struct{}{}
+				}
+			}
+			f.resources[r] = hs
 		}
-		f.resources[r] = struct{}{}
-		for _, a := range r.Attributes {
-			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
-			if _, ok := f.strings[a.Key]; !ok {
-				f.strings[strings.Clone(a.Key)] = struct{}{}
+		if terms != nil {
+			for _, x := range hs {
+				terms.put(x, row)
 			}
 		}
 	}
 	for _, c := range t.Scopes {
-		if _, ok := f.scopes[c]; ok {
-			continue
+		hs, ok := f.scopes[c]
+		if !ok {
+			hs = append(hs, pairHash(trace.ScopeNameKey, c.Name), pairHash(trace.ScopeVersionKey, c.Version))
+			for _, a := range c.Attributes {
+				hs = append(hs, pairHash(a.Key, a.Value))
+				if _, ok := f.strings[a.Key]; !ok {
+					f.strings[strings.Clone(a.Key)] = struct{}{}
+				}
+			}
+			for _, x := range hs {
+				f.pairs[x] = struct{}{}
+			}
+			f.scopes[c] = hs
 		}
-		f.scopes[c] = struct{}{}
-		f.pairs[pairHash(trace.ScopeNameKey, c.Name)] = struct{}{}
-		f.pairs[pairHash(trace.ScopeVersionKey, c.Version)] = struct{}{}
-		for _, a := range c.Attributes {
-			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
-			if _, ok := f.strings[a.Key]; !ok {
-				f.strings[strings.Clone(a.Key)] = struct{}{}
+		if terms != nil {
+			for _, x := range hs {
+				terms.put(x, row)
 			}
 		}
 	}

@@ -407,7 +407,10 @@ func headCandidates(rf *rowFilter) {
 		if strings.HasPrefix(a.Key, "kieker.") {
 			continue
 		}
-		set := v.h.terms.rowsOf(pairHash(a.Key, a.Value), len(v.rows))
+		set, ok := v.h.terms.rowsOf(pairHash(a.Key, a.Value), len(v.rows))
+		if !ok {
+			continue // the head's index is full: the pair may be in any row
+		}
 		if set == nil {
 			rf.none = true
 			return

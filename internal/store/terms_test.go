@@ -338,3 +338,37 @@ func TestCheckFindsAWrongTermIndex(t *testing.T) {
 		t.Fatalf("check: %q", res.Problems)
 	}
 }
+
+// TestHeadTermsBound: a head lists at most maxHeadPairs distinct pairs;
+// past it, a pair not listed may be in any row (no answer), while a
+// listed pair keeps every row.
+func TestHeadTermsBound(t *testing.T) {
+	ht := &headTerms{m: map[uint64]*headPosting{}}
+	for i := range maxHeadPairs {
+		ht.put(uint64(i), uint32(i))
+	}
+	ht.put(0, maxHeadPairs) // a listed pair, a later row
+	ht.put(0, maxHeadPairs) // a repeat in that row
+	ht.put(1<<40, maxHeadPairs+1)
+	n := maxHeadPairs + 2
+	if set, ok := ht.rowsOf(1<<40, n); ok || set != nil {
+		t.Errorf("a pair past the bound: %v %v", set != nil, ok)
+	}
+	set, ok := ht.rowsOf(0, n)
+	var rows []int
+	for r := range n {
+		if set[r/64]&(1<<(r%64)) != 0 {
+			rows = append(rows, r)
+		}
+	}
+	if !ok || !slices.Equal(rows, []int{0, maxHeadPairs}) {
+		t.Errorf("pair 0: rows %v, %v", rows, ok)
+	}
+	// Rows at or past n (not in the caller's snapshot) are left out.
+	if set, _ := ht.rowsOf(0, 1); len(set) != 1 || set[0] != 1 {
+		t.Errorf("pair 0 below row 1: %v", set)
+	}
+	if !ht.full || len(ht.m) != maxHeadPairs {
+		t.Errorf("full %v, %d pairs", ht.full, len(ht.m))
+	}
+}
