@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
 	"regexp"
 	"runtime"
 	"slices"
@@ -292,6 +293,20 @@ type rowFilter struct {
 	// block's term index says may match: the others hold no wanted
 	// attribute pair, text or regex match.
 	cand []uint64
+}
+
+// candidates lists the rows of cand (nil when every row may match).
+func (rf *rowFilter) candidates() []uint32 {
+	if rf.cand == nil {
+		return nil
+	}
+	out := []uint32{}
+	for w, word := range rf.cand {
+		for ; word != 0; word &= word - 1 {
+			out = append(out, uint32(w*64+bits.TrailingZeros64(word)))
+		}
+	}
+	return out
 }
 
 // candidate reports whether row ri may match by the term index.
@@ -977,9 +992,23 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, 
 		verdict = make([]uint8, n)
 		traces = map[uint32]*trace.Trace{}
 	}
+	// When the term index leaves few rows, the walk visits just those,
+	// in the same order (the time range and cursor are tested on each).
+	walk, end := idx, n
+	if cands := rf.candidates(); cands != nil && len(cands)*4 < n {
+		slices.SortFunc(cands, func(a, b uint32) int {
+			x, y := &v.rows[a], &v.rows[b]
+			c := cmp.Or(cmp.Compare(x.Start, y.Start), cmp.Compare(x.ID.Hi, y.ID.Hi), cmp.Compare(x.ID.Lo, y.ID.Lo))
+			if st.desc {
+				return -c
+			}
+			return c
+		})
+		walk, end, k = func(k int) uint32 { return cands[k] }, len(cands), 0
+	}
 	distinct := 0
-	for ; k < n; k++ {
-		ri := idx(k)
+	for ; k < end; k++ {
+		ri := walk(k)
 		r := &v.rows[ri]
 		if st.desc && r.Start < since || !st.desc && r.Start > until {
 			break

@@ -291,6 +291,38 @@ func TestTermIndexSkipsPages(t *testing.T) {
 			t.Errorf("%s: %d traces, %d ranges read of %d pages; want %d traces, at most %d ranges", c.name, len(p.Traces), reads, pages, c.hits, c.reads)
 		}
 	}
+	// Pages of 20 through the rows the term index leaves (a seventh of
+	// the block: the walk visits only them), newest and oldest first,
+	// cursor after cursor: every trace with the pair once, in order.
+	for _, oldest := range []bool{false, true} {
+		var got []int64
+		q := Query{Attrs: []trace.Attr{{Key: "user", Value: "u3"}}, Limit: 20, Oldest: oldest, HitBudget: time.Minute, TotalBudget: time.Minute}
+		for range 100 {
+			p, err := s.Search(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tr := range p.Traces {
+				got = append(got, tr.Start)
+			}
+			if !p.More {
+				break
+			}
+			q.Cursor = p.Cursor
+		}
+		var want []int64
+		for _, tr := range ts {
+			if tr.Spans[0].Attributes[1].Value == "u3" {
+				want = append(want, tr.Start())
+			}
+		}
+		if !oldest {
+			slices.Reverse(want)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("oldest %v: %d traces by pages of 20, want %d (in order)", oldest, len(got), len(want))
+		}
+	}
 }
 
 // TestCheckFindsAWrongTermIndex: a block whose term index misses a trace's
