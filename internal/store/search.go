@@ -60,6 +60,10 @@ type Query struct {
 	// HitBudget: stop after this long once there is a hit (default 2 s);
 	// TotalBudget: stop after this long in any case (default 5 s).
 	HitBudget, TotalBudget time.Duration
+
+	// attrTests: the attribute comparisons an EQL expression requires
+	// (eql.Hints.AttrTests), tried on a block's terms.
+	attrTests []eql.AttrTest
 }
 
 // Summary describes a trace found.
@@ -107,6 +111,7 @@ func (q *Query) SetEQL(e *eql.Expr) {
 	}
 	q.Errors = q.Errors || h.Errors
 	q.Attrs = append(q.Attrs, h.Attrs...)
+	q.attrTests = append(q.attrTests, h.AttrTests...)
 	if q.Text == "" {
 		q.Text = h.Text
 	}
@@ -327,13 +332,14 @@ func (s *Store) useTerms(ctx context.Context, rf *rowFilter) {
 	}
 	q := f.q
 	attrs := slices.ContainsFunc(q.Attrs, func(a trace.Attr) bool { return !strings.HasPrefix(a.Key, "kieker.") })
+	tests := slices.ContainsFunc(q.attrTests, func(a eql.AttrTest) bool { return !strings.HasPrefix(a.Key, "kieker.") })
 	if v.h != nil {
 		if attrs {
 			headCandidates(rf)
 		}
 		return
 	}
-	if !attrs && (q.Text == "" || rf.textInDict) && q.Regex == nil {
+	if !attrs && !tests && (q.Text == "" || rf.textInDict) && q.Regex == nil {
 		return
 	}
 	tm, err := s.terms(ctx, v.b, v.bi)
@@ -370,6 +376,24 @@ func (s *Store) useTerms(ctx context.Context, rf *rowFilter) {
 		}
 		set := make([]uint64, words)
 		add(set, i)
+		and(set)
+	}
+	for _, a := range q.attrTests {
+		if strings.HasPrefix(a.Key, "kieker.") {
+			continue
+		}
+		first, next := tm.Key(a.Key)
+		set, hit := make([]uint64, words), false
+		for i := first; i < next; i++ {
+			if val, trunc := tm.Value(i); trunc || a.Test(string(val)) {
+				add(set, i)
+				hit = true
+			}
+		}
+		if !hit {
+			rf.none = true
+			return
+		}
 		and(set)
 	}
 	if q.Text != "" && !rf.textInDict {

@@ -88,8 +88,17 @@ func queryCases(t *testing.T) map[string]Query {
 		"regex, dict":         {Regex: regexp.MustCompile(`^SELECT orders`), Deep: true},
 		"regex absent":        {Regex: regexp.MustCompile(`LIMIT 99[0-9]`), Deep: true},
 		"EQL":                 eqlOf(`http.status_code = 500 and time > 1ms`),
+		"EQL, string":         eqlOf(`http.status_code = "500"`),
+		"EQL, range":          eqlOf(`http.status_code >= 400 and http.status_code < 600`),
+		"EQL, not equal":      eqlOf(`user.id != "user-3" and time > 1ms`),
+		"EQL, long value":     deep(eqlOf(`db.query.text >= "SELECT a_column"`)),
 		"EQL absent":          eqlOf(`user.id = "user-77"`),
 	}
+}
+
+func deep(q Query) Query {
+	q.Deep = true
+	return q
 }
 
 // longStatement is a value longer than the term index keeps whole.
@@ -206,7 +215,7 @@ func TestTermIndexFindsWhatAScanFinds(t *testing.T) {
 		}
 	}
 	// The cases find something, and not everything.
-	for name, n := range map[string]int{"user-5": 1, "status 500": 4, "text in a value": 4, "text past 256 bytes": 5, "text, non-ASCII": 8, "regex": 10, "long value": 1, "EQL": 4, "absent value": 0} {
+	for name, n := range map[string]int{"user-5": 1, "status 500": 4, "text in a value": 4, "text past 256 bytes": 5, "text, non-ASCII": 8, "regex": 10, "long value": 1, "EQL": 4, "EQL, range": 4, "EQL, long value": 14, "absent value": 0} {
 		q := queryCases(t)[name]
 		q.Limit = 1000
 		if got := len(oracle(s3, ts, q)); got != n {
