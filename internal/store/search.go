@@ -1029,6 +1029,7 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, 
 			return c
 		})
 		walk, end, k = func(k int) uint32 { return cands[k] }, len(cands), 0
+		s.prefetch(ctx, v, rf, st, cands, since, until, after, better)
 	}
 	distinct := 0
 	for ; k < end; k++ {
@@ -1068,6 +1069,46 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, 
 	}
 	return res
 }
+
+// prefetch reads at once the pages of the first candidates a walk will
+// test (up to the limit, at most prefetchPages pages, 4 at a time): a
+// bucket answers several requests in the time of one, where the walk
+// would wait for each page in turn. The walk then finds them cached (a
+// page that did not read is read again by the walk, which reports it).
+func (s *Store) prefetch(ctx context.Context, v *view, rf *rowFilter, st *scanState, cands []uint32, since, until int64, after *cursorPos, better func(a, b cursorPos) bool) {
+	var pages []uint32
+	w := st.worst.Load()
+	for _, ri := range cands {
+		if len(pages) == min(st.limit, prefetchPages) {
+			break
+		}
+		r := &v.rows[ri]
+		if w != nil && !better(cursorPos{start: r.Start, id: r.ID}, *w) {
+			break
+		}
+		if rf.rowOK(r, since, until, after, better) && !slices.Contains(pages, r.Page) {
+			pages = append(pages, r.Page)
+		}
+	}
+	if len(pages) < 2 {
+		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for _, pg := range pages {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			_, _ = s.page(ctx, v.b, v.bi, int(pg)) // a page that fails is read again by the walk, which reports it
+		}()
+	}
+	wg.Wait()
+}
+
+// prefetchPages bounds the pages a walk reads ahead.
+const prefetchPages = 8
 
 // evalPage applies the span-level conditions to the rows of a block's
 // page that pass the summary conditions.
