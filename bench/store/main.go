@@ -42,6 +42,7 @@ func main() {
 	reps := flag.Int("reps", 50, "repetitions of each query")
 	only := flag.String("only", "", "run only the queries whose name holds this text")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the queries to this file")
+	flag.StringVar(&ingestProfile, "ingestprofile", "", "write a CPU profile of the ingest (Append and Sync, and the blocks built meanwhile) to this file")
 	resources := flag.Bool("resources", false, "give the spans OpenTelemetry resources and scopes as the Go SDK sends them")
 	flag.StringVar(&backend, "backend", "local", "where the blocks live: local (DIR/store/blocks) or s3 (a versitygw on loopback, serving DIR/s3)")
 	flag.StringVar(&versitygw, "versitygw", "", "the versitygw binary for -backend s3 (default: PATH, then GOPATH/bin)")
@@ -235,6 +236,15 @@ func run(spans, nhosts int, dir string, keep bool, reps int) error {
 	if err != nil {
 		return err
 	}
+	if ingestProfile != "" {
+		pf, err := os.Create(ingestProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+	}
 	t0 = time.Now()
 	for i := 0; i < len(traces); i += 1000 {
 		if _, err := s.Append(traces[i:min(i+1000, len(traces))]); err != nil {
@@ -250,6 +260,9 @@ func run(spans, nhosts int, dir string, keep bool, reps int) error {
 		return err
 	}
 	ingest := time.Since(t0)
+	if ingestProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	t0 = time.Now()
 	if err := s.Flush(context.Background()); err != nil {
 		return err
@@ -394,8 +407,9 @@ func run(spans, nhosts int, dir string, keep bool, reps int) error {
 	return s.Close()
 }
 
-// queryOnly and queryProfile are the -only and -cpuprofile flags.
-var queryOnly, queryProfile string
+// queryOnly, queryProfile and ingestProfile are the -only, -cpuprofile
+// and -ingestprofile flags.
+var queryOnly, queryProfile, ingestProfile string
 
 // The -backend, -versitygw, -load-rate and -load-for flags.
 var (

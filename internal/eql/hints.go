@@ -22,6 +22,18 @@ type Hints struct {
 	// case): the longest of class, method, signature and trace = "text",
 	// and of the literal prefixes of ~= patterns; "" when none.
 	Text string
+	// AttrTests: KEY op literal (=, !=, <, <=, >, >=; any literal): some
+	// span has the attribute KEY with a value that passes Test. Test
+	// takes the value's text and holds if the comparison holds for it
+	// read as any type (a string, an int, a double), so that a store may
+	// apply it to the distinct values it keeps without their types.
+	AttrTests []AttrTest
+}
+
+// AttrTest is one of Hints.AttrTests.
+type AttrTest struct {
+	Key  string
+	Test func(text string) bool
 }
 
 // Hints returns the conditions every trace the expression matches meets
@@ -98,6 +110,16 @@ func (h *Hints) add(n *node) {
 		if v.k == kStr && o == opEq {
 			h.Attrs = append(h.Attrs, trace.Attr{Key: id.name, Value: v.s})
 		}
+		// A missing attribute compares false with anything: the span
+		// that makes the comparison true has the attribute.
+		h.AttrTests = append(h.AttrTests, AttrTest{Key: id.name, Test: func(text string) bool {
+			for _, t := range [...]trace.ValueType{trace.TypeString, trace.TypeInt, trace.TypeDouble, trace.TypeBytes} {
+				if compareOp(o, attrValue(text, t), v) {
+					return true
+				}
+			}
+			return false
+		}})
 	}
 }
 

@@ -294,6 +294,25 @@ func pageOrder(rows []block.Summary, pages []block.PageRef) (order, first []uint
 	return order, first
 }
 
+// terms returns a block's term index, from the cache or the bucket (nil
+// for a block of version 2, which has none). It is read apart from the
+// index, by the first search that needs it.
+func (s *Store) terms(ctx context.Context, b *blockRef, bi *blockIndex) (*block.Terms, error) {
+	if bi.r.Footer.Version < 3 {
+		return nil, nil
+	}
+	key := b.meta.ID + "/terms"
+	if v, ok := s.cache.get(key); ok {
+		return v.(*block.Terms), nil
+	}
+	tm, err := bi.r.Terms(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.put(key, tm, tm.Size())
+	return tm, nil
+}
+
 // page returns the bodies of a block's page, from the cache or the bucket.
 func (s *Store) page(ctx context.Context, b *blockRef, bi *blockIndex, i int) ([][]byte, error) {
 	key := fmt.Sprintf("%s/page/%d", b.meta.ID, i)

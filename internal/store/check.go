@@ -159,7 +159,22 @@ func (s *Store) checkBlock(ctx context.Context, key string, m *block.Meta) (int,
 	}
 	dict, _ := r.Dict(ctx)
 	pages, _ := r.Pages(ctx)
+	terms, _ := r.Terms(ctx)
 	syms := &symbols{names: dict}
+	// The index row of each page's traces, and, for the term index, the
+	// rows that hold each term by the traces themselves.
+	_, first := pageOrder(rows, pages)
+	rowAt := make([]uint32, len(rows))
+	for ri := range rows {
+		if at := first[rows[ri].Page] + rows[ri].Index; int(at) < len(rowAt) {
+			rowAt[at] = uint32(ri)
+		}
+	}
+	var want [][]uint32
+	if terms != nil {
+		want = make([][]uint32, terms.Len())
+	}
+	var buf []block.Term
 	n := 0
 	for i := range pages {
 		bodies, err := r.Page(ctx, pages, i)
@@ -167,14 +182,37 @@ func (s *Store) checkBlock(ctx context.Context, key string, m *block.Meta) (int,
 			return n, err
 		}
 		for j, body := range bodies {
-			if _, err := decodeTrace(body, syms); err != nil {
+			t, err := decodeTrace(body, syms)
+			if err != nil {
 				return n, fmt.Errorf("page %d, trace %d: %w", i, j, err)
+			}
+			if terms != nil && int(first[i])+j < len(rowAt) {
+				ri := rowAt[int(first[i])+j]
+				buf = appendTerms(buf[:0], t)
+				for _, tm := range buf {
+					k, ok := terms.Lookup(tm.Key, tm.Value)
+					if !ok {
+						return n, fmt.Errorf("page %d, trace %d (%s): term %q=%.40q not in the term index", i, j, t.ID, tm.Key, tm.Value)
+					}
+					if l := len(want[k]); l == 0 || want[k][l-1] != ri {
+						want[k] = append(want[k], ri)
+					}
+				}
 			}
 			n++
 		}
 	}
 	if n != len(rows) {
 		return n, fmt.Errorf("%d traces in the pages, %d in the index", n, len(rows))
+	}
+	for k := range want {
+		got := make([]uint32, 0, terms.Count(k))
+		terms.Rows(k, func(r uint32) { got = append(got, r) })
+		slices.Sort(want[k])
+		if !slices.Equal(got, want[k]) {
+			key, value, _ := terms.Term(k)
+			return n, fmt.Errorf("term index: term %q=%.40q lists %d traces, %d hold it", key, value, len(got), len(want[k]))
+		}
 	}
 	return n, nil
 }
@@ -211,7 +249,7 @@ func (s *Store) metaFromData(ctx context.Context, key string, old *block.Meta) (
 			h.note(t, &row, len(body))
 		}
 	}
-	m := &block.Meta{Version: block.Version, ID: old.ID, Host: old.Host, Level: old.Level, Created: old.Created, CompactedFrom: old.CompactedFrom,
+	m := &block.Meta{Version: int(r.Footer.Version), ID: old.ID, Host: old.Host, Level: old.Level, Created: old.Created, CompactedFrom: old.CompactedFrom,
 		Traces: int(r.Footer.Traces), Size: r.Size(), FooterCRC: r.FooterCRC, Spans: h.spans}
 	if m.Created.IsZero() {
 		m.Created = s.opt.Now().UTC()

@@ -494,6 +494,44 @@ func textOf(s *trace.Span, f func(string)) {
 	}
 }
 
+// appendTerms appends the terms a block's term index lists t under (see
+// block.Term): its spans' attributes, status messages and exception
+// events' attributes, and the attributes of its resources and scopes
+// (with otel.scope.name and otel.scope.version). Kieker's positions
+// (trace.KiekerAttrs) are left out: a search by them does not use the
+// term index. Repeats are left to the writer.
+func appendTerms(dst []block.Term, t *trace.Trace) []block.Term {
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		for _, a := range s.Attributes {
+			dst = append(dst, block.Term{Key: a.Key, Value: a.Value})
+		}
+		if s.StatusMessage != "" {
+			dst = append(dst, block.Term{Value: s.StatusMessage})
+		}
+		for _, ev := range s.Events {
+			if ev.Name != "exception" {
+				continue
+			}
+			for _, a := range ev.Attributes {
+				dst = append(dst, block.Term{Key: a.Key, Value: a.Value})
+			}
+		}
+	}
+	for _, r := range t.Resources {
+		for _, a := range r.Attributes {
+			dst = append(dst, block.Term{Key: a.Key, Value: a.Value})
+		}
+	}
+	for _, c := range t.Scopes {
+		dst = append(dst, block.Term{Key: trace.ScopeNameKey, Value: c.Name}, block.Term{Key: trace.ScopeVersionKey, Value: c.Version})
+		for _, a := range c.Attributes {
+			dst = append(dst, block.Term{Key: a.Key, Value: a.Value})
+		}
+	}
+	return dst
+}
+
 // trigrams calls f with the hash of every trigram of the lower-cased s.
 func trigrams(s string, f func(uint64)) {
 	if len(s) < 3 {

@@ -12,7 +12,7 @@
 //	DIR/wal/<host>/<id>.wal          a host's head: chunks of zstd-compressed
 //	                                 traces with the symbols they define, CRC-32C
 //	blocks/<host>/<id>/data          a block: pages, dictionary, index of trace
-//	blocks/<host>/<id>/meta.json     summaries, filters; and its meta
+//	blocks/<host>/<id>/meta.json     summaries, filters, term index; and its meta
 //
 // A trace spanning several hosts is stored once, in the partition of its
 // root span's host, and found by a search for any host it touches. A

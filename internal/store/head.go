@@ -63,8 +63,11 @@ type head struct {
 	rawPending int
 
 	filter blockFilter
-	cat    *catalog
-	hosts  map[string]struct{}
+	// terms, for a head with a write-ahead file (not a block being
+	// compacted or checked), lists its rows by attribute pair.
+	terms *headTerms
+	cat   *catalog
+	hosts map[string]struct{}
 	// shared: the bytes of the head's traces that are other hosts'
 	// share (their spans in traces of this partition).
 	shared   map[string]int64
@@ -77,8 +80,12 @@ type head struct {
 
 func newHeadValue(id, host, path string, created time.Time) *head {
 	syms := newSymbols()
-	return &head{id: id, host: host, path: path, created: created, syms: syms, enc: encoder{syms: syms}, firstSym: 1,
+	h := &head{id: id, host: host, path: path, created: created, syms: syms, enc: encoder{syms: syms}, firstSym: 1,
 		cat: newCatalog(), hosts: map[string]struct{}{}, shared: map[string]int64{}, minStart: math.MaxInt64, maxEnd: math.MinInt64}
+	if path != "" {
+		h.terms = &headTerms{m: map[uint64]*headPosting{}}
+	}
+	return h
 }
 
 func walHeader(h *head) []byte {
@@ -144,7 +151,7 @@ func (h *head) add(t *trace.Trace) int {
 // note adds what a trace of size bytes brings to the head's meta and
 // filter: its hosts, and the share of the bytes of other hosts' spans.
 func (h *head) note(t *trace.Trace, row *block.Summary, size int) {
-	h.filter.add(t)
+	h.filter.add(t, h.terms, uint32(max(len(h.rows)-1, 0)))
 	h.cat.add(t)
 	perSpan := max(int64(size)/int64(max(len(t.Spans), 1)), 1)
 	for i := range t.Spans {
@@ -494,6 +501,68 @@ func (h *head) replayChunk(off int64, pl payload) error {
 	return nil
 }
 
+// headTerms is a head's term index in memory, for the attribute pairs
+// only (a text or regex search reads a head's traces): each pair's hash
+// (pairHash) with the head's rows that hold it, as uvarint differences
+// (a few bytes a trace; a block's term index is built from the traces
+// when the head is cut). At most maxHeadPairs distinct pairs are listed
+// (values unique to a trace would cost a map entry each): once full,
+// a pair not listed may be in any row.
+type headTerms struct {
+	m    map[uint64]*headPosting
+	full bool
+}
+
+// maxHeadPairs bounds a head's term index (about 64 bytes a pair).
+const maxHeadPairs = 1 << 16
+
+type headPosting struct {
+	last, n uint32
+	rows    []byte
+}
+
+// put lists row under the pair of hash x (the caller holds the
+// partition's lock; rows come in ascending order).
+func (ht *headTerms) put(x uint64, row uint32) {
+	p := ht.m[x]
+	if p == nil {
+		if len(ht.m) >= maxHeadPairs {
+			ht.full = true
+			return
+		}
+		p = &headPosting{}
+		ht.m[x] = p
+	} else if p.last == row {
+		return // a repeat in this trace
+	}
+	p.rows = binary.AppendUvarint(p.rows, uint64(row-p.last))
+	p.last = row
+	p.n++
+}
+
+// rowsOf returns the rows below n that hold the pair of hash h as a
+// bitmap (nil when none does), and false when it cannot tell (the pair is
+// not listed and the index is full); the caller holds the partition's
+// read lock.
+func (ht *headTerms) rowsOf(h uint64, n int) ([]uint64, bool) {
+	p := ht.m[h]
+	if p == nil {
+		return nil, !ht.full
+	}
+	set := make([]uint64, (n+63)/64)
+	b, row := p.rows, uint64(0)
+	for range p.n {
+		d, k := binary.Uvarint(b)
+		b = b[k:]
+		row += d
+		if row >= uint64(n) {
+			break
+		}
+		set[row/64] |= 1 << (row % 64)
+	}
+	return set, true
+}
+
 // blockFilter collects what a block's attribute filter holds: every
 // attribute pair (key=value) and the trigrams of the strings of the
 // block's dictionary (operations, classes, attribute keys, hosts,
@@ -504,17 +573,21 @@ type blockFilter struct {
 	pairs   map[uint64]struct{}
 	strings map[string]struct{}
 	// The resources and scopes added (the assembler shares one among
-	// the traces of a resource: their pairs are hashed once a block).
-	resources map[*trace.Resource]struct{}
-	scopes    map[*trace.Scope]struct{}
+	// the traces of a resource: their pairs are hashed once a block),
+	// with the hashes of their pairs.
+	resources map[*trace.Resource][]uint64
+	scopes    map[*trace.Scope][]uint64
 }
 
-func (f *blockFilter) add(t *trace.Trace) {
+// add adds t's pairs and strings, and lists them under row in terms (nil:
+// a block being compacted or checked keeps none). A pair is hashed once
+// for both.
+func (f *blockFilter) add(t *trace.Trace, terms *headTerms, row uint32) {
 	if f.pairs == nil {
 		f.pairs = map[uint64]struct{}{}
 		f.strings = map[string]struct{}{}
-		f.resources = map[*trace.Resource]struct{}{}
-		f.scopes = map[*trace.Scope]struct{}{}
+		f.resources = map[*trace.Resource][]uint64{}
+		f.scopes = map[*trace.Scope][]uint64{}
 	}
 	for i := range t.Spans {
 		s := &t.Spans[i]
@@ -524,7 +597,11 @@ func (f *blockFilter) add(t *trace.Trace) {
 			}
 		}
 		for _, a := range s.Attributes {
-			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
+			x := pairHash(a.Key, a.Value)
+			f.pairs[x] = struct{}{}
+			if terms != nil {
+				terms.put(x, row)
+			}
 			if _, ok := f.strings[a.Key]; !ok {
 				f.strings[strings.Clone(a.Key)] = struct{}{}
 			}
@@ -536,28 +613,42 @@ func (f *blockFilter) add(t *trace.Trace) {
 	// Resource and scope attributes are the spans' too (Span.Attr finds
 	// them), stored once per trace.
 	for _, r := range t.Resources {
-		if _, ok := f.resources[r]; ok {
-			continue
+		hs, ok := f.resources[r]
+		if !ok {
+			for _, a := range r.Attributes {
+				x := pairHash(a.Key, a.Value)
+				f.pairs[x] = struct{}{}
+				hs = append(hs, x)
+				if _, ok := f.strings[a.Key]; !ok {
+					f.strings[strings.Clone(a.Key)] = struct{}{}
+				}
+			}
+			f.resources[r] = hs
 		}
-		f.resources[r] = struct{}{}
-		for _, a := range r.Attributes {
-			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
-			if _, ok := f.strings[a.Key]; !ok {
-				f.strings[strings.Clone(a.Key)] = struct{}{}
+		if terms != nil {
+			for _, x := range hs {
+				terms.put(x, row)
 			}
 		}
 	}
 	for _, c := range t.Scopes {
-		if _, ok := f.scopes[c]; ok {
-			continue
+		hs, ok := f.scopes[c]
+		if !ok {
+			hs = append(hs, pairHash(trace.ScopeNameKey, c.Name), pairHash(trace.ScopeVersionKey, c.Version))
+			for _, a := range c.Attributes {
+				hs = append(hs, pairHash(a.Key, a.Value))
+				if _, ok := f.strings[a.Key]; !ok {
+					f.strings[strings.Clone(a.Key)] = struct{}{}
+				}
+			}
+			for _, x := range hs {
+				f.pairs[x] = struct{}{}
+			}
+			f.scopes[c] = hs
 		}
-		f.scopes[c] = struct{}{}
-		f.pairs[pairHash(trace.ScopeNameKey, c.Name)] = struct{}{}
-		f.pairs[pairHash(trace.ScopeVersionKey, c.Version)] = struct{}{}
-		for _, a := range c.Attributes {
-			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
-			if _, ok := f.strings[a.Key]; !ok {
-				f.strings[strings.Clone(a.Key)] = struct{}{}
+		if terms != nil {
+			for _, x := range hs {
+				terms.put(x, row)
 			}
 		}
 	}

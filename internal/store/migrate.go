@@ -198,7 +198,7 @@ func (s *Store) migrate(progress func(done, total int64)) (MigrateResult, error)
 				b := bytes.Clone(h.enc.encodeTrace(t))
 				row := summarize(t, h.syms)
 				h.note(t, &row, len(body))
-				w.Add(b, row)
+				w.Add(b, row, appendTerms(nil, t)...)
 				res.Traces++
 				if int64(w.Size()) >= s.opt.HeadSize {
 					if err := flush(); err != nil {

@@ -183,6 +183,7 @@ func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
 	}
 	h := newHeadValue(block.NewID(s.opt.Now()), p.host, "", s.opt.Now())
 	w := block.NewWriter(s.opt.PageSize)
+	var terms []block.Term
 	for _, id := range order {
 		parts := byID[id]
 		slices.SortFunc(parts, func(a, b *trace.Trace) int {
@@ -195,7 +196,8 @@ func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
 		body := bytes.Clone(h.enc.encodeTrace(t))
 		row := summarize(t, h.syms)
 		h.note(t, &row, len(body))
-		w.Add(body, row)
+		terms = appendTerms(terms[:0], t)
+		w.Add(body, row, terms...)
 	}
 	data, st, err := w.Finish(h.syms.names, h.filter.bloom())
 	if err != nil {

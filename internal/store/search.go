@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
 	"regexp"
 	"runtime"
 	"slices"
@@ -59,6 +60,10 @@ type Query struct {
 	// HitBudget: stop after this long once there is a hit (default 2 s);
 	// TotalBudget: stop after this long in any case (default 5 s).
 	HitBudget, TotalBudget time.Duration
+
+	// attrTests: the attribute comparisons an EQL expression requires
+	// (eql.Hints.AttrTests), tried on a block's terms.
+	attrTests []eql.AttrTest
 }
 
 // Summary describes a trace found.
@@ -106,6 +111,7 @@ func (q *Query) SetEQL(e *eql.Expr) {
 	}
 	q.Errors = q.Errors || h.Errors
 	q.Attrs = append(q.Attrs, h.Attrs...)
+	q.attrTests = append(q.attrTests, h.AttrTests...)
 	if q.Text == "" {
 		q.Text = h.Text
 	}
@@ -224,6 +230,10 @@ type filter struct {
 	pairs  []uint64 // attribute pair hashes
 	values [][]byte // attribute values, as they are in a trace's bytes
 	text   string   // lower-cased
+	// textBytes: the text is ASCII, so a trace's bytes must hold it
+	// (ignoring ASCII case); a text with other letters is not looked for
+	// in the bytes (its capitals there are other bytes).
+	textBytes bool
 	// lit: what every string Regex matches holds (its literal prefix).
 	lit []byte
 }
@@ -242,6 +252,7 @@ func (s *Store) newFilter(q *Query) *filter {
 	}
 	if q.Text != "" {
 		f.text = strings.ToLower(q.Text)
+		f.textBytes = !strings.ContainsFunc(f.text, func(r rune) bool { return r >= 0x80 })
 	}
 	if q.Regex != nil {
 		if lit, _ := q.Regex.LiteralPrefix(); lit != "" {
@@ -283,6 +294,186 @@ type rowFilter struct {
 	// litInDict: a dictionary string holds the regex's literal prefix.
 	litInDict bool
 	blockOK   bool // the view's filter may hold the attribute pairs
+	// cand, when set, holds the rows (a bit each, by index row) that the
+	// block's term index says may match: the others hold no wanted
+	// attribute pair, text or regex match.
+	cand []uint64
+}
+
+// candidates lists the rows of cand (nil when every row may match).
+func (rf *rowFilter) candidates() []uint32 {
+	if rf.cand == nil {
+		return nil
+	}
+	out := []uint32{}
+	for w, word := range rf.cand {
+		for ; word != 0; word &= word - 1 {
+			out = append(out, uint32(w*64+bits.TrailingZeros64(word)))
+		}
+	}
+	return out
+}
+
+// candidate reports whether row ri may match by the term index.
+func (rf *rowFilter) candidate(ri uint32) bool {
+	return rf.cand == nil || rf.cand[ri/64]&(1<<(ri%64)) != 0
+}
+
+// useTerms narrows rf to the rows of a block that its term index lists
+// under every attribute pair asked for, and, unless a dictionary string
+// (an operation, a class, an attribute key) may hold them, under a value
+// that holds the text and one that the regex matches (a value kept
+// truncated may hold anything). A block without a term index (version 2)
+// or whose index does not read is left to its pages.
+func (s *Store) useTerms(ctx context.Context, rf *rowFilter) {
+	f, v := rf.f, rf.v
+	if rf.none || !f.needs {
+		return
+	}
+	q := f.q
+	attrs := slices.ContainsFunc(q.Attrs, func(a trace.Attr) bool { return !strings.HasPrefix(a.Key, "kieker.") })
+	tests := slices.ContainsFunc(q.attrTests, func(a eql.AttrTest) bool { return !strings.HasPrefix(a.Key, "kieker.") })
+	if v.h != nil {
+		if attrs {
+			headCandidates(rf)
+		}
+		return
+	}
+	if !attrs && !tests && (q.Text == "" || rf.textInDict) && q.Regex == nil {
+		return
+	}
+	tm, err := s.terms(ctx, v.b, v.bi)
+	if err != nil {
+		s.readFault("store: unreadable term index (the block's pages are read instead)", "in", v.desc, "err", err)
+		return
+	}
+	if tm == nil {
+		return
+	}
+	n := len(v.rows)
+	var cand []uint64
+	words := (n + 63) / 64
+	and := func(set []uint64) {
+		if cand == nil {
+			cand = set
+			return
+		}
+		for i := range cand {
+			cand[i] &= set[i]
+		}
+	}
+	add := func(set []uint64, i int) {
+		tm.Rows(i, func(r uint32) { set[r/64] |= 1 << (r % 64) })
+	}
+	for _, a := range q.Attrs {
+		if strings.HasPrefix(a.Key, "kieker.") {
+			continue // Kieker's positions and session are not in the term index
+		}
+		i, ok := tm.Lookup(a.Key, a.Value)
+		if !ok {
+			rf.none = true
+			return
+		}
+		set := make([]uint64, words)
+		add(set, i)
+		and(set)
+	}
+	for _, a := range q.attrTests {
+		if strings.HasPrefix(a.Key, "kieker.") {
+			continue
+		}
+		first, next := tm.Key(a.Key)
+		set, hit := make([]uint64, words), false
+		for i := first; i < next; i++ {
+			if val, trunc := tm.Value(i); trunc || a.Test(string(val)) {
+				add(set, i)
+				hit = true
+			}
+		}
+		if !hit {
+			rf.none = true
+			return
+		}
+		and(set)
+	}
+	if q.Text != "" && !rf.textInDict {
+		set, hit := make([]uint64, words), false
+		for i := range tm.Len() {
+			if val, trunc := tm.Value(i); trunc || textHolds(val, f.text) {
+				add(set, i)
+				hit = true
+			}
+		}
+		if !hit {
+			rf.none = true
+			return
+		}
+		and(set)
+	}
+	if q.Regex != nil && !slices.ContainsFunc(v.dict, q.Regex.MatchString) {
+		set, hit := make([]uint64, words), false
+		for i := range tm.Len() {
+			val, trunc := tm.Value(i)
+			if trunc || (f.lit == nil || bytes.Contains(val, f.lit)) && q.Regex.Match(val) {
+				add(set, i)
+				hit = true
+			}
+		}
+		if !hit {
+			rf.none = true
+			return
+		}
+		and(set)
+	}
+	if cand != nil && !slices.ContainsFunc(cand, func(w uint64) bool { return w != 0 }) {
+		rf.none = true
+		return
+	}
+	rf.cand = cand
+}
+
+// headCandidates narrows rf to the rows of a head that its term index
+// lists under every attribute pair asked for.
+func headCandidates(rf *rowFilter) {
+	v := rf.v
+	if v.h.terms == nil {
+		return
+	}
+	v.p.mu.RLock()
+	defer v.p.mu.RUnlock()
+	var cand []uint64
+	for _, a := range rf.f.q.Attrs {
+		if strings.HasPrefix(a.Key, "kieker.") {
+			continue
+		}
+		set, ok := v.h.terms.rowsOf(pairHash(a.Key, a.Value), len(v.rows))
+		if !ok {
+			continue // the head's index is full: the pair may be in any row
+		}
+		if set == nil {
+			rf.none = true
+			return
+		}
+		if cand == nil {
+			cand = set
+			continue
+		}
+		for i := range cand {
+			cand[i] &= set[i]
+		}
+	}
+	rf.cand = cand
+}
+
+// textHolds reports whether val holds the lower-cased text, ignoring case
+// as the search's check of a span's strings does (strings.ToLower).
+func textHolds(val []byte, lower string) bool {
+	for _, c := range val {
+		if c >= 0x80 {
+			return strings.Contains(strings.ToLower(string(val)), lower)
+		}
+	}
+	return containsFold(val, lower)
 }
 
 func (f *filter) resolve(v *view) *rowFilter {
@@ -377,7 +568,7 @@ func (rf *rowFilter) bodyMayMatch(body []byte) bool {
 			return false
 		}
 	}
-	if f.q.Text != "" && !rf.textInDict && !containsFold(body, f.text) {
+	if f.q.Text != "" && !rf.textInDict && f.textBytes && !containsFold(body, f.text) {
 		return false
 	}
 	if f.lit != nil && !rf.litInDict && !bytes.Contains(body, f.lit) {
@@ -782,12 +973,17 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, 
 		return res
 	}
 	rf := f.resolve(v)
+	s.useTerms(ctx, rf)
 	if rf.none {
 		return res
 	}
 	n := len(v.rows)
 	if v.order == nil {
 		for i := range v.rows {
+			if !rf.candidate(uint32(i)) {
+				res.scanned++
+				continue
+			}
 			s.scanRow(ctx, v, &v.rows[i], rf, &res, since, until, after, better)
 		}
 		return res
@@ -820,9 +1016,24 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, 
 		verdict = make([]uint8, n)
 		traces = map[uint32]*trace.Trace{}
 	}
+	// When the term index leaves few rows, the walk visits just those,
+	// in the same order (the time range and cursor are tested on each).
+	walk, end := idx, n
+	if cands := rf.candidates(); cands != nil && len(cands)*4 < n {
+		slices.SortFunc(cands, func(a, b uint32) int {
+			x, y := &v.rows[a], &v.rows[b]
+			c := cmp.Or(cmp.Compare(x.Start, y.Start), cmp.Compare(x.ID.Hi, y.ID.Hi), cmp.Compare(x.ID.Lo, y.ID.Lo))
+			if st.desc {
+				return -c
+			}
+			return c
+		})
+		walk, end, k = func(k int) uint32 { return cands[k] }, len(cands), 0
+		s.prefetch(ctx, v, rf, st, cands, since, until, after, better)
+	}
 	distinct := 0
-	for ; k < n; k++ {
-		ri := idx(k)
+	for ; k < end; k++ {
+		ri := walk(k)
 		r := &v.rows[ri]
 		if st.desc && r.Start < since || !st.desc && r.Start > until {
 			break
@@ -842,7 +1053,7 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, 
 			s.scanRow(ctx, v, r, rf, &res, since, until, after, better)
 		} else {
 			res.scanned++
-			if !rf.rowOK(r, since, until, after, better) {
+			if !rf.candidate(ri) || !rf.rowOK(r, since, until, after, better) {
 				continue
 			}
 			if verdict[ri] == 0 {
@@ -859,6 +1070,46 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, 
 	return res
 }
 
+// prefetch reads at once the pages of the first candidates a walk will
+// test (up to the limit, at most prefetchPages pages, 4 at a time): a
+// bucket answers several requests in the time of one, where the walk
+// would wait for each page in turn. The walk then finds them cached (a
+// page that did not read is read again by the walk, which reports it).
+func (s *Store) prefetch(ctx context.Context, v *view, rf *rowFilter, st *scanState, cands []uint32, since, until int64, after *cursorPos, better func(a, b cursorPos) bool) {
+	var pages []uint32
+	w := st.worst.Load()
+	for _, ri := range cands {
+		if len(pages) == min(st.limit, prefetchPages) {
+			break
+		}
+		r := &v.rows[ri]
+		if w != nil && !better(cursorPos{start: r.Start, id: r.ID}, *w) {
+			break
+		}
+		if rf.rowOK(r, since, until, after, better) && !slices.Contains(pages, r.Page) {
+			pages = append(pages, r.Page)
+		}
+	}
+	if len(pages) < 2 {
+		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for _, pg := range pages {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			_, _ = s.page(ctx, v.b, v.bi, int(pg)) // a page that fails is read again by the walk, which reports it
+		}()
+	}
+	wg.Wait()
+}
+
+// prefetchPages bounds the pages a walk reads ahead.
+const prefetchPages = 8
+
 // evalPage applies the span-level conditions to the rows of a block's
 // page that pass the summary conditions.
 func (s *Store) evalPage(ctx context.Context, v *view, rf *rowFilter, page uint32, verdict []uint8, traces map[uint32]*trace.Trace, since, until int64, after *cursorPos, better func(a, b cursorPos) bool) {
@@ -874,7 +1125,7 @@ func (s *Store) evalPage(ctx context.Context, v *view, rf *rowFilter, page uint3
 	for _, ri := range rows {
 		r := &v.rows[ri]
 		verdict[ri] = 2
-		if !rf.rowOK(r, since, until, after, better) || int(r.Index) >= len(bodies) {
+		if !rf.candidate(ri) || !rf.rowOK(r, since, until, after, better) || int(r.Index) >= len(bodies) {
 			continue
 		}
 		body := bodies[r.Index]

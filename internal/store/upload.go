@@ -220,6 +220,8 @@ func (s *Store) buildBlock(h *head) ([]byte, *block.Meta, error) {
 	}
 	defer f.Close()
 	row := 0
+	syms := &symbols{names: h.syms.names}
+	var terms []block.Term
 	for i, off := range h.chunks {
 		ch, raw, err := readBlock(f, off)
 		if err != nil {
@@ -233,7 +235,15 @@ func (s *Store) buildBlock(h *head) ([]byte, *block.Meta, error) {
 			if row >= len(h.rows) {
 				return nil, nil, fmt.Errorf("store: %s: more traces than rows", h.path)
 			}
-			w.Add(body, h.rows[row])
+			// The trace's terms, for the term index: its body decoded
+			// once more (the head keeps no terms: they would cost memory
+			// for every trace not yet in a block).
+			t, err := decodeTrace(body, syms)
+			if err != nil {
+				return nil, nil, fmt.Errorf("store: %s chunk %d: %w", h.path, i, err)
+			}
+			terms = appendTerms(terms[:0], t)
+			w.Add(body, h.rows[row], terms...)
 			row++
 		}
 	}

@@ -3,8 +3,12 @@
 // them (their dictionary, an index of trace summaries, Bloom filters), in
 // one data object that is written once, listed, read by range, compacted
 // and deleted whole — on a local directory or in object storage — and a
-// small meta object beside it. docs/STORE.md ("Blocks, version 2")
-// describes the bytes; testdata/block-v2.golden pins them.
+// small meta object beside it. docs/STORE.md ("Blocks") describes the
+// bytes; testdata/block-v3.golden pins those this version writes and
+// block-v2.golden those of version 2, which it still reads. Version 3
+// adds the term index (terms.go): every attribute pair, exception value
+// and status message of the block's traces with the rows that hold it,
+// so that a search reads only the pages of traces that may match.
 //
 // The package knows the container, not the trace encoding: a trace is an
 // opaque body whose strings are ids of the block's dictionary, which the
@@ -26,20 +30,35 @@ import (
 )
 
 // Version is the block format this package writes (and the newest it
-// reads).
-const Version = 2
+// reads); it reads every version from MinVersion on.
+const (
+	Version    = 3
+	MinVersion = 2
+)
 
 // The data object's fixed parts.
 const (
-	Magic      = "TBB2"
-	HeaderSize = 8  // magic, version u32
-	FooterSize = 96 // five sections of 16 bytes, traces u32, pages u32, version u32, magic
+	Magic      = "TBB2" // the same in every version: the version field tells them apart
+	HeaderSize = 8      // magic, version u32
+	// FooterSize is the footer of version 3: six sections of 16 bytes,
+	// traces u32, pages u32, version u32, magic; version 2's is
+	// FooterSizeV2 (five sections, no term index).
+	FooterSize   = 112
+	FooterSizeV2 = 96
 	// Limits checked when reading: a corrupt length must not make a reader
 	// allocate gigabytes.
 	MaxSection = 256 << 20
 	MaxPageRaw = 64 << 20
 	maxList    = 1 << 24
 )
+
+// footerSize returns the footer's size in a version.
+func footerSize(version uint32) int {
+	if version == 2 {
+		return FooterSizeV2
+	}
+	return FooterSize
+}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -78,8 +97,10 @@ type Section struct {
 // Footer is the last FooterSize bytes of a data object.
 type Footer struct {
 	Dict, Index, Pages, Attrs, IDs Section
-	Traces, PageCount              uint32
-	Version                        uint32
+	// Terms is the term index (version 3; zero in version 2).
+	Terms             Section
+	Traces, PageCount uint32
+	Version           uint32
 }
 
 // PageRef is a page's row in the page table.
@@ -140,6 +161,7 @@ type Writer struct {
 	spans    int
 	minStart int64
 	maxEnd   int64
+	terms    termSet
 }
 
 // NewWriter returns a Writer that cuts pages at pageSize uncompressed
@@ -154,9 +176,11 @@ func NewWriter(pageSize int) *Writer {
 	return w
 }
 
-// Add adds a trace's body with its summary (Page and Index are set here).
-// The body is copied.
-func (w *Writer) Add(body []byte, s Summary) {
+// Add adds a trace's body with its summary (Page and Index are set here)
+// and the terms the term index lists it under (repeats are fine). The
+// body and terms are copied.
+func (w *Writer) Add(body []byte, s Summary, terms ...Term) {
+	w.terms.add(terms)
 	w.raw = binary.AppendUvarint(w.raw, uint64(len(body)))
 	w.raw = append(w.raw, body...)
 	s.Page, s.Index = uint32(len(w.pages)), w.inPage
@@ -199,8 +223,8 @@ type Stats struct {
 }
 
 // Finish writes the rest of the data object (dictionary, index, page
-// table, the attribute filter, the trace-id filter, footer) and returns
-// it. dict[0] must be "" (id 0). attrs may be nil (no filter: every
+// table, the attribute filter, the trace-id filter, the term index,
+// footer) and returns it. dict[0] must be "" (id 0). attrs may be nil (no filter: every
 // search reads the block).
 func (w *Writer) Finish(dict []string, attrs *Bloom) ([]byte, Stats, error) {
 	if len(dict) == 0 || dict[0] != "" {
@@ -235,6 +259,7 @@ func (w *Writer) Finish(dict []string, attrs *Bloom) ([]byte, Stats, error) {
 		raw = append(raw, s...)
 	}
 	f.Dict = section(raw, true)
+	perm := sortRows(w.rows)
 	f.Index = section(appendIndex(nil, w.rows), true)
 	raw = raw[:0]
 	for _, p := range w.pages {
@@ -254,6 +279,7 @@ func (w *Writer) Finish(dict []string, attrs *Bloom) ([]byte, Stats, error) {
 		ids.Add(HashID(w.rows[i].ID))
 	}
 	f.IDs = section(ids.Marshal(nil), false)
+	f.Terms = section(w.terms.appendTerms(nil, perm), true)
 	w.data = appendFooter(w.data, f)
 	st := Stats{Traces: len(w.rows), Spans: w.spans, Size: int64(len(w.data)), FooterCRC: FooterChecksum(w.data)}
 	if len(w.rows) > 0 {
@@ -271,10 +297,15 @@ func HashID(id trace.ID) uint64 {
 	return h
 }
 
-// appendIndex appends the index rows, sorted by trace id then start (the
-// rows are sorted in place).
-func appendIndex(dst []byte, rows []Summary) []byte {
-	slices.SortStableFunc(rows, func(a, b Summary) int {
+// sortRows sorts the rows by trace id, then start (stable), and returns
+// where each came from: perm[i] is the Add-order number of row i.
+func sortRows(rows []Summary) []uint32 {
+	perm := make([]uint32, len(rows))
+	for i := range perm {
+		perm[i] = uint32(i)
+	}
+	slices.SortStableFunc(perm, func(x, y uint32) int {
+		a, b := &rows[x], &rows[y]
 		switch {
 		case a.ID.Hi != b.ID.Hi:
 			return cmpU64(a.ID.Hi, b.ID.Hi)
@@ -287,6 +318,16 @@ func appendIndex(dst []byte, rows []Summary) []byte {
 		}
 		return 0
 	})
+	sorted := make([]Summary, len(rows))
+	for i, p := range perm {
+		sorted[i] = rows[p]
+	}
+	copy(rows, sorted)
+	return perm
+}
+
+// appendIndex appends the index rows (sorted by sortRows).
+func appendIndex(dst []byte, rows []Summary) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(rows)))
 	for i := range rows {
 		r := &rows[i]
@@ -322,7 +363,11 @@ func cmpU64(a, b uint64) int {
 }
 
 func appendFooter(dst []byte, f Footer) []byte {
-	for _, s := range [...]Section{f.Dict, f.Index, f.Pages, f.Attrs, f.IDs} {
+	secs := []Section{f.Dict, f.Index, f.Pages, f.Attrs, f.IDs, f.Terms}
+	if f.Version == 2 {
+		secs = secs[:5]
+	}
+	for _, s := range secs {
 		dst = binary.BigEndian.AppendUint64(dst, s.Off)
 		dst = binary.BigEndian.AppendUint32(dst, s.Len)
 		dst = binary.BigEndian.AppendUint32(dst, s.CRC)
@@ -334,28 +379,42 @@ func appendFooter(dst []byte, f Footer) []byte {
 }
 
 // FooterChecksum returns the CRC-32C of a data object's footer (its last
-// FooterSize bytes; of all of it when shorter).
+// bytes, as many as its version's footer has; all of it when shorter).
 func FooterChecksum(data []byte) uint32 {
-	return crc32.Checksum(data[max(len(data)-FooterSize, 0):], castagnoli)
+	n := FooterSizeV2
+	if len(data) >= 8 {
+		n = footerSize(binary.BigEndian.Uint32(data[len(data)-8:]))
+	}
+	return crc32.Checksum(data[max(len(data)-n, 0):], castagnoli)
 }
 
-// ParseFooter reads the footer, the last FooterSize bytes of a data object
-// of size bytes, and checks that its sections lie within the object.
+// ParseFooter reads the footer at the end of tail, the last bytes of a
+// data object of size bytes (at least its version's footer size: read
+// FooterSize, or all of a smaller object), and checks that its sections
+// lie within the object.
 func ParseFooter(tail []byte, size int64) (Footer, error) {
 	var f Footer
-	if len(tail) != FooterSize || size < HeaderSize+FooterSize {
+	if len(tail) < FooterSizeV2 || size < HeaderSize+FooterSizeV2 || int64(len(tail)) > size {
 		return f, corruptf("%d bytes: too short for a block", size)
 	}
-	if string(tail[FooterSize-4:]) != Magic {
+	if string(tail[len(tail)-4:]) != Magic {
 		return f, corruptf("no %s footer (not a block, or cut short)", Magic)
 	}
-	f.Version = binary.BigEndian.Uint32(tail[88:])
-	if f.Version != Version {
-		return f, corruptf("version %d (this tracebridge reads %d)", f.Version, Version)
+	f.Version = binary.BigEndian.Uint32(tail[len(tail)-8:])
+	if f.Version < MinVersion || f.Version > Version {
+		return f, corruptf("version %d (this tracebridge reads %d to %d)", f.Version, MinVersion, Version)
 	}
-	secs := [...]*Section{&f.Dict, &f.Index, &f.Pages, &f.Attrs, &f.IDs}
-	names := [...]string{"dictionary", "index", "page table", "attribute filter", "id filter"}
-	end := uint64(size - FooterSize)
+	fs := footerSize(f.Version)
+	if len(tail) < fs || size < int64(HeaderSize+fs) {
+		return f, corruptf("%d bytes: too short for a block of version %d", size, f.Version)
+	}
+	tail = tail[len(tail)-fs:]
+	secs := []*Section{&f.Dict, &f.Index, &f.Pages, &f.Attrs, &f.IDs, &f.Terms}
+	names := [...]string{"dictionary", "index", "page table", "attribute filter", "id filter", "term index"}
+	if f.Version == 2 {
+		secs = secs[:5]
+	}
+	end := uint64(size) - uint64(fs)
 	for i, s := range secs {
 		p := tail[16*i:]
 		*s = Section{Off: binary.BigEndian.Uint64(p), Len: binary.BigEndian.Uint32(p[8:]), CRC: binary.BigEndian.Uint32(p[12:])}
@@ -363,8 +422,8 @@ func ParseFooter(tail []byte, size int64) (Footer, error) {
 			return f, corruptf("%s at %d (%d bytes) outside the object", names[i], s.Off, s.Len)
 		}
 	}
-	f.Traces = binary.BigEndian.Uint32(tail[80:])
-	f.PageCount = binary.BigEndian.Uint32(tail[84:])
+	f.Traces = binary.BigEndian.Uint32(tail[fs-16:])
+	f.PageCount = binary.BigEndian.Uint32(tail[fs-12:])
 	if uint64(f.PageCount)*pageRefSize != uint64(f.Pages.Len) {
 		return f, corruptf("page table of %d bytes for %d pages", f.Pages.Len, f.PageCount)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,8 +33,22 @@ func (m mem) GetRange(_ context.Context, key string, off, n int64) ([]byte, erro
 	return p[off : off+n], nil
 }
 
+// sampleTerms are trace i's terms in sample: a user of seven, a status
+// code, every fifth a message, every ninth a value too long to keep whole,
+// and a repeat.
+func sampleTerms(i int) []Term {
+	terms := []Term{{"user.id", fmt.Sprintf("user-%d", i%7)}, {"http.status_code", map[bool]string{true: "500", false: "200"}[i%4 == 1]}, {"user.id", fmt.Sprintf("user-%d", i%7)}}
+	if i%5 == 0 {
+		terms = append(terms, Term{"", "Connection Reset ü"})
+	}
+	if i%9 == 0 {
+		terms = append(terms, Term{"db.statement", strings.Repeat("SELECT x FROM t ", 20) + fmt.Sprint(i)})
+	}
+	return terms
+}
+
 // sample writes a block of n traces with bodies "body-<i>" over a small
-// dictionary, in pages of pageSize bytes.
+// dictionary, in pages of pageSize bytes, with sampleTerms.
 func sample(t testing.TB, n, pageSize int) ([]byte, Stats, []Summary, []string) {
 	dict := []string{"", "GET /", "web", "db", "host-a"}
 	w := NewWriter(pageSize)
@@ -41,7 +56,7 @@ func sample(t testing.TB, n, pageSize int) ([]byte, Stats, []Summary, []string) 
 	for i := range n {
 		s := Summary{ID: trace.ID{Hi: uint64(i % 3), Lo: uint64(1000 - i)}, Start: 1_700_000_000_000_000_000 + int64(i)*1000, Duration: int64(10 + i),
 			Spans: uint32(1 + i%4), Errors: uint32(i % 2), Broken: i%5 == 0, Name: 1, Services: []uint32{2, 3}[:1+i%2], Hosts: []uint32{4}}
-		w.Add(fmt.Appendf(nil, "body-%d", i), s)
+		w.Add(fmt.Appendf(nil, "body-%d", i), s, sampleTerms(i)...)
 		want = append(want, s)
 	}
 	attrs := NewBloom(4)
@@ -142,10 +157,12 @@ func TestEmptyBlockAndNoFilter(t *testing.T) {
 }
 
 // TestGolden: the bytes of a block are pinned; a block written by this
-// version reads in every later one.
+// version reads in every later one. block-v3.golden is what this version
+// writes; block-v2.golden was written by version 2 (no term index) and
+// must keep reading.
 func TestGolden(t *testing.T) {
 	data, _, want, _ := sample(t, 20, 128)
-	path := filepath.Join("testdata", "block-v2.golden")
+	path := filepath.Join("testdata", fmt.Sprintf("block-v%d.golden", Version))
 	if *update {
 		os.MkdirAll("testdata", 0o755)
 		if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -159,14 +176,38 @@ func TestGolden(t *testing.T) {
 	if !bytes.Equal(golden, data) {
 		t.Errorf("the block format changed: %s differs from what this version writes (run with -update only for a new format version)", path)
 	}
-	ctx := context.Background()
-	r, err := Open(ctx, mem{"g": golden}, "g", int64(len(golden)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := r.Verify(ctx)
-	if err != nil || len(rows) != len(want) {
-		t.Fatalf("golden block: %d rows, %v", len(rows), err)
+	for v := MinVersion; v <= Version; v++ {
+		path := filepath.Join("testdata", fmt.Sprintf("block-v%d.golden", v))
+		golden, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		r, err := Open(ctx, mem{"g": golden}, "g", int64(len(golden)))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if r.Footer.Version != uint32(v) {
+			t.Errorf("%s: version %d", path, r.Footer.Version)
+		}
+		rows, err := r.Verify(ctx)
+		if err != nil || len(rows) != len(want) {
+			t.Fatalf("%s: %d rows, %v", path, len(rows), err)
+		}
+		pages, _ := r.Pages(ctx)
+		for _, row := range rows {
+			bodies, err := r.Page(ctx, pages, int(row.Page))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := int(1000 - row.ID.Lo); string(bodies[row.Index]) != fmt.Sprintf("body-%d", n) {
+				t.Fatalf("%s: row of trace %d reads %q", path, n, bodies[row.Index])
+			}
+		}
+		terms, err := r.Terms(ctx)
+		if err != nil || (v >= 3) != (terms != nil) {
+			t.Fatalf("%s: terms %v, %v", path, terms, err)
+		}
 	}
 }
 

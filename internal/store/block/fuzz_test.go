@@ -2,6 +2,8 @@ package block
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -13,6 +15,11 @@ func FuzzReadBlock(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte("TBB2\x00\x00\x00\x02"))
+	for _, golden := range []string{"block-v2.golden", "block-v3.golden"} {
+		if p, err := os.ReadFile(filepath.Join("testdata", golden)); err == nil {
+			f.Add(p)
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ctx := context.Background()
 		r, err := Open(ctx, mem{"f": data}, "f", int64(len(data)))

@@ -122,13 +122,13 @@ func ParseMeta(p []byte) (*Meta, error) {
 		return nil, corruptf("meta: %v", err)
 	}
 	switch {
-	case m.Version != Version:
-		return nil, corruptf("meta: version %d (this tracebridge reads %d)", m.Version, Version)
+	case m.Version < MinVersion || m.Version > Version:
+		return nil, corruptf("meta: version %d (this tracebridge reads %d to %d)", m.Version, MinVersion, Version)
 	case !ValidID(m.ID):
 		return nil, corruptf("meta: id %q", m.ID)
 	case m.Host == "":
 		return nil, corruptf("meta: no host")
-	case m.Size < HeaderSize+FooterSize:
+	case m.Size < HeaderSize+FooterSizeV2:
 		return nil, corruptf("meta: size %d", m.Size)
 	case m.Traces < 0 || m.Spans < 0 || m.Traces > 0 && m.MaxEnd < m.MinStart:
 		return nil, corruptf("meta: counts or times out of order")
@@ -144,6 +144,8 @@ func (m *Meta) Matches(size int64, f Footer, footerCRC uint32) error {
 		return corruptf("meta says %d bytes, the data object has %d", m.Size, size)
 	case m.FooterCRC != footerCRC:
 		return corruptf("meta and data belong to different blocks (footer checksum %08x, meta says %08x)", footerCRC, m.FooterCRC)
+	case m.Version != int(f.Version):
+		return corruptf("meta says version %d, the data object is of version %d", m.Version, f.Version)
 	case m.Traces != int(f.Traces):
 		return corruptf("meta says %d traces, the data holds %d", m.Traces, f.Traces)
 	}

@@ -3,6 +3,7 @@ package block
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 )
 
 // RangeGetter reads bytes of a data object (objstore's GetRange).
@@ -23,10 +24,13 @@ type Reader struct {
 
 // Open reads and checks the footer of the data object key of size bytes.
 func Open(ctx context.Context, get RangeGetter, key string, size int64) (*Reader, error) {
-	if size < HeaderSize+FooterSize {
+	if size < HeaderSize+FooterSizeV2 {
 		return nil, fmt.Errorf("block %s: %w", key, corruptf("%d bytes: too short for a block", size))
 	}
-	tail, err := get.GetRange(ctx, key, size-FooterSize, FooterSize)
+	// The footer of the newest version is the longest: read that much (a
+	// smaller object of an older version: all of it but the header).
+	n := min(int64(FooterSize), size-HeaderSize)
+	tail, err := get.GetRange(ctx, key, size-n, n)
 	if err != nil {
 		return nil, fmt.Errorf("block %s: footer: %w", key, err)
 	}
@@ -34,7 +38,7 @@ func Open(ctx context.Context, get RangeGetter, key string, size int64) (*Reader
 	if err != nil {
 		return nil, fmt.Errorf("block %s: %w", key, err)
 	}
-	return &Reader{get: get, key: key, size: size, Footer: f, FooterCRC: FooterChecksum(tail)}, nil
+	return &Reader{get: get, key: key, size: size, Footer: f, FooterCRC: crc32.Checksum(tail[len(tail)-footerSize(f.Version):], castagnoli)}, nil
 }
 
 // Key returns the data object's key; Size its size.
@@ -106,6 +110,20 @@ func (r *Reader) IDs(ctx context.Context) (*Bloom, error) {
 	return b, r.wrap(err)
 }
 
+// Terms reads the term index (nil, nil for a block of version 2, which
+// has none: every trace may hold any term).
+func (r *Reader) Terms(ctx context.Context) (*Terms, error) {
+	if r.Footer.Version < 3 {
+		return nil, nil
+	}
+	p, err := r.section(ctx, r.Footer.Terms, "term index")
+	if err != nil {
+		return nil, err
+	}
+	t, err := r.Footer.ParseTerms(p)
+	return t, r.wrap(err)
+}
+
 // Page reads page i's trace bodies.
 func (r *Reader) Page(ctx context.Context, pages []PageRef, i int) ([][]byte, error) {
 	if i < 0 || i >= len(pages) {
@@ -122,7 +140,8 @@ func (r *Reader) Page(ctx context.Context, pages []PageRef, i int) ([][]byte, er
 
 // Verify reads and checks every part of the block: checksums, the index
 // against the page table and dictionary, each page's trace count, the id
-// filter holding every indexed trace. It returns the index.
+// filter holding every indexed trace, the term index's rows. It returns
+// the index.
 func (r *Reader) Verify(ctx context.Context) ([]Summary, error) {
 	dict, err := r.Dict(ctx)
 	if err != nil {
@@ -141,6 +160,9 @@ func (r *Reader) Verify(ctx context.Context) ([]Summary, error) {
 	}
 	ids, err := r.IDs(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := r.Terms(ctx); err != nil {
 		return nil, err
 	}
 	for i := range rows {

@@ -1,0 +1,344 @@
+package block
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Term is what a trace is found by in a block's term index (version 3):
+// an attribute's key and value (of a span, its resource or scope, or an
+// exception event), or a span's status message under the key "".
+type Term struct {
+	Key, Value string
+}
+
+// MaxTermValue is the longest value the term index keeps whole: a longer
+// one is kept as its first MaxTermValue bytes, marked truncated, so that
+// an index of unique long values (statements, messages) stays small. A
+// truncated term may hold any text.
+const MaxTermValue = 256
+
+// termKey is a term as the writer collects it.
+type termKey struct {
+	key, value string
+	truncated  bool
+}
+
+// terms collects the writer's terms and each row's.
+type termSet struct {
+	ids  map[termKey]uint32
+	list []termKey
+	// rowTerms[rowEnd[i-1]:rowEnd[i]] are row i's term ids (in Add order).
+	rowTerms []uint32
+	rowEnd   []uint32
+}
+
+func (ts *termSet) add(terms []Term) {
+	if ts.ids == nil {
+		ts.ids = map[termKey]uint32{}
+	}
+	first := len(ts.rowTerms)
+	for _, t := range terms {
+		k := termKey{key: t.Key, value: t.Value}
+		if len(k.value) > MaxTermValue {
+			k.value, k.truncated = k.value[:MaxTermValue], true
+		}
+		id, ok := ts.ids[k]
+		if !ok {
+			// The strings are kept: the caller's may be reused.
+			k.key, k.value = strings.Clone(k.key), strings.Clone(k.value)
+			id = uint32(len(ts.list))
+			ts.ids[k] = id
+			ts.list = append(ts.list, k)
+		}
+		ts.rowTerms = append(ts.rowTerms, id)
+	}
+	// A term once a row.
+	row := ts.rowTerms[first:]
+	slices.Sort(row)
+	ts.rowTerms = ts.rowTerms[:first+len(slices.Compact(row))]
+	ts.rowEnd = append(ts.rowEnd, uint32(len(ts.rowTerms)))
+}
+
+// appendTerms appends the term index: perm[i] is the Add-order number of
+// the index's row i.
+func (ts *termSet) appendTerms(dst []byte, perm []uint32) []byte {
+	// The postings of every term, in row order: counted, then filled.
+	n := len(ts.list)
+	count := make([]uint32, n+1)
+	for _, id := range ts.rowTerms {
+		count[id+1]++
+	}
+	for i := 1; i <= n; i++ {
+		count[i] += count[i-1]
+	}
+	post := make([]uint32, len(ts.rowTerms))
+	fill := slices.Clone(count[:n])
+	for row, old := range perm {
+		lo := uint32(0)
+		if old > 0 {
+			lo = ts.rowEnd[old-1]
+		}
+		for _, id := range ts.rowTerms[lo:ts.rowEnd[old]] {
+			post[fill[id]] = uint32(row)
+			fill[id]++
+		}
+	}
+	order := make([]uint32, n)
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	slices.SortFunc(order, func(a, b uint32) int {
+		x, y := &ts.list[a], &ts.list[b]
+		if c := strings.Compare(x.key, y.key); c != 0 {
+			return c
+		}
+		if c := strings.Compare(x.value, y.value); c != 0 {
+			return c
+		}
+		switch {
+		case x.truncated == y.truncated:
+			return 0
+		case y.truncated:
+			return -1
+		}
+		return 1
+	})
+	keys := 0
+	for i, id := range order {
+		if i == 0 || ts.list[id].key != ts.list[order[i-1]].key {
+			keys++
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(keys))
+	for i := 0; i < len(order); {
+		key := ts.list[order[i]].key
+		j := i
+		for j < len(order) && ts.list[order[j]].key == key {
+			j++
+		}
+		dst = binary.AppendUvarint(dst, uint64(len(key)))
+		dst = append(dst, key...)
+		dst = binary.AppendUvarint(dst, uint64(j-i))
+		for _, id := range order[i:j] {
+			t := &ts.list[id]
+			l := uint64(len(t.value)) << 1
+			if t.truncated {
+				l |= 1
+			}
+			dst = binary.AppendUvarint(dst, l)
+			dst = append(dst, t.value...)
+			rows := post[count[id]:count[id+1]]
+			dst = binary.AppendUvarint(dst, uint64(len(rows)))
+			prev := uint32(0)
+			for k, r := range rows {
+				if k == 0 {
+					dst = binary.AppendUvarint(dst, uint64(r))
+				} else {
+					dst = binary.AppendUvarint(dst, uint64(r-prev))
+				}
+				prev = r
+			}
+		}
+		i = j
+	}
+	return dst
+}
+
+// Terms is a block's term index, read: every term of the block's traces
+// with the index rows (numbers in the index's order) that hold it. It
+// keeps the section's bytes; rows are decoded when asked for.
+type Terms struct {
+	raw   []byte
+	keys  []termGroup
+	terms []termRef
+}
+
+type termGroup struct {
+	key         string
+	first, next uint32 // its terms are terms[first:next]
+}
+
+type termRef struct {
+	valOff, valLen uint32
+	postOff, count uint32 // the rows' uvarints start at raw[postOff]
+	truncated      bool
+}
+
+// Size returns the memory the index takes, roughly.
+func (t *Terms) Size() int64 {
+	if t == nil {
+		return 0
+	}
+	n := int64(len(t.raw)) + 20*int64(len(t.terms)) + 48
+	for _, g := range t.keys {
+		n += int64(len(g.key)) + 24
+	}
+	return n
+}
+
+// Len returns the number of terms.
+func (t *Terms) Len() int { return len(t.terms) }
+
+// Term returns term i: its key, its value (a slice of the index's bytes:
+// not to be changed) and whether the value is truncated.
+func (t *Terms) Term(i int) (key string, value []byte, truncated bool) {
+	r := &t.terms[i]
+	g := sortSearchGroup(t.keys, uint32(i))
+	return t.keys[g].key, t.raw[r.valOff : r.valOff+r.valLen], r.truncated
+}
+
+func sortSearchGroup(keys []termGroup, i uint32) int {
+	lo, hi := 0, len(keys)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if keys[m].next <= i {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// Key returns the range [first, next) of the terms of key (empty when
+// the block has none).
+func (t *Terms) Key(key string) (first, next int) {
+	i, ok := slices.BinarySearchFunc(t.keys, key, func(g termGroup, k string) int { return strings.Compare(g.key, k) })
+	if !ok {
+		return 0, 0
+	}
+	return int(t.keys[i].first), int(t.keys[i].next)
+}
+
+// Value returns term i's value and whether it is truncated.
+func (t *Terms) Value(i int) ([]byte, bool) {
+	r := &t.terms[i]
+	return t.raw[r.valOff : r.valOff+r.valLen], r.truncated
+}
+
+// Lookup returns the terms a trace with the attribute key=value is listed
+// under: the term itself, or, for a value longer than MaxTermValue, the
+// truncated term of its first bytes. ok is false when there is none.
+func (t *Terms) Lookup(key, value string) (i int, ok bool) {
+	first, next := t.Key(key)
+	want, trunc := value, false
+	if len(want) > MaxTermValue {
+		want, trunc = want[:MaxTermValue], true
+	}
+	j, found := slices.BinarySearchFunc(t.terms[first:next], want, func(r termRef, v string) int {
+		return strings.Compare(string(t.raw[r.valOff:r.valOff+r.valLen]), v)
+	})
+	for j += first; found && j < next; j++ {
+		r := &t.terms[j]
+		if string(t.raw[r.valOff:r.valOff+r.valLen]) != want {
+			break
+		}
+		if r.truncated == trunc {
+			return j, true
+		}
+	}
+	return 0, false
+}
+
+// Rows calls f with the index rows of term i, in ascending order.
+func (t *Terms) Rows(i int, f func(row uint32)) {
+	r := &t.terms[i]
+	p := t.raw[r.postOff:]
+	row := uint64(0)
+	for k := range r.count {
+		v, n := binary.Uvarint(p)
+		p = p[n:]
+		if k == 0 {
+			row = v
+		} else {
+			row += v
+		}
+		f(uint32(row))
+	}
+}
+
+// Count returns the number of rows of term i.
+func (t *Terms) Count(i int) int { return int(t.terms[i].count) }
+
+// ParseTerms checks and decodes the term index section's stored bytes
+// (nil for a block of version 2, which has none): every row number is
+// checked against the footer's trace count, so Rows needs no checks.
+func (f Footer) ParseTerms(stored []byte) (*Terms, error) {
+	if f.Version < 3 {
+		return nil, nil
+	}
+	raw, err := f.Terms.unpack(stored, "term index")
+	if err != nil {
+		return nil, err
+	}
+	r := &reader{p: raw}
+	t := &Terms{raw: raw}
+	nkeys := r.count("term index keys", 2)
+	t.keys = make([]termGroup, 0, nkeys)
+	for range nkeys {
+		kl := r.uvarint("term key length")
+		key := string(r.bytes(int(min(kl, math.MaxInt32)), "term key"))
+		if r.err == nil && len(t.keys) > 0 && t.keys[len(t.keys)-1].key >= key {
+			r.fail("term keys out of order")
+		}
+		n := r.count("terms of a key", 2)
+		g := termGroup{key: key, first: uint32(len(t.terms))}
+		var prev []byte
+		prevTrunc := false
+		for k := range n {
+			l := r.uvarint("term value length")
+			off := r.off
+			v := r.bytes(int(min(l>>1, MaxTermValue+1)), "term value")
+			trunc := l&1 != 0
+			if r.err == nil && (l>>1 > MaxTermValue || trunc && l>>1 != MaxTermValue) {
+				r.fail("term value length")
+			}
+			if r.err == nil && k > 0 {
+				c := bytes.Compare(prev, v)
+				if c > 0 || c == 0 && (prevTrunc || !trunc) {
+					r.fail("term values out of order")
+				}
+			}
+			prev, prevTrunc = v, trunc
+			cnt := r.count("term rows", 1)
+			if r.err == nil && (cnt == 0 || cnt > int(f.Traces)) {
+				r.fail("term rows count")
+			}
+			postOff := r.off
+			row := uint64(0)
+			for j := range cnt {
+				d := r.uvarint("term row")
+				if j > 0 && d == 0 {
+					r.fail("term rows out of order")
+				}
+				row += d
+				if r.err == nil && row >= uint64(f.Traces) {
+					r.fail("term row beyond the index")
+				}
+			}
+			if r.err != nil {
+				return nil, r.err
+			}
+			t.terms = append(t.terms, termRef{valOff: uint32(off), valLen: uint32(len(v)), postOff: uint32(postOff), count: uint32(cnt), truncated: trunc})
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		g.next = uint32(len(t.terms))
+		if g.next == g.first {
+			return nil, corruptf("term index: key %q without terms", key)
+		}
+		t.keys = append(t.keys, g)
+	}
+	if r.err == nil && r.off != len(raw) {
+		r.fail("term index: trailing bytes")
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return t, nil
+}
