@@ -144,6 +144,10 @@ type Assembler struct {
 	// invocation ran, and the tasks waiting for their parent's.
 	invs    map[invKey]int64
 	waiting map[invKey][]int64
+
+	// syms numbers the strings of the Kieker events threads buffer
+	// (kevents.go).
+	syms *symtab
 }
 
 // NewAssembler returns an assembler.
@@ -192,7 +196,8 @@ type thread struct {
 	tid     string
 	host    string
 	sess    string
-	evs     []kev
+	evs     []kev   // buffered events (kevents.go)
+	syms    *symtab // the table of evs' strings
 
 	// Invocation identifiers: this trace's invocation, the parent
 	// invocation it waits for, and whether one names its parent (then
@@ -208,19 +213,6 @@ type thread struct {
 	spans    []Span  // calls of this thread, open and closed, not yet emitted
 	attached bool    // the thread's roots have been hung under the parent
 	maxTS    int64
-}
-
-// kev is one Kieker event of a thread trace, as the assembler keeps it.
-type kev struct {
-	order      int32
-	role       Role
-	failed     bool
-	split      bool
-	join       bool
-	ts         int64
-	op, class  string
-	cause      string
-	cop, cclas string // CallOperationEvent's callee
 }
 
 // oer is one OperationExecutionRecord.
@@ -329,7 +321,7 @@ func (a *Assembler) family(id ID, recordTime int64) *family {
 func (a *Assembler) thread(kid int64, recordTime int64) *thread {
 	th := a.threads[kid]
 	if th == nil {
-		th = &thread{kid: kid, parent: -1, porder: -1, next: 0}
+		th = &thread{kid: kid, parent: -1, porder: -1, next: 0, syms: a.symbols()}
 		th.fam = a.family(KiekerID(kid), recordTime)
 		th.fam.threads = append(th.fam.threads, th)
 		a.threads[kid] = th
@@ -412,12 +404,19 @@ func intField(v []record.Value, i int) int64 {
 func (a *Assembler) event(r *record.Record, ti *TypeInfo) {
 	a.st.Records++
 	v := r.Values
+	ts := intField(v, ti.Timestamp)
+	th := a.thread(v[ti.TraceID].Int(), ts)
+	sy := th.syms
 	e := kev{
 		order: int32(v[ti.OrderIndex].Int()), role: ti.Role, failed: ti.Failed, split: ti.Split, join: ti.Join,
-		ts: intField(v, ti.Timestamp), op: strField(v, ti.Op), class: strField(v, ti.Class), cause: strField(v, ti.Cause),
-		cop: strField(v, ti.CalleeOp), cclas: strField(v, ti.CalleeClass),
+		ts: ts, op: sy.id(strField(v, ti.Op)), class: sy.id(strField(v, ti.Class)),
 	}
-	th := a.thread(v[ti.TraceID].Int(), e.ts)
+	if ti.Cause >= 0 {
+		e.cause = sy.id(v[ti.Cause].Str())
+	}
+	if ti.CalleeOp >= 0 {
+		e.cop, e.cclas = sy.id(v[ti.CalleeOp].Str()), sy.id(strField(v, ti.CalleeClass))
+	}
 	th.evented = true
 	th.evs = append(th.evs, e)
 	th.fam.size++
@@ -630,11 +629,20 @@ func (a *Assembler) finish(f *family, final bool) {
 		a.spansPer += n - a.spansPer/16 // an exponential average over ~16 traces, ×16
 	}
 	spans := f.spans
-	spans = append(spans, a.replayThreads(f, final, &t.Broken)...)
-	spans = append(spans, executions(f.id, f.oers, &t.Broken, &a.st.Duplicates)...)
+	calls := a.replayThreads(f, final, &t.Broken)
+	if len(spans) == 0 && len(f.oers) == 0 {
+		// Kieker event traces: the calls as replayThreads made them (no
+		// copy), mostly in tree order already.
+		spans = calls
+	} else {
+		spans = append(spans, calls...)
+		spans = append(spans, executions(f.id, f.oers, &t.Broken, &a.st.Duplicates)...)
+	}
 	t.Spans = spans
 	t.Resources, t.Scopes = f.resources, f.scopes
-	a.st.Duplicates += int64(tree(t))
+	if len(f.spans) > 0 || len(f.oers) > 0 || !inTreeOrder(t) {
+		a.st.Duplicates += int64(tree(t))
+	}
 	a.st.Traces++
 	a.st.Spans += int64(len(t.Spans))
 	if len(t.Broken) > 0 {
@@ -703,9 +711,17 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 	var out []Span
 	for _, th := range order {
 		a.st.Duplicates += int64(th.replay(broken))
+		th.syms = a.symbols() // (nothing buffered refers to the old one)
 		a.attach(th, byKid, broken)
 	}
 	for _, th := range order {
+		if final && len(th.stack) == 0 && len(out) == 0 {
+			// Nothing stays open: the calls are handed on as they are.
+			out, th.spans = th.spans, nil
+			th.assumed = nil
+			a.forgetThread(th, out, broken)
+			continue
+		}
 		keep := th.spans[:0]
 		open := map[int32]bool{}
 		for _, i := range th.stack {
@@ -726,13 +742,7 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 		}
 		if final {
 			th.spans, th.stack, th.assumed = nil, nil, nil
-			if !th.meta && !th.evented && !th.hasInv {
-				// Named as a parent (parentTraceId) by a thread of this
-				// trace, and nothing of it came within the window.
-				*broken = append(*broken, fmt.Sprintf("parent trace %d never arrived", th.kid))
-			} else if !th.meta && len(th.evs) == 0 && len(out) > 0 {
-				*broken = append(*broken, fmt.Sprintf("no TraceMetadata for trace %d", th.kid))
-			}
+			a.forgetThread(th, out, broken)
 			continue
 		}
 		// Open calls stay, renumbered (the stack lists them in order).
@@ -745,6 +755,19 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 	return out
 }
 
+// forgetThread reports, when th's trace ends, a thread of which only its
+// name came (as another's parent) or that had no metadata; out is what
+// the trace's threads gave so far.
+func (a *Assembler) forgetThread(th *thread, out []Span, broken *[]string) {
+	if !th.meta && !th.evented && !th.hasInv {
+		// Named as a parent (parentTraceId) by a thread of this
+		// trace, and nothing of it came within the window.
+		*broken = append(*broken, fmt.Sprintf("parent trace %d never arrived", th.kid))
+	} else if !th.meta && len(th.evs) == 0 && len(out) > 0 {
+		*broken = append(*broken, fmt.Sprintf("no TraceMetadata for trace %d", th.kid))
+	}
+}
+
 // replay consumes the thread's buffered events in orderIndex order. It
 // returns the number of events dropped as duplicates: an event equal to
 // an earlier one with its orderIndex (another with the same orderIndex
@@ -752,7 +775,10 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 func (th *thread) replay(broken *[]string) (dups int) {
 	evs := th.evs
 	th.evs = nil
-	sort.SliceStable(evs, func(i, j int) bool { return evs[i].order < evs[j].order })
+	sortEvents(evs)
+	if len(th.spans) == 0 && cap(th.spans) == 0 {
+		th.spans = make([]Span, 0, len(evs)/2+1)
+	}
 	seen := -1
 	run := 0 // the first event of evs with orderIndex seen
 	for i := range evs {
@@ -785,14 +811,14 @@ func (th *thread) replay(broken *[]string) (dups int) {
 			s := Span{
 				SpanID:    kiekerSpanID(th.kid, e.order),
 				Parent:    -1,
-				Operation: e.op, Component: e.class,
+				Operation: th.name(e.op), Component: th.name(e.class),
 				Host: th.host, Thread: th.tid, Session: th.sess,
 				Start: e.ts, End: e.ts,
 				OrderIndex: e.order, EOI: -1, ESS: -1, KiekerTrace: th.kid,
 				Kind: KindInternal, Source: FromEvents,
 			}
-			if e.class == "" {
-				s.Component = componentOf(e.op)
+			if e.class == 0 {
+				s.Component = componentOf(s.Operation)
 			}
 			if n := len(th.stack); n > 0 {
 				s.ParentID = th.spans[th.stack[n-1]].SpanID
@@ -802,45 +828,46 @@ func (th *thread) replay(broken *[]string) (dups int) {
 		case RoleAfter:
 			n := len(th.stack)
 			if n == 0 {
-				*broken = append(*broken, fmt.Sprintf("%s at orderIndex %d of trace %d returns from no open call", e.op, e.order, th.kid))
+				*broken = append(*broken, fmt.Sprintf("%s at orderIndex %d of trace %d returns from no open call", th.name(e.op), e.order, th.kid))
 				continue
 			}
 			s := &th.spans[th.stack[n-1]]
 			th.stack = th.stack[:n-1]
-			if s.Operation != e.op || e.class != "" && s.Component != e.class {
-				*broken = append(*broken, fmt.Sprintf("return from %s (class %s) at orderIndex %d of trace %d, but %s (class %s, orderIndex %d) is the open call", e.op, e.class, e.order, th.kid, s.Operation, s.Component, s.OrderIndex))
+			if op, class := th.name(e.op), th.name(e.class); s.Operation != op || class != "" && s.Component != class {
+				*broken = append(*broken, fmt.Sprintf("return from %s (class %s) at orderIndex %d of trace %d, but %s (class %s, orderIndex %d) is the open call", op, class, e.order, th.kid, s.Operation, s.Component, s.OrderIndex))
 			}
 			s.End = e.ts
 			if e.failed {
+				cause := th.name(e.cause)
 				s.Error = true
 				s.Status = StatusError
-				s.StatusMessage = e.cause
-				s.Events = append(s.Events, Event{Name: "exception", Time: e.ts, Attributes: []Attr{{Key: "exception.type", Value: e.cause, Type: TypeString}}})
+				s.StatusMessage = cause
+				s.Events = append(s.Events, Event{Name: "exception", Time: e.ts, Attributes: []Attr{{Key: "exception.type", Value: cause, Type: TypeString}}})
 			}
 			s.afterOrder = e.order
 		default:
-			if e.cop != "" && !calledNext(evs[i+1:], e) {
+			if e.cop != 0 && !calledNext(evs[i+1:], e) {
 				// A call into code that is not instrumented: a call of
 				// no duration under the open call. (When the callee is
 				// instrumented, its Before follows and is the call.)
 				s := Span{
 					SpanID:    kiekerSpanID(th.kid, e.order),
 					Parent:    -1,
-					Operation: e.cop, Component: e.cclas,
+					Operation: th.name(e.cop), Component: th.name(e.cclas),
 					Host: th.host, Thread: th.tid, Session: th.sess,
 					Start: e.ts, End: e.ts,
 					OrderIndex: e.order, EOI: -1, ESS: -1, KiekerTrace: th.kid,
 					Kind: KindInternal, Source: FromEvents,
-					Attributes: []Attr{{Key: "kieker.caller.operation", Value: e.op, Type: TypeString}, {Key: "kieker.caller.class", Value: e.class, Type: TypeString}},
+					Attributes: []Attr{{Key: "kieker.caller.operation", Value: th.name(e.op), Type: TypeString}, {Key: "kieker.caller.class", Value: th.name(e.class), Type: TypeString}},
 					afterOrder: e.order,
 				}
 				if s.Component == "" {
-					s.Component = componentOf(e.cop)
+					s.Component = componentOf(s.Operation)
 				}
 				// The caller is the innermost assumed call of the caller's
 				// operation (Kieker's assumed executions nest), else the
 				// open call.
-				for len(th.assumed) > 0 && th.spans[th.assumed[len(th.assumed)-1]].Operation != e.op {
+				for len(th.assumed) > 0 && th.spans[th.assumed[len(th.assumed)-1]].Operation != th.name(e.op) {
 					th.assumed = th.assumed[:len(th.assumed)-1]
 				}
 				switch {
@@ -864,11 +891,11 @@ func (th *thread) replay(broken *[]string) (dups int) {
 				ev.Name = "split"
 			case e.join:
 				ev.Name = "join"
-			case e.cop != "":
+			case e.cop != 0:
 				ev.Name = "call"
-				ev.Attributes = append(ev.Attributes, Attr{Key: "callee.operation", Value: e.cop, Type: TypeString}, Attr{Key: "callee.class", Value: e.cclas, Type: TypeString})
+				ev.Attributes = append(ev.Attributes, Attr{Key: "callee.operation", Value: th.name(e.cop), Type: TypeString}, Attr{Key: "callee.class", Value: th.name(e.cclas), Type: TypeString})
 			default:
-				ev.Name = e.op
+				ev.Name = th.name(e.op)
 			}
 			s.Events = append(s.Events, ev)
 		}
