@@ -11,8 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/tracebridge/tracebridge/internal/store/block"
 	"github.com/tracebridge/tracebridge/internal/trace"
@@ -507,6 +509,17 @@ type blockFilter struct {
 	// the traces of a resource: their pairs are hashed once a block).
 	resources map[*trace.Resource]struct{}
 	scopes    map[*trace.Scope]struct{}
+
+	// What spare a trace's spans repeated lookups (a span's strings and
+	// Kieker positions mostly repeat the previous span's): strings
+	// already in strings by their bytes' address, the last Kieker trace
+	// and session hashed, the small orderIndex, eoi and ess values
+	// hashed.
+	seen    [256]string
+	kid     int64
+	kidSeen bool
+	session string
+	small   [3][]uint64 // bit sets of the values added: orderIndex, eoi, ess
 }
 
 func (f *blockFilter) add(t *trace.Trace) {
@@ -519,19 +532,13 @@ func (f *blockFilter) add(t *trace.Trace) {
 	for i := range t.Spans {
 		s := &t.Spans[i]
 		for _, str := range [...]string{s.Operation, s.Component, s.Host, s.Service, s.Thread} {
-			if _, ok := f.strings[str]; !ok {
-				f.strings[strings.Clone(str)] = struct{}{}
-			}
+			f.addString(str)
 		}
 		for _, a := range s.Attributes {
 			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
-			if _, ok := f.strings[a.Key]; !ok {
-				f.strings[strings.Clone(a.Key)] = struct{}{}
-			}
+			f.addString(a.Key)
 		}
-		for _, a := range trace.KiekerAttrs(s) {
-			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
-		}
+		f.kieker(s)
 	}
 	// Resource and scope attributes are the spans' too (Span.Attr finds
 	// them), stored once per trace.
@@ -561,6 +568,68 @@ func (f *blockFilter) add(t *trace.Trace) {
 			}
 		}
 	}
+}
+
+// addString adds s to the strings.
+func (f *blockFilter) addString(s string) {
+	p := unsafe.StringData(s)
+	slot := &f.seen[(uintptr(unsafe.Pointer(p))>>4^uintptr(len(s)))%uintptr(len(f.seen))]
+	if unsafe.StringData(*slot) == p && len(*slot) == len(s) {
+		return
+	}
+	if _, ok := f.strings[s]; !ok {
+		s = strings.Clone(s)
+		f.strings[s] = struct{}{}
+	}
+	*slot = s
+}
+
+// The keys of a Kieker span's positions, as trace.KiekerAttrs names them
+// (TestFilterKiekerPairs keeps them in step).
+const (
+	keyKiekerTrace   = "kieker.traceId"
+	keyKiekerSession = "kieker.sessionId"
+	smallLimit       = 1 << 16 // values below it are remembered in a bit set
+)
+
+var smallKeys = [3]string{"kieker.orderIndex", "kieker.eoi", "kieker.ess"}
+
+// kieker adds the pairs of s's Kieker positions (trace.KiekerAttrs)
+// without building them, hashing each value once a block.
+func (f *blockFilter) kieker(s *trace.Span) {
+	switch s.Source {
+	case trace.FromEvents:
+		f.addSmall(0, s.OrderIndex)
+	case trace.FromExecution:
+		f.addSmall(1, s.EOI)
+		f.addSmall(2, s.ESS)
+	default:
+		return
+	}
+	if !f.kidSeen || s.KiekerTrace != f.kid {
+		f.pairs[pairHash(keyKiekerTrace, strconv.FormatInt(s.KiekerTrace, 10))] = struct{}{}
+		f.kid, f.kidSeen = s.KiekerTrace, true
+	}
+	if s.Session != "" && s.Session != f.session {
+		f.pairs[pairHash(keyKiekerSession, s.Session)] = struct{}{}
+		f.session = s.Session
+	}
+}
+
+// addSmall adds the pair of position k (smallKeys) with value v.
+func (f *blockFilter) addSmall(k int, v int32) {
+	if v >= 0 && v < smallLimit {
+		set := f.small[k]
+		if set == nil {
+			set = make([]uint64, smallLimit/64)
+			f.small[k] = set
+		}
+		if set[v/64]&(1<<(v%64)) != 0 {
+			return
+		}
+		set[v/64] |= 1 << (v % 64)
+	}
+	f.pairs[pairHash(smallKeys[k], strconv.Itoa(int(v)))] = struct{}{}
 }
 
 // bloom builds the filter.

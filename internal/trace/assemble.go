@@ -148,6 +148,8 @@ type Assembler struct {
 	// syms numbers the strings of the Kieker events threads buffer
 	// (kevents.go).
 	syms *symtab
+	// last is the thread of the last event (nil when its trace ended).
+	last *thread
 }
 
 // NewAssembler returns an assembler.
@@ -306,28 +308,42 @@ func (a *Assembler) family(id ID, recordTime int64) *family {
 	if f == nil {
 		f = &family{id: id}
 		a.fams[id] = f
-	} else {
-		f.prev.next, f.next.prev = f.next, f.prev
+		f.prev, f.next = f, f // (unlinked)
 	}
+	a.touch(f, recordTime)
+	return f
+}
+
+// touch marks f touched: the most recent in the LRU list.
+func (a *Assembler) touch(f *family, recordTime int64) {
 	f.touched = a.now(recordTime)
+	if a.lru.next == f {
+		return
+	}
+	f.prev.next, f.next.prev = f.next, f.prev
 	f.prev, f.next = &a.lru, a.lru.next
 	a.lru.next.prev = f
 	a.lru.next = f
-	return f
 }
 
 // thread returns Kieker thread trace kid, creating it (and its own
 // trace) when new.
 func (a *Assembler) thread(kid int64, recordTime int64) *thread {
+	if th := a.last; th != nil && th.kid == kid {
+		// (Events come in runs of one thread.)
+		a.touch(th.fam, recordTime)
+		return th
+	}
 	th := a.threads[kid]
 	if th == nil {
 		th = &thread{kid: kid, parent: -1, porder: -1, next: 0, syms: a.symbols()}
 		th.fam = a.family(KiekerID(kid), recordTime)
 		th.fam.threads = append(th.fam.threads, th)
 		a.threads[kid] = th
-		return th
+	} else {
+		a.touch(th.fam, recordTime)
 	}
-	a.family(th.fam.id, recordTime)
+	a.last = th
 	return th
 }
 
@@ -657,6 +673,9 @@ func (a *Assembler) finish(f *family, final bool) {
 		for _, th := range f.threads {
 			if a.threads[th.kid] == th {
 				delete(a.threads, th.kid)
+			}
+			if a.last == th {
+				a.last = nil
 			}
 			a.forget(th, &t.Broken)
 		}
