@@ -389,15 +389,28 @@ func drive(ctx context.Context, o *options, b *benchkit.Bridge, streams []*strea
 		r.peak = peak
 		r.peakKnown = true
 	}
-	if r.cpu, err = b.Stop(); err != nil {
-		return sr, err
+	// The shutdown flushes the open traces (into the store): VmHWM is
+	// read until the bridge has exited.
+	stopped := make(chan error, 1)
+	go func() {
+		var err error
+		r.cpu, err = b.Stop()
+		stopped <- err
+	}()
+	for {
+		select {
+		case err := <-stopped:
+			if err != nil {
+				return sr, err
+			}
+			r.exit = time.Since(start)
+			return sr, nil
+		case <-time.After(5 * time.Millisecond):
+			if _, peak, err := benchkit.Memory(pid); err == nil {
+				r.peak = max(r.peak, peak)
+			}
+		}
 	}
-	r.exit = time.Since(start)
-	if peak := b.PeakRSS(); peak > 0 {
-		// The whole life's peak: the shutdown flushes the open traces.
-		r.peak, r.peakKnown = peak, true
-	}
-	return sr, nil
 }
 
 // waitTraceRecords waits until the bridge's trace assembler has taken n

@@ -317,20 +317,8 @@ func (b *Bridge) Stop() (time.Duration, error) {
 	if b.waitErr != nil {
 		return 0, fmt.Errorf("tracebridge serve: %v: %s", b.waitErr, b.stderr)
 	}
-	cpu, _ := Usage(b.cmd.ProcessState)
-	return cpu, nil
-}
-
-// PeakRSS returns the peak RSS in bytes of the bridge over its whole life
-// (its shutdown included), once it has exited.
-func (b *Bridge) PeakRSS() int64 {
-	select {
-	case <-b.exited:
-	default:
-		return 0
-	}
-	_, peak := Usage(b.cmd.ProcessState)
-	return peak
+	st := b.cmd.ProcessState
+	return st.UserTime() + st.SystemTime(), nil
 }
 
 // Kill ends the bridge without a clean shutdown and waits until it has

@@ -706,26 +706,30 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 	if len(f.threads) == 0 {
 		return nil
 	}
-	byKid := make(map[int64]*thread, len(f.threads))
-	for _, th := range f.threads {
-		byKid[th.kid] = th
-	}
-	// Parents before children.
-	done := map[int64]bool{}
-	var order []*thread
-	var visit func(th *thread, depth int)
-	visit = func(th *thread, depth int) {
-		if done[th.kid] || depth > len(f.threads) {
-			return
+	var byKid map[int64]*thread
+	order := f.threads
+	if len(f.threads) > 1 {
+		byKid = make(map[int64]*thread, len(f.threads))
+		for _, th := range f.threads {
+			byKid[th.kid] = th
 		}
-		done[th.kid] = true
-		if p := byKid[th.parent]; p != nil && p != th {
-			visit(p, depth+1)
+		// Parents before children.
+		done := map[int64]bool{}
+		order = make([]*thread, 0, len(f.threads))
+		var visit func(th *thread, depth int)
+		visit = func(th *thread, depth int) {
+			if done[th.kid] || depth > len(f.threads) {
+				return
+			}
+			done[th.kid] = true
+			if p := byKid[th.parent]; p != nil && p != th {
+				visit(p, depth+1)
+			}
+			order = append(order, th)
 		}
-		order = append(order, th)
-	}
-	for _, th := range f.threads {
-		visit(th, 0)
+		for _, th := range f.threads {
+			visit(th, 0)
+		}
 	}
 	var out []Span
 	for _, th := range order {
@@ -931,7 +935,7 @@ func calledNext(rest []kev, e *kev) bool {
 // attach hangs the roots of a child thread under the parent's call that
 // was open at the split point (parentOrderId), or, when the split point is
 // unknown, under the innermost parent call whose time contains the child's
-// start.
+// start. byKid holds the trace's threads (nil: th is its only one).
 func (a *Assembler) attach(th *thread, byKid map[int64]*thread, broken *[]string) {
 	if th.attached || th.parent == -1 || th.parent == th.kid || !th.meta && !th.byInv {
 		return

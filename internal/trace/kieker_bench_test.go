@@ -10,62 +10,75 @@ import (
 	"github.com/tracebridge/tracebridge/internal/record"
 )
 
-// kiekerLoad returns batches (of batchSize records) of Before/After events
-// of n traces of spans calls each: random call trees up to 12 deep over 48
-// operations, timestamps rising by 50–2050 ns, trace ids from first.
-func kiekerLoad(first int64, n, spans, batchSize int) []*record.Batch {
-	rng := rand.New(rand.NewPCG(uint64(first), 7))
-	ops := make([]string, 48)
-	classes := make([]string, 48)
-	for i := range ops {
-		classes[i] = fmt.Sprintf("org.example.shop.Service%d", i/6)
-		ops[i] = fmt.Sprintf("public int %s.op%d(long, int)", classes[i], i%6)
+// kiekerGen generates Before/After events of traces of a number of calls
+// each: random call trees up to 12 deep over 48 operations, timestamps
+// rising by 50–2050 ns, trace ids counting from first.
+type kiekerGen struct {
+	rng           *rand.Rand
+	ops, classes  []string
+	before, after *record.Type
+	calls         int
+	ts            int64
+	id            int64
+	order         int32
+	opened        int
+	stack         []int
+}
+
+func newKiekerGen(first int64, calls int) *kiekerGen {
+	g := &kiekerGen{rng: rand.New(rand.NewPCG(uint64(first), 7)), calls: calls, id: first, ts: 1_735_689_600_000_000_000,
+		before: typ(record.BeforeOperationEvent), after: typ(record.AfterOperationEvent)}
+	for i := range 48 {
+		g.classes = append(g.classes, fmt.Sprintf("org.example.shop.Service%d", i/6))
+		g.ops = append(g.ops, fmt.Sprintf("public int %s.op%d(long, int)", g.classes[i], i%6))
 	}
-	bt, at := typ(record.BeforeOperationEvent), typ(record.AfterOperationEvent)
-	var out []*record.Batch
-	b := &record.Batch{}
-	ts := int64(1_735_689_600_000_000_000)
-	add := func(t *record.Type, id int64, order int32, op int) {
-		if len(b.Records) == batchSize {
-			out = append(out, b)
-			b = &record.Batch{}
+	return g
+}
+
+// next adds the next n events to b.
+func (g *kiekerGen) next(b *record.Batch, n int) {
+	for range n {
+		if g.opened == g.calls && len(g.stack) == 0 {
+			g.id++
+			g.order, g.opened = 0, 0
 		}
-		ts += 50 + int64(rng.IntN(2001))
+		t, op := g.after, 0
+		if g.opened < g.calls && len(g.stack) < 12 && (len(g.stack) == 0 || g.rng.IntN(100) < 50) {
+			t, op = g.before, g.rng.IntN(len(g.ops))
+			g.stack = append(g.stack, op)
+			g.opened++
+		} else {
+			op = g.stack[len(g.stack)-1]
+			g.stack = g.stack[:len(g.stack)-1]
+		}
+		g.ts += 50 + int64(g.rng.IntN(2001))
 		r := b.Add(t, record.NoTimestamp)
-		r.Values[0], r.Values[1], r.Values[2] = record.IntValue(ts), record.IntValue(id), record.IntValue(int64(order))
-		r.Values[3], r.Values[4] = record.StringValue(ops[op]), record.StringValue(classes[op])
+		r.Values[0], r.Values[1], r.Values[2] = record.IntValue(g.ts), record.IntValue(g.id), record.IntValue(int64(g.order))
+		r.Values[3], r.Values[4] = record.StringValue(g.ops[op]), record.StringValue(g.classes[op])
+		g.order++
 	}
-	stack := make([]int, 0, 12)
-	for tr := range n {
-		id := first + int64(tr)
-		var order int32
-		opened := 0
-		for opened < spans || len(stack) > 0 {
-			if opened < spans && len(stack) < 12 && (len(stack) == 0 || rng.IntN(100) < 50) {
-				op := rng.IntN(len(ops))
-				stack = append(stack, op)
-				add(bt, id, order, op)
-				opened++
-			} else {
-				add(at, id, order, stack[len(stack)-1])
-				stack = stack[:len(stack)-1]
-			}
-			order++
-		}
-	}
-	if len(b.Records) > 0 {
+}
+
+// kiekerLoad returns batches (of batchSize records) of the events of n
+// traces of calls calls each.
+func kiekerLoad(first int64, n, calls, batchSize int) []*record.Batch {
+	g := newKiekerGen(first, calls)
+	var out []*record.Batch
+	for left := 2 * n * calls; left > 0; left -= batchSize {
+		b := &record.Batch{}
+		g.next(b, min(left, batchSize))
 		out = append(out, b)
 	}
 	return out
 }
 
 // BenchmarkKiekerEvents measures the assembly of Kieker event traces
-// (records per second in b.N records): traces of 1,000 calls, as barlib
-// sends them, and of 10 calls.
+// (records per second and per CPU-second over b.N records): traces of
+// 1,000 calls, as barlib sends them, and of 10 calls.
 func BenchmarkKiekerEvents(b *testing.B) {
-	for _, spans := range []int{10, 1000} {
-		b.Run(fmt.Sprintf("spans=%d", spans), func(b *testing.B) {
-			load := kiekerLoad(1, 200_000/spans, spans, 1024)
+	for _, calls := range []int{10, 1000} {
+		b.Run(fmt.Sprintf("calls=%d", calls), func(b *testing.B) {
+			load := kiekerLoad(1, 100_000/calls, calls, 1024)
 			recs := 0
 			for _, bt := range load {
 				recs += len(bt.Records)
