@@ -738,21 +738,20 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 		a.attach(th, byKid, broken)
 	}
 	for _, th := range order {
-		if final && len(th.stack) == 0 && len(out) == 0 {
-			// Nothing stays open: the calls are handed on as they are.
-			out, th.spans = th.spans, nil
-			th.assumed = nil
-			a.forgetThread(th, out, broken)
-			continue
+		// The calls that stay open (a part is emitted, the trace goes
+		// on) move to a slice of their own; the others are handed on in
+		// th.spans' array (compacted in place), copied only when another
+		// thread's calls came first.
+		var keep []Span
+		if !final && len(th.stack) > 0 {
+			keep = make([]Span, 0, len(th.stack))
 		}
-		keep := th.spans[:0]
-		open := map[int32]bool{}
-		for _, i := range th.stack {
-			open[i] = true
-		}
+		closed := th.spans[:0]
+		next := 0 // the next entry of th.stack (its indexes rise)
 		for i := range th.spans {
 			s := &th.spans[i]
-			if open[int32(i)] {
+			if next < len(th.stack) && th.stack[next] == int32(i) {
+				next++
 				if !final {
 					keep = append(keep, *s)
 					continue
@@ -761,7 +760,13 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 				s.Error = true
 				*broken = append(*broken, fmt.Sprintf("call %s (orderIndex %d of trace %d) never returned", s.Operation, s.OrderIndex, th.kid))
 			}
-			out = append(out, *s)
+			closed = append(closed, *s)
+		}
+		clear(th.spans[len(closed):]) // (what moved to keep)
+		if len(out) == 0 {
+			out = closed
+		} else {
+			out = append(out, closed...)
 		}
 		if final {
 			th.spans, th.stack, th.assumed = nil, nil, nil

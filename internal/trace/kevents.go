@@ -184,3 +184,14 @@ func spanBefore(a, b *Span) bool {
 	}
 	return true
 }
+
+// held returns what the assembler holds of Kieker thread traces: the
+// capacity of their buffered events and of their calls not yet emitted
+// (what their memory is).
+func (a *Assembler) held() (events, calls int) {
+	for _, th := range a.threads {
+		events += cap(th.evs)
+		calls += cap(th.spans)
+	}
+	return events, calls
+}
