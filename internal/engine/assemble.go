@@ -18,7 +18,18 @@ type assembly struct {
 	fan       *fanout
 	pending   []*trace.Trace
 	enrichers []pipeline.Enricher
+
+	// pendingSpans counts the spans of pending; tickCtx is set while a
+	// tick runs the assembler, which then hands on what it emits every
+	// maxPendingSpans spans: a tick that ends many traces at once (the
+	// last one ends every trace open) would otherwise build all their
+	// spans before the sinks take the first.
+	pendingSpans int
+	tickCtx      context.Context
 }
+
+// maxPendingSpans: see assembly.pendingSpans.
+const maxPendingSpans = 1 << 16
 
 // assembler returns the trace assembly the sinks ask for, or nil when no
 // sink takes traces.
@@ -40,7 +51,13 @@ func (e *Engine) assembler(fan *fanout) *assembly {
 	o.Clock = trace.WallClock
 	o.Sources = want
 	o.Lean = lean
-	o.Emit = func(t *trace.Trace) { as.pending = append(as.pending, t) }
+	o.Emit = func(t *trace.Trace) {
+		as.pending = append(as.pending, t)
+		as.pendingSpans += len(t.Spans)
+		if as.tickCtx != nil && as.pendingSpans >= maxPendingSpans {
+			as.hand(as.tickCtx)
+		}
+	}
 	as.a = trace.NewAssembler(o)
 	return as
 }
@@ -61,11 +78,13 @@ func (as *assembly) Emit(ctx context.Context, b *record.Batch) (*record.Batch, e
 
 // tick emits the traces whose window has passed (all of them at the end).
 func (as *assembly) tick(ctx context.Context, end bool) {
+	as.tickCtx = ctx
 	if end {
 		as.a.Flush()
 	} else {
 		as.a.Tick()
 	}
+	as.tickCtx = nil
 	as.hand(ctx)
 	as.e.tmu.Lock()
 	as.e.tstats = as.a.Stats()
@@ -77,7 +96,7 @@ func (as *assembly) hand(ctx context.Context) {
 		return
 	}
 	ts := as.pending
-	as.pending = nil
+	as.pending, as.pendingSpans = nil, 0
 	for _, en := range as.enrichers {
 		for _, t := range ts {
 			en.Enrich(t)

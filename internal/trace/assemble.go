@@ -198,8 +198,9 @@ type thread struct {
 	tid     string
 	host    string
 	sess    string
-	evs     []kev   // buffered events (kevents.go)
-	syms    *symtab // the table of evs' strings
+	evs     []kev    // buffered events (kevents.go)
+	extras  []kextra // what some of them have beyond a kev
+	syms    *symtab  // the table of evs' strings
 
 	// Invocation identifiers: this trace's invocation, the parent
 	// invocation it waits for, and whether one names its parent (then
@@ -423,15 +424,28 @@ func (a *Assembler) event(r *record.Record, ti *TypeInfo) {
 	ts := intField(v, ti.Timestamp)
 	th := a.thread(v[ti.TraceID].Int(), ts)
 	sy := th.syms
-	e := kev{
-		order: int32(v[ti.OrderIndex].Int()), role: ti.Role, failed: ti.Failed, split: ti.Split, join: ti.Join,
-		ts: ts, op: sy.id(strField(v, ti.Op)), class: sy.id(strField(v, ti.Class)),
+	e := kev{order: int32(v[ti.OrderIndex].Int()), role: ti.Role, ts: ts, sig: sy.sig(sy.id(strField(v, ti.Op)), sy.id(strField(v, ti.Class)))}
+	if ti.Failed {
+		e.flags |= kevFailed
 	}
-	if ti.Cause >= 0 {
-		e.cause = sy.id(v[ti.Cause].Str())
+	if ti.Split {
+		e.flags |= kevSplit
 	}
-	if ti.CalleeOp >= 0 {
-		e.cop, e.cclas = sy.id(v[ti.CalleeOp].Str()), sy.id(strField(v, ti.CalleeClass))
+	if ti.Join {
+		e.flags |= kevJoin
+	}
+	if ti.Cause >= 0 || ti.CalleeOp >= 0 {
+		var x kextra
+		if ti.Cause >= 0 {
+			x.cause = sy.id(v[ti.Cause].Str())
+		}
+		if ti.CalleeOp >= 0 {
+			x.cop, x.cclas = sy.id(v[ti.CalleeOp].Str()), sy.id(strField(v, ti.CalleeClass))
+		}
+		if x != (kextra{}) {
+			th.extras = append(th.extras, x)
+			e.extra = uint32(len(th.extras))
+		}
 	}
 	th.evented = true
 	th.evs = append(th.evs, e)
@@ -801,8 +815,8 @@ func (a *Assembler) forgetThread(th *thread, out []Span, broken *[]string) {
 // an earlier one with its orderIndex (another with the same orderIndex
 // is a conflict, reported in broken).
 func (th *thread) replay(broken *[]string) (dups int) {
-	evs := th.evs
-	th.evs = nil
+	evs, extras := th.evs, th.extras
+	th.evs, th.extras = nil, nil
 	sortEvents(evs)
 	if len(th.spans) == 0 && cap(th.spans) == 0 {
 		th.spans = make([]Span, 0, len(evs)/2+1)
@@ -810,13 +824,14 @@ func (th *thread) replay(broken *[]string) (dups int) {
 	seen := -1
 	run := 0 // the first event of evs with orderIndex seen
 	for i := range evs {
-		e := &evs[i]
+		ev := th.syms.expand(&evs[i], extras)
+		e := &ev
 		if e.ts > th.maxTS {
 			th.maxTS = e.ts
 		}
 		if int(e.order) != seen {
 			run = i
-		} else if slices.Contains(evs[run:i], *e) {
+		} else if slices.ContainsFunc(evs[run:i], func(x kev) bool { return th.syms.expand(&x, extras) == *e }) {
 			dups++
 			continue
 		}
@@ -874,7 +889,7 @@ func (th *thread) replay(broken *[]string) (dups int) {
 			}
 			s.afterOrder = e.order
 		default:
-			if e.cop != 0 && !calledNext(evs[i+1:], e) {
+			if e.cop != 0 && !th.calledNext(evs[i+1:], e) {
 				// A call into code that is not instrumented: a call of
 				// no duration under the open call. (When the callee is
 				// instrumented, its Before follows and is the call.)
@@ -933,8 +948,8 @@ func (th *thread) replay(broken *[]string) (dups int) {
 
 // calledNext reports whether the event after call event e is the Before
 // of its callee.
-func calledNext(rest []kev, e *kev) bool {
-	return len(rest) > 0 && rest[0].role == RoleBefore && rest[0].order == e.order+1 && rest[0].op == e.cop
+func (th *thread) calledNext(rest []kev, e *kevent) bool {
+	return len(rest) > 0 && rest[0].role == RoleBefore && rest[0].order == e.order+1 && th.syms.sigs[rest[0].sig][0] == e.cop
 }
 
 // attach hangs the roots of a child thread under the parent's call that

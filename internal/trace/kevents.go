@@ -12,22 +12,56 @@ import (
 // A thread trace buffers its events until its trace completes (or a part
 // is cut): events arrive in any order and a Call event is read with the
 // one after it. A buffered event holds no pointers (its strings are
-// numbers in a symbol table), so an open trace costs 40 bytes per event
+// numbers in a symbol table), so an open trace costs 24 bytes per event
 // and nothing to the garbage collector's marking; the calls (Spans) are
 // built once, when the trace or part is emitted.
 
-// kev is one Kieker event of a thread trace, as the assembler keeps it:
-// op, class, cause and the callee's op and class are symbols of the
-// thread's table (0: "").
+// kev is one Kieker event of a thread trace as the assembler buffers it,
+// 24 bytes: its operation and class are one symbol of a pair (symtab.sig);
+// what few events have (a failed call's cause, a Call event's callee) is
+// in the thread's extras.
 type kev struct {
-	ts          int64
+	ts    int64
+	order int32
+	sig   uint32 // the (operation, class) pair
+	extra uint32 // 1 + the index of the event's kextra in thread.extras (0: none)
+	role  Role
+	flags uint8 // kevFailed, kevSplit, kevJoin
+}
+
+// The flags of a kev.
+const (
+	kevFailed = 1 << iota
+	kevSplit
+	kevJoin
+)
+
+// kextra is what an event has beyond a kev: symbols of the cause of a
+// failed call and of a Call event's callee.
+type kextra struct{ cause, cop, cclas uint32 }
+
+// kevent is a buffered event with every symbol, as replay reads it.
+type kevent struct {
 	order       int32
-	op, class   uint32
-	cause       uint32
-	cop, cclas  uint32 // CallOperationEvent's callee
 	role        Role
 	failed      bool
 	split, join bool
+	ts          int64
+	op, class   uint32
+	cause       uint32
+	cop, cclas  uint32 // CallOperationEvent's callee
+}
+
+// expand returns e with every symbol; extras are the thread's.
+func (t *symtab) expand(e *kev, extras []kextra) kevent {
+	sig := t.sigs[e.sig]
+	x := kevent{order: e.order, role: e.role, failed: e.flags&kevFailed != 0, split: e.flags&kevSplit != 0, join: e.flags&kevJoin != 0,
+		ts: e.ts, op: sig[0], class: sig[1]}
+	if e.extra > 0 {
+		ex := extras[e.extra-1]
+		x.cause, x.cop, x.cclas = ex.cause, ex.cop, ex.cclas
+	}
+	return x
 }
 
 // maxSymbols bounds a symbol table: past it the assembler begins a new
@@ -44,7 +78,15 @@ type symtab struct {
 	names []string // names[0] == ""
 	ids   map[string]uint32
 	cache [256]symCached
+
+	// sigs are the (operation, class) pairs of events (sigs[0]: both
+	// ""), sigIDs their numbers, sigCache the recent ones.
+	sigs     [][2]uint32
+	sigIDs   map[[2]uint32]uint32
+	sigCache [256]sigCached
 }
+
+type sigCached struct{ op, class, id uint32 }
 
 type symCached struct {
 	s  string
@@ -52,7 +94,24 @@ type symCached struct {
 }
 
 func newSymtab() *symtab {
-	return &symtab{names: []string{""}, ids: map[string]uint32{"": 0}}
+	return &symtab{names: []string{""}, ids: map[string]uint32{"": 0}, sigs: [][2]uint32{{}}, sigIDs: map[[2]uint32]uint32{{}: 0}}
+}
+
+// sig returns the number of the pair (op, class), adding it when new.
+func (t *symtab) sig(op, class uint32) uint32 {
+	slot := &t.sigCache[(op*0x9e3779b1^class)%uint32(len(t.sigCache))]
+	if slot.op == op && slot.class == class {
+		return slot.id
+	}
+	k := [2]uint32{op, class}
+	id, ok := t.sigIDs[k]
+	if !ok {
+		id = uint32(len(t.sigs))
+		t.sigs = append(t.sigs, k)
+		t.sigIDs[k] = id
+	}
+	*slot = sigCached{op, class, id}
+	return id
 }
 
 // id returns the number of s, adding it when new.
@@ -76,7 +135,7 @@ func (t *symtab) id(s string) uint32 {
 }
 
 // full reports whether new threads should get a new table.
-func (t *symtab) full() bool { return len(t.names) >= maxSymbols }
+func (t *symtab) full() bool { return len(t.names) >= maxSymbols || len(t.sigs) >= maxSymbols }
 
 // symbols returns the table a thread that begins now uses.
 func (a *Assembler) symbols() *symtab {

@@ -20,8 +20,8 @@ func TestHugeKiekerTraceBoundedMemory(t *testing.T) {
 		n = 1_000_000
 	}
 	const batch = 4096
-	if size := unsafe.Sizeof(kev{}); size > 40 {
-		t.Fatalf("a buffered event takes %d bytes, want at most 40", size)
+	if size := unsafe.Sizeof(kev{}); size > 24 {
+		t.Fatalf("a buffered event takes %d bytes, want at most 24", size)
 	}
 	var parts, spans, lastPart int
 	a := NewAssembler(Options{Clock: RecordClock, Emit: func(tr *Trace) {
@@ -69,7 +69,7 @@ func TestHugeKiekerTraceBoundedMemory(t *testing.T) {
 	if want := n / DefaultMaxSpans; parts < want {
 		t.Errorf("%d parts, want at least %d", parts, want)
 	}
-	// What is live between parts: a part's events (8 MiB at 40 bytes)
+	// What is live between parts: a part's events (5 MiB at 24 bytes)
 	// in a slice up to twice as large, the symbols, the open calls.
 	if peakHeap > 24<<20 {
 		t.Errorf("live heap reached %d MiB", peakHeap>>20)
