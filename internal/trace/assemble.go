@@ -150,6 +150,8 @@ type Assembler struct {
 	syms *symtab
 	// last is the thread of the last event (nil when its trace ended).
 	last *thread
+	// kept are the calls replayThreads kept open for the next part.
+	kept []SpanID
 }
 
 // NewAssembler returns an assembler.
@@ -670,7 +672,7 @@ func (a *Assembler) finish(f *family, final bool) {
 	}
 	t.Spans = spans
 	t.Resources, t.Scopes = f.resources, f.scopes
-	if len(f.spans) > 0 || len(f.oers) > 0 || !inTreeOrder(t) {
+	if len(f.spans) > 0 || len(f.oers) > 0 || !treeOrdered(t, a.kept) {
 		a.st.Duplicates += int64(tree(t))
 	}
 	a.st.Traces++
@@ -746,6 +748,7 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 		}
 	}
 	var out []Span
+	a.kept = a.kept[:0]
 	for _, th := range order {
 		a.st.Duplicates += int64(th.replay(broken))
 		th.syms = a.symbols() // (nothing buffered refers to the old one)
@@ -768,6 +771,7 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 				next++
 				if !final {
 					keep = append(keep, *s)
+					a.kept = append(a.kept, s.SpanID)
 					continue
 				}
 				s.End = max(th.maxTS, s.Start)

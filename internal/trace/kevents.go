@@ -167,8 +167,10 @@ func compareOrder(a, b kev) int { return cmp.Compare(a.order, b.order) }
 // the span before it, and a span must sort after its previous sibling.
 // Unique ids: the calls of one thread have ids derived from distinct,
 // rising orderIndexes (kiekerSpanID), so it asks for rising orderIndexes
-// of one Kieker trace and no id 1 (what an id of 0 becomes).
-func inTreeOrder(t *Trace) bool {
+// of one Kieker trace and no id 1 (what an id of 0 becomes). The parents
+// named in missing (the calls a part leaves open for the next) are not in
+// the trace: their children are roots, reported as tree reports them.
+func inTreeOrder(t *Trace, missing []SpanID) bool {
 	if len(t.Spans) == 0 {
 		return true
 	}
@@ -183,11 +185,12 @@ func inTreeOrder(t *Trace) bool {
 	for i := range t.Spans {
 		s := &t.Spans[i]
 		if s.Source != FromEvents || s.KiekerTrace != kid || s.SpanID == 1 || s.SpanID == 0 || len(s.Links) > 0 ||
-			i > 0 && s.OrderIndex <= t.Spans[i-1].OrderIndex {
+			i > 0 && s.OrderIndex <= t.Spans[i-1].OrderIndex || slices.Contains(missing, s.SpanID) {
 			return false
 		}
 		var prev int32
-		if s.ParentID == 0 {
+		root := s.ParentID == 0 || slices.Contains(missing, s.ParentID)
+		if root {
 			path, prev = path[:0], lastRoot
 		} else {
 			for len(path) > 0 && path[len(path)-1].id != s.ParentID {
@@ -201,7 +204,7 @@ func inTreeOrder(t *Trace) bool {
 		if prev >= 0 && !spanBefore(&t.Spans[prev], s) {
 			return false
 		}
-		if s.ParentID == 0 {
+		if root {
 			lastRoot = int32(i)
 		} else {
 			path[len(path)-1].last = int32(i)
@@ -212,10 +215,17 @@ func inTreeOrder(t *Trace) bool {
 	path = path[:0]
 	for i := range t.Spans {
 		s := &t.Spans[i]
-		if s.ParentID == 0 {
+		if s.End < s.Start {
+			t.Broken = append(t.Broken, fmt.Sprintf("span %s (%s) ends %d ns before it starts", s.SpanID, s.Operation, s.Start-s.End))
+		}
+		switch {
+		case s.ParentID == 0 || slices.Contains(missing, s.ParentID):
+			if s.ParentID != 0 {
+				t.Broken = append(t.Broken, fmt.Sprintf("span %s (%s): parent %s missing", s.SpanID, s.Operation, s.ParentID))
+			}
 			path = path[:0]
 			s.Parent = -1
-		} else {
+		default:
 			for path[len(path)-1].id != s.ParentID {
 				path = path[:len(path)-1]
 			}
@@ -223,9 +233,6 @@ func inTreeOrder(t *Trace) bool {
 		}
 		s.Depth = int32(len(path))
 		path = append(path, frame{id: s.SpanID, i: int32(i)})
-		if s.End < s.Start {
-			t.Broken = append(t.Broken, fmt.Sprintf("span %s (%s) ends %d ns before it starts", s.SpanID, s.Operation, s.Start-s.End))
-		}
 	}
 	return true
 }
@@ -253,4 +260,26 @@ func (a *Assembler) held() (events, calls int) {
 		calls += cap(th.spans)
 	}
 	return events, calls
+}
+
+// checkTreeOrder makes finish compare what inTreeOrder gives with what
+// tree gives (tests set it).
+var checkTreeOrder bool
+
+// treeOrdered is inTreeOrder, checked against tree when checkTreeOrder is
+// set (it panics when they differ).
+func treeOrdered(t *Trace, missing []SpanID) bool {
+	if !checkTreeOrder {
+		return inTreeOrder(t, missing)
+	}
+	ref := &Trace{Spans: slices.Clone(t.Spans), Broken: slices.Clone(t.Broken)}
+	if !inTreeOrder(t, missing) {
+		return false
+	}
+	if dups := tree(ref); dups != 0 || !slices.EqualFunc(ref.Spans, t.Spans, func(a, b Span) bool {
+		return sameSpan(&a, &b) && a.Parent == b.Parent && a.Depth == b.Depth
+	}) || !slices.Equal(ref.Broken, t.Broken) {
+		panic(fmt.Sprintf("inTreeOrder differs from tree: %v / %v", ref.Broken, t.Broken))
+	}
+	return true
 }

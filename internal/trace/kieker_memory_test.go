@@ -79,3 +79,37 @@ func TestHugeKiekerTraceBoundedMemory(t *testing.T) {
 		t.Errorf("after Flush: %d traces open, %d threads", st.Open, len(a.threads))
 	}
 }
+
+// TestPartsInTreeOrder: the parts of Kieker traces larger than MaxSpans
+// (their open calls left for the next part, their children roots until
+// the parts are merged) come out as tree orders them (TestMain checks
+// every trace), and merged they are the whole trace.
+func TestPartsInTreeOrder(t *testing.T) {
+	for _, maxSpans := range []int{7, 50, 301} {
+		var parts []*Trace
+		a := NewAssembler(Options{Clock: RecordClock, MaxSpans: maxSpans, Emit: func(tr *Trace) { parts = append(parts, tr) }})
+		whole := NewAssembler(Options{Clock: RecordClock})
+		var ref *Trace
+		whole.opt.Emit = func(tr *Trace) { ref = tr }
+		g, h := newKiekerGen(5, 400), newKiekerGen(5, 400)
+		var b, c record.Batch
+		g.next(&b, 800)
+		h.next(&c, 800)
+		a.AddBatch(&b)
+		whole.AddBatch(&c)
+		a.Flush()
+		whole.Flush()
+		if len(parts) < 2 || ref == nil {
+			t.Fatalf("max %d: %d parts", maxSpans, len(parts))
+		}
+		merged := MergeParts(parts)
+		if len(merged.Spans) != len(ref.Spans) {
+			t.Fatalf("max %d: %d spans merged, want %d", maxSpans, len(merged.Spans), len(ref.Spans))
+		}
+		for i := range ref.Spans {
+			if !sameSpan(&merged.Spans[i], &ref.Spans[i]) || merged.Spans[i].Parent != ref.Spans[i].Parent {
+				t.Fatalf("max %d: span %d differs: %+v, want %+v", maxSpans, i, merged.Spans[i], ref.Spans[i])
+			}
+		}
+	}
+}
