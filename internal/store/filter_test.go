@@ -10,7 +10,8 @@ import (
 
 // TestFilterKiekerPairs: the filter holds the pair of every Kieker
 // position trace.KiekerAttrs gives a span (it hashes them without building
-// them, each value once), and every string of the spans.
+// them: orderIndex, eoi and ess as bits, hashed once a block), and every
+// string of the spans.
 func TestFilterKiekerPairs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var f blockFilter
@@ -45,8 +46,20 @@ func TestFilterKiekerPairs(t *testing.T) {
 		}
 		f.add(t1)
 	}
-	if !maps.Equal(f.pairs, want) {
-		t.Errorf("the filter holds %d pairs, want %d", len(f.pairs), len(want))
+	got := map[uint64]struct{}{}
+	f.eachPair(func(h uint64) { got[h] = struct{}{} })
+	if !maps.Equal(got, want) {
+		t.Errorf("the filter holds %d pairs, want %d", len(got), len(want))
+	}
+	// A head's search asks for the small positions by key and value.
+	for _, c := range []struct {
+		key, value string
+		has        bool
+	}{{"kieker.orderIndex", "0", true}, {"kieker.orderIndex", "00", false}, {"kieker.orderIndex", "1000", false},
+		{"kieker.eoi", "39", true}, {"kieker.eoi", "40", false}, {"kieker.ess", "4", true}, {"kieker.traceId", "1", false}} {
+		if got := f.hasSmall(c.key, c.value); got != c.has {
+			t.Errorf("hasSmall(%s, %s) = %v, want %v", c.key, c.value, got, c.has)
+		}
 	}
 	if !maps.Equal(f.strings, wantStr) {
 		t.Errorf("the filter holds strings %v, want %v", f.strings, wantStr)

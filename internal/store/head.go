@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	mbits "math/bits"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -519,7 +520,7 @@ type blockFilter struct {
 	kid     int64
 	kidSeen bool
 	session string
-	small   [3][]uint64 // bit sets of the values added: orderIndex, eoi, ess
+	small   [3][]uint64 // bit sets of the values added below smallLimit: orderIndex, eoi, ess
 }
 
 func (f *blockFilter) add(t *trace.Trace) {
@@ -589,7 +590,7 @@ func (f *blockFilter) addString(s string) {
 const (
 	keyKiekerTrace   = "kieker.traceId"
 	keyKiekerSession = "kieker.sessionId"
-	smallLimit       = 1 << 16 // values below it are remembered in a bit set
+	smallLimit       = 1 << 26 // values below it are remembered in a bit set (8 MiB at most)
 )
 
 var smallKeys = [3]string{"kieker.orderIndex", "kieker.eoi", "kieker.ess"}
@@ -616,32 +617,66 @@ func (f *blockFilter) kieker(s *trace.Span) {
 	}
 }
 
-// addSmall adds the pair of position k (smallKeys) with value v.
+// addSmall adds the pair of position k (smallKeys) with value v: a
+// value below smallLimit is a bit of the key's set (a huge trace's
+// millions of orderIndexes cost a bit each, not a map entry), hashed when
+// the block's filter is built; any other is hashed now.
 func (f *blockFilter) addSmall(k int, v int32) {
 	if v >= 0 && v < smallLimit {
 		set := f.small[k]
-		if set == nil {
-			set = make([]uint64, smallLimit/64)
+		if w := int(v / 64); w >= len(set) {
+			set = append(set, make([]uint64, max(w+1, 2*len(set), 16)-len(set))...)
 			f.small[k] = set
 		}
-		if set[v/64]&(1<<(v%64)) != 0 {
-			return
-		}
 		set[v/64] |= 1 << (v % 64)
+		return
 	}
 	f.pairs[pairHash(smallKeys[k], strconv.Itoa(int(v)))] = struct{}{}
+}
+
+// hasSmall reports whether the pair (key, value) is one of the small
+// positions added.
+func (f *blockFilter) hasSmall(key, value string) bool {
+	k := slices.Index(smallKeys[:], key)
+	if k < 0 {
+		return false
+	}
+	v, err := strconv.Atoi(value)
+	if err != nil || v < 0 || v >= smallLimit || strconv.Itoa(v) != value {
+		return false
+	}
+	set := f.small[k]
+	return v/64 < len(set) && set[v/64]&(1<<(v%64)) != 0
+}
+
+// eachPair calls fn with the hash of every pair added.
+func (f *blockFilter) eachPair(fn func(uint64)) {
+	for h := range f.pairs {
+		fn(h)
+	}
+	for k, set := range f.small {
+		for w, bits := range set {
+			for ; bits != 0; bits &= bits - 1 {
+				v := w*64 + mbits.TrailingZeros64(bits)
+				fn(pairHash(smallKeys[k], strconv.Itoa(v)))
+			}
+		}
+	}
 }
 
 // bloom builds the filter.
 func (f *blockFilter) bloom() *block.Bloom {
 	n := len(f.pairs)
+	for _, set := range f.small {
+		for _, bits := range set {
+			n += mbits.OnesCount64(bits)
+		}
+	}
 	for s := range f.strings {
 		n += max(len(s)-2, 0)
 	}
 	b := block.NewBloom(n)
-	for h := range f.pairs {
-		b.Add(h)
-	}
+	f.eachPair(b.Add)
 	for s := range f.strings {
 		trigrams(s, b.Add)
 	}
