@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"maps"
 	"math/rand/v2"
 	"testing"
@@ -63,5 +64,48 @@ func TestFilterKiekerPairs(t *testing.T) {
 	}
 	if !maps.Equal(f.strings, wantStr) {
 		t.Errorf("the filter holds strings %v, want %v", f.strings, wantStr)
+	}
+}
+
+// TestSearchKiekerPositions: a trace is found by a Kieker position
+// (kieker.orderIndex, kieker.eoi, kieker.ess) in its head, and in its
+// block once the head is cut; another value finds nothing.
+func TestSearchKiekerPositions(t *testing.T) {
+	s := open(t, t.TempDir(), Options{})
+	defer s.Close()
+	tr := &trace.Trace{ID: trace.KiekerID(42)}
+	for i := range 3 {
+		tr.Spans = append(tr.Spans, trace.Span{SpanID: trace.SpanID(i + 1), Parent: int32(i - 1), Depth: int32(i),
+			Operation: "op", Host: "h", Start: int64(i), End: 10, OrderIndex: int32(i * 100_000), EOI: -1, ESS: -1, KiekerTrace: 42, Source: trace.FromEvents})
+		if i > 0 {
+			tr.Spans[i].ParentID = trace.SpanID(i)
+		}
+	}
+	ex := &trace.Trace{ID: trace.KiekerID(43), Spans: []trace.Span{{SpanID: 1, Parent: -1, Operation: "op", Host: "h", Start: 1, End: 2,
+		OrderIndex: -1, EOI: 7, ESS: 0, KiekerTrace: 43, Source: trace.FromExecution}}}
+	if _, err := s.Append([]*trace.Trace{tr, ex}); err != nil {
+		t.Fatal(err)
+	}
+	count := func(key, value string) int {
+		p, err := s.Search(Query{Attrs: []trace.Attr{{Key: key, Value: value}}, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(p.Traces)
+	}
+	for _, where := range []string{"head", "block"} {
+		if where == "block" {
+			if err := s.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range []struct {
+			key, value string
+			want       int
+		}{{"kieker.orderIndex", "200000", 1}, {"kieker.orderIndex", "100001", 0}, {"kieker.eoi", "7", 1}, {"kieker.ess", "0", 1}, {"kieker.eoi", "8", 0}} {
+			if got := count(c.key, c.value); got != c.want {
+				t.Errorf("%s: %s=%s finds %d traces, want %d", where, c.key, c.value, got, c.want)
+			}
+		}
 	}
 }
