@@ -301,8 +301,10 @@ func (r *runner) put(ctx context.Context, en entry, aborted <-chan struct{}) err
 		case r.ch <- en:
 			return nil
 		case <-aborted:
+			r.spans.Add(-en.spans)
 			return pipeline.ErrClosed
 		case <-ctx.Done():
+			r.spans.Add(-en.spans)
 			return ctx.Err()
 		}
 	}

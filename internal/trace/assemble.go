@@ -719,6 +719,7 @@ func kiekerSpanID(kid int64, order int32) SpanID {
 // parents first so that a child thread's roots hang under the call open
 // at its split point. It returns the calls to emit.
 func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Span {
+	a.kept = a.kept[:0]
 	if len(f.threads) == 0 {
 		return nil
 	}
@@ -748,7 +749,6 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 		}
 	}
 	var out []Span
-	a.kept = a.kept[:0]
 	for _, th := range order {
 		a.st.Duplicates += int64(th.replay(broken))
 		th.syms = a.symbols() // (nothing buffered refers to the old one)
