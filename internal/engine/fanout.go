@@ -86,11 +86,11 @@ type entry struct {
 }
 
 // maxQueuedSpans bounds the spans of the completed traces waiting in one
-// sink's queue (about 70 MiB of spans), besides queue_batches: the parts
+// sink's queue (about 35 MiB of spans), besides queue_batches: the parts
 // of a huge trace (100,000 spans each) would otherwise fill a queue of 64
 // with gigabytes when the sink is slower than the assembler. A single
 // entry larger than the bound is queued when the queue holds no traces.
-const maxQueuedSpans = 1 << 18
+const maxQueuedSpans = 1 << 17
 
 func newFanout(e *Engine) *fanout {
 	f := &fanout{e: e, aborted: make(chan struct{})}

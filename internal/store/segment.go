@@ -67,8 +67,9 @@ var (
 
 // encoder1 compresses the write-ahead chunks. They live until their head
 // is cut into a block (which compresses its pages again, harder), so they
-// are compressed at zstd's fastest level: on a Kieker event stream the
-// chunks cost the store sink a third of its time at the default level.
+// are compressed at zstd's fastest level: at the default level they took
+// about half the store's Append time on Kieker event traces
+// (BenchmarkKiekerToStore in internal/sink/store).
 func encoder1() *zstd.Encoder {
 	zencOnce.Do(func() {
 		var err error
