@@ -12,7 +12,7 @@ import (
 // TestHugeKiekerTraceBoundedMemory: one Kieker trace of hugeTraceEvents
 // events (10 M; fewer under the race detector) streams through the
 // assembler in parts of at most MaxSpans events: what the assembler holds
-// never exceeds a part's events (40 bytes each) and the calls left open,
+// never exceeds a part's events (24 bytes each) and the calls left open,
 // and the live heap stays bounded, however long the trace is.
 func TestHugeKiekerTraceBoundedMemory(t *testing.T) {
 	n := hugeTraceEvents
