@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,15 +202,21 @@ func TestRunSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs tracebridge serve")
 	}
-	o := &options{conns: 2, records: 3000, chunk: 1000, rawRuns: 1, dialects: []string{dialectKDB, dialectKieker}}
+	o := &options{conns: 2, records: 3000, chunk: 3000, rawRuns: 1, dialects: []string{dialectKDB, dialectKieker}, store: true, calls: 20}
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), o, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
 	}
 	for _, d := range o.dialects {
-		row := regexp.MustCompile(`(?m)^ *` + d + ` +2 +6000 +\d+ +\d`)
-		if !row.MatchString(stdout.String()) {
-			t.Errorf("no %s row with 6000 records in\n%s", d, &stdout)
+		for _, sinks := range []string{modeLog, modeStore} {
+			row := regexp.MustCompile(`(?m)^ *` + d + ` +` + regexp.QuoteMeta(sinks) + ` +2 +6000 +\d+ +\d`)
+			if !row.MatchString(stdout.String()) {
+				t.Errorf("no %s %s row with 6000 records in\n%s", d, sinks, &stdout)
+			}
+		}
+		// 2 × 3000 events of traces of 20 calls (40 events): 150 traces.
+		if !strings.Contains(stdout.String(), d+" with the store: ") || !strings.Contains(stdout.String(), "150 traces stored, 150 sent") {
+			t.Errorf("no %s store line with 150 traces stored in\n%s", d, &stdout)
 		}
 	}
 }

@@ -31,6 +31,8 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/benchkit"
 	"github.com/tracebridge/tracebridge/internal/record"
+	tstore "github.com/tracebridge/tracebridge/internal/store"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // The aim of the benchmark (at 4 connections).
@@ -40,7 +42,7 @@ const (
 	aimConns   = 4
 	mib        = 1 << 20
 	megabyte   = 1e6
-	chunkLimit = 1 << 22 // events per chunk at most
+	chunkLimit = 1 << 24 // events per chunk at most
 )
 
 type options struct {
@@ -52,6 +54,8 @@ type options struct {
 	bin      string
 	keep     bool
 	dialects []string
+	store    bool // also run with the trace store sink (the embedded default's path)
+	calls    int  // calls per generated trace (0: 1 to 24)
 }
 
 func main() {
@@ -73,6 +77,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.bin, "bin", "", "tracebridge binary (default: go build ./cmd/tracebridge into a temporary directory)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory with the Kieker logs")
 	fs.StringVar(&dialects, "dialects", "kdb,kieker", "comma-separated dialects to drive: kdb, kieker")
+	fs.BoolVar(&o.store, "store", false, "run each dialect again with a trace store sink beside the log (the embedded default's path) and compare")
+	fs.IntVar(&o.calls, "calls", 0, "calls per generated trace (0: 1 to 24; barlib's load is 1000)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -87,6 +93,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.chunk < 1 || o.chunk > chunkLimit {
 		fs.Bad("-chunk %d: want 1 to %d", o.chunk, chunkLimit)
+	}
+	if o.calls < 0 || o.calls > 10_000_000 {
+		fs.Bad("-calls %d: want 0 to 10000000", o.calls)
 	}
 	o.dialects = fs.List("dialects", dialects, func(d string) string {
 		if d != dialectKDB && d != dialectKieker {
@@ -103,6 +112,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 // result is one dialect's measurement.
 type result struct {
 	dialect      string
+	mode         string        // modeLog or modeStore
+	exit         time.Duration // first byte sent to the bridge's exit after SIGTERM (traces flushed)
+	stored       int           // traces in the store after the run (modeStore)
+	wantStored   int           // traces sent (-1: not known, chunks repeated)
 	records      int64
 	bytes        int64
 	elapsed      time.Duration // bridge: first byte sent to last record in the sink
@@ -134,7 +147,7 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 	}
 	events := make([][]benchkit.Event, o.conns)
 	for c := range events {
-		events[c] = benchkit.Events(genSeed, c, perChunk)
+		events[c] = benchkit.TraceEvents(genSeed, c, perChunk, o.calls)
 	}
 
 	var results []result
@@ -142,19 +155,34 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 		if ctx.Err() != nil {
 			break
 		}
-		r := result{dialect: d}
-		r.err = measure(ctx, o, bin, d, cat, sigs, events, tmp, &r, logf)
+		r := result{dialect: d, mode: modeLog}
+		var rs *result
+		if o.store {
+			rs = &result{dialect: d, mode: modeStore}
+		}
+		r.err = measure(ctx, o, bin, d, cat, sigs, events, tmp, &r, rs, logf)
 		if r.err != nil {
 			logf("%s: %v", d, r.err)
 		}
 		results = append(results, r)
+		if rs != nil {
+			if rs.err == nil && r.err != nil {
+				rs.err = errors.New("not run: the log-only run failed")
+			}
+			results = append(results, *rs)
+		}
 	}
 
-	fmt.Fprintf(stdout, "tracebridge ingest benchmark: %d connection(s), %s, %d distinct operations\n",
-		o.conns, sendPlan(o), len(sigs))
+	shape := "traces of 1 to 24 calls"
+	if o.calls > 0 {
+		shape = fmt.Sprintf("traces of %d calls", o.calls)
+	}
+	fmt.Fprintf(stdout, "tracebridge ingest benchmark: %d connection(s), %s, %s, %d distinct operations\n",
+		o.conns, sendPlan(o), shape, len(sigs))
 	fmt.Fprintf(stdout, "bench %s, bridge %s (%s), GOMAXPROCS %d, %d CPUs, %s/%s\n",
 		runtime.Version(), bridgeGo, bin, runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
 	printTable(stdout, o.conns, results)
+	printStore(stdout, results)
 	code := 0
 	for _, r := range results {
 		if r.err != nil {
@@ -174,9 +202,16 @@ func sendPlan(o *options) string {
 	return fmt.Sprintf("%d records per connection", o.records)
 }
 
-// measure runs the bridge and then the raw copy for one dialect.
+// The modes of a bridge run.
+const (
+	modeLog   = "log"       // a binary Kieker log sink
+	modeStore = "log+store" // and the trace store sink
+)
+
+// measure runs the bridge and then the raw copy for one dialect, then,
+// with rs, the bridge with the store sink too.
 func measure(ctx context.Context, o *options, bin, dialect string, cat *record.Catalog, sigs []benchkit.Signature,
-	events [][]benchkit.Event, tmp string, r *result, logf func(string, ...any)) error {
+	events [][]benchkit.Event, tmp string, r, rs *result, logf func(string, ...any)) error {
 	enc, err := newEncoder(dialect, cat, sigs)
 	if err != nil {
 		return err
@@ -198,25 +233,9 @@ func measure(ctx context.Context, o *options, bin, dialect string, cat *record.C
 			counts[i] = o.records
 		}
 	}
-	logf("%s: bridge run, %d connection(s)", dialect, o.conns)
-	b, err := benchkit.Start(ctx, bin, dir, receiverConfig(dialect))
+	sr, err := bridgeRun(ctx, o, bin, dir, "", enc, streams, counts, r, logf)
 	if err != nil {
 		return err
-	}
-	sr, err := drive(ctx, o, b, streams, counts, r)
-	if err != nil {
-		b.Kill()
-		return err
-	}
-	logf("%s: %d records, %d bytes in %.2f s; verifying the log", dialect, r.records, r.bytes, r.elapsed.Seconds())
-	if err := verifyLog(ctx, b.LogDir, enc, streams, sr.sent); err != nil {
-		return err
-	}
-	r.verified = true
-	if !o.keep {
-		if err := os.RemoveAll(filepath.Join(dir, "log")); err != nil {
-			return err
-		}
 	}
 	benchkit.SettleDisk()
 	logf("%s: raw loopback copy of the same bytes, %d time(s)", dialect, o.rawRuns)
@@ -230,7 +249,58 @@ func measure(ctx context.Context, o *options, bin, dialect string, cat *record.C
 	slices.SortFunc(runs, func(a, b copyRun) int { return cmp.Compare(a.elapsed, b.elapsed) })
 	med := runs[len(runs)/2]
 	r.raw, r.rawCPU, r.rawDone = med.elapsed, med.cpu, true
+	if rs == nil {
+		return nil
+	}
+	rs.raw, rs.rawCPU, rs.rawDone = r.raw, r.rawCPU, true
+	sdir := filepath.Join(tmp, dialect+"-store")
+	if err := os.Mkdir(sdir, 0o755); err != nil {
+		return err
+	}
+	benchkit.SettleDisk()
+	if _, rs.err = bridgeRun(ctx, o, bin, sdir, benchkit.StoreSink(sdir), enc, streams, counts, rs, logf); rs.err != nil {
+		logf("%s with the store: %v", dialect, rs.err)
+		return nil
+	}
+	rs.wantStored = tracesSent(streams, sr.sent)
+	// (A trace of more than the assembler's max_spans events is stored
+	// in parts, each counted.)
+	if rs.stored, rs.err = countStored(filepath.Join(sdir, "store")); rs.err == nil && rs.wantStored >= 0 &&
+		(rs.stored < rs.wantStored || rs.stored > rs.wantStored && 2*o.calls <= trace.DefaultMaxSpans) {
+		rs.err = fmt.Errorf("the store holds %d traces where %d were sent", rs.stored, rs.wantStored)
+	}
+	if rs.err != nil {
+		rs.verified = false
+		logf("%s with the store: %v", dialect, rs.err)
+	}
 	return nil
+}
+
+// bridgeRun starts the bridge with the log sink and sinks, drives the
+// clients into it, stops it and verifies the log.
+func bridgeRun(ctx context.Context, o *options, bin, dir, sinks string, enc *encoder, streams []*stream, counts []int64,
+	r *result, logf func(string, ...any)) (sendResult, error) {
+	logf("%s: bridge run (%s), %d connection(s)", r.dialect, r.mode, o.conns)
+	b, err := benchkit.StartSinks(ctx, bin, dir, receiverConfig(r.dialect), sinks)
+	if err != nil {
+		return sendResult{}, err
+	}
+	sr, err := drive(ctx, o, b, streams, counts, r, sinks != "")
+	if err != nil {
+		b.Kill()
+		return sr, err
+	}
+	logf("%s: %d records, %d bytes in %.2f s (%.2f s to exit); verifying the log", r.dialect, r.records, r.bytes, r.elapsed.Seconds(), r.exit.Seconds())
+	if err := verifyLog(ctx, b.LogDir, enc, streams, sr.sent); err != nil {
+		return sr, err
+	}
+	r.verified = true
+	if !o.keep {
+		if err := os.RemoveAll(filepath.Join(dir, "log")); err != nil {
+			return sr, err
+		}
+	}
+	return sr, nil
 }
 
 // receiverConfig returns the YAML of the serve receiver that speaks a
@@ -254,7 +324,7 @@ var errStalled = errors.New("the sink count stopped short of the records sent")
 // clock when the sink has consumed every record sent; then it stops the
 // bridge. It fills r with the measurement. The metrics endpoint is polled
 // at the benchkit.PollStep of the time elapsed.
-func drive(ctx context.Context, o *options, b *benchkit.Bridge, streams []*stream, counts []int64, r *result) (sendResult, error) {
+func drive(ctx context.Context, o *options, b *benchkit.Bridge, streams []*stream, counts []int64, r *result, traces bool) (sendResult, error) {
 	pid := b.Pid()
 	if n, err := b.SinkRecords(); err != nil || n != 0 {
 		return sendResult{}, fmt.Errorf("sink count before the run: %d (%v)", n, err)
@@ -313,23 +383,70 @@ func drive(ctx context.Context, o *options, b *benchkit.Bridge, streams []*strea
 	}
 	t := sr.total()
 	r.records, r.bytes = t.records, t.bytes
+	if traces {
+		// Every record sent reached the assembler before the stop.
+		if err := waitTraceRecords(ctx, b, t.records); err != nil {
+			return sr, err
+		}
+	}
 	if _, peak, err := benchkit.Memory(pid); err == nil {
 		r.peak = peak
 		r.peakKnown = true
 	}
-	if r.cpu, err = b.Stop(); err != nil {
-		return sr, err
+	// The shutdown flushes the open traces (into the store): VmHWM is
+	// read until the bridge has exited.
+	stopped := make(chan error, 1)
+	go func() {
+		var err error
+		r.cpu, err = b.Stop()
+		stopped <- err
+	}()
+	for {
+		select {
+		case err := <-stopped:
+			if err != nil {
+				return sr, err
+			}
+			r.exit = time.Since(start)
+			return sr, nil
+		case <-time.After(5 * time.Millisecond):
+			if _, peak, err := benchkit.Memory(pid); err == nil {
+				r.peak = max(r.peak, peak)
+			}
+		}
 	}
-	return sr, nil
+}
+
+// waitTraceRecords waits until the bridge's trace assembler has taken n
+// records.
+func waitTraceRecords(ctx context.Context, b *benchkit.Bridge, n int64) error {
+	deadline := time.Now().Add(stallTimeout)
+	for {
+		got, err := b.TraceRecords()
+		if err != nil {
+			return err
+		}
+		if got >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the trace assembler took %d of %d records", got, n)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(benchkit.PollStep(0)):
+		}
+	}
 }
 
 // printTable prints one row per dialect.
 func printTable(w io.Writer, conns int, results []result) {
 	tw := benchkit.Table(w)
-	fmt.Fprintln(tw, "dialect\tconns\trecords\tbytes\tseconds\trecords/s\tMB/s\traw MB/s\tratio\tpeak RSS MiB\tmax sampled RSS MiB\tbridge CPU s\traw CPU s\t")
+	fmt.Fprintln(tw, "dialect\tsinks\tconns\trecords\tbytes\tseconds\trecords/s\tMB/s\traw MB/s\tratio\tto exit s\tpeak RSS MiB\tmax sampled RSS MiB\tbridge CPU s\traw CPU s\t")
 	for _, r := range results {
 		if !r.verified {
-			fmt.Fprintf(tw, "%s\t%d\tFAILED\t\t\t\t\t\t\t\t\t\t\t\n", r.dialect, conns)
+			fmt.Fprintf(tw, "%s\t%s\t%d\tFAILED\t\t\t\t\t\t\t\t\t\t\t\t\n", r.dialect, r.mode, conns)
 			continue
 		}
 		secs := r.elapsed.Seconds()
@@ -345,8 +462,8 @@ func printTable(w io.Writer, conns int, results []result) {
 		if r.peakKnown {
 			peak = fmt.Sprintf("%.1f", float64(r.peak)/mib)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%.0f\t%.1f\t%s\t%s\t%s\t%.1f\t%.2f\t%s\t\n",
-			r.dialect, conns, r.records, r.bytes, secs, float64(r.records)/secs, mbps, raw, ratio, peak, float64(r.rssMax)/mib, r.cpu.Seconds(), rawCPU)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.3f\t%.0f\t%.1f\t%s\t%s\t%.3f\t%s\t%.1f\t%.2f\t%s\t\n",
+			r.dialect, r.mode, conns, r.records, r.bytes, secs, float64(r.records)/secs, mbps, raw, ratio, r.exit.Seconds(), peak, float64(r.rssMax)/mib, r.cpu.Seconds(), rawCPU)
 	}
 	tw.Flush()
 	for _, r := range results {
@@ -354,7 +471,7 @@ func printTable(w io.Writer, conns int, results []result) {
 			fmt.Fprintf(w, "%s: FAILED: %v\n", r.dialect, r.err)
 			continue
 		}
-		if conns != aimConns {
+		if conns != aimConns || r.mode != modeLog {
 			continue
 		}
 		verdict := func(ok bool) string {
@@ -368,4 +485,55 @@ func printTable(w io.Writer, conns int, results []result) {
 			r.dialect, aimConns, ratio, aimRatio, verdict(ratio >= aimRatio),
 			float64(r.peak)/mib, aimRSS/mib, verdict(r.peakKnown && r.peak <= aimRSS))
 	}
+}
+
+// printStore compares each dialect's run with the store with its log-only
+// run of the same program run: records per second from the first byte to
+// the bridge's exit (which flushes the open traces into the store), and
+// records per CPU-second of the bridge.
+func printStore(w io.Writer, results []result) {
+	for i, r := range results {
+		if r.mode != modeStore || r.err != nil || !r.verified || i == 0 || results[i-1].mode != modeLog || !results[i-1].verified {
+			continue
+		}
+		base := results[i-1]
+		rate := func(x result) float64 { return float64(x.records) / x.exit.Seconds() }
+		perCPU := func(x result) float64 { return float64(x.records) / x.cpu.Seconds() }
+		want := "not known (chunks repeated)"
+		if r.wantStored >= 0 {
+			want = fmt.Sprintf("%d sent", r.wantStored)
+		}
+		fmt.Fprintf(w, "%s with the store: %.0f records/s to exit (%.3f of the log-only run's %.0f), %.0f records/CPU-s (%.3f of %.0f), peak RSS %.1f MiB (%.2f of %.1f MiB); %d traces stored, %s\n",
+			r.dialect, rate(r), rate(r)/rate(base), rate(base), perCPU(r), perCPU(r)/perCPU(base), perCPU(base),
+			float64(r.peak)/mib, float64(r.peak)/float64(base.peak), float64(base.peak)/mib, r.stored, want)
+	}
+}
+
+// tracesSent returns the number of traces in what the connections sent,
+// -1 when a connection sent its chunk more than once (its traces again).
+func tracesSent(streams []*stream, sent []sent) int {
+	n := 0
+	for c, s := range streams {
+		if sent[c].records > s.records() {
+			return -1
+		}
+		last := int64(0)
+		for _, ev := range s.events[:sent[c].records] {
+			if ev.Trace != last {
+				n++
+				last = ev.Trace
+			}
+		}
+	}
+	return n
+}
+
+// countStored opens the store in dir (read-only) and counts its traces.
+func countStored(dir string) (int, error) {
+	st, err := tstore.Open(dir, tstore.Options{ReadOnly: true})
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	return st.Count()
 }

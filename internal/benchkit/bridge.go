@@ -69,6 +69,21 @@ type Bridge struct {
 // Start returns once serve has printed its addresses and "ready"; ctx
 // kills the bridge when it is done.
 func Start(ctx context.Context, bin, dir, receiver string) (*Bridge, error) {
+	return StartSinks(ctx, bin, dir, receiver, "")
+}
+
+// StoreSink is the YAML of a trace store sink StoreName under dir/store,
+// for StartSinks: the sink the embedded default adds to the log.
+func StoreSink(dir string) string {
+	return fmt.Sprintf("  - name: %s\n    type: store\n    path: %q\n", StoreName, filepath.Join(dir, "store"))
+}
+
+// StoreName names the store sink of StoreSink.
+const StoreName = "store"
+
+// StartSinks is Start with more sinks after the log: sinks is their YAML
+// list entries, each line ending in a newline (StoreSink).
+func StartSinks(ctx context.Context, bin, dir, receiver, sinks string) (*Bridge, error) {
 	cfg := fmt.Sprintf(`data_dir: %q
 metrics: "127.0.0.1:0"
 receivers:
@@ -78,7 +93,7 @@ receivers:
     type: kieker-log
     format: binary
     path: %q
-`, dir, ReceiverName, receiver, SinkName, filepath.Join(dir, "log"))
+%s`, dir, ReceiverName, receiver, SinkName, filepath.Join(dir, "log"), sinks)
 	cfgPath := filepath.Join(dir, "tracebridge.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, err
@@ -191,6 +206,17 @@ func (b *Bridge) SinkRecords() (int64, error) {
 	if !ok {
 		return 0, fmt.Errorf("%s: no tracebridge_sink_records_total sample for sink %s", b.Metrics, SinkName)
 	}
+	return int64(v), nil
+}
+
+// TraceRecords asks the metrics endpoint how many records the trace
+// assembler has taken (tracebridge_trace_records_total; 0 without one).
+func (b *Bridge) TraceRecords() (int64, error) {
+	body, err := b.metricsPage()
+	if err != nil {
+		return 0, err
+	}
+	v, _ := counter(body, "tracebridge_trace_records_total", "")
 	return int64(v), nil
 }
 

@@ -78,14 +78,21 @@ func (ev *Event) KDBID() int32 {
 // trace from 0, and timestamps rise by 50 to 2050 ns per event. Every
 // (traceId, orderIndex) is unique. The output is a function of seed, src
 // and n alone; a program picks its own seed.
-func Events(seed uint64, src, n int) []Event {
+func Events(seed uint64, src, n int) []Event { return TraceEvents(seed, src, n, 0) }
+
+// TraceEvents is Events with every trace of exactly calls calls (barlib's
+// load: traces of 1,000 calls); calls ≤ 0 means Events' 1 to 24.
+func TraceEvents(seed uint64, src, n, calls int) []Event {
 	rng := rand.New(rand.NewPCG(uint64(src)+1, seed))
-	evs := make([]Event, 0, n+2*maxCalls)
+	evs := make([]Event, 0, n+2*max(maxCalls, calls))
 	ts := baseTime
 	stack := make([]uint8, 0, maxDepth)
 	for trace := int64(1); len(evs) < n; trace++ {
 		id := int64(src+1)<<TraceShift | trace
-		calls := 1 + rng.IntN(maxCalls)
+		want := calls
+		if want <= 0 {
+			want = 1 + rng.IntN(maxCalls)
+		}
 		var order int32
 		emit := func(sig uint8, after bool) {
 			ts += 50 + int64(rng.IntN(2001))
@@ -97,7 +104,7 @@ func Events(seed uint64, src, n int) []Event {
 		emit(root, false)
 		opened := 1
 		for len(stack) > 0 {
-			if opened < calls && len(stack) < cap(stack) && (len(stack) == 1 || rng.IntN(100) < 50) {
+			if opened < want && len(stack) < cap(stack) && (len(stack) == 1 || rng.IntN(100) < 50) {
 				s := uint8(rng.IntN(numSignatures))
 				stack = append(stack, s)
 				emit(s, false)

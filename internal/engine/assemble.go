@@ -18,6 +18,14 @@ type assembly struct {
 	fan       *fanout
 	pending   []*trace.Trace
 	enrichers []pipeline.Enricher
+
+	// pendingSpans counts the spans of pending; tickCtx is set while a
+	// tick runs the assembler, which then hands on what it emits every
+	// maxPendingSpans spans: a tick that ends many traces at once (the
+	// last one ends every trace open) would otherwise build all their
+	// spans before the sinks take the first.
+	pendingSpans int
+	tickCtx      context.Context
 }
 
 // maxTraceBacklog bounds the spans of the assembled traces queued for
@@ -26,6 +34,9 @@ type assembly struct {
 // a span) rather than assembled in the sinks' queues (about 1 KiB), so a
 // store that is behind does not multiply the memory held.
 const maxTraceBacklog = 50_000
+
+// maxPendingSpans: see assembly.pendingSpans.
+const maxPendingSpans = 1 << 16
 
 // assembler returns the trace assembly the sinks ask for, or nil when no
 // sink takes traces.
@@ -47,7 +58,13 @@ func (e *Engine) assembler(fan *fanout) *assembly {
 	o.Clock = trace.WallClock
 	o.Sources = want
 	o.Lean = lean
-	o.Emit = func(t *trace.Trace) { as.pending = append(as.pending, t) }
+	o.Emit = func(t *trace.Trace) {
+		as.pending = append(as.pending, t)
+		as.pendingSpans += len(t.Spans)
+		if as.tickCtx != nil && as.pendingSpans >= maxPendingSpans {
+			as.hand(as.tickCtx)
+		}
+	}
 	as.a = trace.NewAssembler(o)
 	return as
 }
@@ -68,12 +85,14 @@ func (as *assembly) Emit(ctx context.Context, b *record.Batch) (*record.Batch, e
 
 // tick emits the traces whose window has passed (all of them at the end).
 func (as *assembly) tick(ctx context.Context, end bool) {
+	as.tickCtx = ctx
 	if end {
 		as.a.Flush()
 	} else {
 		// Traces the sinks have not taken yet bound the ones made now.
 		as.a.TickBudget(maxTraceBacklog - int(as.fan.traceBacklog.Load()))
 	}
+	as.tickCtx = nil
 	as.hand(ctx)
 	as.e.tmu.Lock()
 	as.e.tstats = as.a.Stats()
@@ -85,7 +104,7 @@ func (as *assembly) hand(ctx context.Context) {
 		return
 	}
 	ts := as.pending
-	as.pending = nil
+	as.pending, as.pendingSpans = nil, 0
 	for _, en := range as.enrichers {
 		for _, t := range ts {
 			en.Enrich(t)

@@ -84,10 +84,18 @@ func (m *marker) durableDone(err error) {
 // entry is one element of a runner's queue: a batch, completed traces or
 // a marker.
 type entry struct {
-	it *item
-	tr []*trace.Trace
-	mk *marker
+	it    *item
+	tr    []*trace.Trace
+	spans int64 // tr's spans
+	mk    *marker
 }
+
+// maxQueuedSpans bounds the spans of the completed traces waiting in one
+// sink's queue (about 35 MiB of spans), besides queue_batches: the parts
+// of a huge trace (100,000 spans each) would otherwise fill a queue of 64
+// with gigabytes when the sink is slower than the assembler. A single
+// entry larger than the bound is queued when the queue holds no traces.
+const maxQueuedSpans = 1 << 17
 
 func newFanout(e *Engine) *fanout {
 	f := &fanout{e: e, aborted: make(chan struct{})}
@@ -102,6 +110,7 @@ func newFanout(e *Engine) *fanout {
 			met:    s.met,
 			done:   make(chan struct{}),
 			drops:  lograte.Limiter{PerSecond: 1},
+			taken:  make(chan struct{}, 1),
 		}
 		r.tc, _ = s.sink.(pipeline.TraceConsumer)
 		if to, ok := s.sink.(pipeline.TracesOnly); ok && to.TracesOnly() {
@@ -197,10 +206,10 @@ func (f *fanout) traces(ctx context.Context, ts []*trace.Trace) {
 			}
 		}
 		if len(mine) > 0 {
-			n := spansOf(mine)
-			f.traceBacklog.Add(n)
-			if err := r.put(ctx, entry{tr: mine}, f.aborted); err != nil {
-				f.traceBacklog.Add(-n)
+			en := entry{tr: mine, spans: spansOf(mine)}
+			f.traceBacklog.Add(en.spans)
+			if err := r.put(ctx, en, f.aborted); err != nil {
+				f.traceBacklog.Add(-en.spans)
 			}
 		}
 	}
@@ -287,18 +296,42 @@ type runner struct {
 
 	pmu     sync.Mutex
 	waiting []*marker // markers consumed since the last flush began
+
+	// spans counts the spans of the traces in ch (maxQueuedSpans);
+	// taken is signalled when the sink has taken traces from it.
+	spans atomic.Int64
+	taken chan struct{}
 }
 
 // put enqueues en. A durable runner waits while its queue is full; a
 // best-effort runner drops its oldest batch instead.
 func (r *runner) put(ctx context.Context, en entry, aborted <-chan struct{}) error {
+	if en.spans > 0 {
+		for q := r.spans.Load(); q > 0 && q+en.spans > maxQueuedSpans; q = r.spans.Load() {
+			if r.policy != pipeline.Durable {
+				r.fan.traceBacklog.Add(-en.spans)
+				r.dropTraces(en)
+				return nil
+			}
+			select {
+			case <-r.taken:
+			case <-aborted:
+				return pipeline.ErrClosed
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		r.spans.Add(en.spans)
+	}
 	if r.policy == pipeline.Durable {
 		select {
 		case r.ch <- en:
 			return nil
 		case <-aborted:
+			r.spans.Add(-en.spans)
 			return pipeline.ErrClosed
 		case <-ctx.Done():
+			r.spans.Add(-en.spans)
 			return ctx.Err()
 		}
 	}
@@ -316,12 +349,18 @@ func (r *runner) put(ctx context.Context, en entry, aborted <-chan struct{}) err
 	}
 }
 
+// dropTraces logs the completed traces of en dropped.
+func (r *runner) dropTraces(en entry) {
+	r.drops.Log(context.Background(), r.e.log, slog.LevelWarn, "best-effort sink is behind; completed traces were dropped",
+		"sink", r.name, "traces", len(en.tr))
+}
+
 // overflow drops a batch a best-effort runner had no room for.
 func (r *runner) overflow(old entry) {
 	if old.tr != nil {
-		r.fan.traceBacklog.Add(-spansOf(old.tr))
-		r.drops.Log(context.Background(), r.e.log, slog.LevelWarn, "best-effort sink is behind; completed traces were dropped",
-			"sink", r.name, "traces", len(old.tr))
+		r.spans.Add(-old.spans)
+		r.fan.traceBacklog.Add(-old.spans)
+		r.dropTraces(old)
 		return
 	}
 	if old.it == nil {
@@ -377,7 +416,7 @@ func (r *runner) handle(ctx context.Context, en entry) {
 		it.release()
 	}
 	if en.tr != nil {
-		defer r.fan.traceBacklog.Add(-spansOf(en.tr))
+		defer r.fan.traceBacklog.Add(-en.spans)
 		if err := r.tc.ConsumeTraces(ctx, en.tr); err != nil {
 			err = fmt.Errorf("sink %s: traces: %w", r.name, err)
 			r.e.sinkError(err)
@@ -385,11 +424,12 @@ func (r *runner) handle(ctx context.Context, en entry) {
 				r.failed = err
 			}
 		} else {
-			spans := 0
-			for _, t := range en.tr {
-				spans += len(t.Spans)
-			}
-			r.met.Traces(len(en.tr), spans)
+			r.met.Traces(len(en.tr), int(en.spans))
+		}
+		r.spans.Add(-en.spans)
+		select {
+		case r.taken <- struct{}{}:
+		default:
 		}
 	}
 	if mk := en.mk; mk != nil {

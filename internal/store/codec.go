@@ -64,6 +64,15 @@ type encoder struct {
 	scopes []*trace.Scope
 	resAt  map[*trace.Resource]int // beyond tableScan entries
 	scAt   map[*trace.Scope]int
+	// recent are symbols looked up lately, by their bytes' address: the
+	// strings of a bridge's spans are interned, so the same operation
+	// mostly comes with the same bytes and is found without hashing it.
+	recent [512]symCached
+}
+
+type symCached struct {
+	s  string
+	id uint32
 }
 
 // tableScan bounds the entries of a trace's resource or scope table
@@ -126,10 +135,19 @@ func tableIndex[T comparable](list *[]T, at *map[T]int, x T) int {
 }
 
 func (e *encoder) sym(dst []byte, s string) []byte {
+	if s == "" {
+		return append(dst, 0)
+	}
+	p := unsafe.StringData(s)
+	slot := &e.recent[(uintptr(unsafe.Pointer(p))>>4^uintptr(len(s)))%uintptr(len(e.recent))]
+	if unsafe.StringData(slot.s) == p && len(slot.s) == len(s) {
+		return binary.AppendUvarint(dst, uint64(slot.id))
+	}
 	id, isNew := e.syms.id(s)
 	if isNew {
 		e.newSyms = append(e.newSyms, s)
 	}
+	*slot = symCached{s, id}
 	return binary.AppendUvarint(dst, uint64(id))
 }
 

@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"io"
 	"math"
+	mbits "math/bits"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/tracebridge/tracebridge/internal/store/block"
 	"github.com/tracebridge/tracebridge/internal/trace"
@@ -577,6 +580,17 @@ type blockFilter struct {
 	// with the hashes of their pairs.
 	resources map[*trace.Resource][]uint64
 	scopes    map[*trace.Scope][]uint64
+
+	// What spare a trace's spans repeated lookups (a span's strings and
+	// Kieker positions mostly repeat the previous span's): strings
+	// already in strings by their bytes' address, the last Kieker trace
+	// and session hashed, the small orderIndex, eoi and ess values
+	// hashed.
+	seen    [256]string
+	kid     int64
+	kidSeen bool
+	session string
+	small   [3][]uint64 // bit sets of the values added below smallLimit: orderIndex, eoi, ess
 }
 
 // add adds t's pairs and strings, and lists them under row in terms (nil:
@@ -592,9 +606,7 @@ func (f *blockFilter) add(t *trace.Trace, terms *headTerms, row uint32) {
 	for i := range t.Spans {
 		s := &t.Spans[i]
 		for _, str := range [...]string{s.Operation, s.Component, s.Host, s.Service, s.Thread} {
-			if _, ok := f.strings[str]; !ok {
-				f.strings[strings.Clone(str)] = struct{}{}
-			}
+			f.addString(str)
 		}
 		for _, a := range s.Attributes {
 			x := pairHash(a.Key, a.Value)
@@ -602,13 +614,9 @@ func (f *blockFilter) add(t *trace.Trace, terms *headTerms, row uint32) {
 			if terms != nil {
 				terms.put(x, row)
 			}
-			if _, ok := f.strings[a.Key]; !ok {
-				f.strings[strings.Clone(a.Key)] = struct{}{}
-			}
+			f.addString(a.Key)
 		}
-		for _, a := range trace.KiekerAttrs(s) {
-			f.pairs[pairHash(a.Key, a.Value)] = struct{}{}
-		}
+		f.kieker(s)
 	}
 	// Resource and scope attributes are the spans' too (Span.Attr finds
 	// them), stored once per trace.
@@ -654,16 +662,112 @@ func (f *blockFilter) add(t *trace.Trace, terms *headTerms, row uint32) {
 	}
 }
 
+// addString adds s to the strings.
+func (f *blockFilter) addString(s string) {
+	p := unsafe.StringData(s)
+	slot := &f.seen[(uintptr(unsafe.Pointer(p))>>4^uintptr(len(s)))%uintptr(len(f.seen))]
+	if unsafe.StringData(*slot) == p && len(*slot) == len(s) {
+		return
+	}
+	if _, ok := f.strings[s]; !ok {
+		s = strings.Clone(s)
+		f.strings[s] = struct{}{}
+	}
+	*slot = s
+}
+
+// The keys of a Kieker span's positions, as trace.KiekerAttrs names them
+// (TestFilterKiekerPairs keeps them in step).
+const (
+	keyKiekerTrace   = "kieker.traceId"
+	keyKiekerSession = "kieker.sessionId"
+	smallLimit       = 1 << 26 // values below it are remembered in a bit set (8 MiB at most)
+)
+
+var smallKeys = [3]string{"kieker.orderIndex", "kieker.eoi", "kieker.ess"}
+
+// kieker adds the pairs of s's Kieker positions (trace.KiekerAttrs)
+// without building them, hashing each value once a block.
+func (f *blockFilter) kieker(s *trace.Span) {
+	switch s.Source {
+	case trace.FromEvents:
+		f.addSmall(0, s.OrderIndex)
+	case trace.FromExecution:
+		f.addSmall(1, s.EOI)
+		f.addSmall(2, s.ESS)
+	default:
+		return
+	}
+	if !f.kidSeen || s.KiekerTrace != f.kid {
+		f.pairs[pairHash(keyKiekerTrace, strconv.FormatInt(s.KiekerTrace, 10))] = struct{}{}
+		f.kid, f.kidSeen = s.KiekerTrace, true
+	}
+	if s.Session != "" && s.Session != f.session {
+		f.pairs[pairHash(keyKiekerSession, s.Session)] = struct{}{}
+		f.session = s.Session
+	}
+}
+
+// addSmall adds the pair of position k (smallKeys) with value v: a
+// value below smallLimit is a bit of the key's set (a huge trace's
+// millions of orderIndexes cost a bit each, not a map entry), hashed when
+// the block's filter is built; any other is hashed now.
+func (f *blockFilter) addSmall(k int, v int32) {
+	if v >= 0 && v < smallLimit {
+		set := f.small[k]
+		if w := int(v / 64); w >= len(set) {
+			set = append(set, make([]uint64, max(w+1, 2*len(set), 16)-len(set))...)
+			f.small[k] = set
+		}
+		set[v/64] |= 1 << (v % 64)
+		return
+	}
+	f.pairs[pairHash(smallKeys[k], strconv.Itoa(int(v)))] = struct{}{}
+}
+
+// hasSmall reports whether the pair (key, value) is one of the small
+// positions added.
+func (f *blockFilter) hasSmall(key, value string) bool {
+	k := slices.Index(smallKeys[:], key)
+	if k < 0 {
+		return false
+	}
+	v, err := strconv.Atoi(value)
+	if err != nil || v < 0 || v >= smallLimit || strconv.Itoa(v) != value {
+		return false
+	}
+	set := f.small[k]
+	return v/64 < len(set) && set[v/64]&(1<<(v%64)) != 0
+}
+
+// eachPair calls fn with the hash of every pair added.
+func (f *blockFilter) eachPair(fn func(uint64)) {
+	for h := range f.pairs {
+		fn(h)
+	}
+	for k, set := range f.small {
+		for w, bits := range set {
+			for ; bits != 0; bits &= bits - 1 {
+				v := w*64 + mbits.TrailingZeros64(bits)
+				fn(pairHash(smallKeys[k], strconv.Itoa(v)))
+			}
+		}
+	}
+}
+
 // bloom builds the filter.
 func (f *blockFilter) bloom() *block.Bloom {
 	n := len(f.pairs)
+	for _, set := range f.small {
+		for _, bits := range set {
+			n += mbits.OnesCount64(bits)
+		}
+	}
 	for s := range f.strings {
 		n += max(len(s)-2, 0)
 	}
 	b := block.NewBloom(n)
-	for h := range f.pairs {
-		b.Add(h)
-	}
+	f.eachPair(b.Add)
 	for s := range f.strings {
 		trigrams(s, b.Add)
 	}

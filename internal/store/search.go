@@ -165,7 +165,7 @@ type view struct {
 	dict    []string
 	byName  func(string) (uint32, bool)
 	body    func(ctx context.Context, row *block.Summary) ([]byte, error)
-	pairsOK func(hs []uint64) bool
+	pairsOK func(f *filter) bool
 }
 
 // headView snapshots a head (the partition's read lock is held).
@@ -182,11 +182,11 @@ func (s *Store) headView(p *partition, h *head) *view {
 	v.byName = func(name string) (uint32, bool) { id, ok := byName[name]; return id, ok }
 	hv := &head{id: h.id, path: h.path, chunks: chunks, pending: pending}
 	v.body = func(_ context.Context, row *block.Summary) ([]byte, error) { return s.headBody(hv, row) }
-	v.pairsOK = func(hs []uint64) bool {
+	v.pairsOK = func(f *filter) bool {
 		p.mu.RLock()
 		defer p.mu.RUnlock()
-		for _, x := range hs {
-			if _, ok := h.filter.pairs[x]; !ok {
+		for i, x := range f.pairs {
+			if _, ok := h.filter.pairs[x]; !ok && !h.filter.hasSmall(f.q.Attrs[i].Key, f.q.Attrs[i].Value) {
 				return false
 			}
 		}
@@ -213,7 +213,7 @@ func (s *Store) blockView(ctx context.Context, p *partition, b *blockRef) (*view
 		}
 		return bodies[row.Index], nil
 	}
-	v.pairsOK = bi.attrs.HasAll
+	v.pairsOK = func(f *filter) bool { return bi.attrs.HasAll(f.pairs) }
 	return v, nil
 }
 
@@ -508,7 +508,7 @@ func (f *filter) resolve(v *view) *rowFilter {
 		}
 	}
 	if f.needs {
-		rf.blockOK = v.pairsOK(f.pairs)
+		rf.blockOK = v.pairsOK(f)
 		if !rf.blockOK {
 			rf.none = true
 		}

@@ -148,6 +148,14 @@ type Assembler struct {
 	// invocation ran, and the tasks waiting for their parent's.
 	invs    map[invKey]int64
 	waiting map[invKey][]int64
+
+	// syms numbers the strings of the Kieker events threads buffer
+	// (kevents.go).
+	syms *symtab
+	// last is the thread of the last event (nil when its trace ended).
+	last *thread
+	// kept are the calls replayThreads kept open for the next part.
+	kept []SpanID
 }
 
 // NewAssembler returns an assembler.
@@ -203,7 +211,9 @@ type thread struct {
 	tid     string
 	host    string
 	sess    string
-	evs     []kev
+	evs     []kev    // buffered events (kevents.go)
+	extras  []kextra // what some of them have beyond a kev
+	syms    *symtab  // the table of evs' strings
 
 	// Invocation identifiers: this trace's invocation, the parent
 	// invocation it waits for, and whether one names its parent (then
@@ -219,19 +229,6 @@ type thread struct {
 	spans    []Span  // calls of this thread, open and closed, not yet emitted
 	attached bool    // the thread's roots have been hung under the parent
 	maxTS    int64
-}
-
-// kev is one Kieker event of a thread trace, as the assembler keeps it.
-type kev struct {
-	order      int32
-	role       Role
-	failed     bool
-	split      bool
-	join       bool
-	ts         int64
-	op, class  string
-	cause      string
-	cop, cclas string // CallOperationEvent's callee
 }
 
 // oer is one OperationExecutionRecord.
@@ -325,28 +322,42 @@ func (a *Assembler) family(id ID, recordTime int64) *family {
 	if f == nil {
 		f = &family{id: id}
 		a.fams[id] = f
-	} else {
-		f.prev.next, f.next.prev = f.next, f.prev
+		f.prev, f.next = f, f // (unlinked)
 	}
+	a.touch(f, recordTime)
+	return f
+}
+
+// touch marks f touched: the most recent in the LRU list.
+func (a *Assembler) touch(f *family, recordTime int64) {
 	f.touched = a.now(recordTime)
+	if a.lru.next == f {
+		return
+	}
+	f.prev.next, f.next.prev = f.next, f.prev
 	f.prev, f.next = &a.lru, a.lru.next
 	a.lru.next.prev = f
 	a.lru.next = f
-	return f
 }
 
 // thread returns Kieker thread trace kid, creating it (and its own
 // trace) when new.
 func (a *Assembler) thread(kid int64, recordTime int64) *thread {
+	if th := a.last; th != nil && th.kid == kid {
+		// (Events come in runs of one thread.)
+		a.touch(th.fam, recordTime)
+		return th
+	}
 	th := a.threads[kid]
 	if th == nil {
-		th = &thread{kid: kid, parent: -1, porder: -1, next: 0}
+		th = &thread{kid: kid, parent: -1, porder: -1, next: 0, syms: a.symbols()}
 		th.fam = a.family(KiekerID(kid), recordTime)
 		th.fam.threads = append(th.fam.threads, th)
 		a.threads[kid] = th
-		return th
+	} else {
+		a.touch(th.fam, recordTime)
 	}
-	a.family(th.fam.id, recordTime)
+	a.last = th
 	return th
 }
 
@@ -428,12 +439,32 @@ func intField(v []record.Value, i int) int64 {
 func (a *Assembler) event(r *record.Record, ti *TypeInfo) {
 	a.st.Records++
 	v := r.Values
-	e := kev{
-		order: int32(v[ti.OrderIndex].Int()), role: ti.Role, failed: ti.Failed, split: ti.Split, join: ti.Join,
-		ts: intField(v, ti.Timestamp), op: strField(v, ti.Op), class: strField(v, ti.Class), cause: strField(v, ti.Cause),
-		cop: strField(v, ti.CalleeOp), cclas: strField(v, ti.CalleeClass),
+	ts := intField(v, ti.Timestamp)
+	th := a.thread(v[ti.TraceID].Int(), ts)
+	sy := th.syms
+	e := kev{order: int32(v[ti.OrderIndex].Int()), role: ti.Role, ts: ts, sig: sy.sig(sy.id(strField(v, ti.Op)), sy.id(strField(v, ti.Class)))}
+	if ti.Failed {
+		e.flags |= kevFailed
 	}
-	th := a.thread(v[ti.TraceID].Int(), e.ts)
+	if ti.Split {
+		e.flags |= kevSplit
+	}
+	if ti.Join {
+		e.flags |= kevJoin
+	}
+	if ti.Cause >= 0 || ti.CalleeOp >= 0 {
+		var x kextra
+		if ti.Cause >= 0 {
+			x.cause = sy.id(v[ti.Cause].Str())
+		}
+		if ti.CalleeOp >= 0 {
+			x.cop, x.cclas = sy.id(v[ti.CalleeOp].Str()), sy.id(strField(v, ti.CalleeClass))
+		}
+		if x != (kextra{}) {
+			th.extras = append(th.extras, x)
+			e.extra = uint32(len(th.extras))
+		}
+	}
 	th.evented = true
 	th.evs = append(th.evs, e)
 	th.fam.size++
@@ -641,11 +672,21 @@ func (a *Assembler) finish(f *family, final bool) {
 		a.spansPer += n - a.spansPer/16 // an exponential average over ~16 traces, ×16
 	}
 	spans := a.pendingSpans(f, f.spans)
-	spans = append(spans, a.replayThreads(f, final, &t.Broken)...)
-	spans = append(spans, executions(f.id, f.oers, &t.Broken, &a.st.Duplicates)...)
+	records := len(spans) > 0 // span records (not Kieker events or OERs)
+	calls := a.replayThreads(f, final, &t.Broken)
+	if !records && len(f.oers) == 0 {
+		// Kieker event traces: the calls as replayThreads made them (no
+		// copy), mostly in tree order already.
+		spans = calls
+	} else {
+		spans = append(spans, calls...)
+		spans = append(spans, executions(f.id, f.oers, &t.Broken, &a.st.Duplicates)...)
+	}
 	t.Spans = spans
 	t.Resources, t.Scopes = f.resources, f.scopes
-	a.st.Duplicates += int64(a.trees.tree(t))
+	if records || len(f.oers) > 0 || !treeOrdered(t, a.kept) {
+		a.st.Duplicates += int64(a.trees.tree(t))
+	}
 	a.st.Traces++
 	a.st.Spans += int64(len(t.Spans))
 	if len(t.Broken) > 0 {
@@ -660,6 +701,9 @@ func (a *Assembler) finish(f *family, final bool) {
 		for _, th := range f.threads {
 			if a.threads[th.kid] == th {
 				delete(a.threads, th.kid)
+			}
+			if a.last == th {
+				a.last = nil
 			}
 			a.forget(th, &t.Broken)
 		}
@@ -687,63 +731,76 @@ func kiekerSpanID(kid int64, order int32) SpanID {
 // parents first so that a child thread's roots hang under the call open
 // at its split point. It returns the calls to emit.
 func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Span {
+	a.kept = a.kept[:0]
 	if len(f.threads) == 0 {
 		return nil
 	}
-	byKid := make(map[int64]*thread, len(f.threads))
-	for _, th := range f.threads {
-		byKid[th.kid] = th
-	}
-	// Parents before children.
-	done := map[int64]bool{}
-	var order []*thread
-	var visit func(th *thread, depth int)
-	visit = func(th *thread, depth int) {
-		if done[th.kid] || depth > len(f.threads) {
-			return
+	var byKid map[int64]*thread
+	order := f.threads
+	if len(f.threads) > 1 {
+		byKid = make(map[int64]*thread, len(f.threads))
+		for _, th := range f.threads {
+			byKid[th.kid] = th
 		}
-		done[th.kid] = true
-		if p := byKid[th.parent]; p != nil && p != th {
-			visit(p, depth+1)
+		// Parents before children.
+		done := map[int64]bool{}
+		order = make([]*thread, 0, len(f.threads))
+		var visit func(th *thread, depth int)
+		visit = func(th *thread, depth int) {
+			if done[th.kid] || depth > len(f.threads) {
+				return
+			}
+			done[th.kid] = true
+			if p := byKid[th.parent]; p != nil && p != th {
+				visit(p, depth+1)
+			}
+			order = append(order, th)
 		}
-		order = append(order, th)
-	}
-	for _, th := range f.threads {
-		visit(th, 0)
+		for _, th := range f.threads {
+			visit(th, 0)
+		}
 	}
 	var out []Span
 	for _, th := range order {
 		a.st.Duplicates += int64(th.replay(broken))
+		th.syms = a.symbols() // (nothing buffered refers to the old one)
 		a.attach(th, byKid, broken)
 	}
 	for _, th := range order {
-		keep := th.spans[:0]
-		open := map[int32]bool{}
-		for _, i := range th.stack {
-			open[i] = true
+		// The calls that stay open (a part is emitted, the trace goes
+		// on) move to a slice of their own; the others are handed on in
+		// th.spans' array (compacted in place), copied only when another
+		// thread's calls came first.
+		var keep []Span
+		if !final && len(th.stack) > 0 {
+			keep = make([]Span, 0, len(th.stack))
 		}
+		closed := th.spans[:0]
+		next := 0 // the next entry of th.stack (its indexes rise)
 		for i := range th.spans {
 			s := &th.spans[i]
-			if open[int32(i)] {
+			if next < len(th.stack) && th.stack[next] == int32(i) {
+				next++
 				if !final {
 					keep = append(keep, *s)
+					a.kept = append(a.kept, s.SpanID)
 					continue
 				}
 				s.End = max(th.maxTS, s.Start)
 				s.Error = true
 				*broken = append(*broken, fmt.Sprintf("call %s (orderIndex %d of trace %d) never returned", s.Operation, s.OrderIndex, th.kid))
 			}
-			out = append(out, *s)
+			closed = append(closed, *s)
+		}
+		clear(th.spans[len(closed):]) // (what moved to keep)
+		if len(out) == 0 {
+			out = closed
+		} else {
+			out = append(out, closed...)
 		}
 		if final {
 			th.spans, th.stack, th.assumed = nil, nil, nil
-			if !th.meta && !th.evented && !th.hasInv {
-				// Named as a parent (parentTraceId) by a thread of this
-				// trace, and nothing of it came within the window.
-				*broken = append(*broken, fmt.Sprintf("parent trace %d never arrived", th.kid))
-			} else if !th.meta && len(th.evs) == 0 && len(out) > 0 {
-				*broken = append(*broken, fmt.Sprintf("no TraceMetadata for trace %d", th.kid))
-			}
+			a.forgetThread(th, out, broken)
 			continue
 		}
 		// Open calls stay, renumbered (the stack lists them in order).
@@ -756,24 +813,41 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 	return out
 }
 
+// forgetThread reports, when th's trace ends, a thread of which only its
+// name came (as another's parent) or that had no metadata; out is what
+// the trace's threads gave so far.
+func (a *Assembler) forgetThread(th *thread, out []Span, broken *[]string) {
+	if !th.meta && !th.evented && !th.hasInv {
+		// Named as a parent (parentTraceId) by a thread of this
+		// trace, and nothing of it came within the window.
+		*broken = append(*broken, fmt.Sprintf("parent trace %d never arrived", th.kid))
+	} else if !th.meta && len(th.evs) == 0 && len(out) > 0 {
+		*broken = append(*broken, fmt.Sprintf("no TraceMetadata for trace %d", th.kid))
+	}
+}
+
 // replay consumes the thread's buffered events in orderIndex order. It
 // returns the number of events dropped as duplicates: an event equal to
 // an earlier one with its orderIndex (another with the same orderIndex
 // is a conflict, reported in broken).
 func (th *thread) replay(broken *[]string) (dups int) {
-	evs := th.evs
-	th.evs = nil
-	sort.SliceStable(evs, func(i, j int) bool { return evs[i].order < evs[j].order })
+	evs, extras := th.evs, th.extras
+	th.evs, th.extras = nil, nil
+	sortEvents(evs)
+	if len(th.spans) == 0 && cap(th.spans) == 0 {
+		th.spans = make([]Span, 0, len(evs)/2+1)
+	}
 	seen := -1
 	run := 0 // the first event of evs with orderIndex seen
 	for i := range evs {
-		e := &evs[i]
+		ev := th.syms.expand(&evs[i], extras)
+		e := &ev
 		if e.ts > th.maxTS {
 			th.maxTS = e.ts
 		}
 		if int(e.order) != seen {
 			run = i
-		} else if slices.Contains(evs[run:i], *e) {
+		} else if slices.ContainsFunc(evs[run:i], func(x kev) bool { return th.syms.expand(&x, extras) == *e }) {
 			dups++
 			continue
 		}
@@ -796,14 +870,14 @@ func (th *thread) replay(broken *[]string) (dups int) {
 			s := Span{
 				SpanID:    kiekerSpanID(th.kid, e.order),
 				Parent:    -1,
-				Operation: e.op, Component: e.class,
+				Operation: th.name(e.op), Component: th.name(e.class),
 				Host: th.host, Thread: th.tid, Session: th.sess,
 				Start: e.ts, End: e.ts,
 				OrderIndex: e.order, EOI: -1, ESS: -1, KiekerTrace: th.kid,
 				Kind: KindInternal, Source: FromEvents,
 			}
-			if e.class == "" {
-				s.Component = componentOf(e.op)
+			if e.class == 0 {
+				s.Component = componentOf(s.Operation)
 			}
 			if n := len(th.stack); n > 0 {
 				s.ParentID = th.spans[th.stack[n-1]].SpanID
@@ -813,45 +887,46 @@ func (th *thread) replay(broken *[]string) (dups int) {
 		case RoleAfter:
 			n := len(th.stack)
 			if n == 0 {
-				*broken = append(*broken, fmt.Sprintf("%s at orderIndex %d of trace %d returns from no open call", e.op, e.order, th.kid))
+				*broken = append(*broken, fmt.Sprintf("%s at orderIndex %d of trace %d returns from no open call", th.name(e.op), e.order, th.kid))
 				continue
 			}
 			s := &th.spans[th.stack[n-1]]
 			th.stack = th.stack[:n-1]
-			if s.Operation != e.op || e.class != "" && s.Component != e.class {
-				*broken = append(*broken, fmt.Sprintf("return from %s (class %s) at orderIndex %d of trace %d, but %s (class %s, orderIndex %d) is the open call", e.op, e.class, e.order, th.kid, s.Operation, s.Component, s.OrderIndex))
+			if op, class := th.name(e.op), th.name(e.class); s.Operation != op || class != "" && s.Component != class {
+				*broken = append(*broken, fmt.Sprintf("return from %s (class %s) at orderIndex %d of trace %d, but %s (class %s, orderIndex %d) is the open call", op, class, e.order, th.kid, s.Operation, s.Component, s.OrderIndex))
 			}
 			s.End = e.ts
 			if e.failed {
+				cause := th.name(e.cause)
 				s.Error = true
 				s.Status = StatusError
-				s.StatusMessage = e.cause
-				s.Events = append(s.Events, Event{Name: "exception", Time: e.ts, Attributes: []Attr{{Key: "exception.type", Value: e.cause, Type: TypeString}}})
+				s.StatusMessage = cause
+				s.Events = append(s.Events, Event{Name: "exception", Time: e.ts, Attributes: []Attr{{Key: "exception.type", Value: cause, Type: TypeString}}})
 			}
 			s.afterOrder = e.order
 		default:
-			if e.cop != "" && !calledNext(evs[i+1:], e) {
+			if e.cop != 0 && !th.calledNext(evs[i+1:], e) {
 				// A call into code that is not instrumented: a call of
 				// no duration under the open call. (When the callee is
 				// instrumented, its Before follows and is the call.)
 				s := Span{
 					SpanID:    kiekerSpanID(th.kid, e.order),
 					Parent:    -1,
-					Operation: e.cop, Component: e.cclas,
+					Operation: th.name(e.cop), Component: th.name(e.cclas),
 					Host: th.host, Thread: th.tid, Session: th.sess,
 					Start: e.ts, End: e.ts,
 					OrderIndex: e.order, EOI: -1, ESS: -1, KiekerTrace: th.kid,
 					Kind: KindInternal, Source: FromEvents,
-					Attributes: []Attr{{Key: "kieker.caller.operation", Value: e.op, Type: TypeString}, {Key: "kieker.caller.class", Value: e.class, Type: TypeString}},
+					Attributes: []Attr{{Key: "kieker.caller.operation", Value: th.name(e.op), Type: TypeString}, {Key: "kieker.caller.class", Value: th.name(e.class), Type: TypeString}},
 					afterOrder: e.order,
 				}
 				if s.Component == "" {
-					s.Component = componentOf(e.cop)
+					s.Component = componentOf(s.Operation)
 				}
 				// The caller is the innermost assumed call of the caller's
 				// operation (Kieker's assumed executions nest), else the
 				// open call.
-				for len(th.assumed) > 0 && th.spans[th.assumed[len(th.assumed)-1]].Operation != e.op {
+				for len(th.assumed) > 0 && th.spans[th.assumed[len(th.assumed)-1]].Operation != th.name(e.op) {
 					th.assumed = th.assumed[:len(th.assumed)-1]
 				}
 				switch {
@@ -875,11 +950,11 @@ func (th *thread) replay(broken *[]string) (dups int) {
 				ev.Name = "split"
 			case e.join:
 				ev.Name = "join"
-			case e.cop != "":
+			case e.cop != 0:
 				ev.Name = "call"
-				ev.Attributes = append(ev.Attributes, Attr{Key: "callee.operation", Value: e.cop, Type: TypeString}, Attr{Key: "callee.class", Value: e.cclas, Type: TypeString})
+				ev.Attributes = append(ev.Attributes, Attr{Key: "callee.operation", Value: th.name(e.cop), Type: TypeString}, Attr{Key: "callee.class", Value: th.name(e.cclas), Type: TypeString})
 			default:
-				ev.Name = e.op
+				ev.Name = th.name(e.op)
 			}
 			s.Events = append(s.Events, ev)
 		}
@@ -889,14 +964,14 @@ func (th *thread) replay(broken *[]string) (dups int) {
 
 // calledNext reports whether the event after call event e is the Before
 // of its callee.
-func calledNext(rest []kev, e *kev) bool {
-	return len(rest) > 0 && rest[0].role == RoleBefore && rest[0].order == e.order+1 && rest[0].op == e.cop
+func (th *thread) calledNext(rest []kev, e *kevent) bool {
+	return len(rest) > 0 && rest[0].role == RoleBefore && rest[0].order == e.order+1 && th.syms.sigs[rest[0].sig][0] == e.cop
 }
 
 // attach hangs the roots of a child thread under the parent's call that
 // was open at the split point (parentOrderId), or, when the split point is
 // unknown, under the innermost parent call whose time contains the child's
-// start.
+// start. byKid holds the trace's threads (nil: th is its only one).
 func (a *Assembler) attach(th *thread, byKid map[int64]*thread, broken *[]string) {
 	if th.attached || th.parent == -1 || th.parent == th.kid || !th.meta && !th.byInv {
 		return

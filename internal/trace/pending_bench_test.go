@@ -3,7 +3,6 @@ package trace
 import (
 	"runtime"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -136,15 +135,4 @@ func BenchmarkPendingSpans(b *testing.B) {
 		runtime.KeepAlive(a)
 	}
 	b.ReportMetric(held, "B/pending")
-}
-
-// cpuTime returns the process's CPU time (user and system, every thread)
-// in ns: on a shared machine it counts what the code cost, where the
-// wall time counts the neighbours too.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

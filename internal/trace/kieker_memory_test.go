@@ -1,0 +1,115 @@
+package trace
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// TestHugeKiekerTraceBoundedMemory: one Kieker trace of hugeTraceEvents
+// events (10 M; fewer under the race detector) streams through the
+// assembler in parts of at most MaxSpans events: what the assembler holds
+// never exceeds a part's events (24 bytes each) and the calls left open,
+// and the live heap stays bounded, however long the trace is.
+func TestHugeKiekerTraceBoundedMemory(t *testing.T) {
+	n := hugeTraceEvents
+	if testing.Short() {
+		n = 1_000_000
+	}
+	const batch = 4096
+	if size := unsafe.Sizeof(kev{}); size > 24 {
+		t.Fatalf("a buffered event takes %d bytes, want at most 24", size)
+	}
+	var parts, spans, lastPart int
+	a := NewAssembler(Options{Clock: RecordClock, Emit: func(tr *Trace) {
+		parts++
+		spans += len(tr.Spans)
+		if tr.Part != lastPart+1 {
+			t.Fatalf("part %d after part %d", tr.Part, lastPart)
+		}
+		lastPart = tr.Part
+		if len(tr.Spans) > DefaultMaxSpans/2+12 {
+			t.Fatalf("part %d has %d spans", tr.Part, len(tr.Spans))
+		}
+		for _, r := range tr.Broken {
+			if !strings.Contains(r, "part") && !strings.Contains(r, "missing") && !strings.Contains(r, "no TraceMetadata") {
+				t.Fatalf("part %d: %s", tr.Part, r)
+			}
+		}
+	}})
+	g := newKiekerGen(1, n/2)
+	var b record.Batch
+	var ms runtime.MemStats
+	var peakEvents, peakCalls int
+	var peakHeap uint64
+	for done := 0; done < n; done += batch {
+		b.Reset()
+		g.next(&b, min(batch, n-done))
+		a.AddBatch(&b)
+		events, calls := a.held()
+		peakEvents, peakCalls = max(peakEvents, events), max(peakCalls, calls)
+		// A part is cut when the events reach MaxSpans; the slice they
+		// are in is at most twice as large (append's growth).
+		if events > 2*DefaultMaxSpans || calls > 64 {
+			t.Fatalf("after %d events the assembler holds room for %d events and %d calls", done, events, calls)
+		}
+		if done%(1<<20) == 0 {
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			peakHeap = max(peakHeap, ms.HeapAlloc)
+		}
+	}
+	a.Flush()
+	if spans != n/2 {
+		t.Errorf("%d spans emitted, want %d", spans, n/2)
+	}
+	if want := n / DefaultMaxSpans; parts < want {
+		t.Errorf("%d parts, want at least %d", parts, want)
+	}
+	// What is live between parts: a part's events (5 MiB at 24 bytes)
+	// in a slice up to twice as large, the symbols, the open calls.
+	if peakHeap > 24<<20 {
+		t.Errorf("live heap reached %d MiB", peakHeap>>20)
+	}
+	t.Logf("%d events: %d parts, held at most %d events and %d calls, live heap at most %.1f MiB", n, parts, peakEvents, peakCalls, float64(peakHeap)/(1<<20))
+	if st := a.Stats(); st.Open != 0 || len(a.threads) != 0 {
+		t.Errorf("after Flush: %d traces open, %d threads", st.Open, len(a.threads))
+	}
+}
+
+// TestPartsInTreeOrder: the parts of Kieker traces larger than MaxSpans
+// (their open calls left for the next part, their children roots until
+// the parts are merged) come out as tree orders them (TestMain checks
+// every trace), and merged they are the whole trace.
+func TestPartsInTreeOrder(t *testing.T) {
+	for _, maxSpans := range []int{7, 50, 301} {
+		var parts []*Trace
+		a := NewAssembler(Options{Clock: RecordClock, MaxSpans: maxSpans, Emit: func(tr *Trace) { parts = append(parts, tr) }})
+		whole := NewAssembler(Options{Clock: RecordClock})
+		var ref *Trace
+		whole.opt.Emit = func(tr *Trace) { ref = tr }
+		g, h := newKiekerGen(5, 400), newKiekerGen(5, 400)
+		var b, c record.Batch
+		g.next(&b, 800)
+		h.next(&c, 800)
+		a.AddBatch(&b)
+		whole.AddBatch(&c)
+		a.Flush()
+		whole.Flush()
+		if len(parts) < 2 || ref == nil {
+			t.Fatalf("max %d: %d parts", maxSpans, len(parts))
+		}
+		merged := MergeParts(parts)
+		if len(merged.Spans) != len(ref.Spans) {
+			t.Fatalf("max %d: %d spans merged, want %d", maxSpans, len(merged.Spans), len(ref.Spans))
+		}
+		for i := range ref.Spans {
+			if !sameSpan(&merged.Spans[i], &ref.Spans[i]) || merged.Spans[i].Parent != ref.Spans[i].Parent {
+				t.Fatalf("max %d: span %d differs: %+v, want %+v", maxSpans, i, merged.Spans[i], ref.Spans[i])
+			}
+		}
+	}
+}
