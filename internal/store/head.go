@@ -64,6 +64,8 @@ type head struct {
 	// pending are the bodies not yet in a chunk.
 	pending    [][]byte
 	rawPending int
+	// arena holds the pending bodies (see keep).
+	arena []byte
 
 	filter blockFilter
 	// terms, for a head with a write-ahead file (not a block being
@@ -142,13 +144,32 @@ func syncDir(dir string) error {
 func (h *head) add(t *trace.Trace) int {
 	body := h.enc.encodeTrace(t)
 	n := len(body)
-	h.pending = append(h.pending, bytes.Clone(body))
+	h.pending = append(h.pending, h.keep(body))
 	h.rawPending += n
 	row := summarize(t, h.syms)
 	row.Page, row.Index = uint32(len(h.chunks)), uint32(len(h.pending)-1)
 	h.rows = append(h.rows, row)
 	h.note(t, &row, n)
 	return n
+}
+
+// bodyArena is the size of the buffers a head keeps its pending bodies in.
+const bodyArena = 64 << 10
+
+// keep returns a copy of body in the head's arena: bodies are copied
+// one after another into a buffer, and a new buffer begins when one is
+// full (bytes once kept are never written again: a search may hold
+// them).
+func (h *head) keep(body []byte) []byte {
+	if len(body) > bodyArena/4 {
+		return bytes.Clone(body)
+	}
+	if cap(h.arena)-len(h.arena) < len(body) {
+		h.arena = make([]byte, 0, bodyArena)
+	}
+	start := len(h.arena)
+	h.arena = append(h.arena, body...)
+	return h.arena[start:len(h.arena):len(h.arena)]
 }
 
 // note adds what a trace of size bytes brings to the head's meta and
@@ -199,7 +220,8 @@ func summarize(t *trace.Trace, syms *symbols) block.Summary {
 
 func (h *head) walSize() int64 { return h.off + int64(h.rawPending) }
 
-// writeChunk writes the head's pending traces to its file as one chunk.
+// writeChunk writes the head's pending traces to its file as one chunk
+// (s.wmu is held).
 func (s *Store) writeChunk(p *partition, h *head) error {
 	if len(h.pending) == 0 {
 		return nil
@@ -207,8 +229,14 @@ func (s *Store) writeChunk(p *partition, h *head) error {
 	p.mu.Lock()
 	newSyms := h.syms.names[h.firstSym:]
 	p.mu.Unlock()
-	raw := appendPayload(nil, h.firstSym, newSyms, h.pending)
-	blk := appendBlock(nil, raw, blockHeader{count: uint32(len(h.pending)), minStart: h.minStart, maxEnd: h.maxEnd})
+	// The payload and the block are built in the store's scratch
+	// buffers (s.wmu is held: one chunk is written at a time).
+	s.chunkRaw = appendPayload(s.chunkRaw[:0], h.firstSym, newSyms, h.pending)
+	s.chunkBlk = appendBlock(s.chunkBlk[:0], s.chunkRaw, blockHeader{count: uint32(len(h.pending)), minStart: h.minStart, maxEnd: h.maxEnd})
+	blk := s.chunkBlk
+	if cap(s.chunkRaw) > 4*s.opt.ChunkSize { // a huge trace's chunk: not kept
+		s.chunkRaw, s.chunkBlk = nil, nil
+	}
 	if _, err := h.f.WriteAt(blk, h.off); err != nil {
 		return fmt.Errorf("store: host %s: writing %s: %w", h.host, h.path, err)
 	}
