@@ -64,8 +64,10 @@ type head struct {
 	// pending are the bodies not yet in a chunk.
 	pending    [][]byte
 	rawPending int
-	// arena holds the pending bodies (see keep).
+	// arena holds the pending bodies (see keep), ids the rows' service
+	// and host lists (keepIDs).
 	arena []byte
+	ids   []uint32
 
 	filter blockFilter
 	// terms, for a head with a write-ahead file (not a block being
@@ -146,7 +148,7 @@ func (h *head) add(t *trace.Trace) int {
 	n := len(body)
 	h.pending = append(h.pending, h.keep(body))
 	h.rawPending += n
-	row := summarize(t, h.syms)
+	row := summarizeInto(t, h.syms, &h.ids)
 	row.Page, row.Index = uint32(len(h.chunks)), uint32(len(h.pending)-1)
 	h.rows = append(h.rows, row)
 	h.note(t, &row, n)
@@ -199,23 +201,59 @@ func (h *head) note(t *trace.Trace, row *block.Summary, size int) {
 
 // summarize returns a trace's index row, its strings as symbols of syms
 // (which encoding the trace defined).
-func summarize(t *trace.Trace, syms *symbols) block.Summary {
+func summarize(t *trace.Trace, syms *symbols) block.Summary { return summarizeInto(t, syms, nil) }
+
+// summarizeInto is summarize with the row's service and host lists cut
+// from *ids (a head's arena: a row costs no allocation of its own) when
+// ids is not nil.
+func summarizeInto(t *trace.Trace, syms *symbols, ids *[]uint32) block.Summary {
 	r := block.Summary{ID: t.ID, Start: t.Start(), Duration: t.Duration(), Spans: uint32(len(t.Spans)), Errors: uint32(t.Errors()), Broken: len(t.Broken) > 0}
 	r.Name = syms.byName[t.Name()]
+	var svcs, hosts [64]uint32
+	var ns, nh int
+	// A span's service and host mostly repeat the previous span's: they
+	// are looked up when they change.
+	var lastSvc, lastHost string
 	for i := range t.Spans {
 		sp := &t.Spans[i]
-		if sv := sp.Service; sv != "" {
-			if id := syms.byName[sv]; !slices.Contains(r.Services, id) && len(r.Services) < 64 {
-				r.Services = append(r.Services, id)
+		if sv := sp.Service; sv != "" && (i == 0 || sv != lastSvc) {
+			lastSvc = sv
+			if id := syms.byName[sv]; !slices.Contains(svcs[:ns], id) && ns < len(svcs) {
+				svcs[ns] = id
+				ns++
 			}
 		}
-		if hs := sp.Host; hs != "" {
-			if id := syms.byName[hs]; !slices.Contains(r.Hosts, id) && len(r.Hosts) < 64 {
-				r.Hosts = append(r.Hosts, id)
+		if hs := sp.Host; hs != "" && (i == 0 || hs != lastHost) {
+			lastHost = hs
+			if id := syms.byName[hs]; !slices.Contains(hosts[:nh], id) && nh < len(hosts) {
+				hosts[nh] = id
+				nh++
 			}
 		}
 	}
+	r.Services, r.Hosts = keepIDs(ids, svcs[:ns]), keepIDs(ids, hosts[:nh])
 	return r
+}
+
+// idArena is the size of the buffers of a head's rows' symbol lists.
+const idArena = 4096
+
+// keepIDs returns a copy of list (nil when it is empty), cut from the
+// arena *ids when ids is not nil (a new buffer begins when one is full;
+// ids once kept are never written again).
+func keepIDs(ids *[]uint32, list []uint32) []uint32 {
+	if len(list) == 0 {
+		return nil
+	}
+	if ids == nil {
+		return slices.Clone(list)
+	}
+	if cap(*ids)-len(*ids) < len(list) {
+		*ids = make([]uint32, 0, idArena)
+	}
+	start := len(*ids)
+	*ids = append(*ids, list...)
+	return (*ids)[start:len(*ids):len(*ids)]
 }
 
 func (h *head) walSize() int64 { return h.off + int64(h.rawPending) }
@@ -542,6 +580,9 @@ func (h *head) replayChunk(off int64, pl payload) error {
 type headTerms struct {
 	m    map[uint64]*headPosting
 	full bool
+	// slab: the postings not yet handed out (one allocation for many:
+	// a value unique to a trace makes a posting a trace).
+	slab []headPosting
 }
 
 // maxHeadPairs bounds a head's term index (about 64 bytes a pair).
@@ -550,6 +591,8 @@ const maxHeadPairs = 1 << 16
 type headPosting struct {
 	last, n uint32
 	rows    []byte
+	// first holds rows while they fit (most pairs are in few rows).
+	first [8]byte
 }
 
 // put lists row under the pair of hash x (the caller holds the
@@ -561,7 +604,12 @@ func (ht *headTerms) put(x uint64, row uint32) {
 			ht.full = true
 			return
 		}
-		p = &headPosting{}
+		if len(ht.slab) == 0 {
+			ht.slab = make([]headPosting, 256)
+		}
+		p = &ht.slab[0]
+		ht.slab = ht.slab[1:]
+		p.rows = p.first[:0]
 		ht.m[x] = p
 	} else if p.last == row {
 		return // a repeat in this trace
