@@ -155,7 +155,9 @@ func (h *head) add(t *trace.Trace) int {
 	return n
 }
 
-// bodyArena is the size of the buffers a head keeps its pending bodies in.
+// bodyArena is the largest buffer a head keeps its pending bodies in
+// (the first is 1 KiB, each next twice the last: a head of a quiet host
+// holds little).
 const bodyArena = 64 << 10
 
 // keep returns a copy of body in the head's arena: bodies are copied
@@ -167,7 +169,7 @@ func (h *head) keep(body []byte) []byte {
 		return bytes.Clone(body)
 	}
 	if cap(h.arena)-len(h.arena) < len(body) {
-		h.arena = make([]byte, 0, bodyArena)
+		h.arena = make([]byte, 0, min(max(2*cap(h.arena), 1<<10, 2*len(body)), bodyArena))
 	}
 	start := len(h.arena)
 	h.arena = append(h.arena, body...)
@@ -235,7 +237,8 @@ func summarizeInto(t *trace.Trace, syms *symbols, ids *[]uint32) block.Summary {
 	return r
 }
 
-// idArena is the size of the buffers of a head's rows' symbol lists.
+// idArena is the largest buffer of a head's rows' symbol lists (the
+// first holds 64 ids, each next twice the last).
 const idArena = 4096
 
 // keepIDs returns a copy of list (nil when it is empty), cut from the
@@ -249,7 +252,7 @@ func keepIDs(ids *[]uint32, list []uint32) []uint32 {
 		return slices.Clone(list)
 	}
 	if cap(*ids)-len(*ids) < len(list) {
-		*ids = make([]uint32, 0, idArena)
+		*ids = make([]uint32, 0, min(max(2*cap(*ids), 64), idArena)) // a list holds 64 at most
 	}
 	start := len(*ids)
 	*ids = append(*ids, list...)
@@ -582,7 +585,8 @@ type headTerms struct {
 	full bool
 	// slab: the postings not yet handed out (one allocation for many:
 	// a value unique to a trace makes a posting a trace).
-	slab []headPosting
+	slab     []headPosting
+	slabSize int // the last slab's (16 to 256 postings)
 }
 
 // maxHeadPairs bounds a head's term index (about 64 bytes a pair).
@@ -605,7 +609,8 @@ func (ht *headTerms) put(x uint64, row uint32) {
 			return
 		}
 		if len(ht.slab) == 0 {
-			ht.slab = make([]headPosting, 256)
+			ht.slabSize = min(max(2*ht.slabSize, 16), 256)
+			ht.slab = make([]headPosting, ht.slabSize)
 		}
 		p = &ht.slab[0]
 		ht.slab = ht.slab[1:]
