@@ -66,5 +66,6 @@ func FuzzTraceDecoder(f *testing.F) {
 	f.Add([]byte{0, 1, 2})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		decodeTrace(b, syms)
+		checkBodyTerms(t, "fuzzed body", b, syms)
 	})
 }

@@ -64,6 +64,10 @@ type head struct {
 	// pending are the bodies not yet in a chunk.
 	pending    [][]byte
 	rawPending int
+	// arena holds the pending bodies (see keep), ids the rows' service
+	// and host lists (keepIDs).
+	arena []byte
+	ids   []uint32
 
 	filter blockFilter
 	// terms, for a head with a write-ahead file (not a block being
@@ -142,13 +146,34 @@ func syncDir(dir string) error {
 func (h *head) add(t *trace.Trace) int {
 	body := h.enc.encodeTrace(t)
 	n := len(body)
-	h.pending = append(h.pending, bytes.Clone(body))
+	h.pending = append(h.pending, h.keep(body))
 	h.rawPending += n
-	row := summarize(t, h.syms)
+	row := summarizeInto(t, h.syms, &h.ids)
 	row.Page, row.Index = uint32(len(h.chunks)), uint32(len(h.pending)-1)
 	h.rows = append(h.rows, row)
 	h.note(t, &row, n)
 	return n
+}
+
+// bodyArena is the largest buffer a head keeps its pending bodies in
+// (the first is 1 KiB, each next twice the last: a head of a quiet host
+// holds little).
+const bodyArena = 64 << 10
+
+// keep returns a copy of body in the head's arena: bodies are copied
+// one after another into a buffer, and a new buffer begins when one is
+// full (bytes once kept are never written again: a search may hold
+// them).
+func (h *head) keep(body []byte) []byte {
+	if len(body) > bodyArena/4 {
+		return bytes.Clone(body)
+	}
+	if cap(h.arena)-len(h.arena) < len(body) {
+		h.arena = make([]byte, 0, min(max(2*cap(h.arena), 1<<10, 2*len(body)), bodyArena))
+	}
+	start := len(h.arena)
+	h.arena = append(h.arena, body...)
+	return h.arena[start:len(h.arena):len(h.arena)]
 }
 
 // note adds what a trace of size bytes brings to the head's meta and
@@ -178,28 +203,66 @@ func (h *head) note(t *trace.Trace, row *block.Summary, size int) {
 
 // summarize returns a trace's index row, its strings as symbols of syms
 // (which encoding the trace defined).
-func summarize(t *trace.Trace, syms *symbols) block.Summary {
+func summarize(t *trace.Trace, syms *symbols) block.Summary { return summarizeInto(t, syms, nil) }
+
+// summarizeInto is summarize with the row's service and host lists cut
+// from *ids (a head's arena: a row costs no allocation of its own) when
+// ids is not nil.
+func summarizeInto(t *trace.Trace, syms *symbols, ids *[]uint32) block.Summary {
 	r := block.Summary{ID: t.ID, Start: t.Start(), Duration: t.Duration(), Spans: uint32(len(t.Spans)), Errors: uint32(t.Errors()), Broken: len(t.Broken) > 0}
 	r.Name = syms.byName[t.Name()]
+	var svcs, hosts [64]uint32
+	var ns, nh int
+	// A span's service and host mostly repeat the previous span's: they
+	// are looked up when they change.
+	var lastSvc, lastHost string
 	for i := range t.Spans {
 		sp := &t.Spans[i]
-		if sv := sp.Service; sv != "" {
-			if id := syms.byName[sv]; !slices.Contains(r.Services, id) && len(r.Services) < 64 {
-				r.Services = append(r.Services, id)
+		if sv := sp.Service; sv != "" && (i == 0 || sv != lastSvc) {
+			lastSvc = sv
+			if id := syms.byName[sv]; !slices.Contains(svcs[:ns], id) && ns < len(svcs) {
+				svcs[ns] = id
+				ns++
 			}
 		}
-		if hs := sp.Host; hs != "" {
-			if id := syms.byName[hs]; !slices.Contains(r.Hosts, id) && len(r.Hosts) < 64 {
-				r.Hosts = append(r.Hosts, id)
+		if hs := sp.Host; hs != "" && (i == 0 || hs != lastHost) {
+			lastHost = hs
+			if id := syms.byName[hs]; !slices.Contains(hosts[:nh], id) && nh < len(hosts) {
+				hosts[nh] = id
+				nh++
 			}
 		}
 	}
+	r.Services, r.Hosts = keepIDs(ids, svcs[:ns]), keepIDs(ids, hosts[:nh])
 	return r
+}
+
+// idArena is the largest buffer of a head's rows' symbol lists (the
+// first holds 64 ids, each next twice the last).
+const idArena = 4096
+
+// keepIDs returns a copy of list (nil when it is empty), cut from the
+// arena *ids when ids is not nil (a new buffer begins when one is full;
+// ids once kept are never written again).
+func keepIDs(ids *[]uint32, list []uint32) []uint32 {
+	if len(list) == 0 {
+		return nil
+	}
+	if ids == nil {
+		return slices.Clone(list)
+	}
+	if cap(*ids)-len(*ids) < len(list) {
+		*ids = make([]uint32, 0, min(max(2*cap(*ids), 64), idArena)) // a list holds 64 at most
+	}
+	start := len(*ids)
+	*ids = append(*ids, list...)
+	return (*ids)[start:len(*ids):len(*ids)]
 }
 
 func (h *head) walSize() int64 { return h.off + int64(h.rawPending) }
 
-// writeChunk writes the head's pending traces to its file as one chunk.
+// writeChunk writes the head's pending traces to its file as one chunk
+// (s.wmu is held).
 func (s *Store) writeChunk(p *partition, h *head) error {
 	if len(h.pending) == 0 {
 		return nil
@@ -207,8 +270,14 @@ func (s *Store) writeChunk(p *partition, h *head) error {
 	p.mu.Lock()
 	newSyms := h.syms.names[h.firstSym:]
 	p.mu.Unlock()
-	raw := appendPayload(nil, h.firstSym, newSyms, h.pending)
-	blk := appendBlock(nil, raw, blockHeader{count: uint32(len(h.pending)), minStart: h.minStart, maxEnd: h.maxEnd})
+	// The payload and the block are built in the store's scratch
+	// buffers (s.wmu is held: one chunk is written at a time).
+	s.chunkRaw = appendPayload(s.chunkRaw[:0], h.firstSym, newSyms, h.pending)
+	s.chunkBlk = appendBlock(s.chunkBlk[:0], s.chunkRaw, blockHeader{count: uint32(len(h.pending)), minStart: h.minStart, maxEnd: h.maxEnd})
+	blk := s.chunkBlk
+	if cap(s.chunkRaw) > 4*s.opt.ChunkSize { // a huge trace's chunk: not kept
+		s.chunkRaw, s.chunkBlk = nil, nil
+	}
 	if _, err := h.f.WriteAt(blk, h.off); err != nil {
 		return fmt.Errorf("store: host %s: writing %s: %w", h.host, h.path, err)
 	}
@@ -514,6 +583,10 @@ func (h *head) replayChunk(off int64, pl payload) error {
 type headTerms struct {
 	m    map[uint64]*headPosting
 	full bool
+	// slab: the postings not yet handed out (one allocation for many:
+	// a value unique to a trace makes a posting a trace).
+	slab     []headPosting
+	slabSize int // the last slab's (16 to 256 postings)
 }
 
 // maxHeadPairs bounds a head's term index (about 64 bytes a pair).
@@ -522,6 +595,8 @@ const maxHeadPairs = 1 << 16
 type headPosting struct {
 	last, n uint32
 	rows    []byte
+	// first holds rows while they fit (most pairs are in few rows).
+	first [8]byte
 }
 
 // put lists row under the pair of hash x (the caller holds the
@@ -533,7 +608,13 @@ func (ht *headTerms) put(x uint64, row uint32) {
 			ht.full = true
 			return
 		}
-		p = &headPosting{}
+		if len(ht.slab) == 0 {
+			ht.slabSize = min(max(2*ht.slabSize, 16), 256)
+			ht.slab = make([]headPosting, ht.slabSize)
+		}
+		p = &ht.slab[0]
+		ht.slab = ht.slab[1:]
+		p.rows = p.first[:0]
 		ht.m[x] = p
 	} else if p.last == row {
 		return // a repeat in this trace

@@ -152,6 +152,8 @@ type Store struct {
 	opt    Options
 
 	wmu sync.Mutex // the writer: Append, Sync, cuts, retention, compaction
+	// chunkRaw and chunkBlk: writeChunk's scratch buffers (under wmu).
+	chunkRaw, chunkBlk []byte
 
 	pmu   sync.RWMutex
 	parts map[string]*partition

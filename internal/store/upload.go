@@ -235,14 +235,13 @@ func (s *Store) buildBlock(h *head) ([]byte, *block.Meta, error) {
 			if row >= len(h.rows) {
 				return nil, nil, fmt.Errorf("store: %s: more traces than rows", h.path)
 			}
-			// The trace's terms, for the term index: its body decoded
-			// once more (the head keeps no terms: they would cost memory
-			// for every trace not yet in a block).
-			t, err := decodeTrace(body, syms)
+			// The trace's terms, for the term index, read from its body
+			// (the head keeps no terms: they would cost memory for every
+			// trace not yet in a block).
+			terms, err = bodyTerms(terms[:0], body, syms)
 			if err != nil {
 				return nil, nil, fmt.Errorf("store: %s chunk %d: %w", h.path, i, err)
 			}
-			terms = appendTerms(terms[:0], t)
 			w.Add(body, h.rows[row], terms...)
 			row++
 		}

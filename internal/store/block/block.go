@@ -232,10 +232,17 @@ func (w *Writer) Finish(dict []string, attrs *Bloom) ([]byte, Stats, error) {
 	}
 	for i := range w.rows {
 		r := &w.rows[i]
-		for _, id := range append(append([]uint32{r.Name}, r.Services...), r.Hosts...) {
-			if int(id) >= len(dict) {
-				return nil, Stats{}, fmt.Errorf("block: trace %s names symbol %d of %d", r.ID, id, len(dict))
-			}
+		// The largest symbol a row names (no list built: a block has
+		// many rows).
+		top := r.Name
+		for _, id := range r.Services {
+			top = max(top, id)
+		}
+		for _, id := range r.Hosts {
+			top = max(top, id)
+		}
+		if int(top) >= len(dict) {
+			return nil, Stats{}, fmt.Errorf("block: trace %s names symbol %d of %d", r.ID, top, len(dict))
 		}
 	}
 	w.cut()
