@@ -25,6 +25,9 @@ func main() {
 	outputs := map[string]*strings.Builder{}
 	var failed, skipped []string
 	pkgResult := map[string]string{}
+	// Tests that started and never ended: a test binary that exits in the
+	// middle of a test (os.Exit, a crash) leaves its output under them.
+	unended := map[string]bool{}
 	pkgTime := map[string]float64{}
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
@@ -35,6 +38,14 @@ func main() {
 			continue
 		}
 		key := e.Package + " " + e.Test
+		if e.Test != "" {
+			switch e.Action {
+			case "run":
+				unended[key] = true
+			case "pass", "fail", "skip":
+				delete(unended, key)
+			}
+		}
 		switch e.Action {
 		case "output":
 			b := outputs[key]
@@ -78,6 +89,11 @@ func main() {
 	for _, p := range pkgs {
 		if pkgResult[p] == "FAIL" {
 			bad = true
+			for k := range unended {
+				if strings.HasPrefix(k, p+" ") {
+					fmt.Printf("--- UNFINISHED (the test binary ended during it): %s\n%s\n", k, outputs[k])
+				}
+			}
 			if b := outputs[p+" "]; b != nil {
 				fmt.Print(b.String())
 			}

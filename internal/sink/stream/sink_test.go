@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -235,7 +236,8 @@ func seqs(t *testing.T, url string, n int) map[int64]uint64 {
 	c.wait(t, n)
 	mu.Lock()
 	defer mu.Unlock()
-	return out
+	// A copy: the subscriber goes on (live records write to out).
+	return maps.Clone(out)
 }
 
 // TestReplay: a subscriber starts at a sequence, or at a time, then
