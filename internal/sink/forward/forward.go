@@ -691,8 +691,13 @@ const closeWait = 2 * time.Second
 // and the records written on l count as Unconfirmed. A receiver that keeps
 // its end open tells nothing; that is not.
 func (s *Sink) endStream(l *link) error {
-	if l.gone.Load() || peerEnded(l.conn) {
-		why := l.err
+	// l.err is watch's only once gone says so (it is stored after).
+	gone := l.gone.Load()
+	if gone || peerEnded(l.conn) {
+		var why error
+		if gone {
+			why = l.err
+		}
 		if why == nil {
 			why = errors.New("its end was closed")
 		}
