@@ -161,13 +161,9 @@ service:
 // startCollector starts the Collector on free ports: otlp → nop, or with
 // batch otlp → batch → nop.
 func startCollector(ctx context.Context, name, bin, tmp string, batch bool) (*target, error) {
-	var addrs [3]string
-	for i := range addrs {
-		a, err := freeAddr()
-		if err != nil {
-			return nil, err
-		}
-		addrs[i] = a
+	addrs, err := serviceAddrs()
+	if err != nil {
+		return nil, err
 	}
 	host, port, _ := strings.Cut(addrs[2], ":")
 	path := filepath.Join(tmp, name+".yaml")

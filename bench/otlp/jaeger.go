@@ -64,13 +64,9 @@ const jaegerMemoryTraces = 100_000
 // startJaeger starts Jaeger v2 on free ports with the in-memory storage,
 // or with badger its Badger storage in a directory of the run.
 func startJaeger(ctx context.Context, name, bin, tmp string, badger bool) (*target, error) {
-	var addrs [3]string
-	for i := range addrs {
-		a, err := freeAddr()
-		if err != nil {
-			return nil, err
-		}
-		addrs[i] = a
+	addrs, err := serviceAddrs()
+	if err != nil {
+		return nil, err
 	}
 	host, port, _ := strings.Cut(addrs[2], ":")
 	storage := fmt.Sprintf("        memory:\n          max_traces: %d", jaegerMemoryTraces)

@@ -91,6 +91,20 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
+// serviceAddrs returns three free loopback addresses: a server's OTLP
+// gRPC, OTLP HTTP and metrics endpoints.
+func serviceAddrs() ([3]string, error) {
+	var addrs [3]string
+	for i := range addrs {
+		a, err := freeAddr()
+		if err != nil {
+			return addrs, err
+		}
+		addrs[i] = a
+	}
+	return addrs, nil
+}
+
 // waitListening waits until every address takes connections.
 func waitListening(s *server, timeout time.Duration, addrs ...string) error {
 	deadline := time.Now().Add(timeout)
