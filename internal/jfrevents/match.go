@@ -1,6 +1,7 @@
 package jfrevents
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"sort"
@@ -94,35 +95,26 @@ func (c compiled) match(f record.Field, v record.Value) bool {
 		return strings.Contains(strings.ToLower(text(f, v)), c.text)
 	}
 	if n, ok := number(f, v); ok && c.isNum {
-		switch c.op {
-		case "=":
-			return n == c.num
-		case "!=":
-			return n != c.num
-		case "<":
-			return n < c.num
-		case "<=":
-			return n <= c.num
-		case ">":
-			return n > c.num
-		case ">=":
-			return n >= c.num
-		}
+		return compare(c.op, n, c.num)
 	}
-	s := text(f, v)
-	switch c.op {
+	return compare(c.op, text(f, v), c.text)
+}
+
+// compare applies the comparison op (=, !=, <, <=, >, >=) to a and b.
+func compare[T cmp.Ordered](op string, a, b T) bool {
+	switch op {
 	case "=":
-		return s == c.text
+		return a == b
 	case "!=":
-		return s != c.text
+		return a != b
 	case "<":
-		return s < c.text
+		return a < b
 	case "<=":
-		return s <= c.text
+		return a <= b
 	case ">":
-		return s > c.text
+		return a > b
 	case ">=":
-		return s >= c.text
+		return a >= b
 	}
 	return false
 }
