@@ -198,7 +198,10 @@ func (a *Agent) Exchange(ctx context.Context, t zico.Type, payload []byte) (zico
 		deadline = d
 	}
 	a.conn.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { a.conn.SetDeadline(time.Now()) })
+	// The connection itself, not a.conn: the cancellation may run after
+	// a Close has cleared a.conn (stop does not wait for a running func).
+	conn := a.conn
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
 	defer stop()
 	a.buf = zico.AppendFrame(a.buf[:0], t, payload)
 	if _, err := a.conn.Write(a.buf); err != nil {
