@@ -454,7 +454,7 @@ func (e *Engine) Run(ctx context.Context) error {
 type head struct {
 	fan    *fanout
 	asm    *assembly // nil: no sink takes traces
-	end    endpoint // the fan-out, or the assembler in front of it
+	end    endpoint  // the fan-out, or the assembler in front of it
 	chain  pipeline.Consumer
 	direct bool
 	track  *heldTracker
