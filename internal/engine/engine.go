@@ -7,7 +7,10 @@
 // Goroutines: Run starts one goroutine per source (which starts its own per
 // connection); sources hand batches to one bounded queue. One drain
 // goroutine takes batches off that queue, runs the stages (which therefore
-// need no locks) and hands every batch to the fan-out. The fan-out gives
+// need no locks) and hands every batch to the fan-out. When a sink takes
+// traces, assembly runs on Settings.AssemblyWorkers goroutines (one per
+// core by default), each owning the traces whose trace.RouteKey maps to
+// it (assemble.go); with one it runs on the drain goroutine. The fan-out gives
 // each sink a queue and a goroutine of its own, so a slow sink does not
 // stall the others: a durable sink whose queue is full makes the fan-out
 // wait (back-pressure reaches the sources); a best-effort sink whose queue

@@ -93,7 +93,8 @@ type Finisher interface {
 
 // Enricher is a stage that adds to assembled traces what it saw in the
 // records (JFR execution samples on a traced thread during a span): the
-// engine calls Enrich for every completed trace, on the drain goroutine,
+// engine calls Enrich for every completed trace, on the drain goroutine
+// (assembly then runs there, not on workers),
 // before the trace goes to the sinks. It may change the trace.
 type Enricher interface {
 	Enrich(t *trace.Trace)
