@@ -70,7 +70,10 @@ type shard struct {
 // takes the records routed to it and releases it), a tick (with the
 // worker's share of the trace budget), the end, or a settle token.
 type shardMsg struct {
-	it     *item
+	it *item
+	// all: every trace record of the batch is the worker's (it.route
+	// is not read; a Kieker stream's batches).
+	all    bool
 	tick   bool
 	budget int
 	end    bool
@@ -235,10 +238,13 @@ func (as *assembly) dispatch(ctx context.Context, b *record.Batch) error {
 		route = append(route, s)
 	}
 	it.route = route
-	err := as.fan.share(ctx, it, bits.OnesCount64(mask))
+	k := bits.OnesCount64(mask)
+	err := as.fan.share(ctx, it, k)
 	for m := mask; m != 0; m &= m - 1 {
 		sh := as.shards[bits.TrailingZeros64(m)]
-		if !sh.send(ctx, shardMsg{it: it}) {
+		// (A record of no trace is ignored by every assembler: with one
+		// worker, the batch is all its own.)
+		if !sh.send(ctx, shardMsg{it: it, all: k == 1}) {
 			it.release()
 		}
 	}
@@ -263,6 +269,10 @@ func (sh *shard) run(ctx context.Context) {
 	defer sh.as.wg.Done()
 	for m := range sh.in {
 		switch {
+		case m.it != nil && m.all:
+			sh.a.AddBatch(m.it.batch)
+			m.it.release()
+			sh.hand(ctx)
 		case m.it != nil:
 			sh.a.AddShard(m.it.batch, m.it.route, sh.id)
 			m.it.release()
