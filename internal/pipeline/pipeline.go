@@ -129,10 +129,11 @@ type Aborter interface {
 
 // Dropper is a best-effort sink that wants to know what the engine
 // dropped for it: when the sink's queue is full, the engine calls Dropped
-// with the oldest batch before dropping it, on the drain goroutine,
-// concurrently with Consume. The batch is the caller's: read it until
-// Dropped returns. (The stream sink counts the records, so subscribers
-// are told what they missed.)
+// with the oldest batch before dropping it, on the drain goroutine (or on
+// an assembly worker making room for assembled traces: calls may come
+// from several goroutines at once), concurrently with Consume. The batch
+// is the caller's: read it until Dropped returns. (The stream sink counts
+// the records, so subscribers are told what they missed.)
 type Dropper interface {
 	Dropped(b *record.Batch)
 }
