@@ -65,11 +65,18 @@ type Router struct {
 
 // Key returns r's routing key (RouteKey).
 func (rt *Router) Key(r *record.Record) (key uint64, ok bool) {
-	if r.Type == nil {
+	switch r.Type {
+	case nil:
 		return 0, false
+	case SpanType:
+		// (Most records a bridge routes: no type lookup.)
+		return RouteKey(&spanTypeInfo, r)
 	}
 	return RouteKey(rt.types.Get(r.Type), r)
 }
+
+// spanTypeInfo is SpanType's TypeInfo.
+var spanTypeInfo = *Classify(SpanType)
 
 // AddShard is AddBatch for the records of b that route to shard me:
 // route[i] is record i's shard (route nil: every record). A sharded bridge
