@@ -101,6 +101,8 @@ func BenchmarkAssemblyWorkers(b *testing.B) {
 			b.ReportMetric(float64(cpuTime()-cpu0)/float64(sent), "cpu-ns/span")
 			runtime.ReadMemStats(&ms)
 			b.ReportMetric(float64(ms.NumGC-gc0), "GCs")
+			st := e.TraceStats()
+			b.ReportMetric(float64(st.Spans)/float64(st.Traces), "spans/trace")
 			if got := sink.spans.Load(); got != sent {
 				b.Fatalf("%d spans in traces, want %d", got, sent)
 			}
