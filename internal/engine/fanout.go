@@ -177,7 +177,7 @@ func (f *fanout) dispatch(ctx context.Context, b *record.Batch) error {
 	return f.share(ctx, f.newItem(b), 0)
 }
 
-// share hands it's batch to every sink that takes records, and keeps
+// share hands the item's batch to every sink that takes records and keeps
 // extra references for the caller to release (the assembly workers that
 // read the batch too); with none left the batch is recycled at once.
 func (f *fanout) share(ctx context.Context, it *item, extra int) error {
