@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -96,20 +97,10 @@ func writeJSON(w io.Writer, v any) error {
 // (deploymentSequenceDiagram-<traceId>.pic …); done says it wrote the
 // files.
 func (k kiekerOut) sequences(w io.Writer, traces []*sysmodel.ExecutionTrace, format, dir string) (done bool, err error) {
-	draw := func(w io.Writer, t *sysmodel.ExecutionTrace) error {
-		d := sequence.New(t, k.seq, k.short)
-		switch format {
-		case "svg":
-			return d.WriteSVG(w)
-		case "json":
-			return writeJSON(w, d)
-		}
-		return d.WritePic(w, k.macros)
-	}
 	if k.seqID != "" {
 		for _, t := range traces {
 			if t.ID == k.seqID {
-				return false, draw(w, t)
+				return false, k.draw(w, t, format)
 			}
 		}
 		return false, fmt.Errorf("analyze: no valid trace %s (traces Kieker finds invalid are drawn with --include-invalid)", k.seqID)
@@ -118,20 +109,45 @@ func (k kiekerOut) sequences(w io.Writer, traces []*sysmodel.ExecutionTrace, for
 		return false, fmt.Errorf("analyze: %w", err)
 	}
 	for _, t := range traces {
-		name := filepath.Join(dir, k.seq.FilePrefix()+"-"+t.ID+"."+format)
-		f, err := os.Create(name)
-		if err != nil {
-			return false, fmt.Errorf("analyze: %w", err)
-		}
-		err = draw(f, t)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return false, fmt.Errorf("analyze: %s: %w", name, err)
+		if err := k.drawFile(dir, t, format); err != nil {
+			return false, err
 		}
 	}
 	return true, nil
+}
+
+// drawFile draws t's sequence diagram into directory dir under Kieker's
+// name (deploymentSequenceDiagram-<traceId>.pic …).
+func (k kiekerOut) drawFile(dir string, t *sysmodel.ExecutionTrace, format string) error {
+	name := filepath.Join(dir, k.seq.FilePrefix()+"-"+t.ID+"."+format)
+	f, err := os.Create(name)
+	if err != nil {
+		return fmt.Errorf("analyze: %w", err)
+	}
+	bw := bufio.NewWriterSize(f, 64<<10)
+	err = k.draw(bw, t, format)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("analyze: %s: %w", name, err)
+	}
+	return nil
+}
+
+// draw writes t's sequence diagram in format.
+func (k kiekerOut) draw(w io.Writer, t *sysmodel.ExecutionTrace, format string) error {
+	d := sequence.New(t, k.seq, k.short)
+	switch format {
+	case "svg":
+		return d.WriteSVG(w)
+	case "json":
+		return writeJSON(w, d)
+	}
+	return d.WritePic(w, k.macros)
 }
 
 // analyzeStore hands emit every trace of the store loc names that starts
