@@ -407,7 +407,11 @@ func cmdKiekerTraceAnalysis(ctx context.Context, args []string, stderr io.Writer
 		}
 	}
 
-	an := analysis.New(analysis.Options{})
+	var kinds []analysis.Kind // the graphs asked for: the analyzer builds only those
+	for kind := range k.graphs {
+		kinds = append(kinds, kind)
+	}
+	an := analysis.New(analysis.Options{Graphs: kinds})
 	repo := sysmodel.NewRepository()
 	var (
 		buf      []byte
@@ -435,8 +439,13 @@ func cmdKiekerTraceAnalysis(ctx context.Context, args []string, stderr io.Writer
 				files.err = err
 			}
 		}
+		if len(kinds) == 0 && !k.callTrees {
+			return
+		}
 		t.MessageTrace(&mt)
-		an.AddMessages(&mt)
+		if len(kinds) > 0 {
+			an.AddMessages(&mt)
+		}
 		if k.callTrees {
 			g := analysis.TraceCallTree(&mt)
 			if err := files.writeFile(k.prefix+"callTree-"+t.ID+".dot", func(w io.Writer) error {

@@ -267,6 +267,9 @@ func (a *Analyzer) AddMessages(m *MessageTrace) {
 	a.sum.Messages++
 	a.sum.Calls += int64(len(m.Execs))
 	for k := ContainerGraph; k <= AssemblyOperationGraph; k++ {
+		if !a.wants(k) {
+			continue
+		}
 		g := &a.deps[k]
 		for i := range m.Execs {
 			e := &m.Execs[i]
@@ -287,9 +290,20 @@ func (a *Analyzer) AddMessages(m *MessageTrace) {
 			}
 		}
 	}
-	a.trees[0].addTrace(AggregatedDeploymentCallTree, m)
-	a.trees[1].addTrace(AggregatedAssemblyCallTree, m)
-	a.addOps(m)
+	if a.wants(AggregatedDeploymentCallTree) {
+		a.trees[0].addTrace(AggregatedDeploymentCallTree, m)
+	}
+	if a.wants(AggregatedAssemblyCallTree) {
+		a.trees[1].addTrace(AggregatedAssemblyCallTree, m)
+	}
+	if len(a.opt.Graphs) == 0 || a.opt.Operations {
+		a.addOps(m)
+	}
+}
+
+// wants reports whether the analyzer builds graph k (Options.Graphs).
+func (a *Analyzer) wants(k Kind) bool {
+	return len(a.opt.Graphs) == 0 || slices.Contains(a.opt.Graphs, k)
 }
 
 // Summary returns the counts so far.
