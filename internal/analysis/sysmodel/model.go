@@ -376,7 +376,11 @@ func (m *Model) Finish() []*ExecutionTrace {
 			if p.src == trace.FromSpan && s == "" {
 				s = NoSession
 			}
-			t.Execs[j] = Execution{EOI: j, ESS: int(e.ess), Tin: e.tin, Tout: e.tout, Session: s, Error: e.err}
+			// Kieker marks a call below a thread trace's root "assumed"
+			// unless a CallOperationEvent announced it; assembled traces
+			// keep no Call events, so every such call is marked.
+			t.Execs[j] = Execution{EOI: j, ESS: int(e.ess), Tin: e.tin, Tout: e.tout, Session: s, Error: e.err,
+				Assumed: p.src == trace.FromEvents && e.ess > 0}
 		}
 		if len(t.Execs) > 0 {
 			t.Session = t.Execs[0].Session
