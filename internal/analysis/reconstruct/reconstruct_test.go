@@ -378,3 +378,15 @@ func TestInvalidNumbered(t *testing.T) {
 		t.Errorf("valid traces:\n%s", res.exec.String())
 	}
 }
+
+// TestLogTimeUnit: times are the records' own (a log in microseconds
+// gives microseconds), and the dates beside them read them as
+// nanoseconds, as Kieker's LoggingTimestampConversionUtils does.
+func TestLogTimeUnit(t *testing.T) {
+	res := readLog(t, "testdata/micros", Options{})
+	exp := `TraceId 1 (minTin=1700000000001000 (Tue, 20 Jan 1970 16:13:20.000 +0000 (UTC)); maxTout=1700000000009000 (Tue, 20 Jan 1970 16:13:20.000 +0000 (UTC)); maxEss=0):
+<1[0,0] 1700000000001000-1700000000009000 H::@1:x.X.outer s>
+
+`
+	diff(t, "execution traces", exp, res.exec.String())
+}
