@@ -219,7 +219,7 @@ func compare(a, b string) string {
 		if err != nil {
 			return err.Error()
 		}
-		x = bytes.ReplaceAll(x, []byte(" (assumed)"), nil)
+		x, y = bytes.ReplaceAll(x, []byte(" (assumed)"), nil), bytes.ReplaceAll(y, []byte(" (assumed)"), nil)
 		if !bytes.Equal(x, y) {
 			return e.Name()
 		}

@@ -226,6 +226,7 @@ const MaxInvalidKept = 100
 type depGraph struct {
 	nodes map[string]*depNode
 	edges map[[2]string]*Stats
+	named map[nodeKey]keyedNode // the nodes by the names key joins, looked up without joining them
 }
 
 type depNode struct {
@@ -237,7 +238,7 @@ type depNode struct {
 func New(o Options) *Analyzer {
 	a := &Analyzer{opt: o, ops: map[string]*OperationStats{}}
 	for k := ContainerGraph; k <= AssemblyOperationGraph; k++ {
-		a.deps[k] = depGraph{nodes: map[string]*depNode{}, edges: map[[2]string]*Stats{}}
+		a.deps[k] = depGraph{nodes: map[string]*depNode{}, edges: map[[2]string]*Stats{}, named: map[nodeKey]keyedNode{}}
 	}
 	a.trees[0] = newCallTree()
 	a.trees[1] = newCallTree()
@@ -315,13 +316,34 @@ type keyedNode struct {
 }
 
 func (g *depGraph) get(k Kind, e *Execution) keyedNode {
+	nk := names(k, e)
+	if kn, ok := g.named[nk]; ok {
+		return kn
+	}
 	kk := key(k, e)
 	n := g.nodes[kk]
 	if n == nil {
 		n = &depNode{n: node(k, e)}
 		g.nodes[kk] = n
 	}
-	return keyedNode{kk, n}
+	kn := keyedNode{kk, n}
+	g.named[nk] = kn
+	return kn
+}
+
+// names returns the names key(k, e) joins, unjoined.
+func names(k Kind, e *Execution) nodeKey {
+	switch k {
+	case ContainerGraph:
+		return nodeKey{container: e.Container}
+	case DeploymentComponentGraph:
+		return nodeKey{container: e.Container, assembly: e.Assembly}
+	case AssemblyComponentGraph:
+		return nodeKey{assembly: e.Assembly}
+	case DeploymentOperationGraph, AggregatedDeploymentCallTree, CallTree:
+		return nodeKey{container: e.Container, assembly: e.Assembly, op: e.OpKey}
+	}
+	return nodeKey{assembly: e.Assembly, op: e.OpKey}
 }
 
 // Graph returns the graph of kind k (not CallTree: see TraceCallTree) of
