@@ -62,6 +62,9 @@ func (r *Reconstructor) convert(b *buffer) {
 	r.emit(false)
 }
 
+// op returns the operation signature of the pair sig.
+func (h *handler) op(sig uint32) string { return h.r.pairs[sig][0] }
+
 func (h *handler) peek() *event {
 	if len(h.stack) == 0 {
 		return nil
@@ -77,8 +80,9 @@ func (h *handler) register(e *event) {
 
 // execution makes an execution of the trace (finishExecution), numbering
 // its entities if they are new.
-func (h *handler) execution(op, class string, p place, tin, tout int64, assumed, ctor, failed bool) {
-	b := h.r.lookup(h.b.host, class, op, ctor)
+func (h *handler) execution(sig uint32, p place, tin, tout int64, assumed, ctor, failed bool) {
+	names := &h.r.pairs[sig]
+	b := h.r.lookup(h.b.host, names[1], names[0], ctor)
 	h.r.out.Execs = append(h.r.out.Execs, sysmodel.Execution{Alloc: b.alloc, Op: b.op, EOI: p.eoi, ESS: p.ess,
 		Tin: tin, Tout: tout, Session: h.b.session, Assumed: assumed, Error: failed})
 }
@@ -88,13 +92,13 @@ func (h *handler) execution(op, class string, p place, tin, tout int64, assumed,
 // Kieker assumes they ran from the call until last.
 func (h *handler) closeOpenCalls(last *event) {
 	for j := len(h.stack) - 1; j >= 0 && h.stack[j].kind == kCall; j-- {
-		if last.op != h.stack[j].op {
+		if h.op(last.sig) != h.op(h.stack[j].sig) {
 			continue
 		}
 		m := len(h.stack) - j // calls closed, outermost first
 		ps := h.execs[len(h.execs)-m:]
 		for k, c := range h.stack[j:] {
-			h.execution(c.cop, c.cclass, ps[k], c.ts, last.ts, !h.r.o.IgnoreAssumed, c.ctor, false)
+			h.execution(c.callee, ps[k], c.ts, last.ts, !h.r.o.IgnoreAssumed, c.ctor, false)
 		}
 		h.stack = h.stack[:j]
 		h.execs = h.execs[:len(h.execs)-m]
@@ -109,13 +113,14 @@ func (h *handler) matchingCall(before, prev *event, ctorCall bool) bool {
 	if prev == nil || prev.kind != kCall || (ctorCall && !prev.ctor) || prev.order != before.order-1 {
 		return false
 	}
-	if prev.cop == before.op && prev.cclass == before.class {
+	if prev.callee == before.sig {
 		return true
 	}
-	if prev.cclass != before.class {
+	callee, bef := &h.r.pairs[prev.callee], &h.r.pairs[before.sig]
+	if callee[1] != bef[1] {
 		return false
 	}
-	a, b := analysis.ParseSignatureAs(prev.cop, before.ctor), analysis.ParseSignatureAs(before.op, before.ctor)
+	a, b := analysis.ParseSignatureAs(callee[0], before.ctor), analysis.ParseSignatureAs(bef[0], before.ctor)
 	return a.Equal(&b)
 }
 
@@ -139,7 +144,7 @@ func (h *handler) after(e *event) {
 		h.fails = append(h.fails, "Didn't find the Before event for the After event at orderIndex "+strconv.Itoa(int(e.order))+" (found: "+what+")")
 		return
 	}
-	if e.op != top.op || e.class != top.class {
+	if e.sig != top.sig {
 		h.fails = append(h.fails, "Components of before (orderIndex "+strconv.Itoa(int(top.order))+") and after (orderIndex "+strconv.Itoa(int(e.order))+") events do not match")
 		return
 	}
@@ -155,7 +160,7 @@ func (h *handler) after(e *event) {
 	}
 	p := h.execs[len(h.execs)-1]
 	h.execs = h.execs[:len(h.execs)-1]
-	h.execution(top.op, top.class, p, top.ts, e.ts, !(definite || h.r.o.IgnoreAssumed), top.ctor, e.failed)
+	h.execution(top.sig, p, top.ts, e.ts, !(definite || h.r.o.IgnoreAssumed), top.ctor, e.failed)
 }
 
 // finish closes the calls left open at the end of the trace at the time
@@ -173,7 +178,7 @@ func (h *handler) finish() string {
 		if c.kind != kCall {
 			return "Only CallOperationEvents are expected to be remaining, but found a Before event"
 		}
-		h.execution(c.cop, c.cclass, h.execs[k], c.ts, last, !h.r.o.IgnoreAssumed, c.ctor, false)
+		h.execution(c.callee, h.execs[k], c.ts, last, !h.r.o.IgnoreAssumed, c.ctor, false)
 	}
 	return ""
 }

@@ -102,6 +102,9 @@ type Reconstructor struct {
 	noer       int
 	oerStopped bool
 
+	pairs   [][2]string // operation and class signatures by number (event.sig)
+	pairIDs map[[2]string]uint32
+
 	out     sysmodel.ExecutionTrace // handed to Valid and Invalid
 	stats   Stats
 	scratch handler
@@ -119,7 +122,8 @@ func New(repo *sysmodel.Repository, o Options) *Reconstructor {
 		o.Invalid = func(*Invalid) {}
 	}
 	return &Reconstructor{o: o, repo: repo, ctor: map[*record.Type]bool{}, bind: map[bindKey]binding{},
-		events: map[int64]*buffer{}, oers: map[int64]*oerTrace{}, invalidOER: map[int64]bool{}, maxTout: -1}
+		events: map[int64]*buffer{}, oers: map[int64]*oerTrace{}, invalidOER: map[int64]bool{}, maxTout: -1,
+		pairs: [][2]string{{}}, pairIDs: map[[2]string]uint32{{}: 0}}
 }
 
 // Stats returns the counts so far.
@@ -228,14 +232,15 @@ func (r *Reconstructor) Add(b *record.Batch) {
 				}
 				if ti.CalleeOp >= 0 && ti.CalleeClass >= 0 && ti.Op >= 0 && ti.Class >= 0 {
 					e.kind = kCall
-					e.cop, e.cclass = v[ti.CalleeOp].Str(), v[ti.CalleeClass].Str()
+					e.callee = r.pair(v[ti.CalleeOp].Str(), v[ti.CalleeClass].Str())
 				}
 			}
-			if e.kind != kOther {
+			if e.kind != kOther && e.kind != kConstruction {
+				op := ""
 				if ti.Op >= 0 {
-					e.op = v[ti.Op].Str()
+					op = v[ti.Op].Str()
 				}
-				e.class = v[ti.Class].Str()
+				e.sig = r.pair(op, v[ti.Class].Str())
 				e.ctor = r.isCtor(rec.Type)
 			}
 			r.event(id, e)
@@ -458,14 +463,28 @@ const (
 	kConstruction // a ConstructionEvent: the repair passes it on
 )
 
-// event is one buffered trace event.
+// event is one buffered trace event, 24 bytes: its operation and class
+// signatures (and a call's callee's) are one number of a pair
+// (Reconstructor.pair), so a long trace costs no more per event.
 type event struct {
 	ts           int64
 	order        int32
+	sig          uint32 // operation and class signature
+	callee       uint32 // a call's callee's
 	kind         kind
 	ctor, failed bool
-	op, class    string
-	cop, cclass  string // a call's callee
+}
+
+// pair returns the number of the signatures op and class.
+func (r *Reconstructor) pair(op, class string) uint32 {
+	k := [2]string{op, class}
+	id, ok := r.pairIDs[k]
+	if !ok {
+		id = uint32(len(r.pairs))
+		r.pairs = append(r.pairs, k)
+		r.pairIDs[k] = id
+	}
+	return id
 }
 
 // buffer is Kieker's TraceBuffer: the events of one traceId.
@@ -509,7 +528,7 @@ func (r *Reconstructor) event(id int64, e event) {
 	b := r.buffer(id)
 	n := len(b.events)
 	if r.o.Repair && e.kind != kCall && e.kind != kConstruction && !b.endRepair {
-		b.repair(e)
+		b.repair(e, r.pairs)
 	} else {
 		b.insert(e)
 	}
@@ -580,7 +599,7 @@ func (b *buffer) invalid() string {
 // repair is TraceBuffer.checkIfAfterEventsMissingThenRepair: an After
 // event closes the Befores above its own, with After events of their own
 // at its time.
-func (b *buffer) repair(e event) {
+func (b *buffer) repair(e event, pairs [][2]string) {
 	order, prevMax := e.order, b.maxOrder
 	already := order <= b.maxOrder
 	if already {
@@ -596,10 +615,10 @@ func (b *buffer) repair(e event) {
 		}
 		for len(b.stack) > 0 {
 			top := &b.stack[len(b.stack)-1]
-			if top.op == e.op || top.class == e.class {
+			if pairs[top.sig][0] == pairs[e.sig][0] || pairs[top.sig][1] == pairs[e.sig][1] {
 				break
 			}
-			b.insert(event{ts: e.ts, order: order, kind: kAfter, ctor: top.ctor, op: top.op, class: top.class})
+			b.insert(event{ts: e.ts, order: order, kind: kAfter, ctor: top.ctor, sig: top.sig})
 			b.stack = b.stack[:len(b.stack)-1]
 			order++
 		}
@@ -625,7 +644,7 @@ func (b *buffer) repairAtEnd() {
 	b.endRepair = true
 	for len(b.stack) > 0 {
 		top := &b.stack[len(b.stack)-1]
-		b.insert(event{ts: top.ts, order: b.maxOrder + 1, kind: kAfter, ctor: top.ctor, op: top.op, class: top.class})
+		b.insert(event{ts: top.ts, order: b.maxOrder + 1, kind: kAfter, ctor: top.ctor, sig: top.sig})
 		b.stack = b.stack[:len(b.stack)-1]
 	}
 }

@@ -62,16 +62,22 @@ func readLog(t *testing.T, dir string, o Options) *result {
 // name (its last dotted part) and its values (int64, int or string).
 type batch struct{ record.Batch }
 
+// types caches the built-in types by the names add is given.
+var types = map[string]*record.Type{}
+
 func (b *batch) add(typ string, vals ...any) {
-	var t *record.Type
-	for _, ty := range record.Builtin().Types() {
-		if ty.Name == typ || strings.HasSuffix(ty.Name, "."+typ) {
-			t = ty
-			break
-		}
-	}
+	t := types[typ]
 	if t == nil {
-		panic("no type " + typ)
+		for _, ty := range record.Builtin().Types() {
+			if ty.Name == typ || strings.HasSuffix(ty.Name, "."+typ) {
+				t = ty
+				break
+			}
+		}
+		if t == nil {
+			panic("no type " + typ)
+		}
+		types[typ] = t
 	}
 	r := b.Add(t, 0)
 	for i, v := range vals {
