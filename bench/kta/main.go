@@ -73,7 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.base, "base", "", "an older tracebridge binary to measure beside it and compare outputs with")
 	fs.BoolVar(&o.perTrace, "per-trace", false, "also plot every trace's sequence diagrams and call tree (three files per trace)")
 	fs.IntVar(&o.runs, "runs", 1, "runs of each program (alternated)")
-	fs.StringVar(&o.dir, "dir", "", "work directory (default: a new one under $TMPDIR)")
+	fs.StringVar(&o.dir, "dir", "", "directory for the log and outputs, kept (default: a new one under $TMPDIR, removed unless -keep)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -86,7 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 
 func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 	logf := benchkit.Logf(stderr, "kta")
-	dir, bin, done, err := benchkit.Setup(ctx, "tracebridge-kta-*", o.bin, o.keep || o.dir != "", logf)
+	dir, bin, done, err := benchkit.Setup(ctx, "tracebridge-kta-*", o.bin, o.keep, logf)
 	if err != nil {
 		logf("%v", err)
 		return 1
