@@ -214,6 +214,9 @@ func TestKiekerTraceAnalysisFlags(t *testing.T) {
 	if got := read(out, "executionTraces.txt"); strings.Contains(got, "assumed") || !strings.Contains(got, "H::@2:y.Y.inner s>\n") {
 		t.Errorf("executionTraces.txt with --ignore-assumed-calls:\n%s", got)
 	}
+	if r := ok(t, "analyze", "--execution-traces", "--format", "json", eventLog); strings.Count(r.stdout, `"assumed": true`) != 1 {
+		t.Errorf("JSON execution traces mark %d executions assumed, want 1:\n%s", strings.Count(r.stdout, `"assumed": true`), r.stdout)
+	}
 	// Dropping the OERs that end after .350 leaves traces 7 and 5 without
 	// their roots: invalid, printed with their components' numbers.
 	out = t.TempDir()
