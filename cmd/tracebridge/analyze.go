@@ -180,6 +180,11 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 
+	if (ko.count() > 0) && *storeDir == "" && !*invalid {
+		// Kieker's own reconstruction, streaming (assembled traces for
+		// --store and --include-invalid).
+		return ko.fromLogs(ctx, pos, kiekerlog.Options{Catalog: cat, SkipBad: *skipBad}, *format, *outFile, stdout, stderr)
+	}
 	opt := analysis.Options{IncludeInvalid: *invalid}
 	an := analysis.New(opt)
 	model := sysmodel.New()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,8 +12,12 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/analysis/equivalence"
+	"github.com/tracebridge/tracebridge/internal/analysis/reconstruct"
 	"github.com/tracebridge/tracebridge/internal/analysis/sequence"
 	"github.com/tracebridge/tracebridge/internal/analysis/sysmodel"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
 	"github.com/tracebridge/tracebridge/internal/store"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
@@ -96,20 +101,10 @@ func writeJSON(w io.Writer, v any) error {
 // (deploymentSequenceDiagram-<traceId>.pic …); done says it wrote the
 // files.
 func (k kiekerOut) sequences(w io.Writer, traces []*sysmodel.ExecutionTrace, format, dir string) (done bool, err error) {
-	draw := func(w io.Writer, t *sysmodel.ExecutionTrace) error {
-		d := sequence.New(t, k.seq, k.short)
-		switch format {
-		case "svg":
-			return d.WriteSVG(w)
-		case "json":
-			return writeJSON(w, d)
-		}
-		return d.WritePic(w, k.macros)
-	}
 	if k.seqID != "" {
 		for _, t := range traces {
 			if t.ID == k.seqID {
-				return false, draw(w, t)
+				return false, k.draw(w, t, format)
 			}
 		}
 		return false, fmt.Errorf("analyze: no valid trace %s (traces Kieker finds invalid are drawn with --include-invalid)", k.seqID)
@@ -118,20 +113,45 @@ func (k kiekerOut) sequences(w io.Writer, traces []*sysmodel.ExecutionTrace, for
 		return false, fmt.Errorf("analyze: %w", err)
 	}
 	for _, t := range traces {
-		name := filepath.Join(dir, k.seq.FilePrefix()+"-"+t.ID+"."+format)
-		f, err := os.Create(name)
-		if err != nil {
-			return false, fmt.Errorf("analyze: %w", err)
-		}
-		err = draw(f, t)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return false, fmt.Errorf("analyze: %s: %w", name, err)
+		if err := k.drawFile(dir, t, format); err != nil {
+			return false, err
 		}
 	}
 	return true, nil
+}
+
+// drawFile draws t's sequence diagram into directory dir under Kieker's
+// name (deploymentSequenceDiagram-<traceId>.pic …).
+func (k kiekerOut) drawFile(dir string, t *sysmodel.ExecutionTrace, format string) error {
+	name := filepath.Join(dir, k.seq.FilePrefix()+"-"+t.ID+"."+format)
+	f, err := os.Create(name)
+	if err != nil {
+		return fmt.Errorf("analyze: %w", err)
+	}
+	bw := bufio.NewWriterSize(f, 64<<10)
+	err = k.draw(bw, t, format)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("analyze: %s: %w", name, err)
+	}
+	return nil
+}
+
+// draw writes t's sequence diagram in format.
+func (k kiekerOut) draw(w io.Writer, t *sysmodel.ExecutionTrace, format string) error {
+	d := sequence.New(t, k.seq, k.short)
+	switch format {
+	case "svg":
+		return d.WriteSVG(w)
+	case "json":
+		return writeJSON(w, d)
+	}
+	return d.WritePic(w, k.macros)
 }
 
 // analyzeStore hands emit every trace of the store loc names that starts
@@ -176,4 +196,153 @@ func analyzeStore(ctx context.Context, loc *storeLocation, since, until string, 
 		}
 		q.Cursor = page.Cursor
 	}
+}
+
+// fromLogs writes the one Kieker output asked for from the Kieker logs in
+// dirs, reconstructing traces as Kieker's trace-analysis tool does
+// (internal/analysis/reconstruct): each trace is written, drawn or
+// classified as it is handed on, so memory holds the open traces and the
+// system model, not the log. out is -o (a directory for every sequence
+// diagram; "" is stdout).
+func (k kiekerOut) fromLogs(ctx context.Context, dirs []string, o kiekerlog.Options, format, out string, stdout, stderr io.Writer) (err error) {
+	dst, seqDir := stdout, ""
+	switch {
+	case k.seq != 0 && k.seqID == "":
+		seqDir = out
+		if err := os.MkdirAll(seqDir, 0o755); err != nil {
+			return fmt.Errorf("analyze: %w", err)
+		}
+	case out != "":
+		f, err := os.Create(out)
+		if err != nil {
+			return fmt.Errorf("analyze: %w", err)
+		}
+		defer func() {
+			if cerr := f.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("analyze: %w", cerr)
+			}
+		}()
+		dst = f
+	}
+	w := bufio.NewWriterSize(dst, 1<<20)
+	asJSON := format == "json"
+	var classes *equivalence.Classifier
+	if k.equiv != 0 {
+		classes = equivalence.New(k.equiv)
+	}
+	var (
+		buf      []byte
+		werr     error
+		found    bool
+		nJSON    int
+		invalid  []string
+		nInvalid int
+	)
+	write := func(b []byte) {
+		if werr == nil {
+			_, werr = w.Write(b)
+		}
+	}
+	valid := func(t *sysmodel.ExecutionTrace) {
+		switch {
+		case werr != nil:
+		case seqDir != "":
+			werr = k.drawFile(seqDir, t, format)
+		case k.seq != 0:
+			if t.ID == k.seqID && !found {
+				found = true
+				werr = k.draw(w, t, format)
+			}
+		case classes != nil:
+			classes.Add(t)
+		case k.sys:
+		case asJSON:
+			b, err := json.MarshalIndent(t.JSON(k.msg), "  ", "  ")
+			if err != nil {
+				werr = err
+				return
+			}
+			if nJSON == 0 {
+				write([]byte("[\n  "))
+			} else {
+				write([]byte(",\n  "))
+			}
+			nJSON++
+			write(b)
+		case k.exec:
+			buf = sysmodel.AppendExecutionTrace(buf[:0], t)
+			write(buf)
+		default:
+			buf = sysmodel.AppendMessageTrace(buf[:0], t)
+			write(buf)
+		}
+	}
+	inv := func(v *reconstruct.Invalid) {
+		nInvalid++
+		if len(invalid) < 5 {
+			invalid = append(invalid, v.String())
+		}
+	}
+	repo := sysmodel.NewRepository()
+	rc := reconstruct.New(repo, reconstruct.Options{Valid: valid, Invalid: inv})
+	feed := pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
+		rc.Add(b)
+		return werr
+	})
+	skips := &skipReporter{w: stderr}
+	o.OnSkip = skips.report
+	var sum kiekerlog.Stats
+	for _, p := range dirs {
+		r, err := kiekerlog.Open(p, o)
+		if err != nil {
+			return err
+		}
+		err = r.Run(ctx, feed)
+		sum.Add(r.Stats())
+		if err != nil {
+			if werr != nil {
+				return fmt.Errorf("analyze: %w", werr)
+			}
+			return err
+		}
+	}
+	rc.Finish()
+	reportSkipped(stderr, sum)
+	switch {
+	case werr != nil:
+	case k.seq != 0 && seqDir == "" && !found:
+		return fmt.Errorf("analyze: no valid trace %s (traces Kieker finds invalid are drawn with --include-invalid)", k.seqID)
+	case k.sys && asJSON:
+		werr = writeJSON(w, repo.JSON())
+	case k.sys:
+		werr = repo.WriteHTML(w)
+	case classes != nil && asJSON:
+		werr = writeJSON(w, equivalence.JSON(k.equiv, classes.Classes()))
+	case classes != nil:
+		werr = equivalence.Write(w, classes.Classes())
+	case asJSON && k.seq == 0 && nJSON == 0:
+		write([]byte("[]\n"))
+	case asJSON && k.seq == 0:
+		write([]byte("\n]\n"))
+	}
+	if werr == nil {
+		werr = w.Flush()
+	}
+	if werr != nil {
+		return fmt.Errorf("analyze: %w", werr)
+	}
+	s := rc.Stats()
+	fmt.Fprintf(stderr, "tracebridge: analysed %d traces (%d calls)", s.Valid, s.Executions)
+	if nInvalid == 0 {
+		fmt.Fprintln(stderr)
+		return nil
+	}
+	fmt.Fprintf(stderr, "; left out %d invalid traces as Kieker's trace analysis does (--include-invalid keeps them)\n", nInvalid)
+	for _, v := range invalid {
+		fmt.Fprintf(stderr, "tracebridge: invalid: %s\n", v)
+	}
+	if nInvalid > len(invalid) {
+		fmt.Fprintf(stderr, "tracebridge: (%d more invalid traces not shown)\n", nInvalid-len(invalid))
+	}
+	return nil
 }

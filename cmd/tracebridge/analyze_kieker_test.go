@@ -129,7 +129,7 @@ func TestAnalyzeKiekerOutputs(t *testing.T) {
 	if r := tb(t, "analyze", "--sequence-diagram", "assembly", oerLog); r.code == 0 || !strings.Contains(r.stderr, "-o") {
 		t.Errorf("all diagrams without -o: exit %d, %s", r.code, r.stderr)
 	}
-	if r := tb(t, "analyze", "--kieker-trace-analysis", "-i", oerLog, "-o", t.TempDir(), "--traceColoring", "x"); r.code == 0 || !strings.Contains(r.stderr, "unsupported") {
+	if r := tb(t, "analyze", "--kieker-trace-analysis", "-i", oerLog, "-o", t.TempDir(), "--plot-Deployment-Component-Dependency-Graph", "responseTimeColoring", "5"); r.code == 0 || !strings.Contains(r.stderr, "unsupported") {
 		t.Errorf("unsupported option: exit %d, %s", r.code, r.stderr)
 	}
 }
@@ -185,5 +185,51 @@ func TestGraphKiekerNumbers(t *testing.T) {
 		if !strings.Contains(string(b), "@3:a.A") {
 			t.Errorf("%s lacks @3:a.A:\n%s", name, b)
 		}
+	}
+}
+
+const eventLog = "../../internal/analysis/sysmodel/testdata/events"
+
+// TestKiekerTraceAnalysisFlags: the flags of Kieker's tool that change
+// what is reconstructed (their rules are tested in
+// internal/analysis/reconstruct).
+func TestKiekerTraceAnalysisFlags(t *testing.T) {
+	read := func(dir, name string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	// The nested call of the event log is assumed (no CallOperationEvent
+	// announces it), unless --ignore-assumed-calls.
+	out := t.TempDir()
+	ok(t, "analyze", "--kieker-trace-analysis", "-i", eventLog, "-o", out, "--print-Execution-Traces", "--traceColoring", "colors.properties", "--addDescriptions", "d.properties")
+	if got := read(out, "executionTraces.txt"); !strings.Contains(got, "H::@2:y.Y.inner s (assumed)>\n") {
+		t.Errorf("executionTraces.txt:\n%s", got)
+	}
+	out = t.TempDir()
+	ok(t, "analyze", "--kieker-trace-analysis", "-i", eventLog, "-o", out, "--print-Execution-Traces", "--ignore-assumed-calls")
+	if got := read(out, "executionTraces.txt"); strings.Contains(got, "assumed") || !strings.Contains(got, "H::@2:y.Y.inner s>\n") {
+		t.Errorf("executionTraces.txt with --ignore-assumed-calls:\n%s", got)
+	}
+	if r := ok(t, "analyze", "--execution-traces", "--format", "json", eventLog); strings.Count(r.stdout, `"assumed": true`) != 1 {
+		t.Errorf("JSON execution traces mark %d executions assumed, want 1:\n%s", strings.Count(r.stdout, `"assumed": true`), r.stdout)
+	}
+	// Dropping the OERs that end after .350 leaves traces 7 and 5 without
+	// their roots: invalid, printed with their components' numbers.
+	out = t.TempDir()
+	r := ok(t, "analyze", "--kieker-trace-analysis", "-i", oerLog, "-o", out, "--print-Execution-Traces", "--print-invalid-Execution-Traces",
+		"--ignore-executions-after-date", "1700000000350000000", "--ignore-invalid-traces")
+	if !strings.Contains(r.stderr, "analysed 1 traces (1 calls)") || !strings.Contains(r.stderr, "left out 2 invalid traces") {
+		t.Errorf("stderr: %s", r.stderr)
+	}
+	if got := read(out, "invalidTraceArtifacts.txt"); !strings.HasPrefix(got, "TraceId 7 (minTin=1700000000150000000 ") ||
+		!strings.Contains(got, "<5[1,1] 1700000000160000000-1700000000210000000 B::@1:b.B.work s1>") {
+		t.Errorf("invalidTraceArtifacts.txt:\n%s", got)
+	}
+	if got := read(out, "executionTraces.txt"); !strings.HasPrefix(got, "TraceId 3 ") {
+		t.Errorf("executionTraces.txt:\n%s", got)
 	}
 }

@@ -14,12 +14,12 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/analysis"
 	"github.com/tracebridge/tracebridge/internal/analysis/equivalence"
+	"github.com/tracebridge/tracebridge/internal/analysis/reconstruct"
 	"github.com/tracebridge/tracebridge/internal/analysis/sequence"
 	"github.com/tracebridge/tracebridge/internal/analysis/sysmodel"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/source/kiekerlog"
-	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 const kiekerTAUsage = `usage: tracebridge analyze --kieker-trace-analysis -i LOGDIR… -o OUTDIR [Kieker's trace-analysis options]
@@ -42,16 +42,25 @@ files it writes, with its names, into OUTDIR (prefixed by -p):
   --plot-Aggregated-Assembly-Call-Tree   aggregatedAssemblyCallTree.dot
   --plot-Call-Trees                      callTree-<traceId>.dot
 (Kieker names a graph after -p alone when -p is given; so does this.)
+  --print-invalid-Execution-Traces       invalidTraceArtifacts.txt
 Also: --select-traces ID…, --filter-traces ID…, --ignore-invalid-traces,
---short-labels, --include-self-loops, --ignore-executions-before-date and
+--short-labels, --include-self-loops, --ignore-assumed-calls (assumed
+executions are not marked " (assumed)"), --repair-event-based-traces
+(calls whose After events are missing are closed, as Kieker's
+TraceBuffer does), --ignore-executions-before-date and
 --ignore-executions-after-date (yyyyMMdd-HHmmss in UTC, or a timestamp in
-ns: a trace with an execution outside is left out), --max-trace-duration
-MS (a trace is complete when none of its records came for this long, in
-the records' time; default 10 minutes, Kieker's), -v, -d, --buffer-size,
---ignore-assumed-calls (accepted, no effect). Options beyond Kieker's: --format svg|json for sequence
-diagrams, --pic-macros FILE (sequence.pic to copy into each .pic).
-Not supported: --print-invalid-Execution-Traces, --repair-event-based-traces,
---traceColoring, --addDescriptions, responseTimeColoring.
+the log's time unit: records outside are dropped one by one, as Kieker's
+TimestampFilter does, so an event trace that loses events is invalid),
+--max-trace-duration MS (an OperationExecutionRecord trace is complete
+when a tout this much after its earliest tin is read; default 10
+minutes, Kieker's), -v, -d, --buffer-size, --traceColoring FILE and
+--addDescriptions FILE (accepted; Kieker's tool uses them in no output).
+Traces are written as Kieker's tool hands them on (an event trace when
+its last call returns), so memory holds the open traces and the system
+model, not the log. Options beyond Kieker's: --format svg|json for
+sequence diagrams, --pic-macros FILE (sequence.pic to copy into each
+.pic).
+Not supported: the responseTimeColoring decorator.
 `
 
 // kiekerTA is a command line of Kieker's trace-analysis tool.
@@ -64,10 +73,14 @@ type kiekerTA struct {
 	seqAlloc, seqAsm    bool
 	graphs              map[analysis.Kind]string // kind → response time unit ("" none, "-" none asked)
 	callTrees           bool
-	selectIDs           map[string]bool
+	selectIDs           map[int64]bool
 	invertSelect        bool
 	ignoreInvalid       bool
+	printInvalid        bool
+	repair              bool
+	ignoreAssumed       bool
 	short, selfLoops    bool
+	dates               bool
 	before, after       int64
 	seqFormat, macros   string
 	window              time.Duration
@@ -87,7 +100,7 @@ func kiekerDate(s string) (int64, error) {
 }
 
 func parseKiekerTA(args []string) (*kiekerTA, error) {
-	k := &kiekerTA{graphs: map[analysis.Kind]string{}, before: -1 << 63, after: 1<<63 - 1, seqFormat: "pic", window: 10 * time.Minute}
+	k := &kiekerTA{graphs: map[analysis.Kind]string{}, before: 0, after: 1<<63 - 1, seqFormat: "pic", window: 10 * time.Minute}
 	values := func(i int) []string { // the values after args[i], up to the next option
 		var out []string
 		for _, a := range args[i+1:] {
@@ -151,17 +164,32 @@ func parseKiekerTA(args []string) (*kiekerTA, error) {
 			i += len(v)
 			k.invertSelect = a == "--filter-traces"
 			if k.selectIDs == nil {
-				k.selectIDs = map[string]bool{}
+				k.selectIDs = map[int64]bool{}
 			}
 			for _, id := range v {
 				for id := range strings.SplitSeq(id, ",") {
-					if id != "" {
-						k.selectIDs[id] = true
+					if id == "" {
+						continue
 					}
+					n, perr := strconv.ParseInt(id, 10, 64)
+					if perr != nil {
+						return nil, usagef("analyze --kieker-trace-analysis: %s: %q is not a trace id", a, id)
+					}
+					k.selectIDs[n] = true
 				}
 			}
 		case "--ignore-invalid-traces":
 			k.ignoreInvalid = true
+		case "--print-invalid-Execution-Traces":
+			k.printInvalid = true
+		case "--repair-event-based-traces":
+			k.repair = true
+		case "--ignore-assumed-calls":
+			k.ignoreAssumed = true
+		case "--traceColoring", "--addDescriptions":
+			// Kieker's trace-analysis (2.x) reads these files' names and
+			// uses them in no output; so does this.
+			_, err = one()
 		case "--short-labels":
 			k.short = true
 		case "--include-self-loops":
@@ -173,6 +201,7 @@ func parseKiekerTA(args []string) (*kiekerTA, error) {
 				if t, err = kiekerDate(v); err != nil {
 					return nil, usagef("analyze --kieker-trace-analysis: %s: %v", a, err)
 				}
+				k.dates = true
 				if a == "--ignore-executions-before-date" {
 					k.before = t
 				} else {
@@ -190,7 +219,7 @@ func parseKiekerTA(args []string) (*kiekerTA, error) {
 			}
 		case "--buffer-size":
 			_, err = one()
-		case "-v", "--verbose", "-d", "--debug", "--ignore-assumed-calls":
+		case "-v", "--verbose", "-d", "--debug":
 		case "--format":
 			k.seqFormat, err = one()
 			if err == nil && k.seqFormat != "pic" && k.seqFormat != "svg" && k.seqFormat != "json" {
@@ -237,19 +266,6 @@ func parseKiekerTA(args []string) (*kiekerTA, error) {
 	return k, nil
 }
 
-// selected reports whether Kieker's trace id and time filters keep m.
-func (k *kiekerTA) selected(m *analysis.MessageTrace) bool {
-	if k.selectIDs != nil && k.selectIDs[m.ID] == k.invertSelect {
-		return false
-	}
-	for i := range m.Execs {
-		if m.Execs[i].Start < k.before || m.Execs[i].End > k.after {
-			return false
-		}
-	}
-	return true
-}
-
 // graphFile is the name Kieker's GraphWriterPlugin gives a graph: the
 // prefix when there is one, else the graph's own name.
 func (k *kiekerTA) graphFile(kind analysis.Kind) string {
@@ -267,6 +283,78 @@ func (k *kiekerTA) graphFile(kind analysis.Kind) string {
 	}[kind]
 }
 
+// taFiles are the drop-in's files written as traces come.
+type taFiles struct {
+	dir string
+	fs  []*os.File
+	ws  []*bufio.Writer
+	err error
+}
+
+// open creates name in the output directory (nil, with f.err set, if it
+// cannot).
+func (f *taFiles) open(name string) *bufio.Writer {
+	if f.err != nil {
+		return nil
+	}
+	fh, err := os.Create(filepath.Join(f.dir, name))
+	if err != nil {
+		f.err = fmt.Errorf("analyze: %w", err)
+		return nil
+	}
+	w := bufio.NewWriterSize(fh, 1<<20)
+	f.fs, f.ws = append(f.fs, fh), append(f.ws, w)
+	return w
+}
+
+func (f *taFiles) write(w *bufio.Writer, b []byte) {
+	if w == nil || f.err != nil {
+		return
+	}
+	if _, err := w.Write(b); err != nil {
+		f.err = fmt.Errorf("analyze: %w", err)
+	}
+}
+
+func (f *taFiles) close() error {
+	for i, fh := range f.fs {
+		err := f.ws[i].Flush()
+		if cerr := fh.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil && f.err == nil {
+			f.err = fmt.Errorf("analyze: %s: %w", fh.Name(), err)
+		}
+	}
+	f.fs, f.ws = nil, nil
+	return f.err
+}
+
+// writeFile writes one whole file of the output directory.
+func (f *taFiles) writeFile(name string, fill func(w io.Writer) error) error {
+	if f.err != nil {
+		return f.err
+	}
+	path := filepath.Join(f.dir, name)
+	fh, err := os.Create(path)
+	if err != nil {
+		f.err = fmt.Errorf("analyze: %w", err)
+		return f.err
+	}
+	w := bufio.NewWriterSize(fh, 64<<10)
+	err = fill(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		f.err = fmt.Errorf("analyze: %s: %w", path, err)
+	}
+	return f.err
+}
+
 func cmdKiekerTraceAnalysis(ctx context.Context, args []string, stderr io.Writer) error {
 	k, err := parseKiekerTA(args)
 	if err != nil {
@@ -276,29 +364,112 @@ func cmdKiekerTraceAnalysis(ctx context.Context, args []string, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	an := analysis.New(analysis.Options{})
-	model := sysmodel.New()
-	var calls []*analysis.MessageTrace
-	var invalid []analysis.Invalid
-	emit := func(t *trace.Trace) {
-		ms, inv := analysis.Messages(t, analysis.Options{})
-		invalid = append(invalid, inv...)
-		for _, m := range ms {
-			if !k.selected(m) {
-				continue
+	if err := os.MkdirAll(k.outDir, 0o755); err != nil {
+		return fmt.Errorf("analyze: %w", err)
+	}
+	files := &taFiles{dir: k.outDir}
+	defer files.close()
+	var execW, msgW, invW *bufio.Writer
+	if k.printExec {
+		execW = files.open(k.prefix + "executionTraces.txt")
+	}
+	if k.printMsg {
+		msgW = files.open(k.prefix + "messageTraces.txt")
+	}
+	if k.printInvalid {
+		invW = files.open(k.prefix + "invalidTraceArtifacts.txt")
+	}
+	if files.err != nil {
+		return files.err
+	}
+	type equiv struct {
+		c    *equivalence.Classifier
+		name string
+	}
+	var equivs []equiv
+	if k.equivAlloc {
+		equivs = append(equivs, equiv{equivalence.New(equivalence.Allocation), "traceDeploymentEquivClasses.txt"})
+	}
+	if k.equivAs {
+		equivs = append(equivs, equiv{equivalence.New(equivalence.Assembly), "traceAssemblyEquivClasses.txt"})
+	}
+	var seqs []kiekerOut
+	seqDir := filepath.Join(k.outDir, k.prefix) // Kieker: prefix + File.separator + name
+	if k.seqAlloc {
+		seqs = append(seqs, kiekerOut{seq: sequence.Deployment, short: k.short, macros: k.macros})
+	}
+	if k.seqAsm {
+		seqs = append(seqs, kiekerOut{seq: sequence.Assembly, short: k.short, macros: k.macros})
+	}
+	if len(seqs) > 0 {
+		if err := os.MkdirAll(seqDir, 0o755); err != nil {
+			return fmt.Errorf("analyze: %w", err)
+		}
+	}
+
+	var kinds []analysis.Kind // the graphs asked for: the analyzer builds only those
+	for kind := range k.graphs {
+		kinds = append(kinds, kind)
+	}
+	an := analysis.New(analysis.Options{Graphs: kinds})
+	repo := sysmodel.NewRepository()
+	var (
+		buf      []byte
+		mt       analysis.MessageTrace
+		invalid  []string
+		nInvalid int
+	)
+	valid := func(t *sysmodel.ExecutionTrace) {
+		if files.err != nil {
+			return
+		}
+		if execW != nil {
+			buf = sysmodel.AppendExecutionTrace(buf[:0], t)
+			files.write(execW, buf)
+		}
+		if msgW != nil {
+			buf = sysmodel.AppendMessageTrace(buf[:0], t)
+			files.write(msgW, buf)
+		}
+		for _, e := range equivs {
+			e.c.Add(t)
+		}
+		for _, ko := range seqs {
+			if err := ko.drawFile(seqDir, t, k.seqFormat); err != nil && files.err == nil {
+				files.err = err
 			}
-			an.AddMessages(m)
-			model.Add(m)
-			if k.callTrees {
-				calls = append(calls, m)
+		}
+		if len(kinds) == 0 && !k.callTrees {
+			return
+		}
+		t.MessageTrace(&mt)
+		if len(kinds) > 0 {
+			an.AddMessages(&mt)
+		}
+		if k.callTrees {
+			g := analysis.TraceCallTree(&mt)
+			if err := files.writeFile(k.prefix+"callTree-"+t.ID+".dot", func(w io.Writer) error {
+				return analysis.WriteGraph(ctx, w, g, "dot", analysis.DOTOptions{ShortLabels: k.short, AssemblyNames: repo.AssemblyNames()})
+			}); err != nil {
+				return
 			}
 		}
 	}
-	asm := trace.NewAssembler(trace.Options{Clock: trace.RecordClock, Window: k.window, Emit: emit})
+	inv := func(v *reconstruct.Invalid) {
+		nInvalid++
+		if len(invalid) < 5 {
+			invalid = append(invalid, v.String())
+		}
+		if invW != nil && v.Trace != nil {
+			buf = sysmodel.AppendExecutionTrace(buf[:0], v.Trace)
+			files.write(invW, buf)
+		}
+	}
+	rc := reconstruct.New(repo, reconstruct.Options{Repair: k.repair, IgnoreAssumed: k.ignoreAssumed, MaxTraceDuration: k.window,
+		Dates: k.dates, Before: k.before, After: k.after, Select: k.selectIDs, Invert: k.invertSelect, Valid: valid, Invalid: inv})
 	feed := pipeline.ConsumerFunc(func(_ context.Context, b *record.Batch) error {
-		asm.AddBatch(b)
-		asm.Tick()
-		return nil
+		rc.Add(b)
+		return files.err
 	})
 	skips := &skipReporter{w: stderr}
 	var sum kiekerlog.Stats
@@ -313,71 +484,18 @@ func cmdKiekerTraceAnalysis(ctx context.Context, args []string, stderr io.Writer
 			return err
 		}
 	}
-	asm.Flush()
+	rc.Finish()
 	reportSkipped(stderr, sum)
-	if err := os.MkdirAll(k.outDir, 0o755); err != nil {
-		return fmt.Errorf("analyze: %w", err)
+	if err := files.close(); err != nil {
+		return err
 	}
-	traces := model.Finish()
-	write := func(name string, f func(w io.Writer) error) error {
-		path := filepath.Join(k.outDir, name)
-		fh, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("analyze: %w", err)
-		}
-		bw := bufio.NewWriterSize(fh, 1<<20)
-		err = f(bw)
-		if err == nil {
-			err = bw.Flush()
-		}
-		if cerr := fh.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("analyze: %s: %w", path, err)
-		}
-		return nil
-	}
-	if k.printExec {
-		if err := write(k.prefix+"executionTraces.txt", func(w io.Writer) error { return kiekerOut{exec: true}.writeTraces(w, traces) }); err != nil {
-			return err
-		}
-	}
-	if k.printMsg {
-		if err := write(k.prefix+"messageTraces.txt", func(w io.Writer) error { return kiekerOut{msg: true}.writeTraces(w, traces) }); err != nil {
-			return err
-		}
-	}
-	for _, e := range []struct {
-		on   bool
-		mode equivalence.Mode
-		name string
-	}{{k.equivAlloc, equivalence.Allocation, "traceDeploymentEquivClasses.txt"}, {k.equivAs, equivalence.Assembly, "traceAssemblyEquivClasses.txt"}} {
-		if !e.on {
-			continue
-		}
-		c := equivalence.New(e.mode)
-		for _, t := range traces {
-			c.Add(t)
-		}
-		if err := write(k.prefix+e.name, func(w io.Writer) error { return equivalence.Write(w, c.Classes()) }); err != nil {
+	for _, e := range equivs {
+		if err := files.writeFile(k.prefix+e.name, func(w io.Writer) error { return equivalence.Write(w, e.c.Classes()) }); err != nil {
 			return err
 		}
 	}
 	if k.printSys {
-		if err := write("system-entities.html", model.Repo.WriteHTML); err != nil {
-			return err
-		}
-	}
-	for _, s := range []struct {
-		on   bool
-		mode sequence.Mode
-	}{{k.seqAlloc, sequence.Deployment}, {k.seqAsm, sequence.Assembly}} {
-		if !s.on {
-			continue
-		}
-		ko := kiekerOut{seq: s.mode, short: k.short, macros: k.macros}
-		if _, err := ko.sequences(nil, traces, k.seqFormat, k.outDir); err != nil {
+		if err := files.writeFile("system-entities.html", repo.WriteHTML); err != nil {
 			return err
 		}
 	}
@@ -396,34 +514,24 @@ func cmdKiekerTraceAnalysis(ctx context.Context, args []string, stderr io.Writer
 		if unit == "" {
 			g = g.WithoutStats()
 		}
-		if err := write(k.graphFile(kind), func(w io.Writer) error {
-			return analysis.WriteGraph(ctx, w, g, "dot", analysis.DOTOptions{ShortLabels: k.short, Unit: cmpOr(unit, "ns"), AssemblyNames: model.Repo.AssemblyNames()})
+		if err := files.writeFile(k.graphFile(kind), func(w io.Writer) error {
+			return analysis.WriteGraph(ctx, w, g, "dot", analysis.DOTOptions{ShortLabels: k.short, Unit: cmpOr(unit, "ns"), AssemblyNames: repo.AssemblyNames()})
 		}); err != nil {
 			return err
 		}
 	}
-	names := model.Repo.AssemblyNames()
-	for _, m := range calls {
-		g := analysis.TraceCallTree(m)
-		if err := write(k.prefix+"callTree-"+m.ID+".dot", func(w io.Writer) error {
-			return analysis.WriteGraph(ctx, w, g, "dot", analysis.DOTOptions{ShortLabels: k.short, AssemblyNames: names})
-		}); err != nil {
-			return err
-		}
-	}
-	s := an.Summary()
-	fmt.Fprintf(stderr, "tracebridge: analysed %d traces (%d calls)\n", s.Messages, s.Calls)
-	if len(invalid) > 0 {
+	s := rc.Stats()
+	fmt.Fprintf(stderr, "tracebridge: analysed %d traces (%d calls)\n", s.Valid, s.Executions)
+	if nInvalid > 0 {
 		if k.ignoreInvalid {
-			fmt.Fprintf(stderr, "tracebridge: left out %d invalid traces (--ignore-invalid-traces)\n", len(invalid))
+			fmt.Fprintf(stderr, "tracebridge: left out %d invalid traces (--ignore-invalid-traces)\n", nInvalid)
 		} else {
-			fmt.Fprintf(stderr, "tracebridge: %d invalid traces, left out (Kieker's tool stops at the first one unless --ignore-invalid-traces):\n", len(invalid))
-			for i, v := range invalid {
-				if i == 5 {
-					fmt.Fprintf(stderr, "tracebridge: (%d more)\n", len(invalid)-5)
-					break
-				}
+			fmt.Fprintf(stderr, "tracebridge: %d invalid traces, left out (Kieker's tool stops at the first invalid OperationExecutionRecord trace unless --ignore-invalid-traces):\n", nInvalid)
+			for _, v := range invalid {
 				fmt.Fprintf(stderr, "tracebridge: invalid: %s\n", v)
+			}
+			if nInvalid > len(invalid) {
+				fmt.Fprintf(stderr, "tracebridge: (%d more)\n", nInvalid-len(invalid))
 			}
 		}
 	}

@@ -201,7 +201,7 @@ func node(k Kind, e *Execution) Node {
 type Analyzer struct {
 	opt   Options
 	deps  [AssemblyOperationGraph + 1]depGraph
-	trees [2]*treeNode // aggregated deployment, assembly call trees
+	trees [2]*callTree // aggregated deployment, assembly call trees
 	ops   map[string]*OperationStats
 	sum   Summary
 	// Each, when set, is handed every valid message trace Add finds (the
@@ -226,6 +226,7 @@ const MaxInvalidKept = 100
 type depGraph struct {
 	nodes map[string]*depNode
 	edges map[[2]string]*Stats
+	named map[nodeKey]keyedNode // the nodes by the names key joins, looked up without joining them
 }
 
 type depNode struct {
@@ -237,10 +238,10 @@ type depNode struct {
 func New(o Options) *Analyzer {
 	a := &Analyzer{opt: o, ops: map[string]*OperationStats{}}
 	for k := ContainerGraph; k <= AssemblyOperationGraph; k++ {
-		a.deps[k] = depGraph{nodes: map[string]*depNode{}, edges: map[[2]string]*Stats{}}
+		a.deps[k] = depGraph{nodes: map[string]*depNode{}, edges: map[[2]string]*Stats{}, named: map[nodeKey]keyedNode{}}
 	}
-	a.trees[0] = &treeNode{}
-	a.trees[1] = &treeNode{}
+	a.trees[0] = newCallTree()
+	a.trees[1] = newCallTree()
 	return a
 }
 
@@ -267,6 +268,9 @@ func (a *Analyzer) AddMessages(m *MessageTrace) {
 	a.sum.Messages++
 	a.sum.Calls += int64(len(m.Execs))
 	for k := ContainerGraph; k <= AssemblyOperationGraph; k++ {
+		if !a.wants(k) {
+			continue
+		}
 		g := &a.deps[k]
 		for i := range m.Execs {
 			e := &m.Execs[i]
@@ -287,9 +291,20 @@ func (a *Analyzer) AddMessages(m *MessageTrace) {
 			}
 		}
 	}
-	a.trees[0].addTrace(AggregatedDeploymentCallTree, m)
-	a.trees[1].addTrace(AggregatedAssemblyCallTree, m)
-	a.addOps(m)
+	if a.wants(AggregatedDeploymentCallTree) {
+		a.trees[0].addTrace(AggregatedDeploymentCallTree, m)
+	}
+	if a.wants(AggregatedAssemblyCallTree) {
+		a.trees[1].addTrace(AggregatedAssemblyCallTree, m)
+	}
+	if len(a.opt.Graphs) == 0 || a.opt.Operations {
+		a.addOps(m)
+	}
+}
+
+// wants reports whether the analyzer builds graph k (Options.Graphs).
+func (a *Analyzer) wants(k Kind) bool {
+	return len(a.opt.Graphs) == 0 || slices.Contains(a.opt.Graphs, k)
 }
 
 // Summary returns the counts so far.
@@ -301,13 +316,34 @@ type keyedNode struct {
 }
 
 func (g *depGraph) get(k Kind, e *Execution) keyedNode {
+	nk := names(k, e)
+	if kn, ok := g.named[nk]; ok {
+		return kn
+	}
 	kk := key(k, e)
 	n := g.nodes[kk]
 	if n == nil {
 		n = &depNode{n: node(k, e)}
 		g.nodes[kk] = n
 	}
-	return keyedNode{kk, n}
+	kn := keyedNode{kk, n}
+	g.named[nk] = kn
+	return kn
+}
+
+// names returns the names key(k, e) joins, unjoined.
+func names(k Kind, e *Execution) nodeKey {
+	switch k {
+	case ContainerGraph:
+		return nodeKey{container: e.Container}
+	case DeploymentComponentGraph:
+		return nodeKey{container: e.Container, assembly: e.Assembly}
+	case AssemblyComponentGraph:
+		return nodeKey{assembly: e.Assembly}
+	case DeploymentOperationGraph, AggregatedDeploymentCallTree, CallTree:
+		return nodeKey{container: e.Container, assembly: e.Assembly, op: e.OpKey}
+	}
+	return nodeKey{assembly: e.Assembly, op: e.OpKey}
 }
 
 // Graph returns the graph of kind k (not CallTree: see TraceCallTree) of
@@ -317,9 +353,9 @@ func (a *Analyzer) Graph(k Kind) (*Graph, error) {
 	case k.Dependency():
 		return a.deps[k].graph(k), nil
 	case k == AggregatedDeploymentCallTree:
-		return a.trees[0].graph(k, false), nil
+		return a.trees[0].root.graph(k, false), nil
 	case k == AggregatedAssemblyCallTree:
-		return a.trees[1].graph(k, false), nil
+		return a.trees[1].root.graph(k, false), nil
 	}
 	return nil, fmt.Errorf("%s: not an aggregate of traces", k)
 }
@@ -357,39 +393,84 @@ func (g *depGraph) graph(k Kind) *Graph {
 // Call trees ------------------------------------------------------------
 
 // treeNode is a node of an aggregated call tree: an operation reached by
-// one path of calls from 'Entry'.
+// one path of calls from 'Entry'. Its Node is shared by every path to the
+// same operation (callTree.nodes), so a node costs about 100 bytes however
+// long its names: aggregated trees grow with the distinct call paths.
 type treeNode struct {
-	n        Node
+	n        *Node
 	calls    int64 // calls along the edge from the parent
 	stats    Stats
 	children []*treeNode
-	index    map[string]int
+	index    map[*Node]int32 // children by node, once there are many
 }
 
-func (t *treeNode) child(k Kind, e *Execution) *treeNode {
-	kk := key(k, e)
-	if i, ok := t.index[kk]; ok {
-		return t.children[i]
+// manyChildren is where a node starts indexing its children.
+const manyChildren = 8
+
+// callTree is an aggregated call tree: its root ('Entry') and the nodes
+// its paths share.
+type callTree struct {
+	root  treeNode
+	nodes map[nodeKey]*Node
+}
+
+// nodeKey identifies a call tree's node: container (deployment trees),
+// assembly component and operation.
+type nodeKey struct{ container, assembly, op string }
+
+func newCallTree() *callTree { return &callTree{nodes: map[nodeKey]*Node{}} }
+
+// node returns the shared node of e in a tree of kind k.
+func (t *callTree) node(k Kind, e *Execution) *Node {
+	nk := nodeKey{assembly: e.Assembly, op: e.OpKey}
+	if k.deployed() {
+		nk.container = e.Container
 	}
-	if t.index == nil {
-		t.index = map[string]int{}
+	n := t.nodes[nk]
+	if n == nil {
+		nn := node(k, e)
+		n = &nn
+		t.nodes[nk] = n
 	}
-	c := &treeNode{n: node(k, e)}
-	t.index[kk] = len(t.children)
+	return n
+}
+
+func (t *treeNode) child(n *Node) *treeNode {
+	if t.index != nil {
+		if i, ok := t.index[n]; ok {
+			return t.children[i]
+		}
+	} else {
+		for _, c := range t.children {
+			if c.n == n {
+				return c
+			}
+		}
+	}
+	c := &treeNode{n: n}
 	t.children = append(t.children, c)
+	switch {
+	case t.index != nil:
+		t.index[n] = int32(len(t.children) - 1)
+	case len(t.children) > manyChildren:
+		t.index = make(map[*Node]int32, len(t.children))
+		for i, c := range t.children {
+			t.index[c.n] = int32(i)
+		}
+	}
 	return c
 }
 
-// addTrace adds the calls of m below the root t.
-func (t *treeNode) addTrace(k Kind, m *MessageTrace) {
+// addTrace adds the calls of m below the root.
+func (t *callTree) addTrace(k Kind, m *MessageTrace) {
 	at := make([]*treeNode, len(m.Execs))
 	for i := range m.Execs {
 		e := &m.Execs[i]
-		parent := t
+		parent := &t.root
 		if e.Caller >= 0 {
 			parent = at[e.Caller]
 		}
-		c := parent.child(k, e)
+		c := parent.child(t.node(k, e))
 		c.calls++
 		c.stats.add(e.Duration())
 		at[i] = c
@@ -403,7 +484,7 @@ func (t *treeNode) graph(k Kind, order bool) *Graph {
 	var walk func(p *treeNode, pid string)
 	walk = func(p *treeNode, pid string) {
 		for _, c := range p.children {
-			n := c.n
+			n := *c.n
 			n.ID = fmt.Sprintf("n%d", len(out.Nodes))
 			st := c.stats
 			n.Stats = &st
@@ -435,7 +516,8 @@ func TraceCallTree(m *MessageTrace) *Graph {
 		if e.Caller >= 0 {
 			parent = at[e.Caller]
 		}
-		c := &treeNode{n: node(CallTree, e), calls: 1}
+		n := node(CallTree, e)
+		c := &treeNode{n: &n, calls: 1}
 		c.stats.add(e.Duration())
 		parent.children = append(parent.children, c)
 		at[i] = c

@@ -71,6 +71,12 @@ type Options struct {
 	// IncludeInvalid keeps what Kieker drops, as far as it was assembled
 	// (every root call of a thread trace, traces with gaps or open calls).
 	IncludeInvalid bool
+	// Graphs, when not empty, are the only graphs an Analyzer builds
+	// (with no call tree among them, it keeps no aggregated call trees,
+	// whose nodes grow with the distinct call paths); Operations asks for
+	// the statistics per operation too. Empty: everything.
+	Graphs     []Kind
+	Operations bool
 }
 
 // unit identifies the spans that form one Kieker trace within an

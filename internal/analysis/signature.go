@@ -1,6 +1,9 @@
 package analysis
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Signature is an operation signature split as Kieker's
 // ClassOperationSignaturePair.splitOperationSignatureStr splits it:
@@ -17,10 +20,17 @@ type Signature struct {
 	Params     []string
 }
 
-// ParseSignature splits s by Kieker's rules. A constructor's signature
-// (its name is <init>) has no return type: every word before the name is a
-// modifier.
+// ParseSignature splits s by Kieker's rules for an
+// OperationExecutionRecord's signature (ExecutionRecordTransformationStage):
+// a signature that contains "<init>" is a constructor's.
 func ParseSignature(s string) Signature {
+	return ParseSignatureAs(s, strings.Contains(s, "<init>"))
+}
+
+// ParseSignatureAs splits s by Kieker's rules; a constructor's signature
+// (constructor set: Kieker's event traces decide by the event's type) has
+// no return type: every word before the name is a modifier.
+func ParseSignatureAs(s string, constructor bool) Signature {
 	var sig Signature
 	modRetName := s
 	if open := strings.IndexByte(s, '('); open >= 0 {
@@ -44,7 +54,7 @@ func ParseSignature(s string) Signature {
 			name = words[len(words)-1]
 			rest := words[:len(words)-1]
 			switch {
-			case strings.HasSuffix(name, ".<init>") || name == "<init>":
+			case constructor:
 				sig.Modifiers = rest
 			case len(rest) > 0:
 				sig.ReturnType = rest[len(rest)-1]
@@ -84,6 +94,14 @@ func (s Signature) String() string {
 	b.WriteString(strings.Join(s.Params, ", "))
 	b.WriteByte(')')
 	return b.String()
+}
+
+// Equal reports whether s and o are the same signature apart from the
+// class (Kieker's Signature.equals: name, modifiers, return type and
+// parameter types).
+func (s *Signature) Equal(o *Signature) bool {
+	return s.Name == o.Name && s.ReturnType == o.ReturnType &&
+		slices.Equal(s.Modifiers, o.Modifiers) && slices.Equal(s.Params, o.Params)
 }
 
 // Short returns the operation as Kieker labels it in graphs: the name and

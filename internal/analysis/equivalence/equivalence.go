@@ -22,6 +22,7 @@ package equivalence
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"strconv"
 
@@ -58,25 +59,38 @@ func (m Mode) String() string {
 
 // Class is an equivalence class.
 type Class struct {
-	// Representative is the first trace of the class.
-	Representative *sysmodel.ExecutionTrace
+	// Representative is what the class keeps of its first trace.
+	Representative Representative
 	// Count is the number of traces in the class (Kieker's cardinality).
 	Count int
 	hash  int32
 }
 
-// Classifier collects the classes.
+// Representative is what Kieker's EquivalenceClassWriter prints of a
+// class's first trace: its id (KID the Kieker traceId that orders the
+// classes), its number of executions and its deepest ess.
+type Representative struct {
+	ID     string
+	KID    int64
+	Execs  int
+	MaxESS int
+}
+
+// Classifier collects the classes. It keeps a 128-bit hash of each
+// class's executions (component, operation, eoi and ess of each), not the
+// traces, so its memory grows with the classes alone.
 type Classifier struct {
 	mode   Mode
-	index  map[string]*Class
+	index  map[[2]uint64]*Class
 	order  []*Class // by first trace
+	seeds  [2]maphash.Seed
 	key    []byte
 	traces int
 }
 
 // New returns a classifier comparing by mode.
 func New(mode Mode) *Classifier {
-	return &Classifier{mode: mode, index: map[string]*Class{}}
+	return &Classifier{mode: mode, index: map[[2]uint64]*Class{}, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
 }
 
 // Add puts t (its entities numbered) into its class.
@@ -95,12 +109,13 @@ func (c *Classifier) Add(t *sysmodel.ExecutionTrace) {
 			c.key = binary.AppendUvarint(c.key, uint64(v))
 		}
 	}
-	if cl := c.index[string(c.key)]; cl != nil {
+	k := [2]uint64{maphash.Bytes(c.seeds[0], c.key), maphash.Bytes(c.seeds[1], c.key)}
+	if cl := c.index[k]; cl != nil {
 		cl.Count++
 		return
 	}
-	cl := &Class{Representative: t, Count: 1, hash: h}
-	c.index[string(c.key)] = cl
+	cl := &Class{Representative: Representative{ID: t.ID, KID: t.KID, Execs: len(t.Execs), MaxESS: t.MaxESS()}, Count: 1, hash: h}
+	c.index[k] = cl
 	c.order = append(c.order, cl)
 }
 
@@ -136,11 +151,11 @@ func Write(w io.Writer, classes []Class) error {
 		b = append(b, "; cardinality: "...)
 		b = strconv.AppendInt(b, int64(cl.Count), 10)
 		b = append(b, "; # executions: "...)
-		b = strconv.AppendInt(b, int64(len(t.Execs)), 10)
+		b = strconv.AppendInt(b, int64(t.Execs), 10)
 		b = append(b, "; representative: "...)
 		b = append(b, t.ID...)
 		b = append(b, "; max. stack depth: "...)
-		b = strconv.AppendInt(b, int64(t.MaxESS()), 10)
+		b = strconv.AppendInt(b, int64(t.MaxESS), 10)
 		b = append(b, '\n')
 	}
 	_, err := w.Write(b)
@@ -166,8 +181,8 @@ type ClassesJSON struct {
 func JSON(mode Mode, classes []Class) ClassesJSON {
 	out := ClassesJSON{Mode: mode.String(), Classes: make([]ClassJSON, len(classes))}
 	for i, cl := range classes {
-		out.Classes[i] = ClassJSON{Class: i, Cardinality: cl.Count, Executions: len(cl.Representative.Execs),
-			Representative: cl.Representative.ID, MaxStackDepth: cl.Representative.MaxESS()}
+		out.Classes[i] = ClassJSON{Class: i, Cardinality: cl.Count, Executions: cl.Representative.Execs,
+			Representative: cl.Representative.ID, MaxStackDepth: cl.Representative.MaxESS}
 	}
 	return out
 }

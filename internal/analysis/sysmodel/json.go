@@ -26,6 +26,7 @@ type ExecutionJSON struct {
 	Signature  string `json:"signature"`  // the full signature
 	Session    string `json:"sessionId"`
 	Error      bool   `json:"error,omitempty"`
+	Assumed    bool   `json:"assumed,omitempty"` // Kieker's " (assumed)"
 }
 
 // MessageJSON is a message: kind "call" or "reply", its time (ns), and the
@@ -45,7 +46,7 @@ func (t *ExecutionTrace) JSON(messages bool) TraceJSON {
 		e := &t.Execs[i]
 		j.Execs[i] = ExecutionJSON{EOI: e.EOI, ESS: e.ESS, Tin: e.Tin, Tout: e.Tout, Container: e.Alloc.Container.Name,
 			Assembly: e.Alloc.Assembly.String(), Allocation: e.Alloc.String(), Operation: e.Op.Sig.Name,
-			Signature: e.Op.Sig.String(), Session: e.Session, Error: e.Error}
+			Signature: e.Op.Sig.String(), Session: e.Session, Error: e.Error, Assumed: e.Assumed}
 	}
 	if messages {
 		for _, m := range t.Messages() {

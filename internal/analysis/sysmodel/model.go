@@ -41,10 +41,14 @@ type ComponentType struct {
 	Package    string
 	Name       string
 	Operations []*Operation
+	full       string // the name it was made from
 }
 
 // FullName returns the fully qualified name.
 func (t *ComponentType) FullName() string {
+	if t.full != "" {
+		return t.full
+	}
 	if t.Package == "" {
 		return t.Name
 	}
@@ -74,11 +78,13 @@ type Allocation struct {
 // String returns "host::@ID:package.Class", as Kieker prints it.
 func (a *Allocation) String() string { return a.Container.Name + "::" + a.Assembly.String() }
 
-// Operation is an operation of a component type.
+// Operation is an operation of a component type; Key identifies it within
+// its type (analysis.Execution.OpKey).
 type Operation struct {
 	ID   int
 	Type *ComponentType
 	Sig  analysis.Signature
+	Key  string
 }
 
 // Repository holds the entities in the order Kieker numbers them (each
@@ -95,6 +101,8 @@ type Repository struct {
 	assemblies  map[string]*Assembly
 	allocations map[string]*Allocation
 	ops         map[string]*Operation
+
+	names map[string]string // AssemblyNames' map, for Assemblies[:len(names)]
 }
 
 // NewRepository returns an empty repository.
@@ -107,10 +115,10 @@ func NewRepository() *Repository {
 func newType(id int, fq string) *ComponentType {
 	for i := len(fq) - 1; i > 0; i-- {
 		if fq[i] == '.' {
-			return &ComponentType{ID: id, Package: fq[:i], Name: fq[i+1:]}
+			return &ComponentType{ID: id, Package: fq[:i], Name: fq[i+1:], full: fq}
 		}
 	}
-	return &ComponentType{ID: id, Name: fq}
+	return &ComponentType{ID: id, Name: fq, full: fq}
 }
 
 // Lookup returns the allocation component and operation of e, creating
@@ -120,35 +128,42 @@ func newType(id int, fq string) *ComponentType {
 // container, then the operation, keyed by the signature's class and the
 // signature, and added to the assembly component's type.
 func (r *Repository) Lookup(e *analysis.Execution) (*Allocation, *Operation) {
-	allocName := e.Container + "::" + e.Assembly
+	return r.LookupNames(e.Container, e.Assembly, &e.Sig, e.OpKey)
+}
+
+// LookupNames is Lookup of an execution on container in the assembly
+// component assembly, of the operation sig (opKey identifies it within
+// sig.Class).
+func (r *Repository) LookupNames(container, assembly string, sig *analysis.Signature, opKey string) (*Allocation, *Operation) {
+	allocName := container + "::" + assembly
 	alloc := r.allocations[allocName]
 	if alloc == nil {
-		asm := r.assemblies[e.Assembly]
+		asm := r.assemblies[assembly]
 		if asm == nil {
-			typ := r.types[e.Assembly]
+			typ := r.types[assembly]
 			if typ == nil {
-				typ = newType(len(r.Types)+1, e.Assembly)
-				r.types[e.Assembly] = typ
+				typ = newType(len(r.Types)+1, assembly)
+				r.types[assembly] = typ
 				r.Types = append(r.Types, typ)
 			}
 			asm = &Assembly{ID: len(r.Assemblies) + 1, Type: typ}
-			r.assemblies[e.Assembly] = asm
+			r.assemblies[assembly] = asm
 			r.Assemblies = append(r.Assemblies, asm)
 		}
-		c := r.containers[e.Container]
+		c := r.containers[container]
 		if c == nil {
-			c = &Container{ID: len(r.Containers) + 1, Name: e.Container}
-			r.containers[e.Container] = c
+			c = &Container{ID: len(r.Containers) + 1, Name: container}
+			r.containers[container] = c
 			r.Containers = append(r.Containers, c)
 		}
 		alloc = &Allocation{ID: len(r.Allocations) + 1, Assembly: asm, Container: c}
 		r.allocations[allocName] = alloc
 		r.Allocations = append(r.Allocations, alloc)
 	}
-	opName := e.Sig.Class + "\x00" + e.OpKey
+	opName := sig.Class + "\x00" + opKey
 	op := r.ops[opName]
 	if op == nil {
-		op = &Operation{ID: len(r.Operations) + 1, Type: alloc.Assembly.Type, Sig: e.Sig}
+		op = &Operation{ID: len(r.Operations) + 1, Type: alloc.Assembly.Type, Sig: *sig, Key: opKey}
 		r.ops[opName] = op
 		r.Operations = append(r.Operations, op)
 		alloc.Assembly.Type.Operations = append(alloc.Assembly.Type.Operations, op)
@@ -157,13 +172,17 @@ func (r *Repository) Lookup(e *analysis.Execution) (*Allocation, *Operation) {
 }
 
 // AssemblyNames maps each assembly component's name as analysis names it
-// (Execution.Assembly) to Kieker's "@N", for analysis.DOTOptions.
+// (Execution.Assembly) to Kieker's "@N", for analysis.DOTOptions. The map
+// is the repository's, brought up to date at each call: the caller does
+// not change it.
 func (r *Repository) AssemblyNames() map[string]string {
-	m := make(map[string]string, len(r.assemblies))
-	for name, a := range r.assemblies {
-		m[name] = a.Name()
+	if r.names == nil {
+		r.names = make(map[string]string, len(r.Assemblies))
 	}
-	return m
+	for _, a := range r.Assemblies[len(r.names):] {
+		r.names[a.Type.FullName()] = a.Name()
+	}
+	return r.names
 }
 
 // NoSession is what Kieker prints for an execution without a session
@@ -178,6 +197,10 @@ type Execution struct {
 	Tin, Tout int64 // epoch ns
 	Session   string
 	Error     bool
+	// Assumed: Kieker reconstructed the execution from a CallOperationEvent
+	// alone (no Before and After events of the callee), or the callee's
+	// events follow no matching call; printed " (assumed)".
+	Assumed bool
 }
 
 // ExecutionTrace is a trace as Kieker's ExecutionTrace: its executions in
@@ -353,7 +376,11 @@ func (m *Model) Finish() []*ExecutionTrace {
 			if p.src == trace.FromSpan && s == "" {
 				s = NoSession
 			}
-			t.Execs[j] = Execution{EOI: j, ESS: int(e.ess), Tin: e.tin, Tout: e.tout, Session: s, Error: e.err}
+			// Kieker marks a call below a thread trace's root "assumed"
+			// unless a CallOperationEvent announced it; assembled traces
+			// keep no Call events, so every such call is marked.
+			t.Execs[j] = Execution{EOI: j, ESS: int(e.ess), Tin: e.tin, Tout: e.tout, Session: s, Error: e.err,
+				Assumed: p.src == trace.FromEvents && e.ess > 0}
 		}
 		if len(t.Execs) > 0 {
 			t.Session = t.Execs[0].Session
@@ -405,4 +432,27 @@ func (m *Model) bind(key int32, dst *Execution) {
 		b.alloc, b.op = m.Repo.Lookup(&m.reps[key])
 	}
 	dst.Alloc, dst.Op = b.alloc, b.op
+}
+
+// MessageTrace fills dst with t as the graph and call-tree analyses take
+// it (analysis.Analyzer.AddMessages, analysis.TraceCallTree), reusing
+// dst's executions; its strings are the repository's.
+func (t *ExecutionTrace) MessageTrace(dst *analysis.MessageTrace) {
+	dst.ID, dst.Source, dst.Trace = t.ID, t.Source, trace.ID{}
+	dst.Execs = slices.Grow(dst.Execs[:0], len(t.Execs))
+	var stack [64]int
+	callers := stack[:0]
+	for i := range t.Execs {
+		e := &t.Execs[i]
+		if e.ESS < len(callers) {
+			callers = callers[:e.ESS]
+		}
+		caller := -1
+		if len(callers) > 0 {
+			caller = callers[len(callers)-1]
+		}
+		callers = append(callers, i)
+		dst.Execs = append(dst.Execs, analysis.Execution{Container: e.Alloc.Container.Name, Assembly: e.Alloc.Assembly.Type.FullName(),
+			Operation: e.Op.Key, Sig: e.Op.Sig, OpKey: e.Op.Key, Start: e.Tin, End: e.Tout, Error: e.Error, Session: e.Session, Caller: caller})
+	}
 }

@@ -89,7 +89,8 @@ TraceId 9 (minTin=1700000000500000000 (Tue, 14 Nov 2023 22:13:20.500 +0000 (UTC)
 
 // TestEventLog: a thread trace is handed on when its first call returns
 // (trace 2 before trace 1), and its executions are made as their calls
-// return (y.Y before x.X).
+// return (y.Y before x.X); a call below the root that no
+// CallOperationEvent announced is "assumed".
 func TestEventLog(t *testing.T) {
 	_, ts := model(t, "testdata/events")
 	exp := `TraceId 2 (minTin=1700000000004000000 (Tue, 14 Nov 2023 22:13:20.004 +0000 (UTC)); maxTout=1700000000005000000 (Tue, 14 Nov 2023 22:13:20.005 +0000 (UTC)); maxEss=0):
@@ -97,14 +98,14 @@ func TestEventLog(t *testing.T) {
 
 TraceId 1 (minTin=1700000000001000000 (Tue, 14 Nov 2023 22:13:20.001 +0000 (UTC)); maxTout=1700000000009000000 (Tue, 14 Nov 2023 22:13:20.009 +0000 (UTC)); maxEss=1):
 <1[0,0] 1700000000001000000-1700000000009000000 H::@3:x.X.outer s>
-<1[1,1] 1700000000002000000-1700000000003000000 H::@2:y.Y.inner s>
+<1[1,1] 1700000000002000000-1700000000003000000 H::@2:y.Y.inner s (assumed)>
 
 `
 	if d := cmp.Diff(exp, text(ts, false)); d != "" {
 		t.Errorf("execution traces (-want +got):\n%s", d)
 	}
 	x := "1[0,0] 1700000000001000000-1700000000009000000 H::@3:x.X.outer s"
-	y := "1[1,1] 1700000000002000000-1700000000003000000 H::@2:y.Y.inner s"
+	y := "1[1,1] 1700000000002000000-1700000000003000000 H::@2:y.Y.inner s (assumed)"
 	msg := `Trace 1:
 <SYNC-CALL 1700000000001000000 'Entry' --> ` + x + `>
 <SYNC-CALL 1700000000002000000 ` + x + ` --> ` + y + `>

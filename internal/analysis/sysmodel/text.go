@@ -17,7 +17,8 @@ func appendDate(dst []byte, ns int64) []byte {
 }
 
 // AppendExecution appends e as Kieker's Execution.toString prints it:
-// "traceId[eoi,ess] tin-tout host::@N:package.Class.operation session".
+// "traceId[eoi,ess] tin-tout host::@N:package.Class.operation session",
+// and " (assumed)" after an assumed execution.
 func AppendExecution(dst []byte, id string, e *Execution) []byte {
 	dst = append(dst, id...)
 	dst = append(dst, '[')
@@ -37,7 +38,11 @@ func AppendExecution(dst []byte, id string, e *Execution) []byte {
 	dst = append(dst, '.')
 	dst = append(dst, e.Op.Sig.Name...)
 	dst = append(dst, ' ')
-	return append(dst, e.Session...)
+	dst = append(dst, e.Session...)
+	if e.Assumed {
+		dst = append(dst, " (assumed)"...)
+	}
+	return dst
 }
 
 // AppendExecutionTrace appends t as Kieker's ExecutionTraceWriterFilter
