@@ -1,0 +1,267 @@
+package sharedstate
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tracebridge/tracebridge/internal/control"
+	"github.com/tracebridge/tracebridge/internal/hostdb"
+	"github.com/tracebridge/tracebridge/internal/lograte"
+)
+
+// The buckets.
+const (
+	HostsBucket   = "tracebridge_hosts"
+	ControlBucket = "tracebridge_control"
+)
+
+// Options say what to replicate and how.
+type Options struct {
+	// Node is this node's name (in logs, and the value of the control
+	// bucket's "seeded" key).
+	Node   string
+	Logger *slog.Logger
+	// Hosts is the node's host table (nil: not replicated).
+	Hosts *hostdb.DB
+	// Control is the node's controller (nil: not replicated).
+	Control *control.Controller
+	// Replicas of each bucket (default 3; 1 on a single server).
+	Replicas int
+	// RetryInterval: how long after a failed write the change is tried
+	// again (default 1 s).
+	RetryInterval time.Duration
+	// OpTimeout bounds each bucket operation (default 5 s).
+	OpTimeout time.Duration
+	// StartTimeout bounds Start: binding the buckets and reading them
+	// (default 30 s).
+	StartTimeout time.Duration
+}
+
+// Sync is the running replication of a node's shared state.
+type Sync struct {
+	wg   sync.WaitGroup
+	done chan struct{}
+}
+
+// Done is closed once every goroutine of the Sync has ended (after the
+// context given to Start).
+func (s *Sync) Done() <-chan struct{} { return s.done }
+
+// Start binds the buckets, brings the local host table and control
+// settings to the cluster's state (see the package comment) and keeps
+// them in sync until ctx ends. It returns once the local copies agree
+// with the buckets (or with an error, having started nothing).
+func Start(ctx context.Context, js jetstream.JetStream, o Options) (*Sync, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Replicas <= 0 {
+		o.Replicas = 3
+	}
+	if o.RetryInterval <= 0 {
+		o.RetryInterval = time.Second
+	}
+	if o.OpTimeout <= 0 {
+		o.OpTimeout = 5 * time.Second
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 30 * time.Second
+	}
+	sctx, cancel := context.WithTimeout(ctx, o.StartTimeout)
+	defer cancel()
+	o.Logger = o.Logger.With("node", o.Node)
+	var loops []loop
+	if o.Hosts != nil {
+		kv, err := bucket(sctx, js, HostsBucket, "tracebridge host table (internal/hostdb records)", o.Replicas)
+		if err != nil {
+			return nil, err
+		}
+		loops = append(loops, newHostSync(o, kv))
+	}
+	if o.Control != nil {
+		kv, err := bucket(sctx, js, ControlBucket, "tracebridge control settings (internal/control)", o.Replicas)
+		if err != nil {
+			return nil, err
+		}
+		loops = append(loops, newControlSync(o, kv))
+	}
+	s := &Sync{done: make(chan struct{})}
+	var started []*watchLoop
+	for _, l := range loops {
+		wl := &watchLoop{loop: l, o: o}
+		if err := wl.start(ctx, sctx); err != nil {
+			for _, w := range started {
+				w.stop()
+			}
+			return nil, err
+		}
+		started = append(started, wl)
+	}
+	for _, wl := range started {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			wl.run(ctx)
+		}()
+	}
+	go func() {
+		s.wg.Wait()
+		close(s.done)
+	}()
+	return s, nil
+}
+
+// bucket binds (creating it when needed) a key-value bucket.
+func bucket(ctx context.Context, js jetstream.JetStream, name, desc string, replicas int) (jetstream.KeyValue, error) {
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, Description: desc, History: 1, Replicas: replicas, Storage: jetstream.FileStorage})
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		// Made by another node with another configuration: use it.
+		kv, err = js.KeyValue(ctx, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("shared state: bucket %s: %w", name, err)
+	}
+	return kv, nil
+}
+
+// loop is what one bucket's replication does on its goroutine.
+type loop interface {
+	kv() jetstream.KeyValue
+	name() string
+	// initial takes the bucket's values at start (deletes included)
+	// and brings the local copy to them.
+	initial(ctx context.Context, entries []jetstream.KeyValueEntry)
+	// remote applies an entry another node (or this one) wrote.
+	remote(ctx context.Context, e jetstream.KeyValueEntry)
+	// push writes the local changes queued; false: some failed, try
+	// again later.
+	push(ctx context.Context) bool
+	// wake is signalled when local changes are queued.
+	wake() <-chan struct{}
+}
+
+// watchLoop runs a loop: its watcher, the pushes and their retries.
+type watchLoop struct {
+	loop loop
+	o    Options
+	w    jetstream.KeyWatcher
+}
+
+// start watches the bucket (for as long as ctx lasts) and takes its
+// initial values (within sctx).
+func (wl *watchLoop) start(ctx, sctx context.Context) error {
+	w, err := wl.loop.kv().WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("shared state: watching %s: %w", wl.loop.name(), err)
+	}
+	var initial []jetstream.KeyValueEntry
+	for {
+		select {
+		case <-sctx.Done():
+			w.Stop()
+			return fmt.Errorf("shared state: reading %s: %w", wl.loop.name(), sctx.Err())
+		case e, ok := <-w.Updates():
+			if !ok {
+				return fmt.Errorf("shared state: reading %s: the watcher stopped", wl.loop.name())
+			}
+			if e != nil {
+				initial = append(initial, e)
+				continue
+			}
+		}
+		break
+	}
+	wl.w = w
+	wl.loop.initial(sctx, initial)
+	return nil
+}
+
+func (wl *watchLoop) stop() {
+	if wl.w != nil {
+		wl.w.Stop()
+	}
+}
+
+// run applies what the bucket brings and pushes local changes until ctx
+// ends; a watcher that stops is made again (its initial values applied
+// as remote ones).
+func (wl *watchLoop) run(ctx context.Context) {
+	defer wl.stop()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	var faults lograte.Limiter
+	faults.PerSecond = 1
+	pushNow := func() {
+		if !wl.loop.push(ctx) && ctx.Err() == nil {
+			retry.Reset(wl.o.RetryInterval)
+		}
+	}
+	pushNow()
+	for {
+		var updates <-chan jetstream.KeyValueEntry
+		if wl.w != nil {
+			updates = wl.w.Updates()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-updates:
+			if !ok {
+				wl.w = nil
+				retry.Reset(wl.o.RetryInterval)
+				continue
+			}
+			if e != nil {
+				wl.loop.remote(ctx, e)
+			}
+		case <-wl.loop.wake():
+			pushNow()
+		case <-retry.C:
+			if wl.w == nil {
+				w, err := wl.loop.kv().WatchAll(ctx)
+				if err != nil {
+					if n, ok := faults.Allow(); ok {
+						wl.o.Logger.Warn("shared state: watching the bucket again failed", "bucket", wl.loop.name(), "err", err, "suppressed", n)
+					}
+					retry.Reset(wl.o.RetryInterval)
+					continue
+				}
+				wl.w = w
+			}
+			pushNow()
+		}
+	}
+}
+
+// Keys: a name becomes a key as base64url (bucket keys allow letters,
+// digits, - _ / = and inner dots only).
+func nameKey(prefix, name string) string {
+	return prefix + base64.RawURLEncoding.EncodeToString([]byte(name))
+}
+
+func keyName(prefix, key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, prefix)
+	if !ok {
+		return "", false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil || len(b) == 0 {
+		return "", false
+	}
+	return string(b), true
+}
+
+// conflict reports whether a write failed because the key's revision
+// moved on (compare and swap lost).
+func conflict(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+}
