@@ -115,7 +115,7 @@ type DB struct {
 	watchMu  sync.Mutex
 	watchers []func(name string)
 	stop     chan struct{}
-	done   chan struct{}
+	done     chan struct{}
 }
 
 const (

@@ -252,4 +252,3 @@ func (cs *controlSync) push(ctx context.Context) bool {
 	}
 	return ok
 }
-
