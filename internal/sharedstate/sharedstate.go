@@ -15,6 +15,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/control"
 	"github.com/tracebridge/tracebridge/internal/hostdb"
 	"github.com/tracebridge/tracebridge/internal/lograte"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
 )
 
 // The buckets.
@@ -264,4 +265,18 @@ func keyName(prefix, key string) (string, bool) {
 // moved on (compare and swap lost).
 func conflict(err error) bool {
 	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+}
+
+// StartShared starts the replication of what a bridge shares in sh: its
+// host table (sh.HostDB()) and its controller (control.Lookup(sh)), with
+// replicas per bucket. Call it once the bridge's components are built
+// (the controller exists once a control stage or a stream sink made it);
+// what the bridge lacks is not replicated. It returns nil and no error
+// when there is nothing to replicate.
+func StartShared(ctx context.Context, js jetstream.JetStream, node string, sh *pipeline.Shared, logger *slog.Logger, replicas int) (*Sync, error) {
+	o := Options{Node: node, Logger: logger, Hosts: sh.HostDB(), Control: control.Lookup(sh), Replicas: replicas}
+	if o.Hosts == nil && o.Control == nil {
+		return nil, nil
+	}
+	return Start(ctx, js, o)
 }

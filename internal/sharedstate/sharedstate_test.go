@@ -20,6 +20,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/control"
 	"github.com/tracebridge/tracebridge/internal/hostdb"
 	"github.com/tracebridge/tracebridge/internal/logtest"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -359,5 +360,60 @@ func TestControlAcrossCluster(t *testing.T) {
 	}
 	if r := again.Rules(); !r.Types[meta] || r.Hosts["only-c"] {
 		t.Errorf("node c's state file: %+v", r)
+	}
+}
+
+// TestStartShared: two bridges' shared services (pipeline.Shared: host
+// table, controller) on one NATS server (buckets R1) stay in sync; a
+// bridge without either replicates nothing.
+func TestStartShared(t *testing.T) {
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(deadline) {
+		t.Fatal("server not ready")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var dbs []*hostdb.DB
+	var ctls []*control.Controller
+	var syncs []*Sync
+	for i := range 2 {
+		var sh pipeline.Shared
+		db, err := hostdb.Open(t.TempDir(), hostdb.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		sh.SetHostDB(db)
+		ctl, err := control.Shared(&sh, control.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, _ := jetstream.New(connect(t, ns.ClientURL()))
+		s, err := StartShared(ctx, js, fmt.Sprint("n", i), &sh, nil, 1)
+		if err != nil || s == nil {
+			t.Fatalf("StartShared: %v, %v", s, err)
+		}
+		dbs, ctls, syncs = append(dbs, db), append(ctls, ctl), append(syncs, s)
+	}
+	if _, err := dbs[0].Add(hostdb.Host{Name: "h"}, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctls[1].Apply(streammsg.ControlRequest{Op: streammsg.OpDisable, Host: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the host on the other bridge", func() bool { _, err := dbs[1].Host("h"); return err == nil })
+	waitFor(t, "the setting on the other bridge", func() bool { return ctls[0].Rules().Hosts["h"] })
+	js, _ := jetstream.New(connect(t, ns.ClientURL()))
+	if s, err := StartShared(ctx, js, "none", &pipeline.Shared{}, nil, 1); s != nil || err != nil {
+		t.Errorf("a bridge without host table or controller: %v, %v", s, err)
+	}
+	cancel()
+	for _, s := range syncs {
+		<-s.Done()
 	}
 }
