@@ -417,3 +417,93 @@ func TestStartShared(t *testing.T) {
 		<-s.Done()
 	}
 }
+
+// TestTypesAcrossCluster: three nodes name record types at once, some
+// the same: every name gets one id, the same on every node, no id names
+// two types, and a node resolves an id another node gave.
+func TestTypesAcrossCluster(t *testing.T) {
+	urls := startCluster(t, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var regs []*Types
+	for _, u := range urls {
+		js, _ := jetstream.New(connect(t, u))
+		r, err := StartTypes(ctx, js, Options{Replicas: 3, StartTimeout: deadline, OpTimeout: deadline})
+		if err != nil {
+			t.Fatal(err)
+		}
+		regs = append(regs, r)
+	}
+	names := func(node int) []string {
+		var out []string
+		for i := range 12 {
+			out = append(out, fmt.Sprintf("org.example.Shared%d", i)) // every node
+		}
+		for i := range 4 {
+			out = append(out, fmt.Sprintf("org.example.Node%dOnly%d", node, i))
+		}
+		return out
+	}
+	ids := make([]map[string]uint32, len(regs))
+	errs := make(chan error, len(regs))
+	for i, r := range regs {
+		ids[i] = map[string]uint32{}
+		go func() {
+			for _, n := range names(i) {
+				id, err := r.ID(ctx, n, []byte("desc of "+n))
+				if err != nil {
+					errs <- err
+					return
+				}
+				ids[i][n] = id
+			}
+			errs <- nil
+		}()
+	}
+	for range regs {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	byID := map[uint32]string{}
+	for i := range regs {
+		for n, id := range ids[i] {
+			if other, ok := byID[id]; ok && other != n {
+				t.Errorf("id %d names %s and %s", id, other, n)
+			}
+			byID[id] = n
+			for j := range regs {
+				if got, ok := ids[j][n]; ok && got != id {
+					t.Errorf("%s: id %d on node %d, %d on node %d", n, id, i, got, j)
+				}
+			}
+		}
+	}
+	if len(byID) != 12+3*4 {
+		t.Errorf("%d ids for %d names", len(byID), 12+3*4)
+	}
+	// Node 0 resolves what node 2 alone named, and a second ID call is a
+	// cache hit.
+	want := ids[2]["org.example.Node2Only3"]
+	name, te, err := regs[0].Resolve(ctx, want)
+	if err != nil || name != "org.example.Node2Only3" || string(te.Desc) != "desc of org.example.Node2Only3" {
+		t.Errorf("resolve %d on node 0: %q %q %v", want, name, te.Desc, err)
+	}
+	if id, err := regs[1].ID(ctx, "org.example.Shared3", nil); err != nil || id != ids[0]["org.example.Shared3"] {
+		t.Errorf("ID again: %d %v", id, err)
+	}
+	waitFor(t, "every node's cache to hold every type", func() bool {
+		for _, r := range regs {
+			for id, n := range byID {
+				if got, _, ok := r.Lookup(id); !ok || got != n {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	cancel()
+	for _, r := range regs {
+		<-r.Done()
+	}
+}
