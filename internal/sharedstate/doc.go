@@ -2,7 +2,10 @@
 // NATS JetStream key-value buckets, so that a change made on one node
 // applies on all: the host table and its secrets (internal/hostdb, bucket
 // tracebridge_hosts) and the control settings (internal/control: types
-// and hosts switched off, sampling; bucket tracebridge_control).
+// and hosts switched off, sampling; bucket tracebridge_control). Types
+// (StartTypes, bucket tracebridge_types) is the cluster's record-type
+// registry: one id per record type name, the same on every node, for
+// records that cross the wire between nodes.
 //
 // Each node keeps its own copy (the host table in <data_dir>/hosts, the
 // control state file), so receivers and stages read locally and a node
@@ -33,6 +36,11 @@
 //     with.
 //   - A change that cannot be written (NATS unreachable) is retried every
 //     RetryInterval; if the bucket moved on meanwhile, the bucket wins.
+//   - Record-type ids are given first come, first served: a node creates
+//     "id.N" for the least id it does not know to be taken, then
+//     "name.<name>" with N; both keys are create-only, so the first node
+//     to create the name's key decides its id everywhere, and an id
+//     names one type for the life of the bucket.
 //
 // Concurrency: Start runs one goroutine per bucket, which both applies
 // what it watches and writes local changes, so the two never race; the
