@@ -207,9 +207,12 @@ func TestHostsAcrossCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t0 := time.Now() // after argon2id hashed the secret
 	same("an added host", "shop-1", func(h hostdb.Host) bool {
 		return h.Secret == added.Secret && h.Addr == "10.0.0.5" && h.MaxSize == 1<<30 && h.Created.Equal(added.Created)
 	})
+	// A figure for docs/CLUSTER.md, not a check: it depends on the load.
+	t.Logf("a host added on node a was on all three nodes %v after the add returned", time.Since(t0).Round(time.Millisecond))
 	// Its secret authenticates on another node.
 	if name, _, err := b.db.Auth().HostByToken(context.Background(), "s3cr3t", &net.TCPAddr{IP: net.IPv4(10, 0, 0, 5), Port: 4000}); err != nil || name != "shop-1" {
 		t.Errorf("the secret set on node a does not authenticate on node b: %q, %v", name, err)
