@@ -510,3 +510,53 @@ func TestTypesAcrossCluster(t *testing.T) {
 		<-r.Done()
 	}
 }
+
+// TestChangeWhileNATSIsAway: a host added and a type switched off while
+// the node's NATS server is down stay local, are written once it is
+// back, and reach a node that joins afterwards.
+func TestChangeWhileNATSIsAway(t *testing.T) {
+	port := freePort(t, "127.0.0.1")
+	store := t.TempDir()
+	start := func() *server.Server {
+		ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: store, NoSigs: true, NoLog: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go ns.Start()
+		if !ns.ReadyForConnections(deadline) {
+			t.Fatal("server not ready")
+		}
+		return ns
+	}
+	ns := start()
+	a := startNode(t, "a", ns.ClientURL(), t.TempDir(), 1)
+	ns.Shutdown()
+	ns.WaitForShutdown()
+
+	if _, err := a.db.Add(hostdb.Host{Name: "while-away"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ctl.Apply(streammsg.ControlRequest{Op: streammsg.OpDisable, Host: "while-away"}); err != nil {
+		t.Fatal(err)
+	}
+	ns = start()
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	// Node a's connection comes back by itself and its changes are
+	// written; a node that starts now finds them in the buckets.
+	js, _ := jetstream.New(connect(t, ns.ClientURL()))
+	waitFor(t, "the change made while NATS was away in the bucket", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		kv, err := js.KeyValue(ctx, HostsBucket)
+		if err != nil {
+			return false
+		}
+		_, err = kv.Get(ctx, nameKey(hostPrefix, "while-away"))
+		return err == nil
+	})
+	b := startNode(t, "b", ns.ClientURL(), t.TempDir(), 1)
+	waitFor(t, "the setting made while NATS was away on node b", func() bool { return b.ctl.Rules().Hosts["while-away"] })
+	if _, err := b.db.Host("while-away"); err != nil {
+		t.Errorf("node b: %v", err)
+	}
+}
