@@ -88,6 +88,8 @@ type controlSync struct {
 type knownValue struct {
 	val string
 	rev uint64
+	// gone: this node deleted the key at a revision after rev.
+	gone bool
 }
 
 func newControlSync(o Options, kv jetstream.KeyValue) *controlSync {
@@ -137,7 +139,7 @@ func (cs *controlSync) initial(ctx context.Context, entries []jetstream.KeyValue
 		if e.Key() == seededKey {
 			seeded = true
 		}
-		cs.known[e.Key()] = knownValue{string(e.Value()), e.Revision()}
+		cs.known[e.Key()] = knownValue{val: string(e.Value()), rev: e.Revision()}
 	}
 	local := settings(cs.c.State())
 	if !seeded {
@@ -146,7 +148,7 @@ func (cs *controlSync) initial(ctx context.Context, entries []jetstream.KeyValue
 		cancel()
 		if err == nil {
 			// This node seeds the cluster's settings with its own.
-			cs.known[seededKey] = knownValue{cs.o.Node, rev}
+			cs.known[seededKey] = knownValue{val: cs.o.Node, rev: rev}
 			cs.mu.Lock()
 			for k := range local {
 				cs.pending[k] = true
@@ -206,7 +208,7 @@ func (cs *controlSync) remote(_ context.Context, e jetstream.KeyValueEntry) {
 		cs.apply(key, "")
 		return
 	}
-	cs.known[key] = knownValue{string(e.Value()), e.Revision()}
+	cs.known[key] = knownValue{val: string(e.Value()), rev: e.Revision()}
 	cs.apply(key, string(e.Value()))
 }
 
@@ -226,6 +228,7 @@ func (cs *controlSync) push(ctx context.Context) bool {
 	for _, key := range keys {
 		want, set := local[key]
 		k, inBucket := cs.known[key]
+		inBucket = inBucket && !k.gone
 		if set == inBucket && want == k.val {
 			continue
 		}
@@ -234,10 +237,10 @@ func (cs *controlSync) push(ctx context.Context) bool {
 		if set {
 			var rev uint64
 			if rev, err = cs.bucket.Put(octx, key, []byte(want)); err == nil {
-				cs.known[key] = knownValue{want, rev}
+				cs.known[key] = knownValue{val: want, rev: rev}
 			}
 		} else if err = cs.bucket.Delete(octx, key); err == nil {
-			delete(cs.known, key)
+			cs.known[key] = knownValue{rev: k.rev, gone: true}
 		}
 		cancel()
 		if err != nil {

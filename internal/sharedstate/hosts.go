@@ -38,6 +38,9 @@ type hostSync struct {
 type knownHost struct {
 	h   hostdb.Host
 	rev uint64
+	// gone: this node deleted the host at a revision after rev (its
+	// older entries, still on their way back, are not applied).
+	gone bool
 }
 
 func newHostSync(o Options, kv jetstream.KeyValue) *hostSync {
@@ -98,7 +101,7 @@ func (hs *hostSync) initial(ctx context.Context, entries []jetstream.KeyValueEnt
 		if !ok {
 			continue
 		}
-		hs.known[name] = knownHost{h, e.Revision()}
+		hs.known[name] = knownHost{h: h, rev: e.Revision()}
 	}
 	added, removed, seeded := 0, 0, 0
 	for name, k := range hs.known {
@@ -158,7 +161,7 @@ func (hs *hostSync) remote(_ context.Context, e jetstream.KeyValueEntry) {
 	if !ok {
 		return
 	}
-	hs.known[name] = knownHost{h, e.Revision()}
+	hs.known[name] = knownHost{h: h, rev: e.Revision()}
 	if _, err := hs.db.Apply(h); err != nil {
 		hs.log.Error("shared state: applying a host record of the cluster failed", "host", name, "err", err)
 	}
@@ -190,6 +193,7 @@ func (hs *hostSync) pushOne(ctx context.Context, name string) error {
 	// again.
 	hs.unqueue(name)
 	k, inBucket := hs.known[name]
+	inBucket = inBucket && !k.gone
 	h, err := hs.db.Host(name)
 	local := err == nil
 	if err != nil && !errors.Is(err, hostdb.ErrNoHost) {
@@ -206,7 +210,7 @@ func (hs *hostSync) pushOne(ctx context.Context, name string) error {
 	case !local:
 		err = hs.bucket.Delete(ctx, key, jetstream.LastRevision(k.rev))
 		if err == nil {
-			delete(hs.known, name)
+			hs.known[name] = knownHost{rev: k.rev, gone: true}
 		}
 	default:
 		h = replicated(h)
@@ -217,10 +221,11 @@ func (hs *hostSync) pushOne(ctx context.Context, name string) error {
 		if inBucket {
 			rev, err = hs.bucket.Update(ctx, key, b, k.rev)
 		} else {
+			// Create also succeeds over a delete marker.
 			rev, err = hs.bucket.Create(ctx, key, b)
 		}
 		if err == nil {
-			hs.known[name] = knownHost{h, rev}
+			hs.known[name] = knownHost{h: h, rev: rev}
 		}
 	}
 	switch {
