@@ -212,7 +212,7 @@ func (cs *controlSync) remote(_ context.Context, e jetstream.KeyValueEntry) {
 	cs.apply(key, string(e.Value()))
 }
 
-func (cs *controlSync) push(ctx context.Context) bool {
+func (cs *controlSync) push(ctx context.Context) error {
 	cs.mu.Lock()
 	keys := make([]string, 0, len(cs.pending))
 	for k := range cs.pending {
@@ -221,10 +221,10 @@ func (cs *controlSync) push(ctx context.Context) bool {
 	clear(cs.pending)
 	cs.mu.Unlock()
 	if len(keys) == 0 {
-		return true
+		return nil
 	}
 	local := settings(cs.c.State())
-	ok := true
+	var failed error
 	for _, key := range keys {
 		want, set := local[key]
 		k, inBucket := cs.known[key]
@@ -244,7 +244,7 @@ func (cs *controlSync) push(ctx context.Context) bool {
 		}
 		cancel()
 		if err != nil {
-			ok = false
+			failed = err
 			cs.mu.Lock()
 			cs.pending[key] = true
 			cs.mu.Unlock()
@@ -253,5 +253,5 @@ func (cs *controlSync) push(ctx context.Context) bool {
 			}
 		}
 	}
-	return ok
+	return failed
 }

@@ -167,23 +167,23 @@ func (hs *hostSync) remote(_ context.Context, e jetstream.KeyValueEntry) {
 	}
 }
 
-func (hs *hostSync) push(ctx context.Context) bool {
+func (hs *hostSync) push(ctx context.Context) error {
 	hs.mu.Lock()
 	names := make([]string, 0, len(hs.pending))
 	for n := range hs.pending {
 		names = append(names, n)
 	}
 	hs.mu.Unlock()
-	ok := true
+	var failed error
 	for _, name := range names {
 		if err := hs.pushOne(ctx, name); err != nil {
-			ok = false
+			failed = err
 			if n, allow := hs.faults.Allow(); allow {
 				hs.log.Warn("shared state: writing a host change to the cluster failed; trying again", "host", name, "err", err, "suppressed", n)
 			}
 		}
 	}
-	return ok
+	return failed
 }
 
 // pushOne writes host name's local record (or its deletion) to the

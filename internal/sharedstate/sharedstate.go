@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -48,8 +49,23 @@ type Options struct {
 
 // Sync is the running replication of a node's shared state.
 type Sync struct {
-	wg   sync.WaitGroup
-	done chan struct{}
+	wg    sync.WaitGroup
+	done  chan struct{}
+	loops []*watchLoop
+}
+
+// Degraded says, one line per bucket, what keeps the node's shared state
+// from being the cluster's: local changes that cannot be written, or a
+// bucket it cannot watch (none when all is well). The cluster's status
+// adds it to its own.
+func (s *Sync) Degraded() []string {
+	var out []string
+	for _, wl := range s.loops {
+		if p := wl.problem.Load(); p != nil {
+			out = append(out, *p)
+		}
+	}
+	return out
 }
 
 // Done is closed once every goroutine of the Sync has ended (after the
@@ -106,6 +122,7 @@ func Start(ctx context.Context, js jetstream.JetStream, o Options) (*Sync, error
 		}
 		started = append(started, wl)
 	}
+	s.loops = started
 	for _, wl := range started {
 		s.wg.Add(1)
 		go func() {
@@ -142,9 +159,9 @@ type loop interface {
 	initial(ctx context.Context, entries []jetstream.KeyValueEntry)
 	// remote applies an entry another node (or this one) wrote.
 	remote(ctx context.Context, e jetstream.KeyValueEntry)
-	// push writes the local changes queued; false: some failed, try
-	// again later.
-	push(ctx context.Context) bool
+	// push writes the local changes queued; an error: some failed (the
+	// last error), try again later.
+	push(ctx context.Context) error
 	// wake is signalled when local changes are queued.
 	wake() <-chan struct{}
 }
@@ -154,6 +171,23 @@ type watchLoop struct {
 	loop loop
 	o    Options
 	w    jetstream.KeyWatcher
+	// problem is what is wrong now (nil: nothing), for Degraded.
+	problem atomic.Pointer[string]
+	since   time.Time // when the problem began
+}
+
+// trouble notes what is wrong now (err nil: nothing).
+func (wl *watchLoop) trouble(what string, err error) {
+	if err == nil {
+		wl.problem.Store(nil)
+		wl.since = time.Time{}
+		return
+	}
+	if wl.since.IsZero() {
+		wl.since = time.Now()
+	}
+	msg := fmt.Sprintf("shared state: %s %s fails since %s: %v", what, wl.loop.name(), wl.since.UTC().Format(time.TimeOnly), err)
+	wl.problem.Store(&msg)
 }
 
 // start watches the bucket (for as long as ctx lasts) and takes its
@@ -202,7 +236,14 @@ func (wl *watchLoop) run(ctx context.Context) {
 	var faults lograte.Limiter
 	faults.PerSecond = 1
 	pushNow := func() {
-		if !wl.loop.push(ctx) && ctx.Err() == nil {
+		err := wl.loop.push(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if wl.w != nil {
+			wl.trouble("writing local changes to", err)
+		}
+		if err != nil {
 			retry.Reset(wl.o.RetryInterval)
 		}
 	}
@@ -218,6 +259,7 @@ func (wl *watchLoop) run(ctx context.Context) {
 		case e, ok := <-updates:
 			if !ok {
 				wl.w = nil
+				wl.trouble("watching", errors.New("the watcher stopped"))
 				retry.Reset(wl.o.RetryInterval)
 				continue
 			}
@@ -233,6 +275,7 @@ func (wl *watchLoop) run(ctx context.Context) {
 					if n, ok := faults.Allow(); ok {
 						wl.o.Logger.Warn("shared state: watching the bucket again failed", "bucket", wl.loop.name(), "err", err, "suppressed", n)
 					}
+					wl.trouble("watching", err)
 					retry.Reset(wl.o.RetryInterval)
 					continue
 				}

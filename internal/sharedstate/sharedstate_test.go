@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,7 +91,8 @@ func startCluster(t *testing.T, n int) []string {
 
 func connect(t *testing.T, u string) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(u, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	nc, err := nats.Connect(u, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})) // the tests stop servers on purpose
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -539,6 +541,12 @@ func TestChangeWhileNATSIsAway(t *testing.T) {
 	if _, err := a.ctl.Apply(streammsg.ControlRequest{Op: streammsg.OpDisable, Host: "while-away"}); err != nil {
 		t.Fatal(err)
 	}
+	// The node says what is degraded, for the cluster's status.
+	waitFor(t, "the node saying its changes cannot be written", func() bool {
+		d := a.sync.Degraded()
+		return len(d) == 2 && strings.Contains(d[0], "shared state: writing local changes to tracebridge_hosts fails since") &&
+			strings.Contains(d[1], "tracebridge_control")
+	})
 	ns = start()
 	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
 	// Node a's connection comes back by itself and its changes are
@@ -554,6 +562,7 @@ func TestChangeWhileNATSIsAway(t *testing.T) {
 		_, err = kv.Get(ctx, nameKey(hostPrefix, "while-away"))
 		return err == nil
 	})
+	waitFor(t, "nothing degraded once NATS is back", func() bool { return len(a.sync.Degraded()) == 0 })
 	b := startNode(t, "b", ns.ClientURL(), t.TempDir(), 1)
 	waitFor(t, "the setting made while NATS was away on node b", func() bool { return b.ctl.Rules().Hosts["while-away"] })
 	if _, err := b.db.Host("while-away"); err != nil {
