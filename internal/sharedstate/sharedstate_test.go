@@ -318,9 +318,13 @@ func TestControlAcrossCluster(t *testing.T) {
 	}
 	everywhere("the seeded setting", func(r *control.Rules) bool { return r.Types[before] })
 
+	t0 := time.Now()
 	if _, err := a.ctl.Apply(streammsg.ControlRequest{Op: streammsg.OpDisable, Type: "TraceMetadata"}); err != nil {
 		t.Fatal(err)
 	}
+	everywhere("a type switched off", func(r *control.Rules) bool { return r.Types[meta] })
+	// A figure for docs/CLUSTER.md, not a check.
+	t.Logf("a type switched off on node a was off on both nodes after %v", time.Since(t0).Round(time.Millisecond))
 	if _, err := b.ctl.Apply(streammsg.ControlRequest{Op: streammsg.OpSample, Type: before, Rate: 0.25}); err != nil {
 		t.Fatal(err)
 	}
