@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tracebridge/tracebridge/internal/clusterstatus"
 	"github.com/tracebridge/tracebridge/internal/control"
 	"github.com/tracebridge/tracebridge/internal/hostdb"
 	"github.com/tracebridge/tracebridge/internal/lograte"
@@ -322,4 +324,20 @@ func StartShared(ctx context.Context, js jetstream.JetStream, node string, sh *p
 		return nil, nil
 	}
 	return Start(ctx, js, o)
+}
+
+// Status wraps the cluster's status so that what keeps this node's shared
+// state from being the cluster's (Degraded) is listed with what the
+// cluster finds degraded. Publish the result (clusterstatus.Publish).
+func (s *Sync) Status(src clusterstatus.Source) clusterstatus.Source {
+	return clusterstatus.SourceFunc(func(ctx context.Context) (clusterstatus.Status, error) {
+		st, err := src.ClusterStatus(ctx)
+		if err != nil {
+			return st, err
+		}
+		if d := s.Degraded(); len(d) > 0 {
+			st.Degraded = append(slices.Clip(st.Degraded), d...)
+		}
+		return st, nil
+	})
 }

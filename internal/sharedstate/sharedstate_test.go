@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
+	"github.com/tracebridge/tracebridge/internal/clusterstatus"
 	"github.com/tracebridge/tracebridge/internal/codec/streammsg"
 	"github.com/tracebridge/tracebridge/internal/control"
 	"github.com/tracebridge/tracebridge/internal/hostdb"
@@ -551,6 +552,13 @@ func TestChangeWhileNATSIsAway(t *testing.T) {
 		return len(d) == 2 && strings.Contains(d[0], "shared state: writing local changes to tracebridge_hosts fails since") &&
 			strings.Contains(d[1], "tracebridge_control")
 	})
+	// The cluster's status lists it with what the cluster finds.
+	status := a.sync.Status(clusterstatus.SourceFunc(func(context.Context) (clusterstatus.Status, error) {
+		return clusterstatus.Status{Node: "a", Degraded: []string{"partition 3 has no owner"}}, nil
+	}))
+	if st, err := status.ClusterStatus(context.Background()); err != nil || len(st.Degraded) != 3 || st.Degraded[0] != "partition 3 has no owner" {
+		t.Errorf("cluster status: %q, %v", st.Degraded, err)
+	}
 	ns = start()
 	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
 	// Node a's connection comes back by itself and its changes are
