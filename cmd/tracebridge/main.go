@@ -65,6 +65,7 @@ var commands = []command{
 	{"tail", "follow a bridge's live stream, or replay it from a point in the past", cmdTail},
 	{"dump", "write a window of a bridge's stream as a Kieker log or OTLP JSON", cmdDump},
 	{"control", "change what a running bridge records: enable, disable, sample, probes", cmdControl},
+	{"cluster", "show a cluster: nodes, partition owners and lag, stream, store", cmdCluster},
 	{"gen", "write record types and encoders for C, Go, Python or Perl from IRL", cmdGen},
 	{"version", "print the version", cmdVersion},
 }

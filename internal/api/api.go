@@ -28,6 +28,10 @@ type Options struct {
 	Console Console
 	// Counters are the bridge's record and trace counts.
 	Counters Counters
+	// Cluster is the node's cluster (GET /api/v1/cluster); nil: the one
+	// the cluster publishes in Shared (internal/clusterstatus), and 404
+	// when there is none (a bridge that runs alone).
+	Cluster Cluster
 	// Metrics is the bridge's registry: /metrics and the console's
 	// connections, rates and queue depths.
 	Metrics *metrics.Registry

@@ -117,9 +117,9 @@ func TestNoUnsafeIntegers(t *testing.T) {
 		"/api/dependencies":    {fmt.Sprintf("endTs=%d&lookback=3600000", base.Add(time.Second).UnixMilli())},
 		"/api/v1/hosts/{name}": {""}, "/api/v1/analysis/graph": {"", "kind=aggregated-assembly-call-tree"},
 	}
-	// Routes that need a console, a JFR stage or a text format.
+	// Routes that need a console, a cluster, a JFR stage or a text format.
 	skip := map[string]bool{"/api/openapi.json": true, "/api/v1/profiles/flame": true, "/api/v1/profiles/views": true, "/api/v1/jfr/types": true, "/api/v1/jfr/events": true, "/api/v1/jfr/event": true, "/api/v1/status": true, "/api/v1/receivers": true,
-		"/api/v1/receivers/{name}/mapping": true, "/api/v1/sinks": true, "/api/v1/component-types": true, "/api/v1/record-types": true}
+		"/api/v1/receivers/{name}/mapping": true, "/api/v1/sinks": true, "/api/v1/component-types": true, "/api/v1/record-types": true, "/api/v1/cluster": true}
 	var doc map[string]any
 	if err := json.Unmarshal(OpenAPI(), &doc); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/clusterstatus"
 	"github.com/tracebridge/tracebridge/internal/jfrview"
 	"github.com/tracebridge/tracebridge/internal/store"
 	"github.com/tracebridge/tracebridge/internal/trace"
@@ -48,6 +49,7 @@ var schemaTypes = map[string]any{
 	"SinkList":          SinkList{},
 	"ComponentTypes":    ComponentTypes{},
 	"RecordTypes":       RecordTypes{},
+	"Cluster":           clusterstatus.Status{},
 	"Error":             errorBody{},
 }
 

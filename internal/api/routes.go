@@ -237,6 +237,7 @@ func table() []route {
 		{method: "GET", path: "/api/v1/component-types", tag: "console", auth: authRead, summary: "The receiver, stage and sink types and their configuration keys (for the console's forms)", resp: "ComponentTypes", h: withConsole(componentTypes)},
 		{method: "GET", path: "/api/v1/record-types", tag: "console", auth: authRead, summary: "The record types of the catalogue (built-in and IRL) with their fields", resp: "RecordTypes", h: withConsole(recordTypes)},
 		{method: "GET", path: "/api/v1/config", tag: "console", auth: authSecret, summary: "The effective configuration as YAML (receivers added from the console included)", resp: "application/yaml", h: withConsole(getConfig)},
+		{method: "GET", path: "/api/v1/cluster", tag: "console", auth: authRead, summary: "The cluster as this node sees it: nodes, partition owners and lag, stream and store health, what is degraded (404 on a bridge that runs alone)", resp: "Cluster", h: clusterStatus},
 		{method: "", path: "/api/live", tag: "console", auth: authRead, summary: "The live view (WebSocket); 503 until a component provides it", resp: "websocket", mount: liveHandler},
 
 		// Jaeger's query API.

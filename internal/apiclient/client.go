@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/api"
+	"github.com/tracebridge/tracebridge/internal/clusterstatus"
 )
 
 // Client calls the API of a running bridge (tracebridge query --url).
@@ -119,4 +120,12 @@ func (c *Client) Rank(ctx context.Context, id string) (api.Ranking, error) {
 func (c *Client) Pivot(ctx context.Context, q url.Values) (api.PivotResult, error) {
 	var r api.PivotResult
 	return r, c.getJSON(ctx, "/api/v1/pivot", q, &r)
+}
+
+// ClusterStatus returns the cluster as the node sees it (GET
+// /api/v1/cluster; an *Error with Status 404 on a bridge that runs
+// alone).
+func (c *Client) ClusterStatus(ctx context.Context) (clusterstatus.Status, error) {
+	var s clusterstatus.Status
+	return s, c.getJSON(ctx, "/api/v1/cluster", nil, &s)
 }

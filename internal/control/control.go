@@ -169,9 +169,20 @@ func (c *Controller) State() streammsg.ControlState {
 // the settings, save them, and tell OnChange's functions. An error wraps
 // ErrCommand when the command itself is wrong.
 func (c *Controller) Apply(req streammsg.ControlRequest) (string, error) {
+	return c.applyReq(req, true)
+}
+
+// ApplyExact carries out a command decided elsewhere (another node of a
+// cluster), as Apply does, but takes type names as they are: the node
+// that decided it resolved them, and this one may not have seen the type.
+func (c *Controller) ApplyExact(req streammsg.ControlRequest) (string, error) {
+	return c.applyReq(req, false)
+}
+
+func (c *Controller) applyReq(req streammsg.ControlRequest, resolve bool) (string, error) {
 	c.mu.Lock()
 	old := c.state.Clone()
-	msg, changed, err := c.apply(req)
+	msg, changed, err := c.apply(req, resolve)
 	if err != nil || !changed {
 		c.mu.Unlock()
 		return msg, err
@@ -193,8 +204,12 @@ func (c *Controller) Apply(req streammsg.ControlRequest) (string, error) {
 	return msg, nil
 }
 
-func (c *Controller) apply(req streammsg.ControlRequest) (msg string, changed bool, err error) {
+func (c *Controller) apply(req streammsg.ControlRequest, resolve bool) (msg string, changed bool, err error) {
 	st := &c.state
+	resolveName := c.resolve
+	if !resolve {
+		resolveName = func(name string) (string, error) { return name, nil }
+	}
 	switch req.Op {
 	case streammsg.OpStatus:
 		return "", false, nil
@@ -207,7 +222,7 @@ func (c *Controller) apply(req streammsg.ControlRequest) (msg string, changed bo
 			changed = setMember(&st.DisabledHosts, req.Host, !on)
 			return fmt.Sprintf("host %s %sd", req.Host, req.Op), changed, nil
 		case req.Type != "":
-			name, err := c.resolve(req.Type)
+			name, err := resolveName(req.Type)
 			if err != nil {
 				return "", false, err
 			}
@@ -222,7 +237,7 @@ func (c *Controller) apply(req streammsg.ControlRequest) (msg string, changed bo
 		if !(req.Rate > 0 && req.Rate <= 1) || math.IsNaN(req.Rate) {
 			return "", false, fmt.Errorf("%w: sample rate %v: want a share above 0 and at most 1 (0.1 or 10%%; 1 ends sampling)", ErrCommand, req.Rate)
 		}
-		name, err := c.resolve(req.Type)
+		name, err := resolveName(req.Type)
 		if err != nil {
 			return "", false, err
 		}

@@ -110,8 +110,12 @@ type DB struct {
 	closed  bool
 
 	faults lograte.Limiter
-	stop   chan struct{}
-	done   chan struct{}
+	// watchers hear of changes (OnChange); guarded by watchMu, called
+	// after mu is released.
+	watchMu  sync.Mutex
+	watchers []func(name string)
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 const (
@@ -445,6 +449,7 @@ func (db *DB) Add(h Host, secret string) (Host, error) {
 	if err := db.write(entry{Put: &h}); err != nil {
 		return Host{}, err
 	}
+	defer db.changed(h.Name)
 	return h, nil
 }
 
@@ -467,6 +472,7 @@ func (db *DB) Update(name string, update func(*Host) error) (Host, error) {
 	if err := db.write(entry{Put: &h}); err != nil {
 		return Host{}, err
 	}
+	defer db.changed(name)
 	return h, nil
 }
 
@@ -477,7 +483,11 @@ func (db *DB) Delete(name string) error {
 	if db.hosts[name] == nil {
 		return fmt.Errorf("%w: %s", ErrNoHost, name)
 	}
-	return db.write(entry{Del: name})
+	if err := db.write(entry{Del: name}); err != nil {
+		return err
+	}
+	defer db.changed(name)
+	return nil
 }
 
 // Touch records a host's last contact, at most once a second (best
@@ -530,6 +540,7 @@ func (db *DB) create(name, addr string, at time.Time) error {
 		if err := db.write(entry{Put: h}); err != nil {
 			return err
 		}
+		defer db.changed(name)
 	}
 	db.touch(h, at)
 	return nil
@@ -576,6 +587,7 @@ func (db *DB) Import(records [][]byte) (int, error) {
 		if err := db.write(entry{Put: &h}); err != nil {
 			return n, err
 		}
+		defer db.changed(h.Name)
 		n++
 	}
 	return n, nil
@@ -700,3 +712,75 @@ func (r authRows) Create(name, addr string) error {
 }
 
 func (r authRows) Touch(name string, at time.Time) { r.db.Touch(name, at) }
+
+// OnChange registers fn, told the name of every host whose record a
+// change of this table made, removed or replaced: Add, Update, Delete,
+// Import, and a host created by Contact or by authentication. Changes
+// applied with Apply and Remove (decided elsewhere: another node of a
+// cluster) are not told. fn is called in the order of the changes with
+// the table locked: it must not block nor call the DB (queue the name and
+// read the record later).
+func (db *DB) OnChange(fn func(name string)) {
+	db.watchMu.Lock()
+	db.watchers = append(db.watchers, fn)
+	db.watchMu.Unlock()
+}
+
+// changed tells the OnChange functions of a change (mu is held).
+func (db *DB) changed(name string) {
+	db.watchMu.Lock()
+	fns := db.watchers
+	db.watchMu.Unlock()
+	for _, fn := range fns {
+		fn(name)
+	}
+}
+
+// Apply puts a host record decided elsewhere (another node of a cluster)
+// into the table as it is, secret hash and created time included; the
+// host's last contact stays this table's when it is later. It reports
+// whether the table changed (an equal record is not written again).
+// OnChange's functions are not told.
+func (db *DB) Apply(h Host) (bool, error) {
+	if err := validName(h.Name); err != nil {
+		return false, err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if old := db.hosts[h.Name]; old != nil {
+		db.contact.Lock()
+		a, b := *old, h
+		db.contact.Unlock()
+		a.LastContact, b.LastContact = time.Time{}, time.Time{}
+		if Equal(a, b) {
+			return false, nil
+		}
+	}
+	if err := db.write(entry{Put: &h}); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Remove deletes a host's record because it was deleted elsewhere
+// (another node of a cluster); it reports whether there was one.
+// OnChange's functions are not told.
+func (db *DB) Remove(name string) (bool, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.hosts[name] == nil {
+		return false, nil
+	}
+	if err := db.write(entry{Del: name}); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Equal reports whether two host records are the same, to the
+// nanosecond of their times (whatever their locations).
+func Equal(a, b Host) bool {
+	return a.Name == b.Name && a.Addr == b.Addr && a.Secret == b.Secret && a.Group == b.Group &&
+		a.Comment == b.Comment && a.MaxSize == b.MaxSize && a.MaxAge == b.MaxAge && a.Disabled == b.Disabled &&
+		a.Created.Equal(b.Created) && a.LastContact.Equal(b.LastContact)
+}

@@ -266,3 +266,51 @@ func TestImport(t *testing.T) {
 		t.Error("bad JSON imported")
 	}
 }
+
+// TestOnChangeAndApply: OnChange hears of the table's own changes (add,
+// update, delete, a host created by its data), not of Apply and Remove;
+// Apply writes a record as it is but keeps a later last contact, and an
+// equal record is not written again.
+func TestOnChangeAndApply(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	db := open(t, dir, Options{Now: func() time.Time { return now }})
+	var heard []string
+	db.OnChange(func(name string) { heard = append(heard, name) })
+	if _, err := db.Add(Host{Name: "a"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Update("a", func(h *Host) error { h.Group = "g"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	db.Contact("b", now)
+	db.Contact("b", now.Add(2*time.Second)) // known: no change of the record
+	if err := db.Delete("a"); err != nil {
+		t.Fatal(err)
+	}
+	remote := Host{Name: "c", Secret: "$argon2id$x", Group: "prod", Created: now.Add(-time.Hour)}
+	if changed, err := db.Apply(remote); err != nil || !changed {
+		t.Fatalf("Apply: %v %v", changed, err)
+	}
+	db.Touch("c", now.Add(time.Minute))
+	if changed, err := db.Apply(remote); err != nil || changed {
+		t.Fatalf("Apply of an equal record: changed %v, %v", changed, err)
+	}
+	remote.Comment = "moved"
+	if _, err := db.Apply(remote); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := db.Host("c")
+	if got.Comment != "moved" || !got.LastContact.Equal(now.Add(time.Minute)) || !got.Created.Equal(remote.Created) {
+		t.Errorf("after Apply: %+v", got)
+	}
+	if gone, err := db.Remove("c"); err != nil || !gone {
+		t.Fatalf("Remove: %v %v", gone, err)
+	}
+	if gone, _ := db.Remove("c"); gone {
+		t.Error("Remove of a missing host reported one")
+	}
+	if d := cmp.Diff([]string{"a", "a", "b", "a"}, heard); d != "" {
+		t.Errorf("OnChange heard (-want +got):\n%s", d)
+	}
+}

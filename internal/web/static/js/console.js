@@ -2,10 +2,12 @@
 // the bridge's status, its receivers (live figures every 2 s, start and
 // stop), a form that adds a receiver (built from /component-types), its
 // sinks, the KDB mapping editor of a tcp-server receiver and the
-// effective configuration as YAML. Writes need the API token (the
+// effective configuration as YAML, and on a cluster node the cluster
+// panel (cluster.js). Writes need the API token (the
 // header's Token button); the token travels in a header, never in a URL.
 
 import { api, h, fill, errorBox, fmtNum, fmtDur, fmtBytes, fmtTime, setQuery } from './lib.js';
+import { clusterPanel } from './cluster.js';
 
 const REFRESH = 2000;
 
@@ -29,9 +31,11 @@ export function mount(el, ctx) {
   const addBox = h('div', null, h('div', { class: 'loading' }, 'loading the receiver types…'));
   const mappingBox = h('section', { class: 'panel mapping-editor', hidden: true });
   const configBox = configPanel(signal);
+  const cluster = clusterPanel(signal);
 
   el.append(h('h2', null, 'Console'), tokenHint,
     h('section', { class: 'panel' }, h('h3', null, 'Bridge'), statusBox),
+    cluster.el,
     h('section', { class: 'panel' }, h('h3', null, 'Receivers'), recError, recPollError, recTable.el),
     mappingBox,
     h('section', { class: 'panel' }, h('h3', null, 'Add a receiver'), addBox),
@@ -116,7 +120,7 @@ export function mount(el, ctx) {
     // One round at a time; a change asked for meanwhile gets another.
     if (busy) { again = true; return; }
     busy = true;
-    const [st, rs, ss] = await Promise.allSettled([api('/api/v1/status', null, { signal }), api('/api/v1/receivers', null, { signal }), api('/api/v1/sinks', null, { signal })]);
+    const [st, rs, ss] = await Promise.allSettled([api('/api/v1/status', null, { signal }), api('/api/v1/receivers', null, { signal }), api('/api/v1/sinks', null, { signal }), cluster.refresh()]);
     busy = false;
     if (closed) return;
     if (st.status === 'fulfilled') showStatus(st.value); else fill(statusBox, errorBox(st.reason));
