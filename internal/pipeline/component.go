@@ -60,6 +60,12 @@ type Settings struct {
 	// or drops by itself follows it: durable never drops, best-effort
 	// never holds the pipeline up. Receivers and stages ignore it.
 	Policy Policy
+	// Frames says that nothing changes records between the receivers and
+	// the sinks (the pipeline has no stages), so a receiver may keep the
+	// bytes its records were decoded from beside them (record.Frames)
+	// for a sink that writes the same encoding (the binary Kieker log
+	// copies Kieker frames). Only receivers read it; serve sets it.
+	Frames bool
 }
 
 // Config is a component's own configuration. Factories return a pointer to

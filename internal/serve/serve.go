@@ -331,6 +331,11 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		}
 		s.Engine.AddStage(st)
 	}
+	// Without stages nothing changes the records between the receivers and
+	// the sinks: receivers may keep the bytes they decoded (record.Frames)
+	// for sinks that copy them.
+	base.Frames = stream.comp == nil && len(stgs) == 0
+	s.base = base
 	// Receivers and the metrics port before the sinks: a port in use
 	// should not leave an empty log directory behind.
 	for _, p := range recvs {
