@@ -139,3 +139,30 @@ func TestFramesAreCopied(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkWriteFrames: BenchmarkWriteBinary's records from a stream whose
+// frames the decoder kept (frames) or not (values).
+func BenchmarkWriteFrames(b *testing.B) {
+	for _, keep := range []bool{true, false} {
+		name := "values"
+		if keep {
+			name = "frames"
+		}
+		b.Run(name, func(b *testing.B) {
+			t := &testing.T{}
+			batch := streamBatch(t, events(0, 1024), keep)
+			w, err := logwrite.New(logwrite.Config{Path: b.TempDir(), Binary: true, MaxEntriesInFile: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer w.Close()
+			b.ReportAllocs()
+			b.SetBytes(1024 * 40)
+			for b.Loop() {
+				if err := w.Consume(context.Background(), batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
