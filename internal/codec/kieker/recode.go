@@ -41,6 +41,7 @@ type recodeType struct {
 	size    int   // frame size; -1: the type has array fields (not recoded)
 	strs    []int // offsets of the string ids in the frame
 	strVals []int // their fields' indexes
+	bools   []int // offsets of the booleans: 1 is true, any other byte false
 }
 
 type recodeSource struct {
@@ -115,6 +116,11 @@ func (c *Recoder) Append(dst []byte, recs []record.Record, f *record.Frames, bas
 		for k, at := range t.strs {
 			binary.BigEndian.PutUint32(out[at:], uint32(ids[k]))
 		}
+		for _, at := range t.bools {
+			if out[at] != 1 { // as the decoder read it, as the Encoder writes it
+				out[at] = 0
+			}
+		}
 		start = end
 	}
 	return dst, len(recs)
@@ -141,9 +147,12 @@ func (c *Recoder) typeOf(typ *record.Type) *recodeType {
 				t.size = -1
 				break
 			}
-			if f.Kind == record.String {
+			switch f.Kind {
+			case record.String:
 				t.strs = append(t.strs, t.size)
 				t.strVals = append(t.strVals, i)
+			case record.Bool:
+				t.bools = append(t.bools, t.size)
 			}
 			t.size += binarySize(f.Kind)
 		}
