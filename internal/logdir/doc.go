@@ -33,5 +33,8 @@
 // caller writes kieker.map.
 //
 // Concurrency: a Log may be shared; each Stream and each Files belongs to
-// one goroutine; Log.Consumed may be read from any goroutine.
+// one goroutine (Files writes a full buffer, and a rotated file's last
+// bytes and its close, on a goroutine of its own, one write at a time,
+// so that encoding and write system calls overlap; Flush and Close wait
+// for it, and its error comes back from the next Write, Flush or Close); Log.Consumed may be read from any goroutine.
 package logdir

@@ -90,7 +90,6 @@ type Files struct {
 
 	file    *os.File
 	path    string
-	cw      countWriter
 	bw      *overlapWriter
 	comp    compressor
 	entries int
@@ -233,7 +232,7 @@ func (f *Files) Close() error {
 	if f.file == nil {
 		return nil
 	}
-	return f.finish()
+	return errors.Join(f.finish(), f.bw.wait())
 }
 
 // Current returns the path of the data file being written ("" before the
@@ -245,18 +244,23 @@ func (f *Files) Current() string { return f.path }
 func (f *Files) Created() int { return f.created }
 
 // finish completes the current file and adds it to the retention list.
+// The file's last write and its close run in the background (see
+// overlapWriter.Finish): their error is returned by a later Write, Flush
+// or Close.
 func (f *Files) finish() error {
 	var errs []error
 	if f.comp != nil && f.err == nil {
 		errs = append(errs, f.comp.Close())
 	}
-	if f.err == nil {
-		errs = append(errs, f.bw.Flush())
+	size := f.bw.Total()
+	if f.err == nil && (len(errs) == 0 || errs[0] == nil) {
+		errs = append(errs, f.bw.Finish(f.file, f.path))
+	} else {
+		f.bw.Reset(nil) // no write in flight when the file closes
+		errs = append(errs, f.file.Close())
 	}
-	f.bw.Reset(nil) // no write in flight when the file closes
-	errs = append(errs, f.file.Close())
-	f.kept = append(f.kept, keptFile{path: f.path, size: f.cw.n})
-	f.keptBytes += f.cw.n
+	f.kept = append(f.kept, keptFile{path: f.path, size: size})
+	f.keptBytes += size
 	f.file, f.comp = nil, nil
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("logdir: close %s: %w", f.path, err)
@@ -281,11 +285,10 @@ func (f *Files) rotate() error {
 	}
 	f.created++
 	f.file, f.path, f.entries = file, p, 0
-	f.cw = countWriter{w: file}
 	if f.bw == nil {
-		f.bw = newOverlapWriter(&f.cw, f.opt.BufferSize)
+		f.bw = newOverlapWriter(file, f.opt.BufferSize)
 	} else {
-		f.bw.Reset(&f.cw)
+		f.bw.Retarget(file)
 	}
 	f.comp, err = newCompressor(f.opt.Compression, f.bw, strings.TrimSuffix(name, ".zip"), now, f.opt.Now)
 	if err != nil {

@@ -1,6 +1,9 @@
 package logdir
 
-import "io"
+import (
+	"fmt"
+	"io"
+)
 
 // minOverlapBuffer is the least size of each of an overlapWriter's two
 // buffers: big enough that a write system call moves a good share of a
@@ -108,6 +111,42 @@ func (o *overlapWriter) Flush() error {
 		o.err = err
 	}
 	return err
+}
+
+// Finish writes what is buffered and then closes c, both on a goroutine
+// started for that (a data file's last write and its close overlap with
+// encoding the next file's records): the caller may Retarget at once. The
+// next wait (a full buffer's hand-off, Flush, Reset) waits for it and
+// returns its error, which names path. Bytes written after Finish and
+// before Retarget go to the old destination's buffer: do not.
+func (o *overlapWriter) Finish(c io.Closer, path string) error {
+	if err := o.wait(); err != nil {
+		c.Close()
+		return err
+	}
+	full, w := o.buf, o.w
+	o.buf, o.spare, o.inflight = o.spare[:0], nil, true
+	go func() {
+		var err error
+		if len(full) > 0 {
+			_, err = w.Write(full)
+		}
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			err = fmt.Errorf("finish %s: %w", path, err)
+		}
+		o.done <- overlapResult{buf: full, err: err}
+	}()
+	return nil
+}
+
+// Retarget makes w the destination of the bytes written from now on,
+// without waiting for a write in flight (which keeps its own
+// destination) and keeping a kept error; Total starts again at 0.
+func (o *overlapWriter) Retarget(w io.Writer) {
+	o.w, o.total = w, 0
 }
 
 // Total returns the number of bytes accepted since the last Reset, written

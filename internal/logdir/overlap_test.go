@@ -88,3 +88,41 @@ func TestOverlapWriterReportsBackgroundErrors(t *testing.T) {
 		t.Fatalf("after Reset: %q, %v", fresh.String(), err)
 	}
 }
+
+type closeCount struct{ n atomic.Int32 }
+
+func (c *closeCount) Close() error { c.n.Add(1); return nil }
+
+// TestOverlapWriterFinishInBackground: Finish writes what is buffered and
+// closes the file on its own goroutine; the next file's bytes go to the
+// new destination, and a failure of the finished file comes back from the
+// next wait, naming its path.
+func TestOverlapWriterFinishInBackground(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		old, next := &slowWriter{}, &slowWriter{}
+		if fail {
+			old.failAt = 1
+		}
+		var c closeCount
+		o := newOverlapWriter(old, 0)
+		o.Write([]byte("old file"))
+		if err := o.Finish(&c, "old.bin"); err != nil {
+			t.Fatal(err)
+		}
+		o.Retarget(next)
+		o.Write([]byte("new file"))
+		err := o.Flush()
+		if c.n.Load() != 1 {
+			t.Fatalf("fail %v: closed %d times", fail, c.n.Load())
+		}
+		if fail {
+			if !errors.Is(err, errDisk) || !bytes.Contains([]byte(err.Error()), []byte("old.bin")) {
+				t.Fatalf("flush after a failed finish: %v", err)
+			}
+			continue
+		}
+		if err != nil || old.String() != "old file" || next.String() != "new file" {
+			t.Fatalf("flush: %v; old %q, new %q", err, old.String(), next.String())
+		}
+	}
+}

@@ -63,17 +63,23 @@ func (d *describer) skip(t *record.Type, err error) {
 }
 
 // unseen yields the records of recs (index and type) whose type the
-// directory has not seen yet, once per run of records of one type.
+// directory has not seen yet: at least once per such type, not again while
+// it is one of the last two types checked.
 func (d *describer) unseen(recs []record.Record) iter.Seq2[int, *record.Type] {
 	return func(yield func(int, *record.Type) bool) {
-		var last *record.Type
+		// The last two types checked: records of two types often
+		// alternate (Before and After events), and a map lookup per
+		// record would cost more than writing it.
+		var last, prev *record.Type
 		for i := range recs {
 			t := recs[i].Type
-			if t == last || d.seen[t] {
-				last = t
+			if t == last || t == prev {
 				continue
 			}
-			last = t
+			prev, last = last, t
+			if d.seen[t] {
+				continue
+			}
 			if !yield(i, t) {
 				return
 			}

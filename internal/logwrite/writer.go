@@ -21,6 +21,7 @@ package logwrite
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -122,6 +123,7 @@ type Writer struct {
 
 	registry  *kieker.Registry // binary: every string; ASCII: class names
 	enc       *kieker.Encoder
+	rec       *kieker.Recoder // binary: records whose frames the decoder kept
 	buf       []byte
 	mapBuf    []byte
 	metaType  *record.Type
@@ -159,6 +161,7 @@ func New(cfg Config) (*Writer, error) {
 		}
 	})
 	w.enc = kieker.NewEncoder(kieker.EncoderOptions{Registry: w.registry})
+	w.rec = kieker.NewRecoder(w.registry)
 	if !cfg.NameFromMetadata {
 		if err := w.open(); err != nil {
 			return nil, err
@@ -244,7 +247,7 @@ func (w *Writer) open() error {
 		if w.cfg.SetLoggingTimestamp {
 			m.LoggingTimestamp = now.UnixNano()
 		}
-		if err := w.write(b.Records); err != nil {
+		if err := w.write(b.Records, nil); err != nil {
 			files.Close()
 			mf.Close()
 			w.mapFile, w.files = nil, nil
@@ -272,7 +275,14 @@ func (w *Writer) Consume(_ context.Context, b *record.Batch) error {
 	if w.cfg.ConvertSpans {
 		recs = w.withoutSpans(recs)
 	}
-	if err := w.write(recs); err != nil {
+	// The frames the records were decoded from, when the decoder kept them
+	// and they still match (record.Frames): copied with the log's ids
+	// instead of encoded.
+	var frames *record.Frames
+	if w.cfg.Binary && len(recs) == len(b.Records) && b.Frames.Valid(len(recs)) {
+		frames = &b.Frames
+	}
+	if err := w.write(recs, frames); err != nil {
 		w.err = err
 		return err
 	}
@@ -405,7 +415,7 @@ func (w *Writer) writeOERs() error {
 			return err
 		}
 	}
-	if err := w.write(w.oers.Records); err != nil {
+	if err := w.write(w.oers.Records, nil); err != nil {
 		w.err = err
 		return err
 	}
@@ -435,8 +445,10 @@ func (w *Writer) nameFromMetadata(recs []record.Record) bool {
 }
 
 // write encodes recs in chunks that fit the current data file, writing new
-// kieker.map entries before the data that uses them.
-func (w *Writer) write(recs []record.Record) error {
+// kieker.map entries before the data that uses them. frames, if not nil,
+// holds the frame of every record of recs (Frames.Valid).
+func (w *Writer) write(recs []record.Record, frames *record.Frames) error {
+	base := 0 // the index in frames of recs[0]
 	var stamp int64
 	if w.cfg.SetLoggingTimestamp {
 		stamp = w.cfg.Now().UnixNano()
@@ -458,15 +470,15 @@ func (w *Writer) write(recs []record.Record) error {
 		before := w.registry.Len()
 		w.buf = w.buf[:0]
 		w.mapBuf = w.mapBuf[:0]
-		for i := range recs[:n] {
-			r := &recs[i]
-			if stamp != 0 && r.LoggingTimestamp == record.NoTimestamp {
-				c := *r
-				c.LoggingTimestamp = stamp
-				r = &c
-			}
-			if err := w.encode(r); err != nil {
+		if frames != nil {
+			if err := w.recode(recs[:n], frames, base, stamp); err != nil {
 				return fmt.Errorf("kieker log %s: %w", w.dir, err)
+			}
+		} else {
+			for i := range recs[:n] {
+				if err := w.encode(&recs[i], stamp); err != nil {
+					return fmt.Errorf("kieker log %s: %w", w.dir, err)
+				}
 			}
 		}
 		if w.full() && before > 0 {
@@ -494,8 +506,56 @@ func (w *Writer) write(recs []record.Record) error {
 		}
 		w.records += int64(n)
 		recs = recs[n:]
+		base += n
 	}
 	return nil
+}
+
+// recode appends the frames of recs (frames[base:]) with the log's ids,
+// encoding the records the Recoder leaves (kieker.Recoder.Append); stamp,
+// if not 0, replaces a missing logging timestamp. Binary logs only.
+func (w *Writer) recode(recs []record.Record, frames *record.Frames, base int, stamp int64) error {
+	for i := 0; i < len(recs); {
+		start := len(w.buf)
+		var n int
+		w.buf, n = w.rec.Append(w.buf, recs[i:], frames, base+i)
+		if stamp != 0 {
+			// The copies are as long as the frames: record k's is where
+			// its frame is, relative to the first one's.
+			first := frameStart(frames, base+i)
+			for k := range recs[i : i+n] {
+				if recs[i+k].LoggingTimestamp == record.NoTimestamp {
+					at := start + frameStart(frames, base+i+k) - first
+					binary.BigEndian.PutUint64(w.buf[at+4:], uint64(stamp))
+				}
+			}
+		}
+		i += n
+		if i < len(recs) {
+			w.recodedEntries() // kieker.map in id order
+			if err := w.encode(&recs[i], stamp); err != nil {
+				return err
+			}
+			i++
+		}
+	}
+	w.recodedEntries()
+	return nil
+}
+
+// frameStart is where frame i starts in f.Data.
+func frameStart(f *record.Frames, i int) int {
+	if i == 0 {
+		return 0
+	}
+	return f.Ends[i-1]
+}
+
+// recodedEntries appends the Recoder's new registry entries to w.mapBuf.
+func (w *Writer) recodedEntries() {
+	for _, e := range w.rec.NewEntries() {
+		w.mapBuf = kieker.AppendMapEntry(w.mapBuf, e.ID, e.Value)
+	}
 }
 
 // full reports whether a binary log's registry passed its limit.
@@ -518,6 +578,7 @@ func (w *Writer) rollover() error {
 	}
 	w.registry = &kieker.Registry{}
 	w.enc = kieker.NewEncoder(kieker.EncoderOptions{Registry: w.registry})
+	w.rec = kieker.NewRecoder(w.registry)
 	w.rollovers++
 	return w.open()
 }
@@ -530,7 +591,14 @@ func (w *Writer) Rollovers() int {
 	return w.rollovers
 }
 
-func (w *Writer) encode(r *record.Record) error {
+// encode appends r to w.buf (its new registry entries to w.mapBuf); stamp,
+// if not 0, replaces a missing logging timestamp.
+func (w *Writer) encode(r *record.Record, stamp int64) error {
+	if stamp != 0 && r.LoggingTimestamp == record.NoTimestamp {
+		c := *r
+		c.LoggingTimestamp = stamp
+		r = &c
+	}
 	if w.cfg.Binary {
 		var err error
 		if w.buf, err = w.enc.Append(w.buf, r); err != nil {

@@ -60,6 +60,20 @@ type Settings struct {
 	// or drops by itself follows it: durable never drops, best-effort
 	// never holds the pipeline up. Receivers and stages ignore it.
 	Policy Policy
+	// Frames says that nothing changes records between the receivers and
+	// the sinks (the pipeline has no stages) and that a sink writes an
+	// encoding a receiver may decode from (FramesTaker), so a receiver may
+	// keep the bytes its records were decoded from beside them
+	// (record.Frames) for that sink to copy. Only receivers read it;
+	// serve sets it.
+	Frames bool
+}
+
+// FramesTaker is implemented by the configuration of a sink that copies
+// the frames receivers keep (record.Frames: the binary Kieker log copies
+// Kieker frames) instead of encoding the records' values again.
+type FramesTaker interface {
+	TakesFrames() bool
 }
 
 // Config is a component's own configuration. Factories return a pointer to

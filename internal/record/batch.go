@@ -24,6 +24,10 @@ type Batch struct {
 	// clears it.
 	Origin Origin
 
+	// Frames, when a decoder kept them (see Frames), are the bytes the
+	// records were decoded from. Reset clears them.
+	Frames Frames
+
 	arena []Value
 	lists []List // array values of the batch's records point into it
 }
@@ -51,6 +55,49 @@ type Origin struct {
 	Session string
 }
 
+// Frames are the Kieker binary frames (int32 class id | int64 logging
+// timestamp | fields, strings as int32 ids of the stream's registry) that
+// a batch's records were decoded from, one per record, in order: a
+// decoder keeps them (codec/kieker's Options.KeepFrames) so that a sink
+// writing the same encoding (the binary Kieker log) copies the bytes and
+// replaces the ids instead of encoding every value again. They are valid
+// only while they match the records: Valid checks the count, and a
+// decoder keeps them only where nothing changes records between it and
+// the sinks (no stages, no receiver transform; see serve). The records'
+// values are always decoded too: frames are a shortcut for the writer,
+// never the only copy.
+type Frames struct {
+	// Data holds the frames back to back; Ends[i] is the end of record
+	// i's frame in Data (its start is Ends[i-1], or 0).
+	Data []byte
+	Ends []int
+	// Source names the namespace of the frames' class and string ids
+	// (one per decoder, that is per registry; never reused in a process);
+	// 0 means no frames.
+	Source uint64
+}
+
+// Valid reports whether f holds one frame for each of n records.
+func (f *Frames) Valid(n int) bool { return f.Source != 0 && len(f.Ends) == n }
+
+// Frame returns the frame of record i (Valid must hold).
+func (f *Frames) Frame(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = f.Ends[i-1]
+	}
+	return f.Data[start:f.Ends[i]]
+}
+
+// Drop forgets the frames: whoever changes records in place calls it. A
+// decoder keeps no more frames in the batch until Reset (its records no
+// longer match).
+func (f *Frames) Drop() { f.reset() }
+
+func (f *Frames) reset() {
+	f.Data, f.Ends, f.Source = f.Data[:0], f.Ends[:0], 0
+}
+
 const minArena = 256
 
 // Len returns the number of records.
@@ -67,6 +114,7 @@ func (b *Batch) Reset() {
 	clear(b.lists)
 	b.lists = b.lists[:0]
 	b.Origin = Origin{}
+	b.Frames.reset()
 }
 
 // TakeDone removes the batch's Done callbacks and returns them.
@@ -130,6 +178,14 @@ func (b *Batch) Truncate(n int) {
 	if n < len(b.Records) {
 		clear(b.Records[n:])
 		b.Records = b.Records[:n]
+	}
+	if n < len(b.Frames.Ends) {
+		b.Frames.Ends = b.Frames.Ends[:n]
+		end := 0
+		if n > 0 {
+			end = b.Frames.Ends[n-1]
+		}
+		b.Frames.Data = b.Frames.Data[:end]
 	}
 }
 

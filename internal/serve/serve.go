@@ -332,6 +332,17 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		}
 		s.Engine.AddStage(st)
 	}
+	// Without stages nothing changes the records between the receivers and
+	// the sinks: receivers may keep the bytes they decoded (record.Frames)
+	// when a sink copies them.
+	if stream.comp == nil && len(stgs) == 0 {
+		for _, p := range sinks {
+			if ft, ok := p.cfg.(pipeline.FramesTaker); ok && ft.TakesFrames() {
+				base.Frames = true
+			}
+		}
+	}
+	s.base = base
 	// Receivers and the metrics port before the sinks: a port in use
 	// should not leave an empty log directory behind.
 	for _, p := range recvs {

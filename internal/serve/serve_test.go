@@ -440,3 +440,36 @@ func TestMetricsListenPolicy(t *testing.T) {
 		t.Errorf("%d warnings:\n%s", n, logs.String())
 	}
 }
+
+// TestFramesOnlyWhereCopied: receivers keep the frames they decode
+// (pipeline.Settings.Frames) only when a sink copies them (a binary Kieker
+// log) and no stage changes records.
+func TestFramesOnlyWhereCopied(t *testing.T) {
+	for _, c := range []struct {
+		yaml string
+		want bool
+	}{
+		{"sinks: [{type: kieker-log}]", true},
+		{"sinks: [{type: kieker-log, format: ascii}]", false},
+		{"sinks: [{type: forward, url: \"kieker-tcp://127.0.0.1:1\"}]", false},
+		{"sinks: [{type: kieker-log}]\nstages: [{type: timeunit, unit: us}]", false},
+	} {
+		f := DefaultFactories()
+		var got *bool
+		f.Receivers = append(f.Receivers, pipeline.NewReceiverFactory("frames", func() *toyConfig { return &toyConfig{Count: 1} },
+			func(_ *toyConfig, set pipeline.Settings) (pipeline.Receiver, error) {
+				got = &set.Frames
+				return spanSource{}, nil
+			}))
+		cfg := parse(t, "receivers: [{type: frames}]\n"+c.yaml+"\n")
+		cfg.DataDir = t.TempDir()
+		s, err := Build(cfg, Settings{Factories: f})
+		if err != nil {
+			t.Fatalf("%s: %v", c.yaml, err)
+		}
+		s.Close()
+		if got == nil || *got != c.want {
+			t.Errorf("%s: Frames %v, want %v", c.yaml, got != nil && *got, c.want)
+		}
+	}
+}

@@ -172,6 +172,7 @@ type family struct {
 	prev, next *family
 	touched    int64 // clock value at the last record (ns)
 	size       int   // events, executions and spans held
+	limit      int   // the bound that cut the last part (0: none yet)
 
 	threads []*thread
 	oers    []oer
@@ -474,10 +475,18 @@ func (a *Assembler) event(r *record.Record, ti *TypeInfo) {
 	case RoleAfter:
 		th.fam.open--
 	}
-	if th.fam.size >= a.opt.MaxSpans {
-		a.part(th.fam)
+	if limit := min(a.opt.MaxSpans, maxEventPart); th.fam.size >= limit {
+		a.part(th.fam, limit)
 	}
 }
+
+// maxEventPart bounds the Kieker events a trace holds before a part is
+// cut, whatever Options.MaxSpans says when it says more: 65,536 events
+// are at most 32,768 calls, about 25 MB of Spans while the part is built
+// and stored, where MaxSpans' 200,000 made 100,000 calls (70 MB), and a
+// trace of ten million events would keep several such parts in the
+// sinks' queues at once.
+const maxEventPart = 1 << 16
 
 func (a *Assembler) oer(r *record.Record, ti *TypeInfo, origin *record.Origin) {
 	v := r.Values
@@ -503,7 +512,7 @@ func (a *Assembler) oer(r *record.Record, ti *TypeInfo, origin *record.Origin) {
 	f.oers = append(f.oers, o)
 	f.size++
 	if f.size >= a.opt.MaxSpans {
-		a.part(f)
+		a.part(f, a.opt.MaxSpans)
 	}
 }
 
@@ -519,7 +528,7 @@ func (a *Assembler) span(r *record.Record, origin *record.Origin) {
 		a.complete = append(a.complete, f)
 	}
 	if f.size >= a.opt.MaxSpans {
-		a.part(f)
+		a.part(f, a.opt.MaxSpans)
 	}
 }
 
@@ -650,12 +659,13 @@ func (a *Assembler) Flush() {
 	}
 }
 
-// part emits what a trace over MaxSpans holds so far, as one part; the
-// trace goes on (its open calls stay open).
-func (a *Assembler) part(f *family) {
+// part emits what a trace over limit (MaxSpans, or maxEventPart) holds
+// so far, as one part; the trace goes on (its open calls stay open).
+func (a *Assembler) part(f *family, limit int) {
 	a.st.Parts++
 	f.part++
-	f.broken = append(f.broken, fmt.Sprintf("part %d of a trace with more than %d spans (emitted in parts to bound memory)", f.part, a.opt.MaxSpans))
+	f.limit = limit
+	f.broken = append(f.broken, fmt.Sprintf("part %d of a trace with more than %d spans (emitted in parts to bound memory)", f.part, limit))
 	a.finish(f, false)
 }
 
@@ -666,7 +676,7 @@ func (a *Assembler) finish(f *family, final bool) {
 	t := &Trace{ID: f.id, Broken: f.broken, Part: f.part}
 	if final && f.part > 0 {
 		t.Part = f.part + 1
-		t.Broken = append(t.Broken, fmt.Sprintf("last part (%d) of a trace with more than %d spans", f.part+1, a.opt.MaxSpans))
+		t.Broken = append(t.Broken, fmt.Sprintf("last part (%d) of a trace with more than %d spans", f.part+1, f.limit))
 	}
 	if n := int64(len(f.spans) + f.pending); n > 0 {
 		a.spansPer += n - a.spansPer/16 // an exponential average over ~16 traces, ×16
@@ -834,9 +844,11 @@ func (th *thread) replay(broken *[]string) (dups int) {
 	evs, extras := th.evs, th.extras
 	th.evs, th.extras = nil, nil
 	sortEvents(evs)
-	if len(th.spans) == 0 && cap(th.spans) == 0 {
-		th.spans = make([]Span, 0, len(evs)/2+1)
-	}
+	// Room for the calls at once (about half the events begin one): a
+	// part's calls appended to the few a previous part left open would
+	// otherwise grow the slice by doubling, copying and clearing spans
+	// of 600 bytes each time.
+	th.spans = slices.Grow(th.spans, len(evs)/2+1)
 	seen := -1
 	run := 0 // the first event of evs with orderIndex seen
 	for i := range evs {

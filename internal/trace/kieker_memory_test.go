@@ -11,7 +11,8 @@ import (
 
 // TestHugeKiekerTraceBoundedMemory: one Kieker trace of hugeTraceEvents
 // events (10 M; fewer under the race detector) streams through the
-// assembler in parts of at most MaxSpans events: what the assembler holds
+// assembler in parts of at most maxEventPart events (under the default
+// MaxSpans): what the assembler holds
 // never exceeds a part's events (24 bytes each) and the calls left open,
 // and the live heap stays bounded, however long the trace is.
 func TestHugeKiekerTraceBoundedMemory(t *testing.T) {
@@ -31,7 +32,7 @@ func TestHugeKiekerTraceBoundedMemory(t *testing.T) {
 			t.Fatalf("part %d after part %d", tr.Part, lastPart)
 		}
 		lastPart = tr.Part
-		if len(tr.Spans) > DefaultMaxSpans/2+12 {
+		if len(tr.Spans) > maxEventPart/2+12 {
 			t.Fatalf("part %d has %d spans", tr.Part, len(tr.Spans))
 		}
 		for _, r := range tr.Broken {
@@ -51,9 +52,9 @@ func TestHugeKiekerTraceBoundedMemory(t *testing.T) {
 		a.AddBatch(&b)
 		events, calls := a.held()
 		peakEvents, peakCalls = max(peakEvents, events), max(peakCalls, calls)
-		// A part is cut when the events reach MaxSpans; the slice they
-		// are in is at most twice as large (append's growth).
-		if events > 2*DefaultMaxSpans || calls > 64 {
+		// A part is cut when the events reach maxEventPart; the slice
+		// they are in is at most twice as large (append's growth).
+		if events > 2*maxEventPart || calls > 64 {
 			t.Fatalf("after %d events the assembler holds room for %d events and %d calls", done, events, calls)
 		}
 		if done%(1<<20) == 0 {
@@ -66,12 +67,12 @@ func TestHugeKiekerTraceBoundedMemory(t *testing.T) {
 	if spans != n/2 {
 		t.Errorf("%d spans emitted, want %d", spans, n/2)
 	}
-	if want := n / DefaultMaxSpans; parts < want {
+	if want := n / maxEventPart; parts < want {
 		t.Errorf("%d parts, want at least %d", parts, want)
 	}
-	// What is live between parts: a part's events (5 MiB at 24 bytes)
+	// What is live between parts: a part's events (1.5 MiB at 24 bytes)
 	// in a slice up to twice as large, the symbols, the open calls.
-	if peakHeap > 24<<20 {
+	if peakHeap > 16<<20 {
 		t.Errorf("live heap reached %d MiB", peakHeap>>20)
 	}
 	t.Logf("%d events: %d parts, held at most %d events and %d calls, live heap at most %.1f MiB", n, parts, peakEvents, peakCalls, float64(peakHeap)/(1<<20))

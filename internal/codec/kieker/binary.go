@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -60,7 +61,17 @@ type Options struct {
 	// readings agree, for non-ASCII text only this one decodes Java's
 	// streams, and it mis-frames the byte counts other writers send.
 	JavaCharCount bool
+
+	// KeepFrames keeps the bytes of every frame decoded in the batch
+	// beside its record (record.Batch.Frames), for a sink that writes
+	// Kieker binary frames (Recoder). Set it only where nothing changes
+	// the records before that sink (see record.Frames).
+	KeepFrames bool
 }
+
+// sources numbers the decoders that keep frames: the namespace of their
+// ids (record.Frames.Source).
+var sources atomic.Uint64
 
 // Decoder decodes Kieker binary record frames from a byte stream: a .bin
 // file, or one TCP connection. It is resumable: Decode consumes every
@@ -80,6 +91,7 @@ type Decoder struct {
 	inline    bool
 	dual      bool
 	javaCount bool
+	source    uint64 // record.Frames.Source of the kept frames; 0: none kept
 
 	off     int64
 	err     error
@@ -103,6 +115,9 @@ func NewDecoder(o Options) *Decoder {
 		inline:    o.Inline,
 		dual:      o.DualSocket && !o.Inline,
 		javaCount: o.JavaCharCount,
+	}
+	if o.KeepFrames {
+		d.source = sources.Add(1)
 	}
 	if d.strs == nil {
 		d.strs = NewStrings(o.MaxRegistryEntries)
@@ -256,6 +271,7 @@ func (d *Decoder) frame(p []byte, cid int32, off int64, b *record.Batch) (int, e
 		n, err := d.frameVar(p, ci, off, b)
 		if n > 0 {
 			d.suspect.set = false
+			d.keep(b, p[:n])
 		}
 		return n, err
 	}
@@ -306,7 +322,23 @@ func (d *Decoder) frame(p []byte, cid int32, off int64, b *record.Batch) (int, e
 		}
 	}
 	d.suspect.set = false
+	d.keep(b, p[:n])
 	return n, nil
+}
+
+// keep appends the frame of the record just added to b to its frames,
+// when the decoder keeps frames and b's frames still match its records.
+func (d *Decoder) keep(b *record.Batch, frame []byte) {
+	if d.source == 0 {
+		return
+	}
+	f := &b.Frames
+	if len(f.Ends) != b.Len()-1 || f.Source != 0 && f.Source != d.source {
+		return // records of another origin: the frames no longer match
+	}
+	f.Source = d.source
+	f.Data = append(f.Data, frame...)
+	f.Ends = append(f.Ends, len(f.Data))
 }
 
 func (d *Decoder) unknownField(off int64, id int32, ci *classInfo, field int) error {

@@ -30,6 +30,12 @@
 // writer puts the UTF-16 char count there, which corrupts non-ASCII strings;
 // the decoder detects that and Options.JavaCharCount recovers such streams).
 //
+// A Decoder with Options.KeepFrames also keeps each frame's bytes beside
+// its record (record.Frames), and a Recoder writes such records into a
+// binary log by copying the frames with the class and string ids replaced
+// by the log's (Kieker's log and TCP streams share the frame layout): one
+// table lookup per string field instead of encoding every value again.
+//
 // # ASCII lines
 //
 // A .dat line is $typeId;loggingTimestamp;field;field…; LineDecoder decodes

@@ -60,6 +60,15 @@ func (c *FactoryConfig) Validate() error {
 	return nil
 }
 
+var _ pipeline.FramesTaker = (*FactoryConfig)(nil)
+
+// TakesFrames: a binary log copies the Kieker frames that receivers keep
+// (record.Frames) with its own ids.
+func (c *FactoryConfig) TakesFrames() bool {
+	kc, err := c.WriterConfig("")
+	return err == nil && kc.Binary
+}
+
 // Factory returns the factory of kieker-log sinks (durable by default).
 func Factory() pipeline.SinkFactory {
 	return pipeline.NewSinkFactory(Type, pipeline.Durable, func() *FactoryConfig { return &FactoryConfig{} },

@@ -159,6 +159,7 @@ func (s *stream) decode(p []byte) (used int, end streamEnd, stop bool) {
 		}
 		if s.batch.Len() > from && s.transform != nil {
 			s.transform(s.batch, from)
+			s.batch.Frames.Drop() // the values changed: the frames are stale
 		}
 		if k := s.batch.Len(); k > 0 {
 			b, herr := s.handOn(s.batch)

@@ -1,0 +1,186 @@
+package kieker
+
+import (
+	"encoding/binary"
+
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// Recoder writes records that a Decoder kept the frames of
+// (Options.KeepFrames) into a binary Kieker log by copying each frame and
+// replacing the stream's class and string ids with ids of the log's
+// Registry: Kieker's log and its TCP streams share the frame layout, so a
+// record just decoded need not be encoded value by value again. It
+// shares the Registry with the log's Encoder, so both assign ids in one
+// space (class name first, then the strings in field order, as the Encoder
+// does).
+//
+// A stream id is looked up in a table per source (record.Frames.Source):
+// one slice index per string field once the id was seen; a new one takes
+// its string from the record's decoded value. Ids never change meaning
+// within a source (a Kieker registry cannot redefine an id), and sources
+// are never reused. Tables are kept for the most recent sources only
+// (recodeSources), each for ids below recodeMaxID; a record outside them
+// is left to the Encoder (Append reports false), as is a record of a type
+// with array fields.
+//
+// A Recoder is not safe for concurrent use.
+type Recoder struct {
+	reg     *Registry
+	pending []Entry
+	types   map[*record.Type]*recodeType
+	last    [2]*recodeType // the last types seen: Before and After events alternate
+	sources [recodeSources]recodeSource
+	next    int // the slot of sources to take next
+}
+
+// recodeType is what the Recoder knows of one record type.
+type recodeType struct {
+	typ     *record.Type
+	class   int32 // the class name's id in the Registry
+	size    int   // frame size; -1: the type has array fields (not recoded)
+	strs    []int // offsets of the string ids in the frame
+	strVals []int // their fields' indexes
+	bools   []int // offsets of the booleans: 1 is true, any other byte false
+}
+
+type recodeSource struct {
+	id  uint64
+	ids []int32 // stream id → Registry id + 1; 0: not seen yet
+}
+
+const (
+	recodeSources = 16
+	recodeMaxID   = 1 << 18
+)
+
+// NewRecoder returns a Recoder assigning ids from reg (the Registry of the
+// log's Encoder).
+func NewRecoder(reg *Registry) *Recoder {
+	return &Recoder{reg: reg, types: make(map[*record.Type]*recodeType)}
+}
+
+// NewEntries returns the registry entries assigned since the last call, in
+// id order, and forgets them. The slice is reused by the next Append.
+func (c *Recoder) NewEntries() []Entry {
+	out := c.pending
+	c.pending = c.pending[:0]
+	return out
+}
+
+// Append appends the frames of recs, whose frames are f's from index
+// base on (f.Valid holds for f's records), with the log's ids, and returns
+// the extended slice and how many records it appended: all of them, or
+// those before the first that it leaves to the caller's Encoder (a type
+// with array fields, a frame that does not fit its type, an id beyond the
+// tables' range).
+func (c *Recoder) Append(dst []byte, recs []record.Record, f *record.Frames, base int) ([]byte, int) {
+	if f.Source == 0 {
+		return dst, 0
+	}
+	s := c.source(f.Source)
+	start := 0
+	if base > 0 {
+		start = f.Ends[base-1]
+	}
+	for i := range recs {
+		r := &recs[i]
+		end := f.Ends[base+i]
+		frame := f.Data[start:end:end]
+		t := c.typeOf(r.Type)
+		if t.size < 0 || len(frame) != t.size || len(t.strs) > maxRecodeStrings {
+			return dst, i
+		}
+		// Look every id up first, so that nothing is appended on failure.
+		var ids [maxRecodeStrings]int32
+		for k, at := range t.strs {
+			sid := binary.BigEndian.Uint32(frame[at:])
+			if int(sid) < len(s.ids) {
+				if id := s.ids[sid]; id != 0 {
+					ids[k] = id - 1
+					continue
+				}
+			} else if sid < recodeMaxID {
+				s.ids = append(s.ids, make([]int32, int(sid)+1-len(s.ids))...)
+			} else {
+				return dst, i
+			}
+			id := c.id(r.Values[t.strVals[k]].Str())
+			s.ids[sid] = id + 1
+			ids[k] = id
+		}
+		at := len(dst)
+		dst = append(dst, frame...)
+		out := dst[at:]
+		binary.BigEndian.PutUint32(out, uint32(t.class))
+		for k, at := range t.strs {
+			binary.BigEndian.PutUint32(out[at:], uint32(ids[k]))
+		}
+		for _, at := range t.bools {
+			if out[at] != 1 { // as the decoder read it, as the Encoder writes it
+				out[at] = 0
+			}
+		}
+		start = end
+	}
+	return dst, len(recs)
+}
+
+// maxRecodeStrings is the most string fields of a type the Recoder
+// copies.
+const maxRecodeStrings = 8
+
+// typeOf returns the recoding plan of t, made on first use.
+func (c *Recoder) typeOf(typ *record.Type) *recodeType {
+	if t := c.last[0]; t != nil && t.typ == typ {
+		return t
+	}
+	if t := c.last[1]; t != nil && t.typ == typ {
+		c.last[0], c.last[1] = t, c.last[0]
+		return t
+	}
+	t := c.types[typ]
+	if t == nil {
+		t = &recodeType{typ: typ, class: c.id(typ.Name), size: 12}
+		for i, f := range typ.Fields {
+			if f.Array {
+				t.size = -1
+				break
+			}
+			switch f.Kind {
+			case record.String:
+				t.strs = append(t.strs, t.size)
+				t.strVals = append(t.strVals, i)
+			case record.Bool:
+				t.bools = append(t.bools, t.size)
+			}
+			t.size += binarySize(f.Kind)
+		}
+		c.types[typ] = t
+	}
+	c.last[0], c.last[1] = t, c.last[0]
+	return t
+}
+
+// source returns the id table of src, taking the oldest slot for a new
+// one.
+func (c *Recoder) source(src uint64) *recodeSource {
+	for i := range c.sources {
+		if c.sources[i].id == src {
+			return &c.sources[i]
+		}
+	}
+	s := &c.sources[c.next]
+	c.next = (c.next + 1) % recodeSources
+	s.id, s.ids = src, s.ids[:0]
+	return s
+}
+
+// id returns the Registry id of s, noting a new entry.
+func (c *Recoder) id(s string) int32 {
+	id, isNew := c.reg.ID(s)
+	if isNew {
+		c.pending = append(c.pending, Entry{ID: id, Value: s})
+	}
+	return id
+}

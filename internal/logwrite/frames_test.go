@@ -1,0 +1,168 @@
+package logwrite_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/codec/kieker"
+	"github.com/tracebridge/tracebridge/internal/logwrite"
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// streamBatch decodes the records of src as a single-socket Kieker TCP
+// stream does, keeping the frames when keep is set.
+func streamBatch(t *testing.T, src *record.Batch, keep bool) *record.Batch {
+	t.Helper()
+	e := kieker.NewEncoder(kieker.EncoderOptions{Inline: true})
+	var data []byte
+	for i := range src.Records {
+		var err error
+		if data, err = e.Append(data, &src.Records[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := new(record.Batch)
+	d := kieker.NewDecoder(kieker.Options{Inline: true, KeepFrames: keep})
+	if n, err := d.Decode(data, b); err != nil || n != len(data) {
+		t.Fatalf("decode: %d of %d bytes, %v", n, len(data), err)
+	}
+	if keep != b.Frames.Valid(b.Len()) {
+		t.Fatalf("frames valid %v, want %v", b.Frames.Valid(b.Len()), keep)
+	}
+	return b
+}
+
+// logBytes returns the kieker.map and the data files of a log directory,
+// concatenated in name order.
+func logBytes(t *testing.T, dir string) (mapFile, data []byte) {
+	t.Helper()
+	mapFile, err := os.ReadFile(filepath.Join(dir, "kieker.map"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.bin"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("data files: %v %v", files, err)
+	}
+	for _, f := range files {
+		data = append(data, readFile(t, f)...)
+	}
+	return mapFile, data
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestFramesWriteTheEncodedLog: a batch whose frames the decoder kept
+// makes the log the same records make without them (kieker.map and data
+// files byte for byte, missing logging timestamps stamped, across
+// rotations and two streams), and reads back as the records.
+func TestFramesWriteTheEncodedLog(t *testing.T) {
+	src1, src2 := events(0, 300), events(1000, 300)
+	// The second stream registers its strings in another order.
+	src2.Records[0], src2.Records[299] = src2.Records[299], src2.Records[0]
+	for _, stamp := range []bool{false, true} {
+		var dirs [2]string
+		for k, keep := range []bool{true, false} {
+			w, err := logwrite.New(logwrite.Config{Path: t.TempDir(), Binary: true, MaxEntriesInFile: 128, Metadata: true,
+				Hostname: "h", SetLoggingTimestamp: stamp, Now: fixedNow})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b1, b2 := streamBatch(t, src1, keep), streamBatch(t, src2, keep)
+			for _, b := range []*record.Batch{b1, b2, b1} {
+				if err := w.Consume(context.Background(), b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			dirs[k] = w.Dir()
+		}
+		m1, d1 := logBytes(t, dirs[0])
+		m2, d2 := logBytes(t, dirs[1])
+		if !bytes.Equal(m1, m2) || !bytes.Equal(d1, d2) {
+			t.Fatalf("stamp %v: the log from frames differs from the encoded one (map %d/%d bytes, data %d/%d bytes)", stamp, len(m1), len(m2), len(d1), len(d2))
+		}
+		got := readAll(t, dirs[0], false)
+		if len(got) != 1+900 {
+			t.Fatalf("stamp %v: read %d records, want 901", stamp, len(got))
+		}
+		if r := got[1+300+5]; r.Values[2].Int() != src2.Records[5].Values[2].Int() || r.Values[3].Str() != src2.Records[5].Values[3].Str() {
+			t.Fatalf("stamp %v: record 306 reads %v", stamp, r.Values)
+		}
+	}
+}
+
+func fixedNow() time.Time { return time.Unix(1_700_000_000, 5) }
+
+// TestFramesAreCopied: the writer copies the kept frames rather than
+// encoding the values (shown by a frame that says otherwise), and encodes
+// the values once the frames no longer match the records.
+func TestFramesAreCopied(t *testing.T) {
+	for _, drop := range []bool{false, true} {
+		b := streamBatch(t, events(0, 3), true)
+		// Record 1's orderIndex (at 12 + 8 + 8) in its frame.
+		f := b.Frames.Frame(1)
+		f[12+16+3] = 99
+		if drop {
+			b.Frames.Drop()
+		}
+		w, err := logwrite.New(logwrite.Config{Path: t.TempDir(), Binary: true, Hostname: "h", Now: fixedNow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Consume(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		got := readAll(t, w.Dir(), false)
+		want := int64(99)
+		if drop {
+			want = 1
+		}
+		if len(got) != 3 || got[1].Values[2].Int() != want {
+			t.Fatalf("drop %v: read %d records, record 1's orderIndex %d (want %d)", drop, len(got), got[1].Values[2].Int(), want)
+		}
+	}
+}
+
+// BenchmarkWriteFrames: BenchmarkWriteBinary's records from a stream whose
+// frames the decoder kept (frames) or not (values).
+func BenchmarkWriteFrames(b *testing.B) {
+	for _, keep := range []bool{true, false} {
+		name := "values"
+		if keep {
+			name = "frames"
+		}
+		b.Run(name, func(b *testing.B) {
+			t := &testing.T{}
+			batch := streamBatch(t, events(0, 1024), keep)
+			w, err := logwrite.New(logwrite.Config{Path: b.TempDir(), Binary: true, MaxEntriesInFile: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer w.Close()
+			b.ReportAllocs()
+			b.SetBytes(1024 * 40)
+			for b.Loop() {
+				if err := w.Consume(context.Background(), batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
