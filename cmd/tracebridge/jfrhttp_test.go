@@ -28,7 +28,8 @@ import (
 // under one name and as the jfr part of a multipart form under another,
 // shows in the flame graph API of each name's host with exactly the
 // execution samples jfr summary counts and, per top frame, the
-// allocation weights jfr print sums; in the event browser's API and in
+// allocation weights jfr print sums; the views (GC, heap, monitors, …)
+// with what jfr print and jfr summary give; in the event browser's API and in
 // the web UI's (Chromium; the subtest skips without it); the Kieker log
 // holds both uploads' events; something that is not JFR is answered 400
 // naming the reason. Before the dump, examples/jfr-push.sh (jcmd
@@ -178,7 +179,8 @@ func TestServeJFRUpload(t *testing.T) {
 			compareTops(t, wantAlloc, noStack, foldedTops(t, string(b)))
 		}
 	}
-	checkEventBrowser(t, httpURL(t, p), "push-gzip", want)
+	checkEventBrowser(t, p, "push-gzip", want)
+	t.Run("views", func(t *testing.T) { checkViews(t, tools, dump, httpURL(t, p), "push-gzip", want) })
 	t.Run("browser", func(t *testing.T) { checkWebJFREvents(t, p, "push-form", sumCounts(want)) })
 	if code, b := apiGet(t, "GET", httpURL(t, p)+"/api/v1/profiles/flame?host=push-script&since=3h&format=folded&kind=cpu", "", ""); code != 200 || len(foldedTops(t, string(b))) == 0 {
 		t.Errorf("the script's upload: cpu flame graph %d %.200s", code, b)
@@ -230,8 +232,9 @@ func waitTypeCounts(t *testing.T, base, host string, want map[string]int64) {
 // with jfr summary's count, its metadata's label and fields; pages of
 // events hold what the window keeps; a sort, a filter and one event with
 // its whole stack trace.
-func checkEventBrowser(t *testing.T, base, host string, want map[string]int64) {
+func checkEventBrowser(t *testing.T, bridge *bridgetest.Process, host string, want map[string]int64) {
 	t.Helper()
+	base := httpURL(t, bridge)
 	var types struct {
 		Hosts []string
 		Types []struct {
@@ -273,7 +276,7 @@ func checkEventBrowser(t *testing.T, base, host string, want map[string]int64) {
 		var p page
 		code, b := apiGet(t, "GET", base+"/api/v1/jfr/events?host="+host+"&"+query, "", "")
 		if code != 200 || json.Unmarshal(b, &p) != nil {
-			t.Fatalf("events %s: %d %.300s", query, code, b)
+			t.Fatalf("events %s: %d %.300s\nthe bridge's stderr ends:\n%s", query, code, b, bridge.Stderr()[max(0, len(bridge.Stderr())-8000):])
 		}
 		return p
 	}
