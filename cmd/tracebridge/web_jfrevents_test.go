@@ -21,14 +21,16 @@ import (
 // (testdata/workload.jfr) pushed to a jfr-http receiver (multipart, as
 // Pyroscope's agent posts it) shows in the profile tab's event browser
 // (checkWebJFREvents). TestServeJFRUpload runs the same checks on a
-// running JVM's jcmd JFR.dump posted with curl.
+// running JVM's jcmd JFR.dump posted with curl. A host without execution
+// samples has no flame graph but its views and its event browser.
 func TestWebJFREvents(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("testdata", "workload.jfr"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
-	yaml := "flush_interval: 100ms\nhttp: \"127.0.0.1:0\"\nreceivers:\n  - {name: push, type: jfr-http, listen: \"127.0.0.1:0\"}\nsinks:\n  - {type: kieker-log, path: logs}\n"
+	yaml := "flush_interval: 100ms\nhttp: \"127.0.0.1:0\"\nreceivers:\n  - {name: push, type: jfr-http, listen: \"127.0.0.1:0\"}\n" +
+		"  - {name: locks, type: jfr-http, listen: \"127.0.0.1:0\", types: [jdk.JavaMonitorEnter]}\nsinks:\n  - {type: kieker-log, path: logs}\n"
 	p := bridgetest.Start(t, work, "-c", bridgetest.WriteConfig(t, work, yaml), "--no-store")
 	body, ctype := multipartJFR(t, data)
 	resp, err := http.Post("http://"+p.Addr("push")+"/ingest?format=jfr&name=shop-up", ctype, bytes.NewReader(body))
@@ -42,6 +44,30 @@ func TestWebJFREvents(t *testing.T) {
 		t.Fatalf("upload: %d %+v", resp.StatusCode, up)
 	}
 	checkWebJFREvents(t, p, "shop-up", up.Events)
+
+	// A host without execution samples (a receiver that takes monitor
+	// enters only): a notice stands where the graph would, and the views
+	// and the event browser are there.
+	resp, err = http.Post("http://"+p.Addr("locks")+"/ingest?format=jfr&name=shop-locks", ctype, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("upload of monitor enters: %d", resp.StatusCode)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if code, _ := apiGet(t, "GET", httpURL(t, p)+"/api/v1/jfr/types?host=shop-locks", "", ""); code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no events of shop-locks")
+		}
+	}
+	ctx := browser(t)
+	openView(t, ctx, &webBridge{p: p, base: httpURL(t, p)}, "/analysis?tab=profile&phost=shop-locks&since=2000-01-01T00:00:00Z&etype=jdk.JavaMonitorEnter")
+	waitJS(t, ctx, "the event browser of a host without samples", `document.querySelector('.profile-none') !== null && document.querySelectorAll('.jfr-events tbody tr.jfr-row').length > 0 && document.querySelector('.jfr-view[data-view=monitors]') !== null`)
+	act(t, ctx, "leave", chromedp.Navigate("about:blank"))
 	p.Stop()
 }
 
