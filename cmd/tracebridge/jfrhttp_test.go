@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/flame"
 	"github.com/tracebridge/tracebridge/internal/jfrtest"
@@ -26,10 +28,15 @@ import (
 // under one name and as the jfr part of a multipart form under another,
 // shows in the flame graph API of each name's host with exactly the
 // execution samples jfr summary counts and, per top frame, the
-// allocation weights jfr print sums; the Kieker log holds both uploads'
-// events; something that is not JFR is answered 400 naming the reason.
-// examples/jfr-push.sh (jcmd JFR.stop/JFR.start and curl in a loop)
-// pushes a recording of the same JVM once.
+// allocation weights jfr print sums; the views (GC, heap, monitors, …)
+// with what jfr print and jfr summary give; in the event browser's API and in
+// the web UI's (Chromium; the subtest skips without it); the Kieker log
+// holds both uploads' events; something that is not JFR is answered 400
+// naming the reason. Before the dump, examples/jfr-push.sh (jcmd
+// JFR.stop/JFR.start and curl in a loop) pushes a recording of the same
+// JVM once, and examples/jfr-dump.sh (jcmd JFR.dump and curl) its
+// recording twice under a third name; the dump posted under that name
+// too leaves it with each event of the dump once.
 func TestServeJFRUpload(t *testing.T) {
 	tools := jfrtest.Require(t)
 	jcmd, err := exec.LookPath(filepath.Join(filepath.Dir(tools.Java), "jcmd"))
@@ -44,7 +51,7 @@ func TestServeJFRUpload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jvm, err := tools.Start(cp, jfrtest.Options{Seconds: 120, UntilFinish: true, RunID: "push"})
+	jvm, err := tools.Start(cp, jfrtest.Options{Seconds: 900, UntilFinish: true, RunID: "push"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,20 +72,29 @@ func TestServeJFRUpload(t *testing.T) {
 	p := bridgetest.Start(t, work, "-c", bridgetest.WriteConfig(t, work, yaml), "--no-store", "--http", "127.0.0.1:0")
 	defer p.Stop()
 	ingest := "http://" + p.Addr("push") + "/ingest?format=jfr"
-	dump := filepath.Join(work, "dump.jfr")
-	if out, err := exec.Command(jcmd, strconv.Itoa(jvm.Cmd.Process.Pid), "JFR.dump", "filename="+dump).CombinedOutput(); err != nil {
-		t.Fatalf("jcmd JFR.dump: %v\n%s", err, out)
-	}
-	// After the dump: the script's JFR.start makes the JVM allocate
-	// java.lang.Class objects whose allocation samples the reader does
-	// not weigh as jfr print does (not understood yet; the alloc
-	// comparison below is of a dump taken before).
 	// examples/jfr-push.sh, once: its own recording of two seconds.
 	script := exec.Command("sh", filepath.Join("..", "..", "examples", "jfr-push.sh"))
 	script.Env = append(os.Environ(), "PID="+strconv.Itoa(jvm.Cmd.Process.Pid), "NAME=push-script", "INTERVAL=2", "COUNT=1",
 		"TRACEBRIDGE=http://"+p.Addr("push"), "PATH="+filepath.Dir(jcmd)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	if out, err := script.CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "jfr-push: {") || strings.Contains(string(out), `"events":0,`) {
 		t.Errorf("examples/jfr-push.sh: %v\n%s", err, out)
+	}
+	// examples/jfr-dump.sh, twice: the JVM's own recording dumped with
+	// jcmd JFR.dump and posted with curl (the second dump from the
+	// first's time on: it repeats a chunk, which the receiver skips).
+	script = exec.Command("sh", filepath.Join("..", "..", "examples", "jfr-dump.sh"))
+	script.Env = append(os.Environ(), "PID="+strconv.Itoa(jvm.Cmd.Process.Pid), "NAME=push-dump", "INTERVAL=1", "COUNT=2",
+		"TRACEBRIDGE=http://"+p.Addr("push"), "PATH="+filepath.Dir(jcmd)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if out, err := script.CombinedOutput(); err != nil || strings.Count(string(out), "jfr-dump: {") != 2 || strings.Contains(string(out), `"events":0,`) {
+		t.Errorf("examples/jfr-dump.sh: %v\n%s", err, out)
+	}
+	// The dump after the script: its jcmd commands ran in the JVM's
+	// Attach Listener thread, whose allocation samples have a stack trace
+	// without frames (java.lang.Class, java.lang.String, …): they weigh
+	// in the alloc graph under their class alone, as jfr print has them.
+	dump := filepath.Join(work, "dump.jfr")
+	if out, err := exec.Command(jcmd, strconv.Itoa(jvm.Cmd.Process.Pid), "JFR.dump", "filename="+dump).CombinedOutput(); err != nil {
+		t.Fatalf("jcmd JFR.dump: %v\n%s", err, out)
 	}
 	jvm.Finish()
 	want, chunks := summaryEvents(t, tools, dump)
@@ -107,9 +123,18 @@ func TestServeJFRUpload(t *testing.T) {
 			t.Errorf("%s: answer %s (%v), want %d chunks and %d events", c.host, out, err, chunks, sumCounts(want))
 		}
 	}
+	// The dump again, to the script's host: the chunks the script sent
+	// are skipped, the rest is new; then that host has every event of
+	// the dump once.
+	out, err := exec.Command(curl, "-sS", "--fail-with-body", "-F", "jfr=@"+dump, ingest+"&name=push-dump").CombinedOutput()
+	var again struct{ Chunks, Duplicates int }
+	if err != nil || json.Unmarshal(out, &again) != nil || again.Chunks != chunks || again.Duplicates == 0 {
+		t.Errorf("the dump after examples/jfr-dump.sh: %v %s", err, out)
+	}
+	waitTypeCounts(t, httpURL(t, p), "push-dump", want)
 	notJFR := filepath.Join(work, "notes.txt")
 	os.WriteFile(notJFR, []byte("not a recording\n"), 0o644)
-	out, err := exec.Command(curl, "-sS", "-o", "-", "-w", "\n%{http_code}", "--data-binary", "@"+notJFR, ingest+"&name=x").CombinedOutput()
+	out, err = exec.Command(curl, "-sS", "-o", "-", "-w", "\n%{http_code}", "--data-binary", "@"+notJFR, ingest+"&name=x").CombinedOutput()
 	if err != nil || !strings.HasSuffix(string(out), "\n400") || !strings.Contains(string(out), "not a JFR recording") {
 		t.Errorf("not JFR: %v %s", err, out)
 	}
@@ -154,7 +179,9 @@ func TestServeJFRUpload(t *testing.T) {
 			compareTops(t, wantAlloc, noStack, foldedTops(t, string(b)))
 		}
 	}
-	checkEventBrowser(t, httpURL(t, p), "push-gzip", want)
+	checkEventBrowser(t, p, "push-gzip", want)
+	t.Run("views", func(t *testing.T) { checkViews(t, tools, dump, httpURL(t, p), "push-gzip", want) })
+	t.Run("browser", func(t *testing.T) { checkWebJFREvents(t, p, "push-form", sumCounts(want)) })
 	if code, b := apiGet(t, "GET", httpURL(t, p)+"/api/v1/profiles/flame?host=push-script&since=3h&format=folded&kind=cpu", "", ""); code != 200 || len(foldedTops(t, string(b))) == 0 {
 		t.Errorf("the script's upload: cpu flame graph %d %.200s", code, b)
 	}
@@ -168,12 +195,46 @@ func TestServeJFRUpload(t *testing.T) {
 	t.Logf("%d chunks, %d events a upload, %d execution samples", chunks, sumCounts(want), want["jdk.ExecutionSample"])
 }
 
+// waitTypeCounts waits until host's event types add up to want's and
+// then compares them, type by type.
+func waitTypeCounts(t *testing.T, base, host string, want map[string]int64) {
+	t.Helper()
+	var types struct {
+		Types []struct {
+			Name  string
+			Count int64
+		}
+	}
+	var code int
+	var b []byte
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		code, b = apiGet(t, "GET", base+"/api/v1/jfr/types?host="+host, "", "")
+		var n int64
+		if code == 200 && json.Unmarshal(b, &types) == nil {
+			for _, tc := range types.Types {
+				n += tc.Count
+			}
+		}
+		if n >= sumCounts(want) || time.Now().After(deadline) {
+			break
+		}
+	}
+	got := map[string]int64{}
+	for _, tc := range types.Types {
+		got[tc.Name] = tc.Count
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s: event counts (-jfr summary +tracebridge):\n%s", host, diff)
+	}
+}
+
 // checkEventBrowser: the event browser lists every event type of host
 // with jfr summary's count, its metadata's label and fields; pages of
 // events hold what the window keeps; a sort, a filter and one event with
 // its whole stack trace.
-func checkEventBrowser(t *testing.T, base, host string, want map[string]int64) {
+func checkEventBrowser(t *testing.T, bridge *bridgetest.Process, host string, want map[string]int64) {
 	t.Helper()
+	base := httpURL(t, bridge)
 	var types struct {
 		Hosts []string
 		Types []struct {
@@ -215,7 +276,7 @@ func checkEventBrowser(t *testing.T, base, host string, want map[string]int64) {
 		var p page
 		code, b := apiGet(t, "GET", base+"/api/v1/jfr/events?host="+host+"&"+query, "", "")
 		if code != 200 || json.Unmarshal(b, &p) != nil {
-			t.Fatalf("events %s: %d %.300s", query, code, b)
+			t.Fatalf("events %s: %d %.300s\nthe bridge's stderr ends:\n%s", query, code, b, bridge.Stderr()[max(0, len(bridge.Stderr())-8000):])
 		}
 		return p
 	}

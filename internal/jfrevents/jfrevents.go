@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -165,6 +166,15 @@ func (k *Keeper) add(hostName string, r *record.Record) {
 	var slot *event
 	if te.n < k.opt.PerType {
 		if te.n == len(te.ring) {
+			if te.head != 0 {
+				// Full but wrapped (it gave up its oldest to the host's
+				// bound and filled again): put the oldest first, so
+				// that the new slot follows the newest.
+				slices.Reverse(te.ring[:te.head])
+				slices.Reverse(te.ring[te.head:])
+				slices.Reverse(te.ring)
+				te.head = 0
+			}
 			te.ring = append(te.ring, event{})
 		}
 		slot = &te.ring[(te.head+te.n)%len(te.ring)]

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -267,4 +268,73 @@ func BenchmarkDecodeBaseline(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+}
+
+// TestWindowAfterDrops: events of several types added in a random order
+// to a window that keeps fewer a host than a type allows: after every
+// add, each type's window holds its newest events, in order, and no
+// empty slot (a ring that had given up its oldest event to the host's
+// bound and filled up again used to grow into the middle: it overwrote
+// a kept event and showed an empty one, which made /api/v1/jfr/events
+// panic).
+func TestWindowAfterDrops(t *testing.T) {
+	dir := filepath.Join("..", "codec", "jfr", "testdata")
+	data, err := os.ReadFile(filepath.Join(dir, "small.jfr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := codec.NewStream(codec.Options{})
+	h, err := codec.ParseHeader(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Open(bytes.NewReader(data), 0, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &record.Batch{}
+	for {
+		_, err := c.Next(b, b.Len()+1000)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	byType := map[string][]*record.Record{}
+	var names []string
+	for i := range b.Records {
+		r := &b.Records[i]
+		if byType[r.Type.Name] == nil {
+			names = append(names, r.Type.Name)
+		}
+		byType[r.Type.Name] = append(byType[r.Type.Name], r)
+	}
+	names = names[:min(len(names), 4)]
+	for seed := uint64(1); seed <= 20; seed++ {
+		k := New(Options{PerType: 12, PerHost: 17})
+		rnd := rand.New(rand.NewPCG(seed, 7))
+		added := map[string][]int64{} // ids of each type, in order
+		for step := 0; step < 400; step++ {
+			name := names[rnd.IntN(len(names))]
+			rs := byType[name]
+			k.Add("h", rs[step%len(rs)])
+			added[name] = append(added[name], k.hosts["h"].seq)
+			for _, n := range names {
+				te := k.hosts["h"].types[n]
+				if te == nil {
+					continue
+				}
+				ids := added[n]
+				want := ids[len(ids)-te.n:]
+				for i := 0; i < te.n; i++ {
+					e := &te.ring[(te.head+i)%len(te.ring)]
+					if e.rec.Type == nil || e.id != want[i] {
+						t.Fatalf("seed %d step %d: %s: event %d of %d in the window is %d (type %v), want %d", seed, step, n, i, te.n, e.id, e.rec.Type, want[i])
+					}
+				}
+			}
+		}
+	}
 }

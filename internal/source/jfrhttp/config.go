@@ -76,7 +76,18 @@ type Config struct {
 	DrainTimeout pipeline.Duration `yaml:"drain_timeout"`
 	// ReadTimeout bounds reading one request, body included (5m).
 	ReadTimeout pipeline.Duration `yaml:"read_timeout"`
+	// Duplicates says what becomes of a finished chunk a host sent
+	// before (a loop of jcmd JFR.dump sends the chunks of the recording
+	// again each time): "skip" (default) reads it for its constants and
+	// hands none of its events on again; "keep" hands them on again.
+	Duplicates string `yaml:"duplicates"`
 }
+
+// Values of Config.Duplicates.
+const (
+	DuplicatesSkip = "skip"
+	DuplicatesKeep = "keep"
+)
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
@@ -95,6 +106,11 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxChunkSize > 0 && c.MaxChunkSize < codec.HeaderSize {
 		return fmt.Errorf("max_chunk_size %d is smaller than a chunk header (%d bytes)", c.MaxChunkSize, codec.HeaderSize)
+	}
+	switch c.Duplicates {
+	case "", DuplicatesSkip, DuplicatesKeep:
+	default:
+		return fmt.Errorf("duplicates %q: want %s or %s", c.Duplicates, DuplicatesSkip, DuplicatesKeep)
 	}
 	if _, err := codec.NewFilter(c.Types...); err != nil {
 		return fmt.Errorf("types: %w", err)
@@ -123,6 +139,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReadTimeout == 0 {
 		c.ReadTimeout = pipeline.Duration(DefaultReadTimeout)
+	}
+	if c.Duplicates == "" {
+		c.Duplicates = DuplicatesSkip
 	}
 	return c
 }

@@ -21,6 +21,15 @@
 // the profile stage (implied by this receiver type too), the stream, the
 // store, the Kieker log.
 //
+// # Chunks sent again
+//
+// A host's finished chunks are remembered (seenChunks: 1024 a host, 256
+// hosts) once all their events went on; a chunk that comes again for the
+// same host (each jcmd JFR.dump of a running recording holds the chunks
+// of the dumps before) is read for its constants and its events are not
+// handed on again, so a dump loop sends each event once. duplicates:
+// keep turns this off.
+//
 // # Streaming and bounds
 //
 // The body is never held whole: a chunk reader takes one chunk at a time
@@ -35,9 +44,10 @@
 //
 // # Answers
 //
-// 200 with {"chunks", "events", "skipped", "bytes", "host", "from",
-// "until"} when the recording was read to its end (skipped: malformed
-// events left out, the rest of their chunk read). A client error is
+// 200 with {"chunks", "events", "duplicates", "skipped", "bytes", "host",
+// "from", "until"} when the recording was read to its end (duplicates:
+// chunks the host sent before; skipped: malformed events left out, the
+// rest of their chunk read). A client error is
 // answered with {"error": reason, "chunks", "events"} naming the body
 // offset and reason: 400 for what is not JFR, truncated or corrupt
 // (chunks and events report what was handed on before it), bad gzip or

@@ -18,6 +18,11 @@ import (
 // readUpload reads a body as the receiver does (no multipart) and
 // returns the counts, the error and the records' type names in order.
 func readUpload(body io.Reader) (result, []string, error) {
+	return readUploadSeen(body, nil)
+}
+
+// readUploadSeen is readUpload skipping the chunks seen has of host "h".
+func readUploadSeen(body io.Reader, seen *seenChunks) (result, []string, error) {
 	var names []string
 	lim := &limited{r: body, n: 8 << 20}
 	rec, err := openRecording(lim, "", "")
@@ -34,6 +39,8 @@ func readUpload(body io.Reader) (result, []string, error) {
 			b.Reset()
 			return b, nil
 		},
+		seen: seen,
+		host: "h",
 	}
 	res, err := d.decode(&chunkReader{r: &limited{r: rec, n: 8 << 20}, max: 1 << 20}, &record.Batch{})
 	return res, names, err
@@ -41,7 +48,8 @@ func readUpload(body io.Reader) (result, []string, error) {
 
 // FuzzUpload: no body makes the receiver's reading panic, every failure is
 // an *Error or a read error, and a body read a byte at a time gives what
-// it gives read whole.
+// it gives read whole; a body read whole twice for the same host hands
+// on nothing the second time (every chunk is a duplicate).
 func FuzzUpload(f *testing.F) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "codec", "jfr", "testdata", "small.jfr"))
 	if err != nil {
@@ -64,6 +72,18 @@ func FuzzUpload(f *testing.F) {
 		}
 		if err != nil && err.Error() != err1.Error() {
 			t.Fatalf("whole: %v; a byte at a time: %v", err, err1)
+		}
+		if err != nil {
+			return
+		}
+		seen := &seenChunks{}
+		first, _, err := readUploadSeen(bytes.NewReader(body), seen)
+		if err != nil {
+			t.Fatalf("read again with duplicates skipped: %v", err)
+		}
+		again, names2, err := readUploadSeen(bytes.NewReader(body), seen)
+		if err != nil || again.Chunks != first.Chunks || again.Duplicates != again.Chunks || len(names2) != 0 {
+			t.Fatalf("the same body twice: %+v, then %+v %v %d records", first, again, err, len(names2))
 		}
 	})
 }

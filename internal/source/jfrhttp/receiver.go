@@ -45,6 +45,7 @@ type Receiver struct {
 	tls    *tls.Config
 	slots  chan struct{} // one per upload being read (max_uploads)
 	seq    atomic.Int64  // uploads so far: an upload's Session
+	seen   *seenChunks   // nil: duplicates: keep
 	faults lograte.Limiter
 	ran    atomic.Bool
 	close  sync.Once
@@ -84,6 +85,9 @@ func New(cfg Config, set pipeline.Settings) (*Receiver, error) {
 	r := &Receiver{cfg: cfg, name: set.Name, log: log, met: set.Metrics.Receiver(set.Name), shared: set.Shared,
 		filter: filter, types: codec.NewTypeSet(), ln: ln, tls: tc, slots: make(chan struct{}, cfg.MaxUploads),
 		faults: lograte.Limiter{PerSecond: 5}}
+	if cfg.Duplicates == DuplicatesSkip {
+		r.seen = &seenChunks{}
+	}
 	r.srv = &http.Server{
 		Handler:           r,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -332,6 +336,10 @@ func (r *Receiver) read(ctx context.Context, peer string, up *upload, rec *limit
 			r.met.DecodeError()
 			r.faults.Log(ctx, r.log, slog.LevelWarn, "jfr-http: malformed event skipped", "receiver", r.name, "peer", peer, "host", up.host, "err", err)
 		},
+		host: up.host,
+	}
+	if !up.drop {
+		d.seen = r.seen
 	}
 	var err error
 	up.res, err = d.decode(&chunkReader{r: rec, max: r.cfg.MaxChunkSize}, b)
@@ -418,7 +426,7 @@ func appendAnswer(dst []byte, up *upload, reason string) []byte {
 		dst = jsonstr.AppendString(dst, reason)
 		dst = append(dst, ',')
 	}
-	dst = fmt.Appendf(dst, `"chunks":%d,"events":%d,"skipped":%d,"bytes":%d`, up.res.Chunks, up.res.Events, up.res.Skipped, up.bytes)
+	dst = fmt.Appendf(dst, `"chunks":%d,"events":%d,"duplicates":%d,"skipped":%d,"bytes":%d`, up.res.Chunks, up.res.Events, up.res.Duplicates, up.res.Skipped, up.bytes)
 	if up.host != "" {
 		dst = append(dst, `,"host":`...)
 		dst = jsonstr.AppendString(dst, up.host)

@@ -105,14 +105,15 @@ func start(t *testing.T, cfg Config, shared *pipeline.Shared, out pipeline.Consu
 
 // answer is an upload's JSON answer.
 type answer struct {
-	Error   string
-	Chunks  int
-	Events  int64
-	Skipped int64
-	Bytes   int64
-	Host    string
-	From    int64
-	Until   int64
+	Error      string
+	Chunks     int
+	Events     int64
+	Duplicates int
+	Skipped    int64
+	Bytes      int64
+	Host       string
+	From       int64
+	Until      int64
 }
 
 func post(t *testing.T, url string, body io.Reader, header ...string) (int, answer, http.Header) {
@@ -280,16 +281,100 @@ func TestUploadManyChunks(t *testing.T) {
 	t.Logf("%d chunks, %d events of %d types", a.Chunks, a.Events, len(want))
 }
 
+// TestUploadDuplicates: a host that sends chunks it sent before (a loop
+// of jcmd JFR.dump: each dump holds the recording so far) has each event
+// handed on once, and the records equal those of one upload of the whole
+// recording (a skipped chunk's constants are read: the next chunk may
+// refer to them); another host's chunks are its own; an upload that
+// fails lets its chunk be sent again; duplicates: keep hands them on.
+func TestUploadDuplicates(t *testing.T) {
+	tools, path := multi.Get(t)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, chunks, err := tools.Summary(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chunks < 2 {
+		t.Fatalf("%d chunks, want 2 or more", chunks)
+	}
+	// The first chunk: what an earlier dump held.
+	h, _, err := (&chunkReader{r: bytes.NewReader(data), max: 1 << 30}).next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := h.ChunkSize
+	whole := &collector{}
+	code, a, _ := post(t, start(t, Config{}, nil, whole)+"/ingest?name=jvm", bytes.NewReader(data))
+	if code != 200 || a.Duplicates != 0 {
+		t.Fatalf("whole: %d %+v", code, a)
+	}
+
+	col := &collector{}
+	url := start(t, Config{}, nil, col)
+	code, first, _ := post(t, url+"/ingest?name=jvm", bytes.NewReader(data[:one]))
+	if code != 200 || first.Chunks != 1 || first.Duplicates != 0 {
+		t.Fatalf("first dump: %d %+v", code, first)
+	}
+	code, second, _ := post(t, url+"/ingest?name=jvm", bytes.NewReader(gzipped(t, data)), "Content-Encoding", "gzip")
+	if code != 200 || second.Chunks != chunks || second.Duplicates != 1 || first.Events+second.Events != a.Events {
+		t.Fatalf("second dump: %d %+v, the first %+v; whole %+v", code, second, first, a)
+	}
+	col.mu.Lock()
+	if len(col.records) != len(whole.records) {
+		t.Errorf("%d records, one upload %d", len(col.records), len(whole.records))
+	}
+	for i := range min(len(col.records), len(whole.records)) {
+		if !col.records[i].Equal(&whole.records[i]) {
+			t.Fatalf("record %d (%s) differs from one upload's (%s)", i, col.records[i].Type.Name, whole.records[i].Type.Name)
+		}
+	}
+	col.mu.Unlock()
+	got := col.counts()
+	for name, n := range want {
+		if name != "jdk.Metadata" && name != "jdk.CheckPoint" && got[name] != n {
+			t.Errorf("%s: %d, jfr summary %d", name, got[name], n)
+		}
+	}
+	if code, a, _ := post(t, url+"/ingest?name=jvm", bytes.NewReader(data)); code != 200 || a.Events != 0 || a.Duplicates != chunks {
+		t.Errorf("the same again: %d %+v", code, a)
+	}
+	if code, a, _ := post(t, url+"/ingest?name=other", bytes.NewReader(data)); code != 200 || a.Events != sumTotal(whole.counts()) || a.Duplicates != 0 {
+		t.Errorf("another host: %d %+v", code, a)
+	}
+
+	// A chunk cut short is not remembered: sent whole later, it is read.
+	fresh := &collector{}
+	url = start(t, Config{}, nil, fresh)
+	if code, a, _ := post(t, url+"/ingest?name=jvm", bytes.NewReader(data[:one+100])); code != 400 || a.Chunks != 1 {
+		t.Fatalf("cut: %d %+v", code, a)
+	}
+	if code, a, _ := post(t, url+"/ingest?name=jvm", bytes.NewReader(data)); code != 200 || a.Duplicates != 1 || int64(fresh.len()) != sumTotal(whole.counts()) {
+		t.Errorf("after the cut upload: %d %+v, %d records", code, a, fresh.len())
+	}
+
+	keep := &collector{}
+	url = start(t, Config{Duplicates: DuplicatesKeep}, nil, keep)
+	post(t, url+"/ingest?name=jvm", bytes.NewReader(data))
+	if code, a, _ := post(t, url+"/ingest?name=jvm", bytes.NewReader(data)); code != 200 || a.Duplicates != 0 || int64(keep.len()) != 2*sumTotal(whole.counts()) {
+		t.Errorf("duplicates: keep: %d %+v, %d records", code, a, keep.len())
+	}
+}
+
 // TestUploadBadInput: what is not a whole JFR recording is answered with
 // a 4xx naming the reason; the receiver takes the next upload.
 func TestUploadBadInput(t *testing.T) {
 	data, want := small(t)
+	// The uploads below send the same chunk again and again: keep the
+	// duplicates, so that the records handed on before each fault count.
 	corrupt := bytes.Clone(data)
 	copy(corrupt[24:32], []byte{0, 0, 0, 0, 0, 0, 0, 70}) // metadata offset into the events
 	second := append(bytes.Clone(data), []byte("FLR\x00garbage after the chunk.................................................")...)
 	noJFRPart, ct := form(t, data, "profile")
 	col := &collector{}
-	url := start(t, Config{MaxChunkSize: 1 << 20, MaxBodySize: 4 << 20}, nil, col)
+	url := start(t, Config{MaxChunkSize: 1 << 20, MaxBodySize: 4 << 20, Duplicates: DuplicatesKeep}, nil, col)
 	for _, c := range []struct {
 		name   string
 		query  string
@@ -458,6 +543,7 @@ func TestConfig(t *testing.T) {
 		{Config{Listen: "127.0.0.1:4040", MaxChunkSize: 10}, "smaller than a chunk header"},
 		{Config{Listen: "127.0.0.1:4040", TLS: TLS{Cert: "c"}}, "go together"},
 		{Config{Listen: "127.0.0.1:4040", Types: []string{"["}}, "types"},
+		{Config{Listen: "127.0.0.1:4040", Duplicates: "drop"}, "duplicates"},
 	} {
 		if err := c.cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.reason) {
 			t.Errorf("%+v: %v, want %q", c.cfg, err, c.reason)

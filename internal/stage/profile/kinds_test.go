@@ -2,11 +2,14 @@ package profile
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tracebridge/tracebridge/internal/flame"
 	"github.com/tracebridge/tracebridge/internal/record"
 )
 
@@ -83,4 +86,63 @@ func TestKindHistory(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("%v allocations per batch of known stacks", allocs)
 	}
+}
+
+// TestKindEmptyStack: an event whose stack trace is recorded but holds no
+// frame (the JVM's Attach Listener thread allocating java.lang.Class
+// objects while it runs a jcmd JFR.start) weighs with its class as the
+// whole stack, as analyze --flame (flame.Aggregator) and jfr print count
+// it; an event without a stack trace (null) adds nothing. Before, the
+// served graph left out the empty stacks: after a jcmd in the JVM, its
+// java.lang.Class weight fell short of jfr print's.
+func TestKindEmptyStack(t *testing.T) {
+	s := New(&discard{}, Options{})
+	now := time.Now().UnixNano()
+	b := &record.Batch{Origin: record.Origin{Host: "jvm"}}
+	addAlloc(b, now, "java.lang.Class", 4096)
+	addAlloc(b, now, "java.lang.String", 100, "App.main()")
+	addAlloc(b, now, "[B", 1000)
+	r := b.Add(allocSample, now) // a null stack trace
+	r.Values[6] = record.StringValue("java.lang.Long")
+	r.Values[7] = record.IntValue(77)
+	if err := s.Consume(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Stacks(context.Background(), "alloc", "jvm", now-int64(time.Minute), now+int64(time.Minute))
+	if err != nil || st == nil {
+		t.Fatalf("alloc stacks %v, %v", st, err)
+	}
+	want := map[string]int64{"java.lang.Class": 4096, "App.main();java.lang.String": 100, "byte[]": 1000}
+	got := foldedMap(t, st)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("served alloc stacks (-want +got):\n%s", diff)
+	}
+	kind, err := flame.KindOf("alloc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := flame.Aggregator{Kind: kind}
+	a.Consume(context.Background(), b)
+	if diff := cmp.Diff(foldedMap(t, a.Merged()), got); diff != "" {
+		t.Errorf("served (+) and analyze --flame (-) differ:\n%s", diff)
+	}
+}
+
+// foldedMap is st's folded stacks and their weights.
+func foldedMap(t *testing.T, st *flame.Stacks) map[string]int64 {
+	t.Helper()
+	var buf strings.Builder
+	if err := st.WriteFolded(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		n, err := strconv.ParseInt(line[i+1:], 10, 64)
+		if i < 0 || err != nil {
+			t.Fatalf("folded line %q", line)
+		}
+		out[line[:i]] += n
+	}
+	return out
 }

@@ -236,7 +236,10 @@ func (s *Stage) Consume(ctx context.Context, b *record.Batch) error {
 func (s *Stage) addKind(r *record.Record, kl kindLayout, host string) {
 	t := r.LoggingTimestamp
 	list := r.Values[kl.stack].List()
-	if t == record.NoTimestamp || list == nil || len(list.Items) == 0 {
+	// A stack trace without frames (a JVM thread such as the Attach
+	// Listener running a jcmd) counts, under its label alone, as analyze
+	// --flame and jfr print count it; a null one does not.
+	if t == record.NoTimestamp || list == nil {
 		return
 	}
 	n := int64(1)
@@ -298,7 +301,11 @@ func (s *Stage) layoutOf(t *record.Type) layout {
 func (s *Stage) add(r *record.Record, l layout, o *record.Origin) {
 	t := r.LoggingTimestamp
 	list := r.Values[l.stack].List()
-	if t == record.NoTimestamp || list == nil || len(list.Items) == 0 {
+	if t == record.NoTimestamp || list == nil {
+		return
+	}
+	if len(list.Items) == 0 { // in the flame graph as analyze --flame has it, on no span
+		s.hist.add(o.Host, t, s.intern(nil, ""), 1)
 		return
 	}
 	k := key{tid: r.Values[l.tid].Int()}

@@ -4,7 +4,7 @@
 // flame graph of a host. The filters, the tab and each tab's settings
 // live in the address, so a view can be shared.
 
-import { api, h, fill, guard, fmtDur, fmtNum, fmtBytes, fmtTime, color, setQuery, link } from './lib.js';
+import { api, ApiError, h, fill, guard, fmtDur, fmtNum, fmtBytes, fmtTime, color, setQuery, link } from './lib.js';
 import { drawGraph } from './graph.js';
 import { table } from './ops-table.js';
 import { Flame, fmtAmount } from './flame.js';
@@ -446,16 +446,29 @@ function profileTab(body, { state, save, signal }) {
     if (!host.value.trim()) { fill(out, h('div', { class: 'notice' }, 'Name a host whose JVM a jfr receiver follows to see where its threads spent their time.')); return; }
     fill(out, h('div', { class: 'loading' }, 'Reading samples…'));
     guard(out, async () => {
-      const r = await api('/api/v1/profiles/flame', { host: host.value.trim(), kind: state.pkind || 'cpu', since: state.since, until: state.until }, { signal: sig });
-      const unit = r.unit || 'samples';
-      fg = new Flame({
-        root: r.root, unit,
-        onZoom: (p) => { if (p.length) state.fpath = p.join('\n'); else delete state.fpath; save(); },
-      });
-      if (state.fpath) fg.zoomTo(state.fpath.split('\n'));
+      // A host without stacks of this kind (404) still has its views and
+      // events: a notice stands in for the graph.
+      let r = null;
+      try {
+        r = await api('/api/v1/profiles/flame', { host: host.value.trim(), kind: state.pkind || 'cpu', since: state.since, until: state.until }, { signal: sig });
+      } catch (e) {
+        if (!(e instanceof ApiError) || e.status !== 404) throw e;
+        r = { missing: e.message };
+      }
       const views = h('div', { class: 'profile-views' });
-      fill(out, h('div', { class: 'muted profile-total' }, `${fmtAmount(r.root.value, unit)} in all. Callers at the bottom, callees above; width is ${unit}${state.pkind && state.pkind !== 'cpu' ? '; the class allocated, waited on or thrown is the top frame' : ''}. Click a frame to zoom in, a grey bar or the path above to zoom out.`), fg.el, views, eventBrowser(host.value.trim(), { state, save, signal: sig }));
-      fg.draw();
+      const browser = eventBrowser(host.value.trim(), { state, save, signal: sig });
+      if (r.missing) {
+        fill(out, h('div', { class: 'notice profile-none' }, `No flame graph: ${r.missing}`), views, browser);
+      } else {
+        const unit = r.unit || 'samples';
+        fg = new Flame({
+          root: r.root, unit,
+          onZoom: (p) => { if (p.length) state.fpath = p.join('\n'); else delete state.fpath; save(); },
+        });
+        if (state.fpath) fg.zoomTo(state.fpath.split('\n'));
+        fill(out, h('div', { class: 'muted profile-total' }, `${fmtAmount(r.root.value, unit)} in all. Callers at the bottom, callees above; width is ${unit}${state.pkind && state.pkind !== 'cpu' ? '; the class allocated, waited on or thrown is the top frame' : ''}. Click a frame to zoom in, a grey bar or the path above to zoom out.`), fg.el, views, browser);
+        fg.draw();
+      }
       guard(views, async () => {
         const v = await api('/api/v1/profiles/views', { host: host.value.trim(), since: state.since, until: state.until }, { signal: sig });
         fill(views, ...jfrViews(v));
