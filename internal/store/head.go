@@ -602,11 +602,19 @@ type headPosting struct {
 // put lists row under the pair of hash x (the caller holds the
 // partition's lock; rows come in ascending order).
 func (ht *headTerms) put(x uint64, row uint32) {
+	if p := ht.posting(x); p != nil {
+		p.add(row)
+	}
+}
+
+// posting returns the posting of the pair of hash x, beginning one when
+// there is none (nil when the index is full).
+func (ht *headTerms) posting(x uint64) *headPosting {
 	p := ht.m[x]
 	if p == nil {
 		if len(ht.m) >= maxHeadPairs {
 			ht.full = true
-			return
+			return nil
 		}
 		if len(ht.slab) == 0 {
 			ht.slabSize = min(max(2*ht.slabSize, 16), 256)
@@ -616,7 +624,13 @@ func (ht *headTerms) put(x uint64, row uint32) {
 		ht.slab = ht.slab[1:]
 		p.rows = p.first[:0]
 		ht.m[x] = p
-	} else if p.last == row {
+	}
+	return p
+}
+
+// add lists row (rows come in ascending order; a repeat is listed once).
+func (p *headPosting) add(row uint32) {
+	if p.n > 0 && p.last == row {
 		return // a repeat in this trace
 	}
 	p.rows = binary.AppendUvarint(p.rows, uint64(row-p.last))
@@ -668,6 +682,7 @@ type blockFilter struct {
 	// and session hashed, the small orderIndex, eoi and ess values
 	// hashed.
 	seen    [256]string
+	pairAt  []pairSlot // pairSlots slots, made with the first trace
 	kid     int64
 	kidSeen bool
 	session string
@@ -679,6 +694,7 @@ type blockFilter struct {
 // for both.
 func (f *blockFilter) add(t *trace.Trace, terms *headTerms, row uint32) {
 	if f.pairs == nil {
+		f.pairAt = make([]pairSlot, pairSlots)
 		f.pairs = map[uint64]struct{}{}
 		f.strings = map[string]struct{}{}
 		f.resources = map[*trace.Resource][]uint64{}
@@ -690,11 +706,7 @@ func (f *blockFilter) add(t *trace.Trace, terms *headTerms, row uint32) {
 			f.addString(str)
 		}
 		for _, a := range s.Attributes {
-			x := pairHash(a.Key, a.Value)
-			f.pairs[x] = struct{}{}
-			if terms != nil {
-				terms.put(x, row)
-			}
+			f.addPair(a.Key, a.Value, terms, row)
 			f.addString(a.Key)
 		}
 		f.kieker(s)
@@ -741,6 +753,46 @@ func (f *blockFilter) add(t *trace.Trace, terms *headTerms, row uint32) {
 			}
 		}
 	}
+}
+
+// pairSlot is a pair added before, found again by the addresses of its
+// strings (the spans' keys and repeated values are interned: they come
+// again with the same bytes), with its hash and its posting in the
+// head's term index (nil: none).
+type pairSlot struct {
+	key, value string
+	x          uint64
+	p          *headPosting
+}
+
+// pairSlots is the number of pairs a filter remembers by address.
+const (
+	pairSlotBits = 10
+	pairSlots    = 1 << pairSlotBits
+)
+
+// addPair adds the pair (key, value) and lists it under row in terms (nil:
+// none). A pair found by address is neither hashed nor looked up again.
+func (f *blockFilter) addPair(key, value string, terms *headTerms, row uint32) {
+	kp, vp := unsafe.StringData(key), unsafe.StringData(value)
+	slot := &f.pairAt[((uint64(uintptr(unsafe.Pointer(kp)))^uint64(uintptr(unsafe.Pointer(vp)))<<7^uint64(len(value)))*0x9e3779b97f4a7c15)>>(64-pairSlotBits)]
+	if kp != nil && unsafe.StringData(slot.key) == kp && unsafe.StringData(slot.value) == vp && len(slot.key) == len(key) && len(slot.value) == len(value) {
+		if slot.p != nil {
+			slot.p.add(row)
+		} else if terms != nil {
+			terms.put(slot.x, row)
+		}
+		return
+	}
+	x := pairHash(key, value)
+	f.pairs[x] = struct{}{}
+	var p *headPosting
+	if terms != nil {
+		if p = terms.posting(x); p != nil {
+			p.add(row)
+		}
+	}
+	*slot = pairSlot{key: key, value: value, x: x, p: p}
 }
 
 // addString adds s to the strings.
