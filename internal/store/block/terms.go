@@ -30,9 +30,9 @@ const MaxTermValue = 256
 type termSet struct {
 	keys   map[string]uint32 // the keys' ids: indexes in keyStr
 	keyStr []string
-	bytes  []byte     // the values
-	list   []termEnt  // term id → term
-	table  []uint32   // 1 + term id by hash (0: empty); len a power of 2
+	bytes  []byte    // the values
+	list   []termEnt // term id → term
+	table  []uint32  // 1 + term id by hash (0: empty); len a power of 2
 	seed   maphash.Seed
 	// rowTerms[rowEnd[i-1]:rowEnd[i]] are row i's term ids (in Add order).
 	rowTerms []uint32
