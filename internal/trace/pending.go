@@ -38,8 +38,12 @@ import (
 // traces begun after it, and the old one lives as long as a trace that
 // refers to it.
 type spanDict struct {
-	ids   map[string]uint32
-	strs  []string
+	strs []string
+	// table holds the ids of strs (0: empty) by their hash (dictSeed),
+	// open-addressed: the hash a lookup computes also serves the sketch
+	// of strings seen once. Its length is a power of 2, at least twice
+	// len(strs).
+	table []uint32
 	bytes int
 }
 
@@ -50,7 +54,40 @@ const (
 )
 
 func newSpanDict() *spanDict {
-	return &spanDict{ids: map[string]uint32{"": 0}, strs: []string{""}}
+	return &spanDict{strs: []string{""}, table: make([]uint32, 256)}
+}
+
+// lookup returns the id of s (not ""), of hash h, and whether it is in
+// d; when not, the slot its id would take.
+func (d *spanDict) lookup(s string, h uint64) (uint32, *uint32) {
+	mask := uint64(len(d.table) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		id := d.table[i]
+		if id == 0 || d.strs[id] == s {
+			return id, &d.table[i]
+		}
+	}
+}
+
+// add adds s (not in d) of hash h, at slot (lookup's), and returns its
+// id.
+func (d *spanDict) add(s string, h uint64, slot *uint32) uint32 {
+	id := uint32(len(d.strs))
+	d.strs = append(d.strs, s)
+	*slot = id
+	d.bytes += len(s) + 32
+	if 2*len(d.strs) > len(d.table) {
+		d.table = make([]uint32, 2*len(d.table))
+		mask := uint64(len(d.table) - 1)
+		for id, s := range d.strs[1:] {
+			i := maphash.String(dictSeed, s) & mask
+			for d.table[i] != 0 {
+				i = (i + 1) & mask
+			}
+			d.table[i] = uint32(id) + 1
+		}
+	}
+	return id
 }
 
 func (d *spanDict) full() bool { return len(d.strs) >= dictMaxStrings || d.bytes >= dictMaxBytes }
@@ -106,15 +143,13 @@ func (c *spanCodec) str(dst []byte, d *spanDict, s string) []byte {
 	if slot.d == d && unsafe.StringData(slot.s) == p && len(slot.s) == len(s) {
 		return binary.AppendUvarint(dst, uint64(slot.id)<<1)
 	}
-	id, ok := d.ids[s]
+	h := maphash.String(dictSeed, s)
+	id, at := d.lookup(s, h)
+	ok := id != 0
 	if !ok && d == c.dict && len(s) <= 1024 {
-		h := maphash.String(dictSeed, s)
 		seen := &c.seen[h&(dictSeenSlots-1)]
 		if fp := uint32(h>>32) | 1; *seen == fp {
-			id, ok = uint32(len(d.strs)), true
-			d.strs = append(d.strs, s)
-			d.ids[s] = id
-			d.bytes += len(s) + 32
+			id, ok = d.add(s, h, at), true
 			if d.full() {
 				c.dict = newSpanDict()
 				clear(c.cache) // slots naming older dictionaries would keep them
