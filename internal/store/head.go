@@ -182,14 +182,20 @@ func (h *head) note(t *trace.Trace, row *block.Summary, size int) {
 	h.filter.add(t, h.terms, uint32(max(len(h.rows)-1, 0)))
 	h.cat.add(t)
 	perSpan := max(int64(size)/int64(max(len(t.Spans), 1)), 1)
+	last := "" // a span's host mostly repeats the previous span's
 	for i := range t.Spans {
-		if hs := t.Spans[i].Host; hs != "" {
+		hs := t.Spans[i].Host
+		if hs == "" {
+			continue
+		}
+		if hs != last {
 			if _, ok := h.hosts[hs]; !ok {
 				h.hosts[strings.Clone(hs)] = struct{}{}
 			}
-			if hs != h.host {
-				h.shared[hs] += perSpan
-			}
+			last = hs
+		}
+		if hs != h.host {
+			h.shared[hs] += perSpan
 		}
 	}
 	if row.Errors > 0 {
