@@ -64,8 +64,27 @@ func (c *catalog) add(t *trace.Trace) {
 		svc string
 		op  OpKind
 	}
+	// The spans of a trace repeat a few operations of a few services:
+	// those already looked up for this trace (the last few) are not
+	// looked up again (the strings mostly share their bytes: compared at
+	// once).
+	var done [8]struct {
+		svc, host, op string
+		kind          trace.Kind
+	}
+	nd := 0
+spans:
 	for i := range t.Spans {
 		s := &t.Spans[i]
+		for j := range min(nd, len(done)) {
+			d := &done[j]
+			if d.op == s.Operation && d.svc == s.Service && d.kind == s.Kind && (s.Service != "" || d.host == s.Host) {
+				continue spans
+			}
+		}
+		d := &done[nd%len(done)]
+		d.svc, d.host, d.op, d.kind = s.Service, s.Host, s.Operation, s.Kind
+		nd++
 		name := ServiceOf(s)
 		var via byte = 1
 		if s.Service == "" {
