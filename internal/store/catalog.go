@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/tracebridge/tracebridge/internal/store/block"
 	"github.com/tracebridge/tracebridge/internal/trace"
@@ -66,8 +67,8 @@ func (c *catalog) add(t *trace.Trace) {
 	}
 	// The spans of a trace repeat a few operations of a few services:
 	// those already looked up for this trace (the last few) are not
-	// looked up again (the strings mostly share their bytes: compared at
-	// once).
+	// looked up again (found by the addresses of their strings: the
+	// assembler's repeat theirs).
 	var done [8]struct {
 		svc, host, op string
 		kind          trace.Kind
@@ -78,7 +79,7 @@ spans:
 		s := &t.Spans[i]
 		for j := range min(nd, len(done)) {
 			d := &done[j]
-			if d.op == s.Operation && d.svc == s.Service && d.kind == s.Kind && (s.Service != "" || d.host == s.Host) {
+			if sameString(d.op, s.Operation) && sameString(d.svc, s.Service) && d.kind == s.Kind && (s.Service != "" || sameString(d.host, s.Host)) {
 				continue spans
 			}
 		}
@@ -304,4 +305,10 @@ func (s *Store) TraceNames(host string) (names []string, complete bool) {
 	}
 	slices.Sort(names)
 	return names, !c.full
+}
+
+// sameString reports whether a and b are the same bytes (not merely
+// equal ones: no comparison).
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b))
 }
