@@ -39,11 +39,13 @@ import (
 // refers to it.
 type spanDict struct {
 	strs []string
-	// table holds the ids of strs (0: empty) by their hash (dictSeed),
-	// open-addressed: the hash a lookup computes also serves the sketch
-	// of strings seen once. Its length is a power of 2, at least twice
+	// table holds the ids of strs (low 32 bits; 0: empty) with the high
+	// 32 bits of their hash (dictSeed) above, open-addressed by the hash:
+	// the hash a lookup computes also serves the sketch of strings seen
+	// once, and a slot of another string is passed over without
+	// comparing bytes. Its length is a power of 2, at least twice
 	// len(strs).
-	table []uint32
+	table []uint64
 	bytes int
 }
 
@@ -54,37 +56,42 @@ const (
 )
 
 func newSpanDict() *spanDict {
-	return &spanDict{strs: []string{""}, table: make([]uint32, 256)}
+	return &spanDict{strs: []string{""}, table: make([]uint64, 256)}
 }
 
-// lookup returns the id of s (not ""), of hash h, and whether it is in
-// d; when not, the slot its id would take.
-func (d *spanDict) lookup(s string, h uint64) (uint32, *uint32) {
+// lookup returns the id of s (not ""), of hash h (0: not in d), and the
+// slot it has or would take.
+func (d *spanDict) lookup(s string, h uint64) (uint32, *uint64) {
 	mask := uint64(len(d.table) - 1)
+	fp := h >> 32 << 32
 	for i := h & mask; ; i = (i + 1) & mask {
-		id := d.table[i]
-		if id == 0 || d.strs[id] == s {
-			return id, &d.table[i]
+		x := d.table[i]
+		if x == 0 {
+			return 0, &d.table[i]
+		}
+		if x&^(1<<32-1) == fp && d.strs[uint32(x)] == s {
+			return uint32(x), &d.table[i]
 		}
 	}
 }
 
 // add adds s (not in d) of hash h, at slot (lookup's), and returns its
 // id.
-func (d *spanDict) add(s string, h uint64, slot *uint32) uint32 {
+func (d *spanDict) add(s string, h uint64, slot *uint64) uint32 {
 	id := uint32(len(d.strs))
 	d.strs = append(d.strs, s)
-	*slot = id
+	*slot = h>>32<<32 | uint64(id)
 	d.bytes += len(s) + 32
 	if 2*len(d.strs) > len(d.table) {
-		d.table = make([]uint32, 2*len(d.table))
+		d.table = make([]uint64, 2*len(d.table))
 		mask := uint64(len(d.table) - 1)
 		for id, s := range d.strs[1:] {
-			i := maphash.String(dictSeed, s) & mask
+			h := maphash.String(dictSeed, s)
+			i := h & mask
 			for d.table[i] != 0 {
 				i = (i + 1) & mask
 			}
-			d.table[i] = uint32(id) + 1
+			d.table[i] = h>>32<<32 | uint64(id+1)
 		}
 	}
 	return id
