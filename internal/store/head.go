@@ -687,12 +687,16 @@ type blockFilter struct {
 	// already in strings by their bytes' address, the last Kieker trace
 	// and session hashed, the small orderIndex, eoi and ess values
 	// hashed.
-	seen    [256]string
-	pairAt  []pairSlot // pairSlots slots, made with the first trace
-	kid     int64
-	kidSeen bool
-	session string
-	small   [3][]uint64 // bit sets of the values added below smallLimit: orderIndex, eoi, ess
+	seen [256]string
+	// pairAt remembers pairs by address (addPair): made with the first
+	// pair, 64 slots, four times as many (to maxPairSlots) each time the
+	// head's rows outnumber them (a quiet host's head keeps few).
+	pairAt   []pairSlot
+	pairBits int
+	kid      int64
+	kidSeen  bool
+	session  string
+	small    [3][]uint64 // bit sets of the values added below smallLimit: orderIndex, eoi, ess
 }
 
 // add adds t's pairs and strings, and lists them under row in terms (nil:
@@ -700,7 +704,6 @@ type blockFilter struct {
 // for both.
 func (f *blockFilter) add(t *trace.Trace, terms *headTerms, row uint32) {
 	if f.pairs == nil {
-		f.pairAt = make([]pairSlot, pairSlots)
 		f.pairs = map[uint64]struct{}{}
 		f.strings = map[string]struct{}{}
 		f.resources = map[*trace.Resource][]uint64{}
@@ -771,17 +774,19 @@ type pairSlot struct {
 	p          *headPosting
 }
 
-// pairSlots is the number of pairs a filter remembers by address.
-const (
-	pairSlotBits = 10
-	pairSlots    = 1 << pairSlotBits
-)
+// maxPairBits: a filter remembers up to 1 << maxPairBits pairs by
+// address.
+const maxPairBits = 10
 
 // addPair adds the pair (key, value) and lists it under row in terms (nil:
 // none). A pair found by address is neither hashed nor looked up again.
 func (f *blockFilter) addPair(key, value string, terms *headTerms, row uint32) {
+	if len(f.pairAt) == 0 || f.pairBits < maxPairBits && int(row) >= len(f.pairAt) {
+		f.pairBits = min(max(f.pairBits+2, 6), maxPairBits)
+		f.pairAt = make([]pairSlot, 1<<f.pairBits) // a cache: begins empty
+	}
 	kp, vp := unsafe.StringData(key), unsafe.StringData(value)
-	slot := &f.pairAt[((uint64(uintptr(unsafe.Pointer(kp)))^uint64(uintptr(unsafe.Pointer(vp)))<<7^uint64(len(value)))*0x9e3779b97f4a7c15)>>(64-pairSlotBits)]
+	slot := &f.pairAt[((uint64(uintptr(unsafe.Pointer(kp)))^uint64(uintptr(unsafe.Pointer(vp)))<<7^uint64(len(value)))*0x9e3779b97f4a7c15)>>(64-f.pairBits)]
 	if kp != nil && unsafe.StringData(slot.key) == kp && unsafe.StringData(slot.value) == vp && len(slot.key) == len(key) && len(slot.value) == len(value) {
 		if slot.p != nil {
 			slot.p.add(row)
