@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/tracebridge/tracebridge/internal/store/block"
 	"github.com/tracebridge/tracebridge/internal/trace"
@@ -64,8 +65,27 @@ func (c *catalog) add(t *trace.Trace) {
 		svc string
 		op  OpKind
 	}
+	// The spans of a trace repeat a few operations of a few services:
+	// those already looked up for this trace (the last few) are not
+	// looked up again (found by the addresses of their strings: the
+	// assembler's repeat theirs).
+	var done [8]struct {
+		svc, host, op string
+		kind          trace.Kind
+	}
+	nd := 0
+spans:
 	for i := range t.Spans {
 		s := &t.Spans[i]
+		for j := range min(nd, len(done)) {
+			d := &done[j]
+			if sameString(d.op, s.Operation) && sameString(d.svc, s.Service) && d.kind == s.Kind && (s.Service != "" || sameString(d.host, s.Host)) {
+				continue spans
+			}
+		}
+		d := &done[nd%len(done)]
+		d.svc, d.host, d.op, d.kind = s.Service, s.Host, s.Operation, s.Kind
+		nd++
 		name := ServiceOf(s)
 		var via byte = 1
 		if s.Service == "" {
@@ -285,4 +305,10 @@ func (s *Store) TraceNames(host string) (names []string, complete bool) {
 	}
 	slices.Sort(names)
 	return names, !c.full
+}
+
+// sameString reports whether a and b are the same bytes (not merely
+// equal ones: no comparison).
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b))
 }

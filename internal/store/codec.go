@@ -563,7 +563,7 @@ func trigrams(s string, f func(uint64)) {
 }
 
 // pairHash is the hash of an attribute pair in the block filters.
-func pairHash(key, value string) uint64 { return block.HashString(key + "\x00" + value) }
+func pairHash(key, value string) uint64 { return block.HashPair(key, value) }
 
 var _ = math.MaxInt32
 

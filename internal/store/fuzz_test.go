@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/tracebridge/tracebridge/internal/trace"
@@ -29,6 +31,10 @@ func FuzzSegmentReader(f *testing.F) {
 	f.Add(blk[:len(blk)/2])
 	f.Add([]byte("TBK1"))
 	f.Add([]byte("TBK2"))
+	f.Add([]byte("TBK3"))
+	if b, err := os.ReadFile(filepath.Join("testdata", "body-v2.block")); err == nil {
+		f.Add(b) // a zstd chunk (TBK2)
+	}
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, raw, err := readBlock(bytes.NewReader(b), 0)

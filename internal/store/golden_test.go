@@ -73,21 +73,35 @@ func goldenPayload() []byte {
 // body still reads, to the traces it was written of; the current version
 // writes its golden block byte for byte (docs/STORE.md describes it).
 func TestGoldenBlocks(t *testing.T) {
+	// body-vN.block: a zstd chunk (TBK2; TBK1 for version 1) of the
+	// golden traces of body version N; chunk-s2.block: an S2 chunk
+	// (TBK3, what the store writes) of the current version's.
 	cur := filepath.Join("testdata", "body-v"+string(rune('0'+bodyVersion))+".block")
+	curS2 := filepath.Join("testdata", "chunk-s2.block")
+	hdr := blockHeader{count: 2, minStart: 5, maxEnd: 1_700_000_000_005_000_000}
 	if *update {
-		blk := appendBlock(nil, goldenPayload(), blockHeader{count: 2, minStart: 5, maxEnd: 1_700_000_000_005_000_000})
-		if err := os.WriteFile(cur, blk, 0o644); err != nil {
+		if err := os.WriteFile(cur, appendBlockV2(nil, goldenPayload(), hdr), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(curS2, appendBlock(nil, goldenPayload(), hdr), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The payload, not the block: zstd may compress the same bytes
 	// differently in another version of the library.
-	if b, err := os.ReadFile(cur); err != nil {
-		t.Fatal(err)
-	} else if _, raw, err := readBlock(bytes.NewReader(b), 0); err != nil {
-		t.Fatalf("%s: %v", cur, err)
-	} else if !bytes.Equal(raw, goldenPayload()) {
-		t.Errorf("the golden traces encode differently from %s (the trace body changed: bump its version, or run with -update)", cur)
+	for _, path := range []string{cur, curS2} {
+		if b, err := os.ReadFile(path); err != nil {
+			t.Fatal(err)
+		} else if h, raw, err := readBlock(bytes.NewReader(b), 0); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		} else if !bytes.Equal(raw, goldenPayload()) {
+			t.Errorf("the golden traces encode differently from %s (the trace body changed: bump its version, or run with -update)", path)
+		} else if h.s2 != (path == curS2) {
+			t.Errorf("%s: s2 = %v", path, h.s2)
+		}
+	}
+	if b := appendBlock(nil, goldenPayload(), hdr); string(b[:4]) != blockMagic {
+		t.Errorf("a chunk begins %q, want %q", b[:4], blockMagic)
 	}
 	for v := 1; v <= bodyVersion; v++ {
 		path := filepath.Join("testdata", "body-v"+string(rune('0'+v))+".block")
@@ -185,4 +199,13 @@ func TestOldBlocksInAStore(t *testing.T) {
 	if err != nil || len(p.Traces) != 1 || p.Traces[0].TraceID != v2[0].ID.String() {
 		t.Errorf("deployment.environment=prod: %+v %v", p.Traces, err)
 	}
+}
+
+// appendBlockV2 appends a TBK2 block (zstd), as stores before TBK3 wrote.
+func appendBlockV2(dst, raw []byte, h blockHeader) []byte {
+	start := len(dst)
+	dst = append(dst, blockMagicV2...)
+	dst = append(dst, make([]byte, blockHeaderSize-4)...)
+	dst = encoder1().EncodeAll(raw, dst)
+	return sealBlock(dst, start, len(raw), h)
 }

@@ -182,14 +182,20 @@ func (h *head) note(t *trace.Trace, row *block.Summary, size int) {
 	h.filter.add(t, h.terms, uint32(max(len(h.rows)-1, 0)))
 	h.cat.add(t)
 	perSpan := max(int64(size)/int64(max(len(t.Spans), 1)), 1)
+	last := "" // a span's host mostly repeats the previous span's
 	for i := range t.Spans {
-		if hs := t.Spans[i].Host; hs != "" {
+		hs := t.Spans[i].Host
+		if hs == "" {
+			continue
+		}
+		if hs != last {
 			if _, ok := h.hosts[hs]; !ok {
 				h.hosts[strings.Clone(hs)] = struct{}{}
 			}
-			if hs != h.host {
-				h.shared[hs] += perSpan
-			}
+			last = hs
+		}
+		if hs != h.host {
+			h.shared[hs] += perSpan
 		}
 	}
 	if row.Errors > 0 {
@@ -602,11 +608,19 @@ type headPosting struct {
 // put lists row under the pair of hash x (the caller holds the
 // partition's lock; rows come in ascending order).
 func (ht *headTerms) put(x uint64, row uint32) {
+	if p := ht.posting(x); p != nil {
+		p.add(row)
+	}
+}
+
+// posting returns the posting of the pair of hash x, beginning one when
+// there is none (nil when the index is full).
+func (ht *headTerms) posting(x uint64) *headPosting {
 	p := ht.m[x]
 	if p == nil {
 		if len(ht.m) >= maxHeadPairs {
 			ht.full = true
-			return
+			return nil
 		}
 		if len(ht.slab) == 0 {
 			ht.slabSize = min(max(2*ht.slabSize, 16), 256)
@@ -616,7 +630,13 @@ func (ht *headTerms) put(x uint64, row uint32) {
 		ht.slab = ht.slab[1:]
 		p.rows = p.first[:0]
 		ht.m[x] = p
-	} else if p.last == row {
+	}
+	return p
+}
+
+// add lists row (rows come in ascending order; a repeat is listed once).
+func (p *headPosting) add(row uint32) {
+	if p.n > 0 && p.last == row {
 		return // a repeat in this trace
 	}
 	p.rows = binary.AppendUvarint(p.rows, uint64(row-p.last))
@@ -667,11 +687,16 @@ type blockFilter struct {
 	// already in strings by their bytes' address, the last Kieker trace
 	// and session hashed, the small orderIndex, eoi and ess values
 	// hashed.
-	seen    [256]string
-	kid     int64
-	kidSeen bool
-	session string
-	small   [3][]uint64 // bit sets of the values added below smallLimit: orderIndex, eoi, ess
+	seen [256]string
+	// pairAt remembers pairs by address (addPair): made with the first
+	// pair, 64 slots, four times as many (to maxPairSlots) each time the
+	// head's rows outnumber them (a quiet host's head keeps few).
+	pairAt   []pairSlot
+	pairBits int
+	kid      int64
+	kidSeen  bool
+	session  string
+	small    [3][]uint64 // bit sets of the values added below smallLimit: orderIndex, eoi, ess
 }
 
 // add adds t's pairs and strings, and lists them under row in terms (nil:
@@ -690,11 +715,7 @@ func (f *blockFilter) add(t *trace.Trace, terms *headTerms, row uint32) {
 			f.addString(str)
 		}
 		for _, a := range s.Attributes {
-			x := pairHash(a.Key, a.Value)
-			f.pairs[x] = struct{}{}
-			if terms != nil {
-				terms.put(x, row)
-			}
+			f.addPair(a.Key, a.Value, terms, row)
 			f.addString(a.Key)
 		}
 		f.kieker(s)
@@ -741,6 +762,48 @@ func (f *blockFilter) add(t *trace.Trace, terms *headTerms, row uint32) {
 			}
 		}
 	}
+}
+
+// pairSlot is a pair added before, found again by the addresses of its
+// strings (the spans' keys and repeated values are interned: they come
+// again with the same bytes), with its hash and its posting in the
+// head's term index (nil: none).
+type pairSlot struct {
+	key, value string
+	x          uint64
+	p          *headPosting
+}
+
+// maxPairBits: a filter remembers up to 1 << maxPairBits pairs by
+// address.
+const maxPairBits = 10
+
+// addPair adds the pair (key, value) and lists it under row in terms (nil:
+// none). A pair found by address is neither hashed nor looked up again.
+func (f *blockFilter) addPair(key, value string, terms *headTerms, row uint32) {
+	if len(f.pairAt) == 0 || f.pairBits < maxPairBits && int(row) >= len(f.pairAt) {
+		f.pairBits = min(max(f.pairBits+2, 6), maxPairBits)
+		f.pairAt = make([]pairSlot, 1<<f.pairBits) // a cache: begins empty
+	}
+	kp, vp := unsafe.StringData(key), unsafe.StringData(value)
+	slot := &f.pairAt[((uint64(uintptr(unsafe.Pointer(kp)))^uint64(uintptr(unsafe.Pointer(vp)))<<7^uint64(len(value)))*0x9e3779b97f4a7c15)>>(64-f.pairBits)]
+	if kp != nil && unsafe.StringData(slot.key) == kp && unsafe.StringData(slot.value) == vp && len(slot.key) == len(key) && len(slot.value) == len(value) {
+		if slot.p != nil {
+			slot.p.add(row)
+		} else if terms != nil {
+			terms.put(slot.x, row)
+		}
+		return
+	}
+	x := pairHash(key, value)
+	f.pairs[x] = struct{}{}
+	var p *headPosting
+	if terms != nil {
+		if p = terms.posting(x); p != nil {
+			p.add(row)
+		}
+	}
+	*slot = pairSlot{key: key, value: value, x: x, p: p}
 }
 
 // addString adds s to the strings.

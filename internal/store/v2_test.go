@@ -559,3 +559,61 @@ func TestCloseUploadsHeads(t *testing.T) {
 		t.Fatalf("write-ahead files after Close: %v", files)
 	}
 }
+
+// TestReplaysZstdChunks: a write-ahead file of a store before S2 chunks
+// (TBK2, zstd), or of one that wrote both, is replayed after a crash.
+func TestReplaysZstdChunks(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{ChunkSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := s.Append([]*trace.Trace{mkTrace(i, "h", 2, int64(10+i), 5, false)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	p := s.partition("h")
+	path, chunks, first := p.head.path, p.head.chunks, p.head.chunks[0]
+	s.cancel()
+	s.uploadWG.Wait()
+	p.head.close()
+	// Every other chunk rewritten as zstd.
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := make([]byte, first)
+	if _, err := f.ReadAt(head, 0); err != nil {
+		t.Fatal(err)
+	}
+	out := head
+	for i, off := range chunks {
+		h, raw, err := readBlock(f, off)
+		if err != nil || !h.s2 {
+			t.Fatalf("chunk %d: s2 %v, %v", i, h.s2, err)
+		}
+		if i%2 == 0 {
+			out = appendBlockV2(out, raw, h)
+		} else {
+			out = appendBlock(out, raw, h)
+		}
+	}
+	f.Close()
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, dir, Options{})
+	if rec := s2.Recovery(); rec.Traces != 5 || len(rec.Truncated) != 0 {
+		t.Fatalf("recovery %+v", rec)
+	}
+	flush(t, s2)
+	page, _ := s2.Search(Query{Limit: 100})
+	if len(page.Traces) != 5 {
+		t.Fatalf("%d traces after recovery, want 5", len(page.Traces))
+	}
+	s2.Close()
+}

@@ -143,6 +143,9 @@ type Assembler struct {
 	// recent holds the resources and scopes of recent traces, so that
 	// the traces of a resource share one copy (made once, not per trace).
 	recent recentOrigins
+	// batchOrigin is the origin of the last span record of the batch
+	// AddBatch adds.
+	batchOrigin batchOrigin
 
 	// Invocation identifiers (InvocationType): the Kieker trace each
 	// invocation ran, and the tasks waiting for their parent's.
@@ -179,10 +182,12 @@ type family struct {
 	// spans: span records decoded before they were due (a merge).
 	spans []Span
 	// The span records waiting, as bytes (pending.go): pending of them
-	// in buf, with nattrs attributes, whose strings refer to dict.
+	// in buf, with nattrs attributes, whose strings refer to dict;
+	// inline of buf's bytes are strings written inline.
 	buf     []byte
 	pending int
 	nattrs  int
+	inline  int
 	dict    *spanDict
 	part    int
 	broken  []string
@@ -254,9 +259,11 @@ func (a *Assembler) AddBatch(b *record.Batch) {
 		a.batchNow = a.opt.Now().UnixNano() // one clock reading per batch
 		defer func() { a.batchNow = 0 }()
 	}
+	a.batchOrigin = batchOrigin{on: true}
 	for i := range b.Records {
 		a.Add(&b.Records[i], &b.Origin)
 	}
+	a.batchOrigin = batchOrigin{} // the batch's lists are reused after it
 	a.finishComplete()
 	a.limit()
 }

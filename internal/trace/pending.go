@@ -38,8 +38,14 @@ import (
 // traces begun after it, and the old one lives as long as a trace that
 // refers to it.
 type spanDict struct {
-	ids   map[string]uint32
-	strs  []string
+	strs []string
+	// table holds the ids of strs (low 32 bits; 0: empty) with the high
+	// 32 bits of their hash (dictSeed) above, open-addressed by the hash:
+	// the hash a lookup computes also serves the sketch of strings seen
+	// once, and a slot of another string is passed over without
+	// comparing bytes. Its length is a power of 2, at least twice
+	// len(strs).
+	table []uint64
 	bytes int
 }
 
@@ -50,7 +56,45 @@ const (
 )
 
 func newSpanDict() *spanDict {
-	return &spanDict{ids: map[string]uint32{"": 0}, strs: []string{""}}
+	return &spanDict{strs: []string{""}, table: make([]uint64, 256)}
+}
+
+// lookup returns the id of s (not ""), of hash h (0: not in d), and the
+// slot it has or would take.
+func (d *spanDict) lookup(s string, h uint64) (uint32, *uint64) {
+	mask := uint64(len(d.table) - 1)
+	fp := h >> 32 << 32
+	for i := h & mask; ; i = (i + 1) & mask {
+		x := d.table[i]
+		if x == 0 {
+			return 0, &d.table[i]
+		}
+		if x&^(1<<32-1) == fp && d.strs[uint32(x)] == s {
+			return uint32(x), &d.table[i]
+		}
+	}
+}
+
+// add adds s (not in d) of hash h, at slot (lookup's), and returns its
+// id.
+func (d *spanDict) add(s string, h uint64, slot *uint64) uint32 {
+	id := uint32(len(d.strs))
+	d.strs = append(d.strs, s)
+	*slot = h>>32<<32 | uint64(id)
+	d.bytes += len(s) + 32
+	if 2*len(d.strs) > len(d.table) {
+		d.table = make([]uint64, 2*len(d.table))
+		mask := uint64(len(d.table) - 1)
+		for id, s := range d.strs[1:] {
+			h := maphash.String(dictSeed, s)
+			i := h & mask
+			for d.table[i] != 0 {
+				i = (i + 1) & mask
+			}
+			d.table[i] = h>>32<<32 | uint64(id+1)
+		}
+	}
+	return id
 }
 
 func (d *spanDict) full() bool { return len(d.strs) >= dictMaxStrings || d.bytes >= dictMaxBytes }
@@ -69,6 +113,8 @@ type spanCodec struct {
 	// perSpan is the recent average of bytes per pending span (×16), for
 	// the capacity of a new trace's buffer.
 	perSpan int
+	// inline counts the bytes of the strings written inline.
+	inline int
 }
 
 type dictSlot struct {
@@ -104,15 +150,13 @@ func (c *spanCodec) str(dst []byte, d *spanDict, s string) []byte {
 	if slot.d == d && unsafe.StringData(slot.s) == p && len(slot.s) == len(s) {
 		return binary.AppendUvarint(dst, uint64(slot.id)<<1)
 	}
-	id, ok := d.ids[s]
+	h := maphash.String(dictSeed, s)
+	id, at := d.lookup(s, h)
+	ok := id != 0
 	if !ok && d == c.dict && len(s) <= 1024 {
-		h := maphash.String(dictSeed, s)
 		seen := &c.seen[h&(dictSeenSlots-1)]
 		if fp := uint32(h>>32) | 1; *seen == fp {
-			id, ok = uint32(len(d.strs)), true
-			d.strs = append(d.strs, s)
-			d.ids[s] = id
-			d.bytes += len(s) + 32
+			id, ok = d.add(s, h, at), true
 			if d.full() {
 				c.dict = newSpanDict()
 				clear(c.cache) // slots naming older dictionaries would keep them
@@ -126,6 +170,7 @@ func (c *spanCodec) str(dst []byte, d *spanDict, s string) []byte {
 		return binary.AppendUvarint(dst, uint64(id)<<1)
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(s))<<1|1)
+	c.inline += len(s)
 	return append(dst, s...)
 }
 
@@ -177,8 +222,7 @@ func (a *Assembler) addSpan(r *record.Record, origin *record.Origin) *family {
 	b = c.strItem(b, d, v[SpanThread])
 	b = c.strItem(b, d, v[SpanProcess])
 	if !a.opt.Lean {
-		o := originOf(v)
-		ri, si := f.originIndex(&o, &a.recent)
+		ri, si := a.originIndex(f, v)
 		b = binary.AppendUvarint(b, uint64(ri))
 		b = binary.AppendUvarint(b, uint64(si))
 		var kv, ts []record.Value
@@ -215,32 +259,56 @@ func (a *Assembler) addSpan(r *record.Record, origin *record.Origin) *family {
 		}
 	}
 	c.perSpan += len(b) - n0 - c.perSpan/16
+	f.inline += c.inline
+	c.inline = 0
 	f.buf = b
 	f.pending++
 	return f
 }
 
-// originIndex is origin, as 1 + the indexes in f's tables (0: none).
-func (f *family) originIndex(o *origin, recent *recentOrigins) (int, int) {
-	res, sc := f.origin(o, recent)
-	ri, si := 0, 0
-	if res != nil {
-		for i := len(f.resources) - 1; i >= 0; i-- {
-			if f.resources[i] == res {
-				ri = i + 1
-				break
-			}
+// batchOrigin is the origin of the last span record of a batch: the
+// records of one resource share its lists (the decoders make them once),
+// so the next record of the batch with the same lists and scope name has
+// the same resource and scope, found without comparing their attributes.
+type batchOrigin struct {
+	on         bool // AddBatch is adding (a batch's lists live as long)
+	res, types *record.List
+	scope      string
+	r          *Resource
+	s          *Scope
+}
+
+// originIndex is the origin of span record values v as 1 + the indexes
+// in f's tables (0: none), adding them when new.
+func (a *Assembler) originIndex(f *family, v []record.Value) (int, int) {
+	bo := &a.batchOrigin
+	rl, tl, scope := v[SpanResource].List(), v[SpanResourceTypes].List(), v[SpanScope].Str()
+	if bo.on && bo.res != nil && rl == bo.res && tl == bo.types && scope == bo.scope {
+		ri, si := tableIndex(f.resources, bo.r), tableIndex(f.scopes, bo.s)
+		if ri >= 0 && si >= 0 {
+			return ri, si
 		}
 	}
-	if sc != nil {
-		for i := len(f.scopes) - 1; i >= 0; i-- {
-			if f.scopes[i] == sc {
-				si = i + 1
-				break
-			}
+	o := originOf(v)
+	res, sc := f.origin(&o, &a.recent)
+	if bo.on && rl != nil {
+		*bo = batchOrigin{on: true, res: rl, types: tl, scope: scope, r: res, s: sc}
+	}
+	return max(tableIndex(f.resources, res), 0), max(tableIndex(f.scopes, sc), 0)
+}
+
+// tableIndex returns 1 + the index of x in table (0: x is nil; -1: not
+// in it), the last entry first.
+func tableIndex[T any](table []*T, x *T) int {
+	if x == nil {
+		return 0
+	}
+	for i := len(table) - 1; i >= 0; i-- {
+		if table[i] == x {
+			return i + 1
 		}
 	}
-	return ri, si
+	return -1
 }
 
 // pendingReader reads a trace's pending spans. Its error sticks (a
@@ -251,6 +319,11 @@ type pendingReader struct {
 	off int
 	d   *spanDict
 	bad bool
+	// strs holds the inline strings read: they are copied into it one
+	// after another, so that a trace's strings are one allocation (its
+	// capacity is what they need; a string that does not fit is
+	// allocated on its own).
+	strs []byte
 }
 
 func (r *pendingReader) u64() uint64 {
@@ -307,7 +380,14 @@ func (r *pendingReader) str() string {
 		r.bad = true
 		return ""
 	}
-	s := string(r.b[r.off : r.off+n])
+	var s string
+	if n > 0 && n <= cap(r.strs)-len(r.strs) {
+		k := len(r.strs)
+		r.strs = append(r.strs, r.b[r.off:r.off+n]...)
+		s = unsafe.String(&r.strs[k], n) // never written again
+	} else {
+		s = string(r.b[r.off : r.off+n])
+	}
 	r.off += n
 	return s
 }
@@ -321,6 +401,9 @@ func (a *Assembler) pendingSpans(f *family, out []Span) []Span {
 	out = slices.Grow(out, f.pending)
 	attrs := make([]Attr, f.nattrs)
 	r := pendingReader{b: f.buf, d: f.dict}
+	if f.inline > 0 {
+		r.strs = make([]byte, 0, f.inline)
+	}
 	for range f.pending {
 		out = out[:len(out)+1] // made in place: a Span is large to copy
 		s := &out[len(out)-1]
@@ -386,6 +469,6 @@ func (a *Assembler) pendingSpans(f *family, out []Span) []Span {
 			break
 		}
 	}
-	f.buf, f.pending, f.nattrs = nil, 0, 0
+	f.buf, f.pending, f.nattrs, f.inline = nil, 0, 0, 0
 	return out
 }

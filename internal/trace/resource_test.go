@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -115,5 +116,75 @@ func TestResourcesSharedByTraces(t *testing.T) {
 		if len(tr.Resources) != 1 || tr.Resources[0] != out[0].Resources[0] || tr.Spans[0].Resource != tr.Resources[0] {
 			t.Errorf("trace %s: resources %v, span's %p; the first trace's %p", tr.ID, tr.Resources, tr.Spans[0].Resource, out[0].Resources[0])
 		}
+	}
+}
+
+// TestSharedResourceLists: span records of one batch sharing their
+// resource lists (as the decoders make them: one list per resource),
+// interleaved across resources, scopes and traces, get their own
+// resource and scope, one table entry each per trace; a batch after it
+// whose lists are new (a batch's lists are reused after it) is not
+// taken for the last one's.
+func TestSharedResourceLists(t *testing.T) {
+	mk := func(svc, version string) (*Resource, *Scope) {
+		return &Resource{Attributes: []Attr{{Key: "service.name", Value: svc, Type: TypeString}}},
+			&Scope{Name: "lib", Version: version}
+	}
+	type origin struct{ svc, version string }
+	origins := []origin{{"web", "1"}, {"db", "1"}, {"web", "2"}}
+	b := &record.Batch{}
+	var lists [3][2]record.Value
+	var want []origin
+	for i := range 12 {
+		o := origins[i%3]
+		if i == 7 {
+			o = origins[0] // twice in a row
+		}
+		res, sc := mk(o.svc, o.version)
+		id := ID{Hi: 1, Lo: uint64(1 + i%2)}
+		AppendSpan(b, id, &Span{SpanID: SpanID(i + 1), Operation: "op", Service: o.svc, Start: int64(10 + i), End: 100, Resource: res, Scope: sc})
+		v := b.Records[len(b.Records)-1].Values
+		k := slices.Index(origins, o)
+		if lists[k][0].List() == nil {
+			lists[k] = [2]record.Value{v[SpanResource], v[SpanResourceTypes]}
+		} else {
+			v[SpanResource], v[SpanResourceTypes] = lists[k][0], lists[k][1] // shared, as a decoder's
+		}
+		want = append(want, o)
+	}
+	// The next batch: one span of "db" whose lists are new.
+	b2 := &record.Batch{}
+	res, sc := mk("db", "1")
+	AppendSpan(b2, ID{Hi: 1, Lo: 1}, &Span{SpanID: 99, Operation: "op", Service: "db", Start: 50, End: 100, Resource: res, Scope: sc})
+	var out []*Trace
+	a := NewAssembler(Options{Clock: RecordClock, Emit: func(tr *Trace) { out = append(out, tr) }})
+	a.AddBatch(b)
+	a.AddBatch(b2)
+	a.Flush()
+	if len(out) != 2 {
+		t.Fatalf("%d traces, want 2", len(out))
+	}
+	seen := 0
+	for _, tr := range out {
+		if len(tr.Resources) != 2 || len(tr.Scopes) != 2 {
+			t.Errorf("trace %s: %d resources, %d scopes, want 2 and 2", tr.ID, len(tr.Resources), len(tr.Scopes))
+		}
+		for i := range tr.Spans {
+			s := &tr.Spans[i]
+			w := origin{"db", "1"}
+			if s.SpanID != 99 {
+				w = want[s.SpanID-1]
+			}
+			seen++
+			if s.Resource == nil || s.Resource.Attributes[0].Value != w.svc || s.Scope == nil || s.Scope.Version != w.version {
+				t.Errorf("span %d: resource %v scope %v, want %v", s.SpanID, s.Resource, s.Scope, w)
+			}
+			if !slices.Contains(tr.Resources, s.Resource) || !slices.Contains(tr.Scopes, s.Scope) {
+				t.Errorf("span %d: its resource or scope is not in its trace's tables", s.SpanID)
+			}
+		}
+	}
+	if seen != 13 {
+		t.Errorf("%d spans, want 13", seen)
 	}
 }

@@ -80,9 +80,9 @@ func (sc *treeScratch) tree(t *Trace) (dups int) {
 	}()
 	kept := t.Spans[:0]
 	for i := range t.Spans {
-		s := t.Spans[i]
+		s := &t.Spans[i] // moved to kept[len(kept)] (≤ i) when kept
 		if j := sc.find(s.SpanID); j >= 0 {
-			if sameSpan(&kept[j], &s) {
+			if sameSpan(&kept[j], s) {
 				dups++
 				continue
 			}
@@ -98,7 +98,11 @@ func (sc *treeScratch) tree(t *Trace) (dups int) {
 			t.Broken = append(t.Broken, fmt.Sprintf("span id %s used twice (%s, %s; the second is now %s)", id, kept[j].Operation, s.Operation, s.SpanID))
 		}
 		sc.put(s.SpanID, len(kept))
-		kept = append(kept, s)
+		if len(kept) == i {
+			kept = kept[:i+1] // in place: no copy of a large Span
+		} else {
+			kept = append(kept, *s)
+		}
 	}
 	clear(t.Spans[len(kept):]) // no strings kept alive past the end
 	t.Spans = kept

@@ -1,7 +1,10 @@
 package store
 
 import (
+	"context"
 	"fmt"
+	"runtime"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -94,4 +97,128 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// otlpBatches returns batches of span records shaped like bench/otlp's
+// load (as internal/trace's benchSpans): traces of 8 spans alternating
+// HTTP server spans (a path and a user id that never repeat) and database
+// client spans, the resources of 8 services, one scope, an event on one
+// span in 8, an error on one in 50. Strings that repeat are shared, as
+// the OTLP decoder interns them.
+func otlpBatches(batches, perBatch int) []*record.Batch {
+	var res [8]*trace.Resource
+	for i := range res {
+		svc := "service-" + strconv.Itoa(i)
+		res[i] = &trace.Resource{Attributes: []trace.Attr{
+			{Key: "service.name", Value: svc, Type: trace.TypeString}, {Key: "service.version", Value: "1.4.2", Type: trace.TypeString},
+			{Key: "host.name", Value: "node-" + strconv.Itoa(i), Type: trace.TypeString}, {Key: "process.pid", Value: strconv.Itoa(4000 + i), Type: trace.TypeInt},
+			{Key: "telemetry.sdk.name", Value: "opentelemetry", Type: trace.TypeString}, {Key: "telemetry.sdk.language", Value: "go", Type: trace.TypeString},
+			{Key: "telemetry.sdk.version", Value: "1.38.0", Type: trace.TypeString},
+		}}
+	}
+	scope := &trace.Scope{Name: "go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp", Version: "0.63.0"}
+	svcs, hosts := make([]string, 8), make([]string, 8)
+	for i := range svcs {
+		svcs[i], hosts[i] = "service-"+strconv.Itoa(i), "node-"+strconv.Itoa(i)
+	}
+	var out []*record.Batch
+	n := 0
+	for range batches {
+		b := &record.Batch{}
+		for j := range perBatch {
+			id := trace.ID{Hi: uint64(n/8 + 1), Lo: uint64(n/8+1) * 7}
+			svc := n / 8 % 8
+			s := trace.Span{SpanID: trace.SpanID(n + 1), Start: int64(1e15 + n*1000), End: int64(1e15 + n*1000 + 500_000),
+				Service: svcs[svc], Host: hosts[svc], Resource: res[svc], Scope: scope}
+			if n%8 != 0 {
+				s.ParentID = trace.SpanID(n)
+			}
+			if j%2 == 0 {
+				s.Operation, s.Kind = "GET /api/orders/{id}", trace.KindServer
+				s.Attributes = []trace.Attr{{Key: "http.request.method", Value: "GET", Type: trace.TypeString},
+					{Key: "http.route", Value: "/api/orders/{id}", Type: trace.TypeString},
+					{Key: "url.path", Value: "/api/orders/" + strconv.Itoa(n*7919), Type: trace.TypeString},
+					{Key: "http.response.status_code", Value: "200", Type: trace.TypeInt},
+					{Key: "server.address", Value: "shop.example.com", Type: trace.TypeString},
+					{Key: "server.port", Value: "8443", Type: trace.TypeInt},
+					{Key: "user_agent.original", Value: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko)", Type: trace.TypeString},
+					{Key: "enduser.id", Value: "user-" + strconv.Itoa(n*31), Type: trace.TypeString}}
+			} else {
+				s.Operation, s.Kind = "SELECT orders", trace.KindClient
+				s.Attributes = []trace.Attr{{Key: "db.system", Value: "postgresql", Type: trace.TypeString},
+					{Key: "db.statement", Value: "SELECT * FROM orders WHERE id = $1", Type: trace.TypeString},
+					{Key: "db.name", Value: "shop", Type: trace.TypeString}, {Key: "thread.id", Value: "17", Type: trace.TypeInt}}
+			}
+			if n%8 == 3 {
+				s.Events = []trace.Event{{Name: "cache.miss", Time: s.Start + 100, Attributes: []trace.Attr{{Key: "cache.key", Value: "k" + strconv.Itoa(n), Type: trace.TypeString}}}}
+			}
+			if n%50 == 7 {
+				s.Status, s.StatusMessage = trace.StatusError, "boom"
+			}
+			trace.AppendSpan(b, id, &s)
+			n++
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// BenchmarkSpansToStore measures tb-store's path after decoding (bench/otlp):
+// OTLP-like span records through the assembler (a window that closes a
+// trace two rounds of batches after its spans came, as a running
+// bridge's) into the store (encoded, summarised, written ahead; a head
+// cut into a block and written when full, as serve's). cpu-ns/span is
+// the figure: the process's CPU time per span, the store's uploader and
+// the garbage collector included; B/span the store's bytes per span
+// after a last Flush.
+func BenchmarkSpansToStore(b *testing.B) {
+	bs := otlpBatches(64, 256)
+	st, err := tstore.Open(b.TempDir(), tstore.Options{HeadSize: 8 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Unix(0, 0)
+	var pending []*trace.Trace
+	spans := 0
+	a := trace.NewAssembler(trace.Options{Window: time.Second, Now: func() time.Time { return now },
+		Emit: func(t *trace.Trace) { pending = append(pending, t); spans += len(t.Spans) }})
+	hand := func() {
+		if len(pending) > 0 {
+			if _, err := st.Append(pending); err != nil {
+				b.Fatal(err)
+			}
+		}
+		clear(pending)
+		pending = pending[:0]
+	}
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for r, i := 0, 0; i < b.N; r++ {
+		for _, bt := range bs {
+			v := bt.Records
+			for k := range v {
+				// New trace ids each round (as bench/otlp's sends).
+				v[k].Values[trace.SpanTraceIDHigh] = record.IntValue(v[k].Values[trace.SpanTraceIDLow].Int()/7 + int64(r)<<40)
+			}
+			a.AddBatch(bt)
+			i += len(bt.Records)
+		}
+		now = now.Add(500 * time.Millisecond)
+		a.Tick()
+		hand()
+	}
+	a.Flush()
+	hand()
+	if err := st.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC() // the garbage made is part of the cost
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(max(spans, 1)), "cpu-ns/span")
+	if err := st.Flush(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(st.Size())/float64(max(spans, 1)), "B/span")
 }

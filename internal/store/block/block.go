@@ -155,6 +155,7 @@ type Writer struct {
 	pageSize int
 	data     []byte // header and the pages written so far
 	raw      []byte // the current page, uncompressed
+	page     []byte // scratch: the page with its count, compressed from
 	inPage   uint32
 	pages    []PageRef
 	rows     []Summary
@@ -205,8 +206,9 @@ func (w *Writer) cut() {
 	if w.inPage == 0 {
 		return
 	}
-	raw := binary.AppendUvarint(make([]byte, 0, len(w.raw)+5), uint64(w.inPage))
+	raw := binary.AppendUvarint(w.page[:0], uint64(w.inPage))
 	raw = append(raw, w.raw...)
+	w.page = raw
 	off := len(w.data)
 	w.data = compress(w.data, raw)
 	stored := w.data[off:]

@@ -291,3 +291,11 @@ func TestMeta(t *testing.T) {
 		}
 	}
 }
+
+func TestHashPair(t *testing.T) {
+	for _, kv := range [][2]string{{"", ""}, {"k", "v"}, {"http.route", "/api/orders/{id}"}, {"", "x"}, {"key", ""}} {
+		if got, want := HashPair(kv[0], kv[1]), HashString(kv[0]+"\x00"+kv[1]); got != want {
+			t.Errorf("HashPair(%q, %q) = %x, want %x", kv[0], kv[1], got, want)
+		}
+	}
+}

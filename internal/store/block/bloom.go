@@ -19,14 +19,27 @@ const bloomBitsPerItem = 10
 
 // HashString hashes s for the filters. The hash must be the same in every
 // process that reads the store, so it is FNV-1a based, not seeded.
-func HashString(s string) uint64 {
-	const offset, prime = 14695981039346656037, 1099511628211
-	h := uint64(offset)
+func HashString(s string) uint64 { return hashMix(fnv(fnvOffset, s)) }
+
+// HashPair is HashString(key + "\x00" + value), without building the
+// string.
+func HashPair(key, value string) uint64 {
+	return hashMix(fnv(fnv(fnvOffset, key)*fnvPrime, value)) // the 0 byte: h ^= 0; h *= fnvPrime
+}
+
+const fnvOffset, fnvPrime = 14695981039346656037, 1099511628211
+
+// fnv continues FNV-1a hash h over s.
+func fnv(h uint64, s string) uint64 {
 	for i := 0; i < len(s); i++ {
 		h ^= uint64(s[i])
-		h *= prime
+		h *= fnvPrime
 	}
-	// A final mix spreads FNV's low-entropy low bits.
+	return h
+}
+
+// hashMix is the final mix: it spreads FNV's low-entropy low bits.
+func hashMix(h uint64) uint64 {
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
 	h ^= h >> 33

@@ -3,6 +3,7 @@ package block
 import (
 	"bytes"
 	"encoding/binary"
+	"hash/maphash"
 	"math"
 	"slices"
 	"strings"
@@ -21,46 +22,108 @@ type Term struct {
 // truncated term may hold any text.
 const MaxTermValue = 256
 
-// termKey is a term as the writer collects it.
-type termKey struct {
-	key, value string
-	truncated  bool
-}
-
-// terms collects the writer's terms and each row's.
+// termSet collects the writer's terms and each row's. A block of a
+// busy host lists a term for each of its unique values (paths, user
+// ids: about one a span), so the terms are kept without pointers: the
+// values one after another in bytes, each term an entry of list found
+// through an open-addressed table of list indexes by hash.
 type termSet struct {
-	ids  map[termKey]uint32
-	list []termKey
+	keys   map[string]uint32 // the keys' ids: indexes in keyStr
+	keyStr []string
+	bytes  []byte    // the values
+	list   []termEnt // term id → term
+	table  []uint32  // 1 + term id by hash (0: empty); len a power of 2
+	seed   maphash.Seed
 	// rowTerms[rowEnd[i-1]:rowEnd[i]] are row i's term ids (in Add order).
 	rowTerms []uint32
 	rowEnd   []uint32
 }
 
+// termEnt is a term: its key's id and its value, bytes[off:off+n].
+type termEnt struct {
+	off       int
+	key       uint32
+	hash      uint32 // the low bits of its hash
+	n         uint16
+	truncated bool
+}
+
+// value returns e's value (a view of ts.bytes, valid until the next add).
+func (ts *termSet) value(e *termEnt) []byte { return ts.bytes[e.off : e.off+int(e.n)] }
+
+// termHash is the hash of a term in ts.table.
+func (ts *termSet) termHash(key uint32, value string, truncated bool) uint64 {
+	h := maphash.String(ts.seed, value) ^ uint64(key)*0x9e3779b97f4a7c15
+	if truncated {
+		h = ^h
+	}
+	return h
+}
+
 func (ts *termSet) add(terms []Term) {
-	if ts.ids == nil {
-		ts.ids = map[termKey]uint32{}
+	if ts.keys == nil {
+		ts.keys = map[string]uint32{}
+		ts.seed = maphash.MakeSeed()
+		ts.table = make([]uint32, 1024)
 	}
 	first := len(ts.rowTerms)
 	for _, t := range terms {
-		k := termKey{key: t.Key, value: t.Value}
-		if len(k.value) > MaxTermValue {
-			k.value, k.truncated = k.value[:MaxTermValue], true
+		value, truncated := t.Value, false
+		if len(value) > MaxTermValue {
+			value, truncated = value[:MaxTermValue], true
 		}
-		id, ok := ts.ids[k]
+		key, ok := ts.keys[t.Key]
 		if !ok {
-			// The strings are kept: the caller's may be reused.
-			k.key, k.value = strings.Clone(k.key), strings.Clone(k.value)
-			id = uint32(len(ts.list))
-			ts.ids[k] = id
-			ts.list = append(ts.list, k)
+			key = uint32(len(ts.keyStr))
+			k := strings.Clone(t.Key) // the caller's may be reused
+			ts.keyStr = append(ts.keyStr, k)
+			ts.keys[k] = key
 		}
-		ts.rowTerms = append(ts.rowTerms, id)
+		ts.rowTerms = append(ts.rowTerms, ts.id(key, value, truncated))
 	}
 	// A term once a row.
 	row := ts.rowTerms[first:]
 	slices.Sort(row)
 	ts.rowTerms = ts.rowTerms[:first+len(slices.Compact(row))]
 	ts.rowEnd = append(ts.rowEnd, uint32(len(ts.rowTerms)))
+}
+
+// id returns the id of the term, adding it when new (its value copied).
+func (ts *termSet) id(key uint32, value string, truncated bool) uint32 {
+	h := ts.termHash(key, value, truncated)
+	mask := uint64(len(ts.table) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		x := ts.table[i]
+		if x == 0 {
+			id := uint32(len(ts.list))
+			ts.list = append(ts.list, termEnt{off: len(ts.bytes), key: key, hash: uint32(h), n: uint16(len(value)), truncated: truncated})
+			ts.bytes = append(ts.bytes, value...)
+			ts.table[i] = id + 1
+			if 2*len(ts.list) > len(ts.table) {
+				ts.grow()
+			}
+			return id
+		}
+		e := &ts.list[x-1]
+		if e.hash == uint32(h) && e.key == key && e.truncated == truncated && string(ts.value(e)) == value {
+			return x - 1
+		}
+	}
+}
+
+// grow doubles the table.
+func (ts *termSet) grow() {
+	ts.table = make([]uint32, 2*len(ts.table))
+	mask := uint64(len(ts.table) - 1)
+	for id := range ts.list {
+		e := &ts.list[id]
+		h := ts.termHash(e.key, string(ts.value(e)), e.truncated)
+		i := h & mask
+		for ts.table[i] != 0 {
+			i = (i + 1) & mask
+		}
+		ts.table[i] = uint32(id) + 1
+	}
 }
 
 // appendTerms appends the term index: perm[i] is the Add-order number of
@@ -93,10 +156,10 @@ func (ts *termSet) appendTerms(dst []byte, perm []uint32) []byte {
 	}
 	slices.SortFunc(order, func(a, b uint32) int {
 		x, y := &ts.list[a], &ts.list[b]
-		if c := strings.Compare(x.key, y.key); c != 0 {
+		if c := strings.Compare(ts.keyStr[x.key], ts.keyStr[y.key]); c != 0 {
 			return c
 		}
-		if c := strings.Compare(x.value, y.value); c != 0 {
+		if c := bytes.Compare(ts.value(x), ts.value(y)); c != 0 {
 			return c
 		}
 		switch {
@@ -115,22 +178,23 @@ func (ts *termSet) appendTerms(dst []byte, perm []uint32) []byte {
 	}
 	dst = binary.AppendUvarint(dst, uint64(keys))
 	for i := 0; i < len(order); {
-		key := ts.list[order[i]].key
+		kid := ts.list[order[i]].key
 		j := i
-		for j < len(order) && ts.list[order[j]].key == key {
+		for j < len(order) && ts.list[order[j]].key == kid {
 			j++
 		}
+		key := ts.keyStr[kid]
 		dst = binary.AppendUvarint(dst, uint64(len(key)))
 		dst = append(dst, key...)
 		dst = binary.AppendUvarint(dst, uint64(j-i))
 		for _, id := range order[i:j] {
 			t := &ts.list[id]
-			l := uint64(len(t.value)) << 1
+			l := uint64(t.n) << 1
 			if t.truncated {
 				l |= 1
 			}
 			dst = binary.AppendUvarint(dst, l)
-			dst = append(dst, t.value...)
+			dst = append(dst, ts.value(t)...)
 			rows := post[count[id]:count[id+1]]
 			dst = binary.AppendUvarint(dst, uint64(len(rows)))
 			prev := uint32(0)

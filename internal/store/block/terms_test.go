@@ -229,3 +229,73 @@ func ExampleTerms_Lookup() {
 	tm.Rows(i, func(r uint32) { fmt.Print(r, " ") })
 	// Output: 0 2
 }
+
+// TestTermSetMany: thousands of terms (unique values, repeats within and
+// across rows, several keys, values cut at MaxTermValue, a value equal
+// to another's first MaxTermValue bytes) are each listed under exactly
+// the rows that hold them, in the index's order (the set's table grows
+// many times).
+func TestTermSetMany(t *testing.T) {
+	const rows = 3000
+	long := strings.Repeat("x", MaxTermValue)
+	rowTerms := func(i int) []Term {
+		ts := []Term{
+			{Key: "url.path", Value: fmt.Sprintf("/api/orders/%d", i)}, // unique
+			{Key: "http.method", Value: []string{"GET", "POST"}[i%2]},  // shared
+			{Key: "http.method", Value: []string{"GET", "POST"}[i%2]},  // twice in a row
+			{Key: "user", Value: fmt.Sprintf("u%d", i%97)},
+			{Value: fmt.Sprintf("message %d", i%13)}, // a status message: key ""
+		}
+		if i%5 == 0 {
+			ts = append(ts, Term{Key: "stmt", Value: long + fmt.Sprint(i%3)}) // truncated
+		}
+		if i%7 == 0 {
+			ts = append(ts, Term{Key: "stmt", Value: long}) // whole, equal to the truncated ones' bytes
+		}
+		return ts
+	}
+	var ts termSet
+	for i := range rows {
+		ts.add(rowTerms(i))
+	}
+	perm := make([]uint32, rows) // index row r is Add-order row rows-1-r
+	for r := range perm {
+		perm[r] = uint32(rows - 1 - r)
+	}
+	footer, stored := termSection(ts.appendTerms(nil, perm), rows)
+	tm, err := footer.ParseTerms(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct {
+		k, v  string
+		trunc bool
+	}
+	want := map[key][]uint32{}
+	for r := range rows {
+		i := int(perm[r])
+		seen := map[key]bool{}
+		for _, x := range rowTerms(i) {
+			k := key{x.Key, x.Value, false}
+			if len(k.v) > MaxTermValue {
+				k.v, k.trunc = k.v[:MaxTermValue], true
+			}
+			if !seen[k] {
+				seen[k] = true
+				want[k] = append(want[k], uint32(r))
+			}
+		}
+	}
+	got := map[key][]uint32{}
+	for i := range tm.Len() {
+		k, v, trunc := tm.Term(i)
+		x := key{k, string(v), trunc}
+		tm.Rows(i, func(r uint32) { got[x] = append(got[x], r) })
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("term index (-want +got):\n%s", diff)
+	}
+	if len(want) < 3000 {
+		t.Errorf("%d terms: the test wants thousands", len(want))
+	}
+}
