@@ -135,7 +135,9 @@ func New(opt Options) (*Node, error) {
 				n.log.Warn("cluster: disconnected from NATS", "node", opt.Node, "err", err)
 			}
 		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { n.log.Info("cluster: reconnected to NATS", "node", opt.Node, "server", c.ConnectedUrlRedacted()) }),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			n.log.Info("cluster: reconnected to NATS", "node", opt.Node, "server", c.ConnectedUrlRedacted())
+		}),
 	}
 	if opt.User != "" {
 		copts = append(copts, nats.UserInfo(opt.User, opt.Password))
@@ -705,17 +707,17 @@ func (n *Node) Close() error {
 
 // nodeMetrics are the node's Prometheus metrics.
 type nodeMetrics struct {
-	published, publishErrors     prometheus.Counter
-	takeovers, leasesLost        prometheus.Counter
-	checkpointErrors             prometheus.Counter
-	checkpointSeconds            prometheus.Histogram
-	owned                        prometheus.GaugeFunc
-	lag                          *prometheus.GaugeVec
-	consumed                     prometheus.Counter
-	malformed                    prometheus.Counter
-	n                            *Node
-	lagCollector                 prometheus.Collector
-	pubErrs                      atomic.Int64
+	published, publishErrors prometheus.Counter
+	takeovers, leasesLost    prometheus.Counter
+	checkpointErrors         prometheus.Counter
+	checkpointSeconds        prometheus.Histogram
+	owned                    prometheus.GaugeFunc
+	lag                      *prometheus.GaugeVec
+	consumed                 prometheus.Counter
+	malformed                prometheus.Counter
+	n                        *Node
+	lagCollector             prometheus.Collector
+	pubErrs                  atomic.Int64
 }
 
 func newNodeMetrics(n *Node) *nodeMetrics {

@@ -284,9 +284,17 @@ func (l *serverLog) emit(level slog.Level, format string, v []any) {
 	l.limit.Log(context.Background(), l.log, level, fmt.Sprintf(format, v...), "component", "embedded-broker")
 }
 
-func (l *serverLog) Noticef(string, ...any)         {}
-func (l *serverLog) Debugf(string, ...any)          {}
-func (l *serverLog) Tracef(string, ...any)          {}
-func (l *serverLog) Warnf(format string, v ...any)  { l.emit(slog.LevelWarn, format, v) }
-func (l *serverLog) Errorf(format string, v ...any) { l.emit(slog.LevelError, format, v) }
+func (l *serverLog) Noticef(string, ...any)        {}
+func (l *serverLog) Debugf(string, ...any)         {}
+func (l *serverLog) Tracef(string, ...any)         {}
+func (l *serverLog) Warnf(format string, v ...any) { l.emit(slog.LevelWarn, format, v) }
+
+func (l *serverLog) Errorf(format string, v ...any) {
+	// A cluster route to a server that is down is tried again every
+	// second: its first failure is the event, the others are noise.
+	if strings.HasPrefix(format, "Error trying to connect to route") && len(v) > 0 && fmt.Sprint(v[0]) != "1" {
+		return
+	}
+	l.emit(slog.LevelError, format, v)
+}
 func (l *serverLog) Fatalf(format string, v ...any) { l.emit(slog.LevelError, format, v) }

@@ -91,8 +91,8 @@ func (s *Server) startCluster(c *config.Config, sink *storesink.Sink, set Settin
 		Node: cc.Node, Partitions: cc.Partitions, Replicas: cc.Replicas,
 		URL: url, User: user, Password: pass, NATSAddr: natsAddr, HTTPAddr: s.HTTPAddr,
 		Catalog: s.base.Catalog,
-		Traces: trace.Options{Window: time.Duration(c.Traces.Window), MaxOpenTraces: c.Traces.MaxOpenTraces, MaxSpans: c.Traces.MaxSpans},
-		Sink:   sink, Persist: sink.Store().Persist,
+		Traces:  trace.Options{Window: time.Duration(c.Traces.Window), MaxOpenTraces: c.Traces.MaxOpenTraces, MaxSpans: c.Traces.MaxSpans},
+		Sink:    sink, Persist: sink.Store().Persist,
 		Logger: set.Logger, Metrics: s.Metrics,
 	})
 	if err != nil {

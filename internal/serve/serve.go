@@ -383,6 +383,12 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 			if err := clusterWAL(p.cfg.(*storesink.Config), cfg.DataDir); err != nil {
 				return nil, pipeline.Classify(ErrConfig, err)
 			}
+			if sc := p.cfg.(*storesink.Config); sc.CompactBelow == 0 {
+				// Every node's store sees every node's blocks: until the
+				// shared store has one compactor, none compacts (two
+				// merging the same blocks would keep their traces twice).
+				sc.CompactBelow = 1
+			}
 		}
 		policy := sf.Policy()
 		if p.comp.Policy != "" {
