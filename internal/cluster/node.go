@@ -66,6 +66,10 @@ type Options struct {
 	// only publishes (and owns nothing).
 	Sink    TraceSink
 	Persist func(context.Context) error
+	// Expected is how many nodes the cluster has when all run (the
+	// embedded servers' routes + 1; 0: unknown): a node starting first
+	// takes no more than its share of them, not every partition.
+	Expected int
 	// LeaseTTL and CheckpointInterval (0: the defaults).
 	LeaseTTL, CheckpointInterval time.Duration
 	Logger                       *slog.Logger
@@ -367,7 +371,9 @@ func (n *Node) renew(ctx context.Context) {
 			o.rev, o.renewed = rev, t0
 		case errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) || isWrongSequence(err):
 			n.fence(o, "another node holds its lease now", err)
-		case time.Since(o.renewed) > n.opt.LeaseTTL-n.opt.LeaseTTL/4:
+		case time.Since(o.renewed) > n.opt.LeaseTTL-time.Second:
+			// The server lets the lease expire LeaseTTL after the last
+			// renewal it stored, which it stored after o.renewed.
 			n.fence(o, "its lease could not be renewed before it expires", err)
 		default:
 			n.log.Warn("cluster: renewing a lease failed; retrying", "node", n.opt.Node, "partition", o.p, "err", err)
@@ -403,6 +409,11 @@ func (n *Node) share() int {
 	alive := len(n.seen)
 	n.mu.Unlock()
 	alive = max(alive, 1)
+	if time.Since(n.started) < 2*n.opt.LeaseTTL {
+		// While the cluster starts, the others' heartbeats may not be
+		// in yet.
+		alive = max(alive, n.opt.Expected)
+	}
 	return (n.opt.Partitions + alive - 1) / alive
 }
 
@@ -594,8 +605,10 @@ func (n *Node) checkpoint(ctx context.Context) {
 	if prev != nil {
 		n.log.Info("cluster: checkpoints succeed again", "node", n.opt.Node)
 	}
+	pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer pcancel()
 	for i, o := range owners {
-		n.purge(cctx, o, safes[i])
+		n.purge(pctx, o, safes[i])
 	}
 }
 

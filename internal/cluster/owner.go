@@ -132,28 +132,7 @@ func (o *owner) run(ctx context.Context) {
 		close(o.done)
 	}
 
-	var it jetstream.MessagesContext
-	for it == nil {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		cons, err := n.js.OrderedConsumer(cctx, StreamName, jetstream.OrderedConsumerConfig{FilterSubjects: []string{Subject(o.p)}, DeliverPolicy: jetstream.DeliverAllPolicy})
-		cancel()
-		if err == nil {
-			it, err = cons.Messages(jetstream.PullMaxMessages(256))
-		}
-		if err != nil {
-			o.faults.Log(ctx, n.log, slog.LevelWarn, "cluster: cannot read a partition yet; retrying", "node", n.opt.Node, "partition", o.p, "err", err)
-			select {
-			case handOn := <-o.quit:
-				finish(handOn)
-				return
-			case <-ctx.Done():
-				finish(true)
-				return
-			case <-time.After(time.Second):
-			}
-		}
-	}
-	defer it.Stop()
+	var cons jetstream.Consumer
 	lastTick := time.Now()
 	for {
 		select {
@@ -173,64 +152,84 @@ func (o *owner) run(ctx context.Context) {
 			hand()
 			lastTick = time.Now()
 		}
-		msg, err := it.Next(jetstream.NextMaxWait(tickEvery))
-		if err != nil {
-			if errors.Is(err, nats.ErrTimeout) {
-				continue
-			}
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				o.faults.Log(ctx, n.log, slog.LevelWarn, "cluster: a partition's reader closed; reading again", "node", n.opt.Node, "partition", o.p, "err", err)
-				if !o.reopen(ctx, &it) {
-					finish(true)
-					return
+		if cons == nil {
+			var err error
+			if cons, err = o.reader(ctx); err != nil {
+				o.faults.Log(ctx, n.log, slog.LevelWarn, "cluster: cannot read a partition yet; retrying", "node", n.opt.Node, "partition", o.p, "err", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(500 * time.Millisecond):
 				}
 				continue
 			}
-			o.faults.Log(ctx, n.log, slog.LevelWarn, "cluster: reading a partition failed; retrying", "node", n.opt.Node, "partition", o.p, "err", err)
-			continue
 		}
-		meta, err := msg.Metadata()
+		batch, err := cons.Fetch(fetchBatch, jetstream.FetchMaxWait(fetchWait), jetstream.FetchHeartbeat(fetchWait/4))
 		if err != nil {
+			// The consumer is gone (its stream's leader changed, the
+			// server restarted): a new one goes on after the last
+			// message taken.
+			o.faults.Log(ctx, n.log, slog.LevelWarn, "cluster: reading a partition failed; reading again from where it was", "node", n.opt.Node, "partition", o.p, "err", err)
+			cons = nil
 			continue
 		}
-		b.Reset()
-		if err := dec.Decode(msg.Data(), b); err != nil {
-			n.met.malformed.Inc()
-			o.faults.Log(ctx, n.log, slog.LevelError, "cluster: a message of the stream did not decode; skipped", "node", n.opt.Node, "partition", o.p, "seq", meta.Sequence.Stream, "err", err)
-		}
-		asm.AddBatch(b)
-		o.last = meta.Sequence.Stream
-		seqs = append(seqs, seqAt{seq: o.last, at: time.Now().UnixNano()})
-		n.met.consumed.Inc()
-		hand()
-	}
-}
-
-// reopen makes a new reader of the partition after the old one closed.
-func (o *owner) reopen(ctx context.Context, it *jetstream.MessagesContext) bool {
-	(*it).Stop()
-	for {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		cons, err := o.n.js.OrderedConsumer(cctx, StreamName, jetstream.OrderedConsumerConfig{FilterSubjects: []string{Subject(o.p)},
-			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: o.last + 1})
-		cancel()
-		if err == nil {
-			var nit jetstream.MessagesContext
-			if nit, err = cons.Messages(jetstream.PullMaxMessages(256)); err == nil {
-				*it = nit
-				return true
+		for msg := range batch.Messages() {
+			meta, err := msg.Metadata()
+			if err != nil {
+				continue
 			}
+			b.Reset()
+			if err := dec.Decode(msg.Data(), b); err != nil {
+				n.met.malformed.Inc()
+				o.faults.Log(ctx, n.log, slog.LevelError, "cluster: a message of the stream did not decode; skipped", "node", n.opt.Node, "partition", o.p, "seq", meta.Sequence.Stream, "err", err)
+			}
+			asm.AddBatch(b)
+			o.last = meta.Sequence.Stream
+			seqs = append(seqs, seqAt{seq: o.last, at: time.Now().UnixNano()})
+			n.met.consumed.Inc()
+			hand()
 		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(time.Second):
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			o.faults.Log(ctx, n.log, slog.LevelWarn, "cluster: reading a partition failed; reading again from where it was", "node", n.opt.Node, "partition", o.p, "err", err)
+			cons = nil
 		}
 	}
 }
 
-// safe asks the owner for its safe point (0 when it has stopped).
+// Reading a partition: pulls of up to fetchBatch messages, each waiting
+// at most fetchWait (the assembler's tick and the checkpoints' questions
+// are served between them), with heartbeats so that a consumer lost with
+// its server is noticed within a pull.
+const (
+	fetchBatch = 256
+	fetchWait  = 500 * time.Millisecond
+)
+
+// reader makes the partition's consumer: ephemeral, in memory, without
+// acknowledgements (progress is the stream's own: checkpointed messages
+// are removed), starting after the last message taken.
+func (o *owner) reader(ctx context.Context) (jetstream.Consumer, error) {
+	cfg := jetstream.ConsumerConfig{
+		FilterSubject:     Subject(o.p),
+		AckPolicy:         jetstream.AckNonePolicy,
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		InactiveThreshold: 30 * time.Second,
+		MemoryStorage:     true,
+		Replicas:          1,
+	}
+	if o.last > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, o.last+1
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return o.n.js.CreateConsumer(cctx, StreamName, cfg)
+}
+
+// safe asks the owner for its safe point (0 when it has stopped). An
+// owner busy making a new reader (its stream's leader changed) is not
+// waited for long: its safe point is then where it was.
 func (o *owner) safe(ctx context.Context) uint64 {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
 	reply := make(chan uint64, 1)
 	select {
 	case o.asks <- reply:

@@ -81,14 +81,18 @@ func (s *Server) startCluster(c *config.Config, sink *storesink.Sink, set Settin
 		srv, err := natsd.Start(natsd.Config{Host: host, Port: port, StoreDir: filepath.Join(c.DataDir, "cluster", "jetstream"),
 			CredentialsFile: natsd.CredentialsFile(c.DataDir), Logger: set.Logger, Cluster: ccfg})
 		if err != nil {
-			return inUse("cluster", "", "", pipeline.Classify(ErrComm, fmt.Errorf("cluster: %w", err)))
+			return pipeline.Classify(ErrComm, fmt.Errorf("cluster: %w (nats_listen and cluster_listen of the cluster: section)", err))
 		}
 		cp.srv = srv
 		creds := srv.Credentials()
 		url, user, pass, natsAddr = "nats://"+srv.Addr(), creds.User, creds.Password, srv.Addr()
 	}
+	expected := 0
+	if cc.NATS == "" {
+		expected = len(cc.Routes) + 1
+	}
 	node, err := cluster.New(cluster.Options{
-		Node: cc.Node, Partitions: cc.Partitions, Replicas: cc.Replicas,
+		Node: cc.Node, Partitions: cc.Partitions, Replicas: cc.Replicas, Expected: expected,
 		URL: url, User: user, Password: pass, NATSAddr: natsAddr, HTTPAddr: s.HTTPAddr,
 		Catalog: s.base.Catalog,
 		Traces:  trace.Options{Window: time.Duration(c.Traces.Window), MaxOpenTraces: c.Traces.MaxOpenTraces, MaxSpans: c.Traces.MaxSpans},
