@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -133,9 +134,11 @@ func (nd *clusterNode) metric(name string) float64 {
 }
 
 // waitOwned waits until the nodes own every partition between them and
-// nothing waits in the stream.
+// nothing waits in the stream, as each node read the stream after the
+// call.
 func waitOwned(t *testing.T, nodes []*clusterNode, partitions int, limit time.Duration) {
 	t.Helper()
+	since := float64(time.Now().UnixNano()) / 1e9
 	var last string
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -149,7 +152,7 @@ func waitOwned(t *testing.T, nodes []*clusterNode, partitions int, limit time.Du
 			o := nd.metric("tracebridge_cluster_owned_partitions")
 			l := nd.metric("tracebridge_cluster_partition_lag_messages")
 			last += fmt.Sprintf("%s owns %v, lag %v; ", nd.name, o, l)
-			if o < 0 {
+			if o < 0 || nd.metric("tracebridge_cluster_partition_lag_timestamp_seconds") < since {
 				return false
 			}
 			owned += o
@@ -301,6 +304,89 @@ func TestClusterKill9(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	checkCluster(t, nodes[1], otlp, zico)
 	for _, nd := range []*clusterNode{nodes[0], nodes[1], nodes[2]} {
+		nd.p.Stop()
+	}
+}
+
+// natsCluster starts n NATS servers (nats-server/v2, in the test's
+// process) in one cluster with JetStream, on 127.0.0.1, and returns their
+// client URLs and the servers.
+func natsCluster(t *testing.T, n int) ([]string, []*natsserver.Server) {
+	t.Helper()
+	client, route := make([]int, n), make([]int, n)
+	for i := range n {
+		client[i], route[i] = freePortOn(t, "127.0.0.1"), freePortOn(t, "127.0.0.1")
+	}
+	var urls []string
+	var servers []*natsserver.Server
+	for i := range n {
+		var routes []string
+		for j := range n {
+			if j != i {
+				routes = append(routes, "nats-route://127.0.0.1:"+strconv.Itoa(route[j]))
+			}
+		}
+		s, err := natsserver.NewServer(&natsserver.Options{ServerName: "ext" + strconv.Itoa(i+1), Host: "127.0.0.1", Port: client[i],
+			JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
+			Cluster: natsserver.ClusterOpts{Name: "external", Host: "127.0.0.1", Port: route[i]},
+			Routes:  natsserver.RoutesFromStr(strings.Join(routes, ","))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go s.Start()
+		if !s.ReadyForConnections(30 * time.Second) {
+			t.Fatalf("NATS server %d not ready", i+1)
+		}
+		t.Cleanup(s.Shutdown)
+		urls = append(urls, "nats://127.0.0.1:"+strconv.Itoa(client[i]))
+		servers = append(servers, s)
+	}
+	return urls, servers
+}
+
+// TestClusterExternalNATS: two nodes configured with `nats:` on an
+// existing three-server NATS cluster (no embedded servers); one NATS
+// server is lost mid-ingest. Every acknowledged trace is found whole and
+// once through both nodes.
+func TestClusterExternalNATS(t *testing.T) {
+	srv := objstoretest.Start(t)
+	c := srv.Bucket(t, "traces", "external/")
+	urls, servers := natsCluster(t, 3)
+	const partitions = 8
+	nodes := []*clusterNode{{name: "e1", host: "127.0.0.1"}, {name: "e2", host: "127.0.0.2"}}
+	for _, nd := range nodes {
+		nd.dir = t.TempDir()
+		sec := fmt.Sprintf("  node: %s\n  nats: %s\n  partitions: %d\n", nd.name, strings.Join(urls, ","), partitions)
+		nd.cfg = bridgetest.WriteConfig(t, nd.dir, clusterYAML(nd.host, c, sec))
+		nd.start(t)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, nd := range nodes {
+				t.Logf("node %s stderr:\n%s", nd.name, nd.p.Stderr())
+			}
+		}
+	})
+	waitOwned(t, nodes, partitions, 120*time.Second)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	o := &otlpSender{acked: map[string]bool{}}
+	wg.Go(func() { o.run(t, nodes[0].p.Addr("otlp"), "shop", stop) })
+	zs := newSender()
+	wg.Go(func() { zs.run(nodes[1].p.Addr("zico"), "zorka-host", 11, 100, 30*time.Second, stop) })
+	waitUntil(t, 60*time.Second, "traces acknowledged", func() bool { return len(o.ids()) >= 50 && zs.n.Load() >= 50 })
+	// A NATS server of the cluster goes (the first of every node's list).
+	servers[0].Shutdown()
+	before := len(o.ids()) + int(zs.n.Load())
+	waitUntil(t, 90*time.Second, "ingest going on after a NATS server went", func() bool { return len(o.ids())+int(zs.n.Load()) >= before+100 })
+	close(stop)
+	wg.Wait()
+	waitOwned(t, nodes, partitions, 120*time.Second)
+	time.Sleep(2 * time.Second)
+	for _, nd := range nodes {
+		checkCluster(t, nd, o.ids(), zs.ackedIDs())
+	}
+	for _, nd := range nodes {
 		nd.p.Stop()
 	}
 }

@@ -98,6 +98,7 @@ type Node struct {
 	lastCk  time.Time
 	ckErr   error
 	lag     map[int]uint64
+	lagAt   time.Time // when lag was read
 	seen    []NodeStatus
 	leaseOf map[int]leaseValue
 	sinfo   *jetstream.StreamInfo
@@ -656,7 +657,7 @@ func (n *Node) refreshStream(ctx context.Context) {
 	n.mu.Lock()
 	n.sinfo, n.sErr = info, err
 	if err == nil {
-		n.lag = lag
+		n.lag, n.lagAt = lag, time.Now()
 	}
 	n.leaseOf = leaseOf
 	n.mu.Unlock()
@@ -770,7 +771,9 @@ type lagCollector struct{ n *Node }
 
 var lagDesc = prometheus.NewDesc("tracebridge_cluster_partition_lag_messages", "Messages of a partition in the cluster's stream not yet checkpointed (in blocks of the shared store).", []string{"partition"}, nil)
 
-func (c lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- lagDesc }
+var lagAtDesc = prometheus.NewDesc("tracebridge_cluster_partition_lag_timestamp_seconds", "When the partitions' lag was last read from the stream (unix time): a value that stops moving means the stream does not answer.", nil, nil)
+
+func (c lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- lagDesc; ch <- lagAtDesc }
 
 func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
 	c.n.mu.Lock()
@@ -778,6 +781,7 @@ func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.n.lag == nil {
 		return
 	}
+	ch <- prometheus.MustNewConstMetric(lagAtDesc, prometheus.GaugeValue, float64(c.n.lagAt.UnixNano())/1e9)
 	for p := range c.n.opt.Partitions {
 		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(c.n.lag[p]), strconv.Itoa(p))
 	}
