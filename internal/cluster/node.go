@@ -726,7 +726,6 @@ type nodeMetrics struct {
 	checkpointErrors         prometheus.Counter
 	checkpointSeconds        prometheus.Histogram
 	owned                    prometheus.GaugeFunc
-	lag                      *prometheus.GaugeVec
 	consumed                 prometheus.Counter
 	malformed                prometheus.Counter
 	n                        *Node
