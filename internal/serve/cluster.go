@@ -40,11 +40,16 @@ func (s *Server) Cluster() *cluster.Node {
 }
 
 // clusterWAL is called before the store sink is built in a cluster: the
-// write-ahead area of an earlier run is dropped, since what it held and
-// was not yet in blocks is still in the stream (the stream is
-// checkpointed only after the blocks are durable), and its next owner
-// reads it again.
+// write-ahead area of an earlier run as a cluster node is dropped, since
+// what it held and was not yet in blocks is still in the stream (the
+// stream is checkpointed only after the blocks are durable), and its
+// next owner reads it again. The write-ahead area of a bridge that was
+// not a node before (no <data_dir>/cluster yet) is kept: the store
+// uploads it when it opens.
 func clusterWAL(c *storesink.Config, dataDir string) error {
+	if _, err := os.Stat(filepath.Join(dataDir, "cluster")); err != nil {
+		return nil
+	}
 	path := c.Path
 	if path == "" {
 		path = filepath.Join(dataDir, "store")
