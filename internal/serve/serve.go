@@ -30,6 +30,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/listenpolicy"
 	"github.com/tracebridge/tracebridge/internal/memlimit"
 	"github.com/tracebridge/tracebridge/internal/metrics"
+	"github.com/tracebridge/tracebridge/internal/objstore"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/sink/forward"
@@ -380,6 +381,9 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		sf := f.Sink(p.comp.Type)
 		inCluster := cfg.Cluster != nil && p.comp.Type == storesink.Type && clusterSink == nil
 		if inCluster {
+			if sc := p.cfg.(*storesink.Config); sc.Backend != objstore.BackendS3 {
+				return nil, pipeline.Classify(ErrConfig, fmt.Errorf("cluster: sink %s: a node's store needs backend: s3, the bucket every node shares (the local backend keeps a node's blocks to itself)", p.comp.Name))
+			}
 			if err := clusterWAL(p.cfg.(*storesink.Config), cfg.DataDir); err != nil {
 				return nil, pipeline.Classify(ErrConfig, err)
 			}
