@@ -3,8 +3,9 @@
 // Kafka between its receivers and its block builders:
 //
 //   - Ingest: on any node, what the receivers decode is cut into
-//     partitions (spans and OperationExecutionRecords by trace id, Kieker
-//     events and invocation records by host) and published to the
+//     partitions (spans by trace id, every Kieker trace record into one:
+//     trace.RouteKey, the rule a bridge shards its assembly by) and
+//     published to the
 //     stream TRACEBRIDGE_CLUSTER, one subject per partition, R=replicas,
 //     file storage, with a message id (a hash of the content) that
 //     JetStream deduplicates client retries by. The Publisher is a

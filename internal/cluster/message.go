@@ -109,53 +109,32 @@ func (d *Decoder) Decode(msg []byte, b *record.Batch) error {
 // invocation records); the others (JFR events, Kieker's monitoring
 // records) stay with the node's own record sinks. Used by one goroutine.
 type Partitioner struct {
-	n     uint64
-	types trace.TypeCache
+	n  int
+	rt trace.Router
 }
 
 // NewPartitioner returns a partitioner over n partitions.
-func NewPartitioner(n int) *Partitioner { return &Partitioner{n: uint64(n)} }
+func NewPartitioner(n int) *Partitioner { return &Partitioner{n: n} }
 
-// Partition returns r's partition, or -1 when r is not published.
+// Partition returns r's partition, or -1 when r is not published. It is
+// the rule by which one bridge shards its own assembly (trace.RouteKey,
+// trace.Shard), so that an owner's assembler sees whole traces:
 //
-//   - A span (trace.SpanType) goes by its 128-bit trace id: all spans of
-//     a trace meet at one owner, whichever node received them.
-//   - An OperationExecutionRecord goes by its traceId (OER traces join
-//     processes by it).
-//   - Kieker trace events, TraceMetadata and invocation records go by
-//     the host that sent them (the batch's origin host, else its peer):
-//     a Kieker trace's threads (parentTraceId, Split/Join, invocation
-//     identifiers) are linked within the records of one host, which so
-//     meet at one owner.
-func (p *Partitioner) Partition(r *record.Record, o *record.Origin) int {
-	if r.Type == nil {
+//   - a span (trace.SpanType) goes by its 128-bit trace id: all spans of
+//     a trace meet at one owner, whichever node received them;
+//   - every Kieker trace record (events, TraceMetadata,
+//     OperationExecutionRecords, invocation identifiers) goes to one
+//     partition: Kieker links traces of different ids (parentTraceId,
+//     invocation identifiers across threads, processes and hosts) as it
+//     assembles them, so no smaller key keeps what it links together.
+//
+// o is not used: a record's partition depends on the record alone.
+func (p *Partitioner) Partition(r *record.Record, _ *record.Origin) int {
+	key, ok := p.rt.Key(r)
+	if !ok {
 		return -1
 	}
-	ti := p.types.Get(r.Type)
-	switch {
-	case ti.Span:
-		hi, lo := r.Values[trace.SpanTraceIDHigh].Int(), r.Values[trace.SpanTraceIDLow].Int()
-		return int(trace.Mix(uint64(hi)*0x9e3779b97f4a7c15^uint64(lo)) % p.n)
-	case ti.Role == trace.RoleOER && ti.TraceID >= 0:
-		return int(trace.Mix(uint64(r.Values[ti.TraceID].Int())) % p.n)
-	case ti.Role != trace.RoleNone:
-		key := o.Host
-		if key == "" {
-			key = o.Receiver + "\x00" + o.Peer
-		}
-		return int(trace.Mix(fnv64(key)) % p.n)
-	}
-	return -1
-}
-
-// fnv64 is FNV-1a of s (stable across processes, unlike maphash).
-func fnv64(s string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
-	}
-	return h
+	return trace.Shard(key, p.n)
 }
 
 // Subject is the subject of partition p's messages.

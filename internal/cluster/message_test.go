@@ -109,13 +109,11 @@ func TestPartition(t *testing.T) {
 	if got := p.Partition(&again.Records[0], &record.Origin{Host: "elsewhere"}); got != a {
 		t.Errorf("span of trace 1/2 from another host: partition %d, want %d", got, a)
 	}
-	if got := p.Partition(&b.Records[2], &b.Origin); got != int(trace.Mix(42)%32) {
-		t.Errorf("OER: partition %d, want its traceId's", got)
-	}
-	// Kieker events go by host: the same host, the same partition.
-	e1 := p.Partition(&b.Records[3], &b.Origin)
-	if e2 := p.Partition(&b.Records[3], &record.Origin{Host: "web-1", Peer: "other"}); e1 != e2 {
-		t.Errorf("Kieker event of host web-1: partitions %d and %d", e1, e2)
+	// Every Kieker trace record meets in one partition, whatever its
+	// traceId or host (trace.RouteKey).
+	oer, ev := p.Partition(&b.Records[2], &b.Origin), p.Partition(&b.Records[3], &record.Origin{Host: "other"})
+	if oer != ev || oer != trace.Shard(trace.KiekerKey, 32) {
+		t.Errorf("OER in partition %d, Kieker event in %d: want both in %d", oer, ev, trace.Shard(trace.KiekerKey, 32))
 	}
 	if got := p.Partition(&b.Records[4], &b.Origin); got != -1 {
 		t.Errorf("a record outside traces: partition %d, want -1 (not published)", got)

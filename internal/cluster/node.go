@@ -785,3 +785,13 @@ func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(c.n.lag[p]), strconv.Itoa(p))
 	}
 }
+
+// fnv64 is FNV-1a of s (stable across processes, unlike maphash).
+func fnv64(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
