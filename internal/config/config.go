@@ -69,6 +69,10 @@ type Config struct {
 	// `stream` key of a nats-client receiver, which names the JetStream
 	// stream that receiver consumes.
 	Stream *Component `yaml:"stream,omitempty"`
+
+	// Cluster makes this bridge a node of a cluster (cluster.go,
+	// docs/CLUSTER.md); nil: a single bridge.
+	Cluster *Cluster `yaml:"cluster,omitempty"`
 }
 
 // Traces configures trace assembly.
@@ -378,6 +382,11 @@ func (c *Config) Normalize() error {
 	}
 	if c.MemoryLimit < 0 || c.MemoryLimit > 0 && c.MemoryLimit < MinMemoryLimit {
 		errs = append(errs, fmt.Errorf("memory_limit %s: want at least %s (or leave it out: derived from the machine)", c.MemoryLimit, pipeline.ByteSize(MinMemoryLimit)))
+	}
+	if c.Cluster != nil {
+		if err := c.Cluster.Normalize(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.Traces.Window < 0 || c.Traces.MaxOpenTraces < 0 || c.Traces.MaxSpans < 0 || c.Traces.Workers < 0 {
 		errs = append(errs, errors.New("traces: window and limits must not be negative"))

@@ -176,6 +176,20 @@ func (r *Registry) Handler() http.Handler {
 	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{})
 }
 
+// Register adds collectors of a package that keeps its own metrics (the
+// cluster node's, internal/cluster); a nil Registry takes none.
+func (r *Registry) Register(cs ...prometheus.Collector) error {
+	if r == nil {
+		return nil
+	}
+	for _, c := range cs {
+		if err := r.reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Gatherer exposes the underlying registry (tests, embedding).
 func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg }
 

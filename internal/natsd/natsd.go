@@ -15,9 +15,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +52,24 @@ type Config struct {
 	// Logger hears the server's warnings and errors (rate-limited), such as
 	// messages it had to drop; nil discards them.
 	Logger *slog.Logger
+
+	// Cluster, when set, makes the server one of a NATS cluster with
+	// clustered JetStream (a tracebridge cluster's node, internal/cluster).
+	Cluster *ClusterConfig
+}
+
+// ClusterConfig makes an embedded server one node of a NATS cluster: its
+// name (unique in the cluster: JetStream's Raft groups know servers by
+// it), the route listener and the other servers' routes.
+type ClusterConfig struct {
+	// ServerName is this server's name; Name the cluster's.
+	ServerName, Name string
+	// Host and Port of the route listener.
+	Host string
+	Port int
+	// Routes are the other servers' route addresses (host:port or
+	// nats-route://host:port).
+	Routes []string
 }
 
 // SplitListen splits a listen address (HOST:PORT) into Config's Host and
@@ -151,6 +171,11 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.MQTT {
 		opts.MQTT = server.MQTTOpts{Host: cfg.Host, Port: cfg.MQTTPort, TLSConfig: cfg.TLS}
 	}
+	if c := cfg.Cluster; c != nil {
+		if err := clusterOptions(opts, c); err != nil {
+			return nil, fmt.Errorf("embedded broker: %w", err)
+		}
+	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded broker: %w", err)
@@ -175,6 +200,25 @@ func Start(cfg Config) (*Server, error) {
 		listenpolicy.Warn(cfg.Logger, "embedded NATS server (MQTT)", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MQTTPort)), cfg.TLS != nil)
 	}
 	return &Server{ns: ns, host: cfg.Host, port: a.Port, addr: a.String(), mqttPort: cfg.MQTTPort, creds: creds, tls: cfg.TLS != nil}, nil
+}
+
+// clusterOptions sets the route listener and routes of opts.
+func clusterOptions(opts *server.Options, c *ClusterConfig) error {
+	opts.ServerName = c.ServerName
+	opts.Cluster.Name = c.Name
+	opts.Cluster.Host = c.Host
+	opts.Cluster.Port = c.Port
+	for _, r := range c.Routes {
+		if !strings.Contains(r, "://") {
+			r = "nats-route://" + r
+		}
+		u, err := url.Parse(r)
+		if err != nil {
+			return fmt.Errorf("route %q: %w", r, err)
+		}
+		opts.Routes = append(opts.Routes, u)
+	}
+	return nil
 }
 
 // Credentials are what every client of the server presents (NATS user
@@ -240,9 +284,17 @@ func (l *serverLog) emit(level slog.Level, format string, v []any) {
 	l.limit.Log(context.Background(), l.log, level, fmt.Sprintf(format, v...), "component", "embedded-broker")
 }
 
-func (l *serverLog) Noticef(string, ...any)         {}
-func (l *serverLog) Debugf(string, ...any)          {}
-func (l *serverLog) Tracef(string, ...any)          {}
-func (l *serverLog) Warnf(format string, v ...any)  { l.emit(slog.LevelWarn, format, v) }
-func (l *serverLog) Errorf(format string, v ...any) { l.emit(slog.LevelError, format, v) }
+func (l *serverLog) Noticef(string, ...any)        {}
+func (l *serverLog) Debugf(string, ...any)         {}
+func (l *serverLog) Tracef(string, ...any)         {}
+func (l *serverLog) Warnf(format string, v ...any) { l.emit(slog.LevelWarn, format, v) }
+
+func (l *serverLog) Errorf(format string, v ...any) {
+	// A cluster route to a server that is down is tried again every
+	// second: its first failure is the event, the others are noise.
+	if strings.HasPrefix(format, "Error trying to connect to route") && len(v) > 0 && fmt.Sprint(v[0]) != "1" {
+		return
+	}
+	l.emit(slog.LevelError, format, v)
+}
 func (l *serverLog) Fatalf(format string, v ...any) { l.emit(slog.LevelError, format, v) }

@@ -30,6 +30,32 @@ type Shared struct {
 	profiles Profiles
 	memory   Memory
 	values   map[any]any
+	// ackStored: receivers that answer before their data is stored
+	// (OTLP) wait for it (SetAckStored).
+	ackStored bool
+}
+
+// SetAckStored makes receivers that otherwise answer once the pipeline
+// took their data (OTLP) answer only once every durable sink has it
+// (the batches' Done callbacks): a cluster node's, whose durable sink is
+// the replicated stream (internal/cluster).
+func (s *Shared) SetAckStored(on bool) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.ackStored = on
+	s.mu.Unlock()
+}
+
+// AckStored reports SetAckStored's setting.
+func (s *Shared) AckStored() bool {
+	if s == nil {
+		return false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.ackStored
 }
 
 // Value returns the service shared under key (an unexported type of the

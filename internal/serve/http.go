@@ -77,6 +77,10 @@ func (s *Server) listenHTTP(c config.HTTP, set Settings) error {
 
 // traceStore returns the trace store of the first store sink, if any.
 func (s *Server) traceStore() *tstore.Store {
+	if s.cl != nil && s.cl.reader != nil {
+		// A cluster node answers from the shared bucket (cluster.go).
+		return s.cl.reader
+	}
 	for _, e := range s.Sinks {
 		if ss, ok := s.Built[e.Name].(interface{ Store() *tstore.Store }); ok {
 			return ss.Store()

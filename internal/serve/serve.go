@@ -30,6 +30,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/listenpolicy"
 	"github.com/tracebridge/tracebridge/internal/memlimit"
 	"github.com/tracebridge/tracebridge/internal/metrics"
+	"github.com/tracebridge/tracebridge/internal/objstore"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/sink/forward"
@@ -150,6 +151,7 @@ type Server struct {
 	metrics *http.Server
 	mln     net.Listener
 	web     *httpListener // the http: listener (http.go)
+	cl      *clusterPart  // a cluster node's parts (cluster.go)
 
 	cfg       *config.Config
 	factories *pipeline.Factories
@@ -384,10 +386,26 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		s.hosts = db
 		s.Shared.SetHostDB(db)
 	}
+	var clusterSink *storesink.Sink
 	for _, p := range sinks {
 		set := base
 		set.Name = p.comp.Name
 		sf := f.Sink(p.comp.Type)
+		inCluster := cfg.Cluster != nil && p.comp.Type == storesink.Type && clusterSink == nil
+		if inCluster {
+			if sc := p.cfg.(*storesink.Config); sc.Backend != objstore.BackendS3 {
+				return nil, pipeline.Classify(ErrConfig, fmt.Errorf("cluster: sink %s: a node's store needs backend: s3, the bucket every node shares (the local backend keeps a node's blocks to itself)", p.comp.Name))
+			}
+			if err := clusterWAL(p.cfg.(*storesink.Config), cfg.DataDir); err != nil {
+				return nil, pipeline.Classify(ErrConfig, err)
+			}
+			if sc := p.cfg.(*storesink.Config); sc.CompactBelow == 0 {
+				// Every node's store sees every node's blocks: until the
+				// shared store has one compactor, none compacts (two
+				// merging the same blocks would keep their traces twice).
+				sc.CompactBelow = 1
+			}
+		}
 		policy := sf.Policy()
 		if p.comp.Policy != "" {
 			policy, _ = pipeline.ParsePolicy(p.comp.Policy) // checked by Normalize
@@ -402,8 +420,21 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 			s.Built = map[string]pipeline.BuiltSink{}
 		}
 		s.Built[p.comp.Name] = w
-		s.Engine.AddSink(p.comp.Name, w, engine.SinkOptions{Policy: policy, QueueBatches: p.comp.QueueBatches})
 		s.Sinks = append(s.Sinks, Endpoint{Name: p.comp.Name, Type: sf.Type(), Where: w.Where(), Policy: policy.String()})
+		if inCluster {
+			// The partitions' owner feeds it (cluster.go), not the engine.
+			clusterSink = w.(*storesink.Sink)
+			continue
+		}
+		s.Engine.AddSink(p.comp.Name, w, engine.SinkOptions{Policy: policy, QueueBatches: p.comp.QueueBatches})
+	}
+	if cfg.Cluster != nil {
+		if clusterSink == nil {
+			return nil, pipeline.Classify(ErrConfig, errors.New("cluster: a node needs a store sink for the traces of the partitions it owns (sinks: [{type: store, backend: s3, s3: {…}}], the bucket every node shares)"))
+		}
+		if err := s.startCluster(cfg, clusterSink, set); err != nil {
+			return nil, err
+		}
 	}
 	if stream.comp != nil {
 		if err := s.addStream(stream.comp, stream.cfg, base); err != nil {
@@ -539,7 +570,16 @@ func (s *Server) Run(ctx context.Context) error {
 		go s.web.serve(s.base.Logger.Error)
 		defer s.web.stop()
 	}
+	var stopCluster func() error
+	if s.cl != nil {
+		stopCluster = s.cl.run(ctx)
+	}
 	err := s.Engine.Run(ctx)
+	if stopCluster != nil {
+		// After the receivers drained into the stream: the owners hand
+		// on what they hold, checkpoint and release their partitions.
+		err = errors.Join(err, stopCluster(), s.cl.close())
+	}
 	if s.hosts != nil {
 		// After the sinks closed: the store sink tells it of contacts.
 		if cerr := s.hosts.Close(); cerr != nil {
@@ -563,6 +603,9 @@ func (s *Server) Close() error {
 	}
 	if s.live != nil {
 		s.live.Close()
+	}
+	if s.cl != nil {
+		errs = append(errs, s.cl.close())
 	}
 	if s.hosts != nil {
 		errs = append(errs, s.hosts.Close())

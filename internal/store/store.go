@@ -489,6 +489,24 @@ func (s *Store) Flush(ctx context.Context) error {
 	return nil
 }
 
+// Persist cuts every non-empty head into a block and returns once their
+// blocks (data and meta) are in the bucket: what Append took before the
+// call is durable there, whatever happens to this machine. A cluster's
+// partition owner calls it before it acknowledges the stream
+// (internal/cluster). Unlike Flush it fails when the store closes first.
+func (s *Store) Persist(ctx context.Context) error {
+	if err := s.Flush(ctx); err != nil {
+		return err
+	}
+	s.walMu.Lock()
+	n := len(s.sealed)
+	s.walMu.Unlock()
+	if n > 0 {
+		return fmt.Errorf("store: %d blocks not uploaded: %w", n, ErrClosed)
+	}
+	return nil
+}
+
 // Close syncs and closes the store; the heads stay in their write-ahead
 // files and are cut into blocks at the next Open. It is safe to call
 // twice.

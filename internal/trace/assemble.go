@@ -174,6 +174,7 @@ type family struct {
 	id         ID
 	prev, next *family
 	touched    int64 // clock value at the last record (ns)
+	born       int64 // clock value at its first record (ns; see OldestOpen)
 	size       int   // events, executions and spans held
 	limit      int   // the bound that cut the last part (0: none yet)
 
@@ -250,6 +251,23 @@ func (a *Assembler) Stats() Stats {
 	s := a.st
 	s.Open = len(a.fams)
 	return s
+}
+
+// OldestOpen returns the clock value (with WallClock: unix ns) at which
+// the oldest trace still held began (its first record was added; a part
+// already emitted does not make it younger), and false when none is held.
+// Every record added before that moment is in a trace already emitted: a
+// cluster's partition owner checkpoints its input up to there
+// (internal/cluster). It walks the open traces.
+func (a *Assembler) OldestOpen() (int64, bool) {
+	var oldest int64
+	ok := false
+	for _, f := range a.fams {
+		if !ok || f.born < oldest {
+			oldest, ok = f.born, true
+		}
+	}
+	return oldest, ok
 }
 
 // AddBatch adds every record of b; origin supplies the host of records
@@ -331,6 +349,9 @@ func (a *Assembler) family(id ID, recordTime int64) *family {
 		f = &family{id: id}
 		a.fams[id] = f
 		f.prev, f.next = f, f // (unlinked)
+		a.touch(f, recordTime)
+		f.born = f.touched
+		return f
 	}
 	a.touch(f, recordTime)
 	return f
@@ -422,6 +443,7 @@ func (a *Assembler) merge(dst, src *family) {
 	if src.touched > dst.touched {
 		dst.touched = src.touched
 	}
+	dst.born = min(dst.born, src.born)
 	src.prev.next, src.next.prev = src.next, src.prev
 	delete(a.fams, src.id)
 }

@@ -257,10 +257,21 @@ func (c *core) handle(ctx context.Context, w *worker, peer, host string, drop bo
 func (c *core) emit(ctx context.Context, batches []*record.Batch) error {
 	ectx, cancel := context.WithTimeout(ctx, c.wait)
 	defer cancel()
+	// A cluster node answers once its durable sink (the replicated
+	// stream) has every batch (pipeline.Shared.AckStored).
+	var stored chan error
+	waiting := 0
+	if c.shared.AckStored() {
+		stored = make(chan error, len(batches))
+	}
 	for i, b := range batches {
 		if b.Len() == 0 {
 			c.recycle(b)
 			continue
+		}
+		if stored != nil {
+			b.Done = append(b.Done, func(err error) { stored <- err })
+			waiting++
 		}
 		c.met.Records(b)
 		var err error
@@ -289,6 +300,34 @@ func (c *core) emit(ctx context.Context, batches []*record.Batch) error {
 				return ctx.Err()
 			}
 			return err
+		}
+	}
+	return c.awaitStored(ctx, stored, waiting)
+}
+
+// storedTimeout bounds the wait for the durable sinks (AckStored); the
+// client is then answered busy and retries (a cluster deduplicates what
+// was stored after all).
+const storedTimeout = 15 * time.Second
+
+// awaitStored waits for n Done callbacks on stored.
+func (c *core) awaitStored(ctx context.Context, stored <-chan error, n int) error {
+	if n == 0 {
+		return nil
+	}
+	t := time.NewTimer(storedTimeout)
+	defer t.Stop()
+	for range n {
+		select {
+		case err := <-stored:
+			if err != nil {
+				c.faults.Log(ctx, c.log, slog.LevelWarn, "OTLP spans not stored; the client is answered busy", "receiver", c.name, "err", err)
+				return ErrBusy
+			}
+		case <-t.C:
+			return ErrBusy
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 	return nil

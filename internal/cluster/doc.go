@@ -1,0 +1,32 @@
+// Package cluster makes a bridge one node of a cluster of bridges on one
+// replicated NATS JetStream (docs/CLUSTER.md), as Grafana Tempo puts
+// Kafka between its receivers and its block builders:
+//
+//   - Ingest: on any node, what the receivers decode is cut into
+//     partitions (spans by trace id, every Kieker trace record into one:
+//     trace.RouteKey, the rule a bridge shards its assembly by) and
+//     published to the
+//     stream TRACEBRIDGE_CLUSTER, one subject per partition, R=replicas,
+//     file storage, with a message id (a hash of the content) that
+//     JetStream deduplicates client retries by. The Publisher is a
+//     durable sink of the node's engine: its Flush returns once
+//     JetStream has stored (PubAck) every message published before, so a
+//     client is acknowledged only for stored data.
+//   - Ownership: each partition has one owner at a time, holding a lease
+//     in the replicated key-value bucket tb_leases (TTL LeaseTTL,
+//     renewed every LeaseTTL/3). The owner reads its partition's
+//     messages from the first one still in the stream, assembles their
+//     traces (trace.Assembler, as a single bridge does) and appends them
+//     to the store. Every CheckpointInterval it makes the store's heads
+//     durable blocks in the shared bucket (Persist) and then purges from
+//     the stream the messages whose records are all in those blocks: the
+//     stream holds exactly what is not yet durable, and a takeover
+//     resumes from there. An owner that cannot renew its lease stops
+//     consuming and drops what it assembled before the lease can expire.
+//   - Presence: every node puts a heartbeat into tb_nodes (with a TTL),
+//     which Status reads.
+//
+// Concurrency: a Node is safe for concurrent use. It runs one goroutine
+// for leases and heartbeats, one for checkpoints, one per owned
+// partition (fetch, decode, assemble, append), plus nats.go's.
+package cluster

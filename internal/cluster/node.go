@@ -1,0 +1,797 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tracebridge/tracebridge/internal/metrics"
+	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
+)
+
+// Buckets of the cluster's replicated state (JetStream key-value).
+const (
+	LeaseBucket = "tb_leases"
+	NodeBucket  = "tb_nodes"
+)
+
+// Defaults of Options' intervals.
+const (
+	// DefaultLeaseTTL: a partition whose owner stopped renewing is free
+	// this long after its last renewal; with the lease scan every
+	// second and a consumer's start, another node takes it over within
+	// about LeaseTTL + 2 s (the takeover bound, docs/CLUSTER.md).
+	DefaultLeaseTTL = 8 * time.Second
+	// DefaultCheckpointInterval: how often an owner makes its blocks
+	// durable and removes what they hold from the stream.
+	DefaultCheckpointInterval = 5 * time.Second
+)
+
+// TraceSink takes the traces an owner assembles (the store sink).
+type TraceSink interface {
+	ConsumeTraces(ctx context.Context, ts []*trace.Trace) error
+}
+
+// Options configure a Node.
+type Options struct {
+	// Node is this node's name; Partitions and Replicas the cluster's.
+	Node                 string
+	Partitions, Replicas int
+	// URL is the NATS server to connect to (this node's embedded
+	// server, or an existing cluster's URLs, comma-separated), with User
+	// and Password when it needs them.
+	URL, User, Password string
+	// NATSAddr and HTTPAddr are what the heartbeat tells others.
+	NATSAddr, HTTPAddr string
+	// Catalog resolves record types of messages (nil: trace.Types()).
+	Catalog *record.Catalog
+	// Traces configures each owned partition's assembly (its Emit and
+	// Clock are the node's); MaxOpenTraces is divided among the
+	// partitions this node may own.
+	Traces trace.Options
+	// Sink takes the assembled traces; Persist makes what Sink took
+	// durable in the shared store (store.Persist). Without them the node
+	// only publishes (and owns nothing).
+	Sink    TraceSink
+	Persist func(context.Context) error
+	// Expected is how many nodes the cluster has when all run (the
+	// embedded servers' routes + 1; 0: unknown): a node starting first
+	// takes no more than its share of them, not every partition.
+	Expected int
+	// LeaseTTL and CheckpointInterval (0: the defaults).
+	LeaseTTL, CheckpointInterval time.Duration
+	Logger                       *slog.Logger
+	Metrics                      *metrics.Registry
+}
+
+// Node is one node of a cluster: its connection to JetStream, the
+// publisher its engine delivers to, and the owners of the partitions it
+// holds. Status describes it.
+type Node struct {
+	opt Options
+	log *slog.Logger
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	pub *Publisher
+	met *nodeMetrics
+
+	started time.Time
+
+	mu      sync.Mutex
+	stream  jetstream.Stream
+	leases  jetstream.KeyValue
+	nodes   jetstream.KeyValue
+	owners  map[int]*owner
+	ready   bool
+	lastCk  time.Time
+	ckErr   error
+	lag     map[int]uint64
+	lagAt   time.Time // when lag was read
+	seen    []NodeStatus
+	leaseOf map[int]leaseValue
+	sinfo   *jetstream.StreamInfo
+	sErr    error
+
+	runDone chan struct{}
+}
+
+// leaseValue is what a lease holds.
+type leaseValue struct {
+	Node  string    `json:"node"`
+	Since time.Time `json:"since"`
+}
+
+// New connects to NATS; Run sets up the stream and the buckets and runs
+// the node.
+func New(opt Options) (*Node, error) {
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.LeaseTTL <= 0 {
+		opt.LeaseTTL = DefaultLeaseTTL
+	}
+	if opt.CheckpointInterval <= 0 {
+		opt.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if opt.Partitions <= 0 || opt.Replicas <= 0 || opt.Node == "" {
+		return nil, errors.New("cluster: node name, partitions and replicas are required")
+	}
+	n := &Node{opt: opt, log: opt.Logger, started: time.Now(), owners: map[int]*owner{}, runDone: make(chan struct{})}
+	n.met = newNodeMetrics(n)
+	if err := opt.Metrics.Register(n.met.collectors()...); err != nil {
+		return nil, fmt.Errorf("cluster: metrics: %w", err)
+	}
+	copts := []nats.Option{nats.Name("tracebridge cluster node " + opt.Node), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
+		nats.RetryOnFailedConnect(true),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				n.log.Warn("cluster: disconnected from NATS", "node", opt.Node, "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			n.log.Info("cluster: reconnected to NATS", "node", opt.Node, "server", c.ConnectedUrlRedacted())
+		}),
+	}
+	if opt.User != "" {
+		copts = append(copts, nats.UserInfo(opt.User, opt.Password))
+	}
+	nc, err := nats.Connect(opt.URL, copts...)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: connecting to %s: %w", opt.URL, err)
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(maxPending))
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	n.nc, n.js = nc, js
+	n.pub = newPublisher(n)
+	return n, nil
+}
+
+// Name is the node's name.
+func (n *Node) Name() string { return n.opt.Node }
+
+// JetStream is the node's JetStream handle (the shared state's buckets
+// live there too).
+func (n *Node) JetStream() jetstream.JetStream { return n.js }
+
+// Conn is the node's NATS connection.
+func (n *Node) Conn() *nats.Conn { return n.nc }
+
+// Publisher is the sink the node's engine delivers to.
+func (n *Node) Publisher() *Publisher { return n.pub }
+
+// owns says whether the node takes partitions.
+func (n *Node) owns() bool { return n.opt.Sink != nil && n.opt.Persist != nil }
+
+// Run sets up the stream and the buckets (waiting for JetStream, which
+// needs a quorum of the cluster's servers), then keeps the heartbeat,
+// takes, renews and releases leases, runs the owners and checkpoints,
+// until ctx ends. Then it checkpoints a last time, releases its leases
+// (so that others take over at once) and returns.
+func (n *Node) Run(ctx context.Context) error {
+	defer close(n.runDone)
+	if err := n.setup(ctx); err != nil {
+		return err
+	}
+	n.log.Info("cluster: node ready", "node", n.opt.Node, "partitions", n.opt.Partitions, "replicas", n.opt.Replicas)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); n.checkpoints(ctx) }()
+	n.leaseLoop(ctx)
+	wg.Wait()
+	n.releaseAll()
+	return nil
+}
+
+// setup creates (or finds) the stream and the buckets, retrying until
+// JetStream answers.
+func (n *Node) setup(ctx context.Context) error {
+	warned := false
+	for {
+		err := n.trySetup(ctx)
+		if err == nil {
+			n.mu.Lock()
+			n.ready = true
+			n.mu.Unlock()
+			return nil
+		}
+		if !warned {
+			n.log.Warn("cluster: JetStream not ready yet (the cluster needs a quorum of its servers); retrying", "node", n.opt.Node, "err", err)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (n *Node) trySetup(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        StreamName,
+		Description: "tracebridge cluster: received trace records by partition, until their owner has them in blocks",
+		Subjects:    []string{subjectPrefix + "*"},
+		Storage:     jetstream.FileStorage,
+		Replicas:    n.opt.Replicas,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardNew,
+		Duplicates:  2 * time.Minute,
+		MaxMsgSize:  MaxMessage + 64<<10,
+		Compression: jetstream.S2Compression,
+	})
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", StreamName, err)
+	}
+	leases, err := n.bucket(ctx, jetstream.KeyValueConfig{Bucket: LeaseBucket, Description: "tracebridge cluster: partition leases",
+		TTL: n.opt.LeaseTTL, History: 1, Replicas: n.opt.Replicas, Storage: jetstream.FileStorage})
+	if err != nil {
+		return err
+	}
+	nodes, err := n.bucket(ctx, jetstream.KeyValueConfig{Bucket: NodeBucket, Description: "tracebridge cluster: node heartbeats",
+		TTL: n.opt.LeaseTTL, History: 1, Replicas: n.opt.Replicas, Storage: jetstream.FileStorage})
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.stream, n.leases, n.nodes = st, leases, nodes
+	n.mu.Unlock()
+	return nil
+}
+
+// bucket creates a bucket or, when another node made it, opens it.
+func (n *Node) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := n.js.CreateKeyValue(ctx, cfg)
+	if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		kv, err = n.js.KeyValue(ctx, cfg.Bucket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+	}
+	return kv, nil
+}
+
+// heartbeat is what a node puts into the nodes bucket.
+type heartbeat struct {
+	HTTP    string    `json:"http,omitempty"`
+	NATS    string    `json:"nats,omitempty"`
+	Owned   int       `json:"owned"`
+	Started time.Time `json:"started"`
+	Seen    time.Time `json:"seen"`
+}
+
+// leaseLoop runs every second: heartbeat, renewals, new leases up to
+// this node's share, releases beyond it.
+func (n *Node) leaseLoop(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var lastBeat time.Time
+	for {
+		now := time.Now()
+		if now.Sub(lastBeat) >= n.opt.LeaseTTL/4 {
+			n.beat(ctx)
+			lastBeat = now
+		}
+		n.renew(ctx)
+		if n.owns() {
+			n.balance(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// beat puts the heartbeat and reads the others'.
+func (n *Node) beat(ctx context.Context) {
+	n.mu.Lock()
+	owned := len(n.owners)
+	n.mu.Unlock()
+	hb := heartbeat{HTTP: n.opt.HTTPAddr, NATS: n.opt.NATSAddr, Owned: owned, Started: n.started, Seen: time.Now()}
+	b, _ := json.Marshal(hb)
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := n.nodes.Put(cctx, n.opt.Node, b); err != nil {
+		n.log.Debug("cluster: heartbeat failed", "node", n.opt.Node, "err", err)
+		return
+	}
+	var seen []NodeStatus
+	lister, err := n.nodes.ListKeys(cctx)
+	if err != nil {
+		return
+	}
+	for k := range lister.Keys() {
+		e, err := n.nodes.Get(cctx, k)
+		if err != nil {
+			continue
+		}
+		var h heartbeat
+		if json.Unmarshal(e.Value(), &h) != nil {
+			continue
+		}
+		seen = append(seen, NodeStatus{Name: k, HTTP: h.HTTP, NATS: h.NATS, Owned: h.Owned, Started: h.Started, Seen: e.Created()})
+	}
+	slices.SortFunc(seen, func(a, b NodeStatus) int { return cmpString(a.Name, b.Name) })
+	n.mu.Lock()
+	n.seen = seen
+	n.mu.Unlock()
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// leaseKey is partition p's key in the leases bucket.
+func leaseKey(p int) string { return "p" + strconv.Itoa(p) }
+
+// renew renews every lease held; an owner whose lease another took, or
+// that could not renew before it would expire, is fenced: it stops and
+// drops what it assembled.
+func (n *Node) renew(ctx context.Context) {
+	n.mu.Lock()
+	owners := make([]*owner, 0, len(n.owners))
+	for _, o := range n.owners {
+		owners = append(owners, o)
+	}
+	n.mu.Unlock()
+	now := time.Now()
+	for _, o := range owners {
+		if now.Sub(o.renewed) < n.opt.LeaseTTL/4 {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, n.opt.LeaseTTL/4)
+		t0 := time.Now()
+		rev, err := n.leases.Update(cctx, leaseKey(o.p), o.value, o.rev)
+		cancel()
+		switch {
+		case err == nil:
+			o.rev, o.renewed = rev, t0
+		case errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) || isWrongSequence(err):
+			n.fence(o, "another node holds its lease now", err)
+		case time.Since(o.renewed) > n.opt.LeaseTTL-time.Second:
+			// The server lets the lease expire LeaseTTL after the last
+			// renewal it stored, which it stored after o.renewed.
+			n.fence(o, "its lease could not be renewed before it expires", err)
+		default:
+			n.log.Warn("cluster: renewing a lease failed; retrying", "node", n.opt.Node, "partition", o.p, "err", err)
+		}
+	}
+}
+
+// isWrongSequence reports JetStream's "wrong last sequence" (a lease
+// updated by another node).
+func isWrongSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
+// fence stops an owner that lost its lease and drops what it holds.
+func (n *Node) fence(o *owner, why string, err error) {
+	n.mu.Lock()
+	if n.owners[o.p] != o {
+		n.mu.Unlock()
+		return
+	}
+	delete(n.owners, o.p)
+	n.mu.Unlock()
+	o.stop(false)
+	n.met.leasesLost.Inc()
+	n.log.Error("cluster: partition lost: "+why+"; stopped consuming it and dropped what was not checkpointed", "node", n.opt.Node, "partition", o.p, "err", err)
+}
+
+// share is how many partitions this node should own: its fair part
+// among the nodes alive.
+func (n *Node) share() int {
+	n.mu.Lock()
+	alive := len(n.seen)
+	n.mu.Unlock()
+	alive = max(alive, 1)
+	if time.Since(n.started) < 2*n.opt.LeaseTTL {
+		// While the cluster starts, the others' heartbeats may not be
+		// in yet.
+		alive = max(alive, n.opt.Expected)
+	}
+	return (n.opt.Partitions + alive - 1) / alive
+}
+
+// balance takes free partitions up to this node's share and gives one
+// back when it holds more than its share and a node holds fewer.
+func (n *Node) balance(ctx context.Context) {
+	share := n.share()
+	n.mu.Lock()
+	held := len(n.owners)
+	n.mu.Unlock()
+	// Start at a place of this node's own, so that nodes starting
+	// together do not all reach for the same partitions.
+	first := int(fnv64(n.opt.Node) % uint64(n.opt.Partitions))
+	for i := 0; i < n.opt.Partitions && held < share; i++ {
+		p := (first + i) % n.opt.Partitions
+		n.mu.Lock()
+		_, mine := n.owners[p]
+		n.mu.Unlock()
+		if mine {
+			continue
+		}
+		val, _ := json.Marshal(leaseValue{Node: n.opt.Node, Since: time.Now()})
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		t0 := time.Now()
+		rev, err := n.leases.Create(cctx, leaseKey(p), val)
+		cancel()
+		if err != nil {
+			continue // held by another, or JetStream unavailable: next round
+		}
+		o := newOwner(n, p, val, rev, t0)
+		n.mu.Lock()
+		n.owners[p] = o
+		n.mu.Unlock()
+		held++
+		n.met.takeovers.Inc()
+		n.log.Info("cluster: partition taken", "node", n.opt.Node, "partition", p)
+		go o.run(ctx)
+	}
+	if held > share+1 || held > share && n.someoneBelow(share) {
+		n.release(ctx, share)
+	}
+}
+
+// someoneBelow reports whether a node alive owns fewer than share-1.
+func (n *Node) someoneBelow(share int) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, s := range n.seen {
+		if s.Owned < share-1 {
+			return true
+		}
+	}
+	return false
+}
+
+// release gives back one partition: it checkpoints it, then deletes its
+// lease, so that a node with fewer takes it at once.
+func (n *Node) release(ctx context.Context, share int) {
+	n.mu.Lock()
+	var o *owner
+	for _, x := range n.owners {
+		if o == nil || x.p > o.p {
+			o = x
+		}
+	}
+	if o != nil {
+		delete(n.owners, o.p)
+	}
+	n.mu.Unlock()
+	if o == nil {
+		return
+	}
+	n.handOver(ctx, o)
+	n.log.Info("cluster: partition handed over (rebalancing)", "node", n.opt.Node, "partition", o.p, "share", share)
+}
+
+// handOver stops an owner, checkpoints everything it consumed and
+// deletes its lease.
+func (n *Node) handOver(ctx context.Context, o *owner) {
+	safe := o.stop(true)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := n.opt.Persist(cctx); err != nil {
+		n.log.Error("cluster: persisting a partition handed over failed; its records stay in the stream for the next owner", "node", n.opt.Node, "partition", o.p, "err", err)
+	} else {
+		n.purge(cctx, o, safe)
+	}
+	if err := n.leases.Delete(cctx, leaseKey(o.p), jetstream.LastRevision(o.rev)); err != nil {
+		n.log.Warn("cluster: releasing a lease failed (it expires by itself)", "node", n.opt.Node, "partition", o.p, "err", err)
+	}
+}
+
+// releaseAll hands every partition over (the node stops).
+func (n *Node) releaseAll() {
+	n.mu.Lock()
+	owners := make([]*owner, 0, len(n.owners))
+	for p, o := range n.owners {
+		owners = append(owners, o)
+		delete(n.owners, p)
+	}
+	n.mu.Unlock()
+	if len(owners) == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	safes := make([]uint64, len(owners))
+	for i, o := range owners {
+		wg.Add(1)
+		go func() { defer wg.Done(); safes[i] = o.stop(true) }()
+	}
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := n.opt.Persist(ctx)
+	for i, o := range owners {
+		if err == nil {
+			n.purge(ctx, o, safes[i])
+		}
+		if derr := n.leases.Delete(ctx, leaseKey(o.p), jetstream.LastRevision(o.rev)); derr != nil {
+			n.log.Warn("cluster: releasing a lease failed (it expires by itself)", "node", n.opt.Node, "partition", o.p, "err", derr)
+		}
+	}
+	if err != nil {
+		n.log.Error("cluster: the last checkpoint failed; the partitions' records stay in the stream for their next owners", "node", n.opt.Node, "err", err)
+	} else {
+		n.log.Info("cluster: partitions checkpointed and released", "node", n.opt.Node, "partitions", len(owners))
+	}
+	_ = n.nodes.Delete(ctx, n.opt.Node)
+}
+
+// checkpoints runs a checkpoint every CheckpointInterval.
+func (n *Node) checkpoints(ctx context.Context) {
+	tick := time.NewTicker(n.opt.CheckpointInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		n.checkpoint(ctx)
+		n.refreshStream(ctx)
+	}
+}
+
+// checkpoint asks every owner for the last message all of whose
+// records are in traces handed to the sink, makes the sink's traces
+// durable (Persist), then removes those messages from the stream.
+func (n *Node) checkpoint(ctx context.Context) {
+	if !n.owns() {
+		return
+	}
+	n.mu.Lock()
+	owners := make([]*owner, 0, len(n.owners))
+	for _, o := range n.owners {
+		owners = append(owners, o)
+	}
+	n.mu.Unlock()
+	safes := make([]uint64, len(owners))
+	progress := false
+	for i, o := range owners {
+		safes[i] = o.safe(ctx)
+		if safes[i] > o.purged.Load() {
+			progress = true
+		}
+	}
+	if !progress {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	err := n.opt.Persist(cctx)
+	n.mu.Lock()
+	prev := n.ckErr
+	n.ckErr = err
+	if err == nil {
+		n.lastCk = time.Now()
+	}
+	n.mu.Unlock()
+	n.met.checkpointSeconds.Observe(time.Since(t0).Seconds())
+	if err != nil {
+		n.met.checkpointErrors.Inc()
+		if prev == nil {
+			n.log.Error("cluster: checkpoint failed: the store's blocks are not durable; the partitions' records stay in the stream", "node", n.opt.Node, "partitions", len(owners), "err", err)
+		}
+		return
+	}
+	if prev != nil {
+		n.log.Info("cluster: checkpoints succeed again", "node", n.opt.Node)
+	}
+	pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer pcancel()
+	for i, o := range owners {
+		n.purge(pctx, o, safes[i])
+	}
+}
+
+// purge removes partition o.p's messages up to safe from the stream.
+func (n *Node) purge(ctx context.Context, o *owner, safe uint64) {
+	if safe <= o.purged.Load() {
+		return
+	}
+	if err := n.stream.Purge(ctx, jetstream.WithPurgeSubject(Subject(o.p)), jetstream.WithPurgeSequence(safe+1)); err != nil {
+		n.log.Warn("cluster: removing checkpointed messages failed (they are read again by a later owner, and deduplicated)", "node", n.opt.Node, "partition", o.p, "err", err)
+		return
+	}
+	o.purged.Store(safe)
+}
+
+// refreshStream reads the stream's state and the leases for Status and
+// the metrics.
+func (n *Node) refreshStream(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	info, err := n.stream.Info(cctx, jetstream.WithSubjectFilter(subjectPrefix+"*"))
+	lag := map[int]uint64{}
+	if err == nil {
+		for s, c := range info.State.Subjects {
+			if p, e := strconv.Atoi(s[len(subjectPrefix):]); e == nil {
+				lag[p] = c
+			}
+		}
+	}
+	leaseOf := map[int]leaseValue{}
+	if lister, lerr := n.leases.ListKeys(cctx); lerr == nil {
+		for k := range lister.Keys() {
+			p, perr := strconv.Atoi(k[1:])
+			if perr != nil {
+				continue
+			}
+			if e, gerr := n.leases.Get(cctx, k); gerr == nil {
+				var v leaseValue
+				if json.Unmarshal(e.Value(), &v) == nil {
+					leaseOf[p] = v
+				}
+			}
+		}
+	}
+	n.mu.Lock()
+	n.sinfo, n.sErr = info, err
+	if err == nil {
+		n.lag, n.lagAt = lag, time.Now()
+	}
+	n.leaseOf = leaseOf
+	n.mu.Unlock()
+}
+
+// Status describes the cluster as this node knows it (the stream's
+// state and the leases as of the last checkpoint round).
+func (n *Node) Status() Status {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := Status{Node: n.opt.Node, Partitions: n.opt.Partitions, Replicas: n.opt.Replicas, Nodes: slices.Clone(n.seen), At: time.Now()}
+	for p := range n.opt.Partitions {
+		ps := PartitionStatus{Partition: p, Lag: n.lag[p]}
+		if v, ok := n.leaseOf[p]; ok {
+			ps.Owner, ps.Since = v.Node, v.Since
+		}
+		if o := n.owners[p]; o != nil {
+			ps.Owner, ps.Since = n.opt.Node, o.since
+		}
+		if ps.Owner == "" {
+			st.Degraded = append(st.Degraded, fmt.Sprintf("partition %d has no owner", p))
+		}
+		st.Owners = append(st.Owners, ps)
+	}
+	st.Stream = StreamStatus{Name: StreamName, PublishErrors: n.met.publishErrorCount()}
+	switch {
+	case !n.ready:
+		st.Stream.Error = "JetStream not ready (the cluster needs a quorum of its servers)"
+	case n.sErr != nil:
+		st.Stream.Error = n.sErr.Error()
+	case n.sinfo != nil:
+		st.Stream.OK = true
+		st.Stream.Messages, st.Stream.Bytes = n.sinfo.State.Msgs, n.sinfo.State.Bytes
+		if c := n.sinfo.Cluster; c != nil {
+			st.Stream.Leader = c.Leader
+			for _, r := range c.Replicas {
+				st.Stream.Replicas = append(st.Stream.Replicas, ReplicaStatus{Name: r.Name, Current: r.Current, Offline: r.Offline, Lag: r.Lag, Active: r.Active})
+				if r.Offline || !r.Current {
+					st.Degraded = append(st.Degraded, fmt.Sprintf("stream replica %s is not current", r.Name))
+				}
+			}
+		}
+	}
+	if !st.Stream.OK {
+		st.Degraded = append(st.Degraded, "stream: "+st.Stream.Error)
+	}
+	st.Store = StoreStatus{OK: n.ckErr == nil, LastCheckpoint: n.lastCk}
+	if n.ckErr != nil {
+		st.Store.Error = n.ckErr.Error()
+		st.Degraded = append(st.Degraded, "store: checkpoints fail: "+n.ckErr.Error())
+	}
+	return st
+}
+
+// Close closes the connection (after Run has returned). It is safe to
+// call twice.
+func (n *Node) Close() error {
+	n.nc.Close()
+	return nil
+}
+
+// nodeMetrics are the node's Prometheus metrics.
+type nodeMetrics struct {
+	published, publishErrors prometheus.Counter
+	takeovers, leasesLost    prometheus.Counter
+	checkpointErrors         prometheus.Counter
+	checkpointSeconds        prometheus.Histogram
+	owned                    prometheus.GaugeFunc
+	consumed                 prometheus.Counter
+	malformed                prometheus.Counter
+	n                        *Node
+	lagCollector             prometheus.Collector
+	pubErrs                  atomic.Int64
+}
+
+func newNodeMetrics(n *Node) *nodeMetrics {
+	m := &nodeMetrics{n: n}
+	m.published = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_published_messages_total", Help: "Messages this node published to the cluster's stream."})
+	m.publishErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_publish_errors_total", Help: "Publishes to the cluster's stream that failed (their sources were not acknowledged)."})
+	m.takeovers = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_partitions_taken_total", Help: "Partition leases this node took."})
+	m.leasesLost = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_leases_lost_total", Help: "Partitions this node lost (fenced) because it could not renew their lease."})
+	m.checkpointErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_checkpoint_errors_total", Help: "Checkpoints that failed (blocks not durable in the shared store)."})
+	m.checkpointSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tracebridge_cluster_checkpoint_seconds", Help: "Time to make the owned partitions' traces durable blocks.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 12)})
+	m.consumed = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_consumed_messages_total", Help: "Messages of owned partitions this node consumed."})
+	m.malformed = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_malformed_messages_total", Help: "Messages of owned partitions that did not decode (skipped)."})
+	m.owned = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tracebridge_cluster_owned_partitions", Help: "Partitions this node owns."}, func() float64 {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return float64(len(n.owners))
+	})
+	m.lagCollector = lagCollector{n}
+	return m
+}
+
+func (m *nodeMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.published, m.publishErrors, m.takeovers, m.leasesLost, m.checkpointErrors, m.checkpointSeconds, m.consumed, m.malformed, m.owned, m.lagCollector}
+}
+
+func (m *nodeMetrics) publishErrorCount() int64 { return m.pubErrs.Load() }
+
+// publishError counts k failed publishes.
+func (m *nodeMetrics) publishError(k int) {
+	m.pubErrs.Add(int64(k))
+	m.publishErrors.Add(float64(k))
+}
+
+// lagCollector reports each partition's lag (messages not yet
+// checkpointed) as of the last checkpoint round.
+type lagCollector struct{ n *Node }
+
+var lagDesc = prometheus.NewDesc("tracebridge_cluster_partition_lag_messages", "Messages of a partition in the cluster's stream not yet checkpointed (in blocks of the shared store).", []string{"partition"}, nil)
+
+var lagAtDesc = prometheus.NewDesc("tracebridge_cluster_partition_lag_timestamp_seconds", "When the partitions' lag was last read from the stream (unix time): a value that stops moving means the stream does not answer.", nil, nil)
+
+func (c lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- lagDesc; ch <- lagAtDesc }
+
+func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
+	c.n.mu.Lock()
+	defer c.n.mu.Unlock()
+	if c.n.lag == nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(lagAtDesc, prometheus.GaugeValue, float64(c.n.lagAt.UnixNano())/1e9)
+	for p := range c.n.opt.Partitions {
+		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(c.n.lag[p]), strconv.Itoa(p))
+	}
+}
+
+// fnv64 is FNV-1a of s (stable across processes, unlike maphash).
+func fnv64(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}

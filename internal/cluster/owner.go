@@ -1,0 +1,256 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tracebridge/tracebridge/internal/lograte"
+	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
+)
+
+// owner consumes one partition this node holds the lease of: it reads
+// the partition's messages from the first one in the stream, assembles
+// their traces and hands them to the node's sink. Its goroutine alone
+// touches the assembler; the node asks it for its safe point (safe) and
+// stops it (stop) through channels.
+type owner struct {
+	n     *Node
+	p     int
+	value []byte // the lease's value
+	since time.Time
+
+	// The lease (the node's lease goroutine only).
+	rev     uint64
+	renewed time.Time
+
+	// purged is the last sequence removed from the stream.
+	purged atomic.Uint64
+
+	asks  chan chan uint64
+	quit  chan bool     // true: hand on what is assembled; false: drop it
+	done  chan struct{} // closed when run has returned
+	final uint64        // the last sequence handed on at the end (0: dropped)
+	once  sync.Once
+	last  uint64
+
+	faults lograte.Limiter
+}
+
+func newOwner(n *Node, p int, value []byte, rev uint64, at time.Time) *owner {
+	return &owner{n: n, p: p, value: value, since: at, rev: rev, renewed: at,
+		asks: make(chan chan uint64), quit: make(chan bool, 1), done: make(chan struct{}), faults: lograte.Limiter{PerSecond: 1}}
+}
+
+// seqAt is a message consumed: its stream sequence and the clock reading
+// after the assembler took its records.
+type seqAt struct {
+	seq uint64
+	at  int64
+}
+
+// tickEvery is how often the assembler completes traces whose window
+// passed (as the engine's stage tick).
+const tickEvery = 100 * time.Millisecond
+
+// run consumes until stopped (or ctx ends: then it hands on what it
+// assembled, for the node's last checkpoint).
+func (o *owner) run(ctx context.Context) {
+	n := o.n
+	var out []*trace.Trace
+	opts := n.opt.Traces
+	opts.Clock = trace.WallClock
+	if opts.MaxOpenTraces > 0 {
+		// The node's bound, shared among the partitions it owns.
+		opts.MaxOpenTraces = max(1000, opts.MaxOpenTraces/max(1, n.share()))
+	}
+	opts.Emit = func(t *trace.Trace) { out = append(out, t) }
+	asm := trace.NewAssembler(opts)
+	dec := NewDecoder(n.opt.Catalog)
+	var seqs []seqAt
+	b := &record.Batch{}
+	hand := func() {
+		if len(out) == 0 {
+			return
+		}
+		for {
+			err := n.opt.Sink.ConsumeTraces(ctx, out)
+			if err == nil {
+				break
+			}
+			// The store refuses (closed, disk full): the traces are not
+			// lost, their messages stay in the stream; try again.
+			o.faults.Log(ctx, n.log, slog.LevelError, "cluster: the store did not take a partition's traces; retrying", "node", n.opt.Node, "partition", o.p, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+		clear(out)
+		out = out[:0]
+	}
+	// safe: the last sequence all of whose records are in traces handed
+	// on (no trace begun before or at its reading is still open).
+	safe := func() uint64 {
+		oldest, open := asm.OldestOpen()
+		if !open {
+			if len(seqs) > 0 {
+				seqs = seqs[:0]
+			}
+			return o.last
+		}
+		i := 0
+		for i < len(seqs) && seqs[i].at < oldest {
+			i++
+		}
+		var s uint64
+		if i > 0 {
+			s = seqs[i-1].seq
+			seqs = append(seqs[:0], seqs[i:]...)
+		} else {
+			s = o.purged.Load()
+			if len(seqs) > 0 && seqs[0].seq > 0 {
+				s = max(s, seqs[0].seq-1)
+			}
+		}
+		return s
+	}
+	finish := func(handOn bool) {
+		if handOn {
+			asm.Flush()
+			hand()
+			o.final = o.last
+		}
+		close(o.done)
+	}
+
+	var cons jetstream.Consumer
+	lastTick := time.Now()
+	for {
+		select {
+		case handOn := <-o.quit:
+			finish(handOn)
+			return
+		case <-ctx.Done():
+			finish(true)
+			return
+		case reply := <-o.asks:
+			reply <- safe()
+			continue
+		default:
+		}
+		if time.Since(lastTick) >= tickEvery {
+			asm.Tick()
+			hand()
+			lastTick = time.Now()
+		}
+		if cons == nil {
+			var err error
+			if cons, err = o.reader(ctx); err != nil {
+				o.faults.Log(ctx, n.log, slog.LevelWarn, "cluster: cannot read a partition yet; retrying", "node", n.opt.Node, "partition", o.p, "err", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(500 * time.Millisecond):
+				}
+				continue
+			}
+		}
+		batch, err := cons.Fetch(fetchBatch, jetstream.FetchMaxWait(fetchWait), jetstream.FetchHeartbeat(fetchWait/4))
+		if err != nil {
+			// The consumer is gone (its stream's leader changed, the
+			// server restarted): a new one goes on after the last
+			// message taken.
+			o.faults.Log(ctx, n.log, slog.LevelWarn, "cluster: reading a partition failed; reading again from where it was", "node", n.opt.Node, "partition", o.p, "err", err)
+			cons = nil
+			continue
+		}
+		for msg := range batch.Messages() {
+			meta, err := msg.Metadata()
+			if err != nil {
+				continue
+			}
+			b.Reset()
+			if err := dec.Decode(msg.Data(), b); err != nil {
+				n.met.malformed.Inc()
+				o.faults.Log(ctx, n.log, slog.LevelError, "cluster: a message of the stream did not decode; skipped", "node", n.opt.Node, "partition", o.p, "seq", meta.Sequence.Stream, "err", err)
+			}
+			asm.AddBatch(b)
+			o.last = meta.Sequence.Stream
+			seqs = append(seqs, seqAt{seq: o.last, at: time.Now().UnixNano()})
+			n.met.consumed.Inc()
+			hand()
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			o.faults.Log(ctx, n.log, slog.LevelWarn, "cluster: reading a partition failed; reading again from where it was", "node", n.opt.Node, "partition", o.p, "err", err)
+			cons = nil
+		}
+	}
+}
+
+// Reading a partition: pulls of up to fetchBatch messages, each waiting
+// at most fetchWait (the assembler's tick and the checkpoints' questions
+// are served between them), with heartbeats so that a consumer lost with
+// its server is noticed within a pull.
+const (
+	fetchBatch = 256
+	fetchWait  = 500 * time.Millisecond
+)
+
+// reader makes the partition's consumer: ephemeral, in memory, without
+// acknowledgements (progress is the stream's own: checkpointed messages
+// are removed), starting after the last message taken.
+func (o *owner) reader(ctx context.Context) (jetstream.Consumer, error) {
+	cfg := jetstream.ConsumerConfig{
+		FilterSubject:     Subject(o.p),
+		AckPolicy:         jetstream.AckNonePolicy,
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		InactiveThreshold: 30 * time.Second,
+		MemoryStorage:     true,
+		Replicas:          1,
+	}
+	if o.last > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, o.last+1
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return o.n.js.CreateConsumer(cctx, StreamName, cfg)
+}
+
+// safe asks the owner for its safe point (0 when it has stopped). An
+// owner busy making a new reader (its stream's leader changed) is not
+// waited for long: its safe point is then where it was.
+func (o *owner) safe(ctx context.Context) uint64 {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	reply := make(chan uint64, 1)
+	select {
+	case o.asks <- reply:
+	case <-o.done:
+		return 0
+	case <-ctx.Done():
+		return 0
+	}
+	select {
+	case s := <-reply:
+		return s
+	case <-ctx.Done():
+		return 0
+	}
+}
+
+// stop ends the owner. With handOn it first hands every trace it holds to
+// the sink and returns the last sequence consumed (all of it handed on);
+// without, it drops what it holds and returns 0.
+func (o *owner) stop(handOn bool) uint64 {
+	o.once.Do(func() { o.quit <- handOn })
+	<-o.done
+	return o.final
+}

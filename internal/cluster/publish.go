@@ -1,0 +1,235 @@
+package cluster
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/zeebo/xxh3"
+
+	"github.com/tracebridge/tracebridge/internal/codec/kieker"
+	"github.com/tracebridge/tracebridge/internal/lograte"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// PublishTimeout bounds a Flush: the wait for JetStream to store what
+// was published (retrying what failed). Past it Flush fails, and the
+// sources' acknowledgements fail with it (OTLP answers 503, ZICO an
+// error, a broker message is not acknowledged): the client retries.
+const PublishTimeout = 10 * time.Second
+
+// maxPending is the window of publishes JetStream has not acknowledged
+// yet; beyond it Consume waits (back-pressure on the receivers).
+const maxPending = 4096
+
+// Publisher is the durable sink of a cluster node's engine: it cuts
+// every batch into partitions, encodes each part as a message and
+// publishes it to the stream asynchronously; Flush returns once JetStream
+// has stored every message published before it (PubAck), so the engine
+// acknowledges sources only for stored data. Consume runs on the engine's
+// sink goroutine, Flush on its flusher, concurrently.
+type Publisher struct {
+	n   *Node
+	js  jetstream.JetStream
+	log *slog.Logger
+
+	part  *Partitioner
+	buf   []byte
+	order []int32 // records by partition (Consume's goroutine)
+	count []int32
+
+	mu      sync.Mutex
+	futures []jetstream.PubAckFuture
+
+	faults lograte.Limiter
+	closed atomic.Bool
+}
+
+var _ pipeline.BuiltSink = (*Publisher)(nil)
+
+func newPublisher(n *Node) *Publisher {
+	return &Publisher{n: n, js: n.js, log: n.log, part: NewPartitioner(n.opt.Partitions),
+		count: make([]int32, n.opt.Partitions+1), faults: lograte.Limiter{PerSecond: 1}}
+}
+
+// Where says where the records go.
+func (p *Publisher) Where() string {
+	return fmt.Sprintf("publishing to JetStream stream %s (%d partitions, R%d) as node %s", StreamName, p.n.opt.Partitions, p.n.opt.Replicas, p.n.opt.Node)
+}
+
+// Consume publishes the trace records of b, one message per partition
+// (more when a part exceeds MaxMessage). It waits while JetStream has
+// maxPending messages unacknowledged.
+func (p *Publisher) Consume(ctx context.Context, b *record.Batch) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	// A counting sort of the records by partition (-1: not published,
+	// counted in slot n).
+	np := p.n.opt.Partitions
+	clear(p.count)
+	if cap(p.order) < 2*b.Len() {
+		p.order = make([]int32, 2*b.Len())
+	}
+	parts := p.order[:b.Len()]
+	for i := range b.Records {
+		pt := p.part.Partition(&b.Records[i], &b.Origin)
+		if pt < 0 {
+			pt = np
+		}
+		parts[i] = int32(pt)
+		p.count[pt]++
+	}
+	if int(p.count[np]) == b.Len() {
+		return nil
+	}
+	start := make([]int32, np+1)
+	var sum int32
+	for i := range np + 1 {
+		start[i] = sum
+		sum += p.count[i]
+	}
+	order := p.order[b.Len() : 2*b.Len()]
+	pos := append([]int32(nil), start...)
+	for i, pt := range parts {
+		order[pos[pt]] = int32(i)
+		pos[pt]++
+	}
+	for pt := range np {
+		if p.count[pt] == 0 {
+			continue
+		}
+		idx := order[start[pt] : start[pt]+p.count[pt]]
+		if err := p.publishPart(ctx, pt, b, idx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publishPart publishes the records idx of b as partition pt's messages.
+func (p *Publisher) publishPart(ctx context.Context, pt int, b *record.Batch, idx []int32) error {
+	for len(idx) > 0 {
+		enc := kieker.NewEncoder(kieker.EncoderOptions{Inline: true})
+		p.buf = appendOrigin(p.buf[:0], &b.Origin)
+		head := len(p.buf)
+		n := 0
+		for _, i := range idx {
+			if n > 0 && len(p.buf)-head > MaxMessage/2 {
+				break
+			}
+			var err error
+			if p.buf, err = enc.Append(p.buf, &b.Records[i]); err != nil {
+				p.n.met.publishError(1)
+				return fmt.Errorf("cluster: partition %d: %w", pt, err)
+			}
+			n++
+		}
+		idx = idx[n:]
+		if err := p.publish(ctx, pt, p.buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publish hands one message to JetStream, waiting while the window of
+// unacknowledged publishes is full.
+func (p *Publisher) publish(ctx context.Context, pt int, data []byte) error {
+	h := xxh3.Hash128(data).Bytes()
+	id := hex.EncodeToString(h[:])
+	msg := &nats.Msg{Subject: Subject(pt), Data: append([]byte(nil), data...)}
+	for {
+		f, err := p.js.PublishMsgAsync(msg, jetstream.WithMsgID(id), jetstream.WithExpectStream(StreamName), jetstream.WithStallWait(250*time.Millisecond))
+		if err == nil {
+			p.mu.Lock()
+			p.futures = append(p.futures, f)
+			p.mu.Unlock()
+			p.n.met.published.Inc()
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			p.n.met.publishError(1)
+			p.faults.Log(ctx, p.log, slog.LevelWarn, "cluster: publishing failed", "node", p.n.opt.Node, "partition", pt, "err", err)
+			return fmt.Errorf("cluster: publish to partition %d: %w", pt, err)
+		}
+		if ctx.Err() != nil || p.closed.Load() {
+			return fmt.Errorf("cluster: publish to partition %d: JetStream is behind: %w", pt, context.Cause(ctx))
+		}
+	}
+}
+
+// Flush waits until JetStream has stored every message published before
+// the call; a message it refused is published again (the same message
+// id: JetStream keeps one) until PublishTimeout.
+func (p *Publisher) Flush() error {
+	p.mu.Lock()
+	fs := p.futures
+	p.futures = nil
+	p.mu.Unlock()
+	if len(fs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), PublishTimeout)
+	defer cancel()
+	var failed int
+	var last error
+	for _, f := range fs {
+		select {
+		case <-f.Ok():
+			continue
+		case err := <-f.Err():
+			last = err
+		case <-ctx.Done():
+			last = ctx.Err()
+		}
+		if err := p.retry(ctx, f.Msg()); err != nil {
+			failed++
+			last = err
+		}
+	}
+	if failed > 0 {
+		p.n.met.publishError(failed)
+		p.faults.Log(ctx, p.log, slog.LevelError, "cluster: JetStream did not store published records; their sources are not acknowledged", "node", p.n.opt.Node, "messages", failed, "err", last)
+		return fmt.Errorf("cluster: %d messages not stored by JetStream: %w", failed, last)
+	}
+	return nil
+}
+
+// retry publishes msg again, synchronously, until ctx ends.
+func (p *Publisher) retry(ctx context.Context, msg *nats.Msg) error {
+	id := msg.Header.Get(jetstream.MsgIDHeader)
+	msg.Header.Del(jetstream.MsgIDHeader)
+	msg.Header.Del(jetstream.ExpectedStreamHeader)
+	wait := 50 * time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := p.js.PublishMsg(actx, msg, jetstream.WithMsgID(id), jetstream.WithExpectStream(StreamName))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %w)", ctx.Err(), err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// Close waits for what is in flight (Flush); it is safe to call twice.
+func (p *Publisher) Close() error {
+	if p.closed.Swap(true) {
+		return nil
+	}
+	return p.Flush()
+}

@@ -1,0 +1,165 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/tracebridge/tracebridge/internal/cluster"
+	"github.com/tracebridge/tracebridge/internal/config"
+	"github.com/tracebridge/tracebridge/internal/engine"
+	"github.com/tracebridge/tracebridge/internal/natsd"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	storesink "github.com/tracebridge/tracebridge/internal/sink/store"
+	tstore "github.com/tracebridge/tracebridge/internal/store"
+	"github.com/tracebridge/tracebridge/internal/trace"
+)
+
+// clusterPart is what a cluster node adds to a bridge (docs/CLUSTER.md):
+// its embedded NATS server (none with an existing NATS cluster), the
+// node, the store sink its partitions' traces go to (outside the
+// engine: the engine's durable sink is the node's publisher) and the
+// read-only view of the shared bucket the API answers from.
+type clusterPart struct {
+	srv    *natsd.Server
+	node   *cluster.Node
+	sink   *storesink.Sink
+	reader *tstore.Store
+}
+
+// Cluster returns the bridge's cluster node (nil when not one).
+func (s *Server) Cluster() *cluster.Node {
+	if s.cl == nil {
+		return nil
+	}
+	return s.cl.node
+}
+
+// clusterWAL is called before the store sink is built in a cluster: the
+// write-ahead area of an earlier run as a cluster node is dropped, since
+// what it held and was not yet in blocks is still in the stream (the
+// stream is checkpointed only after the blocks are durable), and its
+// next owner reads it again. The write-ahead area of a bridge that was
+// not a node before (no <data_dir>/cluster yet) is kept: the store
+// uploads it when it opens.
+func clusterWAL(c *storesink.Config, dataDir string) error {
+	if _, err := os.Stat(filepath.Join(dataDir, "cluster")); err != nil {
+		return nil
+	}
+	path := c.Path
+	if path == "" {
+		path = filepath.Join(dataDir, "store")
+	}
+	if err := os.RemoveAll(filepath.Join(path, "wal")); err != nil {
+		return fmt.Errorf("cluster: clearing the store's write-ahead area: %w", err)
+	}
+	return nil
+}
+
+// startCluster starts the embedded NATS server (unless the section names
+// an existing cluster) and the node, and adds its publisher to the
+// engine as the durable sink. sink is the store sink built from the
+// configuration.
+func (s *Server) startCluster(c *config.Config, sink *storesink.Sink, set Settings) error {
+	cc := c.Cluster
+	cp := &clusterPart{sink: sink}
+	s.cl = cp
+	url, user, pass, natsAddr := cc.NATS, "", "", ""
+	if cc.NATS == "" {
+		host, port, err := natsd.SplitListen(cc.NATSListen)
+		if err != nil {
+			return pipeline.Classify(ErrConfig, fmt.Errorf("cluster: nats_listen: %w", err))
+		}
+		ccfg := &natsd.ClusterConfig{ServerName: cc.Node, Name: "tracebridge", Routes: cc.Routes}
+		if cc.ClusterListen != "" {
+			h, p, err := net.SplitHostPort(cc.ClusterListen)
+			if err != nil {
+				return pipeline.Classify(ErrConfig, fmt.Errorf("cluster: cluster_listen: %w", err))
+			}
+			ccfg.Host = h
+			ccfg.Port, _ = strconv.Atoi(p)
+		}
+		srv, err := natsd.Start(natsd.Config{Host: host, Port: port, StoreDir: filepath.Join(c.DataDir, "cluster", "jetstream"),
+			CredentialsFile: natsd.CredentialsFile(c.DataDir), Logger: set.Logger, Cluster: ccfg})
+		if err != nil {
+			return pipeline.Classify(ErrComm, fmt.Errorf("cluster: %w (nats_listen and cluster_listen of the cluster: section)", err))
+		}
+		cp.srv = srv
+		creds := srv.Credentials()
+		url, user, pass, natsAddr = "nats://"+srv.Addr(), creds.User, creds.Password, srv.Addr()
+	}
+	expected := 0
+	if cc.NATS == "" {
+		expected = len(cc.Routes) + 1
+	}
+	node, err := cluster.New(cluster.Options{
+		Node: cc.Node, Partitions: cc.Partitions, Replicas: cc.Replicas, Expected: expected,
+		URL: url, User: user, Password: pass, NATSAddr: natsAddr, HTTPAddr: s.HTTPAddr,
+		Catalog: s.base.Catalog,
+		Traces:  trace.Options{Window: time.Duration(c.Traces.Window), MaxOpenTraces: c.Traces.MaxOpenTraces, MaxSpans: c.Traces.MaxSpans},
+		Sink:    sink, Persist: sink.Store().Persist,
+		Logger: set.Logger, Metrics: s.Metrics,
+	})
+	if err != nil {
+		return pipeline.Classify(ErrComm, err)
+	}
+	cp.node = node
+	// The API reads the shared bucket: every node's blocks, listed again
+	// every second. The traces an owner has not yet made blocks (at most
+	// a checkpoint interval and a trace window) are not in it.
+	rdir := filepath.Join(c.DataDir, "cluster", "reader")
+	if err := os.MkdirAll(rdir, 0o755); err != nil {
+		return pipeline.Classify(ErrConfig, fmt.Errorf("cluster: %w", err))
+	}
+	reader, err := tstore.Open(rdir, tstore.Options{Bucket: sink.Store().Bucket(), ReadOnly: true, Refresh: time.Second, Logger: set.Logger})
+	if err != nil {
+		return pipeline.Classify(ErrConfig, fmt.Errorf("cluster: %w", err))
+	}
+	cp.reader = reader
+	pub := node.Publisher()
+	s.Engine.AddSink("cluster", pub, engine.SinkOptions{Policy: pipeline.Durable})
+	s.Sinks = append(s.Sinks, Endpoint{Name: "cluster", Type: "cluster", Where: pub.Where(), Policy: pipeline.Durable.String()})
+	// OTLP answers once the stream has the spans.
+	s.Shared.SetAckStored(true)
+	return nil
+}
+
+// runCluster runs the node beside the engine; stop ends it (a last
+// checkpoint, the leases released), then closes what it holds.
+func (cp *clusterPart) run(ctx context.Context) (stop func() error) {
+	nctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- cp.node.Run(nctx) }()
+	return func() error {
+		cancel()
+		err := <-done
+		return err
+	}
+}
+
+// close releases the node, the reader, the store sink and the server.
+func (cp *clusterPart) close() error {
+	var errs []error
+	if cp.node != nil {
+		errs = append(errs, cp.node.Close())
+	}
+	if cp.reader != nil {
+		errs = append(errs, cp.reader.Close())
+	}
+	if cp.sink != nil {
+		errs = append(errs, cp.sink.Close())
+	}
+	if cp.srv != nil {
+		cp.srv.Shutdown()
+	}
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
