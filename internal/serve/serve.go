@@ -573,6 +573,7 @@ func (s *Server) Run(ctx context.Context) error {
 	var stopCluster func() error
 	if s.cl != nil {
 		stopCluster = s.cl.run(ctx)
+		s.runClusterState(ctx, s.cl.node, s.cfg.Cluster.Node, s.cfg.Cluster.Replicas, "s3")
 	}
 	err := s.Engine.Run(ctx)
 	if stopCluster != nil {
