@@ -75,11 +75,13 @@ func (s *Store) check(repair bool) (CheckResult, error) {
 			orphans = append(orphans, o.Key)
 		}
 	}
-	_, problems, err := s.listBlocks(ctx)
+	s.refreshMu.Lock()
+	l, err := s.listBlocks(ctx)
+	s.refreshMu.Unlock()
 	if err != nil {
 		return res, err
 	}
-	res.Problems = append(res.Problems, problems...)
+	res.Problems = append(res.Problems, l.problems...)
 	for _, p := range s.partitions() {
 		res.Hosts++
 		p.mu.RLock()

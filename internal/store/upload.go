@@ -81,7 +81,7 @@ func (s *Store) upload(h *head) error {
 		return err
 	}
 	p := s.partition(h.host)
-	ref := &blockRef{meta: meta, key: block.Dir(meta.Host, meta.ID) + block.DataName}
+	ref := s.newBlockRef(meta)
 	p.mu.Lock()
 	p.addBlock(ref)
 	p.sealed = slices.DeleteFunc(p.sealed, func(x *head) bool { return x == h })
@@ -253,7 +253,7 @@ func (s *Store) buildBlock(h *head) ([]byte, *block.Meta, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: block of %s: %w", h.path, err)
 	}
-	m := &block.Meta{Version: block.Version, ID: h.id, Host: h.host, Created: s.opt.Now().UTC(),
+	m := &block.Meta{Version: block.Version, ID: h.id, Host: h.host, Node: s.opt.Node, Created: s.opt.Now().UTC(),
 		MinStart: st.MinStart, MaxEnd: st.MaxEnd, Traces: st.Traces, Spans: st.Spans, Size: st.Size, FooterCRC: st.FooterCRC}
 	h.fillMeta(m)
 	return data, m, nil
