@@ -775,18 +775,24 @@ type scanState struct {
 // in parts is listed once, with the summary of all its parts; so is a
 // trace stored twice (in a cluster, by two nodes), its spans once each. A
 // block found gone from the bucket meanwhile (deleted elsewhere) is
-// skipped, and the search made again over a new listing.
+// skipped, and the search made again over a new listing (at most
+// goneRetries times).
 func (s *Store) Search(q Query) (Page, error) {
 	s.refresh()
-	began := time.Now()
 	page, gone, err := s.search(q)
-	if err == nil && gone {
-		if _, lerr := s.relist(began); lerr == nil {
-			page, _, err = s.search(q)
+	for try := 0; err == nil && gone && try < goneRetries; try++ {
+		if _, err := s.relist(time.Now()); err != nil {
+			break
 		}
+		page, gone, err = s.search(q)
 	}
 	return page, err
 }
+
+// goneRetries bounds how often a search or lookup is made again because a
+// block went while it read (the blocks a compaction replaced stay for
+// uploadedGrace: one more is nearly always enough).
+const goneRetries = 3
 
 // search is Search; gone says a block was found gone while it read.
 func (s *Store) search(q Query) (_ Page, gone bool, _ error) {
@@ -1296,12 +1302,12 @@ func (s *Store) Get(id trace.ID) (*trace.Trace, error) {
 // the trace read again over a new listing: its parts may be in the block
 // that replaced it.
 func (s *Store) get(ctx context.Context, id trace.ID) (*trace.Trace, error) {
-	began := time.Now()
 	t, gone, err := s.getOnce(ctx, id)
-	if gone {
-		if _, lerr := s.relist(began); lerr == nil {
-			t, _, err = s.getOnce(ctx, id)
+	for try := 0; gone && try < goneRetries; try++ {
+		if _, err := s.relist(time.Now()); err != nil {
+			break
 		}
+		t, gone, err = s.getOnce(ctx, id)
 	}
 	return t, err
 }
