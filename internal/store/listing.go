@@ -314,21 +314,28 @@ func (s *Store) vanished(b *blockRef, err error) bool {
 	return true
 }
 
-// lister lists the bucket every Refresh, and when a read found a block
-// gone, for a writer that shares its bucket (Options.Node).
+// lister lists the bucket every Refresh, or, when a listing takes longer
+// than a tenth of that, ten times as long as the last one took (a bucket
+// of many blocks is listed less often: the lister's share of the time
+// stays under a tenth), and when a read found a block gone; for a writer
+// that shares its bucket (Options.Node).
 func (s *Store) lister() {
 	defer s.uploadWG.Done()
-	t := time.NewTicker(s.opt.Refresh)
-	defer t.Stop()
+	wait := s.opt.Refresh
 	failing := 0
 	for {
+		timer := time.NewTimer(wait)
 		select {
 		case <-s.ctx.Done():
+			timer.Stop()
 			return
-		case <-t.C:
+		case <-timer.C:
 		case <-s.relistReq:
+			timer.Stop()
 		}
-		_, err := s.relist(time.Now())
+		began := time.Now()
+		_, err := s.relist(began)
+		wait = max(s.opt.Refresh, listDuty*time.Since(began))
 		switch {
 		case err == nil:
 			if failing > 0 {
@@ -345,6 +352,10 @@ func (s *Store) lister() {
 		}
 	}
 }
+
+// listDuty: a shared writer waits at least this many times as long as its
+// last listing took before the next.
+const listDuty = 10
 
 // refresh, for a reader beside a writer, takes in the blocks uploaded and
 // the write-ahead written since it last looked (at most every Refresh).
