@@ -132,6 +132,7 @@ func (s *Store) Compact() (int, error) {
 			return 0, fmt.Errorf("store: compaction: %w", err)
 		}
 		s.sweepReplaced()
+		s.sweepAnnounced()
 	}
 	merged := 0
 	for _, p := range s.partitions() {

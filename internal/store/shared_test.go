@@ -43,6 +43,9 @@ func openNode(t *testing.T, cfg objstore.S3Config, node string, o Options) *Stor
 	if o.Refresh == 0 {
 		o.Refresh = 100 * time.Millisecond
 	}
+	if o.ListAll == 0 {
+		o.ListAll = 300 * time.Millisecond
+	}
 	return open(t, t.TempDir(), o)
 }
 
@@ -563,4 +566,56 @@ func TestSharedCompactorHook(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestSharedAnnouncements: a store that lists every block only at open
+// (ListAll of an hour) sees another's new blocks and compactions through
+// their announcements; the compactor deletes old announcements.
+func TestSharedAnnouncements(t *testing.T) {
+	keep := announceKeep
+	t.Cleanup(func() { announceKeep = keep })
+	announceKeep = 0 // every announcement listed is old
+	cfg := sharedBucket(t)
+	a := openNode(t, cfg, "a", Options{ListAll: time.Hour, Refresh: 50 * time.Millisecond, MayCompact: func() bool { return false }})
+	b := openNode(t, cfg, "b", Options{ListAll: time.Hour})
+	for i := range 3 {
+		if _, err := b.Append([]*trace.Trace{traceAt(2 * i)}); err != nil {
+			t.Fatal(err)
+		}
+		flush(t, b)
+	}
+	waitUntil(t, "a sees b's blocks", func() error {
+		if k := a.blocksBy("b"); k != 3 {
+			return fmt.Errorf("a lists %d blocks of b's, want 3", k)
+		}
+		return nil
+	})
+	if m, err := b.Compact(); err != nil || m != 2 {
+		t.Fatalf("b's compaction: %d %v", m, err)
+	}
+	waitUntil(t, "a sees b's compaction", func() error {
+		if k := a.blocksBy("b"); k != 1 {
+			return fmt.Errorf("a lists %d blocks of b's, want 1", k)
+		}
+		p, err := a.Search(Query{Limit: 100})
+		if err != nil || len(p.Traces) != 3 {
+			return fmt.Errorf("a lists %d traces, want 3 (%v)", len(p.Traces), err)
+		}
+		return nil
+	})
+	// b is the compactor: its next run deletes the announcements it
+	// listed (all old here).
+	if err := b.relistAnnounced(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := b.Bucket().List(context.Background(), announcePrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 0 {
+		t.Fatalf("%d announcements left after the compactor's sweep", len(objs))
+	}
 }

@@ -59,13 +59,17 @@ type Options struct {
 	Refresh  time.Duration
 	// Node names this store's writer when several stores (one per node
 	// of a cluster, each with a directory of its own) write into one
-	// bucket: its blocks' metas say so (block.Meta.Node), and it lists
-	// the bucket again every Refresh in the background, taking in the
-	// blocks the others uploaded and compacted and forgetting those they
-	// deleted; a search that finds a block gone lists again at once. ""
-	// (the default): the only writer of its bucket, which lists it at
-	// Open only.
-	Node string
+	// bucket: its blocks' metas say so (block.Meta.Node), each block it
+	// writes is announced under recent/ for a while, and in the
+	// background it lists the announcements every Refresh (taking in the
+	// blocks the others uploaded and compacted) and every block every
+	// ListAll (default 1 min, and at least ten times as long as the last
+	// such listing took; forgetting the blocks the others deleted); a
+	// search that finds a block gone lists again at once. "" (the
+	// default): the only writer of its bucket, which lists it at Open
+	// only.
+	Node    string
+	ListAll time.Duration
 	// MayCompact, when set, is asked before every retention and
 	// compaction run and between compactions: only while it says true
 	// does this store delete old blocks or compact them, so that one
@@ -138,6 +142,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Refresh <= 0 {
 		o.Refresh = time.Second
+	}
+	if o.ListAll <= 0 {
+		o.ListAll = time.Minute
 	}
 	if o.CloseWait == 0 {
 		o.CloseWait = 10 * time.Second
@@ -212,6 +219,11 @@ type Store struct {
 	// replaced are blocks that another store's compaction replaced
 	// (under refreshMu): the compactor deletes them after a grace.
 	replaced []replacedBlock
+	// announced holds the ids of the announcements (recent/) taken in,
+	// staleAnnounced the keys of those older than announceKeep, which the
+	// compactor deletes (both under refreshMu).
+	announced      map[string]bool
+	staleAnnounced []string
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -315,7 +327,7 @@ func newStore(dir string, o Options) (*Store, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{dir: dir, bucket: bucket, opt: o, parts: map[string]*partition{}, cache: newCache(o.CacheSize - o.CacheSize/4), pages: newCache(o.CacheSize / 4), cat: newCatalog(),
-		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), gone: map[string]bool{}, metas: map[string]*block.Meta{}, relistReq: make(chan struct{}, 1)}
+		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), gone: map[string]bool{}, metas: map[string]*block.Meta{}, announced: map[string]bool{}, relistReq: make(chan struct{}, 1)}
 	s.walCond = sync.NewCond(&s.walMu)
 	return s, nil
 }

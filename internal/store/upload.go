@@ -186,6 +186,13 @@ func (s *Store) putBlock(ctx context.Context, data []byte, meta *block.Meta) err
 	if err := s.bucket.Put(ctx, dir+block.MetaName, mb); err != nil {
 		return fmt.Errorf("store: block %s of host %s: meta: %w", meta.ID, meta.Host, err)
 	}
+	if s.opt.Node != "" {
+		// The other writers of the bucket learn of it from the
+		// announcements (listing.go).
+		if err := s.bucket.Put(ctx, announcePrefix+meta.ID, mb); err != nil {
+			return fmt.Errorf("store: block %s of host %s: announcement: %w", meta.ID, meta.Host, err)
+		}
+	}
 	return nil
 }
 
