@@ -16,11 +16,13 @@ import (
 // BenchmarkListShared measures the listing of a shared bucket of 10,000
 // blocks (20,000 objects) on a real S3 server (versitygw): "open" is a
 // store's first listing (a List and a Get of every meta), "relist" the
-// periodic one of a store that has read the metas (the List alone).
+// periodic full one of a store that has read the metas (the List alone),
+// "announced" the one of every Refresh: the announcements of the last
+// 200 blocks.
 // The blocks are copies of one small block written into the server's
 // directory (its posix backend) under new ids.
 func BenchmarkListShared(b *testing.B) {
-	const blocks = 10_000
+	const blocks, announced = 10_000, 200
 	srv := objstoretest.Start(b)
 	cfg := srv.Bucket(b, "traces", "prod/")
 	// One block, made by a store in a directory of its own.
@@ -65,6 +67,14 @@ func BenchmarkListShared(b *testing.B) {
 		if err := os.WriteFile(filepath.Join(dir, block.MetaName), mb, 0o644); err != nil {
 			b.Fatal(err)
 		}
+		if i >= blocks-announced {
+			if err := os.MkdirAll(filepath.Join(root, announcePrefix), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(root, announcePrefix, m.ID), mb, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 	bucket, err := objstore.NewS3(cfg)
 	if err != nil {
@@ -105,5 +115,18 @@ func BenchmarkListShared(b *testing.B) {
 			b.Fatalf("%d blocks listed, want %d", n, blocks)
 		}
 		b.ReportMetric(blocks, "blocks")
+	})
+	b.Run("announced", func(b *testing.B) {
+		s := open(b)
+		defer s.Close()
+		b.ReportAllocs()
+		cpu0 := cpuTime()
+		for b.Loop() {
+			if err := s.relistAnnounced(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e6, "client-CPU-ms/op")
+		b.ReportMetric(announced, "announcements")
 	})
 }
