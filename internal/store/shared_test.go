@@ -256,6 +256,11 @@ func TestSharedDuplicates(t *testing.T) {
 		}
 		return sees(a, n, all)
 	})
+	// Check: copies are no problem, and counted.
+	res, err := Check(t.TempDir(), Options{Bucket: s3Client(t, cfg)})
+	if err != nil || len(res.Problems) > 0 || res.InSeveral != n {
+		t.Fatalf("check: %d traces in several blocks (want %d), problems %q, %v", res.InSeveral, n, res.Problems, err)
+	}
 	// b may not compact (its hook says no); a merges the copies.
 	if m, err := b.Compact(); err != nil || m != 0 {
 		t.Fatalf("a store whose hook says no compacted: %d %v", m, err)
