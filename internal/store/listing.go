@@ -204,6 +204,10 @@ func (s *Store) relistAnnounced() error {
 	var ids []string
 	s.staleAnnounced = s.staleAnnounced[:0]
 	old := time.Now().Add(-announceKeep)
+	// An announcement made well before the last full listing began is of
+	// a block that listing read, or of one gone before it (a compaction's
+	// sources, deleted a little later): not read again.
+	listedAll := s.lastList.Add(-time.Minute)
 	for _, o := range objs {
 		id := strings.TrimPrefix(o.Key, announcePrefix)
 		if !block.ValidID(id) {
@@ -214,6 +218,10 @@ func (s *Store) relistAnnounced() error {
 			s.staleAnnounced = append(s.staleAnnounced, o.Key)
 		}
 		if !s.announced[id] {
+			if o.Modified.Before(listedAll) {
+				s.announced[id] = true
+				continue
+			}
 			ids = append(ids, id)
 		}
 	}
@@ -299,10 +307,12 @@ func (s *Store) sweepAnnounced() {
 func (s *Store) loadBlocks() error {
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
+	began := time.Now()
 	l, err := s.listBlocks(s.ctx)
 	if err != nil {
 		return err
 	}
+	s.lastList = began
 	for _, pr := range l.problems {
 		s.opt.Logger.Warn("store: "+pr, "dir", s.dir)
 	}
