@@ -194,6 +194,11 @@ func (s *Store) readMetas(ctx context.Context, prefixes []string, suffix string)
 func (s *Store) relistAnnounced() error {
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
+	return s.relistAnnouncedLocked()
+}
+
+// relistAnnouncedLocked is relistAnnounced with refreshMu held.
+func (s *Store) relistAnnouncedLocked() error {
 	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
 	defer cancel()
 	objs, err := s.bucket.List(ctx, announcePrefix)
@@ -517,6 +522,14 @@ func (s *Store) refresh() {
 		return
 	}
 	s.lastRefresh = now
+	if s.opt.Node != "" && time.Since(s.lastList) < s.opt.ListAll {
+		// A reader of a shared bucket: the announcements, and every
+		// block every ListAll.
+		if err := s.relistAnnouncedLocked(); err != nil {
+			s.opt.Logger.Warn("store: refreshing the block list", "err", err)
+		}
+		return
+	}
 	listed, err := s.relistLocked(time.Now())
 	if err != nil {
 		s.opt.Logger.Warn("store: refreshing the block list", "err", err)

@@ -575,7 +575,8 @@ func TestSharedCompactorHook(t *testing.T) {
 
 // TestSharedAnnouncements: a store that lists every block only at open
 // (ListAll of an hour) sees another's new blocks and compactions through
-// their announcements; the compactor deletes old announcements.
+// their announcements, and so does a reader of the shared bucket; the
+// compactor deletes old announcements.
 func TestSharedAnnouncements(t *testing.T) {
 	keep := announceKeep
 	t.Cleanup(func() { announceKeep = keep })
@@ -583,6 +584,8 @@ func TestSharedAnnouncements(t *testing.T) {
 	cfg := sharedBucket(t)
 	a := openNode(t, cfg, "a", Options{ListAll: time.Hour, Refresh: 50 * time.Millisecond, MayCompact: func() bool { return false }})
 	b := openNode(t, cfg, "b", Options{ListAll: time.Hour})
+	// A reader of the shared bucket opened before the blocks were.
+	r := open(t, t.TempDir(), Options{Bucket: s3Client(t, cfg), ReadOnly: true, Node: "reader", ListAll: time.Hour, Refresh: 10 * time.Millisecond})
 	for i := range 3 {
 		if _, err := b.Append([]*trace.Trace{traceAt(2 * i)}); err != nil {
 			t.Fatal(err)
@@ -592,6 +595,12 @@ func TestSharedAnnouncements(t *testing.T) {
 	waitUntil(t, "a sees b's blocks", func() error {
 		if k := a.blocksBy("b"); k != 3 {
 			return fmt.Errorf("a lists %d blocks of b's, want 3", k)
+		}
+		return nil
+	})
+	waitUntil(t, "the reader sees b's blocks", func() error {
+		if p, err := r.Search(Query{Limit: 100}); err != nil || len(p.Traces) != 3 {
+			return fmt.Errorf("the reader lists %d traces, want 3 (%v)", len(p.Traces), err)
 		}
 		return nil
 	})

@@ -67,7 +67,9 @@ type Options struct {
 	// such listing took; forgetting the blocks the others deleted); a
 	// search that finds a block gone lists again at once. "" (the
 	// default): the only writer of its bucket, which lists it at Open
-	// only.
+	// only. With ReadOnly, Node (any name) makes a reader of a shared
+	// bucket: a query lists the announcements (at most every Refresh)
+	// and every block only every ListAll.
 	Node    string
 	ListAll time.Duration
 	// MayCompact, when set, is asked before every retention and
