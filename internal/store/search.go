@@ -865,7 +865,9 @@ func (s *Store) search(q Query) (_ Page, gone bool, _ error) {
 	var page Page
 	overflow := false
 	var stopped *cursorPos
-	seen := map[trace.ID]bool{} // ids in the heap (a trace in parts is listed once)
+	// seen: 1 for the ids in the heap (a trace in parts is listed once),
+	// 2 for those found but not kept.
+	seen := map[trace.ID]uint8{}
 	// multi: ids found in more than one row (parts, or copies): their
 	// summaries are of the merged trace.
 	var multi map[trace.ID]bool
@@ -920,11 +922,14 @@ func (s *Store) search(q Query) (_ Page, gone bool, _ error) {
 		page.Scanned += res.scanned
 		overflow = overflow || res.cut
 		for _, x := range res.hits {
-			if seen[x.row.ID] {
+			was := seen[x.row.ID]
+			if was != 0 {
 				if multi == nil {
 					multi = map[trace.ID]bool{}
 				}
 				multi[x.row.ID] = true
+			}
+			if was == 1 {
 				// Another part of a trace already found: keep the better
 				// position.
 				idx := slices.IndexFunc(h.items, func(y hit) bool { return y.row.ID == x.row.ID })
@@ -936,13 +941,14 @@ func (s *Store) search(q Query) (_ Page, gone bool, _ error) {
 			}
 			if h.Len() == q.Limit && !better(x.pos, h.items[0].pos) {
 				overflow = true
+				seen[x.row.ID] = 2
 				continue
 			}
 			heap.Push(h, x)
-			seen[x.row.ID] = true
+			seen[x.row.ID] = 1
 			if h.Len() > q.Limit {
 				y := heap.Pop(h).(hit)
-				delete(seen, y.row.ID)
+				seen[y.row.ID] = 2
 				overflow = true
 			}
 		}
