@@ -781,12 +781,25 @@ func (s *Store) Search(q Query) (Page, error) {
 	s.refresh()
 	page, gone, err := s.search(q)
 	for try := 0; err == nil && gone && try < goneRetries; try++ {
-		if _, err := s.relist(time.Now()); err != nil {
+		if s.relistAfterGone(try) != nil {
 			break
 		}
 		page, gone, err = s.search(q)
 	}
 	return page, err
+}
+
+// relistAfterGone lists the bucket again after the try-th read that found
+// a block gone: in a shared bucket first the announcements (a compaction
+// elsewhere, the usual cause, announced the block that replaced it; a
+// block retention deleted is simply out of the list now), then every
+// block.
+func (s *Store) relistAfterGone(try int) error {
+	if try == 0 && s.opt.Node != "" {
+		return s.relistAnnounced()
+	}
+	_, err := s.relist(time.Now())
+	return err
 }
 
 // goneRetries bounds how often a search or lookup is made again because a
@@ -1310,7 +1323,7 @@ func (s *Store) Get(id trace.ID) (*trace.Trace, error) {
 func (s *Store) get(ctx context.Context, id trace.ID) (*trace.Trace, error) {
 	t, gone, err := s.getOnce(ctx, id)
 	for try := 0; gone && try < goneRetries; try++ {
-		if _, err := s.relist(time.Now()); err != nil {
+		if s.relistAfterGone(try) != nil {
 			break
 		}
 		t, gone, err = s.getOnce(ctx, id)
