@@ -20,8 +20,9 @@ const pprofEnv = "TRACEBRIDGE_PPROF"
 // sink: "store" (the trace store, as the embedded default's; traces
 // assembled from the spans) or "log" (a binary Kieker log, spans as
 // OperationExecutionRecords after assembly). With pprof set it serves
-// its profiles there.
-func startBridge(ctx context.Context, name, bin, tmp, sink, pprof string) (*target, error) {
+// its profiles there; workers ≥ 0 sets traces: {workers: N} (the
+// assembly workers; the default is one per core).
+func startBridge(ctx context.Context, name, bin, tmp, sink, pprof string, workers int) (*target, error) {
 	dir := filepath.Join(tmp, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -42,6 +43,9 @@ receivers:
     listen: "127.0.0.1:0"
 sinks:
 %s`, dir, sinks)
+	if workers >= 0 {
+		cfg += fmt.Sprintf("traces:\n  workers: %d\n", workers)
+	}
 	path := filepath.Join(dir, "tracebridge.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		return nil, err

@@ -70,6 +70,10 @@ type options struct {
 	// the store too (tb-base), the before of a before/after comparison
 	// in one run.
 	base string
+	// baseWorkers ≥ 0 gives tb-base `traces: {workers: N}` (and, without
+	// -base, tracebridge's own binary): one worker against tb-store's
+	// default (one per core) in one run.
+	baseWorkers int
 }
 
 func main() {
@@ -101,6 +105,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&protocols, "protocols", "grpc,http", "protocols to measure: grpc, http")
 	fs.StringVar(&servers, "servers", strings.Join(serverNames, ","), "servers to measure: "+strings.Join(serverNames, ", "))
 	fs.StringVar(&o.base, "base", "", "a second tracebridge binary measured beside tb-store as tb-base (with the store), e.g. the main branch's")
+	fs.IntVar(&o.baseWorkers, "base-workers", -1, "N ≥ 0: tb-base assembles with traces: {workers: N} (the -bin binary unless -base names another)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -209,10 +214,13 @@ func start(ctx context.Context, o *options, tmp string, logf func(string, ...any
 		var t *target
 		switch name {
 		case "tb-store":
-			t, err = startBridge(ctx, name, bin, tmp, "store", pprof)
-			if err == nil && o.base != "" {
+			t, err = startBridge(ctx, name, bin, tmp, "store", pprof, -1)
+			if base := o.base; err == nil && (base != "" || o.baseWorkers >= 0) {
+				if base == "" {
+					base = bin
+				}
 				var b *target
-				if b, err = startBridge(ctx, "tb-base", o.base, tmp, "store", ""); err == nil {
+				if b, err = startBridge(ctx, "tb-base", base, tmp, "store", "", o.baseWorkers); err == nil {
 					logf("tb-base started (pid %d)", b.srv.pid())
 					targets = append(targets, b)
 				} else {
@@ -220,7 +228,7 @@ func start(ctx context.Context, o *options, tmp string, logf func(string, ...any
 				}
 			}
 		case "tb-log":
-			t, err = startBridge(ctx, name, bin, tmp, "log", pprof)
+			t, err = startBridge(ctx, name, bin, tmp, "log", pprof, -1)
 		case "tb-no-sink":
 			t, err = startNop(ctx, pprof)
 		case "otelcol":

@@ -81,6 +81,11 @@ type Traces struct {
 	// larger trace is handed on in parts).
 	MaxOpenTraces int `yaml:"max_open_traces"`
 	MaxSpans      int `yaml:"max_spans"`
+	// Workers is how many goroutines assemble traces, each owning the
+	// traces whose trace id maps to it (Kieker records all on one): 0,
+	// the default, one per core the Go runtime uses (GOMAXPROCS); 1
+	// assembles on the engine's drain goroutine.
+	Workers int `yaml:"workers"`
 }
 
 // Component is one receiver, stage or sink of the configuration: the keys
@@ -374,7 +379,7 @@ func (c *Config) Normalize() error {
 	if c.MemoryLimit < 0 || c.MemoryLimit > 0 && c.MemoryLimit < MinMemoryLimit {
 		errs = append(errs, fmt.Errorf("memory_limit %s: want at least %s (or leave it out: derived from the machine)", c.MemoryLimit, pipeline.ByteSize(MinMemoryLimit)))
 	}
-	if c.Traces.Window < 0 || c.Traces.MaxOpenTraces < 0 || c.Traces.MaxSpans < 0 {
+	if c.Traces.Window < 0 || c.Traces.MaxOpenTraces < 0 || c.Traces.MaxSpans < 0 || c.Traces.Workers < 0 {
 		errs = append(errs, errors.New("traces: window and limits must not be negative"))
 	}
 	seen := map[string]bool{}

@@ -98,6 +98,7 @@ func TestConfigErrors(t *testing.T) {
 		{"receivers: [x]\n", "a component is a mapping"},
 		{"memory_limit: 10MiB\nreceivers: [{type: tcp-server}]\nsinks: [{type: kieker-log}]\n", "memory_limit 10MiB: want at least 128MiB"},
 		{"memory_limit: lots\n", "size \"lots\""},
+		{"traces: {workers: -1}\nreceivers: [{type: tcp-server}]\nsinks: [{type: kieker-log}]\n", "traces: window and limits must not be negative"},
 	} {
 		c, err := Parse([]byte(tc.yaml))
 		if err == nil {
@@ -117,6 +118,25 @@ func TestMemoryLimitKey(t *testing.T) {
 	}
 	if err := c.Normalize(); err != nil || c.MemoryLimit != 512<<20 {
 		t.Fatalf("memory_limit %d, %v; want 512 MiB", c.MemoryLimit, err)
+	}
+}
+
+// TestTraceWorkersKey: traces.workers sets the assembly workers (0, the
+// default: one per core).
+func TestTraceWorkersKey(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want int
+	}{{"", 0}, {"traces: {workers: 1}\n", 1}, {"traces: {window: 1s, workers: 4}\n", 4}} {
+		c, err := Parse([]byte(tc.yaml + "receivers: [{type: tcp-server}]\nsinks: [{type: kieker-log}]\n"))
+		if err == nil {
+			err = c.Normalize()
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.yaml, err)
+		} else if c.Traces.Workers != tc.want {
+			t.Errorf("%q: workers %d, want %d", tc.yaml, c.Traces.Workers, tc.want)
+		}
 	}
 }
 

@@ -7,7 +7,10 @@
 // Goroutines: Run starts one goroutine per source (which starts its own per
 // connection); sources hand batches to one bounded queue. One drain
 // goroutine takes batches off that queue, runs the stages (which therefore
-// need no locks) and hands every batch to the fan-out. The fan-out gives
+// need no locks) and hands every batch to the fan-out. When a sink takes
+// traces, assembly runs on Settings.AssemblyWorkers goroutines (one per
+// core by default), each owning the traces whose trace.RouteKey maps to
+// it (assemble.go); with one it runs on the drain goroutine. The fan-out gives
 // each sink a queue and a goroutine of its own, so a slow sink does not
 // stall the others: a durable sink whose queue is full makes the fan-out
 // wait (back-pressure reaches the sources); a best-effort sink whose queue
@@ -127,6 +130,11 @@ type Settings struct {
 	// takes traces (pipeline.TraceConsumer): window and limits. Its Emit,
 	// Clock and Sources are the engine's.
 	Traces trace.Options
+	// AssemblyWorkers is how many goroutines assemble traces, each
+	// owning the traces whose routing key (trace.RouteKey) maps to it:
+	// 0 means GOMAXPROCS; 1 assembles on the drain goroutine. A stage
+	// that enriches traces (pipeline.Enricher) makes it 1.
+	AssemblyWorkers int
 
 	// Stopping, when set, is called once Run has drained the receivers
 	// and the stages, before the sinks are drained and closed: whatever
@@ -336,7 +344,11 @@ func (e *Engine) Run(ctx context.Context) error {
 			asm.enrichers = append(asm.enrichers, en)
 		}
 	}
-	head := &head{fan: fan, end: end, chain: chain, direct: len(built) == 0, track: &heldTracker{holders: holders}}
+	drainCtx := context.WithoutCancel(ctx)
+	if asm != nil {
+		asm.start(drainCtx)
+	}
+	head := &head{fan: fan, asm: asm, end: end, chain: chain, direct: len(built) == 0, track: &heldTracker{holders: holders}}
 	q := pipeline.NewQueue(e.set.QueueBatches, head, e.sinkError)
 	fan.recycle, fan.newBatch = q.Recycle, q.NewBatch
 	e.set.Metrics.SetQueueDepth(q.Depth)
@@ -358,10 +370,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		if asm != nil {
 			asm.tick(ctx, false)
 		}
-		fan.settle(ctx, head.track.released(), nil)
+		head.settle(ctx, head.track.released())
 	})
 
-	drainCtx := context.WithoutCancel(ctx)
 	fan.start(drainCtx)
 	drained := make(chan struct{})
 	go func() {
@@ -377,9 +388,9 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 		}
 		if asm != nil {
-			asm.tick(drainCtx, true)
+			asm.tick(drainCtx, true) // (the workers end)
 		}
-		fan.settle(drainCtx, head.track.released(), nil)
+		head.settle(drainCtx, head.track.released())
 	}()
 
 	srcCtx, cancelSources := context.WithCancel(ctx)
@@ -445,7 +456,8 @@ func (e *Engine) Run(ctx context.Context) error {
 // released. It runs on the drain goroutine.
 type head struct {
 	fan    *fanout
-	end    endpoint // the fan-out, or the assembler in front of it
+	asm    *assembly // nil: no sink takes traces
+	end    endpoint  // the fan-out, or the assembler in front of it
 	chain  pipeline.Consumer
 	direct bool
 	track  *heldTracker
@@ -489,7 +501,18 @@ func (h *head) after(ctx context.Context, done []func(error), n int, err error) 
 	} else {
 		h.track.add(done, n)
 	}
-	h.fan.settle(ctx, h.track.released(), nil)
+	h.settle(ctx, h.track.released())
+}
+
+// settle sends the released callbacks behind what was handed on so far:
+// through the assembly workers when they run (behind the traces they
+// complete), else straight to the fan-out.
+func (h *head) settle(ctx context.Context, done []func(error)) {
+	if h.asm != nil {
+		h.asm.settle(ctx, done)
+		return
+	}
+	h.fan.settle(ctx, done, nil)
 }
 
 // stamp hands a source's batches to the queue with the receiver's name in

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -265,12 +266,30 @@ func (h *holdingStage) Flush(ctx context.Context) error {
 
 func (h *holdingStage) Held() int { return h.held.Len() }
 
+// memTraceSink is a memSink that takes traces too (the engine then
+// assembles, on several workers).
+type memTraceSink struct{ memSink }
+
+func (s *memTraceSink) TraceSources() trace.Sources                         { return trace.AllSources }
+func (s *memTraceSink) ConsumeTraces(context.Context, []*trace.Trace) error { return nil }
+
 func TestDoneWaitsForHeldRecords(t *testing.T) {
-	br := New(Settings{FlushInterval: 10 * time.Millisecond})
-	sink := &memSink{}
+	t.Run("records", func(t *testing.T) { testDoneWaitsForHeldRecords(t, &memSink{}, 0) })
+	t.Run("sharded assembly", func(t *testing.T) { testDoneWaitsForHeldRecords(t, &memTraceSink{}, 3) })
+}
+
+func testDoneWaitsForHeldRecords(t *testing.T, s pipeline.Sink, workers int) {
+	br := New(Settings{FlushInterval: 10 * time.Millisecond, AssemblyWorkers: workers})
+	sink, ok := s.(*memSink)
+	if ts, isTS := s.(*memTraceSink); isTS {
+		sink, ok = &ts.memSink, true
+	}
+	if !ok {
+		t.Fatalf("sink %T", s)
+	}
 	release := make(chan struct{})
 	br.AddStage(func(next pipeline.Consumer) pipeline.Consumer { return &holdingStage{next: next, release: release} })
-	br.AddSink("mem", sink)
+	br.AddSink("mem", s)
 	acked := make(chan int, 1)
 	br.AddSource("broker", pipeline.SourceFunc(func(ctx context.Context, out pipeline.Consumer) error {
 		var b record.Batch

@@ -42,19 +42,33 @@ type fanout struct {
 	traceBacklog atomic.Int64
 }
 
-// item is a batch shared by the runners.
+// item is a batch shared by the runners (and the assembly workers).
 type item struct {
 	batch *record.Batch
 	refs  atomic.Int32
 	f     *fanout
+	// route is each record's assembly worker (sharded assembly only;
+	// kept with the item for reuse).
+	route []uint8
 }
 
 func (it *item) release() {
 	if it.refs.Add(-1) == 0 {
 		it.f.recycle(it.batch)
 		it.batch = nil
+		it.route = it.route[:0]
 		it.f.items.Put(it)
 	}
+}
+
+// newItem returns an item (from the pool) holding b.
+func (f *fanout) newItem(b *record.Batch) *item {
+	it, _ := f.items.Get().(*item)
+	if it == nil {
+		it = &item{f: f}
+	}
+	it.batch = b
+	return it
 }
 
 // marker carries Done callbacks through the durable runners.
@@ -110,7 +124,6 @@ func newFanout(e *Engine) *fanout {
 			met:    s.met,
 			done:   make(chan struct{}),
 			drops:  lograte.Limiter{PerSecond: 1},
-			taken:  make(chan struct{}, 1),
 		}
 		r.tc, _ = s.sink.(pipeline.TraceConsumer)
 		if to, ok := s.sink.(pipeline.TracesOnly); ok && to.TracesOnly() {
@@ -161,23 +174,29 @@ func (f *fanout) Emit(ctx context.Context, b *record.Batch) (*record.Batch, erro
 }
 
 func (f *fanout) dispatch(ctx context.Context, b *record.Batch) error {
-	n := b.Len()
+	return f.share(ctx, f.newItem(b), 0)
+}
+
+// share hands the item's batch to every sink that takes records and keeps
+// extra references for the caller to release (the assembly workers that
+// read the batch too); with none left the batch is recycled at once.
+func (f *fanout) share(ctx context.Context, it *item, extra int) error {
+	n := it.batch.Len()
 	for _, r := range f.runners {
 		if r.tracesOnly {
 			r.met.Passed(n)
 		}
 	}
 	f.e.count(int64(n))
-	if f.takers == 0 {
-		f.recycle(b)
+	it.refs.Store(int32(f.takers + extra))
+	if f.takers+extra == 0 {
+		it.refs.Store(1)
+		it.release()
 		return nil
 	}
-	it, _ := f.items.Get().(*item)
-	if it == nil {
-		it = &item{f: f}
+	if f.takers == 0 {
+		return nil
 	}
-	it.batch = b
-	it.refs.Store(int32(f.takers))
 	var errs []error
 	for _, r := range f.runners {
 		if r.tracesOnly {
@@ -298,23 +317,43 @@ type runner struct {
 	waiting []*marker // markers consumed since the last flush began
 
 	// spans counts the spans of the traces in ch (maxQueuedSpans);
-	// taken is signalled when the sink has taken traces from it.
+	// taken, made by the first who waits for room, is closed when the
+	// sink has taken traces from ch (several goroutines put traces: the
+	// assembly workers).
 	spans atomic.Int64
+	tmu   sync.Mutex
 	taken chan struct{}
+}
+
+// takenChan returns the channel closed at the sink's next take of traces.
+func (r *runner) takenChan() <-chan struct{} {
+	r.tmu.Lock()
+	defer r.tmu.Unlock()
+	if r.taken == nil {
+		r.taken = make(chan struct{})
+	}
+	return r.taken
 }
 
 // put enqueues en. A durable runner waits while its queue is full; a
 // best-effort runner drops its oldest batch instead.
 func (r *runner) put(ctx context.Context, en entry, aborted <-chan struct{}) error {
 	if en.spans > 0 {
-		for q := r.spans.Load(); q > 0 && q+en.spans > maxQueuedSpans; q = r.spans.Load() {
+		room := func() bool { q := r.spans.Load(); return q == 0 || q+en.spans <= maxQueuedSpans }
+		for !room() {
 			if r.policy != pipeline.Durable {
 				r.fan.traceBacklog.Add(-en.spans)
 				r.dropTraces(en)
 				return nil
 			}
+			// The channel, then the count again: a take in between
+			// closes the channel taken here.
+			taken := r.takenChan()
+			if room() {
+				break
+			}
 			select {
-			case <-r.taken:
+			case <-taken:
 			case <-aborted:
 				return pipeline.ErrClosed
 			case <-ctx.Done():
@@ -427,10 +466,12 @@ func (r *runner) handle(ctx context.Context, en entry) {
 			r.met.Traces(len(en.tr), int(en.spans))
 		}
 		r.spans.Add(-en.spans)
-		select {
-		case r.taken <- struct{}{}:
-		default:
+		r.tmu.Lock()
+		if r.taken != nil {
+			close(r.taken)
+			r.taken = nil
 		}
+		r.tmu.Unlock()
 	}
 	if mk := en.mk; mk != nil {
 		if r.failed != nil {

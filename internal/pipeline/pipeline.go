@@ -93,7 +93,8 @@ type Finisher interface {
 
 // Enricher is a stage that adds to assembled traces what it saw in the
 // records (JFR execution samples on a traced thread during a span): the
-// engine calls Enrich for every completed trace, on the drain goroutine,
+// engine calls Enrich for every completed trace, on the drain goroutine
+// (assembly then runs there, not on workers),
 // before the trace goes to the sinks. It may change the trace.
 type Enricher interface {
 	Enrich(t *trace.Trace)
@@ -128,10 +129,11 @@ type Aborter interface {
 
 // Dropper is a best-effort sink that wants to know what the engine
 // dropped for it: when the sink's queue is full, the engine calls Dropped
-// with the oldest batch before dropping it, on the drain goroutine,
-// concurrently with Consume. The batch is the caller's: read it until
-// Dropped returns. (The stream sink counts the records, so subscribers
-// are told what they missed.)
+// with the oldest batch before dropping it, on the drain goroutine (or on
+// an assembly worker making room for assembled traces: calls may come
+// from several goroutines at once), concurrently with Consume. The batch
+// is the caller's: read it until Dropped returns. (The stream sink counts
+// the records, so subscribers are told what they missed.)
 type Dropper interface {
 	Dropped(b *record.Batch)
 }

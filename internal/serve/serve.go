@@ -211,7 +211,8 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 			MaxOpenTraces: cfg.Traces.MaxOpenTraces,
 			MaxSpans:      cfg.Traces.MaxSpans,
 		},
-		Stopping: func() { s.web.stop() },
+		AssemblyWorkers: cfg.Traces.Workers,
+		Stopping:        func() { s.web.stop() },
 	})
 	ok := false
 	defer func() {
