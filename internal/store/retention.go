@@ -27,8 +27,9 @@ func (s *Store) Retain() (int, error) {
 		return 0, nil
 	}
 	if s.shared() {
-		// The bounds are the bucket's: every node's blocks count.
-		if _, err := s.relist(time.Now()); err != nil {
+		// The bounds are the bucket's: every node's blocks count (a
+		// listing of the last half ListAll will do).
+		if _, err := s.relist(time.Now().Add(-s.opt.ListAll / 2)); err != nil {
 			return 0, fmt.Errorf("store: retention: %w", err)
 		}
 	}
@@ -126,9 +127,10 @@ func (s *Store) Compact() (int, error) {
 		return 0, nil
 	}
 	if s.shared() {
-		// Every node's blocks, as they are now; and what other
+		// Every node's blocks (a listing of the last half ListAll: the
+		// lister's, or retention's just before); and what other
 		// compactions replaced goes once its grace has passed.
-		if _, err := s.relist(time.Now()); err != nil {
+		if _, err := s.relist(time.Now().Add(-s.opt.ListAll / 2)); err != nil {
 			return 0, fmt.Errorf("store: compaction: %w", err)
 		}
 		s.sweepReplaced()

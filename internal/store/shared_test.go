@@ -552,6 +552,9 @@ func TestSharedCompactorHook(t *testing.T) {
 	mu.Lock()
 	allowed = true
 	mu.Unlock()
+	if err := a.relistNow(); err != nil { // (Compact takes a listing of the last half ListAll)
+		t.Fatal(err)
+	}
 	if _, err := a.Compact(); err != nil {
 		t.Fatal(err)
 	}
