@@ -111,3 +111,52 @@ func TestMergePartsCopies(t *testing.T) {
 		t.Fatal("a part was changed")
 	}
 }
+
+// FuzzMergeParts: parts of any shape (span ids shared between parts,
+// parents anywhere or nowhere, copies with other times) merge without a
+// panic into a trace with each span id once that holds every span id of
+// the parts, and the parts are left as they were.
+func FuzzMergeParts(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 1, 2, 1, 1, 1, 0, 2, 3, 2})
+	f.Add([]byte{0, 1, 0, 0, 1, 0, 1, 1, 0, 1, 1, 5})
+	f.Add([]byte{3, 7, 7, 3, 7, 7, 2, 2, 2})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		id := ID{Hi: 1, Lo: 1}
+		parts := []*Trace{{ID: id}, {ID: id}, {ID: id}}
+		for i := 0; i+2 < len(b) && i < 3*64; i += 3 {
+			p := parts[int(b[i])%len(parts)]
+			sid := SpanID(b[i+1]%12 + 1)
+			if slices.ContainsFunc(p.Spans, func(s Span) bool { return s.SpanID == sid }) {
+				continue // a stored part has each id once (tree made it so)
+			}
+			p.Spans = append(p.Spans, Span{SpanID: sid, ParentID: SpanID(b[i+2] % 13), Parent: -1, Operation: "op",
+				Start: int64(b[i+2]), End: int64(b[i+2]) + int64(b[i]), OrderIndex: -1, EOI: -1, ESS: -1})
+		}
+		want := map[SpanID]bool{}
+		var before []int
+		for _, p := range parts {
+			before = append(before, len(p.Spans))
+			for _, s := range p.Spans {
+				want[s.SpanID] = true
+			}
+		}
+		m := MergeParts(parts)
+		got := map[SpanID]bool{}
+		for _, s := range m.Spans {
+			if got[s.SpanID] {
+				t.Fatalf("span %s twice", s.SpanID)
+			}
+			got[s.SpanID] = true
+		}
+		for sid := range want {
+			if !got[sid] {
+				t.Fatalf("span %s lost", sid)
+			}
+		}
+		for i, p := range parts {
+			if len(p.Spans) != before[i] {
+				t.Fatal("a part was changed")
+			}
+		}
+	})
+}
