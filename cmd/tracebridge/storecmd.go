@@ -78,6 +78,13 @@ func cmdStore(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		return withCode(exitData, err)
 	}
 	fmt.Fprintf(stdout, "%s: %d hosts, %d blocks, %d write-ahead files, %d traces\n", pos[1], res.Hosts, res.Blocks, res.WAL, res.Traces)
+	if res.InSeveral > 0 {
+		more := ""
+		if res.Uncounted {
+			more = " (of the first ones only)"
+		}
+		fmt.Fprintf(stdout, "%d traces in more than one block%s: parts, or copies written by nodes sharing the bucket; read once, each span once, merged by compaction\n", res.InSeveral, more)
+	}
 	for _, p := range res.Problems {
 		fmt.Fprintf(stdout, "problem: %s\n", p)
 	}

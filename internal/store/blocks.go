@@ -4,108 +4,13 @@ import (
 	"cmp"
 	"container/list"
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 
-	"github.com/tracebridge/tracebridge/internal/objstore"
 	"github.com/tracebridge/tracebridge/internal/store/block"
 )
-
-// listBlocks lists the bucket's blocks: every meta that reads, and the
-// problems (unreadable metas, metas without data) named.
-func (s *Store) listBlocks(ctx context.Context) (refs []*blockRef, problems []string, err error) {
-	objs, err := s.bucket.List(ctx, block.Prefix)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listing blocks: %w", err)
-	}
-	data := map[string]int64{} // block dir → data size
-	var metas []string
-	for _, o := range objs {
-		_, _, name, ok := block.ParseKey(o.Key)
-		if !ok {
-			continue
-		}
-		dir := strings.TrimSuffix(o.Key, name)
-		if name == block.DataName {
-			data[dir] = o.Size
-		} else {
-			metas = append(metas, dir)
-		}
-	}
-	for _, dir := range metas {
-		host, id, _, _ := block.ParseKey(dir + block.MetaName)
-		p, err := s.bucket.Get(ctx, dir+block.MetaName)
-		if errors.Is(err, objstore.ErrNotExist) {
-			continue // deleted between the list and the get
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		m, err := block.ParseMeta(p)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("block %s: %v (skipped)", dir, err))
-			continue
-		}
-		if m.ID != id || m.Host != host {
-			problems = append(problems, fmt.Sprintf("block %s: meta names block %s of host %s (skipped)", dir, m.ID, m.Host))
-			continue
-		}
-		size, ok := data[dir]
-		if !ok {
-			problems = append(problems, fmt.Sprintf("block %s: meta without data (skipped)", dir))
-			continue
-		}
-		if size != m.Size {
-			problems = append(problems, fmt.Sprintf("block %s: meta says %d bytes, the data object has %d (skipped)", dir, m.Size, size))
-			continue
-		}
-		refs = append(refs, &blockRef{meta: m, key: dir + block.DataName})
-	}
-	// Blocks a compaction replaced: their sources go (a crash came
-	// between writing the compacted block and deleting them).
-	replaced := map[string]bool{}
-	for _, r := range refs {
-		for _, id := range r.meta.CompactedFrom {
-			replaced[r.meta.Host+"\x00"+id] = true
-		}
-	}
-	if len(replaced) > 0 {
-		refs = slices.DeleteFunc(refs, func(r *blockRef) bool {
-			if !replaced[r.meta.Host+"\x00"+r.meta.ID] {
-				return false
-			}
-			if !s.opt.ReadOnly {
-				s.deleteBlock(ctx, r)
-			}
-			return true
-		})
-	}
-	return refs, problems, nil
-}
-
-// loadBlocks reads the block list at open.
-func (s *Store) loadBlocks() error {
-	refs, problems, err := s.listBlocks(s.ctx)
-	if err != nil {
-		return err
-	}
-	for _, pr := range problems {
-		s.opt.Logger.Warn("store: "+pr, "dir", s.dir)
-	}
-	for _, r := range refs {
-		p := s.partition(r.meta.Host)
-		p.mu.Lock()
-		p.addBlock(r)
-		p.mu.Unlock()
-		s.cat.addMeta(r.meta)
-	}
-	return nil
-}
 
 // hasBlock reports whether a block of that id is listed.
 func (s *Store) hasBlock(id string) bool {
@@ -127,68 +32,8 @@ func (s *Store) deleteBlock(ctx context.Context, r *blockRef) error {
 	if err := s.bucket.Delete(ctx, dir+block.MetaName); err != nil {
 		return err
 	}
-	s.cache.dropPrefix(r.meta.ID + "/")
-	s.pages.dropPrefix(r.meta.ID + "/")
+	s.dropCached(r)
 	return s.bucket.Delete(ctx, dir+block.DataName)
-}
-
-// refresh, for a reader beside a writer, takes in the blocks uploaded and
-// the write-ahead written since it last looked (at most every Refresh).
-func (s *Store) refresh() {
-	if !s.opt.ReadOnly {
-		return
-	}
-	s.refreshMu.Lock()
-	defer s.refreshMu.Unlock()
-	now := s.opt.Now()
-	if now.Sub(s.lastRefresh) < s.opt.Refresh {
-		return
-	}
-	s.lastRefresh = now
-	refs, _, err := s.listBlocks(s.ctx)
-	if err != nil {
-		s.opt.Logger.Warn("store: refreshing the block list", "err", err)
-		return
-	}
-	listed := map[string]bool{}
-	for _, r := range refs {
-		listed[r.meta.ID] = true
-		p := s.partition(r.meta.Host)
-		p.mu.Lock()
-		if !slices.ContainsFunc(p.blocks, func(b *blockRef) bool { return b.meta.ID == r.meta.ID }) {
-			p.addBlock(r)
-			s.cat.addMeta(r.meta)
-		}
-		p.mu.Unlock()
-	}
-	heads := map[string]*head{}
-	for _, p := range s.partitions() {
-		p.mu.Lock()
-		p.blocks = slices.DeleteFunc(p.blocks, func(b *blockRef) bool { return !listed[b.meta.ID] })
-		// A head whose block is listed now is gone from the writer's
-		// write-ahead area.
-		p.sealed = slices.DeleteFunc(p.sealed, func(h *head) bool { return listed[h.id] })
-		for _, h := range p.sealed {
-			heads[h.path] = h
-		}
-		p.mu.Unlock()
-	}
-	root := filepath.Join(s.dir, walDir)
-	dirs, _ := os.ReadDir(root)
-	for _, d := range dirs {
-		files, _ := os.ReadDir(filepath.Join(root, d.Name()))
-		for _, f := range files {
-			id, ok := strings.CutSuffix(f.Name(), walExt)
-			if !ok || !block.ValidID(id) || listed[id] {
-				continue
-			}
-			path := filepath.Join(root, d.Name(), f.Name())
-			err = s.loadWALFile(path, id, heads[path]) // nil: a new file
-			if err != nil {
-				s.opt.Logger.Warn("store: reading a write-ahead file", "path", path, "err", err)
-			}
-		}
-	}
 }
 
 // blockIndex is what reading a block needs besides its pages: its reader

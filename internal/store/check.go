@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/tracebridge/tracebridge/internal/store/block"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // CheckResult is what Check found.
@@ -20,7 +21,18 @@ type CheckResult struct {
 	Problems []string
 	// Repaired names what Rebuild changed.
 	Repaired []string
+	// InSeveral counts the traces found in more than one block: parts
+	// (spans more than a trace window apart), or copies written by two
+	// nodes of a cluster sharing the bucket. Not a problem: reads merge
+	// them, each span once, and compaction writes them once. Counted
+	// over the first maxCheckIDs trace ids (Uncounted: there were more).
+	InSeveral int
+	Uncounted bool
 }
+
+// maxCheckIDs bounds the trace ids check keeps to count those in several
+// blocks (about 40 bytes each).
+const maxCheckIDs = 4 << 20
 
 func (res *CheckResult) problemf(format string, args ...any) {
 	res.Problems = append(res.Problems, fmt.Sprintf(format, args...))
@@ -75,11 +87,14 @@ func (s *Store) check(repair bool) (CheckResult, error) {
 			orphans = append(orphans, o.Key)
 		}
 	}
-	_, problems, err := s.listBlocks(ctx)
+	s.refreshMu.Lock()
+	l, err := s.listBlocks(ctx)
+	s.refreshMu.Unlock()
 	if err != nil {
 		return res, err
 	}
-	res.Problems = append(res.Problems, problems...)
+	res.Problems = append(res.Problems, l.problems...)
+	ids := map[trace.ID]uint8{} // the blocks each trace id is in (up to 2)
 	for _, p := range s.partitions() {
 		res.Hosts++
 		p.mu.RLock()
@@ -92,6 +107,7 @@ func (s *Store) check(repair bool) (CheckResult, error) {
 		}
 		for _, b := range blocks {
 			res.Blocks++
+			s.countIDs(ctx, b, ids, &res)
 			n, err := s.checkBlock(ctx, b.key, b.meta)
 			res.Traces += n
 			if err == nil {
@@ -128,6 +144,35 @@ func (s *Store) check(repair bool) (CheckResult, error) {
 	}
 	res.Problems = append(res.Problems, s.recovery.Truncated...)
 	return res, nil
+}
+
+// countIDs counts the trace ids of a block already found in another
+// (res.InSeveral), from the block's index.
+func (s *Store) countIDs(ctx context.Context, b *blockRef, ids map[trace.ID]uint8, res *CheckResult) {
+	if res.Uncounted {
+		return
+	}
+	bi, err := s.index(ctx, b)
+	if err != nil {
+		return // checkBlock reports it
+	}
+	for i := range bi.rows {
+		id := bi.rows[i].ID
+		if i > 0 && bi.rows[i-1].ID == id {
+			continue // parts in one block (rows sorted by id)
+		}
+		switch n := ids[id]; {
+		case n == 1:
+			res.InSeveral++
+			ids[id] = 2
+		case n == 0:
+			if len(ids) >= maxCheckIDs {
+				res.Uncounted = true
+				return
+			}
+			ids[id] = 1
+		}
+	}
 }
 
 // walHolds reports whether a write-ahead file of that id is read.

@@ -19,7 +19,15 @@
 // trace stored in parts (different blocks) is merged on read and by
 // compaction.
 //
+// Several stores (the nodes of a cluster, each with its own DIR) may write
+// into one bucket (Options.Node): each announces its blocks under recent/
+// and takes in the others' (listing.go), a block gone under a read is
+// skipped and the read made again, a trace's spans are one per span id
+// wherever its parts meet (trace.MergeParts), and one store at a time
+// deletes and compacts (Options.MayCompact).
+//
 // Concurrency: a Store is safe for concurrent use: one writer (Append,
 // Sync, Retain, Compact) and any number of readers (Get, Search), also in
-// other processes (Options.ReadOnly).
+// other processes (Options.ReadOnly); and other writers of its bucket
+// (Options.Node).
 package store

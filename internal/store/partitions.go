@@ -93,6 +93,7 @@ func (s *Store) DeletePartition(name string) error {
 	heads, blocks := p.sealed, p.blocks
 	p.sealed, p.blocks = nil, nil
 	p.mu.Unlock()
+	s.takeOut(blocks...)
 	s.walMu.Lock()
 	s.sealed = slices.DeleteFunc(s.sealed, func(h *head) bool { return slices.Contains(heads, h) })
 	for _, h := range heads {

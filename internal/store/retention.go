@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -21,6 +22,16 @@ import (
 func (s *Store) Retain() (int, error) {
 	if s.opt.ReadOnly {
 		return 0, ErrClosed
+	}
+	if !s.mayCompact() {
+		return 0, nil
+	}
+	if s.shared() {
+		// The bounds are the bucket's: every node's blocks count (a
+		// listing of the last half ListAll will do).
+		if _, err := s.relist(time.Now().Add(-s.opt.ListAll / 2)); err != nil {
+			return 0, fmt.Errorf("store: retention: %w", err)
+		}
 	}
 	now := s.opt.Now().UnixNano()
 	var victims []*blockRef
@@ -72,6 +83,9 @@ func (s *Store) Retain() (int, error) {
 	}
 	dropped := 0
 	for _, b := range victims {
+		if !s.mayCompact() {
+			break // another node runs retention now
+		}
 		if err := s.dropBlock(b); err != nil {
 			return dropped, err
 		}
@@ -89,6 +103,7 @@ func (s *Store) dropBlock(b *blockRef) error {
 	p.mu.Lock()
 	p.blocks = slices.DeleteFunc(p.blocks, func(x *blockRef) bool { return x == b })
 	p.mu.Unlock()
+	s.takeOut(b)
 	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
 	defer cancel()
 	if err := s.deleteBlock(ctx, b); err != nil {
@@ -108,14 +123,31 @@ func (s *Store) Compact() (int, error) {
 	if s.opt.ReadOnly {
 		return 0, ErrClosed
 	}
+	if !s.mayCompact() {
+		return 0, nil
+	}
+	if s.shared() {
+		// Every node's blocks (a listing of the last half ListAll: the
+		// lister's, or retention's just before); and what other
+		// compactions replaced goes once its grace has passed.
+		if _, err := s.relist(time.Now().Add(-s.opt.ListAll / 2)); err != nil {
+			return 0, fmt.Errorf("store: compaction: %w", err)
+		}
+		s.sweepReplaced()
+		s.sweepAnnounced()
+	}
 	merged := 0
 	for _, p := range s.partitions() {
-		for {
+		for s.mayCompact() {
 			group := s.compactGroup(p)
 			if len(group) < 2 {
 				break
 			}
-			if err := s.compactBlocks(p, group); err != nil {
+			err := s.compactBlocks(p, group)
+			if errors.Is(err, errGroupGone) {
+				continue // a block of it is gone (deleted elsewhere): it left the list
+			}
+			if err != nil {
 				return merged, err
 			}
 			merged += len(group) - 1
@@ -150,6 +182,9 @@ func (s *Store) compactGroup(p *partition) []*blockRef {
 	return group
 }
 
+// errGroupGone: a block of a compaction's group is gone from the bucket.
+var errGroupGone = errors.New("a block to compact is gone")
+
 // compactBlocks writes one block with the traces of group (parts of a
 // trace merged); the group is deleted after uploadedGrace.
 func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
@@ -163,11 +198,17 @@ func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
 		level = max(level, b.meta.Level+1)
 		from = append(from, b.meta.ID)
 		v, err := s.blockView(ctx, p, b)
+		if s.vanished(b, err) {
+			return errGroupGone
+		}
 		if err != nil {
 			return fmt.Errorf("store: compacting host %s: %w", p.host, err)
 		}
 		for i := range v.rows {
 			body, err := v.body(ctx, &v.rows[i])
+			if s.vanished(b, err) {
+				return errGroupGone
+			}
 			if err != nil {
 				return fmt.Errorf("store: compacting host %s: %w", p.host, err)
 			}
@@ -182,6 +223,9 @@ func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
 		}
 	}
 	h := newHeadValue(block.NewID(s.opt.Now()), p.host, "", s.opt.Now())
+	// A span in several blocks (a partition taken over in a cluster
+	// assembled again what was not yet acknowledged) is written once:
+	// trace.MergeParts keeps one span per span id.
 	w := block.NewWriter(s.opt.PageSize)
 	var terms []block.Term
 	for _, id := range order {
@@ -203,13 +247,14 @@ func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
 	if err != nil {
 		return err
 	}
-	m := &block.Meta{Version: block.Version, ID: h.id, Host: p.host, Level: level, Created: s.opt.Now().UTC(), MinStart: st.MinStart, MaxEnd: st.MaxEnd,
+	m := &block.Meta{Version: block.Version, ID: h.id, Host: p.host, Node: s.opt.Node, Level: level, Created: s.opt.Now().UTC(), MinStart: st.MinStart, MaxEnd: st.MaxEnd,
 		Traces: st.Traces, Spans: st.Spans, Size: st.Size, FooterCRC: st.FooterCRC, CompactedFrom: from}
 	h.fillMeta(m)
 	if err := s.putBlock(ctx, data, m); err != nil {
 		return err
 	}
-	ref := &blockRef{meta: m, key: block.Dir(m.Host, m.ID) + block.DataName}
+	ref := s.newBlockRef(m)
+	s.takeOut(group...)
 	p.mu.Lock()
 	p.blocks = slices.DeleteFunc(p.blocks, func(x *blockRef) bool { return slices.Contains(group, x) })
 	p.addBlock(ref)
@@ -224,4 +269,30 @@ func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
 	}
 	s.walMu.Unlock()
 	return nil
+}
+
+// sweepReplaced deletes the blocks that a compaction of any node replaced
+// more than twice uploadedGrace ago: their compactor deletes them after
+// uploadedGrace, unless it stopped before (a crash, a lost lease).
+func (s *Store) sweepReplaced() {
+	s.refreshMu.Lock()
+	var due []*blockRef
+	for _, r := range s.replaced {
+		if time.Since(r.by) > 2*uploadedGrace {
+			due = append(due, r.ref)
+		}
+	}
+	s.refreshMu.Unlock()
+	if len(due) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+	defer cancel()
+	for _, b := range due {
+		if err := s.deleteBlock(ctx, b); err != nil {
+			s.opt.Logger.Warn("store: a block replaced by a compaction was not deleted", "block", b.meta.ID, "host", b.meta.Host, "err", err)
+			return
+		}
+	}
+	s.opt.Logger.Info("store: deleted blocks that an earlier compaction replaced", "blocks", len(due))
 }

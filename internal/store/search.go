@@ -298,6 +298,8 @@ type rowFilter struct {
 	// block's term index says may match: the others hold no wanted
 	// attribute pair, text or regex match.
 	cand []uint64
+	// gone: the view's block was found gone from the bucket (Store.vanished).
+	gone bool
 }
 
 // candidates lists the rows of cand (nil when every row may match).
@@ -343,6 +345,10 @@ func (s *Store) useTerms(ctx context.Context, rf *rowFilter) {
 		return
 	}
 	tm, err := s.terms(ctx, v.b, v.bi)
+	if s.vanished(v.b, err) {
+		rf.none, rf.gone = true, true
+		return
+	}
 	if err != nil {
 		s.readFault("store: unreadable term index (the block's pages are read instead)", "in", v.desc, "err", err)
 		return
@@ -721,6 +727,9 @@ type hit struct {
 	v   *view
 	row block.Summary
 	t   *trace.Trace // decoded already, or nil
+	// merge: the trace was found in other rows too (parts, or copies in
+	// blocks of two nodes): its summary is of every part merged.
+	merge bool
 }
 
 // hitHeap keeps the best hits with the worst on top.
@@ -753,6 +762,9 @@ type scanState struct {
 	worst atomic.Pointer[cursorPos]
 	limit int
 	desc  bool
+	// gone: a block was found gone from the bucket (deleted by retention
+	// or a compaction elsewhere) while the search read it.
+	gone atomic.Bool
 }
 
 // Search returns a page of the traces q selects, newest (or oldest)
@@ -760,9 +772,43 @@ type scanState struct {
 // (their rows checked against the summary conditions, their filters and
 // bytes before a trace is decoded); the best Limit matches are kept, and
 // the walk stops once no unit left can hold a better one. A trace stored
-// in parts is listed once, with the summary of all its parts.
+// in parts is listed once, with the summary of all its parts; so is a
+// trace stored twice (in a cluster, by two nodes), its spans once each. A
+// block found gone from the bucket meanwhile (deleted elsewhere) is
+// skipped, and the search made again over a new listing (at most
+// goneRetries times).
 func (s *Store) Search(q Query) (Page, error) {
 	s.refresh()
+	page, gone, err := s.search(q)
+	for try := 0; err == nil && gone && try < goneRetries; try++ {
+		if s.relistAfterGone(try) != nil {
+			break
+		}
+		page, gone, err = s.search(q)
+	}
+	return page, err
+}
+
+// relistAfterGone lists the bucket again after the try-th read that found
+// a block gone: in a shared bucket first the announcements (a compaction
+// elsewhere, the usual cause, announced the block that replaced it; a
+// block retention deleted is simply out of the list now), then every
+// block.
+func (s *Store) relistAfterGone(try int) error {
+	if try == 0 && s.opt.Node != "" {
+		return s.relistAnnounced()
+	}
+	_, err := s.relist(time.Now())
+	return err
+}
+
+// goneRetries bounds how often a search or lookup is made again because a
+// block went while it read (the blocks a compaction replaced stay for
+// uploadedGrace: one more is nearly always enough).
+const goneRetries = 3
+
+// search is Search; gone says a block was found gone while it read.
+func (s *Store) search(q Query) (_ Page, gone bool, _ error) {
 	if q.Limit <= 0 {
 		q.Limit = 20
 	}
@@ -783,7 +829,7 @@ func (s *Store) Search(q Query) (Page, error) {
 	if q.Cursor != "" {
 		c, err := parseCursor(q.Cursor)
 		if err != nil {
-			return Page{}, err
+			return Page{}, false, err
 		}
 		after = &c
 	}
@@ -832,7 +878,12 @@ func (s *Store) Search(q Query) (Page, error) {
 	var page Page
 	overflow := false
 	var stopped *cursorPos
-	seen := map[trace.ID]bool{} // ids in the heap (a trace in parts is listed once)
+	// seen: 1 for the ids in the heap (a trace in parts is listed once),
+	// 2 for those found but not kept.
+	seen := map[trace.ID]uint8{}
+	// multi: ids found in more than one row (parts, or copies): their
+	// summaries are of the merged trace.
+	var multi map[trace.ID]bool
 	st := &scanState{limit: q.Limit, desc: desc}
 
 	workers := max(runtime.GOMAXPROCS(0), 1)
@@ -884,7 +935,14 @@ func (s *Store) Search(q Query) (Page, error) {
 		page.Scanned += res.scanned
 		overflow = overflow || res.cut
 		for _, x := range res.hits {
-			if seen[x.row.ID] {
+			was := seen[x.row.ID]
+			if was != 0 {
+				if multi == nil {
+					multi = map[trace.ID]bool{}
+				}
+				multi[x.row.ID] = true
+			}
+			if was == 1 {
 				// Another part of a trace already found: keep the better
 				// position.
 				idx := slices.IndexFunc(h.items, func(y hit) bool { return y.row.ID == x.row.ID })
@@ -896,13 +954,14 @@ func (s *Store) Search(q Query) (Page, error) {
 			}
 			if h.Len() == q.Limit && !better(x.pos, h.items[0].pos) {
 				overflow = true
+				seen[x.row.ID] = 2
 				continue
 			}
 			heap.Push(h, x)
-			seen[x.row.ID] = true
+			seen[x.row.ID] = 1
 			if h.Len() > q.Limit {
 				y := heap.Pop(h).(hit)
-				delete(seen, y.row.ID)
+				seen[y.row.ID] = 2
 				overflow = true
 			}
 		}
@@ -914,6 +973,7 @@ func (s *Store) Search(q Query) (Page, error) {
 	hits := make([]hit, h.Len())
 	for i := len(hits) - 1; i >= 0; i-- {
 		hits[i] = heap.Pop(h).(hit)
+		hits[i].merge = multi[hits[i].row.ID]
 	}
 	if stopped != nil {
 		full := len(hits) == q.Limit
@@ -949,14 +1009,19 @@ func (s *Store) Search(q Query) (Page, error) {
 	}
 	swg.Wait()
 	page.Traces = make([]Summary, 0, len(hits))
+	gone = st.gone.Load()
 	for i := range hits {
+		if s.vanished(hits[i].v.b, errs[i]) {
+			gone = true
+			continue
+		}
 		if errs[i] != nil {
 			s.readFault("store: unreadable trace skipped", "trace_id", hits[i].row.ID.String(), "in", hits[i].v.desc, "err", errs[i])
 			continue
 		}
 		page.Traces = append(page.Traces, sums[i])
 	}
-	return page, nil
+	return page, gone, nil
 }
 
 // scanUnit returns the traces of a unit that the query selects (it runs on
@@ -968,11 +1033,20 @@ func (s *Store) Search(q Query) (Page, error) {
 func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, since, until int64, after *cursorPos, better func(a, b cursorPos) bool) unitHits {
 	var res unitHits
 	v, err := s.view(ctx, u)
+	if s.vanished(u.b, err) {
+		st.gone.Store(true)
+		return res
+	}
 	if err != nil {
 		s.opt.Logger.Warn("store: unreadable block skipped", "host", u.p.host, "err", err)
 		return res
 	}
 	rf := f.resolve(v)
+	defer func() {
+		if rf.gone {
+			st.gone.Store(true)
+		}
+	}()
 	s.useTerms(ctx, rf)
 	if rf.none {
 		return res
@@ -1116,7 +1190,11 @@ func (s *Store) evalPage(ctx context.Context, v *view, rf *rowFilter, page uint3
 	rows := v.bi.byPage[v.bi.pageFirst[page]:v.bi.pageFirst[page+1]]
 	bodies, err := s.page(ctx, v.b, v.bi, int(page))
 	if err != nil {
-		s.opt.Logger.Warn("store: unreadable page skipped", "in", v.desc, "page", page, "err", err)
+		if s.vanished(v.b, err) {
+			rf.gone = true
+		} else {
+			s.opt.Logger.Warn("store: unreadable page skipped", "in", v.desc, "page", page, "err", err)
+		}
 		for _, ri := range rows {
 			verdict[ri] = 2
 		}
@@ -1176,6 +1254,10 @@ func (s *Store) scanRow(ctx context.Context, v *view, r *block.Summary, rf *rowF
 	x := hit{pos: pos, v: v, row: *r}
 	if f.needs {
 		body, err := v.body(ctx, r)
+		if s.vanished(v.b, err) {
+			rf.gone = true
+			return
+		}
 		if err != nil {
 			s.readFault("store: unreadable trace skipped", "trace_id", r.ID.String(), "in", v.desc, "err", err)
 			return
@@ -1206,7 +1288,7 @@ func (s *Store) summaryOf(ctx context.Context, x *hit) (Summary, error) {
 			return Summary{}, err
 		}
 	}
-	if t.Part != 0 || len(t.Broken) > 0 {
+	if x.merge || t.Part != 0 || len(t.Broken) > 0 {
 		whole, err := s.get(ctx, x.row.ID)
 		if err != nil {
 			return Summary{}, err
@@ -1226,7 +1308,7 @@ func (s *Store) summaryOf(ctx context.Context, x *hit) (Summary, error) {
 }
 
 // Get returns the trace with id: every part of it (in heads and blocks)
-// merged.
+// merged, each span once (trace.MergeParts).
 func (s *Store) Get(id trace.ID) (*trace.Trace, error) {
 	s.refresh()
 	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
@@ -1234,7 +1316,22 @@ func (s *Store) Get(id trace.ID) (*trace.Trace, error) {
 	return s.get(ctx, id)
 }
 
+// get is Get. A block found gone from the bucket while it reads (deleted
+// by retention or a compaction, here or on another node) is skipped and
+// the trace read again over a new listing: its parts may be in the block
+// that replaced it.
 func (s *Store) get(ctx context.Context, id trace.ID) (*trace.Trace, error) {
+	t, gone, err := s.getOnce(ctx, id)
+	for try := 0; gone && try < goneRetries; try++ {
+		if s.relistAfterGone(try) != nil {
+			break
+		}
+		t, gone, err = s.getOnce(ctx, id)
+	}
+	return t, err
+}
+
+func (s *Store) getOnce(ctx context.Context, id trace.ID) (_ *trace.Trace, gone bool, _ error) {
 	var parts []*trace.Trace
 	var firstErr error
 	for _, p := range s.partitions() {
@@ -1249,6 +1346,10 @@ func (s *Store) get(ctx context.Context, id trace.ID) (*trace.Trace, error) {
 		p.mu.RUnlock()
 		for _, b := range blocks {
 			bi, err := s.index(ctx, b)
+			if s.vanished(b, err) {
+				gone = true
+				continue
+			}
 			if err != nil {
 				firstErr = cmp.Or(firstErr, err)
 				continue
@@ -1257,6 +1358,10 @@ func (s *Store) get(ctx context.Context, id trace.ID) (*trace.Trace, error) {
 				continue
 			}
 			v, err := s.blockView(ctx, p, b)
+			if s.vanished(b, err) {
+				gone = true
+				continue
+			}
 			if err != nil {
 				firstErr = cmp.Or(firstErr, err)
 				continue
@@ -1279,6 +1384,10 @@ func (s *Store) get(ctx context.Context, id trace.ID) (*trace.Trace, error) {
 					break
 				}
 				body, err := v.body(ctx, r)
+				if s.vanished(v.b, err) {
+					gone = true
+					break
+				}
 				if err == nil {
 					var t *trace.Trace
 					if t, err = v.decode(body); err == nil {
@@ -1292,14 +1401,14 @@ func (s *Store) get(ctx context.Context, id trace.ID) (*trace.Trace, error) {
 	}
 	if len(parts) == 0 {
 		if firstErr != nil {
-			return nil, firstErr
+			return nil, gone, firstErr
 		}
-		return nil, ErrNotFound
+		return nil, gone, ErrNotFound
 	}
 	slices.SortFunc(parts, func(a, b *trace.Trace) int {
 		return cmp.Or(cmp.Compare(a.Part, b.Part), cmp.Compare(a.Start(), b.Start()))
 	})
-	return trace.MergeParts(parts), nil
+	return trace.MergeParts(parts), gone, nil
 }
 
 // PivotRow is one group of a pivot: the traces whose root has the

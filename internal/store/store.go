@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/lograte"
@@ -53,9 +54,31 @@ type Options struct {
 	CacheSize int64
 	// ReadOnly opens the store for queries and checks only, beside a
 	// writer: it sees the blocks and write-ahead files so far and looks
-	// again at most every Refresh (default 1 s).
+	// again at most every Refresh (default 1 s), when a query comes.
 	ReadOnly bool
 	Refresh  time.Duration
+	// Node names this store's writer when several stores (one per node
+	// of a cluster, each with a directory of its own) write into one
+	// bucket: its blocks' metas say so (block.Meta.Node), each block it
+	// writes is announced under recent/ for a while, and in the
+	// background it lists the announcements every Refresh (taking in the
+	// blocks the others uploaded and compacted) and every block every
+	// ListAll (default 1 min, and at least ten times as long as the last
+	// such listing took; forgetting the blocks the others deleted); a
+	// search that finds a block gone lists again at once. "" (the
+	// default): the only writer of its bucket, which lists it at Open
+	// only. With ReadOnly, Node (any name) makes a reader of a shared
+	// bucket: a query lists the announcements (at most every Refresh)
+	// and every block only every ListAll.
+	Node    string
+	ListAll time.Duration
+	// MayCompact, when set, is asked before every retention and
+	// compaction run and between compactions: only while it says true
+	// does this store delete old blocks or compact them, so that one
+	// node of those sharing a bucket does at a time (a cluster wires it
+	// to a lease). A compaction under way when it turns false finishes
+	// the block it is writing. nil: always (a store of its own).
+	MayCompact func() bool
 	// CloseWait: Close cuts every head into a block and waits at most
 	// this long for the uploads (default 10 s; negative: it does not cut,
 	// the heads stay in the write-ahead area until the next open).
@@ -122,6 +145,9 @@ func (o Options) withDefaults() Options {
 	if o.Refresh <= 0 {
 		o.Refresh = time.Second
 	}
+	if o.ListAll <= 0 {
+		o.ListAll = time.Minute
+	}
 	if o.CloseWait == 0 {
 		o.CloseWait = 10 * time.Second
 	}
@@ -178,6 +204,28 @@ type Store struct {
 
 	refreshMu   sync.Mutex
 	lastRefresh time.Time
+	// The shared bucket (see listing.go): listEpoch numbers the listings
+	// (a block added after one began is not forgotten by it); gone holds
+	// the ids of blocks this store took out (retention, compaction,
+	// deletion) until a listing no longer shows them, so that a listing
+	// that began before does not bring them back; metas caches the
+	// parsed metas by block directory (a listing reads only new ones);
+	// lastList is when the last listing began; relistReq asks the lister
+	// for a listing now.
+	listEpoch atomic.Uint64
+	goneMu    sync.Mutex
+	gone      map[string]bool
+	metas     map[string]*block.Meta // under refreshMu
+	lastList  time.Time              // under refreshMu
+	relistReq chan struct{}
+	// replaced are blocks that another store's compaction replaced
+	// (under refreshMu): the compactor deletes them after a grace.
+	replaced []replacedBlock
+	// announced holds the ids of the announcements (recent/) taken in,
+	// staleAnnounced the keys of those older than announceKeep, which the
+	// compactor deletes (both under refreshMu).
+	announced      map[string]bool
+	staleAnnounced []string
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -205,6 +253,14 @@ type partition struct {
 type blockRef struct {
 	meta *block.Meta
 	key  string // the data object's key
+	// epoch is Store.listEpoch when the block joined: a listing forgets
+	// only blocks that joined before it began.
+	epoch uint64
+}
+
+// newBlockRef returns the ref of a block whose meta is in the bucket.
+func (s *Store) newBlockRef(m *block.Meta) *blockRef {
+	return &blockRef{meta: m, key: block.Dir(m.Host, m.ID) + block.DataName, epoch: s.listEpoch.Load()}
 }
 
 // Open opens (creating) the store in dir, recovering what a crash left:
@@ -245,6 +301,10 @@ func Open(dir string, o Options) (*Store, error) {
 	if !o.ReadOnly {
 		s.uploadWG.Add(1)
 		go s.uploader()
+		if s.shared() {
+			s.uploadWG.Add(1)
+			go s.lister()
+		}
 		s.kickUploader()
 		// A clean Close leaves the heads in their files too: only a torn
 		// tail says the stop was not clean.
@@ -269,7 +329,7 @@ func newStore(dir string, o Options) (*Store, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{dir: dir, bucket: bucket, opt: o, parts: map[string]*partition{}, cache: newCache(o.CacheSize - o.CacheSize/4), pages: newCache(o.CacheSize / 4), cat: newCatalog(),
-		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1)}
+		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), gone: map[string]bool{}, metas: map[string]*block.Meta{}, announced: map[string]bool{}, relistReq: make(chan struct{}, 1)}
 	s.walCond = sync.NewCond(&s.walMu)
 	return s, nil
 }

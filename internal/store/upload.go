@@ -81,7 +81,7 @@ func (s *Store) upload(h *head) error {
 		return err
 	}
 	p := s.partition(h.host)
-	ref := &blockRef{meta: meta, key: block.Dir(meta.Host, meta.ID) + block.DataName}
+	ref := s.newBlockRef(meta)
 	p.mu.Lock()
 	p.addBlock(ref)
 	p.sealed = slices.DeleteFunc(p.sealed, func(x *head) bool { return x == h })
@@ -186,6 +186,13 @@ func (s *Store) putBlock(ctx context.Context, data []byte, meta *block.Meta) err
 	if err := s.bucket.Put(ctx, dir+block.MetaName, mb); err != nil {
 		return fmt.Errorf("store: block %s of host %s: meta: %w", meta.ID, meta.Host, err)
 	}
+	if s.opt.Node != "" {
+		// The other writers of the bucket learn of it from the
+		// announcements (listing.go).
+		if err := s.bucket.Put(ctx, announcePrefix+meta.ID, mb); err != nil {
+			return fmt.Errorf("store: block %s of host %s: announcement: %w", meta.ID, meta.Host, err)
+		}
+	}
 	return nil
 }
 
@@ -253,7 +260,7 @@ func (s *Store) buildBlock(h *head) ([]byte, *block.Meta, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: block of %s: %w", h.path, err)
 	}
-	m := &block.Meta{Version: block.Version, ID: h.id, Host: h.host, Created: s.opt.Now().UTC(),
+	m := &block.Meta{Version: block.Version, ID: h.id, Host: h.host, Node: s.opt.Node, Created: s.opt.Now().UTC(),
 		MinStart: st.MinStart, MaxEnd: st.MaxEnd, Traces: st.Traces, Spans: st.Spans, Size: st.Size, FooterCRC: st.FooterCRC}
 	h.fillMeta(m)
 	return data, m, nil

@@ -81,6 +81,13 @@ type Config struct {
 	// in stores of version 1 (still read).
 	SegmentSize pipeline.ByteSize `yaml:"segment_size"`
 	SegmentAge  pipeline.Duration `yaml:"segment_age"`
+
+	// Node and MayCompact are set by a cluster node, not in YAML
+	// (store.Options): the node's name, with which the store shares its
+	// bucket with the other nodes' stores (it lists their blocks in the
+	// background), and the compaction lease (nil: always).
+	Node       string      `yaml:"-"`
+	MayCompact func() bool `yaml:"-"`
 }
 
 // Validate checks the configuration.
@@ -188,7 +195,7 @@ func New(c *Config, set pipeline.Settings) (*Sink, error) {
 		Bucket: bucket, MaxAge: time.Duration(c.MaxAge), MaxSize: int64(c.MaxSize),
 		HeadSize: headSize, HeadAge: headAge, MaxWAL: int64(c.MaxWAL),
 		CompactBelow: int64(c.CompactBelow), CompactTo: int64(c.CompactTo), CacheSize: cache,
-		Logger: set.Logger, Hosts: hostTable{hosts},
+		Logger: set.Logger, Hosts: hostTable{hosts}, Node: c.Node, MayCompact: c.MayCompact,
 	})
 	if err == nil {
 		err = migrate(st, hosts, set.Logger)

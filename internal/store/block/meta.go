@@ -19,6 +19,10 @@ type Meta struct {
 	ID      string `json:"id"`
 	// Host is the partition the block belongs to.
 	Host string `json:"host"`
+	// Node names the store that wrote the block when several (the nodes
+	// of a cluster) write into one bucket ("" for a store of its own).
+	// Ids are unique without it (NewID's 64 random bits).
+	Node string `json:"node,omitempty"`
 	// Level is 0 for a block written by ingest, one more than its
 	// highest source for a compacted block.
 	Level   int       `json:"level"`
