@@ -161,6 +161,17 @@ func New(opt Options) (*Node, error) {
 	return n, nil
 }
 
+// Compactor says whether this node holds partition 0's lease: the one
+// node of the cluster that applies retention and compacts the shared
+// store's blocks (a lease, so there is at most one, and a new one within
+// a takeover when it dies).
+func (n *Node) Compactor() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.owners[0]
+	return ok
+}
+
 // Name is the node's name.
 func (n *Node) Name() string { return n.opt.Node }
 

@@ -115,7 +115,7 @@ func (s *Server) startCluster(c *config.Config, sink *storesink.Sink, set Settin
 	if err := os.MkdirAll(rdir, 0o755); err != nil {
 		return pipeline.Classify(ErrConfig, fmt.Errorf("cluster: %w", err))
 	}
-	reader, err := tstore.Open(rdir, tstore.Options{Bucket: sink.Store().Bucket(), ReadOnly: true, Refresh: time.Second, Logger: set.Logger})
+	reader, err := tstore.Open(rdir, tstore.Options{Bucket: sink.Store().Bucket(), ReadOnly: true, Refresh: time.Second, Node: cc.Node, Logger: set.Logger})
 	if err != nil {
 		return pipeline.Classify(ErrConfig, fmt.Errorf("cluster: %w", err))
 	}

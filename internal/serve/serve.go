@@ -17,11 +17,13 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	livestream "github.com/tracebridge/tracebridge/stream"
 
+	"github.com/tracebridge/tracebridge/internal/cluster"
 	"github.com/tracebridge/tracebridge/internal/codec/streammsg"
 	"github.com/tracebridge/tracebridge/internal/config"
 	"github.com/tracebridge/tracebridge/internal/engine"
@@ -387,6 +389,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		s.Shared.SetHostDB(db)
 	}
 	var clusterSink *storesink.Sink
+	var compactor atomic.Pointer[cluster.Node] // the cluster node, once started
 	for _, p := range sinks {
 		set := base
 		set.Name = p.comp.Name
@@ -399,12 +402,12 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 			if err := clusterWAL(p.cfg.(*storesink.Config), cfg.DataDir); err != nil {
 				return nil, pipeline.Classify(ErrConfig, err)
 			}
-			if sc := p.cfg.(*storesink.Config); sc.CompactBelow == 0 {
-				// Every node's store sees every node's blocks: until the
-				// shared store has one compactor, none compacts (two
-				// merging the same blocks would keep their traces twice).
-				sc.CompactBelow = 1
-			}
+			// Every node's store writes into and reads every node's
+			// blocks; one node at a time (the holder of partition 0's
+			// lease) applies retention and compacts.
+			sc := p.cfg.(*storesink.Config)
+			sc.Node = cfg.Cluster.Node
+			sc.MayCompact = func() bool { n := compactor.Load(); return n != nil && n.Compactor() }
 		}
 		policy := sf.Policy()
 		if p.comp.Policy != "" {
@@ -435,6 +438,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		if err := s.startCluster(cfg, clusterSink, set); err != nil {
 			return nil, err
 		}
+		compactor.Store(s.cl.node)
 	}
 	if stream.comp != nil {
 		if err := s.addStream(stream.comp, stream.cfg, base); err != nil {
