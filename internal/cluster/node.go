@@ -100,6 +100,7 @@ type Node struct {
 	lag     map[int]uint64
 	lagAt   time.Time // when lag was read
 	seen    []NodeStatus
+	gone    map[string]NodeStatus // nodes whose heartbeat expired: killed or cut off
 	leaseOf map[int]leaseValue
 	sinfo   *jetstream.StreamInfo
 	sErr    error
@@ -342,8 +343,44 @@ func (n *Node) beat(ctx context.Context) {
 	}
 	slices.SortFunc(seen, func(a, b NodeStatus) int { return cmpString(a.Name, b.Name) })
 	n.mu.Lock()
-	n.seen = seen
+	prev := n.seen
 	n.mu.Unlock()
+	// A node that was alive and whose heartbeat is no longer listed either
+	// left (it deleted its heartbeat: a delete marker) or died (the
+	// heartbeat expired: nothing left under its key); the dead stay in the
+	// status as gone until they come back. A heartbeat still there was
+	// missed by the listing (cut short by the timeout): still alive.
+	var died []NodeStatus
+	for _, p := range prev {
+		if slices.ContainsFunc(seen, func(s NodeStatus) bool { return s.Name == p.Name }) {
+			continue
+		}
+		h, err := n.nodes.History(cctx, p.Name)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			died = append(died, p)
+		case err == nil && len(h) > 0 && h[len(h)-1].Operation() != jetstream.KeyValuePut:
+			// it left
+		default: // still there, or no answer now: as it was
+			seen = append(seen, p)
+		}
+	}
+	slices.SortFunc(seen, func(a, b NodeStatus) int { return cmpString(a.Name, b.Name) })
+	n.mu.Lock()
+	n.seen = seen
+	for _, d := range died {
+		if n.gone == nil {
+			n.gone = map[string]NodeStatus{}
+		}
+		n.gone[d.Name] = d
+	}
+	for _, s := range seen {
+		delete(n.gone, s.Name)
+	}
+	n.mu.Unlock()
+	for _, d := range died {
+		n.log.Warn("cluster: a node's heartbeat expired: it is gone (killed or cut off)", "node", n.opt.Node, "gone", d.Name, "last_seen", d.Seen)
+	}
 }
 
 func cmpString(a, b string) int {
@@ -528,6 +565,11 @@ func (n *Node) releaseAll() {
 	}
 	n.mu.Unlock()
 	if len(owners) == 0 {
+		// Nothing to hand over; the heartbeat goes all the same, or the
+		// others would see this node die rather than leave.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = n.nodes.Delete(ctx, n.opt.Node)
 		return
 	}
 	var wg sync.WaitGroup
@@ -692,6 +734,13 @@ func (n *Node) Status() Status {
 			st.Degraded = append(st.Degraded, fmt.Sprintf("partition %d has no owner", p))
 		}
 		st.Owners = append(st.Owners, ps)
+	}
+	for _, g := range n.gone {
+		st.Gone = append(st.Gone, g)
+	}
+	slices.SortFunc(st.Gone, func(a, b NodeStatus) int { return cmpString(a.Name, b.Name) })
+	for _, g := range st.Gone {
+		st.Degraded = append(st.Degraded, fmt.Sprintf("node %s gone since %s (its heartbeat expired)", g.Name, g.Seen.UTC().Format(time.TimeOnly)))
 	}
 	st.Stream = StreamStatus{Name: StreamName, PublishErrors: n.met.publishErrorCount()}
 	switch {

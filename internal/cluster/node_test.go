@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -139,4 +140,80 @@ func TestNodePublishOwnCheckpoint(t *testing.T) {
 	if keys, err := kv.Keys(lctx); err == nil && len(keys) > 0 {
 		t.Errorf("leases left after Run: %v", keys)
 	}
+}
+
+// TestNodeGone: a node whose heartbeat expires (killed: its connection
+// just ends) stays in the others' status as gone, and degraded says so,
+// until it comes back; a node that stops (its Run ends) is not listed.
+// (A node tells the two apart by the delete marker a stopping node
+// leaves, which lives for the lease TTL: the TTL is long enough here for
+// a's beats, a second apart, to see it on a busy machine.)
+func TestNodeGone(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := natsd.Start(natsd.Config{StoreDir: filepath.Join(dir, "js")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	creds := srv.Credentials()
+	start := func(name string) (*Node, context.CancelFunc, chan error) {
+		sink := &fakeSink{spans: map[trace.ID]int{}}
+		n, err := New(Options{Node: name, Partitions: 4, Replicas: 1, URL: "nats://" + srv.Addr(), User: creds.User, Password: creds.Password,
+			Traces: trace.Options{Window: 100 * time.Millisecond}, Sink: sink, Persist: sink.persist,
+			LeaseTTL: 6 * time.Second, CheckpointInterval: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan error, 1)
+		go func() { ran <- n.Run(ctx) }()
+		return n, cancel, ran
+	}
+	has := func(ns []NodeStatus, name string) bool {
+		for _, s := range ns {
+			if s.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	a, acancel, aran := start("a")
+	defer func() { acancel(); <-aran; a.Close() }()
+	b, bcancel, bran := start("b")
+	c, ccancel, cran := start("c")
+	waitFor(t, "a seeing b and c", func() bool {
+		st := a.Status()
+		return has(st.Nodes, "b") && has(st.Nodes, "c")
+	})
+
+	// c stops: not gone.
+	ccancel()
+	<-cran
+	c.Close()
+	waitFor(t, "c no longer alive", func() bool { return !has(a.Status().Nodes, "c") })
+
+	// b is killed: its connection ends without a goodbye.
+	b.Close()
+	waitFor(t, "b gone", func() bool { return has(a.Status().Gone, "b") })
+	st := a.Status()
+	if has(st.Nodes, "b") || has(st.Gone, "c") {
+		t.Errorf("nodes %v, gone %v: want b only gone, c in neither", st.Nodes, st.Gone)
+	}
+	found := false
+	for _, d := range st.Degraded {
+		found = found || strings.HasPrefix(d, "node b gone since ")
+	}
+	if !found {
+		t.Errorf("degraded %q: want node b gone", st.Degraded)
+	}
+	bcancel()
+	<-bran
+
+	// b comes back.
+	b2, b2cancel, b2ran := start("b")
+	defer func() { b2cancel(); <-b2ran; b2.Close() }()
+	waitFor(t, "b back", func() bool {
+		st := a.Status()
+		return has(st.Nodes, "b") && !has(st.Gone, "b")
+	})
 }

@@ -14,6 +14,11 @@ type Status struct {
 	// Nodes are the nodes seen alive (their heartbeat in the nodes
 	// bucket is younger than its TTL), this one included, by name.
 	Nodes []NodeStatus `json:"nodes"`
+	// Gone are the nodes this node saw alive whose heartbeat then
+	// expired (killed, or cut off from the others), with their last
+	// heartbeat, until they come back. A node that stopped (SIGTERM)
+	// deleted its heartbeat and is not listed.
+	Gone []NodeStatus `json:"gone,omitempty"`
 	// Owners lists every partition with its owner ("" while none holds
 	// its lease) and lag, in partition order.
 	Owners []PartitionStatus `json:"owners"`

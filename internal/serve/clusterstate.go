@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/cluster"
@@ -23,6 +25,14 @@ func statusOf(s cluster.Status, backend string) clusterstatus.Status {
 		}
 		out.Nodes = append(out.Nodes, clusterstatus.Node{Name: n.Name, URL: u, Alive: true, LastSeen: n.Seen})
 	}
+	for _, n := range s.Gone { // seen alive, then their heartbeat expired
+		u := ""
+		if n.HTTP != "" {
+			u = "http://" + n.HTTP
+		}
+		out.Nodes = append(out.Nodes, clusterstatus.Node{Name: n.Name, URL: u, LastSeen: n.Seen})
+	}
+	slices.SortFunc(out.Nodes, func(a, b clusterstatus.Node) int { return strings.Compare(a.Name, b.Name) })
 	for _, p := range s.Owners {
 		out.Partitions = append(out.Partitions, clusterstatus.Partition{ID: p.Partition, Owner: p.Owner, Lag: p.Lag})
 	}
