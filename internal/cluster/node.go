@@ -112,6 +112,9 @@ type Node struct {
 type leaseValue struct {
 	Node  string    `json:"node"`
 	Since time.Time `json:"since"`
+	// Checkpoint is the stream sequence up to which the owner purged
+	// the partition (its records are in blocks), as of the last renewal.
+	Checkpoint uint64 `json:"checkpoint,omitempty"`
 }
 
 // New connects to NATS; Run sets up the stream and the buckets and runs
@@ -413,7 +416,11 @@ func (n *Node) renew(ctx context.Context) {
 		}
 		cctx, cancel := context.WithTimeout(ctx, n.opt.LeaseTTL/4)
 		t0 := time.Now()
-		rev, err := n.leases.Update(cctx, leaseKey(o.p), o.value, o.rev)
+		val := o.value
+		if c := o.purged.Load(); c > 0 {
+			val, _ = json.Marshal(leaseValue{Node: n.opt.Node, Since: o.since, Checkpoint: c})
+		}
+		rev, err := n.leases.Update(cctx, leaseKey(o.p), val, o.rev)
 		cancel()
 		switch {
 		case err == nil:
@@ -725,10 +732,10 @@ func (n *Node) Status() Status {
 	for p := range n.opt.Partitions {
 		ps := PartitionStatus{Partition: p, Lag: n.lag[p]}
 		if v, ok := n.leaseOf[p]; ok {
-			ps.Owner, ps.Since = v.Node, v.Since
+			ps.Owner, ps.Since, ps.Checkpoint = v.Node, v.Since, v.Checkpoint
 		}
 		if o := n.owners[p]; o != nil {
-			ps.Owner, ps.Since = n.opt.Node, o.since
+			ps.Owner, ps.Since, ps.Checkpoint = n.opt.Node, o.since, o.purged.Load()
 		}
 		if ps.Owner == "" {
 			st.Degraded = append(st.Degraded, fmt.Sprintf("partition %d has no owner", p))

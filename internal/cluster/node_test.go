@@ -126,6 +126,13 @@ func TestNodePublishOwnCheckpoint(t *testing.T) {
 		st := n.Status()
 		return st.Stream.OK && st.Stream.Messages == 0 && st.Store.OK && !st.Store.LastCheckpoint.IsZero()
 	})
+	var ckpt uint64
+	for _, p := range n.Status().Owners {
+		ckpt = max(ckpt, p.Checkpoint)
+	}
+	if ckpt == 0 {
+		t.Errorf("no partition shows a checkpoint after the stream was emptied: %+v", n.Status().Owners)
+	}
 	cancel()
 	if err := <-ran; err != nil {
 		t.Fatal(err)

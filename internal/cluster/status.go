@@ -56,6 +56,11 @@ type PartitionStatus struct {
 	// Lag is the partition's messages in the stream not yet checkpointed
 	// (in blocks of the shared store and removed from the stream).
 	Lag uint64 `json:"lag"`
+	// Checkpoint is the stream sequence up to which the owner has put
+	// the partition into blocks and removed it from the stream (0 until
+	// its owner's first checkpoint of messages; another node's as of its
+	// last lease renewal).
+	Checkpoint uint64 `json:"checkpoint"`
 	// Since is when the owner took the lease (zero when unowned).
 	Since time.Time `json:"since,omitzero"`
 }

@@ -34,7 +34,7 @@ func statusOf(s cluster.Status, backend string) clusterstatus.Status {
 	}
 	slices.SortFunc(out.Nodes, func(a, b clusterstatus.Node) int { return strings.Compare(a.Name, b.Name) })
 	for _, p := range s.Owners {
-		out.Partitions = append(out.Partitions, clusterstatus.Partition{ID: p.Partition, Owner: p.Owner, Lag: p.Lag})
+		out.Partitions = append(out.Partitions, clusterstatus.Partition{ID: p.Partition, Owner: p.Owner, Lag: p.Lag, Checkpoint: p.Checkpoint})
 	}
 	return out
 }
