@@ -714,6 +714,29 @@ func (n *Node) refreshStream(ctx context.Context) {
 			}
 		}
 	}
+	// A listing cut short (the bucket electing a leader after a node's
+	// death) misses leases still held: ask for each one it missed rather
+	// than show its partition without owner.
+	n.mu.Lock()
+	before := n.leaseOf
+	n.mu.Unlock()
+	for p, v := range before {
+		if _, ok := leaseOf[p]; ok {
+			continue
+		}
+		e, gerr := n.leases.Get(cctx, leaseKey(p))
+		switch {
+		case errors.Is(gerr, jetstream.ErrKeyNotFound):
+			// released or expired
+		case gerr != nil:
+			leaseOf[p] = v // no answer now: as it was
+		default:
+			var nv leaseValue
+			if json.Unmarshal(e.Value(), &nv) == nil {
+				leaseOf[p] = nv
+			}
+		}
+	}
 	n.mu.Lock()
 	n.sinfo, n.sErr = info, err
 	if err == nil {
