@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -198,6 +199,11 @@ func (n *Node) Run(ctx context.Context) error {
 	if err := n.setup(ctx); err != nil {
 		return err
 	}
+	if ctx.Err() != nil {
+		// Stopped before JetStream was ready: no stream, no buckets,
+		// nothing owned.
+		return nil
+	}
 	n.log.Info("cluster: node ready", "node", n.opt.Node, "partitions", n.opt.Partitions, "replicas", n.opt.Replicas)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -377,6 +383,14 @@ func (n *Node) renew(ctx context.Context) {
 		cctx, cancel := context.WithTimeout(ctx, n.opt.LeaseTTL/4)
 		t0 := time.Now()
 		rev, err := n.leases.Update(cctx, leaseKey(o.p), o.value, o.rev)
+		if err != nil && isWrongSequence(err) {
+			// A renewal whose answer was lost (a timeout after the server
+			// stored it) leaves o.rev behind: when the lease still holds
+			// this owner's value, take its revision and renew again.
+			if e, gerr := n.leases.Get(cctx, leaseKey(o.p)); gerr == nil && bytes.Equal(e.Value(), o.value) {
+				rev, err = n.leases.Update(cctx, leaseKey(o.p), o.value, e.Revision())
+			}
+		}
 		cancel()
 		switch {
 		case err == nil:
