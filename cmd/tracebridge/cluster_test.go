@@ -229,6 +229,13 @@ func (s *otlpSender) ids() []string {
 // zorka trace once (checkAcked).
 func checkCluster(t *testing.T, nd *clusterNode, otlp []string, zico map[int]bool) {
 	t.Helper()
+	// The node's reader lists the bucket's new blocks every second: wait
+	// (generously, the machine may be busy) until every acknowledged OTLP
+	// trace is whole through it, then check everything.
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) && !otlpWhole(t, nd, otlp) {
+		time.Sleep(500 * time.Millisecond)
+	}
 	bad := 0
 	for _, id := range otlp {
 		tr, ok := tryTrace(t, nd.base, id)
@@ -248,6 +255,22 @@ func checkCluster(t *testing.T, nd *clusterNode, otlp []string, zico map[int]boo
 	}
 	n := checkAcked(t, nd.base, zico)
 	t.Logf("node %s: %d OTLP and %d zorka traces acknowledged; %d traces in the search", nd.name, len(otlp), len(zico), n)
+}
+
+// otlpWhole says whether every trace of ids has its 5 spans, each once,
+// through nd's API.
+func otlpWhole(t *testing.T, nd *clusterNode, ids []string) bool {
+	for _, id := range ids {
+		tr, ok := tryTrace(t, nd.base, id)
+		spans := map[string]bool{}
+		for _, sp := range tr.Spans {
+			spans[sp.SpanID] = true
+		}
+		if !ok || len(tr.Spans) != 5 || len(spans) != 5 {
+			return false
+		}
+	}
+	return true
 }
 
 // TestClusterKill9: three nodes on 127.0.0.1–3, each with its embedded
@@ -289,7 +312,6 @@ func TestClusterKill9(t *testing.T) {
 	t.Logf("every partition owned and checkpointed %v after the kill (ingest went on for part of it)", time.Since(killed).Round(100*time.Millisecond))
 	otlp := append(o1.ids(), o2.ids()...)
 	zico := zs.ackedIDs()
-	time.Sleep(2 * time.Second) // the readers list the bucket every second
 	for _, nd := range alive {
 		checkCluster(t, nd, otlp, zico)
 	}
@@ -301,7 +323,6 @@ func TestClusterKill9(t *testing.T) {
 	waitUntil(t, 60*time.Second, "the restarted node owning partitions", func() bool {
 		return nodes[1].metric("tracebridge_cluster_owned_partitions") > 0
 	})
-	time.Sleep(2 * time.Second)
 	checkCluster(t, nodes[1], otlp, zico)
 	for _, nd := range []*clusterNode{nodes[0], nodes[1], nodes[2]} {
 		nd.p.Stop()
@@ -382,7 +403,6 @@ func TestClusterExternalNATS(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	waitOwned(t, nodes, partitions, 120*time.Second)
-	time.Sleep(2 * time.Second)
 	for _, nd := range nodes {
 		checkCluster(t, nd, o.ids(), zs.ackedIDs())
 	}

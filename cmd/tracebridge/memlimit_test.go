@@ -313,10 +313,11 @@ sinks:
 			if i%2 == 0 {
 				c = conn
 			}
-			var body []byte
 			for time.Now().Before(offerUntil) && ctx.Err() == nil {
 				n := next.Add(1)
-				body = lt.request(n, body)
+				// A body of its own: an HTTP transport may still read a
+				// request's body after its answer (or its context's end).
+				body := lt.request(n, nil)
 				if sendOTLP(ctx, &st, body, httpTarget, c) {
 					st.acked.Add(1)
 					st.mu.Lock()

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -201,6 +202,11 @@ func (n *Node) Run(ctx context.Context) error {
 	defer close(n.runDone)
 	if err := n.setup(ctx); err != nil {
 		return err
+	}
+	if ctx.Err() != nil {
+		// Stopped before JetStream was ready: no stream, no buckets,
+		// nothing owned.
+		return nil
 	}
 	n.log.Info("cluster: node ready", "node", n.opt.Node, "partitions", n.opt.Partitions, "replicas", n.opt.Replicas)
 	var wg sync.WaitGroup
@@ -418,9 +424,17 @@ func (n *Node) renew(ctx context.Context) {
 		t0 := time.Now()
 		val := o.value
 		if c := o.purged.Load(); c > 0 {
-			val, _ = json.Marshal(leaseValue{Node: n.opt.Node, Since: o.since, Checkpoint: c})
+			val = o.valueWith(c)
 		}
 		rev, err := n.leases.Update(cctx, leaseKey(o.p), val, o.rev)
+		if err != nil && isWrongSequence(err) {
+			// A renewal whose answer was lost (a timeout after the server
+			// stored it) leaves o.rev behind: when the lease still holds
+			// this owner's value, take its revision and renew again.
+			if e, gerr := n.leases.Get(cctx, leaseKey(o.p)); gerr == nil && o.holds(e.Value()) {
+				rev, err = n.leases.Update(cctx, leaseKey(o.p), val, e.Revision())
+			}
+		}
 		cancel()
 		switch {
 		case err == nil:
@@ -435,6 +449,25 @@ func (n *Node) renew(ctx context.Context) {
 			n.log.Warn("cluster: renewing a lease failed; retrying", "node", n.opt.Node, "partition", o.p, "err", err)
 		}
 	}
+}
+
+// valueWith is the owner's lease value with checkpoint c.
+func (o *owner) valueWith(c uint64) []byte {
+	var v leaseValue
+	_ = json.Unmarshal(o.value, &v)
+	v.Checkpoint = c
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// holds reports whether a lease's value b is this owner's (whatever
+// checkpoint it carries).
+func (o *owner) holds(b []byte) bool {
+	if bytes.Equal(b, o.value) {
+		return true
+	}
+	var v, mine leaseValue
+	return json.Unmarshal(b, &v) == nil && json.Unmarshal(o.value, &mine) == nil && v.Node == mine.Node && v.Since.Equal(mine.Since)
 }
 
 // isWrongSequence reports JetStream's "wrong last sequence" (a lease

@@ -76,9 +76,16 @@ func (o *owner) run(ctx context.Context) {
 	dec := NewDecoder(n.opt.Catalog)
 	var seqs []seqAt
 	b := &record.Batch{}
-	hand := func() {
+	// quitting is set when a stop arrived while hand was retrying: the
+	// owner then stops without handing on (the traces' messages stay in
+	// the stream for the next owner), so that a store that refuses never
+	// holds up the lease goroutine waiting in stop.
+	quitting := false
+	// hand gives the completed traces to the store; false when it could
+	// not (ctx ended or a stop came while the store refused them).
+	hand := func() bool {
 		if len(out) == 0 {
-			return
+			return true
 		}
 		for {
 			err := n.opt.Sink.ConsumeTraces(ctx, out)
@@ -90,12 +97,16 @@ func (o *owner) run(ctx context.Context) {
 			o.faults.Log(ctx, n.log, slog.LevelError, "cluster: the store did not take a partition's traces; retrying", "node", n.opt.Node, "partition", o.p, "err", err)
 			select {
 			case <-ctx.Done():
-				return
+				return false
+			case <-o.quit:
+				quitting = true
+				return false
 			case <-time.After(time.Second):
 			}
 		}
 		clear(out)
 		out = out[:0]
+		return true
 	}
 	// safe: the last sequence all of whose records are in traces handed
 	// on (no trace begun before or at its reading is still open).
@@ -124,10 +135,14 @@ func (o *owner) run(ctx context.Context) {
 		return s
 	}
 	finish := func(handOn bool) {
-		if handOn {
+		if handOn && !quitting {
 			asm.Flush()
-			hand()
-			o.final = o.last
+			if hand() {
+				// Everything consumed is in the store: the last
+				// checkpoint may purge up to here. Otherwise final stays
+				// 0 and the stream keeps it for the next owner.
+				o.final = o.last
+			}
 		}
 		close(o.done)
 	}
@@ -151,6 +166,10 @@ func (o *owner) run(ctx context.Context) {
 			asm.Tick()
 			hand()
 			lastTick = time.Now()
+		}
+		if quitting {
+			finish(false)
+			return
 		}
 		if cons == nil {
 			var err error
@@ -186,7 +205,9 @@ func (o *owner) run(ctx context.Context) {
 			o.last = meta.Sequence.Stream
 			seqs = append(seqs, seqAt{seq: o.last, at: time.Now().UnixNano()})
 			n.met.consumed.Inc()
-			hand()
+			if !hand() && quitting {
+				break
+			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
 			o.faults.Log(ctx, n.log, slog.LevelWarn, "cluster: reading a partition failed; reading again from where it was", "node", n.opt.Node, "partition", o.p, "err", err)

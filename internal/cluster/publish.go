@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -122,8 +123,9 @@ func (p *Publisher) publishPart(ctx context.Context, pt int, b *record.Batch, id
 		p.buf = appendOrigin(p.buf[:0], &b.Origin)
 		head := len(p.buf)
 		n := 0
+		limit := p.limit()
 		for _, i := range idx {
-			if n > 0 && len(p.buf)-head > MaxMessage/2 {
+			if n > 0 && len(p.buf)-head > limit/2 {
 				break
 			}
 			var err error
@@ -134,7 +136,13 @@ func (p *Publisher) publishPart(ctx context.Context, pt int, b *record.Batch, id
 			n++
 		}
 		idx = idx[n:]
-		if err := p.publish(ctx, pt, p.buf); err != nil {
+		if len(p.buf) > limit {
+			// One record larger than the servers take: never stored,
+			// however often the client retries.
+			p.n.met.publishError(1)
+			return fmt.Errorf("cluster: partition %d: a record of %d bytes is larger than the NATS servers' max_payload allows (%d)", pt, len(p.buf)-head, limit)
+		}
+		if err := p.publish(ctx, pt, p.buf, messageID(&b.Origin, p.buf[head:])); err != nil {
 			return err
 		}
 	}
@@ -143,9 +151,7 @@ func (p *Publisher) publishPart(ctx context.Context, pt int, b *record.Batch, id
 
 // publish hands one message to JetStream, waiting while the window of
 // unacknowledged publishes is full.
-func (p *Publisher) publish(ctx context.Context, pt int, data []byte) error {
-	h := xxh3.Hash128(data).Bytes()
-	id := hex.EncodeToString(h[:])
+func (p *Publisher) publish(ctx context.Context, pt int, data []byte, id string) error {
 	msg := &nats.Msg{Subject: Subject(pt), Data: append([]byte(nil), data...)}
 	for {
 		f, err := p.js.PublishMsgAsync(msg, jetstream.WithMsgID(id), jetstream.WithExpectStream(StreamName), jetstream.WithStallWait(250*time.Millisecond))
@@ -232,4 +238,32 @@ func (p *Publisher) Close() error {
 		return nil
 	}
 	return p.Flush()
+}
+
+// messageID is a message's JetStream id: a hash of its records and the
+// host and service they come from, not of the peer's address or the
+// session, so that a client's retry on a new connection, or to another
+// node, is the same message (stored once within the stream's duplicate
+// window).
+func messageID(o *record.Origin, records []byte) string {
+	h := xxh3.New()
+	for _, s := range [...]string{o.Host, o.Service} {
+		var n [binary.MaxVarintLen64]byte
+		_, _ = h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+		_, _ = h.WriteString(s)
+	}
+	_, _ = h.Write(records)
+	sum := h.Sum128().Bytes()
+	return hex.EncodeToString(sum[:])
+}
+
+// limit is the largest message this node publishes: MaxMessage, or less
+// when the NATS servers' max_payload is smaller (a stock nats-server
+// takes 1 MiB), with room for the headers.
+func (p *Publisher) limit() int {
+	mp := int(p.n.nc.MaxPayload())
+	if mp <= 0 {
+		return MaxMessage
+	}
+	return min(MaxMessage, mp-4<<10)
 }

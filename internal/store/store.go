@@ -521,15 +521,27 @@ func (s *Store) syncLocked(cutAll bool) error {
 // Flush cuts every head into a block and waits until every block is
 // uploaded (or ctx ends): what Append received is then in the bucket.
 func (s *Store) Flush(ctx context.Context) error {
+	_, err := s.flush(ctx)
+	return err
+}
+
+// flush is Flush; it also says how many of the heads it waited for are
+// not uploaded (the store closed first). It waits only for the heads
+// cut before it returned from its sync, not for those that appends
+// running meanwhile cut, so that it ends under a steady ingest.
+func (s *Store) flush(ctx context.Context) (int, error) {
 	s.wmu.Lock()
 	if s.closed || s.opt.ReadOnly {
 		s.wmu.Unlock()
-		return nil
+		return 0, nil
 	}
 	err := s.syncLocked(true)
+	s.walMu.Lock()
+	wait := slices.Clone(s.sealed)
+	s.walMu.Unlock()
 	s.wmu.Unlock()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	s.kickUploader()
 	stop := context.AfterFunc(ctx, func() {
@@ -540,13 +552,17 @@ func (s *Store) Flush(ctx context.Context) error {
 	defer stop()
 	s.walMu.Lock()
 	defer s.walMu.Unlock()
-	for len(s.sealed) > 0 && !s.closing {
+	left := func() int {
+		wait = slices.DeleteFunc(wait, func(h *head) bool { return !slices.Contains(s.sealed, h) })
+		return len(wait)
+	}
+	for left() > 0 && !s.closing {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("store: %d blocks not uploaded: %w", len(s.sealed), err)
+			return len(wait), fmt.Errorf("store: %d blocks not uploaded: %w", len(wait), err)
 		}
 		s.walCond.Wait()
 	}
-	return nil
+	return len(wait), nil
 }
 
 // Persist cuts every non-empty head into a block and returns once their
@@ -555,12 +571,10 @@ func (s *Store) Flush(ctx context.Context) error {
 // partition owner calls it before it acknowledges the stream
 // (internal/cluster). Unlike Flush it fails when the store closes first.
 func (s *Store) Persist(ctx context.Context) error {
-	if err := s.Flush(ctx); err != nil {
+	n, err := s.flush(ctx)
+	if err != nil {
 		return err
 	}
-	s.walMu.Lock()
-	n := len(s.sealed)
-	s.walMu.Unlock()
 	if n > 0 {
 		return fmt.Errorf("store: %d blocks not uploaded: %w", n, ErrClosed)
 	}
