@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -223,4 +224,27 @@ func TestNodeGone(t *testing.T) {
 		st := a.Status()
 		return has(st.Nodes, "b") && !has(st.Gone, "b")
 	})
+}
+
+// TestOwnerHolds: a lease renewed with a checkpoint is still its owner's
+// (the recovery of a renewal whose answer was lost compares owners, not
+// bytes); another node's or another take's is not.
+func TestOwnerHolds(t *testing.T) {
+	since := time.Date(2026, 11, 28, 19, 0, 0, 123, time.UTC)
+	val, _ := json.Marshal(leaseValue{Node: "n1", Since: since})
+	o := &owner{value: val}
+	other, _ := json.Marshal(leaseValue{Node: "n2", Since: since})
+	later, _ := json.Marshal(leaseValue{Node: "n1", Since: since.Add(time.Second)})
+	for _, c := range []struct {
+		b    []byte
+		want bool
+	}{{val, true}, {o.valueWith(42), true}, {other, false}, {later, false}, {[]byte("junk"), false}} {
+		if got := o.holds(c.b); got != c.want {
+			t.Errorf("holds(%s) = %v, want %v", c.b, got, c.want)
+		}
+	}
+	var v leaseValue
+	if err := json.Unmarshal(o.valueWith(42), &v); err != nil || v.Checkpoint != 42 || v.Node != "n1" || !v.Since.Equal(since) {
+		t.Errorf("valueWith(42) = %+v, %v", v, err)
+	}
 }
