@@ -227,7 +227,7 @@ type conn struct {
 func (c *conn) close() {
 	c.once.Do(func() {
 		close(c.drop)
-		c.client.Disconnect(250)
+		c.client.Disconnect(2000) // at most 2 s for the acknowledgements still queued (a busy machine)
 	})
 }
 

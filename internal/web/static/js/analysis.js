@@ -452,7 +452,8 @@ function profileTab(body, { state, save, signal }) {
       try {
         r = await api('/api/v1/profiles/flame', { host: host.value.trim(), kind: state.pkind || 'cpu', since: state.since, until: state.until }, { signal: sig });
       } catch (e) {
-        if (!(e instanceof ApiError) || e.status !== 404) throw e;
+        // A bridge that keeps no profiles at all says so, in place of the tab.
+        if (!(e instanceof ApiError) || e.status !== 404 || e.message.startsWith('404: no profiles:')) throw e;
         r = { missing: e.message };
       }
       const views = h('div', { class: 'profile-views' });
