@@ -201,13 +201,7 @@ func (r *Reconstructor) Add(b *record.Batch) {
 				continue
 			}
 			r.stats.Records++
-			host, session := "", ""
-			if ti.Host >= 0 {
-				host = v[ti.Host].Str()
-			}
-			if ti.Session >= 0 {
-				session = v[ti.Session].Str()
-			}
+			host, session := hostSession(ti, v)
 			r.meta(id, host, session)
 		case trace.RoleBefore, trace.RoleAfter, trace.RoleEvent:
 			if ti.Timestamp < 0 {
@@ -255,13 +249,7 @@ func (r *Reconstructor) Add(b *record.Batch) {
 				continue
 			}
 			r.stats.Records++
-			host, session := "", ""
-			if ti.Host >= 0 {
-				host = v[ti.Host].Str()
-			}
-			if ti.Session >= 0 {
-				session = v[ti.Session].Str()
-			}
+			host, session := hostSession(ti, v)
 			op := v[ti.Op].Str()
 			r.oer(id, host, session, op, int(v[ti.EOI].Int()), int(v[ti.ESS].Int()), tin, tout)
 		}
@@ -647,4 +635,16 @@ func (b *buffer) repairAtEnd() {
 		b.insert(event{ts: top.ts, order: b.maxOrder + 1, kind: kAfter, ctor: top.ctor, sig: top.sig})
 		b.stack = b.stack[:len(b.stack)-1]
 	}
+}
+
+// hostSession is a record's hostname and session id ("" where its type
+// has none).
+func hostSession(ti *trace.TypeInfo, v []record.Value) (host, session string) {
+	if ti.Host >= 0 {
+		host = v[ti.Host].Str()
+	}
+	if ti.Session >= 0 {
+		session = v[ti.Session].Str()
+	}
+	return host, session
 }
