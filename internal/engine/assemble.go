@@ -93,7 +93,7 @@ type settleToken struct {
 // a span) rather than assembled in the sinks' queues (about 1 KiB), so a
 // store that is behind does not multiply the memory held. Sharded, each
 // worker gets its share of what is left at a tick.
-const maxTraceBacklog = 50_000
+const maxTraceBacklog = 16_384
 
 // maxPendingSpans: see shard.pendingSpans.
 const maxPendingSpans = 1 << 16
