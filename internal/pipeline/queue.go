@@ -71,7 +71,7 @@ func (q *Queue) OnTick(d time.Duration, fn func(context.Context)) {
 // capacity in batches: a producer waits while the batches queued hold
 // max bytes or more (record.Batch.Bytes; a batch is taken when the queue
 // is empty, whatever its size). Batches of many records (256 to 1,024
-// OTLP spans, about 1.5 kB each decoded) then queue in the tens, not in
+// OTLP spans, about 1.5 kB each decoded) then queue by the few, not by
 // the capacity's 64. Call before the first batch; 0 (the default) sets no
 // bound.
 func (q *Queue) SetMaxBytes(max int64) { q.maxBytes = max }
