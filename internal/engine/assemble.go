@@ -92,8 +92,11 @@ type settleToken struct {
 // more at its tick: traces wait compact in the assembler (about 150 bytes
 // a span) rather than assembled in the sinks' queues (about 1 KiB), so a
 // store that is behind does not multiply the memory held. Sharded, each
-// worker gets its share of what is left at a tick.
-const maxTraceBacklog = 50_000
+// worker gets its share of what is left at a tick. Since ticks come every
+// stageTick, it also bounds the spans a second that reach the trace
+// sinks (327,680 at 32,768 a tick of 100 ms): keep it above what the
+// bridge ingests.
+const maxTraceBacklog = 32_768
 
 // maxPendingSpans: see shard.pendingSpans.
 const maxPendingSpans = 1 << 16

@@ -195,6 +195,13 @@ func (e *Engine) TraceStats() trace.Stats {
 	return e.tstats
 }
 
+// maxQueuedBytes bounds the decoded batches waiting between the sources
+// and the stages (record.Batch.Bytes), besides QueueBatches: 64 batches
+// of 256 OTLP spans held about 25 MB, which the garbage collector's
+// headroom doubles; about 10 such batches, or 11,000 Kieker records,
+// keep the drain goroutine fed (docs/ARCHITECTURE.md, "Limits").
+const maxQueuedBytes = 4 << 20
+
 // The defaults of Settings.
 const (
 	DefaultQueueBatches    = 64
@@ -350,6 +357,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	head := &head{fan: fan, asm: asm, end: end, chain: chain, direct: len(built) == 0, track: &heldTracker{holders: holders}}
 	q := pipeline.NewQueue(e.set.QueueBatches, head, e.sinkError)
+	q.SetMaxBytes(maxQueuedBytes)
 	fan.recycle, fan.newBatch = q.Recycle, q.NewBatch
 	e.set.Metrics.SetQueueDepth(q.Depth)
 	if asm != nil {

@@ -41,6 +41,15 @@ type Queue struct {
 	depth   atomic.Int64
 	records atomic.Int64
 
+	// maxBytes bounds the bytes of the batches in ch (record.Batch.Bytes,
+	// SetMaxBytes; 0: only capacity bounds them); held counts them, and
+	// room, made by the first producer that waits, is closed when Run
+	// takes a batch.
+	maxBytes int64
+	held     atomic.Int64
+	rmu      sync.Mutex
+	room     chan struct{}
+
 	closeOnce sync.Once
 	mu        sync.RWMutex // guards closed against concurrent sends
 	closed    bool
@@ -57,6 +66,15 @@ type Queue struct {
 func (q *Queue) OnTick(d time.Duration, fn func(context.Context)) {
 	q.tickEvery, q.tick = d, fn
 }
+
+// SetMaxBytes bounds the decoded data the queue holds besides its
+// capacity in batches: a producer waits while the batches queued hold
+// max bytes or more (record.Batch.Bytes; a batch is taken when the queue
+// is empty, whatever its size). Batches of many records (256 to 1,024
+// OTLP spans, about 1.5 kB each decoded) then queue by the few, not by
+// the capacity's 64. Call before the first batch; 0 (the default) sets no
+// bound.
+func (q *Queue) SetMaxBytes(max int64) { q.maxBytes = max }
 
 // maxPooledRecords bounds the batches kept for reuse, so one burst does not
 // pin a huge batch in memory.
@@ -138,6 +156,10 @@ func (q *Queue) send(ctx context.Context, b *record.Batch) error {
 		return ErrClosed
 	}
 	n := int64(b.Len())
+	size, err := q.reserve(ctx, b)
+	if err != nil {
+		return err
+	}
 	q.depth.Add(1)
 	select {
 	case q.ch <- b:
@@ -145,11 +167,63 @@ func (q *Queue) send(ctx context.Context, b *record.Batch) error {
 		return nil
 	case <-ctx.Done():
 		q.depth.Add(-1)
+		q.release(size)
 		return ctx.Err()
 	case <-q.aborted:
 		q.depth.Add(-1)
+		q.release(size)
 		return ErrClosed
 	}
+}
+
+// reserve waits until b's bytes fit under maxBytes (or the queue holds
+// none) and counts them; it returns what it counted.
+func (q *Queue) reserve(ctx context.Context, b *record.Batch) (int64, error) {
+	if q.maxBytes <= 0 {
+		return 0, nil
+	}
+	size := int64(max(b.Bytes(), 1))
+	for {
+		h := q.held.Load()
+		if h == 0 || h+size <= q.maxBytes {
+			if q.held.CompareAndSwap(h, h+size) {
+				return size, nil
+			}
+			continue
+		}
+		// The channel, then the count again: a take in between closes
+		// the channel got here.
+		q.rmu.Lock()
+		if q.room == nil {
+			q.room = make(chan struct{})
+		}
+		room := q.room
+		q.rmu.Unlock()
+		if h := q.held.Load(); h == 0 || h+size <= q.maxBytes {
+			continue
+		}
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-q.aborted:
+			return 0, ErrClosed
+		}
+	}
+}
+
+// release uncounts size bytes and wakes the producers waiting for room.
+func (q *Queue) release(size int64) {
+	if size == 0 {
+		return
+	}
+	q.held.Add(-size)
+	q.rmu.Lock()
+	if q.room != nil {
+		close(q.room)
+		q.room = nil
+	}
+	q.rmu.Unlock()
 }
 
 // Depth returns the number of batches waiting (and being sent).
@@ -176,6 +250,9 @@ func (q *Queue) Run(ctx context.Context) {
 				return
 			}
 			q.depth.Add(-1)
+			if q.maxBytes > 0 {
+				q.release(int64(max(b.Bytes(), 1)))
+			}
 			if q.emit != nil {
 				// The consumer takes the batch and gives back one to reuse.
 				nb, err := q.emit.Emit(ctx, b)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -91,5 +92,82 @@ func TestQueueReportsConsumerErrors(t *testing.T) {
 	<-done
 	if len(errs) != 1 {
 		t.Fatalf("errors %v", errs)
+	}
+}
+
+// TestQueueMaxBytes: with SetMaxBytes, producers wait while the queued
+// batches hold the bound (a batch larger than it goes into an empty
+// queue), although the queue has room for more batches; each batch the
+// consumer takes lets the next one in, and every record arrives once, in
+// order. Without the bound the same batches all queue.
+func TestQueueMaxBytes(t *testing.T) {
+	size := int64(batchOf(0, 10).Bytes())
+	if size <= 0 {
+		t.Fatalf("a batch of 10 records holds %d bytes", size)
+	}
+	for _, tt := range []struct {
+		name   string
+		max    int64
+		queued int // batches queued before the consumer takes any
+	}{
+		{"two batches", 2 * size, 2},
+		{"less than one", size / 2, 1},
+		{"no bound", 0, 6},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			release := make(chan struct{})
+			var mu sync.Mutex
+			var got []int64
+			q := NewQueue(8, ConsumerFunc(func(_ context.Context, b *record.Batch) error {
+				<-release
+				mu.Lock()
+				defer mu.Unlock()
+				for _, r := range b.Records {
+					got = append(got, r.Values[2].Int())
+				}
+				return nil
+			}), nil)
+			q.SetMaxBytes(tt.max)
+			ctx := context.Background()
+			sent := make(chan int, 6)
+			go func() {
+				for i := range 6 {
+					if _, err := q.Emit(ctx, batchOf(10*i, 10)); err != nil {
+						t.Error(err)
+					}
+					sent <- i
+				}
+				close(sent)
+			}()
+			// Nobody runs the queue yet: exactly tt.queued batches get in.
+			for range tt.queued {
+				<-sent
+			}
+			if tt.queued < 6 {
+				select {
+				case i := <-sent:
+					t.Fatalf("batch %d queued beyond %d bytes (%d a batch)", i, tt.max, size)
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+			done := make(chan struct{})
+			go func() { q.Run(ctx); close(done) }()
+			close(release)
+			for range sent {
+			}
+			q.Close()
+			<-done
+			if len(got) != 60 {
+				t.Fatalf("%d records consumed, want 60", len(got))
+			}
+			for i, v := range got {
+				if v != int64(i) {
+					t.Fatalf("record %d is %d: out of order", i, v)
+				}
+			}
+			if h := q.held.Load(); h != 0 {
+				t.Fatalf("%d bytes still counted after the queue drained", h)
+			}
+		})
 	}
 }

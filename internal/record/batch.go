@@ -1,6 +1,9 @@
 package record
 
-import "slices"
+import (
+	"slices"
+	"unsafe"
+)
 
 // Batch is a reusable group of records. Decoders append records to a batch;
 // consumers read Records. The values of all records live in one arena that
@@ -30,6 +33,9 @@ type Batch struct {
 
 	arena []Value
 	lists []List // array values of the batch's records point into it
+	// used counts the values carved out since the last Reset, in every
+	// arena (Bytes).
+	used int
 }
 
 // Origin is where a batch came from, in the spirit of OpenTelemetry's
@@ -103,6 +109,21 @@ const minArena = 256
 // Len returns the number of records.
 func (b *Batch) Len() int { return len(b.Records) }
 
+// Sizes of the parts of a batch Bytes counts.
+const (
+	valueBytes  = int(unsafe.Sizeof(Value{}))
+	recordBytes = int(unsafe.Sizeof(Record{}))
+	listBytes   = int(unsafe.Sizeof(List{}))
+)
+
+// Bytes returns about how much memory the batch's records hold: their
+// values (array items included) and the records and lists themselves,
+// not the strings they share or the room kept for reuse. Queues bound
+// the decoded data they hold by it; it costs no walk over the records.
+func (b *Batch) Bytes() int {
+	return b.used*valueBytes + len(b.Records)*recordBytes + len(b.lists)*listBytes + len(b.Frames.Data)
+}
+
 // Reset empties the batch, keeping its memory for reuse.
 func (b *Batch) Reset() {
 	clear(b.Records) // drop type and string references held by stale records
@@ -113,6 +134,7 @@ func (b *Batch) Reset() {
 	b.arena = b.arena[:0]
 	clear(b.lists)
 	b.lists = b.lists[:0]
+	b.used = 0
 	b.Origin = Origin{}
 	b.Frames.reset()
 }
@@ -207,6 +229,7 @@ func (b *Batch) values(n int) []Value {
 	// Reset clears what was used.
 	start := len(b.arena)
 	b.arena = b.arena[:start+n]
+	b.used += n
 	return b.arena[start : start+n : start+n]
 }
 

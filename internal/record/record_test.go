@@ -139,3 +139,32 @@ func TestInterner(t *testing.T) {
 		t.Fatalf("repeated string allocates %v", n)
 	}
 }
+
+// TestBatchBytes: Bytes counts every value carved out since the last
+// Reset (in all arenas the batch grew through, array items included),
+// the records and the lists; Reset brings it back to 0 while the batch
+// keeps its memory.
+func TestBatchBytes(t *testing.T) {
+	typ := Builtin().Lookup(BeforeOperationEvent)
+	var b Batch
+	if b.Bytes() != 0 {
+		t.Fatalf("empty batch: %d bytes", b.Bytes())
+	}
+	const n = 5000 // past several arena growths
+	for i := range n {
+		b.Add(typ, int64(i))
+	}
+	fields := len(typ.Fields)
+	want := n*fields*valueBytes + n*recordBytes
+	if got := b.Bytes(); got != want {
+		t.Fatalf("%d records of %d fields: %d bytes, want %d", n, fields, got, want)
+	}
+	b.NewList(Long, 100)
+	if got, want := b.Bytes(), want+100*valueBytes+listBytes; got != want {
+		t.Fatalf("with a list of 100 items: %d bytes, want %d", got, want)
+	}
+	b.Reset()
+	if b.Bytes() != 0 || cap(b.arena) == 0 {
+		t.Fatalf("after Reset: %d bytes, arena of %d kept", b.Bytes(), cap(b.arena))
+	}
+}
