@@ -195,3 +195,37 @@ func BenchmarkWriteFrames(b *testing.B) {
 		})
 	}
 }
+
+// TestFramesOnlyRollOver: batches of frames only continue in a new log
+// directory when the registry fills, as records do, each directory the
+// same bytes.
+func TestFramesOnlyRollOver(t *testing.T) {
+	src1, src2 := events(0, 300), events(1000, 300)
+	var dirs [2][]string
+	for k, mode := range []string{modeValues, modeOnly} {
+		w, err := logwrite.New(logwrite.Config{Path: t.TempDir(), Binary: true, MaxEntriesInFile: 100, MaxRegistryEntries: 40,
+			Metadata: true, Hostname: "h", Now: fixedNow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range []*record.Batch{streamBatchAs(t, src1, mode), streamBatchAs(t, src2, mode)} {
+			if err := w.Consume(context.Background(), b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		dirs[k] = w.Dirs()
+	}
+	if len(dirs[0]) < 2 || len(dirs[0]) != len(dirs[1]) {
+		t.Fatalf("%d directories from records, %d from frames only (want the same, at least 2)", len(dirs[0]), len(dirs[1]))
+	}
+	for i := range dirs[0] {
+		m1, d1 := logBytes(t, dirs[0][i])
+		m2, d2 := logBytes(t, dirs[1][i])
+		if !bytes.Equal(m1, m2) || !bytes.Equal(d1, d2) {
+			t.Fatalf("directory %d: frames only wrote map %d/%d bytes, data %d/%d bytes", i, len(m2), len(m1), len(d2), len(d1))
+		}
+	}
+}

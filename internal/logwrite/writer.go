@@ -530,13 +530,25 @@ func (w *Writer) writeFrames(f *record.Frames) error {
 	if w.cfg.SetLoggingTimestamp {
 		stamp = w.cfg.Now().UnixNano()
 	}
+	// Mostly every type of the batch is known already: one pass says so
+	// instead of two a chunk.
+	described := true
+	for range w.types.unseenTypes(f.Types) {
+		described = false
+		break
+	}
 	for base := 0; base < len(f.Types); {
 		n := min(w.files.Room(), len(f.Types)-base)
-		switch i := w.types.conflict(w.types.unseenTypes(f.Types[base : base+n])); {
+		i := -1
+		if !described {
+			i = w.types.conflict(w.types.unseenTypes(f.Types[base : base+n]))
+		}
+		switch {
 		case i == 0:
 			if err := w.rollover(); err != nil {
 				return err
 			}
+			described = false // a new directory describes nothing yet
 			continue
 		case i > 0:
 			n = i
@@ -562,11 +574,14 @@ func (w *Writer) writeFrames(f *record.Frames) error {
 			if err := w.rollover(); err != nil {
 				return err
 			}
+			described = false // a new directory describes nothing yet
 			continue
 		}
-		w.types.add(w.types.unseenTypes(f.Types[base : base+n]))
-		if err := w.types.flush(w.dir); err != nil {
-			return fmt.Errorf("kieker log %s: record types: %w", w.dir, err)
+		if !described {
+			w.types.add(w.types.unseenTypes(f.Types[base : base+n]))
+			if err := w.types.flush(w.dir); err != nil {
+				return fmt.Errorf("kieker log %s: record types: %w", w.dir, err)
+			}
 		}
 		if len(w.mapBuf) > 0 {
 			if _, err := w.mapFile.Write(w.mapBuf); err != nil {
