@@ -107,6 +107,12 @@ type Decoder struct {
 	source    uint64 // record.Frames.Source of the kept frames; 0: none kept
 	only      func(*record.Type) bool
 	view      *stringsView // the registry's view in the frames-only batches
+	// The run of frames-only frames of the buffer being decoded that is
+	// not yet copied into the batch: buf[runFrom:runTo] (runFrom -1:
+	// none); at is where the unit being decoded starts in buf. Copied in
+	// one piece when the run ends, and before Decode returns.
+	buf                []byte
+	at, runFrom, runTo int
 
 	off     int64
 	err     error
@@ -187,11 +193,15 @@ func (d *Decoder) Decode(buf []byte, b *record.Batch) (n int, err error) {
 		return 0, d.err
 	}
 	pos := 0
+	if d.only != nil {
+		d.buf, d.runFrom = buf, -1
+	}
 	for len(buf)-pos >= 4 {
 		p := buf[pos:]
 		cid := int32(binary.BigEndian.Uint32(p))
 		var used int
 		if cid >= 0 {
+			d.at = pos
 			used, err = d.frame(p, cid, d.off+int64(pos), b)
 		} else {
 			used, err = d.unit(p, cid, d.off+int64(pos))
@@ -200,6 +210,10 @@ func (d *Decoder) Decode(buf []byte, b *record.Batch) (n int, err error) {
 			break
 		}
 		pos += used
+	}
+	if d.only != nil {
+		d.copyRun(&b.Frames)
+		d.buf = nil
 	}
 	d.off += int64(pos)
 	d.pending = pos < len(buf)
@@ -392,11 +406,23 @@ func (d *Decoder) frameOnly(frame []byte, ci *classInfo, off int64, b *record.Ba
 		d.view = strs.view()
 	}
 	f.Source, f.Strings = d.source, d.view
-	f.Data = append(f.Data, frame...)
-	f.Ends = append(f.Ends, len(f.Data))
+	if d.runFrom < 0 || d.runTo != d.at {
+		d.copyRun(f)
+		d.runFrom = d.at
+	}
+	d.runTo = d.at + len(frame)
+	f.Ends = append(f.Ends, len(f.Data)+d.runTo-d.runFrom)
 	f.Types = append(f.Types, ci.typ)
 	d.suspect.set = false
 	return len(frame), nil
+}
+
+// copyRun copies the run of frames not copied yet into f.
+func (d *Decoder) copyRun(f *record.Frames) {
+	if d.runFrom >= 0 {
+		f.Data = append(f.Data, d.buf[d.runFrom:d.runTo]...)
+		d.runFrom = -1
+	}
 }
 
 // keep appends the frame of the record just added to b to its frames,

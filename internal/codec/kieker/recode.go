@@ -158,16 +158,19 @@ func (c *Recoder) AppendOnly(dst []byte, f *record.Frames, from, to int) ([]byte
 	if from > 0 {
 		start = f.Ends[from-1]
 	}
+	if from >= to {
+		return dst, nil
+	}
+	// The frames in one copy, then each one's ids replaced in place.
+	first, origin := len(dst), start
+	dst = append(dst, f.Data[start:f.Ends[to-1]]...)
 	for i := from; i < to; i++ {
 		end := f.Ends[i]
-		frame := f.Data[start:end:end]
 		t := c.typeOf(f.Types[i])
-		if t.size < 0 || len(frame) != t.size || len(t.strs) > maxRecodeStrings {
-			return dst, fmt.Errorf("frame %d of %s: %d bytes, not a frame the log can copy", i, f.Types[i].Name, len(frame))
+		if t.size < 0 || end-start != t.size || len(t.strs) > maxRecodeStrings {
+			return dst[:first], fmt.Errorf("frame %d of %s: %d bytes, not a frame the log can copy", i, f.Types[i].Name, end-start)
 		}
-		base := len(dst)
-		dst = append(dst, frame...)
-		out := dst[base:]
+		out := dst[first+start-origin : first+end-origin]
 		binary.BigEndian.PutUint32(out, uint32(t.class))
 		for _, at := range t.strs {
 			sid := binary.BigEndian.Uint32(out[at:])
@@ -177,7 +180,7 @@ func (c *Recoder) AppendOnly(dst []byte, f *record.Frames, from, to int) ([]byte
 			} else {
 				str, ok := f.Strings.String(int32(sid))
 				if !ok || sid >= recodeMaxID {
-					return dst[:base], fmt.Errorf("frame %d of %s: string id %d not in the stream's registry", i, f.Types[i].Name, int32(sid))
+					return dst[:first], fmt.Errorf("frame %d of %s: string id %d not in the stream's registry", i, f.Types[i].Name, int32(sid))
 				}
 				if int(sid) >= len(s.ids) {
 					s.ids = append(s.ids, make([]int32, int(sid)+1-len(s.ids))...)
