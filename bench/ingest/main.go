@@ -52,6 +52,7 @@ type options struct {
 	chunk    int
 	rawRuns  int
 	bin      string
+	base     string // a second binary (main's) run log-only beside bin's, against the same raw copy
 	keep     bool
 	dialects []string
 	store    bool // also run with the trace store sink (the embedded default's path)
@@ -75,6 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.chunk, "chunk", 65536, "events per pre-encoded chunk (each connection sends its chunk over and over)")
 	fs.IntVar(&o.rawRuns, "raw-runs", 3, "how often the raw copy is measured (the median counts)")
 	fs.StringVar(&o.bin, "bin", "", "tracebridge binary (default: go build ./cmd/tracebridge into a temporary directory)")
+	fs.StringVar(&o.base, "base", "", "a second tracebridge binary (main's, say) run log-only right after -bin's, compared against the same raw copy")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory with the Kieker logs")
 	fs.StringVar(&dialects, "dialects", "kdb,kieker", "comma-separated dialects to drive: kdb, kieker")
 	fs.BoolVar(&o.store, "store", false, "run each dialect again with a trace store sink beside the log (the embedded default's path) and compare")
@@ -87,6 +89,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.duration < 0 || (o.duration == 0 && o.records < 1) {
 		fs.Bad("want -records ≥ 1 or a positive -duration")
+	}
+	if o.base != "" && o.duration > 0 {
+		fs.Bad("-base needs -records (both binaries get the same bytes)")
 	}
 	if o.rawRuns < 1 || o.rawRuns > 100 {
 		fs.Bad("-raw-runs %d: want 1 to 100", o.rawRuns)
@@ -156,15 +161,21 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 			break
 		}
 		r := result{dialect: d, mode: modeLog}
-		var rs *result
+		var rs, rb *result
 		if o.store {
 			rs = &result{dialect: d, mode: modeStore}
 		}
-		r.err = measure(ctx, o, bin, d, cat, sigs, events, tmp, &r, rs, logf)
+		if o.base != "" {
+			rb = &result{dialect: d, mode: modeBase}
+		}
+		r.err = measure(ctx, o, bin, d, cat, sigs, events, tmp, &r, rs, rb, logf)
 		if r.err != nil {
 			logf("%s: %v", d, r.err)
 		}
 		results = append(results, r)
+		if rb != nil {
+			results = append(results, *rb)
+		}
 		if rs != nil {
 			if rs.err == nil && r.err != nil {
 				rs.err = errors.New("not run: the log-only run failed")
@@ -181,7 +192,11 @@ func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 		o.conns, sendPlan(o), shape, len(sigs))
 	fmt.Fprintf(stdout, "bench %s, bridge %s (%s), GOMAXPROCS %d, %d CPUs, %s/%s\n",
 		runtime.Version(), bridgeGo, bin, runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+	if o.base != "" {
+		fmt.Fprintf(stdout, "base (%s): %s\n", modeBase, o.base)
+	}
 	printTable(stdout, o.conns, results)
+	printBase(stdout, results)
 	printStore(stdout, results)
 	code := 0
 	for _, r := range results {
@@ -205,13 +220,15 @@ func sendPlan(o *options) string {
 // The modes of a bridge run.
 const (
 	modeLog   = "log"       // a binary Kieker log sink
+	modeBase  = "log, base" // the same with the -base binary
 	modeStore = "log+store" // and the trace store sink
 )
 
-// measure runs the bridge and then the raw copy for one dialect, then,
-// with rs, the bridge with the store sink too.
+// measure runs the bridge (with rb, then the -base binary) and then the
+// raw copy for one dialect, then, with rs, the bridge with the store sink
+// too.
 func measure(ctx context.Context, o *options, bin, dialect string, cat *record.Catalog, sigs []benchkit.Signature,
-	events [][]benchkit.Event, tmp string, r, rs *result, logf func(string, ...any)) error {
+	events [][]benchkit.Event, tmp string, r, rs, rb *result, logf func(string, ...any)) error {
 	enc, err := newEncoder(dialect, cat, sigs)
 	if err != nil {
 		return err
@@ -237,6 +254,16 @@ func measure(ctx context.Context, o *options, bin, dialect string, cat *record.C
 	if err != nil {
 		return err
 	}
+	if rb != nil {
+		benchkit.SettleDisk()
+		bdir := filepath.Join(tmp, dialect+"-base")
+		if err := os.Mkdir(bdir, 0o755); err != nil {
+			return err
+		}
+		if _, rb.err = bridgeRun(ctx, o, o.base, bdir, "", enc, streams, counts, rb, logf); rb.err != nil {
+			logf("%s with -base: %v", dialect, rb.err)
+		}
+	}
 	benchkit.SettleDisk()
 	logf("%s: raw loopback copy of the same bytes, %d time(s)", dialect, o.rawRuns)
 	type copyRun struct{ elapsed, cpu time.Duration }
@@ -249,6 +276,9 @@ func measure(ctx context.Context, o *options, bin, dialect string, cat *record.C
 	slices.SortFunc(runs, func(a, b copyRun) int { return cmp.Compare(a.elapsed, b.elapsed) })
 	med := runs[len(runs)/2]
 	r.raw, r.rawCPU, r.rawDone = med.elapsed, med.cpu, true
+	if rb != nil {
+		rb.raw, rb.rawCPU, rb.rawDone = r.raw, r.rawCPU, true
+	}
 	if rs == nil {
 		return nil
 	}
@@ -487,16 +517,39 @@ func printTable(w io.Writer, conns int, results []result) {
 	}
 }
 
+// printBase compares each dialect's log-only run with the -base binary's
+// of the same program run: seconds (so ratio) and records per bridge
+// CPU-second.
+func printBase(w io.Writer, results []result) {
+	for i, r := range results {
+		if r.mode != modeLog || r.err != nil || !r.verified || i+1 >= len(results) {
+			continue
+		}
+		b := results[i+1]
+		if b.mode != modeBase || b.err != nil || !b.verified {
+			continue
+		}
+		perCPU := func(x result) float64 { return float64(x.records) / x.cpu.Seconds() }
+		fmt.Fprintf(w, "%s: -bin ÷ -base: %.2f× the records/s (ratio %.3f against %.3f), %.2f× the records per bridge CPU-second (%.0f against %.0f)\n",
+			r.dialect, b.elapsed.Seconds()/r.elapsed.Seconds(), r.raw.Seconds()/r.elapsed.Seconds(), b.raw.Seconds()/b.elapsed.Seconds(),
+			perCPU(r)/perCPU(b), perCPU(r), perCPU(b))
+	}
+}
+
 // printStore compares each dialect's run with the store with its log-only
 // run of the same program run: records per second from the first byte to
 // the bridge's exit (which flushes the open traces into the store), and
 // records per CPU-second of the bridge.
 func printStore(w io.Writer, results []result) {
 	for i, r := range results {
-		if r.mode != modeStore || r.err != nil || !r.verified || i == 0 || results[i-1].mode != modeLog || !results[i-1].verified {
+		j := i - 1
+		for j >= 0 && results[j].mode == modeBase {
+			j--
+		}
+		if r.mode != modeStore || r.err != nil || !r.verified || j < 0 || results[j].mode != modeLog || !results[j].verified {
 			continue
 		}
-		base := results[i-1]
+		base := results[j]
 		rate := func(x result) float64 { return float64(x.records) / x.exit.Seconds() }
 		perCPU := func(x result) float64 { return float64(x.records) / x.cpu.Seconds() }
 		want := "not known (chunks repeated)"

@@ -203,9 +203,7 @@ func (as *assembly) Consume(ctx context.Context, b *record.Batch) error {
 	// The workers read the batch after Consume returned: they get a copy
 	// (as the sinks do).
 	c := as.fan.newBatch()
-	for i := range b.Records {
-		c.AddRecord(&b.Records[i])
-	}
+	c.Copy(b)
 	c.Origin = b.Origin
 	return as.dispatch(ctx, c)
 }

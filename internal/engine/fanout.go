@@ -157,9 +157,7 @@ func (f *fanout) Consume(ctx context.Context, b *record.Batch) error {
 		return nil
 	}
 	c := f.newBatch()
-	for i := range b.Records {
-		c.AddRecord(&b.Records[i])
-	}
+	c.Copy(b)
 	c.Origin = b.Origin
 	return f.dispatch(ctx, c)
 }

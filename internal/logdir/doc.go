@@ -35,6 +35,9 @@
 // Concurrency: a Log may be shared; each Stream and each Files belongs to
 // one goroutine (Files writes a full buffer, and a rotated file's last
 // bytes and its close, on a goroutine of its own, one write at a time,
-// so that encoding and write system calls overlap; Flush and Close wait
-// for it, and its error comes back from the next Write, Flush or Close); Log.Consumed may be read from any goroutine.
+// so that encoding and write system calls overlap; the next file after
+// a rotation is created on a goroutine too, and its first write waits
+// for it; Flush and Close wait for them, and an error comes back from
+// the next Write, Flush or Close); Log.Consumed may be read from any
+// goroutine.
 package logdir

@@ -88,7 +88,7 @@ type Files struct {
 	maxEntries int
 	maxBytes   int64
 
-	file    *os.File
+	file    io.WriteCloser // an *os.File, or a pendingFile
 	path    string
 	bw      *overlapWriter
 	comp    compressor
@@ -271,7 +271,8 @@ func (f *Files) finish() error {
 // rotate finishes the current file, starts the next one and applies the
 // retention limits.
 func (f *Files) rotate() error {
-	if f.file != nil {
+	next := f.file != nil
+	if next {
 		if err := f.finish(); err != nil {
 			return err
 		}
@@ -279,9 +280,19 @@ func (f *Files) rotate() error {
 	now := f.opt.Now()
 	name := DataFileName(now, f.created+1, f.opt.Binary, f.opt.Compression)
 	p := filepath.Join(f.opt.Dir, name)
-	file, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fmt.Errorf("logdir: %w", err)
+	var file io.WriteCloser
+	if next {
+		// Creating a file costs a good share of a millisecond on some
+		// file systems, at every rotation (Kieker's 25,000 records a
+		// file): it runs in the background like the last file's last
+		// write and close; its error comes with the first write.
+		file = openPending(p)
+	} else {
+		of, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return fmt.Errorf("logdir: %w", err)
+		}
+		file = of
 	}
 	f.created++
 	f.file, f.path, f.entries = file, p, 0
@@ -290,6 +301,7 @@ func (f *Files) rotate() error {
 	} else {
 		f.bw.Retarget(file)
 	}
+	var err error
 	f.comp, err = newCompressor(f.opt.Compression, f.bw, strings.TrimSuffix(name, ".zip"), now, f.opt.Now)
 	if err != nil {
 		return fmt.Errorf("logdir: %s: %w", p, err)
@@ -416,3 +428,40 @@ func (z *zipWriter) Flush() error {
 }
 
 func (z *zipWriter) Close() error { return z.zw.Close() }
+
+// pendingFile is a data file being created in the background (see
+// rotate): Write and Close wait for the creation and return its error.
+// Used by one goroutine at a time (the Files' owner or the overlapWriter's
+// write in flight, which hand it over through channels).
+type pendingFile struct {
+	ready chan struct{}
+	file  *os.File
+	err   error
+}
+
+func openPending(path string) *pendingFile {
+	p := &pendingFile{ready: make(chan struct{})}
+	go func() {
+		defer close(p.ready)
+		if p.file, p.err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); p.err != nil {
+			p.err = fmt.Errorf("logdir: %w", p.err)
+		}
+	}()
+	return p
+}
+
+func (p *pendingFile) Write(b []byte) (int, error) {
+	<-p.ready
+	if p.err != nil {
+		return 0, p.err
+	}
+	return p.file.Write(b)
+}
+
+func (p *pendingFile) Close() error {
+	<-p.ready
+	if p.err != nil {
+		return p.err
+	}
+	return p.file.Close()
+}

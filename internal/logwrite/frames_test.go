@@ -17,6 +17,25 @@ import (
 // stream does, keeping the frames when keep is set.
 func streamBatch(t *testing.T, src *record.Batch, keep bool) *record.Batch {
 	t.Helper()
+	mode := modeValues
+	if keep {
+		mode = modeFrames
+	}
+	return streamBatchAs(t, src, mode)
+}
+
+// How streamBatchAs decodes.
+const (
+	modeValues = "values" // values only
+	modeFrames = "frames" // values and frames
+	modeOnly   = "only"   // frames only (every record)
+)
+
+// streamBatchAs decodes the records of src as a single-socket Kieker TCP
+// stream does, into one batch of the mode's kind.
+func streamBatchAs(t *testing.T, src *record.Batch, mode string) *record.Batch {
+	t.Helper()
+	keep := mode != modeValues
 	e := kieker.NewEncoder(kieker.EncoderOptions{Inline: true})
 	var data []byte
 	for i := range src.Records {
@@ -26,9 +45,19 @@ func streamBatch(t *testing.T, src *record.Batch, keep bool) *record.Batch {
 		}
 	}
 	b := new(record.Batch)
-	d := kieker.NewDecoder(kieker.Options{Inline: true, KeepFrames: keep})
+	o := kieker.Options{Inline: true, KeepFrames: keep}
+	if mode == modeOnly {
+		o.FramesOnly = func(*record.Type) bool { return true }
+	}
+	d := kieker.NewDecoder(o)
 	if n, err := d.Decode(data, b); err != nil || n != len(data) {
 		t.Fatalf("decode: %d of %d bytes, %v", n, len(data), err)
+	}
+	if mode == modeOnly {
+		if !b.Frames.Only() || len(b.Records) != 0 || b.Len() != src.Len() {
+			t.Fatalf("frames only: %v, %d records, %d in all (want %d)", b.Frames.Only(), len(b.Records), b.Len(), src.Len())
+		}
+		return b
 	}
 	if keep != b.Frames.Valid(b.Len()) {
 		t.Fatalf("frames valid %v, want %v", b.Frames.Valid(b.Len()), keep)
@@ -63,8 +92,9 @@ func readFile(t *testing.T, path string) []byte {
 	return b
 }
 
-// TestFramesWriteTheEncodedLog: a batch whose frames the decoder kept
-// makes the log the same records make without them (kieker.map and data
+// TestFramesWriteTheEncodedLog: a batch whose frames the decoder kept,
+// or a batch of frames only, makes the log the same records make without
+// them (kieker.map and data
 // files byte for byte, missing logging timestamps stamped, across
 // rotations and two streams), and reads back as the records.
 func TestFramesWriteTheEncodedLog(t *testing.T) {
@@ -72,14 +102,14 @@ func TestFramesWriteTheEncodedLog(t *testing.T) {
 	// The second stream registers its strings in another order.
 	src2.Records[0], src2.Records[299] = src2.Records[299], src2.Records[0]
 	for _, stamp := range []bool{false, true} {
-		var dirs [2]string
-		for k, keep := range []bool{true, false} {
+		var dirs [3]string
+		for k, mode := range []string{modeValues, modeFrames, modeOnly} {
 			w, err := logwrite.New(logwrite.Config{Path: t.TempDir(), Binary: true, MaxEntriesInFile: 128, Metadata: true,
 				Hostname: "h", SetLoggingTimestamp: stamp, Now: fixedNow})
 			if err != nil {
 				t.Fatal(err)
 			}
-			b1, b2 := streamBatch(t, src1, keep), streamBatch(t, src2, keep)
+			b1, b2 := streamBatchAs(t, src1, mode), streamBatchAs(t, src2, mode)
 			for _, b := range []*record.Batch{b1, b2, b1} {
 				if err := w.Consume(context.Background(), b); err != nil {
 					t.Fatal(err)
@@ -91,11 +121,13 @@ func TestFramesWriteTheEncodedLog(t *testing.T) {
 			dirs[k] = w.Dir()
 		}
 		m1, d1 := logBytes(t, dirs[0])
-		m2, d2 := logBytes(t, dirs[1])
-		if !bytes.Equal(m1, m2) || !bytes.Equal(d1, d2) {
-			t.Fatalf("stamp %v: the log from frames differs from the encoded one (map %d/%d bytes, data %d/%d bytes)", stamp, len(m1), len(m2), len(d1), len(d2))
+		for k, mode := range []string{modeFrames, modeOnly} {
+			m2, d2 := logBytes(t, dirs[k+1])
+			if !bytes.Equal(m1, m2) || !bytes.Equal(d1, d2) {
+				t.Fatalf("stamp %v: the log from %s differs from the encoded one (map %d/%d bytes, data %d/%d bytes)", stamp, mode, len(m2), len(m1), len(d2), len(d1))
+			}
 		}
-		got := readAll(t, dirs[0], false)
+		got := readAll(t, dirs[2], false)
 		if len(got) != 1+900 {
 			t.Fatalf("stamp %v: read %d records, want 901", stamp, len(got))
 		}
@@ -140,17 +172,14 @@ func TestFramesAreCopied(t *testing.T) {
 	}
 }
 
-// BenchmarkWriteFrames: BenchmarkWriteBinary's records from a stream whose
-// frames the decoder kept (frames) or not (values).
+// BenchmarkWriteFrames: BenchmarkWriteBinary's records from a stream
+// decoded into frames only (only), with their frames kept (frames) or
+// not (values).
 func BenchmarkWriteFrames(b *testing.B) {
-	for _, keep := range []bool{true, false} {
-		name := "values"
-		if keep {
-			name = "frames"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, mode := range []string{modeOnly, modeFrames, modeValues} {
+		b.Run(mode, func(b *testing.B) {
 			t := &testing.T{}
-			batch := streamBatch(t, events(0, 1024), keep)
+			batch := streamBatchAs(t, events(0, 1024), mode)
 			w, err := logwrite.New(logwrite.Config{Path: b.TempDir(), Binary: true, MaxEntriesInFile: -1})
 			if err != nil {
 				b.Fatal(err)
@@ -164,5 +193,39 @@ func BenchmarkWriteFrames(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestFramesOnlyRollOver: batches of frames only continue in a new log
+// directory when the registry fills, as records do, each directory the
+// same bytes.
+func TestFramesOnlyRollOver(t *testing.T) {
+	src1, src2 := events(0, 300), events(1000, 300)
+	var dirs [2][]string
+	for k, mode := range []string{modeValues, modeOnly} {
+		w, err := logwrite.New(logwrite.Config{Path: t.TempDir(), Binary: true, MaxEntriesInFile: 100, MaxRegistryEntries: 40,
+			Metadata: true, Hostname: "h", Now: fixedNow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range []*record.Batch{streamBatchAs(t, src1, mode), streamBatchAs(t, src2, mode)} {
+			if err := w.Consume(context.Background(), b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		dirs[k] = w.Dirs()
+	}
+	if len(dirs[0]) < 2 || len(dirs[0]) != len(dirs[1]) {
+		t.Fatalf("%d directories from records, %d from frames only (want the same, at least 2)", len(dirs[0]), len(dirs[1]))
+	}
+	for i := range dirs[0] {
+		m1, d1 := logBytes(t, dirs[0][i])
+		m2, d2 := logBytes(t, dirs[1][i])
+		if !bytes.Equal(m1, m2) || !bytes.Equal(d1, d2) {
+			t.Fatalf("directory %d: frames only wrote map %d/%d bytes, data %d/%d bytes", i, len(m2), len(m1), len(d2), len(d1))
+		}
 	}
 }

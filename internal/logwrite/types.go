@@ -87,12 +87,32 @@ func (d *describer) unseen(recs []record.Record) iter.Seq2[int, *record.Type] {
 	}
 }
 
+// unseenTypes is unseen for the types of a batch of frames only
+// (record.Frames.Types).
+func (d *describer) unseenTypes(ts []*record.Type) iter.Seq2[int, *record.Type] {
+	return func(yield func(int, *record.Type) bool) {
+		var last, prev *record.Type
+		for i, t := range ts {
+			if t == last || t == prev {
+				continue
+			}
+			prev, last = last, t
+			if d.seen[t] {
+				continue
+			}
+			if !yield(i, t) {
+				return
+			}
+		}
+	}
+}
+
 // conflict returns the index of the first record whose type has the name
 // of a type already described with other fields (the same event type from
 // two JVM versions): a log describes one layout per name. -1: none.
-func (d *describer) conflict(recs []record.Record) int {
+func (d *describer) conflict(unseen iter.Seq2[int, *record.Type]) int {
 	var fresh map[string]*record.Type // types new in recs, by name
-	for i, t := range d.unseen(recs) {
+	for i, t := range unseen {
 		old := d.byName[t.Name]
 		if old == nil {
 			if old = fresh[t.Name]; old == nil {
@@ -111,8 +131,8 @@ func (d *describer) conflict(recs []record.Record) int {
 }
 
 // add notes the types of recs that are new to the directory.
-func (d *describer) add(recs []record.Record) {
-	for _, t := range d.unseen(recs) {
+func (d *describer) add(unseen iter.Seq2[int, *record.Type]) {
+	for _, t := range unseen {
 		d.seen[t] = true
 		if b := d.builtin.Lookup(t.Name); b != nil {
 			if b.Name != t.Name || !b.SameFields(t) {

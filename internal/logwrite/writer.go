@@ -271,6 +271,16 @@ func (w *Writer) Consume(_ context.Context, b *record.Batch) error {
 			return err
 		}
 	}
+	if w.cfg.Binary && b.Frames.Only() {
+		if err := w.writeFrames(&b.Frames); err != nil {
+			w.err = err
+			return err
+		}
+		if w.cfg.FlushEachBatch {
+			return w.flush()
+		}
+		return nil
+	}
 	recs := b.Records
 	if w.cfg.ConvertSpans {
 		recs = w.withoutSpans(recs)
@@ -455,7 +465,7 @@ func (w *Writer) write(recs []record.Record, frames *record.Frames) error {
 	}
 	for len(recs) > 0 {
 		n := min(w.files.Room(), len(recs))
-		switch i := w.types.conflict(recs[:n]); {
+		switch i := w.types.conflict(w.types.unseen(recs[:n])); {
 		case i == 0:
 			// A type this log describes already with other fields (the
 			// same JFR event type from another JVM version): a log
@@ -492,7 +502,7 @@ func (w *Writer) write(recs []record.Record, frames *record.Frames) error {
 		}
 		// Types first, then registry entries, then the data that uses
 		// them.
-		w.types.add(recs[:n])
+		w.types.add(w.types.unseen(recs[:n]))
 		if err := w.types.flush(w.dir); err != nil {
 			return fmt.Errorf("kieker log %s: record types: %w", w.dir, err)
 		}
@@ -506,6 +516,82 @@ func (w *Writer) write(recs []record.Record, frames *record.Frames) error {
 		}
 		w.records += int64(n)
 		recs = recs[n:]
+		base += n
+	}
+	return nil
+}
+
+// writeFrames writes a batch of frames only (record.Frames.Only) as write
+// writes records: in chunks that fit the current data file, each frame
+// copied with the log's ids (kieker.Recoder.AppendOnly), new kieker.map
+// entries and type descriptions before the data that uses them.
+func (w *Writer) writeFrames(f *record.Frames) error {
+	var stamp int64
+	if w.cfg.SetLoggingTimestamp {
+		stamp = w.cfg.Now().UnixNano()
+	}
+	// Mostly every type of the batch is known already: one pass says so
+	// instead of two a chunk.
+	described := true
+	for range w.types.unseenTypes(f.Types) {
+		described = false
+		break
+	}
+	for base := 0; base < len(f.Types); {
+		n := min(w.files.Room(), len(f.Types)-base)
+		i := -1
+		if !described {
+			i = w.types.conflict(w.types.unseenTypes(f.Types[base : base+n]))
+		}
+		switch {
+		case i == 0:
+			if err := w.rollover(); err != nil {
+				return err
+			}
+			described = false // a new directory describes nothing yet
+			continue
+		case i > 0:
+			n = i
+		}
+		before := w.registry.Len()
+		w.buf = w.buf[:0]
+		w.mapBuf = w.mapBuf[:0]
+		var err error
+		if w.buf, err = w.rec.AppendOnly(w.buf, f, base, base+n); err != nil {
+			return fmt.Errorf("kieker log %s: %w", w.dir, err)
+		}
+		w.recodedEntries()
+		if stamp != 0 {
+			first := frameStart(f, base)
+			for k := base; k < base+n; k++ {
+				at := frameStart(f, k) - first + 4
+				if int64(binary.BigEndian.Uint64(w.buf[at:])) == record.NoTimestamp {
+					binary.BigEndian.PutUint64(w.buf[at:], uint64(stamp))
+				}
+			}
+		}
+		if w.full() && before > 0 {
+			if err := w.rollover(); err != nil {
+				return err
+			}
+			described = false // a new directory describes nothing yet
+			continue
+		}
+		if !described {
+			w.types.add(w.types.unseenTypes(f.Types[base : base+n]))
+			if err := w.types.flush(w.dir); err != nil {
+				return fmt.Errorf("kieker log %s: record types: %w", w.dir, err)
+			}
+		}
+		if len(w.mapBuf) > 0 {
+			if _, err := w.mapFile.Write(w.mapBuf); err != nil {
+				return fmt.Errorf("kieker log %s: %w", w.dir, err)
+			}
+		}
+		if err := w.files.Write(w.buf, n); err != nil {
+			return fmt.Errorf("kieker log %s: %w", w.dir, err)
+		}
+		w.records += int64(n)
 		base += n
 	}
 	return nil

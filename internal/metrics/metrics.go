@@ -297,8 +297,14 @@ func (r *Receiver) Records(b *record.Batch) {
 	}
 	var local [8]tally
 	used := 0
-	for i := range b.Records {
-		t := b.Records[i].Type
+	frames := b.Frames.Types // a batch of frames only: their types
+	for i := range len(b.Records) + len(frames) {
+		var t *record.Type
+		if i < len(b.Records) {
+			t = b.Records[i].Type
+		} else {
+			t = frames[i-len(b.Records)]
+		}
 		j := 0
 		for j < used && local[j].t != t {
 			j++

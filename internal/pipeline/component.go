@@ -67,6 +67,13 @@ type Settings struct {
 	// (record.Frames) for that sink to copy. Only receivers read it;
 	// serve sets it.
 	Frames bool
+	// FramesOnly, set with Frames, says more: that no consumer reads the
+	// values of records of the types for which it returns true (every
+	// sink copies frames, nothing else takes records of those types), so
+	// a receiver may hand such records on as frames alone, without
+	// decoding their values (record.Frames.Only). Only receivers read it;
+	// serve sets it.
+	FramesOnly func(t *record.Type) bool
 }
 
 // FramesTaker is implemented by the configuration of a sink that copies
@@ -74,6 +81,16 @@ type Settings struct {
 // Kieker frames) instead of encoding the records' values again.
 type FramesTaker interface {
 	TakesFrames() bool
+}
+
+// FramesOnlyTaker is implemented by the configuration of a sink that
+// writes batches of frames only (record.Frames.Only) as it writes the
+// records they stand for: ReadsValues names the types whose values it
+// still reads (records it handles otherwise), which receivers then
+// decode.
+type FramesOnlyTaker interface {
+	FramesTaker
+	ReadsValues(t *record.Type) bool
 }
 
 // Config is a component's own configuration. Factories return a pointer to

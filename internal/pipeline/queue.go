@@ -137,9 +137,7 @@ func (q *Queue) Consume(ctx context.Context, b *record.Batch) error {
 		return nil
 	}
 	c := q.NewBatch()
-	for i := range b.Records {
-		c.AddRecord(&b.Records[i])
-	}
+	c.Copy(b)
 	c.Done = append(c.Done, b.TakeDone()...)
 	c.Origin = b.Origin
 	if err := q.send(ctx, c); err != nil {

@@ -69,9 +69,16 @@ type Origin struct {
 // replaces the ids instead of encoding every value again. They are valid
 // only while they match the records: Valid checks the count, and a
 // decoder keeps them only where nothing changes records between it and
-// the sinks (no stages, no receiver transform; see serve). The records'
-// values are always decoded too: frames are a shortcut for the writer,
-// never the only copy.
+// the sinks (no stages, no receiver transform; see serve).
+//
+// Frames only: where no consumer reads the values at all (codec/kieker's
+// Options.FramesOnly), a batch may hold its records as frames alone: then
+// Records is empty, Types names the type of each frame and Strings
+// resolves the frames' string ids; Len counts the frames. A batch is
+// either kind, never both. Only a sink that copies frames (a binary
+// Kieker log) makes anything of such a batch; serve lets receivers
+// produce them only when every sink is one and nothing else (stage,
+// trace assembly of those types, stream) reads records.
 type Frames struct {
 	// Data holds the frames back to back; Ends[i] is the end of record
 	// i's frame in Data (its start is Ends[i-1], or 0).
@@ -81,10 +88,27 @@ type Frames struct {
 	// (one per decoder, that is per registry; never reused in a process);
 	// 0 means no frames.
 	Source uint64
+	// Types, in a batch of frames only, holds the record type of each
+	// frame (len(Types) == len(Ends)); nil otherwise.
+	Types []*Type
+	// Strings, in a batch of frames only, resolves the string ids of the
+	// frames (the stream's registry as it was when they were decoded: it
+	// holds at least every id they use and never changes).
+	Strings FrameStrings
+}
+
+// FrameStrings resolves the string ids of frames: an immutable view of a
+// stream's string registry, safe for concurrent use.
+type FrameStrings interface {
+	String(id int32) (string, bool)
 }
 
 // Valid reports whether f holds one frame for each of n records.
 func (f *Frames) Valid(n int) bool { return f.Source != 0 && len(f.Ends) == n }
+
+// Only reports whether f holds a batch's records as frames alone (see
+// Frames).
+func (f *Frames) Only() bool { return len(f.Types) > 0 }
 
 // Frame returns the frame of record i (Valid must hold).
 func (f *Frames) Frame(i int) []byte {
@@ -97,17 +121,51 @@ func (f *Frames) Frame(i int) []byte {
 
 // Drop forgets the frames: whoever changes records in place calls it. A
 // decoder keeps no more frames in the batch until Reset (its records no
-// longer match).
-func (f *Frames) Drop() { f.reset() }
+// longer match). A batch of frames only must not be dropped (its records
+// would be lost): it has no values to change.
+func (f *Frames) Drop() {
+	if !f.Only() {
+		f.reset()
+	}
+}
 
 func (f *Frames) reset() {
-	f.Data, f.Ends, f.Source = f.Data[:0], f.Ends[:0], 0
+	clear(f.Types) // drop the type references
+	f.Data, f.Ends, f.Source, f.Types, f.Strings = f.Data[:0], f.Ends[:0], 0, f.Types[:0], nil
+}
+
+// AddFrames appends the frames of a batch of frames only (src.Only) to b,
+// which holds no records, or frames only of the same source: the copy of
+// src's records. Other frames are not copied (they only accompany their
+// records).
+func (b *Batch) AddFrames(src *Frames) {
+	if !src.Only() || len(b.Records) > 0 || b.Frames.Source != 0 && b.Frames.Source != src.Source {
+		return
+	}
+	f := &b.Frames
+	base := len(f.Data)
+	f.Data = append(f.Data, src.Data...)
+	for _, e := range src.Ends {
+		f.Ends = append(f.Ends, base+e)
+	}
+	f.Types = append(f.Types, src.Types...)
+	f.Source, f.Strings = src.Source, src.Strings
+}
+
+// Copy appends copies of src's records to b: its records (AddRecord) or
+// its frames (AddFrames).
+func (b *Batch) Copy(src *Batch) {
+	for i := range src.Records {
+		b.AddRecord(&src.Records[i])
+	}
+	b.AddFrames(&src.Frames)
 }
 
 const minArena = 256
 
-// Len returns the number of records.
-func (b *Batch) Len() int { return len(b.Records) }
+// Len returns the number of records: Records, or the frames of a batch of
+// frames only.
+func (b *Batch) Len() int { return len(b.Records) + len(b.Frames.Types) }
 
 // Sizes of the parts of a batch Bytes counts.
 const (
@@ -208,6 +266,10 @@ func (b *Batch) Truncate(n int) {
 			end = b.Frames.Ends[n-1]
 		}
 		b.Frames.Data = b.Frames.Data[:end]
+	}
+	if n < len(b.Frames.Types) {
+		clear(b.Frames.Types[n:])
+		b.Frames.Types = b.Frames.Types[:n]
 	}
 }
 

@@ -345,6 +345,26 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 				base.Frames = true
 			}
 		}
+		// When every sink writes frames as it writes records (binary
+		// Kieker logs) and no cluster publishes them, nothing reads the
+		// values of the types none of them reads: receivers may hand
+		// those records on as frames only.
+		var takers []pipeline.FramesOnlyTaker
+		for _, p := range sinks {
+			if ft, ok := p.cfg.(pipeline.FramesOnlyTaker); ok && ft.TakesFrames() {
+				takers = append(takers, ft)
+			}
+		}
+		if base.Frames && cfg.Cluster == nil && len(takers) == len(sinks) {
+			base.FramesOnly = func(t *record.Type) bool {
+				for _, ft := range takers {
+					if ft.ReadsValues(t) {
+						return false
+					}
+				}
+				return true
+			}
+		}
 	}
 	s.base = base
 	// Receivers and the metrics port before the sinks: a port in use

@@ -443,22 +443,29 @@ func TestMetricsListenPolicy(t *testing.T) {
 
 // TestFramesOnlyWhereCopied: receivers keep the frames they decode
 // (pipeline.Settings.Frames) only when a sink copies them (a binary Kieker
-// log) and no stage changes records.
+// log) and no stage changes records; they keep records as frames only
+// (Settings.FramesOnly) only when every sink is such a log, and then not
+// the types a log reads (span records, the metadata record).
 func TestFramesOnlyWhereCopied(t *testing.T) {
+	cat := record.Builtin()
 	for _, c := range []struct {
-		yaml string
-		want bool
+		yaml       string
+		want, only bool
 	}{
-		{"sinks: [{type: kieker-log}]", true},
-		{"sinks: [{type: kieker-log, format: ascii}]", false},
-		{"sinks: [{type: forward, url: \"kieker-tcp://127.0.0.1:1\"}]", false},
-		{"sinks: [{type: kieker-log}]\nstages: [{type: timeunit, unit: us}]", false},
+		{"sinks: [{type: kieker-log}]", true, true},
+		{"sinks: [{type: kieker-log}, {type: kieker-log, name: two}]", true, true},
+		{"sinks: [{type: kieker-log}, {type: kieker-log, name: two, format: ascii}]", true, false},
+		{"sinks: [{type: kieker-log}, {type: store}]", true, false},
+		{"sinks: [{type: kieker-log}]\nstream: {listen: \"127.0.0.1:0\"}", false, false},
+		{"sinks: [{type: kieker-log, format: ascii}]", false, false},
+		{"sinks: [{type: forward, url: \"kieker-tcp://127.0.0.1:1\"}]", false, false},
+		{"sinks: [{type: kieker-log}]\nstages: [{type: timeunit, unit: us}]", false, false},
 	} {
 		f := DefaultFactories()
-		var got *bool
+		var got *pipeline.Settings
 		f.Receivers = append(f.Receivers, pipeline.NewReceiverFactory("frames", func() *toyConfig { return &toyConfig{Count: 1} },
 			func(_ *toyConfig, set pipeline.Settings) (pipeline.Receiver, error) {
-				got = &set.Frames
+				got = &set
 				return spanSource{}, nil
 			}))
 		cfg := parse(t, "receivers: [{type: frames}]\n"+c.yaml+"\n")
@@ -468,8 +475,20 @@ func TestFramesOnlyWhereCopied(t *testing.T) {
 			t.Fatalf("%s: %v", c.yaml, err)
 		}
 		s.Close()
-		if got == nil || *got != c.want {
-			t.Errorf("%s: Frames %v, want %v", c.yaml, got != nil && *got, c.want)
+		if got == nil || got.Frames != c.want || (got.FramesOnly != nil) != c.only {
+			t.Fatalf("%s: Frames %v, FramesOnly set %v; want %v, %v", c.yaml, got != nil && got.Frames, got != nil && got.FramesOnly != nil, c.want, c.only)
+		}
+		if c.only {
+			for name, want := range map[string]bool{record.BeforeOperationEvent: true, record.OperationExecutionRecord: true,
+				record.KiekerMetadataRecord: false, trace.SpanTypeName: false} {
+				typ := cat.Lookup(name)
+				if name == trace.SpanTypeName {
+					typ = trace.SpanType
+				}
+				if got.FramesOnly(typ) != want {
+					t.Errorf("%s: FramesOnly(%s) = %v, want %v", c.yaml, name, !want, want)
+				}
+			}
 		}
 	}
 }

@@ -217,3 +217,27 @@ func BenchmarkEncodeASCII(b *testing.B) {
 	}
 	reportPerRecord(b, len(recs))
 }
+
+// BenchmarkDecodeFrames: BenchmarkDecodeBinary's stream decoded into
+// values (values), values and frames (frames, Options.KeepFrames) and
+// frames only (only, Options.FramesOnly for every type, as serve has it
+// for a bridge into a binary log: the trace metadata too).
+func BenchmarkDecodeFrames(b *testing.B) {
+	data, strs, n := benchBinary(b, 10000)
+	for _, mode := range []string{"values", "frames", "only"} {
+		b.Run(mode, func(b *testing.B) {
+			o := Options{Strings: strs, KeepFrames: mode != "values"}
+			if mode == "only" {
+				o.FramesOnly = func(*record.Type) bool { return true }
+			}
+			d := NewDecoder(o)
+			var batch record.Batch
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				decodeReads(b, d, data, &batch)
+			}
+			reportPerRecord(b, n)
+		})
+	}
+}

@@ -67,6 +67,19 @@ type Options struct {
 	// Kieker binary frames (Recoder). Set it only where nothing changes
 	// the records before that sink (see record.Frames).
 	KeepFrames bool
+
+	// FramesOnly, when not nil, names the record types whose values no
+	// consumer reads (it returns true for them): a record of such a type
+	// that a Recoder can copy (no array fields, at most 8 string fields,
+	// string ids it can map) is kept only as its frame, in a batch of
+	// frames only (record.Frames: Types, Strings), without decoding its
+	// values. Its string ids are checked all the same: a bad stream fails
+	// at the same offset, with the same error. A batch is either kind:
+	// Decode returns early, consuming less than it could, where the kind
+	// changes, so the caller hands the batch on and calls again. Set it
+	// only where nothing but such a sink reads the records (see
+	// record.Frames).
+	FramesOnly func(t *record.Type) bool
 }
 
 // sources numbers the decoders that keep frames: the namespace of their
@@ -92,6 +105,14 @@ type Decoder struct {
 	dual      bool
 	javaCount bool
 	source    uint64 // record.Frames.Source of the kept frames; 0: none kept
+	only      func(*record.Type) bool
+	view      *stringsView // the registry's view in the frames-only batches
+	// The run of frames-only frames of the buffer being decoded that is
+	// not yet copied into the batch: buf[runFrom:runTo] (runFrom -1:
+	// none); at is where the unit being decoded starts in buf. Copied in
+	// one piece when the run ends, and before Decode returns.
+	buf                []byte
+	at, runFrom, runTo int
 
 	off     int64
 	err     error
@@ -116,9 +137,10 @@ func NewDecoder(o Options) *Decoder {
 		dual:      o.DualSocket && !o.Inline,
 		javaCount: o.JavaCharCount,
 	}
-	if o.KeepFrames {
+	if o.KeepFrames || o.FramesOnly != nil {
 		d.source = sources.Add(1)
 	}
+	d.only = o.FramesOnly
 	if d.strs == nil {
 		d.strs = NewStrings(o.MaxRegistryEntries)
 		d.strs.SetMaxBytes(o.registryBytes())
@@ -171,11 +193,15 @@ func (d *Decoder) Decode(buf []byte, b *record.Batch) (n int, err error) {
 		return 0, d.err
 	}
 	pos := 0
+	if d.only != nil {
+		d.buf, d.runFrom = buf, -1
+	}
 	for len(buf)-pos >= 4 {
 		p := buf[pos:]
 		cid := int32(binary.BigEndian.Uint32(p))
 		var used int
 		if cid >= 0 {
+			d.at = pos
 			used, err = d.frame(p, cid, d.off+int64(pos), b)
 		} else {
 			used, err = d.unit(p, cid, d.off+int64(pos))
@@ -184,6 +210,10 @@ func (d *Decoder) Decode(buf []byte, b *record.Batch) (n int, err error) {
 			break
 		}
 		pos += used
+	}
+	if d.only != nil {
+		d.copyRun(&b.Frames)
+		d.buf = nil
 	}
 	d.off += int64(pos)
 	d.pending = pos < len(buf)
@@ -267,6 +297,30 @@ func (d *Decoder) frame(p []byte, cid int32, off int64, b *record.Batch) (int, e
 		e.Class = ci.name
 		return 0, d.hint(e)
 	}
+	if d.only != nil {
+		if ci.only == onlyUnknown {
+			ci.only = onlyNo
+			if recodable(ci.typ) && d.only(ci.typ) {
+				ci.only = onlyYes
+			}
+		}
+		if ci.only == onlyYes {
+			n := 12 + ci.size
+			if len(p) < n {
+				return 0, nil
+			}
+			switch used, err := d.frameOnly(p[:n], ci, off, b); {
+			case err != nil || used > 0:
+				return used, err
+			case len(b.Records) > 0:
+				return 0, nil // a batch of records: the caller hands it on first
+			}
+			// An id out of the view's range: decoded.
+		}
+		if b.Frames.Only() {
+			return 0, nil // a batch of frames only: the caller hands it on first
+		}
+	}
 	if ci.size < 0 {
 		n, err := d.frameVar(p, ci, off, b)
 		if n > 0 {
@@ -324,6 +378,51 @@ func (d *Decoder) frame(p []byte, cid int32, off int64, b *record.Batch) (int, e
 	d.suspect.set = false
 	d.keep(b, p[:n])
 	return n, nil
+}
+
+// frameOnly keeps frame, of a type whose records the decoder keeps as
+// frames only, in b (a batch of frames only, or empty) after checking its
+// string ids. It returns 0 and no error when it cannot: b holds records,
+// or an id is one a Recoder cannot map (then the record is decoded).
+func (d *Decoder) frameOnly(frame []byte, ci *classInfo, off int64, b *record.Batch) (int, error) {
+	if len(b.Records) > 0 {
+		return 0, nil
+	}
+	strs := d.strs
+	for _, at := range ci.strs {
+		id := int32(binary.BigEndian.Uint32(frame[at:]))
+		if _, ok := strs.Get(id); !ok {
+			return 0, d.hint(d.unknownField(off, id, ci, ci.strField(at)))
+		}
+		if !strs.inDense(id) || id >= recodeMaxID {
+			return 0, nil
+		}
+	}
+	f := &b.Frames
+	if f.Source != 0 && f.Source != d.source {
+		return 0, nil
+	}
+	if d.view == nil || d.view.n != strs.n {
+		d.view = strs.view()
+	}
+	f.Source, f.Strings = d.source, d.view
+	if d.runFrom < 0 || d.runTo != d.at {
+		d.copyRun(f)
+		d.runFrom = d.at
+	}
+	d.runTo = d.at + len(frame)
+	f.Ends = append(f.Ends, len(f.Data)+d.runTo-d.runFrom)
+	f.Types = append(f.Types, ci.typ)
+	d.suspect.set = false
+	return len(frame), nil
+}
+
+// copyRun copies the run of frames not copied yet into f.
+func (d *Decoder) copyRun(f *record.Frames) {
+	if d.runFrom >= 0 {
+		f.Data = append(f.Data, d.buf[d.runFrom:d.runTo]...)
+		d.runFrom = -1
+	}
 }
 
 // keep appends the frame of the record just added to b to its frames,

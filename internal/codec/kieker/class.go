@@ -13,6 +13,27 @@ type classInfo struct {
 	typ  *record.Type
 	ops  []uint8 // one per field: Kind | opArray
 	size int     // binary size of the fields (strings as 4-byte ids), -1 with arrays
+	strs []int   // offsets of the string fields in the frame (without arrays)
+	only uint8   // whether records are kept as frames only (Options.FramesOnly); onlyUnknown until asked
+}
+
+// The values of classInfo.only.
+const (
+	onlyUnknown = iota
+	onlyNo
+	onlyYes
+)
+
+// strField returns the index of the string field at frame offset at.
+func (ci *classInfo) strField(at int) int {
+	pos := 12
+	for i, op := range ci.ops {
+		if pos == at {
+			return i
+		}
+		pos += binarySize(record.Kind(op &^ opArray))
+	}
+	return 0
 }
 
 // classCache resolves class-name ids to types through a string table and a
@@ -70,6 +91,9 @@ func newClassInfo(name string, t *record.Type) *classInfo {
 	ci := &classInfo{name: name, typ: t, ops: make([]uint8, len(t.Fields))}
 	for i, f := range t.Fields {
 		ci.ops[i] = uint8(f.Kind)
+		if f.Kind == record.String && !f.Array && ci.size >= 0 {
+			ci.strs = append(ci.strs, 12+ci.size)
+		}
 		switch {
 		case f.Array:
 			ci.ops[i] |= opArray

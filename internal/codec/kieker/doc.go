@@ -35,6 +35,10 @@
 // binary log by copying the frames with the class and string ids replaced
 // by the log's (Kieker's log and TCP streams share the frame layout): one
 // table lookup per string field instead of encoding every value again.
+// With Options.FramesOnly it keeps the records of the types no consumer
+// reads as frames alone (record.Frames.Only: a type per frame and a view
+// of the string registry; the string ids checked, the values never
+// decoded), which Recoder.AppendOnly copies the same way.
 //
 // # ASCII lines
 //

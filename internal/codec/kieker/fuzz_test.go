@@ -87,8 +87,9 @@ func FuzzBinaryDecode(f *testing.F) {
 	f.Add([]byte{}, uint8(0), uint64(0))
 
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8, seed uint64) {
-		newDecoder := func() *Decoder {
-			o := Options{Catalog: cat, MaxArrayLen: fuzzMaxArray, MaxStringLen: fuzzMaxString, MaxRegistryEntries: 1 << 16}
+		newDecoderWith := func(only func(*record.Type) bool) *Decoder {
+			o := Options{Catalog: cat, MaxArrayLen: fuzzMaxArray, MaxStringLen: fuzzMaxString, MaxRegistryEntries: 1 << 16,
+				KeepFrames: only != nil, FramesOnly: only}
 			switch mode % 4 {
 			case 0:
 				o.Strings = copyStrings(table)
@@ -101,6 +102,7 @@ func FuzzBinaryDecode(f *testing.F) {
 			}
 			return NewDecoder(o)
 		}
+		newDecoder := func() *Decoder { return newDecoderWith(nil) }
 		want := feedBinary(newDecoder(), data, whole)
 		for _, next := range chunkings(data, seed) {
 			got := feedBinary(newDecoder(), data, next)
@@ -135,7 +137,102 @@ func FuzzBinaryDecode(f *testing.F) {
 			t.Fatalf("round trip (-decoded +re-decoded):\n%s", diff)
 		}
 		checkRecode(t, newDecoder, data)
+		for _, next := range []chunker{whole, randomChunks(seed, 13)} {
+			checkFramesOnly(t, newDecoderWith(framesOnlyButMetadata), data, next, want)
+		}
 	})
+}
+
+// framesOnlyButMetadata keeps every type as frames only but the trace
+// metadata, so that streams mix the two kinds of batch.
+func framesOnlyButMetadata(t *record.Type) bool { return t.Name != record.TraceMetadata }
+
+// checkFramesOnly feeds data to d (Options.FramesOnly) in chunks as the
+// TCP receiver does (a batch handed on after every Decode that filled it,
+// Decode called again while it consumed bytes and filled a batch) and
+// writes the batches into a log as the log writer does: the bytes and
+// registry entries must be the Encoder's for the records a plain decoder
+// gave (want), and the error and offset the same.
+func checkFramesOnly(t *testing.T, d *Decoder, data []byte, next chunker, want result) (only int) {
+	t.Helper()
+	reg := &Registry{}
+	enc := NewEncoder(EncoderOptions{Registry: reg})
+	rec := NewRecoder(reg)
+	var got []byte
+	var gotMap []Entry
+	var b record.Batch
+	var buf []byte
+	var err error
+	for i := 0; err == nil; {
+		if i < len(data) {
+			n := min(next(), len(data)-i)
+			buf = append(buf, data[i:i+n]...)
+			i += n
+		}
+		for {
+			var n int
+			n, err = d.Decode(buf, &b)
+			k := b.Len()
+			switch {
+			case b.Frames.Only():
+				if len(b.Records) > 0 || len(b.Frames.Ends) != k || b.Frames.Strings == nil {
+					t.Fatalf("a batch of frames only with %d records, %d frames, %d types", len(b.Records), len(b.Frames.Ends), k)
+				}
+				only += k
+				var aerr error
+				if got, aerr = rec.AppendOnly(got, &b.Frames, 0, k); aerr != nil {
+					t.Fatal(aerr)
+				}
+				gotMap = append(gotMap, rec.NewEntries()...)
+			case k > 0:
+				if !b.Frames.Valid(k) {
+					t.Fatalf("%d records, %d frames", k, len(b.Frames.Ends))
+				}
+				for j := 0; j < k; {
+					var c int
+					got, c = rec.Append(got, b.Records[j:], &b.Frames, j)
+					gotMap = append(gotMap, rec.NewEntries()...)
+					if j += c; j < k {
+						got, _ = enc.Append(got, &b.Records[j])
+						gotMap = append(gotMap, enc.NewEntries()...)
+						j++
+					}
+				}
+			}
+			b.Reset()
+			buf = append(buf[:0], buf[n:]...)
+			if err != nil || n == 0 || k == 0 || len(buf) == 0 {
+				break
+			}
+		}
+		if i >= len(data) {
+			break
+		}
+	}
+	ref := NewEncoder(EncoderOptions{})
+	var wantLog []byte
+	var wantMap []Entry
+	for i := range want.recs {
+		wantLog, _ = ref.Append(wantLog, &want.recs[i])
+		wantMap = append(wantMap, ref.NewEntries()...)
+	}
+	if !bytes.Equal(got, wantLog) {
+		t.Fatalf("frames only: the log differs from the encoded records (%d and %d bytes, %d records as frames only)", len(got), len(wantLog), only)
+	}
+	if diff := cmp.Diff(wantMap, gotMap); diff != "" {
+		t.Fatalf("frames only: registry entries (-encoder +recoder):\n%s", diff)
+	}
+	if errString(err) != want.errString() || d.Offset() != want.off {
+		t.Fatalf("frames only: %q at %d; plain: %q at %d", errString(err), d.Offset(), want.errString(), want.off)
+	}
+	return only
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
 }
 
 // checkRecode decodes data whole keeping the frames and checks that the

@@ -2,6 +2,7 @@ package kieker
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/tracebridge/tracebridge/internal/record"
 )
@@ -129,6 +130,75 @@ func (c *Recoder) Append(dst []byte, recs []record.Record, f *record.Frames, bas
 // maxRecodeStrings is the most string fields of a type the Recoder
 // copies.
 const maxRecodeStrings = 8
+
+// recodable reports whether the Recoder copies the frames of records of
+// type t: no array fields, at most maxRecodeStrings string fields.
+func recodable(t *record.Type) bool {
+	strs := 0
+	for _, f := range t.Fields {
+		if f.Array {
+			return false
+		}
+		if f.Kind == record.String {
+			strs++
+		}
+	}
+	return strs <= maxRecodeStrings
+}
+
+// AppendOnly appends the frames of a batch of frames only (f.Only: a
+// Decoder with Options.FramesOnly made it), from index from to to, with
+// the log's ids, taking the string of a stream id it has not seen from
+// f.Strings. It returns the extended slice, or an error for a frame
+// that does not fit its type or an id the view does not hold (the
+// Decoder keeps only frames it can copy, so this means a broken batch).
+func (c *Recoder) AppendOnly(dst []byte, f *record.Frames, from, to int) ([]byte, error) {
+	s := c.source(f.Source)
+	start := 0
+	if from > 0 {
+		start = f.Ends[from-1]
+	}
+	if from >= to {
+		return dst, nil
+	}
+	// The frames in one copy, then each one's ids replaced in place.
+	first, origin := len(dst), start
+	dst = append(dst, f.Data[start:f.Ends[to-1]]...)
+	for i := from; i < to; i++ {
+		end := f.Ends[i]
+		t := c.typeOf(f.Types[i])
+		if t.size < 0 || end-start != t.size || len(t.strs) > maxRecodeStrings {
+			return dst[:first], fmt.Errorf("frame %d of %s: %d bytes, not a frame the log can copy", i, f.Types[i].Name, end-start)
+		}
+		out := dst[first+start-origin : first+end-origin]
+		binary.BigEndian.PutUint32(out, uint32(t.class))
+		for _, at := range t.strs {
+			sid := binary.BigEndian.Uint32(out[at:])
+			var id int32
+			if int(sid) < len(s.ids) && s.ids[sid] != 0 {
+				id = s.ids[sid] - 1
+			} else {
+				str, ok := f.Strings.String(int32(sid))
+				if !ok || sid >= recodeMaxID {
+					return dst[:first], fmt.Errorf("frame %d of %s: string id %d not in the stream's registry", i, f.Types[i].Name, int32(sid))
+				}
+				if int(sid) >= len(s.ids) {
+					s.ids = append(s.ids, make([]int32, int(sid)+1-len(s.ids))...)
+				}
+				id = c.id(str)
+				s.ids[sid] = id + 1
+			}
+			binary.BigEndian.PutUint32(out[at:], uint32(id))
+		}
+		for _, at := range t.bools {
+			if out[at] != 1 { // as the decoder reads it, as the Encoder writes it
+				out[at] = 0
+			}
+		}
+		start = end
+	}
+	return dst, nil
+}
 
 // typeOf returns the recoding plan of t, made on first use.
 func (c *Recoder) typeOf(typ *record.Type) *recodeType {

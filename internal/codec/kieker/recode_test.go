@@ -2,6 +2,7 @@ package kieker
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -139,5 +140,46 @@ func TestFramesFollowTruncate(t *testing.T) {
 	b.Frames.Drop()
 	if b.Frames.Valid(10) {
 		t.Fatal("frames valid after Drop")
+	}
+}
+
+// TestFramesOnly: a stream decoded with FramesOnly gives batches of
+// frames only for the types it names (split where the kind changes, the
+// trace metadata decoded), whose frames the Recoder writes as the
+// Encoder writes the records a plain decoder gives, for a stream whole,
+// in pieces and a byte at a time, and with an unregistered string id the
+// same error at the same offset.
+func TestFramesOnly(t *testing.T) {
+	recs := benchRecords(2000)
+	e := NewEncoder(EncoderOptions{Inline: true})
+	var data []byte
+	for i := range recs {
+		var err error
+		if data, err = e.Append(data, &recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A Before event naming string id 999999, never registered.
+	bad := append([]byte(nil), data...)
+	before := record.Builtin().Lookup(record.BeforeOperationEvent)
+	frame := make([]byte, 12+8+8+4+4+4)
+	id, _ := e.reg.Lookup(before.Name)
+	binary.BigEndian.PutUint32(frame, uint32(id))
+	binary.BigEndian.PutUint32(frame[12+8+8+4:], 999999)
+	bad = append(bad, frame...)
+	for _, in := range []struct {
+		name string
+		data []byte
+	}{{"good", data}, {"unregistered id", bad}} {
+		want := feedBinary(NewDecoder(Options{Inline: true}), in.data, whole)
+		if in.name != "good" && want.err == nil {
+			t.Fatal("the bad stream decodes")
+		}
+		for _, next := range []chunker{whole, randomChunks(1, 4000), oneByte} {
+			d := NewDecoder(Options{Inline: true, KeepFrames: true, FramesOnly: framesOnlyButMetadata})
+			if only := checkFramesOnly(t, d, in.data, next, want); only < len(recs)/2 {
+				t.Errorf("%s: %d of %d records came as frames only", in.name, only, len(recs))
+			}
+		}
 	}
 }

@@ -74,6 +74,36 @@ func (t *Strings) Get(id int32) (string, bool) {
 	return s, ok
 }
 
+// inDense reports whether id is registered in the dense part of the table
+// (the part a view holds).
+func (t *Strings) inDense(id int32) bool {
+	return uint32(id) < uint32(len(t.dense)) && t.dense[id].ok
+}
+
+// stringsView is a frames-only batch's view of a Strings table
+// (record.FrameStrings): the dense entries as they were when it was made.
+// Later registrations write entries it does not read (ids that were not
+// registered then, or a grown copy of the slice), so it is safe to read
+// from another goroutine while the table's owner goes on; the ids of the
+// batch's frames were registered before it was made.
+type stringsView struct {
+	dense []stringEntry
+	n     int // the table's Len when the view was made
+}
+
+func (t *Strings) view() *stringsView {
+	return &stringsView{dense: t.dense[:len(t.dense):len(t.dense)], n: t.n}
+}
+
+// String returns the string registered under id when the view was made.
+func (v *stringsView) String(id int32) (string, bool) {
+	if uint32(id) < uint32(len(v.dense)) {
+		e := &v.dense[id]
+		return e.s, e.ok
+	}
+	return "", false
+}
+
 // Set registers s under id. Registering the same string again is harmless;
 // registering a different string under a known id is an error wrapping
 // ErrConflict, and exceeding the entry or byte limit an error wrapping

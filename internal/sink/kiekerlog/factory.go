@@ -14,6 +14,8 @@ import (
 	"github.com/tracebridge/tracebridge/internal/logwrite"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/properties"
+	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // Type is the sink type this package builds.
@@ -67,6 +69,16 @@ var _ pipeline.FramesTaker = (*FactoryConfig)(nil)
 func (c *FactoryConfig) TakesFrames() bool {
 	kc, err := c.WriterConfig("")
 	return err == nil && kc.Binary
+}
+
+var _ pipeline.FramesOnlyTaker = (*FactoryConfig)(nil)
+
+// ReadsValues: the log reads the values of span records (it writes them
+// as OperationExecutionRecords once their traces are assembled) and of
+// the KiekerMetadataRecord (a log named after it); it copies the frames
+// of every other type.
+func (c *FactoryConfig) ReadsValues(t *record.Type) bool {
+	return t.Name == trace.SpanTypeName || t.Name == record.KiekerMetadataRecord
 }
 
 // Factory returns the factory of kieker-log sinks (durable by default).

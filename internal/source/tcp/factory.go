@@ -211,11 +211,17 @@ func Factories() []pipeline.ReceiverFactory {
 
 // kiekerOptions are the decoders' options. They keep the frames of the
 // records (for the binary Kieker log to copy) when the pipeline changes no
-// records (set.Frames) and neither does the receiver (timestamps in ns).
+// records (set.Frames) and neither does the receiver (timestamps in ns),
+// and keep records of the types no consumer reads as frames only
+// (set.FramesOnly).
 func kiekerOptions(l Limits, javaCharCount bool, maxRegistryBytes int, set pipeline.Settings) kieker.Options {
 	f, err := timeunit.Factor(l.TimestampUnit)
-	return kieker.Options{Catalog: set.Catalog, MaxStringLen: l.MaxStringLen, MaxArrayLen: l.MaxArrayLen, MaxRegistryBytes: maxRegistryBytes, JavaCharCount: javaCharCount,
+	o := kieker.Options{Catalog: set.Catalog, MaxStringLen: l.MaxStringLen, MaxArrayLen: l.MaxArrayLen, MaxRegistryBytes: maxRegistryBytes, JavaCharCount: javaCharCount,
 		KeepFrames: set.Frames && err == nil && f == 1}
+	if o.KeepFrames {
+		o.FramesOnly = set.FramesOnly
+	}
+	return o
 }
 
 func loadKDB(mappingFile string, l Limits, set pipeline.Settings) func() (func() Decoder, error) {

@@ -161,7 +161,8 @@ func (s *stream) decode(p []byte) (used int, end streamEnd, stop bool) {
 			s.transform(s.batch, from)
 			s.batch.Frames.Drop() // the values changed: the frames are stale
 		}
-		if k := s.batch.Len(); k > 0 {
+		k := s.batch.Len()
+		if k > 0 {
 			b, herr := s.handOn(s.batch)
 			if b == nil {
 				b = new(record.Batch)
@@ -172,6 +173,11 @@ func (s *stream) decode(p []byte) (used int, end streamEnd, stop bool) {
 			}
 		}
 		if err == nil {
+			if n > 0 && k > 0 && used < len(p) {
+				// A decoder that keeps records as frames only stops where
+				// a batch would mix kinds: decode the rest into the next.
+				continue
+			}
 			return used, streamEnd{}, false
 		}
 		var wait *errWaitRegistry
