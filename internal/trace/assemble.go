@@ -177,10 +177,10 @@ func NewAssembler(o Options) *Assembler {
 type family struct {
 	id         ID
 	prev, next *family
-	touched    int64 // clock value at the last record (ns)
+	touched    int64  // clock value at the last record (ns)
 	born       uint64 // input position of its first record (SetPosition; see OldestOpen)
-	size       int   // events, executions and spans held
-	limit      int   // the bound that cut the last part (0: none yet)
+	size       int    // events, executions and spans held
+	limit      int    // the bound that cut the last part (0: none yet)
 
 	threads []*thread
 	oers    []oer
