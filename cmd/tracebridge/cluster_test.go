@@ -33,6 +33,7 @@ import (
 // clusterNode is one node of a test cluster.
 type clusterNode struct {
 	name, host, dir, cfg string
+	nats                 string // its embedded NATS server's client address
 	p                    *bridgetest.Process
 	base                 string // its API's URL
 }
@@ -70,6 +71,13 @@ cluster:
 // each with its embedded NATS server routed to the others'.
 func embeddedCluster(t *testing.T, c objstore.S3Config, n, partitions int) []*clusterNode {
 	t.Helper()
+	return embeddedClusterWith(t, c, n, partitions, clusterYAML)
+}
+
+// embeddedClusterWith is embeddedCluster with the nodes' configuration
+// made by yaml (clusterYAML's arguments).
+func embeddedClusterWith(t *testing.T, c objstore.S3Config, n, partitions int, yaml func(host string, c objstore.S3Config, cluster string) string) []*clusterNode {
+	t.Helper()
 	nodes := make([]*clusterNode, n)
 	routes := make([]string, n)
 	clients := make([]string, n)
@@ -77,6 +85,7 @@ func embeddedCluster(t *testing.T, c objstore.S3Config, n, partitions int) []*cl
 		host := "127.0.0." + strconv.Itoa(i+1)
 		nodes[i] = &clusterNode{name: "n" + strconv.Itoa(i+1), host: host, dir: t.TempDir()}
 		clients[i] = net.JoinHostPort(host, strconv.Itoa(freePortOn(t, host)))
+		nodes[i].nats = clients[i]
 		routes[i] = net.JoinHostPort(host, strconv.Itoa(freePortOn(t, host)))
 	}
 	t.Cleanup(func() {
@@ -98,7 +107,7 @@ func embeddedCluster(t *testing.T, c objstore.S3Config, n, partitions int) []*cl
 		}
 		sec := fmt.Sprintf("  node: %s\n  nats_listen: %s\n  cluster_listen: %s\n  routes: [%s]\n  partitions: %d\n",
 			nd.name, clients[i], routes[i], strings.Join(others, ", "), partitions)
-		nd.cfg = bridgetest.WriteConfig(t, nd.dir, clusterYAML(nd.host, c, sec))
+		nd.cfg = bridgetest.WriteConfig(t, nd.dir, yaml(nd.host, c, sec))
 	}
 	return nodes
 }

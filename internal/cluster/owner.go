@@ -42,18 +42,14 @@ type owner struct {
 	last  uint64
 
 	faults lograte.Limiter
+	// holdFor is how long the safe point may wait for a cut no trace
+	// reaches across (cuts; 0: defaultHoldFor).
+	holdFor time.Duration
 }
 
 func newOwner(n *Node, p int, value []byte, rev uint64, at time.Time) *owner {
 	return &owner{n: n, p: p, value: value, since: at, rev: rev, renewed: at,
 		asks: make(chan chan uint64), quit: make(chan bool, 1), done: make(chan struct{}), faults: lograte.Limiter{PerSecond: 1}}
-}
-
-// seqAt is a message consumed: its stream sequence and the clock reading
-// after the assembler took its records.
-type seqAt struct {
-	seq uint64
-	at  int64
 }
 
 // tickEvery is how often the assembler completes traces whose window
@@ -74,7 +70,10 @@ func (o *owner) run(ctx context.Context) {
 	opts.Emit = func(t *trace.Trace) { out = append(out, t) }
 	asm := trace.NewAssembler(opts)
 	dec := NewDecoder(n.opt.Catalog)
-	var seqs []seqAt
+	cut := cuts{holdFor: o.holdFor}
+	if cut.holdFor <= 0 {
+		cut.holdFor = defaultHoldFor
+	}
 	b := &record.Batch{}
 	// quitting is set when a stop arrived while hand was retrying: the
 	// owner then stops without handing on (the traces' messages stay in
@@ -109,28 +108,12 @@ func (o *owner) run(ctx context.Context) {
 		return true
 	}
 	// safe: the last sequence all of whose records are in traces handed
-	// on (no trace begun before or at its reading is still open).
+	// on, and after which no trace goes on (cuts).
 	safe := func() uint64 {
 		oldest, open := asm.OldestOpen()
-		if !open {
-			if len(seqs) > 0 {
-				seqs = seqs[:0]
-			}
-			return o.last
-		}
-		i := 0
-		for i < len(seqs) && seqs[i].at < oldest {
-			i++
-		}
-		var s uint64
-		if i > 0 {
-			s = seqs[i-1].seq
-			seqs = append(seqs[:0], seqs[i:]...)
-		} else {
-			s = o.purged.Load()
-			if len(seqs) > 0 && seqs[0].seq > 0 {
-				s = max(s, seqs[0].seq-1)
-			}
+		s, loose := cut.cut(o.purged.Load(), o.last, oldest, open, time.Now())
+		if loose {
+			o.faults.Log(ctx, n.log, slog.LevelWarn, "cluster: no checkpoint outside the partition's traces for a while; checkpointing where only open traces count (a takeover may part a trace emitted already)", "node", n.opt.Node, "partition", o.p, "seq", s, "waited", cut.holdFor)
 		}
 		return s
 	}
@@ -197,13 +180,15 @@ func (o *owner) run(ctx context.Context) {
 				continue
 			}
 			b.Reset()
+			asm.Reach() // (what Tick touched: nothing of this message)
+			asm.SetPosition(meta.Sequence.Stream)
 			if err := dec.Decode(msg.Data(), b); err != nil {
 				n.met.malformed.Inc()
 				o.faults.Log(ctx, n.log, slog.LevelError, "cluster: a message of the stream did not decode; skipped", "node", n.opt.Node, "partition", o.p, "seq", meta.Sequence.Stream, "err", err)
 			}
 			asm.AddBatch(b)
 			o.last = meta.Sequence.Stream
-			seqs = append(seqs, seqAt{seq: o.last, at: time.Now().UnixNano()})
+			cut.add(o.last, asm.Reach())
 			n.met.consumed.Inc()
 			if !hand() && quitting {
 				break

@@ -132,6 +132,10 @@ type Assembler struct {
 
 	complete []*family // traces whose records said they are whole (FlagComplete)
 	batchNow int64     // WallClock: the time AddBatch read for its records
+	// pos is the input position of the records added now (SetPosition),
+	// reach the least position at which a trace the records added since
+	// the last Reach began (math.MaxUint64: none touched).
+	pos, reach uint64
 	// spansPer is the recent average of spans per trace from span
 	// records (×16), the capacity a new trace's spans start with.
 	spansPer int64
@@ -163,7 +167,7 @@ type Assembler struct {
 
 // NewAssembler returns an assembler.
 func NewAssembler(o Options) *Assembler {
-	a := &Assembler{opt: o.withDefaults(), fams: map[ID]*family{}, threads: map[int64]*thread{}}
+	a := &Assembler{opt: o.withDefaults(), fams: map[ID]*family{}, threads: map[int64]*thread{}, reach: math.MaxUint64}
 	a.lru.prev, a.lru.next = &a.lru, &a.lru
 	return a
 }
@@ -173,10 +177,10 @@ func NewAssembler(o Options) *Assembler {
 type family struct {
 	id         ID
 	prev, next *family
-	touched    int64 // clock value at the last record (ns)
-	born       int64 // clock value at its first record (ns; see OldestOpen)
-	size       int   // events, executions and spans held
-	limit      int   // the bound that cut the last part (0: none yet)
+	touched    int64  // clock value at the last record (ns)
+	born       uint64 // input position of its first record (SetPosition; see OldestOpen)
+	size       int    // events, executions and spans held
+	limit      int    // the bound that cut the last part (0: none yet)
 
 	threads []*thread
 	oers    []oer
@@ -253,14 +257,22 @@ func (a *Assembler) Stats() Stats {
 	return s
 }
 
-// OldestOpen returns the clock value (with WallClock: unix ns) at which
-// the oldest trace still held began (its first record was added; a part
-// already emitted does not make it younger), and false when none is held.
-// Every record added before that moment is in a trace already emitted: a
-// cluster's partition owner checkpoints its input up to there
-// (internal/cluster). It walks the open traces.
-func (a *Assembler) OldestOpen() (int64, bool) {
-	var oldest int64
+// SetPosition sets the input position of the records added from now on
+// (a cluster's partition owner: the stream sequence of the message they
+// came in; positions never decrease). A trace begun by them remembers it
+// (OldestOpen, Reach). Positions are the caller's count, not a clock, so
+// a clock stepped back or forward changes nothing. Without SetPosition
+// every position is 0.
+func (a *Assembler) SetPosition(pos uint64) { a.pos = pos }
+
+// OldestOpen returns the least input position (SetPosition) at which a
+// trace still held began (its first record was added; a part already
+// emitted does not make it younger, and traces linked into one take the
+// earlier of their positions), and false when none is held. Every record
+// added before that position is in a trace already emitted. It walks the
+// open traces.
+func (a *Assembler) OldestOpen() (uint64, bool) {
+	var oldest uint64
 	ok := false
 	for _, f := range a.fams {
 		if !ok || f.born < oldest {
@@ -268,6 +280,21 @@ func (a *Assembler) OldestOpen() (int64, bool) {
 		}
 	}
 	return oldest, ok
+}
+
+// Reach returns the least input position (SetPosition) at which a trace
+// touched by the records added since the last call began, and resets it;
+// math.MaxUint64 when no trace was touched. A record that joins a trace
+// begun earlier — a thread's events, a child thread's TraceMetadata or an
+// invocation identifier linking it to its parent — reaches back to that
+// trace's first position: input cut between the two positions would give
+// a reader starting at the cut part of a trace without the rest (a
+// cluster's partition owner checkpoints only where nothing reaches
+// across, internal/cluster).
+func (a *Assembler) Reach() uint64 {
+	r := a.reach
+	a.reach = math.MaxUint64
+	return r
 }
 
 // AddBatch adds every record of b; origin supplies the host of records
@@ -349,8 +376,8 @@ func (a *Assembler) family(id ID, recordTime int64) *family {
 		f = &family{id: id}
 		a.fams[id] = f
 		f.prev, f.next = f, f // (unlinked)
+		f.born = a.pos
 		a.touch(f, recordTime)
-		f.born = f.touched
 		return f
 	}
 	a.touch(f, recordTime)
@@ -360,6 +387,7 @@ func (a *Assembler) family(id ID, recordTime int64) *family {
 // touch marks f touched: the most recent in the LRU list.
 func (a *Assembler) touch(f *family, recordTime int64) {
 	f.touched = a.now(recordTime)
+	a.reach = min(a.reach, f.born)
 	if a.lru.next == f {
 		return
 	}
@@ -444,6 +472,7 @@ func (a *Assembler) merge(dst, src *family) {
 		dst.touched = src.touched
 	}
 	dst.born = min(dst.born, src.born)
+	a.reach = min(a.reach, dst.born) // (src may not have been touched now)
 	src.prev.next, src.next.prev = src.next, src.prev
 	delete(a.fams, src.id)
 }

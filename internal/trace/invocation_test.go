@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -100,5 +101,36 @@ func TestInvocationStateIsReleased(t *testing.T) {
 	a.Flush()
 	if len(a.invs) != 0 || len(a.waiting) != 0 || len(a.threads) != 0 {
 		t.Fatalf("kept %d invocations, %d waiting, %d threads", len(a.invs), len(a.waiting), len(a.threads))
+	}
+}
+
+// TestReachAcrossLinks: positions (SetPosition) count where traces began;
+// a record that links a task to its creator reaches back to the earlier
+// of the two, even when the task arrived first and is not touched again
+// (OldestOpen and Reach: a cluster owner's safe point).
+func TestReachAcrossLinks(t *testing.T) {
+	a := NewAssembler(Options{Clock: RecordClock})
+	add := func(pos uint64, recs ...record.Record) uint64 {
+		a.SetPosition(pos)
+		for i := range recs {
+			a.Add(&recs[i], &record.Origin{})
+		}
+		return a.Reach()
+	}
+	if r := add(5, tm(7, 1, "n1", -1, -1), inv("n1", 10, 2, 7, "n1", 10, 1, 0)); r != 5 {
+		t.Fatalf("reach of a new task's records = %d, want 5", r)
+	}
+	if r := add(6); r != math.MaxUint64 {
+		t.Fatalf("reach of nothing = %d, want none", r)
+	}
+	// The creator arrives: its records link the waiting task.
+	if r := add(9, tm(3, 1, "n1", -1, -1), inv("n1", 10, 1, 3, "", 0, -1, -1)); r != 5 {
+		t.Fatalf("reach of the creator's records = %d, want 5 (the task it linked began there)", r)
+	}
+	if o, ok := a.OldestOpen(); !ok || o != 5 {
+		t.Fatalf("OldestOpen = %d, %v; want 5", o, ok)
+	}
+	if r := add(12, before(3, 0, 10, "void a.Main.main()")); r != 5 {
+		t.Fatalf("reach of a later event = %d, want 5", r)
 	}
 }

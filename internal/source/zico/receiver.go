@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	codec "github.com/tracebridge/tracebridge/internal/codec/zico"
@@ -86,17 +84,12 @@ type Receiver struct {
 	mu  sync.Mutex
 	out pipeline.Consumer
 
-	// seq numbers the traces; it begins at the receiver's start time (ns)
-	// so that trace ids stay unique across restarts (the store merges the
-	// parts of one id).
-	seq      atomic.Uint64
 	disabled sync.Map // session id → true: the host is disabled, its data is dropped
 	closeOne sync.Once
 }
 
 func newReceiver(c *FactoryConfig, set pipeline.Settings) (pipeline.Receiver, error) {
 	r := &Receiver{cfg: c, set: set, commit: time.Duration(c.CommitTimeout), mem: set.Shared.Memory()}
-	r.seq.Store(uint64(time.Now().UnixNano()))
 	if r.commit <= 0 {
 		r.commit = 30 * time.Second
 	}
@@ -271,9 +264,7 @@ func (r *Receiver) appendTrace(b *record.Batch, host string, t *Trace) {
 	if root == nil {
 		return
 	}
-	h := fnv.New64a()
-	h.Write([]byte(host))
-	id := trace.ID{Hi: h.Sum64() | 1<<63, Lo: r.seq.Add(1)}
+	id := TraceID(host, t)
 	var start int64
 	if root.Marker != nil {
 		start = root.Marker.Clock * int64(time.Millisecond)

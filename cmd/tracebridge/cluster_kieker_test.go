@@ -1,0 +1,477 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
+	"github.com/tracebridge/tracebridge/internal/codec/zico/zicotest"
+	"github.com/tracebridge/tracebridge/internal/objstore"
+	"github.com/tracebridge/tracebridge/internal/objstore/objstoretest"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
+	"github.com/tracebridge/tracebridge/internal/trace"
+	"github.com/tracebridge/tracebridge/stream"
+)
+
+// kiekerNodeYAML is a node (or, with cluster "", a single bridge) with
+// Kieker TCP, KDB and ZICO receivers and the store in the bucket of c.
+// The trace window is 2 s (open calls: 60 s), so that a caller's and
+// its callees' streams, sent on different connections (to different
+// nodes), meet in one trace however busy the machine is.
+func kiekerNodeYAML(host string, c objstore.S3Config, cluster string) string {
+	y := fmt.Sprintf(`flush_interval: 100ms
+traces: {window: 2s}
+http: %[1]s:0
+receivers:
+  - {name: kieker, type: kieker-tcp, listen: "%[1]s:0"}
+  - {name: kdb, type: kdb-tcp, listen: "%[1]s:0"}
+  - {name: zico, type: zico, listen: "%[1]s:0"}
+sinks:
+  - type: store
+    path: store
+    backend: s3
+    s3: {endpoint: %[2]q, bucket: %[3]q, prefix: %[4]q, access_key_file: %[5]q, secret_key_file: %[6]q, retry_wait: 20ms}
+`, host, c.Endpoint, c.Bucket, c.Prefix, c.AccessKeyFile, c.SecretKeyFile)
+	if cluster != "" {
+		y += "cluster:\n" + cluster
+	}
+	return y
+}
+
+// captured is what the connections to a capturing listener carried, one
+// byte stream per connection, in the order they were accepted.
+type captured struct {
+	ln      net.Listener
+	mu      sync.Mutex
+	streams [][]byte
+	wg      sync.WaitGroup
+}
+
+func capture(t *testing.T) *captured {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &captured{ln: ln}
+	c.wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.mu.Lock()
+			i := len(c.streams)
+			c.streams = append(c.streams, nil)
+			c.mu.Unlock()
+			c.wg.Go(func() {
+				defer conn.Close()
+				b, _ := io.ReadAll(conn)
+				c.mu.Lock()
+				c.streams[i] = b
+				c.mu.Unlock()
+			})
+		}
+	})
+	return c
+}
+
+// close stops listening and returns the streams.
+func (c *captured) close() [][]byte {
+	c.ln.Close()
+	c.wg.Wait()
+	return c.streams
+}
+
+// sendPaced writes b to addr in parts, one every 50 ms over about d.
+func sendPaced(t *testing.T, addr string, b []byte, d time.Duration) {
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer conn.Close()
+	parts := max(1, int(d/(50*time.Millisecond)))
+	step := max(1, (len(b)+parts-1)/parts)
+	for off := 0; off < len(b); off += step {
+		if _, err := conn.Write(b[off:min(len(b), off+step)]); err != nil {
+			t.Error(err)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// kiekerInput is what the test sends: Kieker TCP streams of the probe's
+// tasks example (a pool trace whose jobs are forked to a pooled
+// goroutine, linked by invocation identifiers; requests whose callees run
+// in other processes on another host), a real Kieker log replayed as
+// Kieker TCP, another as KDB, and one zorka packet.
+type kiekerInput struct {
+	pool, caller []byte
+	callees      [][]byte
+}
+
+func makeKiekerInput(t *testing.T) kiekerInput {
+	bin := bridgetest.Build(t, "probe/example/tasks")
+	var in kiekerInput
+	for _, mode := range []string{"pool", "caller"} {
+		c := capture(t)
+		args := []string{"-mode", mode, "-addr", c.ln.Addr().String()}
+		if mode == "pool" {
+			args = append(args, "-jobs", "300", "-node", "pool-host")
+		} else {
+			args = append(args, "-requests", "4", "-node", "front")
+		}
+		cmd := exec.Command(bin, args...)
+		cmd.Env = bridgetest.CleanEnv()
+		if r := bridgetest.Exec(t, cmd); r.Code != 0 || r.Stderr != "" {
+			t.Fatalf("tasks -mode %s: exit %d\n%s\n%s", mode, r.Code, r.Stdout, r.Stderr)
+		}
+		streams := c.close()
+		if mode == "pool" {
+			in.pool = streams[0]
+		} else {
+			in.caller, in.callees = streams[0], streams[1:]
+		}
+	}
+	if len(in.callees) != 4 {
+		t.Fatalf("%d callee connections, want 4", len(in.callees))
+	}
+	return in
+}
+
+// feed sends the input: the pool stream and the real log over Kieker TCP
+// to a, over about d; the caller and (after it) its callees to a and b,
+// the second real log over KDB to b, and one zorka packet to both a and
+// b (an agent that sent it again to another node after a lost OK).
+// mid is called once the pool stream is half sent.
+func feed(t *testing.T, in kiekerInput, a, b *bridgetest.Process, d time.Duration, mid func()) {
+	var wg sync.WaitGroup
+	half := len(in.pool) / 2
+	wg.Go(func() {
+		conn, err := net.Dial("tcp", a.Addr("kieker"))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		parts := max(1, int(d/(50*time.Millisecond)))
+		step := max(1, (len(in.pool)+parts-1)/parts)
+		midDone := false
+		for off := 0; off < len(in.pool); off += step {
+			if _, err := conn.Write(in.pool[off:min(len(in.pool), off+step)]); err != nil {
+				t.Error(err)
+				return
+			}
+			if !midDone && off >= half {
+				mid()
+				midDone = true
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	wg.Go(func() {
+		runArgs(t, "replay", testcorpus.Path(t, "kieker-logs", "kieker-1.10-binary-event-trace"), "--to", "kieker-tcp://"+a.Addr("kieker"), "--rate", strconv.Itoa(int(800/d.Seconds())))
+	})
+	wg.Go(func() {
+		runArgs(t, "replay", testcorpus.Path(t, "kieker-logs", "kieker-2.0-binary-event-trace"), "--to", "kdb-tcp://"+b.Addr("kdb"), "--rate", strconv.Itoa(int(400/d.Seconds())))
+	})
+	wg.Go(func() {
+		sendPaced(t, a.Addr("kieker"), in.caller, time.Second)
+		var cw sync.WaitGroup
+		for _, s := range in.callees {
+			cw.Go(func() { sendPaced(t, b.Addr("kieker"), s, 0) })
+		}
+		cw.Wait()
+	})
+	wg.Go(func() {
+		root := zicotest.Generate(rand.New(rand.NewPCG(5, 6)), 5, time.Unix(1_764_000_000, 0))
+		for _, p := range []*bridgetest.Process{a, b} {
+			agent := zicotest.NewAgent(p.Addr("zico"), "zorka-resend", "")
+			if err := agent.Send(t.Context(), &root); err != nil {
+				t.Errorf("zorka packet to %s: %v", p.Addr("zico"), err)
+			}
+			agent.Close()
+		}
+	})
+	wg.Wait()
+}
+
+// runArgs runs the binary and fails the test unless it exits 0.
+func runArgs(t *testing.T, args ...string) {
+	cmd := exec.Command(bridgetest.Binary(t), args...)
+	cmd.Env = bridgetest.CleanEnv()
+	if r := bridgetest.Exec(t, cmd); r.Code != 0 {
+		t.Errorf("tracebridge %s: exit %d\n%s\n%s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// traceShapes returns every trace through the API of base as its sorted
+// span paths (operations from the root, with the host), its span count
+// and broken reasons: what must be equal on a single bridge and every
+// node of a cluster.
+func traceShapes(t *testing.T, base string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, id := range searchAll(t, base, "") {
+		code, b := apiGet(t, "GET", base+"/api/v1/traces/"+id, "", "")
+		if code != 200 {
+			t.Fatalf("GET trace %s: %d %s", id, code, b)
+		}
+		var tr struct {
+			Spans []struct {
+				SpanID    string  `json:"spanId"`
+				Parent    *string `json:"parentSpanId"`
+				Operation string  `json:"operation"`
+				Host      string  `json:"host"`
+			} `json:"spans"`
+			Broken []string `json:"broken"`
+		}
+		if err := json.Unmarshal(b, &tr); err != nil {
+			t.Fatal(err)
+		}
+		byID := map[string]int{}
+		for i, sp := range tr.Spans {
+			byID[sp.SpanID] = i
+		}
+		var paths []string
+		for i := range tr.Spans {
+			var ops []string
+			for j, n := i, 0; n <= len(tr.Spans); n++ {
+				ops = append(ops, tr.Spans[j].Operation+"@"+tr.Spans[j].Host)
+				p := tr.Spans[j].Parent
+				if p == nil {
+					break
+				}
+				k, ok := byID[*p]
+				if !ok {
+					ops = append(ops, "(missing parent)")
+					break
+				}
+				j = k
+			}
+			slices.Reverse(ops)
+			paths = append(paths, strings.Join(ops, " | "))
+		}
+		slices.Sort(paths)
+		out[id] = fmt.Sprintf("%d spans, broken %q\n%s", len(tr.Spans), tr.Broken, strings.Join(paths, "\n"))
+	}
+	return out
+}
+
+// graph returns the assembly-operation dependency graph of every trace
+// through base, as JSON with its keys sorted.
+func graph(t *testing.T, base string) string {
+	t.Helper()
+	code, b := apiGet(t, "GET", base+"/api/v1/analysis/graph?kind=assembly-operation", "", "")
+	if code != 200 {
+		t.Fatalf("graph: %d %s", code, b)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.MarshalIndent(v["graph"], "", " ")
+	return string(out)
+}
+
+// TestClusterKieker: Kieker sources through a three-node cluster (each
+// node's embedded NATS in one JetStream cluster, R3, blocks in one S3
+// bucket) give the traces a single bridge assembles from the same input:
+// the probe's tasks example (a pool trace of 300 jobs forked to a pooled
+// goroutine, linked by invocation identifiers; requests whose callees
+// run in other processes on another host, whose streams go to another
+// node than the caller's), a real Kieker log replayed as Kieker TCP,
+// another as KDB. The node owning Kieker's partition is killed (-9)
+// mid-ingest; it received nothing itself, so everything sent was
+// acknowledged by a survivor. Afterwards every trace, its span tree and
+// the dependency graph are the single bridge's through each surviving
+// node's API: nothing lost, no cross-thread or cross-host trace split.
+// A zorka packet sent to two nodes (an agent's resend after a lost OK)
+// is one trace, its spans once.
+func TestClusterKieker(t *testing.T) {
+	in := makeKiekerInput(t)
+	srv := objstoretest.Start(t)
+	const d = 16 * time.Second
+
+	// The single bridge's traces.
+	single := bridgetest.WriteConfig(t, t.TempDir(), kiekerNodeYAML("127.0.0.1", srv.Bucket(t, "single", ""), ""))
+	sp := bridgetest.Start(t, t.TempDir(), "-c", single)
+	feed(t, in, sp, sp, d, func() {})
+	sbase := httpURL(t, sp)
+	// 100 traces of the Kieker 1.10 log, 31 of the 2.0 log, the pool's,
+	// the 4 requests' and the zorka packet's.
+	const traces = 100 + 31 + 1 + 4 + 1
+	var want map[string]string
+	waitUntil(t, 90*time.Second, "the single bridge's traces settled", func() bool {
+		got := traceShapes(t, sbase)
+		same := want != nil && cmp.Equal(got, want)
+		want = got
+		return same && len(got) >= traces
+	})
+	if len(want) != traces {
+		t.Fatalf("the single bridge has %d traces, want %d", len(want), traces)
+	}
+	wantGraph := graph(t, sbase)
+	sp.Stop()
+
+	// The cluster.
+	const partitions = 8
+	nodes := embeddedClusterWith(t, srv.Bucket(t, "traces", "cluster/"), 3, partitions, kiekerNodeYAML)
+	for _, nd := range nodes {
+		nd.start(t)
+	}
+	waitOwned(t, nodes, partitions, 120*time.Second)
+	kp := trace.Shard(trace.KiekerKey, partitions)
+	var owner *clusterNode
+	var others []*clusterNode
+	for _, nd := range nodes {
+		if nd.name == partitionOwner(t, nodes[0], kp) {
+			owner = nd
+		} else {
+			others = append(others, nd)
+		}
+	}
+	if owner == nil {
+		t.Fatalf("no owner of Kieker's partition %d", kp)
+	}
+	killed := false
+	feed(t, in, others[0].p, others[1].p, d, func() {
+		leadElsewhere(t, others[0], owner.name)
+		owner.p.Kill()
+		killed = true
+	})
+	if !killed {
+		t.Fatal("the owner was not killed")
+	}
+	waitOwned(t, others, partitions, 120*time.Second)
+	for _, nd := range others {
+		// The node lists the bucket's new blocks every second: wait
+		// (generously) until it shows what the single bridge did.
+		var got map[string]string
+		for deadline := time.Now().Add(120 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+			if got = traceShapes(t, nd.base); cmp.Equal(got, want) {
+				break
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("node %s: traces differ from the single bridge's (-single +cluster):\n%s", nd.name, diff)
+		}
+		if g := graph(t, nd.base); g != wantGraph {
+			t.Errorf("node %s: dependency graph differs (-single +cluster):\n%s", nd.name, cmp.Diff(wantGraph, g))
+		}
+	}
+	// What the comparison covers.
+	spans, pool := 0, 0
+	for _, s := range want {
+		n, _ := strconv.Atoi(s[:strings.IndexByte(s, ' ')])
+		spans += n
+		if strings.Count(s, "Worker) Work(context.Context, int)@pool-host\n") == 300 {
+			pool++
+		}
+	}
+	zorka := 0
+	for _, s := range want {
+		if strings.Contains(s, "@zorka-resend") {
+			zorka++
+		}
+	}
+	if pool != 1 || zorka != 1 {
+		t.Errorf("single bridge: %d pool traces with 300 jobs, %d zorka traces of the resent packet; want 1 and 1", pool, zorka)
+	}
+	t.Logf("%d traces, %d spans equal on the single bridge and every surviving node", len(want), spans)
+	for _, nd := range others {
+		nd.p.Stop()
+	}
+}
+
+// partitionOwner returns the owner of partition p as nd's API tells.
+func partitionOwner(t *testing.T, nd *clusterNode, p int) string {
+	t.Helper()
+	code, b := apiGet(t, "GET", nd.base+"/api/v1/cluster", "", "")
+	if code != 200 {
+		t.Fatalf("cluster status: %d %s", code, b)
+	}
+	var st struct {
+		Partitions []struct {
+			ID    int    `json:"id"`
+			Owner string `json:"owner"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, ps := range st.Partitions {
+		if ps.ID == p {
+			return ps.Owner
+		}
+	}
+	return ""
+}
+
+// leadElsewhere makes the stream's and the cluster buckets' Raft groups
+// elect leaders other than node victim (asking through node via's NATS
+// server), so that its kill costs no election: on a loaded machine an
+// election can outlast the publisher's 10 s of retries, and a Kieker TCP
+// stream, which has no acknowledgement to withhold, would lose what a
+// receiver could not publish meanwhile (see the report of this test).
+func leadElsewhere(t *testing.T, via *clusterNode, victim string) {
+	user, pass, err := stream.ReadCredentials(credentialsFile(via.dir))
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	nc, err := nats.Connect("nats://"+via.nats, nats.UserInfo(user, pass))
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	for _, name := range []string{"TRACEBRIDGE_CLUSTER", "KV_tb_leases", "KV_tb_nodes"} {
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			st, err := js.Stream(ctx, name)
+			var leader string
+			if err == nil {
+				var info *jetstream.StreamInfo
+				if info, err = st.Info(ctx); err == nil && info.Cluster != nil {
+					leader = info.Cluster.Leader
+				}
+			}
+			if err == nil && leader != "" && leader != victim {
+				cancel()
+				break
+			}
+			if leader == victim {
+				_, _ = nc.RequestWithContext(ctx, "$JS.API.STREAM.LEADER.STEPDOWN."+name, nil)
+			}
+			cancel()
+			if time.Now().After(deadline) {
+				t.Errorf("stream %s: still led by %q (%v) after 60 s", name, leader, err)
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+}
