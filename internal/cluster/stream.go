@@ -93,6 +93,10 @@ func (n *Node) streamMaxBytes(ctx context.Context, cur int64) int64 {
 	return auto
 }
 
+// updateGrace is how long a starting node retries an update of the
+// stream's configuration that fails before it goes on with the old one.
+const updateGrace = 30 * time.Second
+
 // ensureStream creates the stream, or updates an existing one whose
 // configuration differs (a changed stream_max_bytes, stream_max_age or
 // replicas).
@@ -119,11 +123,22 @@ func (n *Node) ensureStream(ctx context.Context) (jetstream.Stream, error) {
 		}
 	} else if c := st.CachedInfo().Config; c.MaxBytes != cfg.MaxBytes || c.MaxAge != cfg.MaxAge || c.Replicas != cfg.Replicas ||
 		c.Discard != cfg.Discard || c.MaxMsgSize != cfg.MaxMsgSize || c.Duplicates != cfg.Duplicates {
-		st, err = n.js.UpdateStream(ctx, cfg)
-		if err == nil {
-			n.log.Info("cluster: stream configuration updated", "node", n.opt.Node, "stream", StreamName,
-				"max_bytes", cfg.MaxBytes, "max_age", cfg.MaxAge, "replicas", cfg.Replicas)
+		up, uerr := n.js.UpdateStream(ctx, cfg)
+		if uerr != nil && time.Since(n.started) < updateGrace {
+			return nil, fmt.Errorf("stream %s: updating its configuration: %w", StreamName, uerr)
 		}
+		if uerr != nil {
+			// The stream works as it is: after updateGrace of retries,
+			// ingest goes on with its old configuration rather than wait
+			// for one the servers refuse (no room for the limit on a
+			// replica, say).
+			n.log.Warn("cluster: the stream's configuration was not updated; it keeps its old one", "node", n.opt.Node, "stream", StreamName,
+				"max_bytes", cfg.MaxBytes, "max_age", cfg.MaxAge, "replicas", cfg.Replicas, "err", uerr)
+			return st, nil
+		}
+		st = up
+		n.log.Info("cluster: stream configuration updated", "node", n.opt.Node, "stream", StreamName,
+			"max_bytes", cfg.MaxBytes, "max_age", cfg.MaxAge, "replicas", cfg.Replicas)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", StreamName, err)
