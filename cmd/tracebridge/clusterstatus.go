@@ -94,7 +94,14 @@ func printCluster(w io.Writer, st clusterstatus.Status, now time.Time) error {
 	}
 	fmt.Fprintln(tw)
 	s := st.Stream
-	fmt.Fprintf(tw, "STREAM\t%s\treplicas %d\tleader %s\t%d messages\t%s\t%s\n", s.Name, s.Replicas, orNone(s.Leader), s.Messages, sizeText(s.Bytes), health(s.Healthy, s.Error))
+	size := sizeText(s.Bytes)
+	if s.MaxBytes > 0 {
+		size += " of " + sizeText(s.MaxBytes)
+	}
+	if s.Full {
+		size += " FULL"
+	}
+	fmt.Fprintf(tw, "STREAM\t%s\treplicas %d\tleader %s\t%d messages\t%s\t%s\n", s.Name, s.Replicas, orNone(s.Leader), s.Messages, size, health(s.Healthy, s.Error))
 	fmt.Fprintf(tw, "STORE\t%s\t%s\n", st.Store.Backend, health(st.Store.Healthy, st.Store.Error))
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "PARTITION\tOWNER\tLAG\tCHECKPOINT")

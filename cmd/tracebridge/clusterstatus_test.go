@@ -30,7 +30,7 @@ func TestClusterStatusCommand(t *testing.T) {
 			{Name: "n3", URL: "http://127.0.0.3:16686", Alive: false, LastSeen: now.Add(-time.Minute)},
 		},
 		Partitions: []clusterstatus.Partition{{ID: 0, Owner: "n1", Lag: 3, Checkpoint: 100}, {ID: 1, Owner: "n2", Checkpoint: 90}, {ID: 2, Lag: 40}},
-		Stream:     clusterstatus.Stream{Name: "TRACEBRIDGE_INGEST", Replicas: 3, Leader: "n2", Messages: 1234, Bytes: 3 << 20, Healthy: true},
+		Stream:     clusterstatus.Stream{Name: "TRACEBRIDGE_INGEST", Replicas: 3, Leader: "n2", Messages: 1234, Bytes: 3 << 20, MaxBytes: 4 << 30, Healthy: true},
 		Store:      clusterstatus.Store{Backend: "s3", Healthy: true},
 	}
 	var degraded []string
@@ -52,7 +52,7 @@ func TestClusterStatusCommand(t *testing.T) {
 	}
 	for _, want := range []string{
 		"cluster as n1 sees it: 3 nodes (2 alive), 3 partitions (2 owned), lag 43 messages",
-		"STREAM  TRACEBRIDGE_INGEST  replicas 3  leader n2  1234 messages  3.0 MiB  healthy",
+		"STREAM  TRACEBRIDGE_INGEST  replicas 3  leader n2  1234 messages  3.0 MiB of 4.0 GiB  healthy",
 		"STORE   s3                  healthy",
 		"2          (none)  40   0\n",
 		"nothing degraded",

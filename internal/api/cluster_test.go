@@ -23,7 +23,7 @@ func TestClusterStatus(t *testing.T) {
 			{Name: "n2", URL: "http://127.0.0.2:16686", Alive: false, LastSeen: seen.Add(-time.Minute)},
 		},
 		Partitions: []clusterstatus.Partition{{ID: 0, Owner: "n1", Lag: 12, Checkpoint: 345}, {ID: 1, Owner: "", Lag: 7}},
-		Stream:     clusterstatus.Stream{Name: "TB_INGEST", Replicas: 3, Leader: "n1", Messages: 352, Bytes: 1 << 20, Healthy: true},
+		Stream:     clusterstatus.Stream{Name: "TB_INGEST", Replicas: 3, Leader: "n1", Messages: 352, Bytes: 1 << 20, MaxBytes: 2 << 30, Full: true, Healthy: true},
 		Store:      clusterstatus.Store{Backend: "s3", Healthy: false, Error: "connection refused"},
 		Degraded:   []string{"node n2 gone since 18:59:00", "partition 1 has no owner", "store: connection refused"},
 	}
@@ -38,7 +38,7 @@ func TestClusterStatus(t *testing.T) {
 		}
 		// The keys the CLI, the UI and scripts read.
 		for _, k := range []string{`"nodes":[{"name":"n1","url":`, `"alive":true,"last_seen":"2026-11-28T18:00:00Z"`,
-			`"partitions":[{"id":0,"owner":"n1","lag":12,"checkpoint":345}`, `"stream":{"name":"TB_INGEST","replicas":3,"leader":"n1","messages":352,"bytes":1048576,"healthy":true}`,
+			`"partitions":[{"id":0,"owner":"n1","lag":12,"checkpoint":345}`, `"stream":{"name":"TB_INGEST","replicas":3,"leader":"n1","messages":352,"bytes":1048576,"max_bytes":2147483648,"full":true,"healthy":true}`,
 			`"store":{"backend":"s3","healthy":false,"error":"connection refused"}`, `"degraded":["node n2`} {
 			if !strings.Contains(string(raw), k) {
 				t.Errorf("answer lacks %s:\n%s", k, raw)

@@ -11,7 +11,9 @@
 //     JetStream deduplicates client retries by. The Publisher is a
 //     durable sink of the node's engine: its Flush returns once
 //     JetStream has stored (PubAck) every message published before, so a
-//     client is acknowledged only for stored data.
+//     client is acknowledged only for stored data. The stream has a byte
+//     limit (Options.StreamMaxBytes) and refuses beyond it: a full stream
+//     fails Flush at once with ErrStreamFull (stream.go).
 //   - Ownership: each partition has one owner at a time, holding a lease
 //     in the replicated key-value bucket tb_leases (TTL LeaseTTL,
 //     renewed every LeaseTTL/3). The owner reads its partition's

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,8 +53,20 @@ type Options struct {
 	Partitions, Replicas int
 	// URL is the NATS server to connect to (this node's embedded
 	// server, or an existing cluster's URLs, comma-separated), with User
-	// and Password when it needs them.
+	// and Password, or Token, or CredsFile (a NATS .creds file: a user
+	// JWT and its NKey seed) when it needs them, and TLS (a CA to trust,
+	// a client certificate) when it speaks TLS. Every connection of the
+	// node is this one (publisher, owners, buckets, status).
 	URL, User, Password string
+	Token, CredsFile    string
+	TLS                 *tls.Config
+	// StreamMaxBytes bounds the stream (0: half of StorageMax, the
+	// JetStream storage of this node's embedded server, or of the
+	// account's limit; none when neither is known); StreamMaxAge drops
+	// messages older than it, stored or not (0: never). A full stream
+	// refuses new messages (ErrStreamFull).
+	StreamMaxBytes, StorageMax int64
+	StreamMaxAge               time.Duration
 	// NATSAddr and HTTPAddr are what the heartbeat tells others.
 	NATSAddr, HTTPAddr string
 	// Catalog resolves record types of messages (nil: trace.Types()).
@@ -106,6 +119,8 @@ type Node struct {
 	sinfo   *jetstream.StreamInfo
 	sErr    error
 
+	warnedLimit bool // the setup goroutine's
+
 	runDone chan struct{}
 }
 
@@ -149,8 +164,16 @@ func New(opt Options) (*Node, error) {
 			n.log.Info("cluster: reconnected to NATS", "node", opt.Node, "server", c.ConnectedUrlRedacted())
 		}),
 	}
-	if opt.User != "" {
+	switch {
+	case opt.CredsFile != "":
+		copts = append(copts, nats.UserCredentials(opt.CredsFile))
+	case opt.Token != "":
+		copts = append(copts, nats.Token(opt.Token))
+	case opt.User != "":
 		copts = append(copts, nats.UserInfo(opt.User, opt.Password))
+	}
+	if opt.TLS != nil {
+		copts = append(copts, nats.Secure(opt.TLS))
 	}
 	nc, err := nats.Connect(opt.URL, copts...)
 	if err != nil {
@@ -245,20 +268,9 @@ func (n *Node) setup(ctx context.Context) error {
 func (n *Node) trySetup(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	st, err := n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        StreamName,
-		Description: "tracebridge cluster: received trace records by partition, until their owner has them in blocks",
-		Subjects:    []string{subjectPrefix + "*"},
-		Storage:     jetstream.FileStorage,
-		Replicas:    n.opt.Replicas,
-		Retention:   jetstream.LimitsPolicy,
-		Discard:     jetstream.DiscardNew,
-		Duplicates:  2 * time.Minute,
-		MaxMsgSize:  MaxMessage + 64<<10,
-		Compression: jetstream.S2Compression,
-	})
+	st, err := n.ensureStream(ctx)
 	if err != nil {
-		return fmt.Errorf("stream %s: %w", StreamName, err)
+		return err
 	}
 	leases, err := n.bucket(ctx, jetstream.KeyValueConfig{Bucket: LeaseBucket, Description: "tracebridge cluster: partition leases",
 		TTL: n.opt.LeaseTTL, History: 1, Replicas: n.opt.Replicas, Storage: jetstream.FileStorage})
@@ -805,7 +817,7 @@ func (n *Node) Status() Status {
 	for _, g := range st.Gone {
 		st.Degraded = append(st.Degraded, fmt.Sprintf("node %s gone since %s (its heartbeat expired)", g.Name, g.Seen.UTC().Format(time.TimeOnly)))
 	}
-	st.Stream = StreamStatus{Name: StreamName, PublishErrors: n.met.publishErrorCount()}
+	st.Stream = StreamStatus{Name: StreamName, PublishErrors: n.met.publishErrorCount(), FullRefusals: n.met.fullCount()}
 	switch {
 	case !n.ready:
 		st.Stream.Error = "JetStream not ready (the cluster needs a quorum of its servers)"
@@ -814,6 +826,17 @@ func (n *Node) Status() Status {
 	case n.sinfo != nil:
 		st.Stream.OK = true
 		st.Stream.Messages, st.Stream.Bytes = n.sinfo.State.Msgs, n.sinfo.State.Bytes
+		if mb := n.sinfo.Config.MaxBytes; mb > 0 {
+			st.Stream.MaxBytes = uint64(mb)
+			used := float64(st.Stream.Bytes) / float64(mb)
+			switch {
+			case used >= full || n.met.refusedSince(2*n.opt.CheckpointInterval):
+				st.Stream.Full = true
+				st.Degraded = append(st.Degraded, fmt.Sprintf("stream full: %s of %s (stream_max_bytes): publishers are refused until checkpoints catch up", sizeText(st.Stream.Bytes), sizeText(uint64(mb))))
+			case used >= nearFull:
+				st.Degraded = append(st.Degraded, fmt.Sprintf("stream near full: %s of %s (stream_max_bytes): checkpoints are behind", sizeText(st.Stream.Bytes), sizeText(uint64(mb))))
+			}
+		}
 		if c := n.sinfo.Cluster; c != nil {
 			st.Stream.Leader = c.Leader
 			for _, r := range c.Replicas {
@@ -854,6 +877,9 @@ type nodeMetrics struct {
 	n                        *Node
 	lagCollector             prometheus.Collector
 	pubErrs                  atomic.Int64
+	fullRefusals             prometheus.Counter
+	fulls                    atomic.Int64
+	fullAt                   atomic.Int64 // unix ns of the last refusal
 }
 
 func newNodeMetrics(n *Node) *nodeMetrics {
@@ -864,6 +890,7 @@ func newNodeMetrics(n *Node) *nodeMetrics {
 	m.leasesLost = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_leases_lost_total", Help: "Partitions this node lost (fenced) because it could not renew their lease."})
 	m.checkpointErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_checkpoint_errors_total", Help: "Checkpoints that failed (blocks not durable in the shared store)."})
 	m.checkpointSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tracebridge_cluster_checkpoint_seconds", Help: "Time to make the owned partitions' traces durable blocks.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 12)})
+	m.fullRefusals = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_stream_full_refusals_total", Help: "Messages this node published that the stream refused because it was full (stream_max_bytes)."})
 	m.consumed = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_consumed_messages_total", Help: "Messages of owned partitions this node consumed."})
 	m.malformed = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_malformed_messages_total", Help: "Messages of owned partitions that did not decode (skipped)."})
 	m.owned = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tracebridge_cluster_owned_partitions", Help: "Partitions this node owns."}, func() float64 {
@@ -876,10 +903,26 @@ func newNodeMetrics(n *Node) *nodeMetrics {
 }
 
 func (m *nodeMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.published, m.publishErrors, m.takeovers, m.leasesLost, m.checkpointErrors, m.checkpointSeconds, m.consumed, m.malformed, m.owned, m.lagCollector}
+	return []prometheus.Collector{m.published, m.publishErrors, m.fullRefusals, m.takeovers, m.leasesLost, m.checkpointErrors, m.checkpointSeconds, m.consumed, m.malformed, m.owned, m.lagCollector}
 }
 
 func (m *nodeMetrics) publishErrorCount() int64 { return m.pubErrs.Load() }
+
+func (m *nodeMetrics) fullCount() int64 { return m.fulls.Load() }
+
+// refused counts k messages the full stream refused.
+func (m *nodeMetrics) refused(k int) {
+	m.fulls.Add(int64(k))
+	m.fullRefusals.Add(float64(k))
+	m.fullAt.Store(time.Now().UnixNano())
+}
+
+// refusedSince reports whether the stream refused a message of this node
+// as full within the last d.
+func (m *nodeMetrics) refusedSince(d time.Duration) bool {
+	at := m.fullAt.Load()
+	return at != 0 && time.Since(time.Unix(0, at)) < d
+}
 
 // publishError counts k failed publishes.
 func (m *nodeMetrics) publishError(k int) {

@@ -52,13 +52,15 @@ type Publisher struct {
 
 	faults lograte.Limiter
 	closed atomic.Bool
+	// timeout bounds a Flush (PublishTimeout; tests shorten it).
+	timeout time.Duration
 }
 
 var _ pipeline.BuiltSink = (*Publisher)(nil)
 
 func newPublisher(n *Node) *Publisher {
 	return &Publisher{n: n, js: n.js, log: n.log, part: NewPartitioner(n.opt.Partitions),
-		count: make([]int32, n.opt.Partitions+1), faults: lograte.Limiter{PerSecond: 1}}
+		count: make([]int32, n.opt.Partitions+1), faults: lograte.Limiter{PerSecond: 1}, timeout: PublishTimeout}
 }
 
 // Where says where the records go.
@@ -175,7 +177,12 @@ func (p *Publisher) publish(ctx context.Context, pt int, data []byte, id string)
 
 // Flush waits until JetStream has stored every message published before
 // the call; a message it refused is published again (the same message
-// id: JetStream keeps one) until PublishTimeout.
+// id: JetStream keeps one) until PublishTimeout. A message is counted
+// failed only when JetStream did not acknowledge it by then: one whose
+// acknowledgement came first is stored, however late Flush looks at it
+// (the futures are waited for one after the other, and retrying one may
+// take up the whole timeout). A full stream is not retried: its
+// publishers are refused at once (ErrStreamFull).
 func (p *Publisher) Flush() error {
 	p.mu.Lock()
 	fs := p.futures
@@ -184,23 +191,30 @@ func (p *Publisher) Flush() error {
 	if len(fs) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), PublishTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
 	defer cancel()
-	var failed int
+	var failed, full int
 	var last error
 	for _, f := range fs {
-		select {
-		case <-f.Ok():
+		err := ackOf(ctx, f)
+		switch {
+		case err == nil:
 			continue
-		case err := <-f.Err():
-			last = err
-		case <-ctx.Done():
-			last = ctx.Err()
+		case errors.Is(err, ErrStreamFull):
+		case ctx.Err() == nil:
+			err = p.retry(ctx, f.Msg())
+			if err == nil {
+				continue
+			}
 		}
-		if err := p.retry(ctx, f.Msg()); err != nil {
-			failed++
-			last = err
+		failed++
+		last = err
+		if errors.Is(err, ErrStreamFull) {
+			full++
 		}
+	}
+	if full > 0 {
+		p.n.met.refused(full)
 	}
 	if failed > 0 {
 		p.n.met.publishError(failed)
@@ -208,6 +222,32 @@ func (p *Publisher) Flush() error {
 		return fmt.Errorf("cluster: %d messages not stored by JetStream: %w", failed, last)
 	}
 	return nil
+}
+
+// ackOf waits for a future's outcome until ctx ends: nil when JetStream
+// stored the message (an acknowledgement there at the deadline counts),
+// ErrStreamFull when the stream refused it for its limits, else why not.
+func ackOf(ctx context.Context, f jetstream.PubAckFuture) error {
+	select {
+	case <-f.Ok():
+		return nil
+	default:
+	}
+	select {
+	case <-f.Ok():
+		return nil
+	case err := <-f.Err():
+		return refusal(err)
+	case <-ctx.Done():
+	}
+	select {
+	case <-f.Ok():
+		return nil
+	case err := <-f.Err():
+		return refusal(err)
+	default:
+		return fmt.Errorf("no acknowledgement before the flush's deadline: %w", ctx.Err())
+	}
 }
 
 // retry publishes msg again, synchronously, until ctx ends.
@@ -222,6 +262,9 @@ func (p *Publisher) retry(ctx context.Context, msg *nats.Msg) error {
 		cancel()
 		if err == nil {
 			return nil
+		}
+		if err := refusal(err); errors.Is(err, ErrStreamFull) {
+			return err
 		}
 		select {
 		case <-ctx.Done():

@@ -76,6 +76,13 @@ type StreamStatus struct {
 	// Messages and Bytes in the stream: everything not yet checkpointed.
 	Messages uint64 `json:"messages"`
 	Bytes    uint64 `json:"bytes"`
+	// MaxBytes is the stream's byte limit (0: none); Full says that it
+	// is reached (95 % of it, or this node's publishes were refused in
+	// the last two checkpoint intervals): publishers are refused.
+	MaxBytes uint64 `json:"max_bytes,omitempty"`
+	Full     bool   `json:"full,omitempty"`
+	// FullRefusals counts this node's messages the full stream refused.
+	FullRefusals int64 `json:"full_refusals,omitempty"`
 	// Leader is the server leading the stream's Raft group; Replicas the
 	// others, with whether each is current.
 	Leader   string          `json:"leader,omitempty"`

@@ -67,6 +67,11 @@ type Stream struct {
 	Leader   string `json:"leader"`
 	Messages uint64 `json:"messages"`
 	Bytes    uint64 `json:"bytes"`
+	// MaxBytes is the stream's byte limit (stream_max_bytes; 0: none);
+	// Full says it is reached: publishers are refused (clients answered
+	// busy) until checkpoints catch up.
+	MaxBytes uint64 `json:"max_bytes"`
+	Full     bool   `json:"full"`
 	Healthy  bool   `json:"healthy"`
 	Error    string `json:"error,omitempty"`
 }

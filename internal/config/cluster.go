@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tracebridge/tracebridge/internal/listenpolicy"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
 )
 
 // Cluster is the `cluster:` section: this bridge is one node of a
@@ -37,6 +38,33 @@ type Cluster struct {
 	// cluster with JetStream, comma-separated
 	// (nats://a:4222,nats://b:4222).
 	NATS string `yaml:"nats"`
+	// Credentials for the existing NATS cluster (nats:): a user and
+	// password, a token, or a .creds file (a user JWT and its NKey seed,
+	// decentralized auth); NATSTLS the CA its servers' certificates are
+	// checked against and a client certificate, when it wants one. The
+	// embedded server has credentials of its own (<data_dir>/nats).
+	NATSUser     string      `yaml:"nats_user"`
+	NATSPassword string      `yaml:"nats_password"`
+	NATSToken    string      `yaml:"nats_token"`
+	NATSCreds    string      `yaml:"nats_creds"`
+	NATSTLS      *ClusterTLS `yaml:"nats_tls"`
+	// StreamMaxBytes bounds the stream (0: half of the JetStream storage
+	// of the node's embedded server, or of the account's storage limit
+	// with nats:); a full stream refuses new records (clients are
+	// answered busy) until checkpoints catch up. StreamMaxAge drops
+	// records older than it from the stream even when they are not yet
+	// in blocks (0: never).
+	StreamMaxBytes pipeline.ByteSize `yaml:"stream_max_bytes"`
+	StreamMaxAge   pipeline.Duration `yaml:"stream_max_age"`
+}
+
+// ClusterTLS is the TLS of a node's connections to an existing NATS
+// cluster (PEM files): CA, the certificates to trust (empty: the
+// system's); Cert and Key, a client certificate (both or neither).
+type ClusterTLS struct {
+	CA   string `yaml:"ca"`
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
 }
 
 // Defaults of the cluster section.
@@ -46,6 +74,9 @@ const (
 	// MaxPartitions bounds partitions: every node keeps a lease, a
 	// consumer and an assembler per partition it owns.
 	MaxPartitions = 4096
+	// MinStreamBytes is the least stream_max_bytes: room for a few
+	// messages of the largest size (4 MiB).
+	MinStreamBytes = 64 << 20
 )
 
 var nodeName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -71,6 +102,30 @@ func (c *Cluster) Normalize() error {
 	}
 	if c.Replicas < 1 || c.Replicas > 5 {
 		bad("replicas", "%d: want 1 to 5 (JetStream's limit)", c.Replicas)
+	}
+	if c.StreamMaxBytes < 0 || c.StreamMaxAge < 0 {
+		bad("stream_max_bytes", "stream_max_bytes and stream_max_age must not be negative")
+	}
+	if c.StreamMaxBytes > 0 && c.StreamMaxBytes < MinStreamBytes {
+		bad("stream_max_bytes", "%s: want at least %s (a few of the largest messages)", c.StreamMaxBytes, pipeline.ByteSize(MinStreamBytes))
+	}
+	auth := 0
+	for _, set := range []bool{c.NATSUser != "" || c.NATSPassword != "", c.NATSToken != "", c.NATSCreds != ""} {
+		if set {
+			auth++
+		}
+	}
+	if c.NATS == "" && (auth > 0 || c.NATSTLS != nil) {
+		bad("nats_user", "nats_user, nats_password, nats_token, nats_creds and nats_tls are for an existing NATS cluster (nats:); the embedded server has credentials of its own")
+	}
+	if auth > 1 {
+		bad("nats_user", "give one of nats_user and nats_password, nats_token, nats_creds")
+	}
+	if (c.NATSUser == "") != (c.NATSPassword == "") {
+		bad("nats_password", "nats_user and nats_password go together")
+	}
+	if t := c.NATSTLS; t != nil && (t.Cert == "") != (t.Key == "") {
+		bad("nats_tls", "cert and key go together")
 	}
 	if c.NATS != "" {
 		if c.NATSListen != "" || c.ClusterListen != "" || len(c.Routes) > 0 {

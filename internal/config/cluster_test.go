@@ -23,6 +23,15 @@ func TestClusterSection(t *testing.T) {
 		{"replicas", `{node: n1, nats: "nats://a:4222", replicas: 7}`, "replicas"},
 		{"off loopback", `{node: n1, nats_listen: "10.0.0.1:4222", replicas: 1}`, "not a loopback address"},
 		{"no port", `{node: n1, nats_listen: "127.0.0.1", replicas: 1}`, "nats_listen"},
+		{"limits", `{node: n1, nats: "nats://a:4222", stream_max_bytes: 10GiB, stream_max_age: 24h}`, ""},
+		{"small limit", `{node: n1, nats: "nats://a:4222", stream_max_bytes: 1MiB}`, "stream_max_bytes"},
+		{"user", `{node: n1, nats: "tls://a:4222", nats_user: tb, nats_password: s3cret, nats_tls: {ca: ca.pem, cert: c.pem, key: k.pem}}`, ""},
+		{"token", `{node: n1, nats: "nats://a:4222", nats_token: t0ken}`, ""},
+		{"creds", `{node: n1, nats: "nats://a:4222", nats_creds: /etc/tb.creds, nats_tls: {ca: ca.pem}}`, ""},
+		{"two auths", `{node: n1, nats: "nats://a:4222", nats_token: t, nats_creds: c.creds}`, "give one of"},
+		{"user alone", `{node: n1, nats: "nats://a:4222", nats_user: tb}`, "go together"},
+		{"cert alone", `{node: n1, nats: "nats://a:4222", nats_tls: {cert: c.pem}}`, "cert and key"},
+		{"auth embedded", `{node: n1, nats_listen: "127.0.0.1:4222", replicas: 1, nats_token: t}`, "existing NATS cluster"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Parse([]byte("receivers: [{type: zico}]\nsinks: [{type: store}]\ncluster: " + tc.yaml))

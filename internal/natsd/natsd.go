@@ -239,6 +239,15 @@ func (s *Server) MQTTAddr() string {
 	return net.JoinHostPort(s.host, strconv.Itoa(s.mqttPort))
 }
 
+// StorageMax is the disk JetStream may use on this server (NATS sets it
+// to 75 % of the store directory's free disk at start), 0 when unknown.
+func (s *Server) StorageMax() int64 {
+	if c := s.ns.JetStreamConfig(); c != nil {
+		return c.MaxStore
+	}
+	return 0
+}
+
 // InProcess lets the receiver connect without a socket.
 func (s *Server) InProcess() *server.Server { return s.ns }
 

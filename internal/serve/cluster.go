@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -68,7 +70,8 @@ func (s *Server) startCluster(c *config.Config, sink *storesink.Sink, set Settin
 	cc := c.Cluster
 	cp := &clusterPart{sink: sink}
 	s.cl = cp
-	url, user, pass, natsAddr := cc.NATS, "", "", ""
+	url, user, pass, natsAddr := cc.NATS, cc.NATSUser, cc.NATSPassword, ""
+	var storage int64
 	if cc.NATS == "" {
 		host, port, err := natsd.SplitListen(cc.NATSListen)
 		if err != nil {
@@ -91,6 +94,18 @@ func (s *Server) startCluster(c *config.Config, sink *storesink.Sink, set Settin
 		cp.srv = srv
 		creds := srv.Credentials()
 		url, user, pass, natsAddr = "nats://"+srv.Addr(), creds.User, creds.Password, srv.Addr()
+		storage = srv.StorageMax()
+	}
+	tcfg, err := natsTLS(cc.NATSTLS)
+	if err != nil {
+		return pipeline.Classify(ErrConfig, err)
+	}
+	if cc.NATSCreds != "" {
+		// Read at every (re)connection: a missing file would only show
+		// as a node that never connects.
+		if _, err := os.ReadFile(cc.NATSCreds); err != nil {
+			return pipeline.Classify(ErrConfig, fmt.Errorf("cluster: nats_creds: %w", err))
+		}
 	}
 	expected := 0
 	if cc.NATS == "" {
@@ -98,7 +113,9 @@ func (s *Server) startCluster(c *config.Config, sink *storesink.Sink, set Settin
 	}
 	node, err := cluster.New(cluster.Options{
 		Node: cc.Node, Partitions: cc.Partitions, Replicas: cc.Replicas, Expected: expected,
-		URL: url, User: user, Password: pass, NATSAddr: natsAddr, HTTPAddr: s.HTTPAddr,
+		URL: url, User: user, Password: pass, Token: cc.NATSToken, CredsFile: cc.NATSCreds, TLS: tcfg,
+		StreamMaxBytes: int64(cc.StreamMaxBytes), StreamMaxAge: time.Duration(cc.StreamMaxAge), StorageMax: storage,
+		NATSAddr: natsAddr, HTTPAddr: s.HTTPAddr,
 		Catalog: s.base.Catalog,
 		Traces:  trace.Options{Window: time.Duration(c.Traces.Window), MaxOpenTraces: c.Traces.MaxOpenTraces, MaxSpans: c.Traces.MaxSpans},
 		Sink:    sink, Persist: sink.Store().Persist,
@@ -126,6 +143,35 @@ func (s *Server) startCluster(c *config.Config, sink *storesink.Sink, set Settin
 	// OTLP answers once the stream has the spans.
 	s.Shared.SetAckStored(true)
 	return nil
+}
+
+// natsTLS is the TLS configuration of the node's connections to an
+// existing NATS cluster (nil: none, or tls:// URLs with the system's
+// CAs).
+func natsTLS(t *config.ClusterTLS) (*tls.Config, error) {
+	if t == nil {
+		return nil, nil
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if t.CA != "" {
+		pem, err := os.ReadFile(t.CA)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: nats_tls: ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("cluster: nats_tls: ca: %s holds no PEM certificate", t.CA)
+		}
+		c.RootCAs = pool
+	}
+	if t.Cert != "" {
+		cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: nats_tls: %w", err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
 }
 
 // runCluster runs the node beside the engine; stop ends it (a last

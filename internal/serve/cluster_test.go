@@ -2,8 +2,12 @@ package serve
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tracebridge/tracebridge/internal/config"
+	"github.com/tracebridge/tracebridge/internal/tlstest"
 )
 
 // TestClusterNeedsSharedStore: a cluster node without a store sink, or
@@ -29,5 +33,26 @@ receivers: [{type: zico, listen: "127.0.0.1:0"}]
 				t.Fatalf("err %v, want a configuration error saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestNATSTLS: nats_tls's files become the node's TLS configuration (the
+// CA trusted, the client certificate); a CA file without a certificate
+// and a missing key are configuration errors naming the key.
+func TestNATSTLS(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := tlstest.Files(t, dir)
+	c, err := natsTLS(&config.ClusterTLS{CA: cert, Cert: cert, Key: key})
+	if err != nil || c.RootCAs == nil || len(c.Certificates) != 1 {
+		t.Fatalf("natsTLS: %+v, %v", c, err)
+	}
+	if c, err := natsTLS(nil); c != nil || err != nil {
+		t.Fatalf("no nats_tls: %v %v", c, err)
+	}
+	if _, err := natsTLS(&config.ClusterTLS{CA: key}); err == nil || !strings.Contains(err.Error(), "nats_tls: ca") {
+		t.Errorf("a CA file of a key: %v", err)
+	}
+	if _, err := natsTLS(&config.ClusterTLS{Cert: cert, Key: filepath.Join(dir, "none.pem")}); err == nil || !strings.Contains(err.Error(), "nats_tls") {
+		t.Errorf("a missing key: %v", err)
 	}
 }

@@ -16,7 +16,8 @@ import (
 func statusOf(s cluster.Status, backend string) clusterstatus.Status {
 	out := clusterstatus.Status{Node: s.Node, Degraded: s.Degraded,
 		Stream: clusterstatus.Stream{Name: s.Stream.Name, Replicas: s.Replicas, Leader: s.Stream.Leader,
-			Messages: s.Stream.Messages, Bytes: s.Stream.Bytes, Healthy: s.Stream.OK, Error: s.Stream.Error},
+			Messages: s.Stream.Messages, Bytes: s.Stream.Bytes, MaxBytes: s.Stream.MaxBytes, Full: s.Stream.Full,
+			Healthy: s.Stream.OK, Error: s.Stream.Error},
 		Store: clusterstatus.Store{Backend: backend, Healthy: s.Store.OK, Error: s.Store.Error}}
 	for _, n := range s.Nodes { // the nodes whose heartbeat is alive
 		u := ""

@@ -5,9 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tracebridge/tracebridge/internal/objstore"
+	"github.com/tracebridge/tracebridge/internal/store/block"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
@@ -66,5 +72,126 @@ func TestCompactionSparesRunningSearches(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(b.key))); !os.IsNotExist(err) {
 			t.Errorf("replaced block %s still there after Close: %v", b.meta.ID, err)
 		}
+	}
+}
+
+// readHook is the store's bucket with a call before every read of a
+// block's data object: a test's way to act while a compaction reads its
+// blocks.
+type readHook struct {
+	objstore.Store
+	onData func()
+}
+
+func (r readHook) Get(ctx context.Context, key string) ([]byte, error) {
+	if strings.HasSuffix(key, block.DataName) {
+		r.onData()
+	}
+	return r.Store.Get(ctx, key)
+}
+
+func (r readHook) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if strings.HasSuffix(key, block.DataName) {
+		r.onData()
+	}
+	return r.Store.GetRange(ctx, key, off, n)
+}
+
+// TestCompactionLosesRole: a compaction under way when MayCompact turns
+// false (the node lost partition 0's lease while it read the blocks)
+// writes no block and deletes nothing, and says so without an error; the
+// blocks a compaction replaced are deleted only while MayCompact says
+// yes (the compactor of the moment deletes them otherwise).
+func TestCompactionLosesRole(t *testing.T) {
+	dir := t.TempDir()
+	local, err := objstore.NewLocal(filepath.Join(dir, "bucket"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	allowed, armed, reads := true, false, 0
+	may := func() bool { mu.Lock(); defer mu.Unlock(); return allowed }
+	set := func(a, arm bool) { mu.Lock(); allowed, armed = a, arm; mu.Unlock() }
+	bucket := readHook{Store: local, onData: func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if armed {
+			reads++
+			allowed = false // the lease passed to another node
+		}
+	}}
+	s := open(t, dir, Options{Bucket: bucket, MayCompact: may, ChunkSize: 512, HeadSize: 2 << 10, CompactBelow: 8 << 10, CompactTo: 32 << 10})
+	const n = 60
+	for i := range n {
+		if _, err := s.Append([]*trace.Trace{mkTrace(i, "a", 2, int64(1000+i), 10, false)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush(t, s)
+	objects := func() []string {
+		objs, err := local.List(context.Background(), block.Prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, o := range objs {
+			keys = append(keys, o.Key)
+		}
+		return keys
+	}
+	before := objects()
+	if len(before) < 4 {
+		t.Fatalf("%d objects, want several blocks to compact", len(before))
+	}
+	p := s.partition("a")
+	p.mu.RLock()
+	for _, b := range p.blocks {
+		s.cache.dropPrefix(b.meta.ID + "/") // the compaction reads the bucket
+	}
+	p.mu.RUnlock()
+
+	set(true, true)
+	if m, err := s.Compact(); err != nil || m != 0 {
+		t.Fatalf("compaction that lost its role: merged %d, %v; want 0 and no error", m, err)
+	}
+	mu.Lock()
+	r := reads
+	mu.Unlock()
+	if r == 0 {
+		t.Fatal("the compaction read no block: the test did not take the role away during it")
+	}
+	if d := cmp.Diff(before, objects()); d != "" {
+		t.Fatalf("objects changed by a compaction that lost its role (-before +after):\n%s", d)
+	}
+	if page, err := s.Search(Query{Limit: 1000}); err != nil || len(page.Traces) != n {
+		t.Fatalf("after it: %d traces, want %d (%v)", len(page.Traces), n, err)
+	}
+
+	// With the role: the compaction writes its block; the blocks it
+	// replaced stay while the role is gone, and go once it is back.
+	set(true, false)
+	if m, err := s.Compact(); err != nil || m == 0 {
+		t.Fatalf("compaction with the role: %d %v", m, err)
+	}
+	set(false, false)
+	s.removeRetired(true)
+	for _, k := range before {
+		if !slices.Contains(objects(), k) {
+			t.Fatalf("%s deleted by a store that is not the compactor", k)
+		}
+	}
+	set(true, false)
+	s.removeRetired(true)
+	left := 0
+	for _, k := range before {
+		if slices.Contains(objects(), k) {
+			left++
+		}
+	}
+	if left == len(before) {
+		t.Fatal("the compactor deleted none of the blocks its compaction replaced")
+	}
+	if page, err := s.Search(Query{Limit: 1000}); err != nil || len(page.Traces) != n {
+		t.Fatalf("after the compaction: %d traces, want %d (%v)", len(page.Traces), n, err)
 	}
 }

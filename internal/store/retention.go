@@ -147,6 +147,11 @@ func (s *Store) Compact() (int, error) {
 			if errors.Is(err, errGroupGone) {
 				continue // a block of it is gone (deleted elsewhere): it left the list
 			}
+			if errors.Is(err, errNotCompactor) {
+				s.opt.Logger.Info("store compaction stopped: another node compacts now (MayCompact turned false); the blocks it was merging stay as they are",
+					"dir", s.dir, "host", p.host, "blocks", len(group))
+				return merged, nil
+			}
 			if err != nil {
 				return merged, err
 			}
@@ -184,6 +189,10 @@ func (s *Store) compactGroup(p *partition) []*blockRef {
 
 // errGroupGone: a block of a compaction's group is gone from the bucket.
 var errGroupGone = errors.New("a block to compact is gone")
+
+// errNotCompactor: MayCompact turned false while a compaction read its
+// blocks; it wrote nothing (or took back the data object it wrote).
+var errNotCompactor = errors.New("no longer the compactor")
 
 // compactBlocks writes one block with the traces of group (parts of a
 // trace merged); the group is deleted after uploadedGrace.
@@ -250,7 +259,27 @@ func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
 	m := &block.Meta{Version: block.Version, ID: h.id, Host: p.host, Node: s.opt.Node, Level: level, Created: s.opt.Now().UTC(), MinStart: st.MinStart, MaxEnd: st.MaxEnd,
 		Traces: st.Traces, Spans: st.Spans, Size: st.Size, FooterCRC: st.FooterCRC, CompactedFrom: from}
 	h.fillMeta(m)
-	if err := s.putBlock(ctx, data, m); err != nil {
+	// Reading the group may take long (a bucket far away, big blocks):
+	// the lease that made this node the compactor may have passed to
+	// another node meanwhile, which compacts the same blocks. Ask again
+	// before the block is written, and before its meta (which makes it
+	// visible and replaces the group) is.
+	if !s.mayCompact() {
+		return errNotCompactor
+	}
+	if err := s.putData(ctx, data, m); err != nil {
+		return err
+	}
+	if !s.mayCompact() {
+		key := block.Dir(m.Host, m.ID) + block.DataName
+		if err := s.bucket.Delete(ctx, key); err != nil {
+			// A data object without meta is no part of the store:
+			// listings skip it, `tracebridge store check` reports it.
+			s.opt.Logger.Warn("store: the data of a compaction given up was not deleted", "key", key, "err", err)
+		}
+		return errNotCompactor
+	}
+	if err := s.publishMeta(ctx, m); err != nil {
 		return err
 	}
 	ref := s.newBlockRef(m)

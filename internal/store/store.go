@@ -76,8 +76,11 @@ type Options struct {
 	// compaction run and between compactions: only while it says true
 	// does this store delete old blocks or compact them, so that one
 	// node of those sharing a bucket does at a time (a cluster wires it
-	// to a lease). A compaction under way when it turns false finishes
-	// the block it is writing. nil: always (a store of its own).
+	// to a lease). It is asked again before a compacted block is written
+	// and before its meta is: a compaction under way when it turns false
+	// writes nothing and stops; the blocks a compaction replaced are
+	// deleted only while it says true (else the next compactor deletes
+	// them). nil: always (a store of its own).
 	MayCompact func() bool
 	// CloseWait: Close cuts every head into a block and waits at most
 	// this long for the uploads (default 10 s; negative: it does not cut,

@@ -144,8 +144,14 @@ type retiredBlock struct {
 }
 
 // removeRetired deletes the blocks compactions replaced (all of them, or
-// those past uploadedGrace).
+// those past uploadedGrace). Only the compactor deletes them (MayCompact):
+// a store that lost the role keeps them listed here (it deletes them if
+// it gets the role back); meanwhile the compactor of the moment deletes
+// them (sweepReplaced), since the compacted block's meta names them.
 func (s *Store) removeRetired(all bool) {
+	if !s.mayCompact() {
+		return
+	}
 	s.walMu.Lock()
 	var due []*blockRef
 	keep := s.retired[:0]
@@ -175,10 +181,25 @@ func (s *Store) removeRetired(all bool) {
 
 // putBlock writes a block's data object, then its meta.
 func (s *Store) putBlock(ctx context.Context, data []byte, meta *block.Meta) error {
-	dir := block.Dir(meta.Host, meta.ID)
-	if err := s.bucket.Put(ctx, dir+block.DataName, data); err != nil {
+	if err := s.putData(ctx, data, meta); err != nil {
+		return err
+	}
+	return s.publishMeta(ctx, meta)
+}
+
+// putData writes a block's data object: nothing lists it until its meta
+// is written (publishMeta).
+func (s *Store) putData(ctx context.Context, data []byte, meta *block.Meta) error {
+	if err := s.bucket.Put(ctx, block.Dir(meta.Host, meta.ID)+block.DataName, data); err != nil {
 		return fmt.Errorf("store: block %s of host %s: %w", meta.ID, meta.Host, err)
 	}
+	return nil
+}
+
+// publishMeta writes a block's meta, and its announcement when other stores
+// write into the bucket too: then the block is there for every reader.
+func (s *Store) publishMeta(ctx context.Context, meta *block.Meta) error {
+	dir := block.Dir(meta.Host, meta.ID)
 	mb, err := block.MarshalMeta(meta)
 	if err != nil {
 		return err

@@ -18,7 +18,8 @@ import (
 	"time"
 )
 
-// Cert is a self-signed server certificate for 127.0.0.1 and localhost,
+// Cert is a self-signed certificate for 127.0.0.1 and localhost (a
+// server's, or a client's for mutual TLS),
 // valid for an hour either side of its making, and its own CA.
 type Cert struct {
 	// TLS is the certificate and its key for a tls.Config, Leaf set.
@@ -39,7 +40,7 @@ func New(tb testing.TB) Cert {
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, IsCA: true, BasicConstraintsValid: true,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {

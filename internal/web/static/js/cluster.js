@@ -9,7 +9,7 @@ import { api, h, fill, errorBox, fmtNum, fmtBytes, fmtTime } from './lib.js';
 /**
  * @typedef {{name: string, url: string, alive: boolean, last_seen: string}} ClusterNode
  * @typedef {{id: number, owner: string, lag: number, checkpoint: number}} ClusterPartition
- * @typedef {{name: string, replicas: number, leader: string, messages: number, bytes: number, healthy: boolean, error?: string}} ClusterStream
+ * @typedef {{name: string, replicas: number, leader: string, messages: number, bytes: number, max_bytes?: number, full?: boolean, healthy: boolean, error?: string}} ClusterStream
  * @typedef {{backend: string, healthy: boolean, error?: string}} ClusterStore
  * @typedef {{node: string, nodes: ClusterNode[], partitions: ClusterPartition[], stream: ClusterStream, store: ClusterStore, degraded: string[]}} ClusterStatus
  */
@@ -69,7 +69,7 @@ export function clusterPanel(signal) {
       : h('div', { class: 'notice ok' }, 'nothing degraded'));
     const st = s.stream || /** @type {ClusterStream} */ ({}), so = s.store || /** @type {ClusterStore} */ ({});
     fill(parts,
-      h('span', null, 'stream'), h('span', null, `${st.name || '?'} · ${st.replicas || 0} replicas · leader ${st.leader || '(none)'} · ${fmtNum(st.messages)} messages · ${fmtBytes(st.bytes || 0)} · `,
+      h('span', null, 'stream'), h('span', null, `${st.name || '?'} · ${st.replicas || 0} replicas · leader ${st.leader || '(none)'} · ${fmtNum(st.messages)} messages · ${fmtBytes(st.bytes || 0)}${st.max_bytes ? ' of ' + fmtBytes(st.max_bytes) : ''}${st.full ? ' · FULL' : ''} · `,
         h('span', { class: 'badge ' + (st.healthy ? 'ok' : 'err'), title: st.error || '' }, healthText(st.healthy, st.error))),
       h('span', null, 'store'), h('span', null, `${so.backend || '?'} · `,
         h('span', { class: 'badge ' + (so.healthy ? 'ok' : 'err'), title: so.error || '' }, healthText(so.healthy, so.error))));
