@@ -427,7 +427,7 @@ type Trace struct {
 	// made at once. While it is set, Spans is empty and every method of
 	// the trace but SpanCount and Source sees no spans: read it through
 	// an Unpacker.
-	Packed *PackedSpans
+	Packed *PackedSpans `json:"-"`
 }
 
 // ResourceIndex returns the index of r in t.Resources (-1: nil or not
