@@ -324,8 +324,8 @@ type pendingReader struct {
 	// view: inline strings are read in place (strings of b, which is
 	// never written again), else copied.
 	view bool
-	// strs holds the inline strings read: they are copied into it one
-	// after another, so that a trace's strings are one allocation (its
+	// inl holds the inline strings read (not view): they are copied into
+	// it one after another, so that a trace's strings are one allocation (its
 	// capacity is what they need; a string that does not fit is
 	// allocated on its own).
 	inl []byte
