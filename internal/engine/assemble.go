@@ -117,12 +117,16 @@ const shardQueue = 8
 // sink takes traces. Its workers begin at start.
 func (e *Engine) assembler(fan *fanout) *assembly {
 	var want trace.Sources
-	lean := true
+	lean, packed := true, false
 	for _, s := range e.sinks {
 		if tc, ok := s.sink.(pipeline.TraceConsumer); ok && tc.TraceSources() != 0 {
 			want |= tc.TraceSources()
 			l, ok := tc.(pipeline.LeanTraceConsumer)
 			lean = lean && ok && l.LeanTraces()
+			// Packed when a sink reads traces packed: the fan-out
+			// unpacks those another sink takes too (fanout.traces).
+			p, ok := tc.(pipeline.PackedTraceConsumer)
+			packed = packed || ok && p.PackedTraces()
 		}
 	}
 	if want == 0 {
@@ -132,6 +136,7 @@ func (e *Engine) assembler(fan *fanout) *assembly {
 	o.Clock = trace.WallClock
 	o.Sources = want
 	o.Lean = lean
+	o.Packed = packed
 	return &assembly{e: e, fan: fan, opt: o, want: e.set.AssemblyWorkers}
 }
 
@@ -157,6 +162,8 @@ func (as *assembly) start(ctx context.Context) {
 	as.shards = make([]*shard, n)
 	as.stats = make([]trace.Stats, n)
 	o := as.opt
+	// Enrichers read a trace's Spans.
+	o.Packed = o.Packed && len(as.enrichers) == 0
 	if n > 1 {
 		// The open traces are bounded for the whole bridge, not per
 		// worker.
@@ -170,7 +177,7 @@ func (as *assembly) start(ctx context.Context) {
 		so := o
 		so.Emit = func(t *trace.Trace) {
 			sh.pending = append(sh.pending, t)
-			sh.pendingSpans += len(t.Spans)
+			sh.pendingSpans += t.SpanCount()
 			if sh.tickCtx != nil && sh.pendingSpans >= maxPendingSpans {
 				sh.hand(sh.tickCtx)
 			}

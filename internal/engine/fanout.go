@@ -126,6 +126,9 @@ func newFanout(e *Engine) *fanout {
 			drops:  lograte.Limiter{PerSecond: 1},
 		}
 		r.tc, _ = s.sink.(pipeline.TraceConsumer)
+		if pc, ok := s.sink.(pipeline.PackedTraceConsumer); ok && pc.PackedTraces() {
+			r.packed = true
+		}
 		if to, ok := s.sink.(pipeline.TracesOnly); ok && to.TracesOnly() {
 			r.tracesOnly = true
 		} else {
@@ -211,6 +214,19 @@ func (f *fanout) share(ctx context.Context, it *item, extra int) error {
 // traces hands completed traces to every sink that takes traces of their
 // sources.
 func (f *fanout) traces(ctx context.Context, ts []*trace.Trace) {
+	// A packed trace that a sink reading Spans takes is unpacked here,
+	// before any sink has it (the others read it unpacked too).
+	for _, r := range f.runners {
+		if r.tc == nil || r.packed {
+			continue
+		}
+		want := r.tc.TraceSources()
+		for _, t := range ts {
+			if t.Packed != nil && want.Has(t.Source()) {
+				t.Unpack()
+			}
+		}
+	}
 	for _, r := range f.runners {
 		if r.tc == nil {
 			continue
@@ -218,7 +234,7 @@ func (f *fanout) traces(ctx context.Context, ts []*trace.Trace) {
 		want := r.tc.TraceSources()
 		var mine []*trace.Trace
 		for _, t := range ts {
-			if len(t.Spans) == 0 || want.Has(t.Spans[0].Source) {
+			if t.SpanCount() == 0 || want.Has(t.Source()) {
 				mine = append(mine, t)
 			}
 		}
@@ -302,6 +318,7 @@ type runner struct {
 	name       string
 	sink       pipeline.Sink
 	tc         pipeline.TraceConsumer // the sink, if it takes traces
+	packed     bool                   // it reads packed traces (pipeline.PackedTraceConsumer)
 	policy     pipeline.Policy
 	ch         chan entry
 	met        *metrics.Sink
@@ -532,7 +549,7 @@ func (r *runner) flush() {
 func spansOf(ts []*trace.Trace) int64 {
 	var n int64
 	for _, t := range ts {
-		n += int64(len(t.Spans))
+		n += int64(t.SpanCount())
 	}
 	return n
 }

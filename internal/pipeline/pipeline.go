@@ -171,6 +171,18 @@ type LeanTraceConsumer interface {
 	LeanTraces() bool
 }
 
+// PackedTraceConsumer is a TraceConsumer that reads each trace once,
+// through a trace.Unpacker, and keeps nothing of its Spans (the store
+// encodes it). When a sink takes packed traces and no stage enriches
+// them, the assembler emits traces of span records packed
+// (trace.Options.Packed); the engine makes the Spans of those that
+// another trace consumer takes before handing them on, so only the
+// traces no other consumer wants are never made Spans.
+type PackedTraceConsumer interface {
+	TraceConsumer
+	PackedTraces() bool
+}
+
 // TracesOnly is a TraceConsumer whose Consume ignores records (the store
 // sink): the engine queues it traces and acknowledgement markers only,
 // so the batches it would ignore are not held in its queue while it is

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -134,7 +135,7 @@ spans:
 				continue
 			}
 			sv = &catService{ops: map[OpKind]struct{}{}}
-			c.svcs[n] = sv
+			c.svcs[strings.Clone(n)] = sv // (a trace's strings: see Store.Append)
 		}
 		sv.viaService = sv.viaService || ns.viaService
 		sv.viaHost = sv.viaHost || ns.viaHost
@@ -151,16 +152,16 @@ spans:
 			c.full = true
 			continue
 		}
-		sv.ops[o.op] = struct{}{}
+		sv.ops[OpKind{strings.Clone(o.op.Name), o.op.Kind}] = struct{}{}
 	}
 	if newName {
 		h := c.names[host]
 		if h == nil {
 			h = map[string]struct{}{}
-			c.names[host] = h
+			c.names[strings.Clone(host)] = h
 		}
 		if len(h) < CatalogMaxNames {
-			h[name] = struct{}{}
+			h[strings.Clone(name)] = struct{}{}
 		} else {
 			c.full = true
 		}

@@ -29,6 +29,7 @@ func (d *symbols) id(s string) (uint32, bool) {
 		return id, false
 	}
 	id := uint32(len(d.names))
+	s = strings.Clone(s) // (a packed trace's strings point into its bytes)
 	d.names = append(d.names, s)
 	d.byName[s] = id
 	return id, true
@@ -146,7 +147,7 @@ func (e *encoder) sym(dst []byte, s string) []byte {
 	}
 	id, isNew := e.syms.id(s)
 	if isNew {
-		e.newSyms = append(e.newSyms, s)
+		e.newSyms = append(e.newSyms, e.syms.names[id])
 	}
 	*slot = symCached{s, id}
 	return binary.AppendUvarint(dst, uint64(id))
@@ -247,7 +248,7 @@ func (e *encoder) encodeTrace(t *trace.Trace) []byte {
 	// The trace's name is indexed by its symbol; a zorka trace's type is
 	// an attribute value, kept as text in the body, so it is defined here.
 	if id, isNew := e.syms.id(t.Name()); isNew && id != 0 {
-		e.newSyms = append(e.newSyms, t.Name())
+		e.newSyms = append(e.newSyms, e.syms.names[id])
 	}
 	clear(e.res)
 	clear(e.scopes)

@@ -195,6 +195,9 @@ func (h *head) note(t *trace.Trace, row *block.Summary, size int) {
 			last = hs
 		}
 		if hs != h.host {
+			if _, ok := h.shared[hs]; !ok {
+				hs = strings.Clone(hs)
+			}
 			h.shared[hs] += perSpan
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -183,6 +184,9 @@ type Store struct {
 	wmu sync.Mutex // the writer: Append, Sync, cuts, retention, compaction
 	// chunkRaw and chunkBlk: writeChunk's scratch buffers (under wmu).
 	chunkRaw, chunkBlk []byte
+	// unpack makes the Spans of packed traces while Append encodes them
+	// (under wmu).
+	unpack trace.Unpacker
 
 	pmu   sync.RWMutex
 	parts map[string]*partition
@@ -356,6 +360,7 @@ func (s *Store) partition(host string) *partition {
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
 	if p = s.parts[host]; p == nil {
+		host = strings.Clone(host) // (a trace's string: see Append)
 		p = &partition{host: host}
 		s.parts[host] = p
 	}
@@ -421,10 +426,15 @@ func (s *Store) Append(ts []*trace.Trace) (dropped int, err error) {
 	// A host's policy is asked once a call, not once a trace.
 	var disabled map[string]bool
 	var contact map[string]bool
+	defer s.unpack.Release()
 	for _, t := range ts {
-		if len(t.Spans) == 0 {
+		if t.SpanCount() == 0 {
 			continue
 		}
+		// A packed trace's Spans are made in reused memory: nothing
+		// below keeps them, and what keeps their strings copies them
+		// (symbols, catalogues, partitions, hosts).
+		t = s.unpack.Trace(t)
 		host := partitionOf(t)
 		if s.opt.Hosts != nil {
 			if disabled == nil {
@@ -439,10 +449,17 @@ func (s *Store) Append(ts []*trace.Trace) (dropped int, err error) {
 				dropped++
 				continue
 			}
-			contact[host] = true
+			note := func(h string) {
+				if !contact[h] {
+					contact[strings.Clone(h)] = true
+				}
+			}
+			note(host)
+			last := ""
 			for i := range t.Spans {
-				if h := t.Spans[i].Host; h != "" {
-					contact[h] = true
+				if h := t.Spans[i].Host; h != "" && h != last {
+					note(h)
+					last = h
 				}
 			}
 		}

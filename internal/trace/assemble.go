@@ -57,6 +57,11 @@ type Options struct {
 	// Lean: spans from span records keep their shape only (no attributes,
 	// events or links), for consumers that need no more.
 	Lean bool
+	// Packed: a trace made of span records only is emitted packed (its
+	// Spans are not made: see Trace.Packed, Unpacker), for consumers
+	// that read each trace once and keep nothing of its Spans (the
+	// store).
+	Packed bool
 }
 
 func (o Options) withDefaults() Options {
@@ -739,24 +744,29 @@ func (a *Assembler) finish(f *family, final bool) {
 	if n := int64(len(f.spans) + f.pending); n > 0 {
 		a.spansPer += n - a.spansPer/16 // an exponential average over ~16 traces, ×16
 	}
-	spans := a.pendingSpans(f, f.spans)
-	records := len(spans) > 0 // span records (not Kieker events or OERs)
-	calls := a.replayThreads(f, final, &t.Broken)
-	if !records && len(f.oers) == 0 {
-		// Kieker event traces: the calls as replayThreads made them (no
-		// copy), mostly in tree order already.
-		spans = calls
-	} else {
-		spans = append(spans, calls...)
-		spans = append(spans, executions(f.id, f.oers, &t.Broken, &a.st.Duplicates)...)
-	}
-	t.Spans = spans
 	t.Resources, t.Scopes = f.resources, f.scopes
-	if records || len(f.oers) > 0 || !treeOrdered(t, a.kept) {
-		a.st.Duplicates += int64(a.trees.tree(t))
+	if a.opt.Packed && f.pending > 0 && len(f.spans) == 0 && len(f.threads) == 0 && len(f.oers) == 0 && a.pack(f, t) {
+		// Span records only, each id once: their bytes are the trace's.
+		f.buf, f.pending, f.nattrs, f.inline = nil, 0, 0, 0
+	} else {
+		spans := a.pendingSpans(f, f.spans)
+		records := len(spans) > 0 // span records (not Kieker events or OERs)
+		calls := a.replayThreads(f, final, &t.Broken)
+		if !records && len(f.oers) == 0 {
+			// Kieker event traces: the calls as replayThreads made them (no
+			// copy), mostly in tree order already.
+			spans = calls
+		} else {
+			spans = append(spans, calls...)
+			spans = append(spans, executions(f.id, f.oers, &t.Broken, &a.st.Duplicates)...)
+		}
+		t.Spans = spans
+		if records || len(f.oers) > 0 || !treeOrdered(t, a.kept) {
+			a.st.Duplicates += int64(a.trees.tree(t))
+		}
 	}
 	a.st.Traces++
-	a.st.Spans += int64(len(t.Spans))
+	a.st.Spans += int64(t.SpanCount())
 	if len(t.Broken) > 0 {
 		a.st.Broken++
 	}

@@ -421,6 +421,13 @@ type Trace struct {
 	// Kieker and zorka have none.
 	Resources []*Resource
 	Scopes    []*Scope
+
+	// Packed holds the spans of a trace an assembler emitted packed
+	// (Options.Packed), nil once they are made (Unpack) or when they were
+	// made at once. While it is set, Spans is empty and every method of
+	// the trace but SpanCount and Source sees no spans: read it through
+	// an Unpacker.
+	Packed *PackedSpans `json:"-"`
 }
 
 // ResourceIndex returns the index of r in t.Resources (-1: nil or not

@@ -317,13 +317,18 @@ func tableIndex[T any](table []*T, x *T) int {
 type pendingReader struct {
 	b   []byte
 	off int
-	d   *spanDict
-	bad bool
-	// strs holds the inline strings read: they are copied into it one
-	// after another, so that a trace's strings are one allocation (its
+	// strs are the strings of the trace's dictionary (a spanDict's strs,
+	// or what they were when the trace was packed).
+	strs []string
+	bad  bool
+	// view: inline strings are read in place (strings of b, which is
+	// never written again), else copied.
+	view bool
+	// inl holds the inline strings read (not view): they are copied into
+	// it one after another, so that a trace's strings are one allocation (its
 	// capacity is what they need; a string that does not fit is
 	// allocated on its own).
-	strs []byte
+	inl []byte
 }
 
 func (r *pendingReader) u64() uint64 {
@@ -369,27 +374,150 @@ func (r *pendingReader) byte() byte {
 func (r *pendingReader) str() string {
 	x := r.uvarint()
 	if x&1 == 0 {
-		if x>>1 >= uint64(len(r.d.strs)) {
+		if x>>1 >= uint64(len(r.strs)) {
 			r.bad = true
 			return ""
 		}
-		return r.d.strs[x>>1]
+		return r.strs[x>>1]
 	}
 	n := int(x >> 1)
-	if n < 0 || r.off+n > len(r.b) {
+	if n < 0 || r.off+n > len(r.b) || r.off+n < r.off {
 		r.bad = true
 		return ""
 	}
 	var s string
-	if n > 0 && n <= cap(r.strs)-len(r.strs) {
-		k := len(r.strs)
-		r.strs = append(r.strs, r.b[r.off:r.off+n]...)
-		s = unsafe.String(&r.strs[k], n) // never written again
-	} else {
+	switch {
+	case n == 0:
+	case r.view:
+		s = unsafe.String(&r.b[r.off], n) // never written again
+	case n <= cap(r.inl)-len(r.inl):
+		k := len(r.inl)
+		r.inl = append(r.inl, r.b[r.off:r.off+n]...)
+		s = unsafe.String(&r.inl[k], n) // never written again
+	default:
 		s = string(r.b[r.off : r.off+n])
 	}
 	r.off += n
 	return s
+}
+
+// skipStr passes over a strref.
+func (r *pendingReader) skipStr() {
+	if x := r.uvarint(); x&1 != 0 {
+		n := int(x >> 1)
+		if n < 0 || r.off+n > len(r.b) || r.off+n < r.off {
+			r.bad = true
+			return
+		}
+		r.off += n
+	}
+}
+
+// head reads the fixed fields a pending span begins with: its ids and
+// times.
+func (r *pendingReader) head() node {
+	id, parent, start := SpanID(r.u64()), SpanID(r.u64()), int64(r.u64())
+	return node{id: id, parent: parent, start: start, end: start + r.varint(), oi: -1, eoi: -1}
+}
+
+// skip passes over the rest of a pending span after its head, counting
+// its attributes into *nattrs.
+func (r *pendingReader) skip(lean bool, nattrs *int) {
+	r.off += 2 // kind, status
+	for range 7 {
+		r.skipStr()
+	}
+	if lean {
+		return
+	}
+	r.uvarint()
+	r.uvarint()
+	n := r.uvarint()
+	*nattrs += int(min(n, uint64(len(r.b))))
+	for i := uint64(0); i < n && !r.bad; i++ {
+		r.skipStr()
+		r.off++
+		r.skipStr()
+	}
+	n = r.uvarint()
+	for i := uint64(0); i < n && !r.bad; i++ {
+		r.skipStr()
+		r.varint()
+		r.skipStr()
+	}
+	n = r.uvarint()
+	for i := uint64(0); i < n && !r.bad; i++ {
+		for range 4 { // trace id, span id, trace state, attributes
+			r.skipStr()
+		}
+	}
+	if r.off > len(r.b) {
+		r.bad = true
+	}
+}
+
+// span reads the pending span at r's offset into s. Its attributes are
+// cut from *attrs (nil when they do not fit: r.bad is set); resources and
+// scopes are the trace's tables.
+func (r *pendingReader) span(s *Span, lean bool, resources []*Resource, scopes []*Scope, attrs *[]Attr) {
+	*s = Span{OrderIndex: -1, EOI: -1, ESS: -1, Source: FromSpan}
+	s.SpanID = SpanID(r.u64())
+	s.ParentID = SpanID(r.u64())
+	s.Start = int64(r.u64())
+	s.End = s.Start + r.varint()
+	s.Kind = Kind(r.byte())
+	s.Status = Status(r.byte())
+	s.Error = s.Status == StatusError
+	s.Operation = r.str()
+	s.Service = r.str()
+	s.Host = r.str()
+	s.StatusMessage = r.str()
+	s.Component = r.str()
+	s.Thread = r.str()
+	s.Process = r.str()
+	if lean {
+		return
+	}
+	if ri := r.uvarint(); ri > 0 && ri <= uint64(len(resources)) {
+		s.Resource = resources[ri-1]
+	}
+	if si := r.uvarint(); si > 0 && si <= uint64(len(scopes)) {
+		s.Scope = scopes[si-1]
+	}
+	n := int(r.uvarint())
+	if n > len(*attrs) || n < 0 {
+		r.bad, n = true, 0
+	}
+	if n > 0 {
+		as := (*attrs)[:n:n]
+		*attrs = (*attrs)[n:]
+		for i := range as {
+			as[i].Key = r.str()
+			as[i].Type = ValueType(r.byte())
+			as[i].Value = r.str()
+		}
+		s.Attributes = as
+	}
+	if n := int(r.uvarint()); n > 0 && n <= len(r.b) {
+		s.Events = make([]Event, n)
+		for i := range s.Events {
+			e := &s.Events[i]
+			e.Name = r.str()
+			e.Time = r.varint()
+			e.Attributes = ParseAttrsJSON(r.str())
+		}
+	}
+	if n := int(r.uvarint()); n > 0 && n <= len(r.b) {
+		for range n {
+			tid, err1 := ParseID(r.str())
+			sid, err2 := ParseSpanID(r.str())
+			ts, as := r.str(), r.str()
+			if err1 != nil || err2 != nil {
+				continue
+			}
+			s.Links = append(s.Links, Link{TraceID: tid, SpanID: sid, TraceState: ts, Attributes: ParseAttrsJSON(as)})
+		}
+	}
 }
 
 // pendingSpans appends f's pending spans to out, in the order they came,
@@ -400,70 +528,13 @@ func (a *Assembler) pendingSpans(f *family, out []Span) []Span {
 	}
 	out = slices.Grow(out, f.pending)
 	attrs := make([]Attr, f.nattrs)
-	r := pendingReader{b: f.buf, d: f.dict}
+	r := pendingReader{b: f.buf, strs: f.dict.strs}
 	if f.inline > 0 {
-		r.strs = make([]byte, 0, f.inline)
+		r.inl = make([]byte, 0, f.inline)
 	}
 	for range f.pending {
 		out = out[:len(out)+1] // made in place: a Span is large to copy
-		s := &out[len(out)-1]
-		*s = Span{OrderIndex: -1, EOI: -1, ESS: -1, Source: FromSpan}
-		s.SpanID = SpanID(r.u64())
-		s.ParentID = SpanID(r.u64())
-		s.Start = int64(r.u64())
-		s.End = s.Start + r.varint()
-		s.Kind = Kind(r.byte())
-		s.Status = Status(r.byte())
-		s.Error = s.Status == StatusError
-		s.Operation = r.str()
-		s.Service = r.str()
-		s.Host = r.str()
-		s.StatusMessage = r.str()
-		s.Component = r.str()
-		s.Thread = r.str()
-		s.Process = r.str()
-		if !a.opt.Lean {
-			if ri := r.uvarint(); ri > 0 && ri <= uint64(len(f.resources)) {
-				s.Resource = f.resources[ri-1]
-			}
-			if si := r.uvarint(); si > 0 && si <= uint64(len(f.scopes)) {
-				s.Scope = f.scopes[si-1]
-			}
-			n := int(r.uvarint())
-			if n > len(attrs) {
-				r.bad, n = true, 0
-			}
-			if n > 0 {
-				as := attrs[:n:n]
-				attrs = attrs[n:]
-				for i := range as {
-					as[i].Key = r.str()
-					as[i].Type = ValueType(r.byte())
-					as[i].Value = r.str()
-				}
-				s.Attributes = as
-			}
-			if n := int(r.uvarint()); n > 0 && n <= len(r.b) {
-				s.Events = make([]Event, n)
-				for i := range s.Events {
-					e := &s.Events[i]
-					e.Name = r.str()
-					e.Time = r.varint()
-					e.Attributes = ParseAttrsJSON(r.str())
-				}
-			}
-			if n := int(r.uvarint()); n > 0 && n <= len(r.b) {
-				for range n {
-					tid, err1 := ParseID(r.str())
-					sid, err2 := ParseSpanID(r.str())
-					ts, as := r.str(), r.str()
-					if err1 != nil || err2 != nil {
-						continue
-					}
-					s.Links = append(s.Links, Link{TraceID: tid, SpanID: sid, TraceState: ts, Attributes: ParseAttrsJSON(as)})
-				}
-			}
-		}
+		r.span(&out[len(out)-1], a.opt.Lean, f.resources, f.scopes, &attrs)
 		if r.bad {
 			out = out[:len(out)-1]
 			break

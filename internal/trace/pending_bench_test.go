@@ -84,13 +84,16 @@ func restamp(bs []*record.Batch, r int) {
 // (a span per op), with a window that closes each trace two rounds of
 // batches after its spans arrived, as a running bridge's does.
 func BenchmarkAssembleSpans(b *testing.B) {
-	for _, lean := range []bool{false, true} {
-		b.Run("lean="+strconv.FormatBool(lean), func(b *testing.B) {
+	for _, c := range []struct {
+		name         string
+		lean, packed bool
+	}{{"lean=false", false, false}, {"lean=true", true, false}, {"packed", false, true}} {
+		b.Run(c.name, func(b *testing.B) {
 			bs := benchSpans(64, 256)
 			now := time.Unix(0, 0)
 			var traces, spans int
-			a := NewAssembler(Options{Window: time.Second, Lean: lean, Now: func() time.Time { return now },
-				Emit: func(t *Trace) { traces++; spans += len(t.Spans) }})
+			a := NewAssembler(Options{Window: time.Second, Lean: c.lean, Packed: c.packed, Now: func() time.Time { return now },
+				Emit: func(t *Trace) { traces++; spans += t.SpanCount() }})
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu0 := cpuTime()

@@ -24,13 +24,24 @@ func tree(t *Trace) (dups int) {
 type treeScratch struct {
 	idx   map[SpanID]int32 // span id → index, for traces of more than smallTree spans
 	ids   []SpanID         // the span ids, for smaller ones
+	nodes []node
+	offs  []int32 // the pending spans' offsets (pack)
 	ints  []int32
 	state []uint8
 	path  []int32
-	spans []Span // t.Spans while tree runs (walk reads it)
 	kids  []int32
 	first []int32
-	newAt []int32
+	// After order: newAt[i] is span i's place in tree order, place[i]
+	// the place of its parent (-1: a root), depth[i] its depth.
+	newAt, place, depth []int32
+}
+
+// node is what the tree's order is computed on: a span's ids, times and
+// Kieker positions.
+type node struct {
+	id, parent SpanID
+	start, end int64
+	oi, eoi    int32
 }
 
 // smallTree: a trace of at most this many spans finds ids by a scan, not
@@ -61,23 +72,30 @@ func (sc *treeScratch) put(id SpanID, i int) {
 	sc.idx[id] = int32(i)
 }
 
-func (sc *treeScratch) tree(t *Trace) (dups int) {
-	n0 := len(t.Spans)
+// begin readies the index of ids for a trace of n spans; end forgets
+// them.
+func (sc *treeScratch) begin(n int) {
 	sc.ids = sc.ids[:0]
-	if n0 > smallTree {
+	if n > smallTree {
 		if sc.idx == nil {
-			sc.idx = make(map[SpanID]int32, n0)
+			sc.idx = make(map[SpanID]int32, n)
 		}
 	} else {
 		sc.idx = nil
 	}
-	defer func() {
-		if len(sc.idx) > 4096 {
-			sc.idx = nil // do not keep a huge trace's map
-		} else {
-			clear(sc.idx)
-		}
-	}()
+}
+
+func (sc *treeScratch) end() {
+	if len(sc.idx) > 4096 {
+		sc.idx = nil // do not keep a huge trace's map
+	} else {
+		clear(sc.idx)
+	}
+}
+
+func (sc *treeScratch) tree(t *Trace) (dups int) {
+	sc.begin(len(t.Spans))
+	defer sc.end()
 	kept := t.Spans[:0]
 	for i := range t.Spans {
 		s := &t.Spans[i] // moved to kept[len(kept)] (≤ i) when kept
@@ -110,28 +128,57 @@ func (sc *treeScratch) tree(t *Trace) (dups int) {
 	if n == 0 {
 		return dups
 	}
-	if cap(sc.ints) < 4*n+2 {
-		sc.ints = make([]int32, 4*n+2)
-	}
-	ints := sc.ints[:4*n+2]
-	parent := ints[:n]
-	sc.kids, sc.first, sc.newAt = ints[n:2*n], ints[2*n:3*n+2], ints[3*n+2:]
+	nodes := sc.nodes[:0]
 	for i := range t.Spans {
 		s := &t.Spans[i]
+		nodes = append(nodes, node{id: s.SpanID, parent: s.ParentID, start: s.Start, end: s.End, oi: s.OrderIndex, eoi: s.EOI})
+	}
+	sc.nodes = nodes
+	sc.order(nodes, func(i int32) string { return t.Spans[i].Operation }, &t.Broken)
+	for i := range t.Spans {
+		t.Spans[i].Parent, t.Spans[i].Depth = sc.place[i], sc.depth[i]
+	}
+	// Move every span to its place (each swap puts one where it belongs).
+	newAt := sc.newAt
+	for i := range int32(n) {
+		for newAt[i] != i {
+			j := newAt[i]
+			t.Spans[i], t.Spans[j] = t.Spans[j], t.Spans[i]
+			newAt[i], newAt[j] = newAt[j], newAt[i]
+		}
+	}
+	return dups
+}
+
+// order computes the tree of nodes, whose ids are in sc's index (each
+// once, node i's at i): the place of each in tree order (sc.newAt), the
+// place of its parent (sc.place) and its depth (sc.depth), and appends
+// to broken what is wrong (name(i) names node i's operation).
+func (sc *treeScratch) order(nodes []node, name func(int32) string, broken *[]string) {
+	n := len(nodes)
+	if cap(sc.ints) < 6*n+2 {
+		sc.ints = make([]int32, 6*n+2)
+	}
+	ints := sc.ints[:6*n+2]
+	parent := ints[:n]
+	sc.kids, sc.first, sc.newAt = ints[n:2*n], ints[2*n:3*n+2], ints[3*n+2:4*n+2]
+	sc.place, sc.depth = ints[4*n+2:5*n+2], ints[5*n+2:]
+	for i := range nodes {
+		s := &nodes[i]
 		parent[i] = -1
-		if s.End < s.Start {
-			t.Broken = append(t.Broken, fmt.Sprintf("span %s (%s) ends %d ns before it starts", s.SpanID, s.Operation, s.Start-s.End))
+		if s.end < s.start {
+			*broken = append(*broken, fmt.Sprintf("span %s (%s) ends %d ns before it starts", s.id, name(int32(i)), s.start-s.end))
 		}
-		if s.ParentID == 0 {
+		if s.parent == 0 {
 			continue
 		}
-		if s.ParentID == s.SpanID {
-			t.Broken = append(t.Broken, fmt.Sprintf("span %s (%s) is its own parent", s.SpanID, s.Operation))
+		if s.parent == s.id {
+			*broken = append(*broken, fmt.Sprintf("span %s (%s) is its own parent", s.id, name(int32(i))))
 			continue
 		}
-		j := sc.find(s.ParentID)
+		j := sc.find(s.parent)
 		if j < 0 {
-			t.Broken = append(t.Broken, fmt.Sprintf("span %s (%s): parent %s missing", s.SpanID, s.Operation, s.ParentID))
+			*broken = append(*broken, fmt.Sprintf("span %s (%s): parent %s missing", s.id, name(int32(i)), s.parent))
 			continue
 		}
 		parent[i] = j
@@ -152,7 +199,7 @@ func (sc *treeScratch) tree(t *Trace) (dups int) {
 			j = parent[j]
 		}
 		if j >= 0 && state[j] == 1 {
-			t.Broken = append(t.Broken, fmt.Sprintf("span %s (%s) is its own ancestor", t.Spans[j].SpanID, t.Spans[j].Operation))
+			*broken = append(*broken, fmt.Sprintf("span %s (%s) is its own ancestor", nodes[j].id, name(j)))
 			parent[j] = -1
 		}
 		for _, k := range path {
@@ -190,14 +237,14 @@ func (sc *treeScratch) tree(t *Trace) (dups int) {
 		sc.kids[first[p]+k] = int32(i)
 	}
 	less := func(a, b int32) int {
-		sa, sb := &t.Spans[a], &t.Spans[b]
+		sa, sb := &nodes[a], &nodes[b]
 		switch {
-		case sa.Start != sb.Start:
-			return cmp.Compare(sa.Start, sb.Start)
-		case sa.OrderIndex != sb.OrderIndex:
-			return cmp.Compare(int64(sa.OrderIndex), int64(sb.OrderIndex))
-		case sa.EOI != sb.EOI:
-			return cmp.Compare(int64(sa.EOI), int64(sb.EOI))
+		case sa.start != sb.start:
+			return cmp.Compare(sa.start, sb.start)
+		case sa.oi != sb.oi:
+			return cmp.Compare(int64(sa.oi), int64(sb.oi))
+		case sa.eoi != sb.eoi:
+			return cmp.Compare(int64(sa.eoi), int64(sb.eoi))
 		}
 		return cmp.Compare(a, b)
 	}
@@ -209,30 +256,17 @@ func (sc *treeScratch) tree(t *Trace) (dups int) {
 	// The new place of each span, parents before their children; the
 	// recursion is as deep as the tree (Kieker's MaxDepth-like limits keep
 	// it sane).
-	sc.spans = t.Spans
 	next := int32(0)
 	for _, r := range sc.kids[first[n]:first[n+1]] {
 		next = sc.walk(r, 0, -1, next)
 	}
-	sc.spans = nil
-	// Move every span to its place (each swap puts one where it belongs).
-	newAt := sc.newAt
-	for i := range int32(n) {
-		for newAt[i] != i {
-			j := newAt[i]
-			t.Spans[i], t.Spans[j] = t.Spans[j], t.Spans[i]
-			newAt[i], newAt[j] = newAt[j], newAt[i]
-		}
-	}
-	return dups
 }
 
 // walk gives span i (at depth, under the span placed at p) the place
 // next, then its children the places after it; it returns the next free
 // place.
 func (sc *treeScratch) walk(i, depth, p, next int32) int32 {
-	s := &sc.spans[i]
-	s.Parent, s.Depth = p, depth
+	sc.place[i], sc.depth[i] = p, depth
 	me := next
 	sc.newAt[i] = me
 	next++

@@ -172,6 +172,15 @@ func otlpBatches(batches, perBatch int) []*record.Batch {
 // the garbage collector included; B/span the store's bytes per span
 // after a last Flush.
 func BenchmarkSpansToStore(b *testing.B) {
+	for _, packed := range []bool{true, false} {
+		// packed=true is serve's path with the store as the only trace
+		// consumer (trace.Options.Packed); false makes every trace's
+		// Spans, as when another consumer takes the traces too.
+		b.Run("packed="+strconv.FormatBool(packed), func(b *testing.B) { spansToStore(b, packed) })
+	}
+}
+
+func spansToStore(b *testing.B, packed bool) {
 	bs := otlpBatches(64, 256)
 	st, err := tstore.Open(b.TempDir(), tstore.Options{HeadSize: 8 << 20})
 	if err != nil {
@@ -181,8 +190,8 @@ func BenchmarkSpansToStore(b *testing.B) {
 	now := time.Unix(0, 0)
 	var pending []*trace.Trace
 	spans := 0
-	a := trace.NewAssembler(trace.Options{Window: time.Second, Now: func() time.Time { return now },
-		Emit: func(t *trace.Trace) { pending = append(pending, t); spans += len(t.Spans) }})
+	a := trace.NewAssembler(trace.Options{Window: time.Second, Now: func() time.Time { return now }, Packed: packed,
+		Emit: func(t *trace.Trace) { pending = append(pending, t); spans += t.SpanCount() }})
 	hand := func() {
 		if len(pending) > 0 {
 			if _, err := st.Append(pending); err != nil {

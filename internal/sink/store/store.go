@@ -138,6 +138,8 @@ var (
 	_ pipeline.Sink          = (*Sink)(nil)
 	_ pipeline.TraceConsumer = (*Sink)(nil)
 	_ pipeline.TracesOnly    = (*Sink)(nil)
+
+	_ pipeline.PackedTraceConsumer = (*Sink)(nil)
 )
 
 // New opens the store and starts its sync and retention timer.
@@ -285,6 +287,10 @@ func (s *Sink) Consume(context.Context, *record.Batch) error { return nil }
 
 // TracesOnly: the engine need not queue records for the store.
 func (s *Sink) TracesOnly() bool { return true }
+
+// PackedTraces: the store encodes each trace once (store.Append reads a
+// packed one through its trace.Unpacker).
+func (s *Sink) PackedTraces() bool { return true }
 
 // TraceSources: every trace.
 func (s *Sink) TraceSources() trace.Sources { return trace.AllSources }
