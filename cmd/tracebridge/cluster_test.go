@@ -70,6 +70,13 @@ cluster:
 // each with its embedded NATS server routed to the others'.
 func embeddedCluster(t *testing.T, c objstore.S3Config, n, partitions int) []*clusterNode {
 	t.Helper()
+	return embeddedClusterVia(t, c, n, partitions, nil)
+}
+
+// embeddedClusterVia is embeddedCluster whose node from reaches node to's
+// route port addr at via(from, to, addr) (nil: at addr).
+func embeddedClusterVia(t *testing.T, c objstore.S3Config, n, partitions int, via func(from, to int, addr string) string) []*clusterNode {
+	t.Helper()
 	nodes := make([]*clusterNode, n)
 	routes := make([]string, n)
 	clients := make([]string, n)
@@ -92,9 +99,14 @@ func embeddedCluster(t *testing.T, c objstore.S3Config, n, partitions int) []*cl
 	for i, nd := range nodes {
 		var others []string
 		for j := range nodes {
-			if j != i {
-				others = append(others, strconv.Quote(routes[j]))
+			if j == i {
+				continue
 			}
+			r := routes[j]
+			if via != nil {
+				r = via(i, j, r)
+			}
+			others = append(others, strconv.Quote(r))
 		}
 		sec := fmt.Sprintf("  node: %s\n  nats_listen: %s\n  cluster_listen: %s\n  routes: [%s]\n  partitions: %d\n",
 			nd.name, clients[i], routes[i], strings.Join(others, ", "), partitions)
@@ -113,7 +125,7 @@ func (nd *clusterNode) start(t *testing.T) {
 // metric returns the sum of a metric's samples on the node's /metrics
 // (-1 when the node does not answer).
 func (nd *clusterNode) metric(name string) float64 {
-	resp, err := http.Get(nd.base + "/metrics")
+	resp, err := probeClient.Get(nd.base + "/metrics")
 	if err != nil {
 		return -1
 	}
@@ -132,6 +144,10 @@ func (nd *clusterNode) metric(name string) float64 {
 	}
 	return sum
 }
+
+// probeClient asks nodes for their metrics and status: a node paused
+// (SIGSTOP) must not hold the test.
+var probeClient = &http.Client{Timeout: 5 * time.Second}
 
 // waitOwned waits until the nodes own every partition between them and
 // nothing waits in the stream, as each node read the stream after the
@@ -168,6 +184,8 @@ func waitOwned(t *testing.T, nodes []*clusterNode, partitions int, limit time.Du
 type otlpSender struct {
 	mu    sync.Mutex
 	acked map[string]bool
+	// pace is the pause between two traces (0: none).
+	pace time.Duration
 }
 
 func (s *otlpSender) run(t *testing.T, addr, service string, stop <-chan struct{}) {
@@ -207,6 +225,13 @@ func (s *otlpSender) run(t *testing.T, addr, service string, stop <-chan struct{
 		s.mu.Lock()
 		s.acked[root.SpanContext().TraceID().String()] = true
 		s.mu.Unlock()
+		if s.pace > 0 {
+			select {
+			case <-stop:
+				return
+			case <-time.After(s.pace):
+			}
+		}
 	}
 }
 
