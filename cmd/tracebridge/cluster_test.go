@@ -71,12 +71,26 @@ cluster:
 // each with its embedded NATS server routed to the others'.
 func embeddedCluster(t *testing.T, c objstore.S3Config, n, partitions int) []*clusterNode {
 	t.Helper()
-	return embeddedClusterWith(t, c, n, partitions, clusterYAML)
+	return embeddedClusterOf(t, c, n, partitions, clusterYAML, nil)
 }
 
 // embeddedClusterWith is embeddedCluster with the nodes' configuration
 // made by yaml (clusterYAML's arguments).
 func embeddedClusterWith(t *testing.T, c objstore.S3Config, n, partitions int, yaml func(host string, c objstore.S3Config, cluster string) string) []*clusterNode {
+	t.Helper()
+	return embeddedClusterOf(t, c, n, partitions, yaml, nil)
+}
+
+// embeddedClusterVia is embeddedCluster whose node from reaches node to's
+// route port addr at via(from, to, addr) (nil: at addr).
+func embeddedClusterVia(t *testing.T, c objstore.S3Config, n, partitions int, via func(from, to int, addr string) string) []*clusterNode {
+	t.Helper()
+	return embeddedClusterOf(t, c, n, partitions, clusterYAML, via)
+}
+
+// embeddedClusterOf is embeddedCluster with the nodes' configuration made
+// by yaml and their routes by via (nil: direct).
+func embeddedClusterOf(t *testing.T, c objstore.S3Config, n, partitions int, yaml func(host string, c objstore.S3Config, cluster string) string, via func(from, to int, addr string) string) []*clusterNode {
 	t.Helper()
 	nodes := make([]*clusterNode, n)
 	routes := make([]string, n)
@@ -101,9 +115,14 @@ func embeddedClusterWith(t *testing.T, c objstore.S3Config, n, partitions int, y
 	for i, nd := range nodes {
 		var others []string
 		for j := range nodes {
-			if j != i {
-				others = append(others, strconv.Quote(routes[j]))
+			if j == i {
+				continue
 			}
+			r := routes[j]
+			if via != nil {
+				r = via(i, j, r)
+			}
+			others = append(others, strconv.Quote(r))
 		}
 		sec := fmt.Sprintf("  node: %s\n  nats_listen: %s\n  cluster_listen: %s\n  routes: [%s]\n  partitions: %d\n",
 			nd.name, clients[i], routes[i], strings.Join(others, ", "), partitions)
@@ -122,7 +141,7 @@ func (nd *clusterNode) start(t *testing.T) {
 // metric returns the sum of a metric's samples on the node's /metrics
 // (-1 when the node does not answer).
 func (nd *clusterNode) metric(name string) float64 {
-	resp, err := http.Get(nd.base + "/metrics")
+	resp, err := probeClient.Get(nd.base + "/metrics")
 	if err != nil {
 		return -1
 	}
@@ -141,6 +160,10 @@ func (nd *clusterNode) metric(name string) float64 {
 	}
 	return sum
 }
+
+// probeClient asks nodes for their metrics and status: a node paused
+// (SIGSTOP) must not hold the test.
+var probeClient = &http.Client{Timeout: 5 * time.Second}
 
 // waitOwned waits until the nodes own every partition between them and
 // nothing waits in the stream, as each node read the stream after the
@@ -177,6 +200,8 @@ func waitOwned(t *testing.T, nodes []*clusterNode, partitions int, limit time.Du
 type otlpSender struct {
 	mu    sync.Mutex
 	acked map[string]bool
+	// pace is the pause between two traces (0: none).
+	pace time.Duration
 }
 
 func (s *otlpSender) run(t *testing.T, addr, service string, stop <-chan struct{}) {
@@ -216,6 +241,13 @@ func (s *otlpSender) run(t *testing.T, addr, service string, stop <-chan struct{
 		s.mu.Lock()
 		s.acked[root.SpanContext().TraceID().String()] = true
 		s.mu.Unlock()
+		if s.pace > 0 {
+			select {
+			case <-stop:
+				return
+			case <-time.After(s.pace):
+			}
+		}
 	}
 }
 

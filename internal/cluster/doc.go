@@ -16,7 +16,7 @@
 //     fails Flush at once with ErrStreamFull (stream.go).
 //   - Ownership: each partition has one owner at a time, holding a lease
 //     in the replicated key-value bucket tb_leases (TTL LeaseTTL,
-//     renewed every LeaseTTL/3). The owner reads its partition's
+//     renewed every LeaseTTL/4). The owner reads its partition's
 //     messages from the first one still in the stream, assembles their
 //     traces (trace.Assembler, as a single bridge does) and appends them
 //     to the store. Every CheckpointInterval it makes the store's heads
@@ -24,11 +24,13 @@
 //     the stream the messages whose records are all in those blocks: the
 //     stream holds exactly what is not yet durable, and a takeover
 //     resumes from there. An owner that cannot renew its lease stops
-//     consuming and drops what it assembled before the lease can expire.
+//     consuming and drops what it assembled LeaseTTL/4 before the lease can
+//     expire (its renewals stop waiting then).
 //   - Presence: every node puts a heartbeat into tb_nodes (with a TTL),
 //     which Status reads.
 //
 // Concurrency: a Node is safe for concurrent use. It runs one goroutine
-// for leases and heartbeats, one for checkpoints, one per owned
+// for leases and heartbeats (its renewals in short goroutines, one per
+// lease, so that each meets its own deadline), one for checkpoints, one per owned
 // partition (fetch, decode, assemble, append), plus nats.go's.
 package cluster

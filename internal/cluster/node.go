@@ -118,6 +118,12 @@ type Node struct {
 	leaseOf map[int]leaseValue
 	sinfo   *jetstream.StreamInfo
 	sErr    error
+	// beatErr is why this node's heartbeat fails (nil: it does), since
+	// beatFailing: cut off from the cluster's quorum.
+	beatErr     error
+	beatFailing time.Time
+	renewFails  map[int]int // failed renewals in a row, by partition
+	ckBegan     time.Time   // when the checkpoint running began (zero: none runs)
 
 	warnedLimit bool // the setup goroutine's
 
@@ -148,7 +154,7 @@ func New(opt Options) (*Node, error) {
 	if opt.Partitions <= 0 || opt.Replicas <= 0 || opt.Node == "" {
 		return nil, errors.New("cluster: node name, partitions and replicas are required")
 	}
-	n := &Node{opt: opt, log: opt.Logger, started: time.Now(), owners: map[int]*owner{}, runDone: make(chan struct{})}
+	n := &Node{opt: opt, log: opt.Logger, started: time.Now(), owners: map[int]*owner{}, renewFails: map[int]int{}, runDone: make(chan struct{})}
 	n.met = newNodeMetrics(n)
 	if err := opt.Metrics.Register(n.met.collectors()...); err != nil {
 		return nil, fmt.Errorf("cluster: metrics: %w", err)
@@ -233,8 +239,9 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	n.log.Info("cluster: node ready", "node", n.opt.Node, "partitions", n.opt.Partitions, "replicas", n.opt.Replicas)
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() { defer wg.Done(); n.checkpoints(ctx) }()
+	go func() { defer wg.Done(); n.refreshes(ctx) }()
 	n.leaseLoop(ctx)
 	wg.Wait()
 	n.releaseAll()
@@ -344,8 +351,17 @@ func (n *Node) beat(ctx context.Context) {
 	defer cancel()
 	if _, err := n.nodes.Put(cctx, n.opt.Node, b); err != nil {
 		n.log.Debug("cluster: heartbeat failed", "node", n.opt.Node, "err", err)
+		n.mu.Lock()
+		if n.beatErr == nil {
+			n.beatFailing = time.Now()
+		}
+		n.beatErr = err
+		n.mu.Unlock()
 		return
 	}
+	n.mu.Lock()
+	n.beatErr = nil
+	n.mu.Unlock()
 	var seen []NodeStatus
 	lister, err := n.nodes.ListKeys(cctx)
 	if err != nil {
@@ -371,9 +387,17 @@ func (n *Node) beat(ctx context.Context) {
 	// heartbeat expired: nothing left under its key); the dead stay in the
 	// status as gone until they come back. A heartbeat still there was
 	// missed by the listing (cut short by the timeout): still alive.
+	// A listing without this node's own heartbeat, just put, is stale or
+	// cut short (a replica still catching up after a partition healed
+	// answered it): it tells no deaths.
+	self := slices.ContainsFunc(seen, func(s NodeStatus) bool { return s.Name == n.opt.Node })
 	var died []NodeStatus
 	for _, p := range prev {
 		if slices.ContainsFunc(seen, func(s NodeStatus) bool { return s.Name == p.Name }) {
+			continue
+		}
+		if !self {
+			seen = append(seen, p)
 			continue
 		}
 		h, err := n.nodes.History(cctx, p.Name)
@@ -417,9 +441,11 @@ func cmpString(a, b string) int {
 // leaseKey is partition p's key in the leases bucket.
 func leaseKey(p int) string { return "p" + strconv.Itoa(p) }
 
-// renew renews every lease held; an owner whose lease another took, or
-// that could not renew before it would expire, is fenced: it stops and
-// drops what it assembled.
+// renew renews every lease held, each in a goroutine of its own (a
+// renewal that waits for an unreachable quorum must not hold up the
+// others' deadlines); an owner whose lease another took, or that could
+// not renew before its fence deadline, is fenced: it stops and drops what
+// it assembled.
 func (n *Node) renew(ctx context.Context) {
 	n.mu.Lock()
 	owners := make([]*owner, 0, len(n.owners))
@@ -428,38 +454,72 @@ func (n *Node) renew(ctx context.Context) {
 	}
 	n.mu.Unlock()
 	now := time.Now()
+	var wg sync.WaitGroup
 	for _, o := range owners {
 		if now.Sub(o.renewed) < n.opt.LeaseTTL/4 {
 			continue
 		}
-		cctx, cancel := context.WithTimeout(ctx, n.opt.LeaseTTL/4)
-		t0 := time.Now()
-		val := o.value
-		if c := o.purged.Load(); c > 0 {
-			val = o.valueWith(c)
+		wg.Go(func() { n.renewOne(ctx, o) })
+	}
+	wg.Wait()
+}
+
+// fenceMargin is how long before its lease can expire an owner that could
+// not renew it stops: the server lets a lease expire LeaseTTL after the
+// last renewal it stored, which it stored after o.renewed, and another
+// node may take it at once. The margin covers the owner's stop (a fetch
+// in flight) on a busy machine.
+func (n *Node) fenceMargin() time.Duration { return n.opt.LeaseTTL / 4 }
+
+// renewOne renews o's lease; its attempt ends at the fence deadline.
+func (n *Node) renewOne(ctx context.Context, o *owner) {
+	deadline := o.renewed.Add(n.opt.LeaseTTL - n.fenceMargin())
+	t0 := time.Now()
+	if !t0.Before(deadline) {
+		// Not renewed in time (the process was paused, or every attempt
+		// failed): another node may hold the lease by now.
+		n.fence(o, "its lease could not be renewed before it expires", fmt.Errorf("last renewed %v ago", t0.Sub(o.renewed).Round(time.Millisecond)))
+		return
+	}
+	end := t0.Add(n.opt.LeaseTTL / 4)
+	if deadline.Before(end) {
+		end = deadline
+	}
+	cctx, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	val := o.value
+	if c := o.purged.Load(); c > 0 {
+		val = o.valueWith(c)
+	}
+	rev, err := n.leases.Update(cctx, leaseKey(o.p), val, o.rev)
+	if err != nil && isWrongSequence(err) {
+		// A renewal whose answer was lost (a timeout after the server
+		// stored it) leaves o.rev behind: when the lease still holds
+		// this owner's value, take its revision and renew again.
+		if e, gerr := n.leases.Get(cctx, leaseKey(o.p)); gerr == nil && o.holds(e.Value()) {
+			rev, err = n.leases.Update(cctx, leaseKey(o.p), val, e.Revision())
 		}
-		rev, err := n.leases.Update(cctx, leaseKey(o.p), val, o.rev)
-		if err != nil && isWrongSequence(err) {
-			// A renewal whose answer was lost (a timeout after the server
-			// stored it) leaves o.rev behind: when the lease still holds
-			// this owner's value, take its revision and renew again.
-			if e, gerr := n.leases.Get(cctx, leaseKey(o.p)); gerr == nil && o.holds(e.Value()) {
-				rev, err = n.leases.Update(cctx, leaseKey(o.p), val, e.Revision())
-			}
+	}
+	n.mu.Lock()
+	fails := n.renewFails[o.p]
+	if err == nil {
+		delete(n.renewFails, o.p)
+	} else {
+		n.renewFails[o.p]++
+	}
+	n.mu.Unlock()
+	switch {
+	case err == nil:
+		o.rev, o.renewed = rev, t0
+		if fails > 0 {
+			n.log.Info("cluster: lease renewed again", "node", n.opt.Node, "partition", o.p, "failures", fails)
 		}
-		cancel()
-		switch {
-		case err == nil:
-			o.rev, o.renewed = rev, t0
-		case errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) || isWrongSequence(err):
-			n.fence(o, "another node holds its lease now", err)
-		case time.Since(o.renewed) > n.opt.LeaseTTL-time.Second:
-			// The server lets the lease expire LeaseTTL after the last
-			// renewal it stored, which it stored after o.renewed.
-			n.fence(o, "its lease could not be renewed before it expires", err)
-		default:
-			n.log.Warn("cluster: renewing a lease failed; retrying", "node", n.opt.Node, "partition", o.p, "err", err)
-		}
+	case errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) || isWrongSequence(err):
+		n.fence(o, "another node holds its lease now", err)
+	case !time.Now().Before(deadline):
+		n.fence(o, "its lease could not be renewed before it expires", err)
+	case fails == 0: // once until it is renewed or lost
+		n.log.Warn("cluster: renewing a lease failed; retrying", "node", n.opt.Node, "partition", o.p, "err", err)
 	}
 }
 
@@ -497,10 +557,14 @@ func (n *Node) fence(o *owner, why string, err error) {
 		return
 	}
 	delete(n.owners, o.p)
+	delete(n.renewFails, o.p)
 	n.mu.Unlock()
+	// Logged when decided (before the lease can expire): the owner takes
+	// no message after its current step (a fetch, at most fetchWait, or
+	// the making of a reader, which reads nothing).
+	n.log.Error("cluster: partition lost: "+why+"; stopping its reader and dropping what was not checkpointed", "node", n.opt.Node, "partition", o.p, "err", err)
 	o.stop(false)
 	n.met.leasesLost.Inc()
-	n.log.Error("cluster: partition lost: "+why+"; stopped consuming it and dropped what was not checkpointed", "node", n.opt.Node, "partition", o.p, "err", err)
 }
 
 // share is how many partitions this node should own: its fair part
@@ -547,6 +611,7 @@ func (n *Node) balance(ctx context.Context) {
 		o := newOwner(n, p, val, rev, t0)
 		n.mu.Lock()
 		n.owners[p] = o
+		delete(n.renewFails, p)
 		n.mu.Unlock()
 		held++
 		n.met.takeovers.Inc()
@@ -661,6 +726,21 @@ func (n *Node) checkpoints(ctx context.Context) {
 		case <-tick.C:
 		}
 		n.checkpoint(ctx)
+	}
+}
+
+// refreshes reads the stream's state and the leases every
+// CheckpointInterval, beside the checkpoints (a checkpoint waiting for an
+// unreachable store must not freeze the lag and the status).
+func (n *Node) refreshes(ctx context.Context) {
+	tick := time.NewTicker(n.opt.CheckpointInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 		n.refreshStream(ctx)
 	}
 }
@@ -692,8 +772,12 @@ func (n *Node) checkpoint(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	t0 := time.Now()
+	n.mu.Lock()
+	n.ckBegan = t0
+	n.mu.Unlock()
 	err := n.opt.Persist(cctx)
 	n.mu.Lock()
+	n.ckBegan = time.Time{}
 	prev := n.ckErr
 	n.ckErr = err
 	if err == nil {
@@ -817,12 +901,20 @@ func (n *Node) Status() Status {
 	for _, g := range st.Gone {
 		st.Degraded = append(st.Degraded, fmt.Sprintf("node %s gone since %s (its heartbeat expired)", g.Name, g.Seen.UTC().Format(time.TimeOnly)))
 	}
+	if n.beatErr != nil {
+		st.Degraded = append(st.Degraded, fmt.Sprintf("this node's heartbeat fails since %s (cut off from the cluster's quorum?): %v; what it shows may be stale", n.beatFailing.UTC().Format(time.TimeOnly), n.beatErr))
+	}
 	st.Stream = StreamStatus{Name: StreamName, PublishErrors: n.met.publishErrorCount(), FullRefusals: n.met.fullCount()}
+	stale := 3 * max(n.opt.CheckpointInterval, 5*time.Second)
 	switch {
 	case !n.ready:
 		st.Stream.Error = "JetStream not ready (the cluster needs a quorum of its servers)"
 	case n.sErr != nil:
 		st.Stream.Error = n.sErr.Error()
+	case !n.lagAt.IsZero() && time.Since(n.lagAt) > stale:
+		// The checkpoint round that reads it is stuck (purges waiting for
+		// a stream without quorum).
+		st.Stream.Error = fmt.Sprintf("no answer since %s", n.lagAt.UTC().Format(time.TimeOnly))
 	case n.sinfo != nil:
 		st.Stream.OK = true
 		st.Stream.Messages, st.Stream.Bytes = n.sinfo.State.Msgs, n.sinfo.State.Bytes
@@ -851,7 +943,14 @@ func (n *Node) Status() Status {
 		st.Degraded = append(st.Degraded, "stream: "+st.Stream.Error)
 	}
 	st.Store = StoreStatus{OK: n.ckErr == nil, LastCheckpoint: n.lastCk}
-	if n.ckErr != nil {
+	switch {
+	case !n.ckBegan.IsZero() && time.Since(n.ckBegan) > 2*n.opt.CheckpointInterval:
+		// A checkpoint waits for the store (up to a minute before it
+		// fails): unreachable, or slow.
+		st.Store.OK = false
+		st.Store.Error = fmt.Sprintf("a checkpoint has waited for the store since %s", n.ckBegan.UTC().Format(time.TimeOnly))
+		st.Degraded = append(st.Degraded, "store: "+st.Store.Error)
+	case n.ckErr != nil:
 		st.Store.Error = n.ckErr.Error()
 		st.Degraded = append(st.Degraded, "store: checkpoints fail: "+n.ckErr.Error())
 	}

@@ -50,8 +50,9 @@ type Publisher struct {
 	mu      sync.Mutex
 	futures []jetstream.PubAckFuture
 
-	faults lograte.Limiter
-	closed atomic.Bool
+	faults  lograte.Limiter
+	failing atomic.Int64 // flushes failed in a row
+	closed  atomic.Bool
 	// timeout bounds a Flush (PublishTimeout; tests shorten it).
 	timeout time.Duration
 }
@@ -218,8 +219,15 @@ func (p *Publisher) Flush() error {
 	}
 	if failed > 0 {
 		p.n.met.publishError(failed)
-		p.faults.Log(ctx, p.log, slog.LevelError, "cluster: JetStream did not store published records; their sources are not acknowledged", "node", p.n.opt.Node, "messages", failed, "err", last)
+		// Once per outage (a node cut off from the quorum fails every
+		// flush), and once when it ends; the metric counts each.
+		if p.failing.Add(1) == 1 {
+			p.log.Error("cluster: JetStream did not store published records; their sources are not acknowledged (until it stores again)", "node", p.n.opt.Node, "messages", failed, "err", last)
+		}
 		return fmt.Errorf("cluster: %d messages not stored by JetStream: %w", failed, last)
+	}
+	if n := p.failing.Swap(0); n > 0 {
+		p.log.Info("cluster: JetStream stores published records again", "node", p.n.opt.Node, "failed_flushes", n)
 	}
 	return nil
 }

@@ -50,15 +50,23 @@ func (s *Server) runClusterState(ctx context.Context, node *cluster.Node, name s
 	}))
 	clusterstatus.Publish(s.Shared, src)
 	go func() {
+		// Logged once, and once more when it works: a node cut off from
+		// the quorum fails every second.
+		failures := 0
 		for ctx.Err() == nil {
 			sync, err := sharedstate.StartShared(ctx, node.JetStream(), name, s.Shared, s.base.Logger, replicas)
 			if err == nil {
+				if failures > 0 {
+					s.base.Logger.Info("cluster: shared state replicated", "node", name, "after_failures", failures)
+				}
 				if sync != nil {
 					clusterstatus.Publish(s.Shared, sync.Status(src))
 				}
 				return
 			}
-			s.base.Logger.Warn("cluster: shared state not replicated yet; trying again", "node", name, "err", err)
+			if failures++; failures == 1 {
+				s.base.Logger.Warn("cluster: shared state not replicated yet; trying again every second", "node", name, "err", err)
+			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):
