@@ -7,21 +7,30 @@
 // It builds tracebridge, starts versitygw (an S3 server; `go install
 // github.com/versity/versitygw/cmd/versitygw@v1.8.0`) and three nodes on
 // 127.0.0.1–3 with embedded NATS servers in one JetStream cluster, plus
-// a single bridge with the same store settings. Phases:
+// a single bridge with the same store settings; with -base-bin, a second
+// three-node cluster of that binary beside it (another store prefix,
+// other ports), measured in the same rounds. Phases:
 //
-//   - ingest: K clients post OTLP/JSON requests of S spans (traces of 5
-//     spans) for D to the single bridge, then the same to the cluster's
-//     three nodes in turn; spans answered 200 per CPU-second (utime+stime
-//     of the single bridge; of the three nodes together, until every
-//     partition is checkpointed);
+//   - ingest, -ingest-rounds times: K clients post OTLP/JSON requests of
+//     S spans (traces of 5 spans) for D to the single bridge, then the
+//     same to each cluster's three nodes in turn (the order of the
+//     targets turns each round); spans answered 200 per CPU-second
+//     (utime+stime of the single bridge; of a cluster's three nodes
+//     together, until every partition is checkpointed), less what each
+//     target used while idle just before;
+//   - profile (-profile DIR): one more ingest per cluster, not counted,
+//     with a CPU profile of every node over it; DIR gets the profiles,
+//     each cluster's top functions and the share of the embedded NATS
+//     servers' code (github.com/nats-io/nats-server) in its samples;
 //   - delay: a trace posted to node 1, then GET from node 3 every 50 ms
 //     until found, N times;
 //   - takeover: kill -9 of a node, then the time until the others own
 //     every partition (their /metrics, every 100 ms); the node restarts
 //     and the cluster settles before the next kill, N times.
 //
-// Concurrency: one goroutine per client; everything else on the main
-// goroutine. The bridges and versitygw are child processes.
+// Concurrency: one goroutine per client, one per profile being fetched;
+// everything else on the main goroutine. The bridges and versitygw are
+// child processes.
 package main
 
 import (
@@ -52,13 +61,16 @@ func main() {
 }
 
 type options struct {
-	dur        time.Duration
-	clients    int
-	spans      int
-	rounds     int
-	partitions int
-	keep       bool
-	bin        string
+	dur          time.Duration
+	clients      int
+	spans        int
+	rounds       int
+	ingestRounds int
+	partitions   int
+	keep         bool
+	bin          string
+	base         string
+	profile      string
 }
 
 func run() int {
@@ -66,10 +78,13 @@ func run() int {
 	flag.DurationVar(&o.dur, "duration", 15*time.Second, "ingest time per target")
 	flag.IntVar(&o.clients, "clients", 16, "concurrent OTLP clients")
 	flag.IntVar(&o.spans, "spans", 500, "spans per request (traces of 5)")
-	flag.IntVar(&o.rounds, "rounds", 5, "kills and delay probes")
+	flag.IntVar(&o.rounds, "rounds", 5, "kills and delay probes (0: none)")
+	flag.IntVar(&o.ingestRounds, "ingest-rounds", 1, "ingest rounds (every target once a round)")
 	flag.IntVar(&o.partitions, "partitions", 32, "partitions of the cluster")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory")
 	flag.StringVar(&o.bin, "tracebridge", "", "the binary (default: built from this module)")
+	flag.StringVar(&o.base, "base-bin", "", "a second tracebridge binary (e.g. main's): its own three-node cluster, measured in the same rounds")
+	flag.StringVar(&o.profile, "profile", "", "after the ingest rounds, one more ingest per cluster with a CPU profile of each node, written to DIR")
 	flag.Parse()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -91,6 +106,7 @@ func run() int {
 type proc struct {
 	cmd    *exec.Cmd
 	http   string
+	pprof  string // its /debug/pprof/ address ("" when not served)
 	stderr *benchkit.Tail
 	done   chan struct{}
 }
@@ -99,12 +115,16 @@ var httpLine = regexp.MustCompile(`^tracebridge: http on (http://\S+)/ `)
 var otlpLine = regexp.MustCompile(`^tracebridge: receiver otlp \(otlp-http\) listening on (\S+)`)
 
 // startServe starts bin serve -c cfg in dir and waits for ready; it
-// returns the process with its API's URL, and the OTLP address.
-func startServe(ctx context.Context, bin, dir, cfg string) (*proc, string, error) {
-	p := &proc{stderr: benchkit.NewTail(64 << 10), done: make(chan struct{})}
+// returns the process with its API's URL, and the OTLP address. With
+// pprof (a loopback HOST:PORT) the process serves its profiles there.
+func startServe(ctx context.Context, bin, dir, cfg, pprof string) (*proc, string, error) {
+	p := &proc{stderr: benchkit.NewTail(64 << 10), done: make(chan struct{}), pprof: pprof}
 	p.cmd = exec.CommandContext(ctx, bin, "serve", "-c", cfg)
 	p.cmd.Dir = dir
 	p.cmd.Stderr = p.stderr
+	if pprof != "" {
+		p.cmd.Env = append(os.Environ(), "TRACEBRIDGE_PPROF="+pprof)
+	}
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
 		return nil, "", err
@@ -158,6 +178,135 @@ const storeYAML = `sinks:
     s3: {endpoint: %q, bucket: traces, prefix: %q, access_key_file: %q, secret_key_file: %q}
 `
 
+const commonYAML = "traces: {window: 1s}\nreceivers:\n  - {name: otlp, type: otlp-http, listen: \"%s:0\"}\nhttp: %s:0\n"
+
+// node is one node of a cluster.
+type node struct {
+	dir, cfg, otlp, pprof string
+	p                     *proc
+}
+
+// cluster is three nodes of one binary on 127.0.0.1–3.
+type cluster struct {
+	name  string
+	bin   string
+	nodes []*node
+}
+
+// newCluster writes the node files of a three-node cluster of bin under
+// dir/<name>N, its blocks under the store prefix name/, and starts it.
+func newCluster(ctx context.Context, name, bin, dir, endpoint, access, secret string, o options) (*cluster, error) {
+	c := &cluster{name: name, bin: bin, nodes: make([]*node, 3)}
+	client, route := make([]string, 3), make([]string, 3)
+	for i := range c.nodes {
+		h := "127.0.0." + strconv.Itoa(i+1)
+		client[i] = net.JoinHostPort(h, strconv.Itoa(freePort(h)))
+		route[i] = net.JoinHostPort(h, strconv.Itoa(freePort(h)))
+	}
+	for i := range c.nodes {
+		h := "127.0.0." + strconv.Itoa(i+1)
+		var others []string
+		for j := range c.nodes {
+			if j != i {
+				others = append(others, strconv.Quote(route[j]))
+			}
+		}
+		nd := &node{dir: filepath.Join(dir, name+strconv.Itoa(i+1))}
+		if o.profile != "" {
+			nd.pprof = net.JoinHostPort(h, strconv.Itoa(freePort(h)))
+		}
+		os.MkdirAll(nd.dir, 0o755)
+		nd.cfg = filepath.Join(nd.dir, "tracebridge.yaml")
+		yaml := fmt.Sprintf(commonYAML, h, h) + fmt.Sprintf(storeYAML, endpoint, name+"/", access, secret) +
+			fmt.Sprintf("cluster: {node: n%d, nats_listen: %q, cluster_listen: %q, routes: [%s], partitions: %d}\n", i+1, client[i], route[i], strings.Join(others, ", "), o.partitions)
+		os.WriteFile(nd.cfg, []byte(yaml), 0o644)
+		c.nodes[i] = nd
+	}
+	for _, nd := range c.nodes {
+		var err error
+		if nd.p, nd.otlp, err = startServe(ctx, bin, nd.dir, nd.cfg, nd.pprof); err != nil {
+			c.stop()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// procs returns the processes of nodes which (all without).
+func (c *cluster) procs(which ...int) []*proc {
+	if len(which) == 0 {
+		which = []int{0, 1, 2}
+	}
+	var out []*proc
+	for _, i := range which {
+		out = append(out, c.nodes[i].p)
+	}
+	return out
+}
+
+func (c *cluster) otlps() []string {
+	var out []string
+	for _, nd := range c.nodes {
+		out = append(out, nd.otlp)
+	}
+	return out
+}
+
+func (c *cluster) stop() {
+	for _, nd := range c.nodes {
+		if nd.p != nil {
+			nd.p.stop()
+		}
+	}
+}
+
+// target is what one ingest phase loads: a single bridge or a cluster.
+type target struct {
+	name    string
+	procs   []*proc
+	otlp    []string
+	settle  func() error // waits until what was acknowledged is in durable blocks
+	samples []sample
+}
+
+// sample is one ingest phase of a target.
+type sample struct {
+	spans    int64
+	raw, net float64 // CPU-seconds: all of it, and less the idle rate
+}
+
+func (s sample) perCPU() float64 { return float64(s.spans) / s.net }
+
+// perRaw counts the idle CPU too: noisier than nothing, since a busy
+// machine delays a phase's trailing work (checkpoints, compactions) into
+// the next phase's idle measurement.
+func (s sample) perRaw() float64 { return float64(s.spans) / s.raw }
+
+func cpuOf(ps []*proc) time.Duration {
+	var sum time.Duration
+	for _, p := range ps {
+		c, _ := benchkit.CPU(p.cmd.Process.Pid)
+		sum += c
+	}
+	return sum
+}
+
+// measure runs one ingest phase of t. Its CPU while idle (heartbeats,
+// leases, checkpoints, Raft) is measured first, for 5 s, and taken off
+// its CPU under load.
+func measure(ctx context.Context, t *target, body func() []byte, o options) (sample, error) {
+	c0, t0 := cpuOf(t.procs), time.Now()
+	time.Sleep(5 * time.Second)
+	rate := (cpuOf(t.procs) - c0).Seconds() / time.Since(t0).Seconds()
+	c0, t0 = cpuOf(t.procs), time.Now()
+	spans := load(ctx, t.otlp, body, o)
+	if err := t.settle(); err != nil {
+		return sample{}, fmt.Errorf("%s: %w", t.name, err)
+	}
+	raw := (cpuOf(t.procs) - c0).Seconds()
+	return sample{spans: spans, raw: raw, net: raw - rate*time.Since(t0).Seconds()}, nil
+}
+
 func bench(ctx context.Context, o options, dir, bin string, logf func(string, ...any)) error {
 	// The S3 server.
 	gw, err := exec.LookPath("versitygw")
@@ -177,115 +326,110 @@ func bench(ctx context.Context, o options, dir, bin string, logf func(string, ..
 	}
 	defer func() { s3.Process.Kill(); s3.Wait() }()
 	time.Sleep(time.Second)
-	common := "traces: {window: 1s}\nreceivers:\n  - {name: otlp, type: otlp-http, listen: \"%s:0\"}\nhttp: %s:0\n"
 
 	// The single bridge.
 	sdir := filepath.Join(dir, "single")
 	os.MkdirAll(sdir, 0o755)
 	scfg := filepath.Join(sdir, "tracebridge.yaml")
-	os.WriteFile(scfg, []byte(fmt.Sprintf(common, "127.0.0.1", "127.0.0.1")+fmt.Sprintf(storeYAML, endpoint, "single/", access, secret)), 0o644)
-	single, sotlp, err := startServe(ctx, bin, sdir, scfg)
+	os.WriteFile(scfg, []byte(fmt.Sprintf(commonYAML, "127.0.0.1", "127.0.0.1")+fmt.Sprintf(storeYAML, endpoint, "single/", access, secret)), 0o644)
+	single, sotlp, err := startServe(ctx, bin, sdir, scfg, "")
 	if err != nil {
 		return err
 	}
+	defer single.stop()
 
-	// The cluster.
-	type node struct {
-		dir, cfg, otlp string
-		p              *proc
-	}
-	nodes := make([]*node, 3)
-	client, route := make([]string, 3), make([]string, 3)
-	for i := range nodes {
-		h := "127.0.0." + strconv.Itoa(i+1)
-		client[i] = net.JoinHostPort(h, strconv.Itoa(freePort(h)))
-		route[i] = net.JoinHostPort(h, strconv.Itoa(freePort(h)))
-	}
-	for i := range nodes {
-		h := "127.0.0." + strconv.Itoa(i+1)
-		var others []string
-		for j := range nodes {
-			if j != i {
-				others = append(others, strconv.Quote(route[j]))
-			}
+	// The clusters.
+	clusters := []*cluster{}
+	defer func() {
+		for _, c := range clusters {
+			c.stop()
 		}
-		nd := &node{dir: filepath.Join(dir, "n"+strconv.Itoa(i+1))}
-		os.MkdirAll(nd.dir, 0o755)
-		nd.cfg = filepath.Join(nd.dir, "tracebridge.yaml")
-		yaml := fmt.Sprintf(common, h, h) + fmt.Sprintf(storeYAML, endpoint, "cluster/", access, secret) +
-			fmt.Sprintf("cluster: {node: n%d, nats_listen: %q, cluster_listen: %q, routes: [%s], partitions: %d}\n", i+1, client[i], route[i], strings.Join(others, ", "), o.partitions)
-		os.WriteFile(nd.cfg, []byte(yaml), 0o644)
-		nodes[i] = nd
+	}()
+	tested, err := newCluster(ctx, "n", bin, dir, endpoint, access, secret, o)
+	if err != nil {
+		return err
 	}
-	for _, nd := range nodes {
-		if nd.p, nd.otlp, err = startServe(ctx, bin, nd.dir, nd.cfg); err != nil {
+	clusters = append(clusters, tested)
+	if o.base != "" {
+		base, err := newCluster(ctx, "b", o.base, dir, endpoint, access, secret, o)
+		if err != nil {
+			return fmt.Errorf("base cluster: %w", err)
+		}
+		clusters = append(clusters, base)
+	}
+	for _, c := range clusters {
+		if err := settle(c.procs(), o.partitions, 3*time.Minute); err != nil {
 			return err
 		}
 	}
-	defer func() {
-		for _, nd := range nodes {
-			nd.p.stop()
-		}
-		single.stop()
-	}()
-	procs := func(which ...int) []*proc {
-		var out []*proc
-		for _, i := range which {
-			out = append(out, nodes[i].p)
-		}
-		return out
-	}
-	if err := settle(procs(0, 1, 2), o.partitions, 3*time.Minute); err != nil {
-		return err
-	}
-	logf("cluster ready")
+	logf("clusters ready")
 
 	// Ingest.
-	body := otlpBody(o.spans)
-	cpu := func(ps []*proc) time.Duration {
-		var sum time.Duration
-		for _, p := range ps {
-			c, _ := benchkit.CPU(p.cmd.Process.Pid)
-			sum += c
-		}
-		return sum
-	}
-	// Each target's CPU while idle (heartbeats, leases, checkpoints,
-	// Raft) is measured first and taken off its CPU under load.
-	idle := func(ps []*proc) float64 {
-		c0, t0 := cpu(ps), time.Now()
-		time.Sleep(5 * time.Second)
-		return (cpu(ps) - c0).Seconds() / time.Since(t0).Seconds()
-	}
-	measure := func(ps []*proc, targets []string, wait func() error) (spans int64, raw, net float64, err error) {
-		rate := idle(ps)
-		c0, t0 := cpu(ps), time.Now()
-		spans = load(ctx, targets, body, o)
-		if err := wait(); err != nil {
-			return 0, 0, 0, err
-		}
-		raw = (cpu(ps) - c0).Seconds()
-		return spans, raw, raw - rate*time.Since(t0).Seconds(), nil
-	}
-	sSpans, sRaw, sNet, err := measure([]*proc{single}, []string{sotlp}, func() error {
+	targets := []*target{{name: "single serve", procs: []*proc{single}, otlp: []string{sotlp}, settle: func() error {
 		time.Sleep(3 * time.Second) // its window and a sync: the spans stored
 		return nil
-	})
-	if err != nil {
-		return err
+	}}}
+	for _, c := range clusters {
+		name := "cluster (3 nodes, R3)"
+		if o.base != "" {
+			name = "cluster " + filepath.Base(c.bin)
+		}
+		targets = append(targets, &target{name: name, procs: c.procs(), otlp: c.otlps(), settle: func() error {
+			return settle(c.procs(), o.partitions, 3*time.Minute) // every span in durable blocks
+		}})
 	}
-	all := procs(0, 1, 2)
-	cSpans, cRaw, cNet, err := measure(all, []string{nodes[0].otlp, nodes[1].otlp, nodes[2].otlp}, func() error {
-		return settle(all, o.partitions, 3*time.Minute) // every span in durable blocks
-	})
-	if err != nil {
-		return err
+	body := otlpBody(o.spans)
+	fmt.Printf("ingest (%v, %d clients, %d spans a request; CPU less each target's idle CPU; clusters: the 3 nodes together)\n", o.dur, o.clients, o.spans)
+	for r := range o.ingestRounds {
+		for k := range targets {
+			t := targets[(k+r)%len(targets)]
+			s, err := measure(ctx, t, body, o)
+			if err != nil {
+				return err
+			}
+			t.samples = append(t.samples, s)
+			fmt.Printf("  round %d %-24s %9d spans (%7.0f/s), %6.1f CPU-s (%5.1f raw), %9.0f spans/CPU-s (%7.0f raw)\n",
+				r+1, t.name+":", s.spans, float64(s.spans)/o.dur.Seconds(), s.net, s.raw, s.perCPU(), s.perRaw())
+		}
+		line := fmt.Sprintf("  round %d: the single's CPU per span ×", r+1)
+		for _, t := range targets[1:] {
+			line += fmt.Sprintf(" %.2f (%s)", targets[0].samples[r].perCPU()/t.samples[r].perCPU(), t.name)
+		}
+		if len(targets) == 3 {
+			line += fmt.Sprintf("; %s ÷ %s spans per CPU-second: %.2f (raw %.2f)", targets[1].name, targets[2].name,
+				targets[1].samples[r].perCPU()/targets[2].samples[r].perCPU(), targets[1].samples[r].perRaw()/targets[2].samples[r].perRaw())
+		}
+		fmt.Println(line)
 	}
-	sRate, cRate := float64(sSpans)/sNet, float64(cSpans)/cNet
-	fmt.Printf("ingest (%v, %d clients, %d spans a request; CPU less each target's idle CPU)\n", o.dur, o.clients, o.spans)
-	fmt.Printf("  single serve:          %9d spans (%7.0f/s), %6.1f CPU-s (%5.1f raw), %9.0f spans/CPU-s\n", sSpans, float64(sSpans)/o.dur.Seconds(), sNet, sRaw, sRate)
-	fmt.Printf("  cluster (3 nodes, R3): %9d spans (%7.0f/s), %6.1f CPU-s (%5.1f raw), %9.0f spans/CPU-s over the 3 nodes: %.2f× the single's CPU per span\n",
-		cSpans, float64(cSpans)/o.dur.Seconds(), cNet, cRaw, cRate, sRate/cRate)
+	if o.ingestRounds > 1 {
+		fmt.Printf("median of %d rounds:\n", o.ingestRounds)
+		for _, t := range targets {
+			m := medianOf(t.samples, sample.perCPU)
+			fmt.Printf("  %-24s %9.0f spans/s, %9.0f spans/CPU-s (%7.0f raw): %.2f× the single's CPU per span\n", t.name+":",
+				medianOf(t.samples, func(s sample) float64 { return float64(s.spans) / o.dur.Seconds() }), m, medianOf(t.samples, sample.perRaw), medianOf(targets[0].samples, sample.perCPU)/m)
+		}
+		if len(targets) == 3 {
+			ratios, raws := make([]float64, o.ingestRounds), make([]float64, o.ingestRounds)
+			for r := range ratios {
+				ratios[r] = targets[1].samples[r].perCPU() / targets[2].samples[r].perCPU()
+				raws[r] = targets[1].samples[r].perRaw() / targets[2].samples[r].perRaw()
+			}
+			slices.Sort(ratios)
+			slices.Sort(raws)
+			fmt.Printf("  %s ÷ %s spans per CPU-second, each round: %.2f (median %.2f); raw: %.2f (median %.2f)\n", targets[1].name, targets[2].name, ratios, ratios[len(ratios)/2], raws, raws[len(raws)/2])
+		}
+	}
+	if o.profile != "" {
+		for i, c := range clusters {
+			if err := profileCluster(ctx, c, targets[1+i], body, o, logf); err != nil {
+				return err
+			}
+		}
+	}
+	if o.rounds == 0 {
+		return nil
+	}
+	nodes := tested.nodes
 
 	// Delay from acknowledgement to searchable on another node.
 	var delays []time.Duration
@@ -332,10 +476,10 @@ func bench(ctx context.Context, o options, dir, bin string, logf func(string, ..
 		}
 		takeovers = append(takeovers, time.Since(t0))
 		logf("kill %d (node %d): taken over in %v", r+1, victim+1, takeovers[r].Round(10*time.Millisecond))
-		if nodes[victim].p, nodes[victim].otlp, err = startServe(ctx, bin, nodes[victim].dir, nodes[victim].cfg); err != nil {
+		if nodes[victim].p, nodes[victim].otlp, err = startServe(ctx, bin, nodes[victim].dir, nodes[victim].cfg, nodes[victim].pprof); err != nil {
 			return err
 		}
-		if err := settle(procs(0, 1, 2), o.partitions, 3*time.Minute); err != nil {
+		if err := settle(tested.procs(), o.partitions, 3*time.Minute); err != nil {
 			return err
 		}
 		for metric(nodes[victim].p, "tracebridge_cluster_owned_partitions") < 1 {
@@ -346,6 +490,15 @@ func bench(ctx context.Context, o options, dir, bin string, logf func(string, ..
 	return nil
 }
 
+func medianOf(ss []sample, f func(sample) float64) float64 {
+	v := make([]float64, len(ss))
+	for i, s := range ss {
+		v[i] = f(s)
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
 func p50(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
@@ -353,21 +506,24 @@ func p50(ds []time.Duration) time.Duration {
 }
 
 // settle waits until ps own every partition and nothing waits in the
-// stream, as read after the call.
+// stream, as read after the call. It reads each node's /metrics once
+// every 500 ms (scraping costs the nodes CPU, which is measured).
 func settle(ps []*proc, partitions int, limit time.Duration) error {
 	since := float64(time.Now().UnixNano()) / 1e9
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		ok := owned(ps) == partitions
+		time.Sleep(500 * time.Millisecond)
+		owned, ok := 0, true
 		for _, p := range ps {
-			if metric(p, "tracebridge_cluster_partition_lag_timestamp_seconds") < since || metric(p, "tracebridge_cluster_partition_lag_messages") != 0 {
+			m := metrics(p, "tracebridge_cluster_owned_partitions", "tracebridge_cluster_partition_lag_timestamp_seconds", "tracebridge_cluster_partition_lag_messages")
+			owned += int(m[0])
+			if m[1] < since || m[2] != 0 {
 				ok = false
 			}
 		}
-		if ok {
+		if ok && owned == partitions {
 			return nil
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("the cluster did not settle within %v", limit)
 }
@@ -381,25 +537,34 @@ func owned(ps []*proc) int {
 }
 
 // metric sums a metric's samples on p's /metrics (-1 when unreachable).
-func metric(p *proc, name string) float64 {
+func metric(p *proc, name string) float64 { return metrics(p, name)[0] }
+
+// metrics sums each metric's samples on p's /metrics (-1 when
+// unreachable), reading it once.
+func metrics(p *proc, names ...string) []float64 {
+	sums := make([]float64, len(names))
 	resp, err := http.Get(p.http + "/metrics")
 	if err != nil {
-		return -1
+		for i := range sums {
+			sums[i] = -1
+		}
+		return sums
 	}
 	defer resp.Body.Close()
-	sum := 0.0
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		l := sc.Text()
-		if !strings.HasPrefix(l, name) || len(l) > len(name) && l[len(name)] != ' ' && l[len(name)] != '{' {
-			continue
-		}
-		if v, err := strconv.ParseFloat(l[strings.LastIndexByte(l, ' ')+1:], 64); err == nil {
-			sum += v
+		for i, name := range names {
+			if !strings.HasPrefix(l, name) || len(l) > len(name) && l[len(name)] != ' ' && l[len(name)] != '{' {
+				continue
+			}
+			if v, err := strconv.ParseFloat(l[strings.LastIndexByte(l, ' ')+1:], 64); err == nil {
+				sums[i] += v
+			}
 		}
 	}
-	return sum
+	return sums
 }
 
 var seq atomic.Int64

@@ -7,11 +7,13 @@
 //     trace.RouteKey, the rule a bridge shards its assembly by) and
 //     published to the
 //     stream TRACEBRIDGE_CLUSTER, one subject per partition, R=replicas,
-//     file storage, with a message id (a hash of the content) that
-//     JetStream deduplicates client retries by. The Publisher is a
-//     durable sink of the node's engine: its Flush returns once
-//     JetStream has stored (PubAck) every message published before, so a
-//     client is acknowledged only for stored data. The stream has a byte
+//     file storage: a message per partition and flush, a section per
+//     batch, each section with an id (a hash of its content) by which
+//     owners drop client retries (and JetStream too, by message id, when
+//     a message holds one section). The Publisher is a durable sink of
+//     the node's engine: its Flush publishes the pending messages and
+//     returns once JetStream has stored (PubAck) every message published
+//     before, so a client is acknowledged only for stored data. The stream has a byte
 //     limit (Options.StreamMaxBytes) and refuses beyond it: a full stream
 //     fails Flush at once with ErrStreamFull (stream.go).
 //   - Ownership: each partition has one owner at a time, holding a lease

@@ -973,6 +973,7 @@ type nodeMetrics struct {
 	owned                    prometheus.GaugeFunc
 	consumed                 prometheus.Counter
 	malformed                prometheus.Counter
+	duplicates               prometheus.Counter
 	n                        *Node
 	lagCollector             prometheus.Collector
 	pubErrs                  atomic.Int64
@@ -992,6 +993,7 @@ func newNodeMetrics(n *Node) *nodeMetrics {
 	m.fullRefusals = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_stream_full_refusals_total", Help: "Messages this node published that the stream refused because it was full (stream_max_bytes)."})
 	m.consumed = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_consumed_messages_total", Help: "Messages of owned partitions this node consumed."})
 	m.malformed = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_malformed_messages_total", Help: "Messages of owned partitions that did not decode (skipped)."})
+	m.duplicates = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_duplicate_sections_total", Help: "Sections of messages (a batch's records of a partition) this node's owners dropped because they had seen the same within the duplicate window (clients' retries)."})
 	m.owned = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tracebridge_cluster_owned_partitions", Help: "Partitions this node owns."}, func() float64 {
 		n.mu.Lock()
 		defer n.mu.Unlock()
@@ -1002,7 +1004,7 @@ func newNodeMetrics(n *Node) *nodeMetrics {
 }
 
 func (m *nodeMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.published, m.publishErrors, m.fullRefusals, m.takeovers, m.leasesLost, m.checkpointErrors, m.checkpointSeconds, m.consumed, m.malformed, m.owned, m.lagCollector}
+	return []prometheus.Collector{m.published, m.publishErrors, m.fullRefusals, m.takeovers, m.leasesLost, m.checkpointErrors, m.checkpointSeconds, m.consumed, m.malformed, m.duplicates, m.owned, m.lagCollector}
 }
 
 func (m *nodeMetrics) publishErrorCount() int64 { return m.pubErrs.Load() }

@@ -105,6 +105,27 @@ func TestNodePublishOwnCheckpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A retry of the first half after its flush, in one message with a
+	// new trace's spans: the owner drops the retry's section and keeps
+	// the new one.
+	first := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "h", Peer: "elsewhere"}}
+	for i := range 50 {
+		for k := 0; k < 3; k += 2 {
+			trace.AppendSpan(first, trace.ID{Hi: 7, Lo: uint64(i + 1)}, &trace.Span{SpanID: trace.SpanID(k + 1), Operation: "op", Start: 1, End: 2})
+		}
+	}
+	fresh := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "h"}}
+	for k := range 3 {
+		trace.AppendSpan(fresh, trace.ID{Hi: 8, Lo: 1}, &trace.Span{SpanID: trace.SpanID(k + 1), Operation: "op", Start: 1, End: 2})
+	}
+	for _, b := range []*record.Batch{first, fresh} {
+		if err := pub.Consume(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "every trace whole at the sink", func() bool {
 		sink.mu.Lock()
 		defer sink.mu.Unlock()
@@ -114,7 +135,7 @@ func TestNodePublishOwnCheckpoint(t *testing.T) {
 				whole++
 			}
 		}
-		return whole == 50
+		return whole == 51
 	})
 	sink.mu.Lock()
 	for id, c := range sink.spans {

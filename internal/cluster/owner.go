@@ -74,6 +74,17 @@ func (o *owner) run(ctx context.Context) {
 	if cut.holdFor <= 0 {
 		cut.holdFor = defaultHoldFor
 	}
+	// add assembles a message's section unless its id was seen within
+	// the stream's duplicate window (a client's retry of a batch that
+	// travelled in another message).
+	var seen dedupe
+	add := func(id SectionID, b *record.Batch) {
+		if !seen.add(id, time.Now().UnixNano()) {
+			n.met.duplicates.Inc()
+			return
+		}
+		asm.AddBatch(b)
+	}
 	b := &record.Batch{}
 	// quitting is set when a stop arrived while hand was retrying: the
 	// owner then stops without handing on (the traces' messages stay in
@@ -182,11 +193,11 @@ func (o *owner) run(ctx context.Context) {
 			b.Reset()
 			asm.Reach() // (what Tick touched: nothing of this message)
 			asm.SetPosition(meta.Sequence.Stream)
-			if err := dec.Decode(msg.Data(), b); err != nil {
+			if err := dec.Decode(msg.Data(), b, add); err != nil {
 				n.met.malformed.Inc()
 				o.faults.Log(ctx, n.log, slog.LevelError, "cluster: a message of the stream did not decode; skipped", "node", n.opt.Node, "partition", o.p, "seq", meta.Sequence.Stream, "err", err)
+				asm.AddBatch(b) // what the broken section held before the error
 			}
-			asm.AddBatch(b)
 			o.last = meta.Sequence.Stream
 			cut.add(o.last, asm.Reach())
 			n.met.consumed.Inc()

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -32,20 +31,37 @@ const PublishTimeout = 10 * time.Second
 const maxPending = 4096
 
 // Publisher is the durable sink of a cluster node's engine: it cuts
-// every batch into partitions, encodes each part as a message and
-// publishes it to the stream asynchronously; Flush returns once JetStream
-// has stored every message published before it (PubAck), so the engine
-// acknowledges sources only for stored data. Consume runs on the engine's
-// sink goroutine, Flush on its flusher, concurrently.
+// every batch into partitions and encodes each part as a section of its
+// partition's pending message; Flush publishes the pending messages to
+// the stream (one per partition with records since the last flush: the
+// batches of many requests travel together, which costs JetStream far
+// less than a message per request and partition) and returns once
+// JetStream has stored every message published before it (PubAck), so
+// the engine acknowledges sources only for stored data. A pending message
+// that reaches half of the largest message size is published at once.
+// Consume runs on the engine's sink goroutine, Flush on its flusher,
+// concurrently.
 type Publisher struct {
 	n   *Node
 	js  jetstream.JetStream
 	log *slog.Logger
 
 	part  *Partitioner
-	buf   []byte
+	rec   []byte  // a section's records (Consume's goroutine)
+	sec   []byte  // a section (Consume's goroutine)
 	order []int32 // records by partition (Consume's goroutine)
 	count []int32
+
+	// send is held while pending messages are changed or published, so
+	// that a partition's messages are published in the order of their
+	// records; a wait for it is bounded by the caller's context.
+	send    chan struct{}
+	pending []pendingMsg // by partition (under send)
+	// unsent counts pending messages whose publishing failed since the
+	// last Flush (under send): their records' sources were consumed
+	// earlier, so that Flush fails for them.
+	unsent  int
+	lastErr error
 
 	mu      sync.Mutex
 	futures []jetstream.PubAckFuture
@@ -57,11 +73,20 @@ type Publisher struct {
 	timeout time.Duration
 }
 
+// pendingMsg is a partition's message being filled: the header and the
+// sections so far, the first section's id and how many there are.
+type pendingMsg struct {
+	buf      []byte
+	first    SectionID
+	sections int
+}
+
 var _ pipeline.BuiltSink = (*Publisher)(nil)
 
 func newPublisher(n *Node) *Publisher {
 	return &Publisher{n: n, js: n.js, log: n.log, part: NewPartitioner(n.opt.Partitions),
-		count: make([]int32, n.opt.Partitions+1), faults: lograte.Limiter{PerSecond: 1}, timeout: PublishTimeout}
+		count: make([]int32, n.opt.Partitions+1), send: make(chan struct{}, 1), pending: make([]pendingMsg, n.opt.Partitions),
+		faults: lograte.Limiter{PerSecond: 1}, timeout: PublishTimeout}
 }
 
 // Where says where the records go.
@@ -69,9 +94,10 @@ func (p *Publisher) Where() string {
 	return fmt.Sprintf("publishing to JetStream stream %s (%d partitions, R%d) as node %s", StreamName, p.n.opt.Partitions, p.n.opt.Replicas, p.n.opt.Node)
 }
 
-// Consume publishes the trace records of b, one message per partition
-// (more when a part exceeds MaxMessage). It waits while JetStream has
-// maxPending messages unacknowledged.
+// Consume adds the trace records of b to their partitions' pending
+// messages, one section per partition (more when a part exceeds half the
+// largest message). It waits while JetStream has maxPending messages
+// unacknowledged.
 func (p *Publisher) Consume(ctx context.Context, b *record.Batch) error {
 	if b.Len() == 0 {
 		return nil
@@ -112,50 +138,112 @@ func (p *Publisher) Consume(ctx context.Context, b *record.Batch) error {
 			continue
 		}
 		idx := order[start[pt] : start[pt]+p.count[pt]]
-		if err := p.publishPart(ctx, pt, b, idx); err != nil {
+		if err := p.addPart(ctx, pt, b, idx); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// publishPart publishes the records idx of b as partition pt's messages.
-func (p *Publisher) publishPart(ctx context.Context, pt int, b *record.Batch, idx []int32) error {
+// addPart adds the records idx of b to partition pt's pending message, as
+// sections of at most half the largest message each.
+func (p *Publisher) addPart(ctx context.Context, pt int, b *record.Batch, idx []int32) error {
+	limit := p.limit()
 	for len(idx) > 0 {
 		enc := kieker.NewEncoder(kieker.EncoderOptions{Inline: true})
-		p.buf = appendOrigin(p.buf[:0], &b.Origin)
-		head := len(p.buf)
+		p.rec = p.rec[:0]
 		n := 0
-		limit := p.limit()
 		for _, i := range idx {
-			if n > 0 && len(p.buf)-head > limit/2 {
+			if n > 0 && len(p.rec) > limit/2 {
 				break
 			}
 			var err error
-			if p.buf, err = enc.Append(p.buf, &b.Records[i]); err != nil {
+			if p.rec, err = enc.Append(p.rec, &b.Records[i]); err != nil {
 				p.n.met.publishError(1)
 				return fmt.Errorf("cluster: partition %d: %w", pt, err)
 			}
 			n++
 		}
 		idx = idx[n:]
-		if len(p.buf) > limit {
+		p.sec = appendSection(p.sec[:0], &b.Origin, p.rec)
+		if len(p.sec)+len(magic) > limit {
 			// One record larger than the servers take: never stored,
 			// however often the client retries.
 			p.n.met.publishError(1)
-			return fmt.Errorf("cluster: partition %d: a record of %d bytes is larger than the NATS servers' max_payload allows (%d)", pt, len(p.buf)-head, limit)
+			return fmt.Errorf("cluster: partition %d: a record of %d bytes is larger than the NATS servers' max_payload allows (%d)", pt, len(p.rec), limit)
 		}
-		if err := p.publish(ctx, pt, p.buf, messageID(&b.Origin, p.buf[head:])); err != nil {
+		if err := p.add(ctx, pt, p.sec, sectionID(b.Origin.Host, b.Origin.Service, p.rec), limit); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// publish hands one message to JetStream, waiting while the window of
-// unacknowledged publishes is full.
+// add appends section sec (id) to partition pt's pending message. A
+// message it would take past limit is published first; one it takes past
+// half of limit is published at once.
+func (p *Publisher) add(ctx context.Context, pt int, sec []byte, id SectionID, limit int) error {
+	if err := p.lock(ctx); err != nil {
+		return err
+	}
+	defer p.unlock()
+	m := &p.pending[pt]
+	if m.sections > 0 && len(m.buf)+len(sec) > limit {
+		if err := p.publishPending(ctx, pt); err != nil {
+			return err
+		}
+	}
+	if m.sections == 0 {
+		m.buf = append(make([]byte, 0, max(4<<10, 2*len(sec))), magic...)
+		m.first = id
+	}
+	m.buf = append(m.buf, sec...)
+	m.sections++
+	if len(m.buf) > limit/2 {
+		return p.publishPending(ctx, pt)
+	}
+	return nil
+}
+
+// lock takes the send lock, waiting at most until ctx ends.
+func (p *Publisher) lock(ctx context.Context) error {
+	select {
+	case p.send <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: publishing: %w", context.Cause(ctx))
+	}
+}
+
+func (p *Publisher) unlock() { <-p.send }
+
+// publishPending publishes partition pt's pending message (under the
+// send lock). Its JetStream message id is its section's id when it holds
+// one section (so that a client's retry published alone is stored once),
+// else a hash of its bytes (so that Flush's retry of it is).
+func (p *Publisher) publishPending(ctx context.Context, pt int) error {
+	m := &p.pending[pt]
+	if m.sections == 0 {
+		return nil
+	}
+	id := m.first
+	if m.sections > 1 {
+		id = xxh3.Hash128(m.buf).Bytes()
+	}
+	data := m.buf
+	*m = pendingMsg{}
+	err := p.publish(ctx, pt, data, hex.EncodeToString(id[:]))
+	if err != nil {
+		p.unsent++
+		p.lastErr = err
+	}
+	return err
+}
+
+// publish hands one message to JetStream (data is the message's own from
+// now on), waiting while the window of unacknowledged publishes is full.
 func (p *Publisher) publish(ctx context.Context, pt int, data []byte, id string) error {
-	msg := &nats.Msg{Subject: Subject(pt), Data: append([]byte(nil), data...)}
+	msg := &nats.Msg{Subject: Subject(pt), Data: data}
 	for {
 		f, err := p.js.PublishMsgAsync(msg, jetstream.WithMsgID(id), jetstream.WithExpectStream(StreamName), jetstream.WithStallWait(250*time.Millisecond))
 		if err == nil {
@@ -176,26 +264,39 @@ func (p *Publisher) publish(ctx context.Context, pt int, data []byte, id string)
 	}
 }
 
-// Flush waits until JetStream has stored every message published before
-// the call; a message it refused is published again (the same message
-// id: JetStream keeps one) until PublishTimeout. A message is counted
-// failed only when JetStream did not acknowledge it by then: one whose
-// acknowledgement came first is stored, however late Flush looks at it
-// (the futures are waited for one after the other, and retrying one may
-// take up the whole timeout). A full stream is not retried: its
-// publishers are refused at once (ErrStreamFull).
+// Flush publishes the pending messages and waits until JetStream has
+// stored every message published before the call; a message it refused
+// is published again (the same message id: JetStream keeps one) until
+// PublishTimeout. A message is counted failed only when JetStream did
+// not acknowledge it by then: one whose acknowledgement came first is
+// stored, however late Flush looks at it (the futures are waited for one
+// after the other, and retrying one may take up the whole timeout). A
+// full stream is not retried: its publishers are refused at once
+// (ErrStreamFull).
 func (p *Publisher) Flush() error {
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	defer cancel()
+	var failed, full, unsent int
+	var last error
+	// The pending messages: what was consumed before the call. (Those
+	// that failed to publish were counted as publish errors.)
+	if err := p.lock(ctx); err != nil {
+		unsent, last = 1, err
+	} else {
+		for pt := range p.pending {
+			_ = p.publishPending(ctx, pt)
+		}
+		unsent, last = p.unsent, p.lastErr
+		p.unsent, p.lastErr = 0, nil
+		p.unlock()
+	}
 	p.mu.Lock()
 	fs := p.futures
 	p.futures = nil
 	p.mu.Unlock()
-	if len(fs) == 0 {
+	if len(fs) == 0 && unsent == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
-	defer cancel()
-	var failed, full int
-	var last error
 	for _, f := range fs {
 		err := ackOf(ctx, f)
 		switch {
@@ -219,12 +320,14 @@ func (p *Publisher) Flush() error {
 	}
 	if failed > 0 {
 		p.n.met.publishError(failed)
+	}
+	if failed+unsent > 0 {
 		// Once per outage (a node cut off from the quorum fails every
 		// flush), and once when it ends; the metric counts each.
 		if p.failing.Add(1) == 1 {
-			p.log.Error("cluster: JetStream did not store published records; their sources are not acknowledged (until it stores again)", "node", p.n.opt.Node, "messages", failed, "err", last)
+			p.log.Error("cluster: JetStream did not store published records; their sources are not acknowledged (until it stores again)", "node", p.n.opt.Node, "messages", failed+unsent, "err", last)
 		}
-		return fmt.Errorf("cluster: %d messages not stored by JetStream: %w", failed, last)
+		return fmt.Errorf("cluster: %d messages not stored by JetStream: %w", failed+unsent, last)
 	}
 	if n := p.failing.Swap(0); n > 0 {
 		p.log.Info("cluster: JetStream stores published records again", "node", p.n.opt.Node, "failed_flushes", n)
@@ -289,23 +392,6 @@ func (p *Publisher) Close() error {
 		return nil
 	}
 	return p.Flush()
-}
-
-// messageID is a message's JetStream id: a hash of its records and the
-// host and service they come from, not of the peer's address or the
-// session, so that a client's retry on a new connection, or to another
-// node, is the same message (stored once within the stream's duplicate
-// window).
-func messageID(o *record.Origin, records []byte) string {
-	h := xxh3.New()
-	for _, s := range [...]string{o.Host, o.Service} {
-		var n [binary.MaxVarintLen64]byte
-		_, _ = h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
-		_, _ = h.WriteString(s)
-	}
-	_, _ = h.Write(records)
-	sum := h.Sum128().Bytes()
-	return hex.EncodeToString(sum[:])
 }
 
 // limit is the largest message this node publishes: MaxMessage, or less
