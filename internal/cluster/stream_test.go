@@ -108,6 +108,17 @@ func TestFlushCountsAcknowledged(t *testing.T) {
 	if err := pub.Consume(ctx, spanBatch(0, k, 10)); err != nil {
 		t.Fatal(err)
 	}
+	// Publish the pending messages (one per partition) as Flush would,
+	// without waiting for their acknowledgements.
+	if err := pub.lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for pt := range pub.pending {
+		if err := pub.publishPending(ctx, pt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pub.unlock()
 	pub.mu.Lock()
 	published := len(pub.futures) - 1
 	pub.mu.Unlock()
