@@ -15,6 +15,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/natsd"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	storesink "github.com/tracebridge/tracebridge/internal/sink/store"
+	"github.com/tracebridge/tracebridge/internal/stage/profile"
 	tstore "github.com/tracebridge/tracebridge/internal/store"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
@@ -162,4 +163,30 @@ func (cp *clusterPart) close() error {
 		}
 	}
 	return nil
+}
+
+// clusterStages refuses, on a cluster node, the stages that cannot run
+// there: the profile stage attaches a host's JFR samples to the spans of
+// that host's traces, but a node's samples are those of the JFR
+// receivers it runs while a trace's spans are assembled by the owner of
+// the trace's partition, any node (docs/CLUSTER.md, "JFR samples on
+// spans"). A jfr receiver implies no profile stage on a node (Build).
+func clusterStages(c *config.Config, stages []config.Component) []error {
+	if c.Cluster == nil {
+		return nil
+	}
+	var errs []error
+	for _, st := range stages {
+		if st.Type != profile.Type {
+			continue
+		}
+		name := st.Name
+		if name == "" {
+			name = st.Type
+		}
+		errs = append(errs, fmt.Errorf("stage %s (%s): not supported on a cluster node: it needs a host's JFR samples and the spans of its traces on one node, "+
+			"but a node holds the samples of the JFR connections it receives and a trace is assembled by the owner of its partition, "+
+			"any node; remove the stage (JFR records still reach the node's sinks and the live stream; docs/CLUSTER.md, \"JFR samples on spans\")", name, st.Type))
+	}
+	return errs
 }
