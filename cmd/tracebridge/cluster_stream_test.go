@@ -75,6 +75,8 @@ type liveRecord struct {
 type liveView struct {
 	mu      sync.Mutex
 	records []liveRecord
+	traces  map[string]int // operations of the traces' spans, counted
+	tnodes  map[string]string
 	nodes   []string
 	err     error
 }
@@ -88,6 +90,12 @@ func (lv *liveView) read(c *websocket.Conn) {
 				Nodes []string `json:"nodes"`
 			} `json:"metadata"`
 			Error string `json:"error"`
+			Node  string `json:"node"`
+			Trace struct {
+				Spans []struct {
+					Operation string `json:"operation"`
+				} `json:"spans"`
+			} `json:"trace"`
 		}
 		err := c.ReadJSON(&m)
 		lv.mu.Lock()
@@ -101,6 +109,11 @@ func (lv *liveView) read(c *websocket.Conn) {
 			lv.records = append(lv.records, m.Records...)
 		case "metadata":
 			lv.nodes = m.Metadata.Nodes
+		case "trace":
+			for _, sp := range m.Trace.Spans {
+				lv.traces[sp.Operation]++
+				lv.tnodes[sp.Operation] = m.Node
+			}
 		case "error":
 			lv.err = fmt.Errorf("live view: %s", m.Error)
 		}
@@ -138,7 +151,7 @@ func TestClusterLiveStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(f, "stream: {max_age: 1h}\n")
+		fmt.Fprintf(f, "stream: {max_age: 1h, traces: true}\n")
 		f.Close()
 		nd.start(t)
 	}
@@ -152,13 +165,13 @@ func TestClusterLiveStream(t *testing.T) {
 	// tail against node 3 (its own credential), the live view of node 2.
 	tl := startTail(t, streamURL(t, nodes[2].p), "--json", "--seq")
 	base := nodes[1].base
-	ws := "ws" + strings.TrimPrefix(base, "http") + "/api/live"
+	ws := "ws" + strings.TrimPrefix(base, "http") + "/api/live?traces=1"
 	conn, resp, err := websocket.DefaultDialer.Dial(ws, http.Header{"Origin": {base}})
 	if err != nil {
 		t.Fatalf("live view of node 2: %v %v", resp, err)
 	}
 	defer conn.Close()
-	lv := &liveView{}
+	lv := &liveView{traces: map[string]int{}, tnodes: map[string]string{}}
 	go lv.read(conn)
 	waitUntil(t, 30*time.Second, "the live view's metadata", func() bool {
 		lv.mu.Lock()
@@ -236,6 +249,26 @@ func TestClusterLiveStream(t *testing.T) {
 		t.Fatalf("live view of node 2: %v", lv.err)
 	}
 	check("live view of node 2", lv.records)
+	lv.mu.Unlock()
+	// The traces: whole and once, each published by the owner of its
+	// partition (any node), not by the node that received its spans.
+	waitUntil(t, 60*time.Second, "every trace in node 2's live view", func() bool {
+		lv.mu.Lock()
+		defer lv.mu.Unlock()
+		return len(lv.traces) >= len(want) || lv.err != nil
+	})
+	lv.mu.Lock()
+	owners := map[string]int{}
+	for name := range want {
+		if lv.traces[name] != 1 {
+			t.Errorf("live view of node 2: the trace of span %s seen %d times, want once", name, lv.traces[name])
+		}
+		owners[lv.tnodes[name]]++
+	}
+	if len(lv.traces) != len(want) {
+		t.Errorf("live view of node 2: traces of %d spans, want %d", len(lv.traces), len(want))
+	}
+	t.Logf("traces published by their owners: %v", owners)
 	t.Logf("live view of node 2: metadata of nodes %v; tail against node 3: %d records", lv.nodes, len(tailRecs))
 	lv.mu.Unlock()
 	conn.Close()

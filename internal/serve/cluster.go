@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/cluster"
@@ -15,6 +16,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/natsd"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	storesink "github.com/tracebridge/tracebridge/internal/sink/store"
+	streamsink "github.com/tracebridge/tracebridge/internal/sink/stream"
 	"github.com/tracebridge/tracebridge/internal/stage/profile"
 	tstore "github.com/tracebridge/tracebridge/internal/store"
 	"github.com/tracebridge/tracebridge/internal/trace"
@@ -30,6 +32,25 @@ type clusterPart struct {
 	node   *cluster.Node
 	sink   *storesink.Sink
 	reader *tstore.Store
+	// live is the stream that takes the traces this node's owners
+	// assemble (the top-level stream with traces: true), once built.
+	live atomic.Pointer[streamsink.Sink]
+}
+
+// ownedTraces is what a node's owners hand their assembled traces to:
+// the store sink, then the live stream when it publishes traces. So the
+// stream's traces are whole (every span of a trace meets at its owner),
+// each published once, by its owner.
+type ownedTraces struct{ cp *clusterPart }
+
+func (o ownedTraces) ConsumeTraces(ctx context.Context, ts []*trace.Trace) error {
+	if err := o.cp.sink.ConsumeTraces(ctx, ts); err != nil {
+		return err
+	}
+	if live := o.cp.live.Load(); live != nil {
+		return live.ConsumeTraces(ctx, ts) // best-effort: never fails
+	}
+	return nil
 }
 
 // Cluster returns the bridge's cluster node (nil when not one).
@@ -102,7 +123,7 @@ func (s *Server) startCluster(c *config.Config, sink *storesink.Sink, set Settin
 		URL: url, User: user, Password: pass, NATSAddr: natsAddr, HTTPAddr: s.HTTPAddr,
 		Catalog: s.base.Catalog,
 		Traces:  trace.Options{Window: time.Duration(c.Traces.Window), MaxOpenTraces: c.Traces.MaxOpenTraces, MaxSpans: c.Traces.MaxSpans},
-		Sink:    sink, Persist: sink.Store().Persist,
+		Sink:    ownedTraces{cp}, Persist: sink.Store().Persist,
 		Logger: set.Logger, Metrics: s.Metrics,
 	})
 	if err != nil {

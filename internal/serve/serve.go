@@ -458,8 +458,12 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		if err := s.addStream(stream.comp, stream.cfg, base); err != nil {
 			return nil, inUse("stream", "", "", err)
 		}
+		live := s.Built[stream.comp.Name].(*streamsink.Sink)
+		if s.cl != nil && stream.cfg.(*streamsink.Config).Traces {
+			s.cl.live.Store(live) // the owners publish what they assemble
+		}
 		// The web UI's live view: the stream over WebSocket, at /api/live.
-		user, pass := s.Built[stream.comp.Name].(*streamsink.Sink).Credentials()
+		user, pass := live.Credentials()
 		s.live = livestream.NewHandler(s.StreamURL, livestream.HandlerOptions{Options: livestream.Options{User: user, Password: pass}, Logger: set.Logger,
 			MaxClients: cfg.HTTP.LiveMaxClients, MaxClientBuffer: cfg.HTTP.LiveClientBuffer})
 		s.Shared.SetLive(s.live)

@@ -850,19 +850,27 @@ func (s *Sink) recordsSubject(host, token string) string {
 	return s.subjPrefix() + ".records." + streammsg.HostToken(host) + "." + token
 }
 
-// TraceSources: every trace when traces are on, else none.
+// TraceSources: every trace when traces are on, else none. A cluster
+// node's engine assembles none for the stream: the node's owners hand it
+// the traces of their partitions, whole (serve), through ConsumeTraces.
 func (s *Sink) TraceSources() trace.Sources {
-	if !s.cfg.Traces {
+	if !s.cfg.Traces || s.cfg.Cluster != nil {
 		return 0
 	}
 	return trace.AllSources
 }
 
 // ConsumeTraces publishes each trace (trace.AppendJSON) on
-// PREFIX.traces.<host of its root span>.
+// PREFIX.traces.<host of its root span>. It is safe for concurrent use
+// (a cluster node's owners call it from their goroutines).
 func (s *Sink) ConsumeTraces(_ context.Context, ts []*trace.Trace) error {
 	if !s.ready.Load() {
 		return nil
+	}
+	select {
+	case <-s.quit:
+		return nil // closed: a cluster node's owners hand on their last traces after the engine's sinks
+	default:
 	}
 	for _, t := range ts {
 		host := ""
