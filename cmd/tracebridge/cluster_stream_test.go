@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/objstore/objstoretest"
+	"github.com/tracebridge/tracebridge/stream"
 )
 
 // postSpans sends one OTLP/JSON request to addr (host:port of an
@@ -162,8 +164,22 @@ func TestClusterLiveStream(t *testing.T) {
 		}
 	}
 
+	// Each node sets its stream up once JetStream has a quorum, on its
+	// own: wait until the repository has every node's metadata.
+	url := streamURL(t, nodes[2].p)
+	waitUntil(t, 120*time.Second, "every node's metadata in the repository", func() bool {
+		s, err := stream.Open(url, stream.Options{})
+		if err != nil {
+			return false
+		}
+		defer s.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		md, err := s.Metadata(ctx)
+		return err == nil && len(md.Nodes) == 3
+	})
 	// tail against node 3 (its own credential), the live view of node 2.
-	tl := startTail(t, streamURL(t, nodes[2].p), "--json", "--seq")
+	tl := startTail(t, url, "--json", "--seq")
 	base := nodes[1].base
 	ws := "ws" + strings.TrimPrefix(base, "http") + "/api/live?traces=1"
 	conn, resp, err := websocket.DefaultDialer.Dial(ws, http.Header{"Origin": {base}})
