@@ -32,23 +32,23 @@ const (
 // dispatcher reads the repository and calls the handlers. It runs on
 // Start's goroutine only, except that the metadata consumer's callback
 // queues new versions (mu).
+//
+// A repository has one writer — the bridge — or, in a cluster, one per
+// node: each with its own metadata (versions, runs, type ids), batches
+// and per-subject counts, told apart by the messages' NodeHeader. The
+// dispatcher keeps a writer's state for each.
 type dispatcher struct {
-	s  *Stream
-	md *Metadata
-
-	types map[uint32]*typeEntry
-	cat   *record.Catalog
-	in    record.Interner
+	s       *Stream
+	writers map[string]*writer // by node ("" a bridge that runs alone)
+	order   []*writer          // writers in the order they were seen
+	cat     *record.Catalog
+	in      record.Interner
 
 	mu      sync.Mutex
 	pending []*Metadata
 	note    chan struct{}
 
 	msg     streammsg.Message
-	cur     batchState
-	next    map[subjectKey]uint64
-	gapRun  uint64
-	lost    uint64
 	flushed bool // nothing dispatched since the last OnFlush
 	ev      Event
 	stop    bool
@@ -60,6 +60,17 @@ type dispatcher struct {
 	cons    jetstream.Consumer
 	endDue  bool
 	lastSeq uint64 // repository sequence of the last message read
+}
+
+// writer is what the dispatcher knows of one writer of the repository.
+type writer struct {
+	node   string
+	md     *Metadata // nil until its metadata is read
+	types  map[uint32]*typeEntry
+	cur    batchState
+	next   map[subjectKey]uint64
+	gapRun uint64
+	lost   uint64
 }
 
 type typeEntry struct {
@@ -98,22 +109,53 @@ type entry struct {
 }
 
 func newDispatcher(s *Stream) *dispatcher {
-	return &dispatcher{s: s, types: map[uint32]*typeEntry{}, cat: trace.Types(), note: make(chan struct{}, 1), next: map[subjectKey]uint64{}, flushed: true}
+	return &dispatcher{s: s, writers: map[string]*writer{}, cat: trace.Types(), note: make(chan struct{}, 1), flushed: true}
+}
+
+// writer returns the state of node's writer, made on first use.
+func (d *dispatcher) writer(node string) *writer {
+	w := d.writers[node]
+	if w == nil {
+		w = &writer{node: node, types: map[uint32]*typeEntry{}, next: map[subjectKey]uint64{}}
+		d.writers[node] = w
+		d.order = append(d.order, w)
+	}
+	return w
+}
+
+// active reports whether a writer's batch waits for more parts.
+func (d *dispatcher) active() bool {
+	for _, w := range d.order {
+		if w.cur.active {
+			return true
+		}
+	}
+	return false
+}
+
+// flushAll hands on every writer's waiting batch.
+func (d *dispatcher) flushAll() {
+	for _, w := range d.order {
+		d.flushBatch(w)
+	}
 }
 
 func (d *dispatcher) run(ctx context.Context) error {
 	s := d.s
-	md, metaSeq, err := s.lastMetadata(ctx)
+	mds, metaSeq, err := s.allMetadata(ctx)
 	if err != nil {
 		return err
 	}
 	// The metadata handlers hear of it once the consumers exist, so what
 	// is published after that is seen.
-	d.set(md)
+	for _, md := range mds {
+		d.set(md)
+	}
 	ms, err := s.js.Stream(ctx, s.subj.MetaStream())
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", s.url, err)
 	}
+	// Every writer's metadata (the stream holds metadata only).
 	mc, err := ms.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: metaSeq + 1})
 	if err != nil {
 		return fmt.Errorf("stream %s: metadata consumer: %w", s.url, err)
@@ -164,7 +206,9 @@ func (d *dispatcher) run(ctx context.Context) error {
 	}
 	defer it.Stop()
 	d.cons = cons
-	d.notify(md)
+	for _, md := range mds {
+		d.notify(md)
+	}
 	// The end timer says when the end time has passed in wall time (with
 	// a second for the bridge's last batch before it to be stored); what
 	// ends the stream then is having read everything (readAll), or the
@@ -179,13 +223,13 @@ func (d *dispatcher) run(ctx context.Context) error {
 		d.applyMeta()
 		select {
 		case <-ctx.Done():
-			d.flushBatch()
+			d.flushAll()
 			return nil
 		case <-endTimer:
 			endTimer = nil
 			d.endDue = true
 			if d.readAll(ctx) {
-				d.flushBatch()
+				d.flushAll()
 				return nil
 			}
 		default:
@@ -194,14 +238,14 @@ func (d *dispatcher) run(ctx context.Context) error {
 		if err != nil {
 			switch {
 			case errors.Is(err, natsgo.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
-				d.flushBatch()
+				d.flushAll()
 				d.flush()
 				if d.endDue && d.readAll(ctx) {
 					return nil
 				}
 				continue
 			case errors.Is(err, jetstream.ErrMsgIteratorClosed), errors.Is(err, natsgo.ErrConnectionClosed):
-				d.flushBatch()
+				d.flushAll()
 				return nil
 			}
 			if ctx.Err() != nil {
@@ -212,7 +256,7 @@ func (d *dispatcher) run(ctx context.Context) error {
 		}
 		d.handle(m)
 	}
-	d.flushBatch()
+	d.flushAll()
 	return nil
 }
 
@@ -262,9 +306,11 @@ func (d *dispatcher) filters() []string {
 	if !all {
 		for name := range s.typeHandlers {
 			var full []string
-			for _, te := range d.types {
-				if te.info.Name == name || shortName(te.info.Name) == name {
-					full = append(full, te.info.Name)
+			for _, w := range d.order {
+				for _, te := range w.types {
+					if (te.info.Name == name || shortName(te.info.Name) == name) && !slices.Contains(full, te.info.Name) {
+						full = append(full, te.info.Name)
+					}
 				}
 			}
 			if len(full) == 0 && !strings.Contains(name, ".") {
@@ -322,9 +368,10 @@ func (d *dispatcher) filters() []string {
 
 func shortName(n string) string { return n[strings.LastIndexByte(n, '.')+1:] }
 
-// install makes md the metadata and tells the metadata handlers.
+// install makes md its writer's metadata and tells the metadata
+// handlers.
 func (d *dispatcher) install(md *Metadata) {
-	if d.md != nil && md.Version <= d.md.Version {
+	if w := d.writers[md.Node]; w != nil && w.md != nil && md.Version <= w.md.Version {
 		return
 	}
 	d.set(md)
@@ -339,13 +386,14 @@ func (d *dispatcher) notify(md *Metadata) {
 	d.s.inHandler.Store(false)
 }
 
-// set makes md the metadata.
+// set makes md its writer's metadata.
 func (d *dispatcher) set(md *Metadata) {
-	d.md = md
+	w := d.writer(md.Node)
+	w.md = md
 	seen := map[uint32]bool{}
 	for _, ti := range md.Types {
 		seen[ti.ID] = true
-		if te := d.types[ti.ID]; te != nil && te.info.Name == ti.Name {
+		if te := w.types[ti.ID]; te != nil && te.info.Name == ti.Name {
 			te.info = ti
 			continue
 		}
@@ -356,11 +404,11 @@ func (d *dispatcher) set(md *Metadata) {
 		if short := shortName(ti.Name); short != ti.Name {
 			te.handlers = append(te.handlers, d.s.typeHandlers[short]...)
 		}
-		d.types[ti.ID] = te
+		w.types[ti.ID] = te
 	}
-	for id := range d.types {
+	for id := range w.types {
 		if !seen[id] {
-			delete(d.types, id)
+			delete(w.types, id)
 		}
 	}
 }
@@ -376,12 +424,20 @@ func (d *dispatcher) applyMeta() {
 	}
 }
 
-// awaitMeta waits until version v is installed; false when it does not
-// come.
-func (d *dispatcher) awaitMeta(v uint64) bool {
+// version is the version of w's metadata (0 before the first).
+func (w *writer) version() uint64 {
+	if w.md == nil {
+		return 0
+	}
+	return w.md.Version
+}
+
+// awaitMeta waits until version v of w's metadata is installed; false
+// when it does not come.
+func (w *writer) awaitMeta(d *dispatcher, v uint64) bool {
 	deadline := time.Now().Add(metaWait)
 	fetched := false
-	for d.md.Version < v {
+	for w.version() < v {
 		if time.Now().After(deadline) {
 			return false
 		}
@@ -390,10 +446,10 @@ func (d *dispatcher) awaitMeta(v uint64) bool {
 		case <-time.After(50 * time.Millisecond):
 		}
 		d.applyMeta()
-		if d.md.Version < v && !fetched && time.Until(deadline) < metaWait/2 {
+		if w.version() < v && !fetched && time.Until(deadline) < metaWait/2 {
 			fetched = true
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			if md, _, err := d.s.lastMetadata(ctx); err == nil {
+			if md, _, err := d.s.lastMetadata(ctx, w.node); err == nil {
 				d.install(md)
 			}
 			cancel()
@@ -435,12 +491,13 @@ func (d *dispatcher) handle(m jetstream.Msg) {
 		d.stop = true
 		return
 	}
-	if h.Meta > d.md.Version && !d.awaitMeta(h.Meta) {
-		d.error(fmt.Errorf("message %d on %s: needs metadata version %d, the repository has %d", seq, m.Subject(), h.Meta, d.md.Version))
+	w := d.writer(nodeOf(m))
+	if h.Meta > w.version() && !w.awaitMeta(d, h.Meta) {
+		d.error(fmt.Errorf("message %d on %s: needs metadata version %d%s, the repository has %d", seq, m.Subject(), h.Meta, ofNode(w.node), w.version()))
 		d.caughtUp(pending)
 		return
 	}
-	te := d.types[h.TypeID()]
+	te := w.types[h.TypeID()]
 	host := h.Origin.Host
 	if te == nil {
 		d.error(fmt.Errorf("message %d on %s: type id %d is not in the metadata", seq, m.Subject(), h.TypeID()))
@@ -451,26 +508,27 @@ func (d *dispatcher) handle(m jetstream.Msg) {
 		d.caughtUp(pending)
 		return
 	}
-	d.gaps(h, te)
-	if d.cur.active && (d.cur.run != h.Run || d.cur.ord != h.Ordinal) {
-		d.flushBatch()
+	d.gaps(w, h, te)
+	cur := &w.cur
+	if cur.active && (cur.run != h.Run || cur.ord != h.Ordinal) {
+		d.flushBatch(w)
 	}
-	if !d.cur.active {
-		d.cur.active, d.cur.run, d.cur.ord, d.cur.n = true, h.Run, h.Ordinal, 0
-		d.cur.expected = 0
+	if !cur.active {
+		cur.active, cur.run, cur.ord, cur.n = true, h.Run, h.Ordinal, 0
+		cur.expected = 0
 		for _, p := range h.Parts {
-			if pe := d.types[p.TypeID]; pe != nil && len(pe.handlers) > 0 && d.hostWanted(p.Host) {
-				d.cur.expected++
+			if pe := w.types[p.TypeID]; pe != nil && len(pe.handlers) > 0 && d.hostWanted(p.Host) {
+				cur.expected++
 			}
 		}
 	}
 	if te.err != nil {
 		d.error(fmt.Errorf("message %d: %w", seq, te.err))
 	} else {
-		if d.cur.n == len(d.cur.parts) {
-			d.cur.parts = append(d.cur.parts, partState{})
+		if cur.n == len(cur.parts) {
+			cur.parts = append(cur.parts, partState{})
 		}
-		ps := &d.cur.parts[d.cur.n]
+		ps := &cur.parts[cur.n]
 		ps.records.Reset()
 		if err := d.msg.Records(te.t, &ps.records, &d.in); err != nil {
 			d.error(fmt.Errorf("message %d on %s: %w", seq, m.Subject(), err))
@@ -483,29 +541,51 @@ func (d *dispatcher) handle(m jetstream.Msg) {
 				ps.h.Positions = ps.pos
 			}
 			ps.te, ps.seq = te, seq
-			d.cur.n++
+			cur.n++
 		}
 	}
-	if d.cur.n >= d.cur.expected {
-		d.flushBatch()
+	if cur.n >= cur.expected {
+		d.flushBatch(w)
 	}
 	d.caughtUp(pending)
 }
 
-// gaps reports records of h's subject that were skipped.
-func (d *dispatcher) gaps(h *streammsg.Header, te *typeEntry) {
-	if h.Run != d.gapRun {
-		if d.gapRun != 0 && h.Run > d.gapRun {
-			d.unclosed(d.gapRun, h.Run)
+// nodeOf is the cluster node that published m ("" none: a bridge that
+// runs alone).
+func nodeOf(m jetstream.Msg) string {
+	h := m.Headers()
+	if h == nil {
+		return ""
+	}
+	if v := h[streammsg.NodeHeader]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// ofNode is " of node N" for messages, "" for a bridge that runs alone.
+func ofNode(node string) string {
+	if node == "" {
+		return ""
+	}
+	return " of node " + node
+}
+
+// gaps reports records of h's subject that were skipped (the counts
+// are w's).
+func (d *dispatcher) gaps(w *writer, h *streammsg.Header, te *typeEntry) {
+	if h.Run != w.gapRun {
+		if w.gapRun != 0 && h.Run > w.gapRun {
+			d.unclosed(w, w.gapRun, h.Run)
 		}
-		d.gapRun, d.lost = h.Run, h.Lost
-		clear(d.next)
+		w.gapRun, w.lost = h.Run, h.Lost
+		clear(w.next)
 	}
 	key := subjectKey{h.TypeID(), h.Origin.Host}
-	if exp, ok := d.next[key]; ok && h.SubjectOrdinal > exp {
-		g := Gap{Type: te.info.Name, Host: h.Origin.Host, Records: h.SubjectOrdinal - exp}
-		if h.Lost > d.lost {
-			g.BridgeLost = h.Lost - d.lost
+	if exp, ok := w.next[key]; ok && h.SubjectOrdinal > exp {
+		g := Gap{Type: te.info.Name, Host: h.Origin.Host, Node: w.node, Records: h.SubjectOrdinal - exp}
+		if h.Lost > w.lost {
+			g.BridgeLost = h.Lost - w.lost
 		}
 		if len(d.s.gapHandlers) == 0 {
 			d.error(&GapError{g})
@@ -514,18 +594,18 @@ func (d *dispatcher) gaps(h *streammsg.Header, te *typeEntry) {
 			fn(g)
 		}
 	}
-	d.next[key] = h.SubjectOrdinal + uint64(h.Count)
-	d.lost = h.Lost
+	w.next[key] = h.SubjectOrdinal + uint64(h.Count)
+	w.lost = h.Lost
 }
 
-// unclosed reports the runs from, up to to, that ended without closing
-// the stream (the metadata lists them).
-func (d *dispatcher) unclosed(from, to uint64) {
-	for _, r := range d.md.Unclosed {
+// unclosed reports w's runs from, up to to, that ended without closing
+// the stream (its metadata lists them).
+func (d *dispatcher) unclosed(w *writer, from, to uint64) {
+	for _, r := range w.md.Unclosed {
 		if r < from || r >= to {
 			continue
 		}
-		g := Gap{UnclosedRun: r}
+		g := Gap{UnclosedRun: r, Node: w.node}
 		if len(d.s.gapHandlers) == 0 {
 			d.error(&GapError{g})
 		}
@@ -535,10 +615,10 @@ func (d *dispatcher) unclosed(from, to uint64) {
 	}
 }
 
-// flushBatch hands the records of the current batch to the handlers, in
+// flushBatch hands the records of w's current batch to the handlers, in
 // the order the bridge received them.
-func (d *dispatcher) flushBatch() {
-	c := &d.cur
+func (d *dispatcher) flushBatch(w *writer) {
+	c := &w.cur
 	if !c.active {
 		return
 	}
@@ -559,7 +639,7 @@ func (d *dispatcher) flushBatch() {
 	for _, e := range c.entries {
 		p := &c.parts[e.part]
 		*ev = Event{Record: p.records.Records[e.idx], Host: p.h.Origin.Host, Origin: p.h.Origin,
-			Time: time.Unix(0, p.h.Time), Seq: p.seq, Run: p.h.Run, Ordinal: p.h.Ordinal + uint64(e.pos)}
+			Time: time.Unix(0, p.h.Time), Seq: p.seq, Run: p.h.Run, Ordinal: p.h.Ordinal + uint64(e.pos), Node: w.node}
 		for _, fn := range p.te.handlers {
 			fn(ev)
 		}
@@ -581,18 +661,18 @@ func (d *dispatcher) caughtUp(pending uint64) {
 		return
 	}
 	if d.endDue && d.readAll(context.Background()) {
-		d.flushBatch()
+		d.flushAll()
 		d.flush()
 		d.stop = true
 		return
 	}
 	if d.s.caughtUp {
-		d.flushBatch()
+		d.flushAll()
 		d.flush()
 		d.stop = true
 		return
 	}
-	if !d.cur.active {
+	if !d.active() {
 		d.flush()
 	}
 }
@@ -612,7 +692,7 @@ func (d *dispatcher) trace(m jetstream.Msg, seq uint64, meta *jetstream.MsgMetad
 	if !d.hostWanted(host) {
 		return
 	}
-	t := &Trace{Host: host, JSON: m.Data(), Seq: seq}
+	t := &Trace{Host: host, Node: nodeOf(m), JSON: m.Data(), Seq: seq}
 	if meta != nil {
 		t.Time = meta.Timestamp
 	}

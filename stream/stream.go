@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,7 @@ type (
 	// TypeInfo, HostInfo and ControlState are parts of Metadata.
 	TypeInfo     = streammsg.TypeInfo
 	HostInfo     = streammsg.HostInfo
+	ReceiverInfo = streammsg.ReceiverInfo
 	ControlState = streammsg.ControlState
 )
 
@@ -56,6 +58,9 @@ type Event struct {
 	// Run and Ordinal: the bridge's run on the repository and the
 	// record's number within it.
 	Run, Ordinal uint64
+	// Node is the cluster node that received the record ("" from a
+	// bridge that runs alone); Run and Ordinal are that node's.
+	Node string
 }
 
 // Gap says that records of one type and host were not read: retention
@@ -64,6 +69,9 @@ type Event struct {
 // buffer lasted).
 type Gap struct {
 	Type, Host string
+	// Node is the cluster node whose records were missed ("" a bridge
+	// that runs alone).
+	Node string
 	// Records missed.
 	Records uint64
 	// BridgeLost counts the records, of any type, the bridge itself
@@ -84,8 +92,12 @@ type Gap struct {
 type GapError struct{ Gap Gap }
 
 func (e *GapError) Error() string {
+	bridge := "the bridge"
+	if e.Gap.Node != "" {
+		bridge = "node " + e.Gap.Node
+	}
 	if r := e.Gap.UnclosedRun; r != 0 {
-		return fmt.Sprintf("the bridge's run %d ended without closing its stream (killed?): records it had taken but not yet published may be missing; how many cannot be known (it was counted only in the killed process)", r)
+		return fmt.Sprintf("%s's run %d ended without closing its stream (killed?): records it had taken but not yet published may be missing; how many cannot be known (it was counted only in the killed process)", bridge, r)
 	}
 	host := e.Gap.Host
 	if host == "" {
@@ -93,7 +105,7 @@ func (e *GapError) Error() string {
 	}
 	why := "the repository's retention removed them before they were read"
 	if e.Gap.BridgeLost > 0 {
-		why = fmt.Sprintf("the bridge could not publish %d records in that span; retention may have removed the rest", e.Gap.BridgeLost)
+		why = fmt.Sprintf("%s could not publish %d records in that span; retention may have removed the rest", bridge, e.Gap.BridgeLost)
 	}
 	return fmt.Sprintf("missed %d records of %s from %s: %s", e.Gap.Records, e.Gap.Type, host, why)
 }
@@ -102,6 +114,9 @@ func (e *GapError) Error() string {
 // `tracebridge query --json`).
 type Trace struct {
 	Host string
+	// Node is the cluster node that published it ("" a bridge that runs
+	// alone).
+	Node string
 	JSON []byte
 	Time time.Time
 	Seq  uint64
@@ -278,13 +293,21 @@ func (s *Stream) SetStartSequence(seq uint64) { s.startSeq, s.startTime = seq, t
 // read whole however long that takes, the records Dump writes of it.
 func (s *Stream) SetEndTime(t time.Time) { s.endTime = t }
 
-// Metadata returns the repository's current metadata.
+// Metadata returns the repository's current metadata. A cluster's
+// repository has one per node (Metadata.Node); Metadata returns them
+// merged (MergeMetadata): every node's types, hosts and receivers.
 func (s *Stream) Metadata(ctx context.Context) (*Metadata, error) {
-	md, _, err := s.lastMetadata(ctx)
-	return md, err
+	mds, _, err := s.allMetadata(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return MergeMetadata(mds), nil
 }
 
-func (s *Stream) lastMetadata(ctx context.Context) (*Metadata, uint64, error) {
+// allMetadata returns the last metadata of every writer of the
+// repository — the bridge's (PREFIX.meta), or each cluster node's
+// (PREFIX.meta.<node>) — and the highest of their sequences.
+func (s *Stream) allMetadata(ctx context.Context) ([]*Metadata, uint64, error) {
 	ms, err := s.js.Stream(ctx, s.subj.MetaStream())
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, 0, fmt.Errorf("%w at %s: JetStream stream %s not found (is the bridge's stream on? its subject prefix?)", ErrNoStream, s.url, s.subj.MetaStream())
@@ -292,18 +315,122 @@ func (s *Stream) lastMetadata(ctx context.Context) (*Metadata, uint64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("stream %s: %w", s.url, err)
 	}
-	raw, err := ms.GetLastMsgForSubject(ctx, s.subj.Meta())
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
+	subjects := []string{s.subj.Meta()}
+	info, err := ms.Info(ctx, jetstream.WithSubjectFilter(s.subj.AllNodeMeta()))
+	if err != nil {
+		return nil, 0, fmt.Errorf("stream %s: %w", s.url, err)
+	}
+	nodes := make([]string, 0, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		nodes = append(nodes, subj)
+	}
+	slices.Sort(nodes)
+	subjects = append(subjects, nodes...)
+	var out []*Metadata
+	var last uint64
+	for _, subj := range subjects {
+		md, seq, err := s.lastMetadataOn(ctx, ms, subj)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, md)
+		last = max(last, seq)
+	}
+	if len(out) == 0 {
 		return nil, 0, fmt.Errorf("%w at %s: no metadata yet on %s", ErrNoStream, s.url, s.subj.Meta())
+	}
+	return out, last, nil
+}
+
+// lastMetadata returns the last metadata of one writer ("" the bridge,
+// else a cluster node) and its sequence.
+func (s *Stream) lastMetadata(ctx context.Context, node string) (*Metadata, uint64, error) {
+	ms, err := s.js.Stream(ctx, s.subj.MetaStream())
+	if err != nil {
+		return nil, 0, fmt.Errorf("stream %s: %w", s.url, err)
+	}
+	subj := s.subj.Meta()
+	if node != "" {
+		subj = s.subj.NodeMeta(node)
+	}
+	return s.lastMetadataOn(ctx, ms, subj)
+}
+
+// lastMetadataOn reads the last message of a metadata subject
+// (jetstream.ErrMsgNotFound when there is none).
+func (s *Stream) lastMetadataOn(ctx context.Context, ms jetstream.Stream, subj string) (*Metadata, uint64, error) {
+	raw, err := ms.GetLastMsgForSubject(ctx, subj)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, 0, err
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("stream %s: metadata: %w", s.url, err)
 	}
 	md, err := streammsg.UnmarshalMetadata(raw.Data)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("stream %s: metadata on %s: %w", s.url, subj, err)
 	}
 	return md, raw.Sequence, nil
+}
+
+// MergeMetadata joins the metadata of a cluster's nodes into one view:
+// every type (by name; the id is the first node's, ids are each node's
+// own), host (receivers joined, first and last seen over all) and
+// receiver (by name and where) of any node, control settings and
+// retention of the first, records and lost summed, Version the sum of
+// the versions (it grows whenever a node's does), Node empty and Nodes
+// the nodes. One metadata is returned as it is.
+func MergeMetadata(mds []*Metadata) *Metadata {
+	switch len(mds) {
+	case 0:
+		return nil
+	case 1:
+		return mds[0]
+	}
+	m := *mds[0]
+	m.Node, m.Version, m.Records, m.Lost, m.Time = "", 0, 0, 0, 0
+	m.Types, m.Hosts, m.Receivers, m.Nodes = nil, nil, nil, nil
+	m.Added, m.Removed = streammsg.Change{}, streammsg.Change{}
+	types, hosts, recvs := map[string]bool{}, map[string]int{}, map[ReceiverInfo]bool{}
+	for _, md := range mds {
+		m.Nodes = append(m.Nodes, md.Node)
+		m.Version += md.Version
+		m.Records += md.Records
+		m.Lost += md.Lost
+		m.Time = max(m.Time, md.Time)
+		for _, t := range md.Types {
+			if !types[t.Name] {
+				types[t.Name] = true
+				m.Types = append(m.Types, t)
+			}
+		}
+		for _, h := range md.Hosts {
+			i, ok := hosts[h.Name]
+			if !ok {
+				hosts[h.Name] = len(m.Hosts)
+				h.Receivers = slices.Clone(h.Receivers)
+				m.Hosts = append(m.Hosts, h)
+				continue
+			}
+			mh := &m.Hosts[i]
+			for _, r := range h.Receivers {
+				if !slices.Contains(mh.Receivers, r) {
+					mh.Receivers = append(mh.Receivers, r)
+				}
+			}
+			mh.FirstSeen, mh.LastSeen = min(mh.FirstSeen, h.FirstSeen), max(mh.LastSeen, h.LastSeen)
+		}
+		for _, r := range md.Receivers {
+			if !recvs[r] {
+				recvs[r] = true
+				m.Receivers = append(m.Receivers, r)
+			}
+		}
+	}
+	return &m
 }
 
 // Start runs the stream until ctx ends, Close is called, or the end time

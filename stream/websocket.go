@@ -60,6 +60,8 @@ const (
 //	{"kind":"records","records":[{"host":"…","seq":N,"time":NS,
 //	   "record":{"type":"…","loggingTimestamp":N,"fields":{…}}},…]}
 //	{"kind":"gap","type":"…","host":"…","records":N,"bridgeLost":N}
+//	  (records, gaps and traces of a cluster's repository carry "node":
+//	  the node that received them; the metadata is every node's joined)
 //	  (with "unclosedRun":R when run R ended without closing its stream)
 //	{"kind":"trace","host":"…","trace":{…}}
 //	{"kind":"error","error":"…"}                         then the server closes
@@ -216,9 +218,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.log.Warn("stream websocket: client too slow; closed", "remote", r.RemoteAddr, "max_client_buffer", h.opt.MaxClientBuffer)
 	})
 	go ws.run()
+	// A cluster's nodes each have their metadata: the browser gets them
+	// joined (MergeMetadata), as one repository's.
+	var nodes []*Metadata
 	s.OnMetadata(func(m *Metadata) {
+		i := slices.IndexFunc(nodes, func(o *Metadata) bool { return o.Node == m.Node })
+		if i < 0 {
+			nodes = append(nodes, m)
+		} else {
+			nodes[i] = m
+		}
 		ws.flush()
-		ws.json(map[string]any{"kind": "metadata", "metadata": m})
+		ws.json(map[string]any{"kind": "metadata", "metadata": MergeMetadata(nodes)})
 	})
 	handle := func(e *Event) {
 		ws.record(e)
@@ -232,6 +243,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.OnGap(func(g Gap) {
 		ws.flush()
 		m := map[string]any{"kind": "gap", "type": g.Type, "host": g.Host, "records": g.Records, "bridgeLost": g.BridgeLost}
+		if g.Node != "" {
+			m["node"] = g.Node
+		}
 		if g.UnclosedRun != 0 {
 			m["unclosedRun"] = g.UnclosedRun
 		}
@@ -240,7 +254,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if q.Get("traces") == "1" {
 		s.OnTrace(func(t *Trace) {
 			ws.flush()
-			ws.json(map[string]any{"kind": "trace", "host": t.Host, "trace": json.RawMessage(t.JSON)})
+			m := map[string]any{"kind": "trace", "host": t.Host, "trace": json.RawMessage(t.JSON)}
+			if t.Node != "" {
+				m["node"] = t.Node
+			}
+			ws.json(m)
 		})
 	}
 	s.OnFlush(ws.flush)
@@ -351,6 +369,10 @@ func (w *wsWriter) record(e *Event) {
 	}
 	w.buf = append(w.buf, `{"host":`...)
 	w.buf = jsonl.AppendString(w.buf, e.Host)
+	if e.Node != "" {
+		w.buf = append(w.buf, `,"node":`...)
+		w.buf = jsonl.AppendString(w.buf, e.Node)
+	}
 	w.buf = append(w.buf, `,"seq":`...)
 	w.buf = strconv.AppendUint(w.buf, e.Seq, 10)
 	w.buf = append(w.buf, `,"time":`...)

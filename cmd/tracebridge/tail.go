@@ -149,6 +149,10 @@ func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		case *asJSON && *seq:
 			line = fmt.Appendf(line, `{"seq":%d,"host":`, e.Seq)
 			line = jsonl.AppendString(line, e.Host)
+			if e.Node != "" { // a cluster's repository: the node that received it
+				line = append(line, `,"node":`...)
+				line = jsonl.AppendString(line, e.Node)
+			}
 			line = append(line, `,"record":`...)
 			line = jsonl.AppendRecord(line, &e.Record)
 			line = append(line[:len(line)-1], "}\n"...)
@@ -179,8 +183,12 @@ func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				out.Flush()
 				return
 			}
-			fmt.Fprintf(out, "# metadata version %d (run %d): %d types, %d hosts, %d receivers%s\n",
-				m.Version, m.Run, len(m.Types), len(m.Hosts), len(m.Receivers), describeChange(m))
+			of := ""
+			if m.Node != "" {
+				of = " of node " + m.Node
+			}
+			fmt.Fprintf(out, "# metadata%s version %d (run %d): %d types, %d hosts, %d receivers%s\n",
+				of, m.Version, m.Run, len(m.Types), len(m.Hosts), len(m.Receivers), describeChange(m))
 			out.Flush()
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/cluster"
@@ -17,6 +18,8 @@ import (
 	"github.com/tracebridge/tracebridge/internal/natsd"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	storesink "github.com/tracebridge/tracebridge/internal/sink/store"
+	streamsink "github.com/tracebridge/tracebridge/internal/sink/stream"
+	"github.com/tracebridge/tracebridge/internal/stage/profile"
 	tstore "github.com/tracebridge/tracebridge/internal/store"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
@@ -31,6 +34,25 @@ type clusterPart struct {
 	node   *cluster.Node
 	sink   *storesink.Sink
 	reader *tstore.Store
+	// live is the stream that takes the traces this node's owners
+	// assemble (the top-level stream with traces: true), once built.
+	live atomic.Pointer[streamsink.Sink]
+}
+
+// ownedTraces is what a node's owners hand their assembled traces to:
+// the store sink, then the live stream when it publishes traces. So the
+// stream's traces are whole (every span of a trace meets at its owner),
+// each published once, by its owner.
+type ownedTraces struct{ cp *clusterPart }
+
+func (o ownedTraces) ConsumeTraces(ctx context.Context, ts []*trace.Trace) error {
+	if err := o.cp.sink.ConsumeTraces(ctx, ts); err != nil {
+		return err
+	}
+	if live := o.cp.live.Load(); live != nil {
+		return live.ConsumeTraces(ctx, ts) // best-effort: never fails
+	}
+	return nil
 }
 
 // Cluster returns the bridge's cluster node (nil when not one).
@@ -118,7 +140,7 @@ func (s *Server) startCluster(c *config.Config, sink *storesink.Sink, set Settin
 		NATSAddr: natsAddr, HTTPAddr: s.HTTPAddr,
 		Catalog: s.base.Catalog,
 		Traces:  trace.Options{Window: time.Duration(c.Traces.Window), MaxOpenTraces: c.Traces.MaxOpenTraces, MaxSpans: c.Traces.MaxSpans},
-		Sink:    sink, Persist: sink.Store().Persist,
+		Sink:    ownedTraces{cp}, Persist: sink.Store().Persist,
 		Logger: set.Logger, Metrics: s.Metrics,
 	})
 	if err != nil {
@@ -208,4 +230,30 @@ func (cp *clusterPart) close() error {
 		}
 	}
 	return nil
+}
+
+// clusterStages refuses, on a cluster node, the stages that cannot run
+// there: the profile stage attaches a host's JFR samples to the spans of
+// that host's traces, but a node's samples are those of the JFR
+// receivers it runs while a trace's spans are assembled by the owner of
+// the trace's partition, any node (docs/CLUSTER.md, "JFR samples on
+// spans"). A jfr receiver implies no profile stage on a node (Build).
+func clusterStages(c *config.Config, stages []config.Component) []error {
+	if c.Cluster == nil {
+		return nil
+	}
+	var errs []error
+	for _, st := range stages {
+		if st.Type != profile.Type {
+			continue
+		}
+		name := st.Name
+		if name == "" {
+			name = st.Type
+		}
+		errs = append(errs, fmt.Errorf("stage %s (%s): not supported on a cluster node: it needs a host's JFR samples and the spans of its traces on one node, "+
+			"but a node holds the samples of the JFR connections it receives and a trace is assembled by the owner of its partition, "+
+			"any node; remove the stage (JFR records still reach the node's sinks and the live stream; docs/CLUSTER.md, \"JFR samples on spans\")", name, st.Type))
+	}
+	return errs
 }

@@ -230,17 +230,21 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 
 	// Every component's own configuration first: a typo anywhere is
 	// reported before a port is bound or a directory created.
+	var errs []error
 	stages := cfg.Stages
 	if len(cfg.Split) > 0 {
 		stages = append([]config.Component{config.NewComponent(split.Type, map[string]any{"boundaries": cfg.Split})}, stages...)
 		stages[0].Name = "split"
 	}
-	stages = impliedStages(f, cfg.Receivers, stages)
+	if cfg.Cluster == nil {
+		// A cluster node implies no profile stage (clusterStages).
+		stages = impliedStages(f, cfg.Receivers, stages)
+	}
+	errs = append(errs, clusterStages(cfg, stages)...)
 	type planned struct {
 		comp *config.Component
 		cfg  pipeline.Config
 	}
-	var errs []error
 	decode := func(what string, c *config.Component, newCfg func() pipeline.Config) planned {
 		pc := newCfg()
 		if err := c.Decode(pc); err != nil {
@@ -312,6 +316,11 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		c.Type, c.Name = streamsink.Type, streamsink.Type
 		if p := decode("stream", &c, streamsink.Factory().NewConfig); p.comp != nil && p.cfg.(*streamsink.Config).On() {
 			stream = p
+		}
+	}
+	if stream.comp != nil && cfg.Cluster != nil {
+		if sc := stream.cfg.(*streamsink.Config); sc.Listen != "" || sc.URL != "" || sc.TLS.Enabled() || sc.Insecure {
+			errs = append(errs, errors.New("stream: listen, url, tls and insecure: a cluster node's stream is the cluster's one repository on the cluster's NATS (cluster: nats_listen, or nats); leave them out (docs/CLUSTER.md, \"Live stream\")"))
 		}
 	}
 	if len(errs) > 0 {
@@ -461,11 +470,20 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		compactor.Store(s.cl.node)
 	}
 	if stream.comp != nil {
+		if s.cl != nil {
+			// Every node publishes into the cluster's one repository.
+			stream.cfg.(*streamsink.Config).Cluster = &streamsink.ClusterTarget{Node: cfg.Cluster.Node, Server: s.cl.srv,
+				URL: cfg.Cluster.NATS, Replicas: cfg.Cluster.Replicas}
+		}
 		if err := s.addStream(stream.comp, stream.cfg, base); err != nil {
 			return nil, inUse("stream", "", "", err)
 		}
+		live := s.Built[stream.comp.Name].(*streamsink.Sink)
+		if s.cl != nil && stream.cfg.(*streamsink.Config).Traces {
+			s.cl.live.Store(live) // the owners publish what they assemble
+		}
 		// The web UI's live view: the stream over WebSocket, at /api/live.
-		user, pass := s.Built[stream.comp.Name].(*streamsink.Sink).Credentials()
+		user, pass := live.Credentials()
 		s.live = livestream.NewHandler(s.StreamURL, livestream.HandlerOptions{Options: livestream.Options{User: user, Password: pass}, Logger: set.Logger,
 			MaxClients: cfg.HTTP.LiveMaxClients, MaxClientBuffer: cfg.HTTP.LiveClientBuffer})
 		s.Shared.SetLive(s.live)

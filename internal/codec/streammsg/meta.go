@@ -58,6 +58,15 @@ type Metadata struct {
 	// everything when it stopped, so records it had taken may be
 	// missing at the end of those runs, uncounted.
 	Unclosed []uint64 `json:"unclosed,omitempty"`
+	// Node is the cluster node whose metadata this is, empty for a bridge
+	// that runs alone. In a cluster every node writes the one repository,
+	// each with its own metadata (versions, runs, type ids, counts) on
+	// PREFIX.meta.<node>, and its data messages carry NodeHeader.
+	Node string `json:"node,omitempty"`
+	// Nodes, in a view that joins the metadata of a cluster's nodes (the
+	// stream package's MergeMetadata), are the nodes joined; never
+	// published.
+	Nodes []string `json:"nodes,omitempty"`
 }
 
 // MaxUnclosed bounds Metadata.Unclosed.
@@ -318,3 +327,9 @@ type ControlReply struct {
 
 // TokenHeader is the NATS header that carries a control token.
 const TokenHeader = "Tracebridge-Token"
+
+// NodeHeader is the NATS header of every message a cluster node publishes
+// into the repository (data, traces, metadata): the node's name, which
+// says whose metadata describes a data message and whose counts its run,
+// ordinal and subject ordinal are. A bridge that runs alone sets none.
+const NodeHeader = "Tracebridge-Node"

@@ -59,6 +59,14 @@ func (s Subjects) AllTraces() string { return s.prefix() + ".traces.>" }
 // Meta is the metadata subject (the last message is retained).
 func (s Subjects) Meta() string { return s.prefix() + ".meta" }
 
+// NodeMeta is the metadata subject of a cluster node (the last message
+// of each is retained): PREFIX.meta.<node>, the node's name escaped
+// (EscapeToken).
+func (s Subjects) NodeMeta(node string) string { return s.Meta() + "." + EscapeToken(node) }
+
+// AllNodeMeta is the filter of every node's metadata subject.
+func (s Subjects) AllNodeMeta() string { return s.Meta() + ".>" }
+
 // Control is the subject of control requests (NATS request/reply).
 func (s Subjects) Control() string { return s.prefix() + ".control" }
 

@@ -89,6 +89,29 @@ type Config struct {
 	// ProbeControllers are the Kieker TCP controllers of monitored
 	// programs that `tracebridge control URL probe …` reaches.
 	ProbeControllers []control.Probe `yaml:"probe_controllers"`
+
+	// Cluster is set by serve on a cluster node (it is not a YAML key):
+	// the stream publishes into the cluster's NATS, the one repository
+	// every node writes (docs/CLUSTER.md, "Live stream").
+	Cluster *ClusterTarget `yaml:"-"`
+}
+
+// ClusterTarget is where a cluster node's stream publishes: the node's
+// embedded NATS server (one of the cluster's), or the URLs of an existing
+// NATS cluster. Listen and URL are then not set.
+type ClusterTarget struct {
+	// Node is the node's name: its metadata subject (PREFIX.meta.<node>)
+	// and the NodeHeader of its messages.
+	Node string
+	// Server is the node's embedded server (the cluster owns it: the
+	// sink does not stop it); nil with an existing NATS cluster.
+	Server *natsd.Server
+	// URL (comma-separated URLs), User and Password reach the existing
+	// NATS cluster when Server is nil.
+	URL, User, Password string
+	// Replicas of the repository's streams when the section does not say
+	// (the cluster's replicas: the repository outlives a node).
+	Replicas int
 }
 
 // On reports whether the stream runs.

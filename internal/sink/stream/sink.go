@@ -61,6 +61,7 @@ type Sink struct {
 	json  bool
 
 	srv     *natsd.Server // the embedded server, or nil
+	nodeHdr []string      // a cluster node's name, as its messages' NodeHeader (read only)
 	creds   natsd.Credentials
 	release func()
 	nc      *natsgo.Conn
@@ -194,17 +195,28 @@ func New(c *Config, set pipeline.Settings) (*Sink, error) {
 	}
 	s.meta.m.Bridge = Version
 	s.meta.m.Subjects = streammsg.NewSubjectInfo(s.subj)
+	if ct := c.Cluster; ct != nil {
+		s.nodeHdr = []string{ct.Node}
+		s.meta.m.Node = ct.Node
+		s.meta.m.Subjects.Meta = s.metaSubject()
+	}
 	s.meta.m.Retention = streammsg.Retention{MaxAgeNs: int64(c.maxAge()), MaxBytes: c.maxBytes()}
 
-	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
-	defer cancel()
-	if err := s.setup(ctx); err != nil {
-		if s.srv != nil {
+	// A cluster node starts before JetStream has a quorum (the cluster's
+	// NATS may still be forming): its publisher sets the streams up once
+	// it can, as for an external server.
+	if c.Cluster == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+		err := s.setup(ctx)
+		cancel()
+		if err != nil && s.srv != nil {
 			s.closeConn()
 			return nil, pipeline.Classify(pipeline.ErrComm, fmt.Errorf("stream: %w", err))
 		}
-		s.log.Warn("stream: NATS server not ready; publishing starts once it is (records until then are counted as lost)",
-			"sink", s.name, "server", s.url(), "err", err)
+		if err != nil {
+			s.log.Warn("stream: NATS server not ready; publishing starts once it is (records until then are counted as lost)",
+				"sink", s.name, "server", s.url(), "err", err)
+		}
 	}
 	sub, err := s.nc.Subscribe(s.subj.Control(), s.handleControl)
 	if err != nil {
@@ -221,6 +233,9 @@ func New(c *Config, set pipeline.Settings) (*Sink, error) {
 func (s *Sink) url() string {
 	if s.srv != nil {
 		return "nats://" + s.srv.Addr()
+	}
+	if ct := s.cfg.Cluster; ct != nil {
+		return ct.URL
 	}
 	u, err := url.Parse(s.cfg.URL)
 	if err != nil {
@@ -254,7 +269,20 @@ func (s *Sink) connect(set pipeline.Settings) error {
 		}),
 	}
 	target := ""
-	if s.cfg.URL == "" {
+	if ct := s.cfg.Cluster; ct != nil {
+		// A cluster node: the cluster's NATS, which the other nodes write
+		// into as well. The embedded server is the cluster's (no release).
+		if ct.Server != nil {
+			s.srv, s.creds = ct.Server, ct.Server.Credentials()
+			opts = append(opts, natsgo.InProcessServer(ct.Server.InProcess()), natsgo.UserInfo(s.creds.User, s.creds.Password))
+		} else {
+			if ct.User != "" {
+				opts = append(opts, natsgo.UserInfo(ct.User, ct.Password))
+			}
+			s.creds = natsd.Credentials{User: ct.User, Password: ct.Password}
+			target = ct.URL
+		}
+	} else if s.cfg.URL == "" {
 		listen, anyAddr := s.cfg.Listen, false
 		if listen == "" {
 			listen, anyAddr = DefaultListen, true
@@ -313,6 +341,26 @@ func (s *Sink) connect(set pipeline.Settings) error {
 	return nil
 }
 
+// metaSubject is where the sink's metadata goes: PREFIX.meta, or a
+// cluster node's PREFIX.meta.<node>.
+func (s *Sink) metaSubject() string {
+	if ct := s.cfg.Cluster; ct != nil {
+		return s.subj.NodeMeta(ct.Node)
+	}
+	return s.subj.Meta()
+}
+
+// header is the NATS header of a message the sink publishes: a cluster
+// node's name (streammsg.NodeHeader), so that subscribers tell the nodes'
+// runs, counts and type ids apart; nil for a bridge that runs alone. A
+// header of its own per message: the publish may add to it.
+func (s *Sink) header() natsgo.Header {
+	if s.nodeHdr == nil {
+		return nil
+	}
+	return natsgo.Header{streammsg.NodeHeader: s.nodeHdr}
+}
+
 func (s *Sink) subjPrefix() string {
 	if s.cfg.SubjectPrefix == "" {
 		return streammsg.DefaultPrefix
@@ -365,7 +413,7 @@ func (s *Sink) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("metadata stream: %w", err)
 	}
-	raw, err := ms.GetLastMsgForSubject(ctx, s.subj.Meta())
+	raw, err := ms.GetLastMsgForSubject(ctx, s.metaSubject())
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 	case err != nil:
@@ -418,7 +466,7 @@ func (s *Sink) publishMetaNow(ctx context.Context, md *streammsg.Metadata) error
 	if err != nil {
 		return err
 	}
-	if _, err := s.js.Publish(ctx, s.subj.Meta(), b); err != nil {
+	if _, err := s.js.PublishMsg(ctx, &natsgo.Msg{Subject: s.metaSubject(), Data: b, Header: s.header()}); err != nil {
 		return fmt.Errorf("metadata: %w", err)
 	}
 	s.pubMeta.Store(md.Version)
@@ -427,7 +475,11 @@ func (s *Sink) publishMetaNow(ctx context.Context, md *streammsg.Metadata) error
 
 // streams creates (or updates) the data and metadata streams.
 func (s *Sink) streams(ctx context.Context) error {
-	replicas := max(s.cfg.Replicas, 1)
+	replicas := s.cfg.Replicas
+	if replicas == 0 && s.cfg.Cluster != nil {
+		replicas = s.cfg.Cluster.Replicas
+	}
+	replicas = max(replicas, 1)
 	_, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        s.subj.Stream(),
 		Description: "tracebridge live stream: records and traces",
@@ -446,7 +498,7 @@ func (s *Sink) streams(ctx context.Context) error {
 	_, err = s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:              s.subj.MetaStream(),
 		Description:       "tracebridge live stream: the last metadata",
-		Subjects:          []string{s.subj.Meta()},
+		Subjects:          []string{s.subj.Meta(), s.subj.AllNodeMeta()}, // a bridge's, a cluster's nodes'
 		Retention:         jetstream.LimitsPolicy,
 		MaxMsgsPerSubject: 1,
 		Storage:           jetstream.FileStorage,
@@ -477,7 +529,7 @@ func (s *Sink) publishMetaLocked() {
 		s.log.Error("stream: metadata", "sink", s.name, "err", err)
 		return
 	}
-	s.pushCounted(outMsg{subject: s.subj.Meta(), data: b, meta: md.Version})
+	s.pushCounted(outMsg{subject: s.metaSubject(), data: b, meta: md.Version})
 }
 
 // nextMetaLocked makes the next metadata version (s.mu held).
@@ -798,19 +850,27 @@ func (s *Sink) recordsSubject(host, token string) string {
 	return s.subjPrefix() + ".records." + streammsg.HostToken(host) + "." + token
 }
 
-// TraceSources: every trace when traces are on, else none.
+// TraceSources: every trace when traces are on, else none. A cluster
+// node's engine assembles none for the stream: the node's owners hand it
+// the traces of their partitions, whole (serve), through ConsumeTraces.
 func (s *Sink) TraceSources() trace.Sources {
-	if !s.cfg.Traces {
+	if !s.cfg.Traces || s.cfg.Cluster != nil {
 		return 0
 	}
 	return trace.AllSources
 }
 
 // ConsumeTraces publishes each trace (trace.AppendJSON) on
-// PREFIX.traces.<host of its root span>.
+// PREFIX.traces.<host of its root span>. It is safe for concurrent use
+// (a cluster node's owners call it from their goroutines).
 func (s *Sink) ConsumeTraces(_ context.Context, ts []*trace.Trace) error {
 	if !s.ready.Load() {
 		return nil
+	}
+	select {
+	case <-s.quit:
+		return nil // closed: a cluster node's owners hand on their last traces after the engine's sinks
+	default:
 	}
 	for _, t := range ts {
 		host := ""
@@ -919,7 +979,7 @@ func (s *Sink) publisher() {
 				s.settle(1, false)
 				continue // a newer version went out already (setup after a reconnect)
 			}
-			f, err := s.js.PublishMsgAsync(&natsgo.Msg{Subject: m.subject, Data: m.data}, jetstream.WithStallWait(5*time.Second))
+			f, err := s.js.PublishMsgAsync(&natsgo.Msg{Subject: m.subject, Data: m.data, Header: s.header()}, jetstream.WithStallWait(5*time.Second))
 			if err != nil {
 				if m.meta > 0 || errors.Is(err, natsgo.ErrConnectionClosed) && !quitting {
 					s.out.unshift(batch[i:])
@@ -1035,6 +1095,9 @@ func (s *Sink) handleControl(m *natsgo.Msg) {
 	}
 	if req.Op != streammsg.OpStatus {
 		if err := s.authorize(m); err != nil {
+			if errors.Is(err, errElsewhere) {
+				return // another node's client: that node answers
+			}
 			s.warn.Log(context.Background(), s.log, slog.LevelWarn, "stream: control request refused", "sink", s.name, "op", req.Op, "err", err)
 			reply(streammsg.ControlReply{Error: err.Error()})
 			return
@@ -1055,6 +1118,10 @@ func (s *Sink) handleControl(m *natsgo.Msg) {
 // ErrUnauthorized is wrapped by refused control requests.
 var ErrUnauthorized = errors.New("control refused")
 
+// errElsewhere: a control request of a client of another cluster node's
+// server, which that node's stream decides on.
+var errElsewhere = errors.New("control request of another node's client")
+
 // authorize checks who sends a control request: with a token file the
 // token must match; without one, the requester must be a loopback (or
 // in-process) client of the embedded server.
@@ -1072,6 +1139,12 @@ func (s *Sink) authorize(m *natsgo.Msg) error {
 		return fmt.Errorf("%w: a request without a reply subject", ErrUnauthorized)
 	}
 	ips, err := s.srv.SubscriberIPs(m.Reply)
+	if err == nil && len(ips) == 0 && s.cfg.Cluster != nil {
+		// In a cluster every node's stream hears the request; only the
+		// node whose server the requester is a client of can tell where
+		// it is, and answers.
+		return errElsewhere
+	}
 	if err != nil || len(ips) == 0 {
 		return fmt.Errorf("%w: cannot tell where the request comes from", ErrUnauthorized)
 	}

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
+	"github.com/tracebridge/tracebridge/internal/objstore/objstoretest"
+	"github.com/tracebridge/tracebridge/stream"
+)
+
+// postSpans sends one OTLP/JSON request to addr (host:port of an
+// otlp-http receiver) with a span per name, each of a trace of its own,
+// of service svc on host host.
+func postSpans(t *testing.T, addr, svc, host string, names []string) {
+	t.Helper()
+	var spans []string
+	for _, n := range names {
+		var id [8]byte
+		copy(id[:], n) // names are at most 8 bytes here
+		spans = append(spans, fmt.Sprintf(`{"traceId":"%032x","spanId":"%016x","name":%q,"kind":2,"startTimeUnixNano":"1700000000000000000","endTimeUnixNano":"1700000000100000000"}`,
+			id[:], id[:], n))
+	}
+	body := fmt.Sprintf(`{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":%q}},{"key":"host.name","value":{"stringValue":%q}}]},
+"scopeSpans":[{"scope":{"name":"t"},"spans":[%s]}]}]}`, svc, host, strings.Join(spans, ","))
+	addr = strings.TrimPrefix(strings.TrimPrefix(addr, "http://"), "https://")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Post("http://"+addr+"/v1/traces", "application/json", strings.NewReader(body))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		// 429/503 while the cluster's stream elects its leader: again.
+		if time.Now().After(deadline) {
+			t.Fatalf("OTLP export to %s: %v %v", addr, resp, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// spanNames returns n names with prefix p (p0 … p(n-1)).
+func spanNames(p string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%d", p, i)
+	}
+	return out
+}
+
+// liveRecord is a record of the WebSocket live view, or of `tail --json
+// --seq`.
+type liveRecord struct {
+	Host   string `json:"host"`
+	Node   string `json:"node"`
+	Seq    uint64 `json:"seq"`
+	Record struct {
+		Type   string         `json:"type"`
+		Fields map[string]any `json:"fields"`
+	} `json:"record"`
+}
+
+// liveView reads a node's /api/live WebSocket, keeping its records and
+// the nodes its metadata names.
+type liveView struct {
+	mu      sync.Mutex
+	records []liveRecord
+	traces  map[string]int // operations of the traces' spans, counted
+	tnodes  map[string]string
+	nodes   []string
+	err     error
+}
+
+func (lv *liveView) read(c *websocket.Conn) {
+	for {
+		var m struct {
+			Kind     string       `json:"kind"`
+			Records  []liveRecord `json:"records"`
+			Metadata struct {
+				Nodes []string `json:"nodes"`
+			} `json:"metadata"`
+			Error string `json:"error"`
+			Node  string `json:"node"`
+			Trace struct {
+				Spans []struct {
+					Operation string `json:"operation"`
+				} `json:"spans"`
+			} `json:"trace"`
+		}
+		err := c.ReadJSON(&m)
+		lv.mu.Lock()
+		if err != nil {
+			lv.err = err
+			lv.mu.Unlock()
+			return
+		}
+		switch m.Kind {
+		case "records":
+			lv.records = append(lv.records, m.Records...)
+		case "metadata":
+			lv.nodes = m.Metadata.Nodes
+		case "trace":
+			for _, sp := range m.Trace.Spans {
+				lv.traces[sp.Operation]++
+				lv.tnodes[sp.Operation] = m.Node
+			}
+		case "error":
+			lv.err = fmt.Errorf("live view: %s", m.Error)
+		}
+		lv.mu.Unlock()
+	}
+}
+
+// spans counts the span records by name, and says which node each came
+// from.
+func countSpans(recs []liveRecord) (map[string]int, map[string]string) {
+	n, node := map[string]int{}, map[string]string{}
+	for _, r := range recs {
+		if r.Record.Type != "tracebridge.trace.SpanRecord" {
+			continue
+		}
+		name, _ := r.Record.Fields["name"].(string)
+		n[name]++
+		node[name] = r.Node
+	}
+	return n, node
+}
+
+// TestClusterLiveStream: on a three-node cluster each with `stream:`,
+// spans sent to node 1 (and some to node 2) appear in `tail` against
+// node 3 and in the WebSocket live view of node 2, each once, named by
+// the node that received them: the nodes publish into one repository
+// on the cluster's NATS (docs/CLUSTER.md, "Live stream").
+func TestClusterLiveStream(t *testing.T) {
+	srv := objstoretest.Start(t)
+	c := srv.Bucket(t, "traces", "live/")
+	const partitions = 4
+	nodes := embeddedCluster(t, c, 3, partitions)
+	for _, nd := range nodes {
+		f, err := os.OpenFile(nd.cfg, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(f, "stream: {max_age: 1h, traces: true}\n")
+		f.Close()
+		nd.start(t)
+	}
+	waitOwned(t, nodes, partitions, 120*time.Second)
+	for _, nd := range nodes {
+		if u := plainStreamURL(t, nd.p); !strings.HasPrefix(u, "nats://"+nd.host+":") {
+			t.Fatalf("node %s: stream at %s, not on its cluster NATS server", nd.name, u)
+		}
+	}
+
+	// Each node sets its stream up once JetStream has a quorum, on its
+	// own: wait until the repository has every node's metadata.
+	url := streamURL(t, nodes[2].p)
+	waitUntil(t, 120*time.Second, "every node's metadata in the repository", func() bool {
+		s, err := stream.Open(url, stream.Options{})
+		if err != nil {
+			return false
+		}
+		defer s.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		md, err := s.Metadata(ctx)
+		return err == nil && len(md.Nodes) == 3
+	})
+	// tail against node 3 (its own credential), the live view of node 2.
+	tl := startTail(t, url, "--json", "--seq")
+	base := nodes[1].base
+	ws := "ws" + strings.TrimPrefix(base, "http") + "/api/live?traces=1"
+	conn, resp, err := websocket.DefaultDialer.Dial(ws, http.Header{"Origin": {base}})
+	if err != nil {
+		t.Fatalf("live view of node 2: %v %v", resp, err)
+	}
+	defer conn.Close()
+	lv := &liveView{traces: map[string]int{}, tnodes: map[string]string{}}
+	go lv.read(conn)
+	waitUntil(t, 30*time.Second, "the live view's metadata", func() bool {
+		lv.mu.Lock()
+		defer lv.mu.Unlock()
+		return len(lv.nodes) > 0 || lv.err != nil
+	})
+
+	first, second := spanNames("a", 40), spanNames("b", 10)
+	postSpans(t, nodes[0].p.Addr("otlp"), "shop", "web-1", first[:20])
+	postSpans(t, nodes[0].p.Addr("otlp"), "shop", "web-1", first[20:])
+	postSpans(t, nodes[1].p.Addr("otlp"), "cart", "web-2", second)
+	// A last span through node 1: the repository is one ordered stream,
+	// so once a reader has it, it has read everything published before
+	// it (a record twice would be there too).
+	postSpans(t, nodes[0].p.Addr("otlp"), "shop", "web-1", []string{"z-last"})
+	want := map[string]string{"z-last": "n1"}
+	for _, n := range first {
+		want[n] = "n1"
+	}
+	for _, n := range second {
+		want[n] = "n2"
+	}
+	check := func(who string, recs []liveRecord) {
+		t.Helper()
+		n, node := countSpans(recs)
+		for name, nd := range want {
+			if n[name] != 1 || node[name] != nd {
+				t.Errorf("%s: span %s seen %d times, from node %q; want once, from %s", who, name, n[name], node[name], nd)
+			}
+		}
+		for name := range n {
+			if _, ok := want[name]; !ok {
+				t.Errorf("%s: span %s was never sent", who, name)
+			}
+		}
+	}
+
+	var tailRecs []liveRecord
+	lines := tl.waitFor(t, func(l []string) bool { return strings.Contains(strings.Join(l, "\n"), `"name":"z-last"`) }, "the last span")
+	metaNodes := map[string]bool{}
+	for _, l := range lines {
+		var j struct {
+			Metadata *struct {
+				Node string `json:"node"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal([]byte(l), &j); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		if j.Metadata != nil {
+			metaNodes[j.Metadata.Node] = true
+			continue
+		}
+		var r liveRecord
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		tailRecs = append(tailRecs, r)
+	}
+	check("tail against node 3", tailRecs)
+	for _, nd := range []string{"n1", "n2", "n3"} {
+		if !metaNodes[nd] {
+			t.Errorf("tail against node 3: no metadata of node %s (got %v)", nd, metaNodes)
+		}
+	}
+
+	waitUntil(t, 30*time.Second, "the last span in node 2's live view", func() bool {
+		lv.mu.Lock()
+		defer lv.mu.Unlock()
+		n, _ := countSpans(lv.records)
+		return n["z-last"] > 0 || lv.err != nil
+	})
+	lv.mu.Lock()
+	if lv.err != nil {
+		t.Fatalf("live view of node 2: %v", lv.err)
+	}
+	check("live view of node 2", lv.records)
+	lv.mu.Unlock()
+	// The traces: whole and once, each published by the owner of its
+	// partition (any node), not by the node that received its spans.
+	waitUntil(t, 60*time.Second, "every trace in node 2's live view", func() bool {
+		lv.mu.Lock()
+		defer lv.mu.Unlock()
+		return len(lv.traces) >= len(want) || lv.err != nil
+	})
+	lv.mu.Lock()
+	owners := map[string]int{}
+	for name := range want {
+		if lv.traces[name] != 1 {
+			t.Errorf("live view of node 2: the trace of span %s seen %d times, want once", name, lv.traces[name])
+		}
+		owners[lv.tnodes[name]]++
+	}
+	if len(lv.traces) != len(want) {
+		t.Errorf("live view of node 2: traces of %d spans, want %d", len(lv.traces), len(want))
+	}
+	t.Logf("traces published by their owners: %v", owners)
+	t.Logf("live view of node 2: metadata of nodes %v; tail against node 3: %d records", lv.nodes, len(tailRecs))
+	lv.mu.Unlock()
+	conn.Close()
+	for _, nd := range nodes {
+		nd.p.Stop()
+	}
+}
+
+// TestClusterProfileStageRefused: a cluster node refuses a configured
+// profile stage with a configuration error naming it (exit 2).
+func TestClusterProfileStageRefused(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	writeFile(t, key, "secret\n")
+	cfg := bridgetest.WriteConfig(t, dir, fmt.Sprintf(`data_dir: %[1]q
+receivers: [{type: otlp-http, listen: "127.0.0.1:0"}]
+stages: [{name: samples, type: profile}]
+sinks:
+  - {type: store, backend: s3, s3: {endpoint: "http://127.0.0.1:1", bucket: b, access_key_file: %[2]q, secret_key_file: %[2]q}}
+cluster: {node: n1, nats_listen: "127.0.0.1:1", replicas: 1}
+`, filepath.Join(dir, "data"), key))
+	r := tb(t, "serve", "-c", cfg)
+	if r.code != exitConfig || !strings.Contains(r.stderr, "stage samples (profile): not supported on a cluster node") {
+		t.Fatalf("exit %d, want %d and the stage named; stderr:\n%s", r.code, exitConfig, r.stderr)
+	}
+}
