@@ -343,6 +343,9 @@ type wsWriter struct {
 	slow    bool
 	failed  bool
 	closing bool
+	// writing: when the message being written was taken off the queue
+	// (zero: none); its write deadline is wsWriteWait after it.
+	writing time.Time
 	wake    chan struct{} // run has work
 	took    chan struct{} // run wrote a message
 	done    chan struct{} // run returned
@@ -399,14 +402,18 @@ func (w *wsWriter) roomLocked(extra int) {
 	if !over() {
 		return
 	}
-	timer := time.NewTimer(wsSlowAfter)
+	// The client is too slow wsSlowAfter after the write it has not
+	// taken began (not after this wait began): the message in flight then
+	// still has wsWriteWait-wsSlowAfter to go, and the close frame after
+	// it, for a client that reads now.
+	timer := time.NewTimer(w.slowIn())
 	defer timer.Stop()
 	for over() {
 		w.mu.Unlock()
 		select {
 		case <-w.took:
 			w.mu.Lock()
-			timer.Reset(wsSlowAfter)
+			timer.Reset(w.slowIn())
 		case <-timer.C:
 			w.mu.Lock()
 			if over() {
@@ -415,6 +422,14 @@ func (w *wsWriter) roomLocked(extra int) {
 			return
 		}
 	}
+}
+
+// slowIn is how long the client may still take nothing (w.mu held).
+func (w *wsWriter) slowIn() time.Duration {
+	if w.writing.IsZero() {
+		return wsSlowAfter
+	}
+	return max(wsSlowAfter-time.Since(w.writing), 0)
 }
 
 func (w *wsWriter) flush() {
@@ -504,10 +519,12 @@ func (w *wsWriter) run() {
 		b := w.queue[0]
 		w.queue[0] = nil
 		w.queue = w.queue[1:]
+		w.writing = time.Now()
 		w.mu.Unlock()
-		w.conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+		w.conn.SetWriteDeadline(w.writing.Add(wsWriteWait))
 		err := w.conn.WriteMessage(websocket.TextMessage, b)
 		w.mu.Lock()
+		w.writing = time.Time{}
 		if !w.slow {
 			w.held -= len(b)
 		}
