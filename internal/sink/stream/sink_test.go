@@ -243,18 +243,6 @@ func seqs(t *testing.T, url string, n int) map[int64]uint64 {
 // TestReplay: a subscriber starts at a sequence, or at a time, then
 // follows live.
 func TestReplay(t *testing.T) {
-	s, _ := newSink(t, sink.Config{})
-	ctx := context.Background()
-	s.Consume(ctx, events("h", 1, 1))
-	time.Sleep(100 * time.Millisecond)
-	mid := time.Now()
-	time.Sleep(100 * time.Millisecond)
-	s.Consume(ctx, events("h", 2, 1))
-	s.Consume(ctx, events("h", 3, 1))
-	first := seqs(t, authURL(s), 9)
-	if len(first) != 3 || !(first[1] < first[2] && first[2] < first[3]) {
-		t.Fatalf("sequences %v", first)
-	}
 	traces := func(c *collector) []string {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -266,11 +254,26 @@ func TestReplay(t *testing.T) {
 		}
 		return out
 	}
-	for name, setup := range map[string]func(*stream.Stream){
-		"sequence": func(st *stream.Stream) { st.SetStartSequence(first[2]) },
-		"time":     func(st *stream.Stream) { st.SetStartTime(mid) },
-	} {
+	// Each case has a sink of its own: a trace one case sends live must
+	// not be in the other's replay.
+	for _, name := range []string{"sequence", "time"} {
 		t.Run(name, func(t *testing.T) {
+			s, _ := newSink(t, sink.Config{})
+			ctx := context.Background()
+			s.Consume(ctx, events("h", 1, 1))
+			time.Sleep(100 * time.Millisecond)
+			mid := time.Now()
+			time.Sleep(100 * time.Millisecond)
+			s.Consume(ctx, events("h", 2, 1))
+			s.Consume(ctx, events("h", 3, 1))
+			first := seqs(t, authURL(s), 9)
+			if len(first) != 3 || !(first[1] < first[2] && first[2] < first[3]) {
+				t.Fatalf("sequences %v", first)
+			}
+			setup := func(st *stream.Stream) { st.SetStartSequence(first[2]) }
+			if name == "time" {
+				setup = func(st *stream.Stream) { st.SetStartTime(mid) }
+			}
 			c := subscribe(t, authURL(s), setup)
 			c.wait(t, 6)
 			s.Consume(ctx, events("h", 4, 1)) // then live
