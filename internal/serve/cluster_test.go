@@ -36,6 +36,37 @@ receivers: [{type: zico, listen: "127.0.0.1:0"}]
 	}
 }
 
+// TestClusterStreamRefused: a cluster node's stream is the cluster's
+// repository: its own listen or url, and an external NATS whose login the
+// stream's connections cannot present (token, creds, TLS), are
+// configuration errors saying so, before anything starts.
+func TestClusterStreamRefused(t *testing.T) {
+	const rest = `receivers: [{type: zico, listen: "127.0.0.1:0"}]
+sinks: [{type: kieker-log}]
+`
+	for name, tc := range map[string]struct{ cfg, want string }{
+		"own listen": {`cluster: {node: n1, nats_listen: "127.0.0.1:1", replicas: 1}
+stream: {listen: "127.0.0.1:0"}
+`, "a cluster node's stream is the cluster's one repository"},
+		"token": {`cluster: {node: n1, nats: "nats://127.0.0.1:1", nats_token: secret, replicas: 1}
+stream: {}
+`, "nats_token, nats_creds or nats_tls"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := parse(t, tc.cfg+rest)
+			cfg.DataDir = t.TempDir()
+			s, err := Build(cfg, Settings{})
+			if err == nil {
+				s.Close()
+				t.Fatal("built")
+			}
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want a configuration error saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // TestNATSTLS: nats_tls's files become the node's TLS configuration (the
 // CA trusted, the client certificate); a CA file without a certificate
 // and a missing key are configuration errors naming the key.

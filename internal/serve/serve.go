@@ -322,6 +322,9 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		if sc := stream.cfg.(*streamsink.Config); sc.Listen != "" || sc.URL != "" || sc.TLS.Enabled() || sc.Insecure {
 			errs = append(errs, errors.New("stream: listen, url, tls and insecure: a cluster node's stream is the cluster's one repository on the cluster's NATS (cluster: nats_listen, or nats); leave them out (docs/CLUSTER.md, \"Live stream\")"))
 		}
+		if cl := cfg.Cluster; cl.NATSToken != "" || cl.NATSCreds != "" || cl.NATSTLS != nil {
+			errs = append(errs, errors.New("stream: not supported yet on a cluster node whose NATS needs nats_token, nats_creds or nats_tls (the live stream's connections take a user and password only: nats_user, nats_password); leave stream: out or use a user and password (docs/CLUSTER.md, \"Live stream\")"))
+		}
 	}
 	if len(errs) > 0 {
 		return nil, pipeline.Classify(ErrConfig, errors.Join(errs...))
@@ -473,7 +476,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		if s.cl != nil {
 			// Every node publishes into the cluster's one repository.
 			stream.cfg.(*streamsink.Config).Cluster = &streamsink.ClusterTarget{Node: cfg.Cluster.Node, Server: s.cl.srv,
-				URL: cfg.Cluster.NATS, Replicas: cfg.Cluster.Replicas}
+				URL: cfg.Cluster.NATS, User: cfg.Cluster.NATSUser, Password: cfg.Cluster.NATSPassword, Replicas: cfg.Cluster.Replicas}
 		}
 		if err := s.addStream(stream.comp, stream.cfg, base); err != nil {
 			return nil, inUse("stream", "", "", err)
