@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/objstore/objstoretest"
 	"github.com/tracebridge/tracebridge/stream"
 )
@@ -290,24 +288,5 @@ func TestClusterLiveStream(t *testing.T) {
 	conn.Close()
 	for _, nd := range nodes {
 		nd.p.Stop()
-	}
-}
-
-// TestClusterProfileStageRefused: a cluster node refuses a configured
-// profile stage with a configuration error naming it (exit 2).
-func TestClusterProfileStageRefused(t *testing.T) {
-	dir := t.TempDir()
-	key := filepath.Join(dir, "key")
-	writeFile(t, key, "secret\n")
-	cfg := bridgetest.WriteConfig(t, dir, fmt.Sprintf(`data_dir: %[1]q
-receivers: [{type: otlp-http, listen: "127.0.0.1:0"}]
-stages: [{name: samples, type: profile}]
-sinks:
-  - {type: store, backend: s3, s3: {endpoint: "http://127.0.0.1:1", bucket: b, access_key_file: %[2]q, secret_key_file: %[2]q}}
-cluster: {node: n1, nats_listen: "127.0.0.1:1", replicas: 1}
-`, filepath.Join(dir, "data"), key))
-	r := tb(t, "serve", "-c", cfg)
-	if r.code != exitConfig || !strings.Contains(r.stderr, "stage samples (profile): not supported on a cluster node") {
-		t.Fatalf("exit %d, want %d and the stage named; stderr:\n%s", r.code, exitConfig, r.stderr)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tracebridge/tracebridge/internal/clusterstatus"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
 )
 
 func TestClusterStatus(t *testing.T) {
@@ -76,4 +77,30 @@ func TestClusterStatus(t *testing.T) {
 			t.Fatalf("got %d %s", code, b)
 		}
 	})
+}
+
+// TestJFRWhereOnClusterNode: on a cluster node the JFR routes' 404s say
+// that a node shows the JFR data it received; a bridge that runs alone
+// says nothing of clusters (TestServicesOfComponents).
+func TestJFRWhereOnClusterNode(t *testing.T) {
+	shared := &pipeline.Shared{}
+	e := newEnv(t, func(o *Options) {
+		o.Shared = shared
+		o.Cluster = clusterstatus.SourceFunc(func(context.Context) (clusterstatus.Status, error) { return clusterstatus.Status{Node: "n1"}, nil })
+	})
+	const where = "a cluster node shows the JFR data of the hosts whose recordings it received"
+	for _, route := range []string{"/api/v1/profiles/flame?host=jvm-1", "/api/v1/profiles/views?host=jvm-1", "/api/v1/jfr/types?host=jvm-1"} {
+		if code, b, _ := e.do("GET", route, ""); code != http.StatusNotFound || !strings.Contains(string(b), where) {
+			t.Errorf("no profile stage, %s: %d %s", route, code, b)
+		}
+	}
+	shared.SetProfiles(fakeProfiles{})
+	for _, route := range []string{"/api/v1/profiles/flame?host=jvm-2&since=1h", "/api/v1/profiles/views?host=jvm-2&since=1h"} {
+		if code, b, _ := e.do("GET", route, ""); code != http.StatusNotFound || !strings.Contains(string(b), "of host jvm-2") || !strings.Contains(string(b), where) {
+			t.Errorf("another host, %s: %d %s", route, code, b)
+		}
+	}
+	if code, b, _ := e.do("GET", "/api/v1/profiles/flame?host=jvm-1&since=1h", ""); code != http.StatusOK {
+		t.Errorf("the node's host: %d %s", code, b)
+	}
 }

@@ -81,7 +81,7 @@ func profileFlame(c *call) error {
 	}
 	p := c.a.opt.Shared.Profiles()
 	if p == nil {
-		return errorf(http.StatusNotFound, "no profiles: this bridge keeps no JFR samples (it needs a JFR receiver and the profile stage)")
+		return errorf(http.StatusNotFound, "no profiles: this bridge keeps no JFR samples (it needs a JFR receiver and the profile stage)%s", c.jfrWhere())
 	}
 	st, err := p.Stacks(c.ctx, kind.Name, host, since, until)
 	if err != nil {
@@ -92,8 +92,8 @@ func profileFlame(c *call) error {
 		if kind.Name != "cpu" {
 			what = kind.Name + " events (" + strings.Join(kind.Types(), ", ") + ")"
 		}
-		return errorf(http.StatusNotFound, "no %s of host %s between %s and %s", what, host,
-			time.Unix(0, since).UTC().Format(time.RFC3339), time.Unix(0, until).UTC().Format(time.RFC3339))
+		return errorf(http.StatusNotFound, "no %s of host %s between %s and %s%s", what, host,
+			time.Unix(0, since).UTC().Format(time.RFC3339), time.Unix(0, until).UTC().Format(time.RFC3339), c.jfrWhere())
 	}
 	var folded strings.Builder
 	if err := st.WriteFolded(&folded); err != nil {
@@ -132,15 +132,15 @@ func profileViews(c *call) error {
 	}
 	p := c.a.opt.Shared.Profiles()
 	if p == nil {
-		return errorf(http.StatusNotFound, "no profiles: this bridge keeps no JFR events (it needs a JFR receiver and the profile stage)")
+		return errorf(http.StatusNotFound, "no profiles: this bridge keeps no JFR events (it needs a JFR receiver and the profile stage)%s", c.jfrWhere())
 	}
 	v, err := p.Views(c.ctx, host, since, until)
 	if err != nil {
 		return err
 	}
 	if v == nil {
-		return errorf(http.StatusNotFound, "no JFR events of host %s between %s and %s", host,
-			time.Unix(0, since).UTC().Format(time.RFC3339), time.Unix(0, until).UTC().Format(time.RFC3339))
+		return errorf(http.StatusNotFound, "no JFR events of host %s between %s and %s%s", host,
+			time.Unix(0, since).UTC().Format(time.RFC3339), time.Unix(0, until).UTC().Format(time.RFC3339), c.jfrWhere())
 	}
 	return c.json(v)
 }

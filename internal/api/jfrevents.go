@@ -42,7 +42,16 @@ func (c *call) keeper() (*jfrevents.Keeper, error) {
 	if k, ok := c.a.opt.Shared.Profiles().(eventKeeper); ok {
 		return k.Events(), nil
 	}
-	return nil, errorf(http.StatusNotFound, "no JFR events: this bridge keeps none (it needs a JFR receiver and the profile stage)")
+	return nil, errorf(http.StatusNotFound, "no JFR events: this bridge keeps none (it needs a JFR receiver and the profile stage)%s", c.jfrWhere())
+}
+
+// jfrWhere completes a 404 of the JFR routes on a cluster node: a node
+// keeps the JFR data it received, not the cluster's.
+func (c *call) jfrWhere() string {
+	if c.a.cluster() == nil {
+		return ""
+	}
+	return "; a cluster node shows the JFR data of the hosts whose recordings it received (JFR connections and uploads it took): ask the node that host's JFR reaches (docs/CLUSTER.md, \"JFR on a cluster node\")"
 }
 
 func jfrTypes(c *call) error {
@@ -57,7 +66,7 @@ func jfrTypes(c *call) error {
 	out := JFRTypes{Hosts: k.Hosts(), Host: host, Types: []jfrevents.TypeCount{}}
 	if host != "" {
 		if out.Types = k.Types(c.ctx, host); out.Types == nil {
-			return errorf(http.StatusNotFound, "no JFR events of host %s", host)
+			return errorf(http.StatusNotFound, "no JFR events of host %s%s", host, c.jfrWhere())
 		}
 	}
 	return c.json(out)

@@ -232,28 +232,15 @@ func (cp *clusterPart) close() error {
 	return nil
 }
 
-// clusterStages refuses, on a cluster node, the stages that cannot run
-// there: the profile stage attaches a host's JFR samples to the spans of
-// that host's traces, but a node's samples are those of the JFR
-// receivers it runs while a trace's spans are assembled by the owner of
-// the trace's partition, any node (docs/CLUSTER.md, "JFR samples on
-// spans"). A jfr receiver implies no profile stage on a node (Build).
-func clusterStages(c *config.Config, stages []config.Component) []error {
-	if c.Cluster == nil {
-		return nil
+// clusterStage adapts a stage's configuration to a cluster node: the
+// profile stage keeps the flame graphs, views and event browser of the
+// JFR the node receives but attaches no samples to spans, which needs a
+// host's samples and the spans of its traces on one node, while a node
+// holds the samples of the JFR connections and uploads it receives and
+// a trace is assembled by the owner of its partition, any node
+// (docs/CLUSTER.md, "JFR on a cluster node").
+func clusterStage(c pipeline.Config) {
+	if pc, ok := c.(*profile.FactoryConfig); ok {
+		pc.NoSpans = true
 	}
-	var errs []error
-	for _, st := range stages {
-		if st.Type != profile.Type {
-			continue
-		}
-		name := st.Name
-		if name == "" {
-			name = st.Type
-		}
-		errs = append(errs, fmt.Errorf("stage %s (%s): not supported on a cluster node: it needs a host's JFR samples and the spans of its traces on one node, "+
-			"but a node holds the samples of the JFR connections it receives and a trace is assembled by the owner of its partition, "+
-			"any node; remove the stage (JFR records still reach the node's sinks and the live stream; docs/CLUSTER.md, \"JFR samples on spans\")", name, st.Type))
-	}
-	return errs
 }

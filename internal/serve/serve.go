@@ -236,11 +236,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		stages = append([]config.Component{config.NewComponent(split.Type, map[string]any{"boundaries": cfg.Split})}, stages...)
 		stages[0].Name = "split"
 	}
-	if cfg.Cluster == nil {
-		// A cluster node implies no profile stage (clusterStages).
-		stages = impliedStages(f, cfg.Receivers, stages)
-	}
-	errs = append(errs, clusterStages(cfg, stages)...)
+	stages = impliedStages(f, cfg.Receivers, stages)
 	type planned struct {
 		comp *config.Component
 		cfg  pipeline.Config
@@ -289,6 +285,11 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		}
 		return nil
 	}, f.StageTypes)
+	if cfg.Cluster != nil {
+		for _, p := range stgs {
+			clusterStage(p.cfg)
+		}
+	}
 	sinks := plan("sink", cfg.Sinks, func(typ string) func() pipeline.Config {
 		if sf := f.Sink(typ); sf != nil {
 			return sf.NewConfig

@@ -69,6 +69,15 @@
 // (the trace window, 2 s by default, is longer than JFR's flush interval,
 // 1 s) are not attached.
 //
+// # Without spans (a cluster node)
+//
+// With Options.NoSpans the stage keeps the flame graphs' history, the
+// views and the event browser of what it receives but no samples per
+// thread, and attaches none: serve sets it on a cluster node, whose
+// traces are assembled by the partitions' owners while a host's samples
+// stay on the node that received its JFR (docs/CLUSTER.md, "JFR on a
+// cluster node"). The stage is then no pipeline.Enricher.
+//
 // # Concurrency
 //
 // The stage runs on the engine's drain goroutine (Consume, Enrich);

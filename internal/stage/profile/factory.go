@@ -32,6 +32,9 @@ type FactoryConfig struct {
 	EventsPerType int `yaml:"events_per_type"`
 	EventsPerHost int `yaml:"events_per_host"`
 	EventHosts    int `yaml:"event_hosts"`
+	// NoSpans is set by serve on a cluster node, not by the YAML
+	// (Options.NoSpans).
+	NoSpans bool `yaml:"-"`
 }
 
 // Validate checks the configuration.
@@ -56,6 +59,7 @@ func (c *FactoryConfig) Options() Options {
 		MaxEventsPerSpan: c.MaxEventsPerSpan, MaxStacksPerSpan: c.MaxStacksPerSpan, Retain: time.Duration(c.Retain),
 		History: time.Duration(c.History),
 		Events:  jfrevents.Options{PerType: c.EventsPerType, PerHost: c.EventsPerHost, MaxHosts: c.EventHosts},
+		NoSpans: c.NoSpans,
 	}
 }
 
@@ -82,7 +86,16 @@ func newFactory() pipeline.StageFactory {
 				st := New(next, opt)
 				// The HTTP API's flame graphs of a host (pipeline.Profiles).
 				set.Shared.SetProfiles(st)
+				if opt.NoSpans {
+					// Not a pipeline.Enricher: the engine need not
+					// assemble on one goroutine for a stage that
+					// attaches nothing.
+					return consumer{st}
+				}
 				return st
 			}, nil
 		})
 }
+
+// consumer hides the Stage's other methods (Enrich) from the engine.
+type consumer struct{ pipeline.Consumer }

@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // TestStacksOfAHostAndWindow: the stage answers a host's stacks in a time
@@ -106,5 +108,48 @@ func TestHistoryWhileSampling(t *testing.T) {
 	st, _ := s.Stacks(context.Background(), "", "shop-1", now-int64(time.Hour), now+int64(time.Hour))
 	if st.Total() != 2000 {
 		t.Errorf("%d samples, want 2000", st.Total())
+	}
+}
+
+// TestNoSpans: a stage with NoSpans (a cluster node's) keeps a host's
+// flame graph as one with spans does, but no samples per thread, and
+// attaches none to a span of the sampled thread; its factory builds no
+// pipeline.Enricher, so the engine may assemble on several goroutines.
+func TestNoSpans(t *testing.T) {
+	base := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC).UnixNano()
+	fill := func(b *record.Batch) {
+		addSample(b, 21, base+5e9, "a.Leaf.run()", "a.Main.main()")
+		addSample(b, 21, base+6e9, "a.Leaf.run()", "a.Main.main()")
+		addSample(b, 22, base+7e9, "b.Other.go()")
+	}
+	for _, noSpans := range []bool{false, true} {
+		s := New(&discard{}, Options{NoSpans: noSpans})
+		feed(t, s, "box", fill)
+		st, err := s.Stacks(context.Background(), "", "box", base, base+time.Minute.Nanoseconds())
+		if err != nil || st == nil || st.Total() != 3 || st.Count("a.Main.main();a.Leaf.run()") != 2 {
+			t.Fatalf("NoSpans %v: stacks %v %v", noSpans, st, err)
+		}
+		tr := &trace.Trace{Spans: []trace.Span{{SpanID: 1, Parent: -1, Operation: "GET /", Host: "box", Thread: "21", Start: base, End: base + 10e9}}}
+		s.Enrich(tr)
+		got, _ := tr.Spans[0].Attr("profile.samples")
+		st2 := s.Stats()
+		want := Stats{Samples: 3, Attached: 2, Spans: 1, Threads: 2, Held: 3}
+		wantAttr := "2"
+		if noSpans {
+			want, wantAttr = Stats{Samples: 3}, ""
+		}
+		if st2 != want || got.Value != wantAttr {
+			t.Errorf("NoSpans %v: stats %+v, want %+v; profile.samples %q, want %q", noSpans, st2, want, got.Value, wantAttr)
+		}
+	}
+	for _, noSpans := range []bool{false, true} {
+		stage, err := Factory().NewStage(&FactoryConfig{NoSpans: noSpans}, pipeline.Settings{Shared: &pipeline.Shared{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, enricher := stage(&discard{}).(pipeline.Enricher)
+		if enricher == noSpans {
+			t.Errorf("NoSpans %v: the built stage is an Enricher: %v", noSpans, enricher)
+		}
 	}
 }

@@ -71,6 +71,12 @@ type Options struct {
 	// Events bounds the event browser's window of recent JFR events
 	// (internal/jfrevents; zero values: its defaults).
 	Events jfrevents.Options
+	// NoSpans keeps the flame graphs' history, the views and the event
+	// browser but no samples per thread, and attaches none to spans
+	// (Enrich does nothing): a cluster node's stage, where the spans of
+	// a host's traces are assembled by the partitions' owners, not by
+	// the node that received the host's samples (docs/CLUSTER.md).
+	NoSpans bool
 }
 
 func (o *Options) defaults() {
@@ -308,6 +314,13 @@ func (s *Stage) add(r *record.Record, l layout, o *record.Origin) {
 		s.hist.add(o.Host, t, s.intern(nil, ""), 1)
 		return
 	}
+	if s.opt.NoSpans {
+		s.hist.add(o.Host, t, s.intern(list.Items, ""), 1)
+		s.mu.Lock()
+		s.stats.Samples++
+		s.mu.Unlock()
+		return
+	}
 	k := key{tid: r.Values[l.tid].Int()}
 	if !s.opt.IgnoreHost {
 		k.host = o.Host
@@ -448,6 +461,9 @@ type hit struct {
 // Enrich attaches the samples taken during t's spans (see the package
 // comment).
 func (s *Stage) Enrich(t *trace.Trace) {
+	if s.opt.NoSpans {
+		return
+	}
 	// Group the spans by thread (and host).
 	type group struct {
 		rings []*ring
