@@ -160,7 +160,10 @@ func New(opt Options) (*Node, error) {
 		return nil, fmt.Errorf("cluster: metrics: %w", err)
 	}
 	copts := []nats.Option{nats.Name("tracebridge cluster node " + opt.Node), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
-		nats.RetryOnFailedConnect(true),
+		// Keep trying after the servers refused the credentials twice
+		// (nats.go gives up then): a node waits for its NATS as it waits
+		// for a quorum, and says why (notConnected).
+		nats.RetryOnFailedConnect(true), nats.IgnoreAuthErrorAbort(),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				n.log.Warn("cluster: disconnected from NATS", "node", opt.Node, "err", err)
@@ -261,7 +264,11 @@ func (n *Node) setup(ctx context.Context) error {
 			return nil
 		}
 		if !warned {
-			n.log.Warn("cluster: JetStream not ready yet (the cluster needs a quorum of its servers); retrying", "node", n.opt.Node, "err", err)
+			if why := n.notConnected(); why != "" {
+				n.log.Warn("cluster: "+why+"; retrying", "node", n.opt.Node, "err", err)
+			} else {
+				n.log.Warn("cluster: JetStream not ready yet (the cluster needs a quorum of its servers); retrying", "node", n.opt.Node, "err", err)
+			}
 			warned = true
 		}
 		select {
@@ -270,6 +277,20 @@ func (n *Node) setup(ctx context.Context) error {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// notConnected says why the node has no NATS connection ("" when it
+// has one): the servers' last error, such as "nats: authorization
+// violation" for a wrong nats_user, nats_password, nats_token or
+// nats_creds.
+func (n *Node) notConnected() string {
+	if n.nc.IsConnected() {
+		return ""
+	}
+	if err := n.nc.LastError(); err != nil {
+		return fmt.Sprintf("not connected to NATS: %v", err)
+	}
+	return "not connected to NATS"
 }
 
 func (n *Node) trySetup(ctx context.Context) error {
@@ -909,6 +930,9 @@ func (n *Node) Status() Status {
 	switch {
 	case !n.ready:
 		st.Stream.Error = "JetStream not ready (the cluster needs a quorum of its servers)"
+		if why := n.notConnected(); why != "" {
+			st.Stream.Error = why
+		}
 	case n.sErr != nil:
 		st.Stream.Error = n.sErr.Error()
 	case !n.lagAt.IsZero() && time.Since(n.lagAt) > stale:
