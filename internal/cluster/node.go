@@ -896,12 +896,39 @@ func (n *Node) refreshStream(ctx context.Context) {
 	n.mu.Unlock()
 }
 
+// noOwner is the degraded line of the partitions ps (ascending) that have
+// no owner: one line, its runs written as ranges ("partitions 0–31 have
+// no owner" rather than 32 lines).
+func noOwner(ps []int) string {
+	if len(ps) == 1 {
+		return fmt.Sprintf("partition %d has no owner", ps[0])
+	}
+	b := []byte("partitions ")
+	for i := 0; i < len(ps); {
+		j := i
+		for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
+			j++
+		}
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendInt(b, int64(ps[i]), 10)
+		if j > i {
+			b = append(b, "–"...)
+			b = strconv.AppendInt(b, int64(ps[j]), 10)
+		}
+		i = j + 1
+	}
+	return string(append(b, " have no owner"...))
+}
+
 // Status describes the cluster as this node knows it (the stream's
 // state and the leases as of the last checkpoint round).
 func (n *Node) Status() Status {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st := Status{Node: n.opt.Node, Partitions: n.opt.Partitions, Replicas: n.opt.Replicas, Nodes: slices.Clone(n.seen), At: time.Now()}
+	var unowned []int
 	for p := range n.opt.Partitions {
 		ps := PartitionStatus{Partition: p, Lag: n.lag[p]}
 		if v, ok := n.leaseOf[p]; ok {
@@ -911,9 +938,12 @@ func (n *Node) Status() Status {
 			ps.Owner, ps.Since, ps.Checkpoint = n.opt.Node, o.since, o.purged.Load()
 		}
 		if ps.Owner == "" {
-			st.Degraded = append(st.Degraded, fmt.Sprintf("partition %d has no owner", p))
+			unowned = append(unowned, p)
 		}
 		st.Owners = append(st.Owners, ps)
+	}
+	if len(unowned) > 0 {
+		st.Degraded = append(st.Degraded, noOwner(unowned))
 	}
 	for _, g := range n.gone {
 		st.Gone = append(st.Gone, g)
