@@ -9,7 +9,10 @@
 # use by another process").
 #
 # Ports: 127.0.0.1-3 with 16686 (HTTP), 4317/4318 (OTLP), 8640 (zorka),
-# 10133 (Kieker TCP), 9000 (S3), 4222 (NATS) and 6221-6223 (routes).
+# 10133 (Kieker TCP), 9000 (S3), 4223 (NATS clients: not 4222, where a
+# nats-server of the machine may listen) and 6221-6223 (routes). Where
+# one is taken, the node says which key moves it in data/nN.log: edit
+# the node files.
 #
 #   TRACEBRIDGE=path/to/tracebridge ./start.sh
 #

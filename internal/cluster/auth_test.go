@@ -248,3 +248,34 @@ func TestExternalCreds(t *testing.T) {
 		t.Errorf("stream max bytes %d, want 128 MiB (half the account's 256 MiB)", mb)
 	}
 }
+
+// TestExternalWrongPassword: a node whose nats_password the servers
+// refuse says so in its status (not "no quorum") and keeps trying past
+// nats.go's default of giving up after two refusals (a fixed server
+// configuration then lets it in without a restart).
+func TestExternalWrongPassword(t *testing.T) {
+	o := &natsserver.Options{Users: []*natsserver.User{{Username: "tb", Password: "s3cret"}}}
+	url := startNATS(t, "nats", o)[0]
+	n, err := New(Options{Node: "x1", Partitions: 1, Replicas: 1, URL: url, User: "tb", Password: "wrong", StreamMaxBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- n.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	}()
+	waitFor(t, "the refusal in the status", func() bool {
+		return strings.Contains(n.Status().Stream.Error, "authorization violation")
+	})
+	// Well past nats.go's two refusals: the connection is not closed.
+	waitFor(t, "five refused attempts", func() bool { return n.Conn().Stats().Reconnects >= 5 })
+	if n.Conn().IsClosed() {
+		t.Fatal("the node gave up its NATS connection after refused credentials")
+	}
+}

@@ -160,7 +160,10 @@ func New(opt Options) (*Node, error) {
 		return nil, fmt.Errorf("cluster: metrics: %w", err)
 	}
 	copts := []nats.Option{nats.Name("tracebridge cluster node " + opt.Node), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
-		nats.RetryOnFailedConnect(true),
+		// Keep trying after the servers refused the credentials twice
+		// (nats.go gives up then): a node waits for its NATS as it waits
+		// for a quorum, and says why (notConnected).
+		nats.RetryOnFailedConnect(true), nats.IgnoreAuthErrorAbort(),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				n.log.Warn("cluster: disconnected from NATS", "node", opt.Node, "err", err)
@@ -261,7 +264,11 @@ func (n *Node) setup(ctx context.Context) error {
 			return nil
 		}
 		if !warned {
-			n.log.Warn("cluster: JetStream not ready yet (the cluster needs a quorum of its servers); retrying", "node", n.opt.Node, "err", err)
+			if why := n.notConnected(); why != "" {
+				n.log.Warn("cluster: "+why+"; retrying", "node", n.opt.Node, "err", err)
+			} else {
+				n.log.Warn("cluster: JetStream not ready yet (the cluster needs a quorum of its servers); retrying", "node", n.opt.Node, "err", err)
+			}
 			warned = true
 		}
 		select {
@@ -270,6 +277,20 @@ func (n *Node) setup(ctx context.Context) error {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// notConnected says why the node has no NATS connection ("" when it
+// has one): the servers' last error, such as "nats: authorization
+// violation" for a wrong nats_user, nats_password, nats_token or
+// nats_creds.
+func (n *Node) notConnected() string {
+	if n.nc.IsConnected() {
+		return ""
+	}
+	if err := n.nc.LastError(); err != nil {
+		return fmt.Sprintf("not connected to NATS: %v", err)
+	}
+	return "not connected to NATS"
 }
 
 func (n *Node) trySetup(ctx context.Context) error {
@@ -875,12 +896,39 @@ func (n *Node) refreshStream(ctx context.Context) {
 	n.mu.Unlock()
 }
 
+// noOwner is the degraded line of the partitions ps (ascending) that have
+// no owner: one line, its runs written as ranges ("partitions 0–31 have
+// no owner" rather than 32 lines).
+func noOwner(ps []int) string {
+	if len(ps) == 1 {
+		return fmt.Sprintf("partition %d has no owner", ps[0])
+	}
+	b := []byte("partitions ")
+	for i := 0; i < len(ps); {
+		j := i
+		for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
+			j++
+		}
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendInt(b, int64(ps[i]), 10)
+		if j > i {
+			b = append(b, "–"...)
+			b = strconv.AppendInt(b, int64(ps[j]), 10)
+		}
+		i = j + 1
+	}
+	return string(append(b, " have no owner"...))
+}
+
 // Status describes the cluster as this node knows it (the stream's
 // state and the leases as of the last checkpoint round).
 func (n *Node) Status() Status {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st := Status{Node: n.opt.Node, Partitions: n.opt.Partitions, Replicas: n.opt.Replicas, Nodes: slices.Clone(n.seen), At: time.Now()}
+	var unowned []int
 	for p := range n.opt.Partitions {
 		ps := PartitionStatus{Partition: p, Lag: n.lag[p]}
 		if v, ok := n.leaseOf[p]; ok {
@@ -890,9 +938,12 @@ func (n *Node) Status() Status {
 			ps.Owner, ps.Since, ps.Checkpoint = n.opt.Node, o.since, o.purged.Load()
 		}
 		if ps.Owner == "" {
-			st.Degraded = append(st.Degraded, fmt.Sprintf("partition %d has no owner", p))
+			unowned = append(unowned, p)
 		}
 		st.Owners = append(st.Owners, ps)
+	}
+	if len(unowned) > 0 {
+		st.Degraded = append(st.Degraded, noOwner(unowned))
 	}
 	for _, g := range n.gone {
 		st.Gone = append(st.Gone, g)
@@ -909,6 +960,9 @@ func (n *Node) Status() Status {
 	switch {
 	case !n.ready:
 		st.Stream.Error = "JetStream not ready (the cluster needs a quorum of its servers)"
+		if why := n.notConnected(); why != "" {
+			st.Stream.Error = why
+		}
 	case n.sErr != nil:
 		st.Stream.Error = n.sErr.Error()
 	case !n.lagAt.IsZero() && time.Since(n.lagAt) > stale:

@@ -269,3 +269,21 @@ func TestOwnerHolds(t *testing.T) {
 		t.Errorf("valueWith(42) = %+v, %v", v, err)
 	}
 }
+
+// TestNoOwner: the partitions without an owner make one degraded line,
+// runs written as ranges, instead of a line per partition.
+func TestNoOwner(t *testing.T) {
+	for _, tc := range []struct {
+		ps   []int
+		want string
+	}{
+		{[]int{3}, "partition 3 has no owner"},
+		{[]int{0, 1}, "partitions 0–1 have no owner"},
+		{[]int{1, 4, 7, 8, 9, 31}, "partitions 1, 4, 7–9, 31 have no owner"},
+		{[]int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31}, "partitions 0–31 have no owner"},
+	} {
+		if got := noOwner(tc.ps); got != tc.want {
+			t.Errorf("noOwner(%v) = %q, want %q", tc.ps, got, tc.want)
+		}
+	}
+}

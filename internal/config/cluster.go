@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tracebridge/tracebridge/internal/listenpolicy"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
@@ -103,8 +104,11 @@ func (c *Cluster) Normalize() error {
 	if c.Replicas < 1 || c.Replicas > 5 {
 		bad("replicas", "%d: want 1 to 5 (JetStream's limit)", c.Replicas)
 	}
-	if c.StreamMaxBytes < 0 || c.StreamMaxAge < 0 {
-		bad("stream_max_bytes", "stream_max_bytes and stream_max_age must not be negative")
+	if c.StreamMaxBytes < 0 {
+		bad("stream_max_bytes", "%d: must not be negative", int64(c.StreamMaxBytes))
+	}
+	if c.StreamMaxAge < 0 {
+		bad("stream_max_age", "%s: must not be negative", time.Duration(c.StreamMaxAge))
 	}
 	if c.StreamMaxBytes > 0 && c.StreamMaxBytes < MinStreamBytes {
 		bad("stream_max_bytes", "%s: want at least %s (a few of the largest messages)", c.StreamMaxBytes, pipeline.ByteSize(MinStreamBytes))

@@ -24,6 +24,7 @@ func TestClusterSection(t *testing.T) {
 		{"off loopback", `{node: n1, nats_listen: "10.0.0.1:4222", replicas: 1}`, "not a loopback address"},
 		{"no port", `{node: n1, nats_listen: "127.0.0.1", replicas: 1}`, "nats_listen"},
 		{"limits", `{node: n1, nats: "nats://a:4222", stream_max_bytes: 10GiB, stream_max_age: 24h}`, ""},
+		{"negative age", `{node: n1, nats: "nats://a:4222", stream_max_age: -1h}`, "cluster: stream_max_age: -1h0m0s: must not be negative"},
 		{"small limit", `{node: n1, nats: "nats://a:4222", stream_max_bytes: 1MiB}`, "stream_max_bytes"},
 		{"user", `{node: n1, nats: "tls://a:4222", nats_user: tb, nats_password: s3cret, nats_tls: {ca: ca.pem, cert: c.pem, key: k.pem}}`, ""},
 		{"token", `{node: n1, nats: "nats://a:4222", nats_token: t0ken}`, ""},
