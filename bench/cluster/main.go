@@ -85,6 +85,7 @@ func run() int {
 	flag.StringVar(&o.bin, "tracebridge", "", "the binary (default: built from this module)")
 	flag.StringVar(&o.base, "base-bin", "", "a second tracebridge binary (e.g. main's): its own three-node cluster, measured in the same rounds")
 	flag.StringVar(&o.profile, "profile", "", "after the ingest rounds, one more ingest per cluster with a CPU profile of each node, written to DIR")
+	flag.StringVar(&logDir, "logs", "", "append each process's log to DIR/<node>.log (a takeover's timeline: the kills are logged with their time)")
 	flag.Parse()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -111,6 +112,9 @@ type proc struct {
 	done   chan struct{}
 }
 
+// logDir (-logs) keeps every process's log, appended to DIR/NAME.log.
+var logDir string
+
 var httpLine = regexp.MustCompile(`^tracebridge: http on (http://\S+)/ `)
 var otlpLine = regexp.MustCompile(`^tracebridge: receiver otlp \(otlp-http\) listening on (\S+)`)
 
@@ -122,6 +126,11 @@ func startServe(ctx context.Context, bin, dir, cfg, pprof string) (*proc, string
 	p.cmd = exec.CommandContext(ctx, bin, "serve", "-c", cfg)
 	p.cmd.Dir = dir
 	p.cmd.Stderr = p.stderr
+	if logDir != "" {
+		if f, err := os.OpenFile(filepath.Join(logDir, filepath.Base(dir)+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err == nil {
+			p.cmd.Stderr = io.MultiWriter(p.stderr, f)
+		}
+	}
 	if pprof != "" {
 		p.cmd.Env = append(os.Environ(), "TRACEBRIDGE_PPROF="+pprof)
 	}
@@ -468,6 +477,7 @@ func bench(ctx context.Context, o options, dir, bin string, logf func(string, ..
 		}
 		nodes[victim].p.kill()
 		t0 := time.Now()
+		logf("kill -9 of node %d at %s", victim+1, t0.UTC().Format("15:04:05.000"))
 		for owned(rest) != o.partitions {
 			if time.Since(t0) > 2*time.Minute {
 				return fmt.Errorf("partitions not taken over after 2 minutes")

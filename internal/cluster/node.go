@@ -32,9 +32,10 @@ const (
 // Defaults of Options' intervals.
 const (
 	// DefaultLeaseTTL: a partition whose owner stopped renewing is free
-	// this long after its last renewal; with the lease scan every
-	// second and a consumer's start, another node takes it over within
-	// about LeaseTTL + 2 s (the takeover bound, docs/CLUSTER.md).
+	// this long after its last renewal; the takers try it within
+	// takeEvery of its expiry, so another node owns it within about
+	// LeaseTTL + 0.5 s, or a bucket's leader election when that is
+	// longer (the takeover bound, docs/CLUSTER.md).
 	DefaultLeaseTTL = 8 * time.Second
 	// DefaultCheckpointInterval: how often an owner makes its blocks
 	// durable and removes what they hold from the stream.
@@ -123,9 +124,17 @@ type Node struct {
 	beatErr     error
 	beatFailing time.Time
 	renewFails  map[int]int // failed renewals in a row, by partition
-	ckBegan     time.Time   // when the checkpoint running began (zero: none runs)
+	// fenced are the leases this node's owners stopped holding because
+	// a renewal did not succeed in time: renewed again (revision-checked,
+	// before they expire) they are owned again without a takeover.
+	fenced  map[int]fencedLease
+	ckBegan time.Time // when the checkpoint running began (zero: none runs)
 
 	warnedLimit bool // the setup goroutine's
+
+	// leaseExp and nodeExp follow the leases and the heartbeats (hints
+	// for the takers: which leases are free, how many nodes are alive).
+	leaseExp, nodeExp *expiries
 
 	runDone chan struct{}
 }
@@ -154,7 +163,8 @@ func New(opt Options) (*Node, error) {
 	if opt.Partitions <= 0 || opt.Replicas <= 0 || opt.Node == "" {
 		return nil, errors.New("cluster: node name, partitions and replicas are required")
 	}
-	n := &Node{opt: opt, log: opt.Logger, started: time.Now(), owners: map[int]*owner{}, renewFails: map[int]int{}, runDone: make(chan struct{})}
+	n := &Node{opt: opt, log: opt.Logger, started: time.Now(), owners: map[int]*owner{}, renewFails: map[int]int{}, fenced: map[int]fencedLease{},
+		leaseExp: newExpiries(opt.LeaseTTL), nodeExp: newExpiries(opt.LeaseTTL), runDone: make(chan struct{})}
 	n.met = newNodeMetrics(n)
 	if err := opt.Metrics.Register(n.met.collectors()...); err != nil {
 		return nil, fmt.Errorf("cluster: metrics: %w", err)
@@ -171,6 +181,20 @@ func New(opt Options) (*Node, error) {
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {
 			n.log.Info("cluster: reconnected to NATS", "node", opt.Node, "server", c.ConnectedUrlRedacted())
+		}),
+		// (Without it nats.go writes these to stderr.) The buckets'
+		// watchers' consumers vanish while the client is cut off and are
+		// made again (expiries.follow): not worth a warning.
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			level := slog.LevelWarn
+			if errors.Is(err, nats.ErrConsumerNotActive) {
+				level = slog.LevelDebug
+			}
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			n.log.Log(context.Background(), level, "cluster: NATS connection error", "node", opt.Node, "subject", subject, "err", err)
 		}),
 	}
 	switch {
@@ -242,9 +266,13 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	n.log.Info("cluster: node ready", "node", n.opt.Node, "partitions", n.opt.Partitions, "replicas", n.opt.Replicas)
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); n.checkpoints(ctx) }()
-	go func() { defer wg.Done(); n.refreshes(ctx) }()
+	wg.Go(func() { n.checkpoints(ctx) })
+	wg.Go(func() { n.refreshes(ctx) })
+	wg.Go(func() { n.nodeExp.follow(ctx, n.nodes) })
+	if n.owns() {
+		wg.Go(func() { n.leaseExp.follow(ctx, n.leases) })
+		wg.Go(func() { n.takers(ctx) })
+	}
 	n.leaseLoop(ctx)
 	wg.Wait()
 	n.releaseAll()
@@ -337,8 +365,8 @@ type heartbeat struct {
 	Seen    time.Time `json:"seen"`
 }
 
-// leaseLoop runs every second: heartbeat, renewals, new leases up to
-// this node's share, releases beyond it.
+// leaseLoop runs every second: heartbeat, renewals, releases beyond
+// this node's share (the takers take, in a goroutine of their own).
 func (n *Node) leaseLoop(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -351,7 +379,7 @@ func (n *Node) leaseLoop(ctx context.Context) {
 		}
 		n.renew(ctx)
 		if n.owns() {
-			n.balance(ctx)
+			n.rebalance(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -473,6 +501,10 @@ func (n *Node) renew(ctx context.Context) {
 	for _, o := range n.owners {
 		owners = append(owners, o)
 	}
+	fenced := make([]fencedLease, 0, len(n.fenced))
+	for _, f := range n.fenced {
+		fenced = append(fenced, f)
+	}
 	n.mu.Unlock()
 	now := time.Now()
 	var wg sync.WaitGroup
@@ -482,7 +514,77 @@ func (n *Node) renew(ctx context.Context) {
 		}
 		wg.Go(func() { n.renewOne(ctx, o) })
 	}
+	for _, f := range fenced {
+		wg.Go(func() { n.reclaim(ctx, f) })
+	}
 	wg.Wait()
+}
+
+// fencedLease is a lease whose owner was fenced because it could not be
+// renewed in time: still this node's in the bucket until it expires.
+type fencedLease struct {
+	p       int
+	value   []byte
+	rev     uint64
+	renewed time.Time // the last renewal sent before the one stored last
+	fenced  time.Time
+}
+
+// reclaim renews a fenced lease, revision-checked: the update succeeds
+// only while the lease is still this node's, unchanged and not expired
+// (so no other node can have taken it, and its old owner has stopped),
+// and then the partition is owned again at once, read from its first
+// message in the stream. This is what keeps a quorum that answered late
+// (a bucket's leader election after a node's death or a network
+// partition's heal) from handing partitions over. The bucket decides,
+// not this node's clock: the lease is forgotten when the bucket no
+// longer has it, or has another's.
+func (n *Node) reclaim(ctx context.Context, f fencedLease) {
+	cctx, cancel := context.WithTimeout(ctx, n.opt.LeaseTTL/4)
+	defer cancel()
+	t0 := time.Now()
+	rev, err := n.leases.Update(cctx, leaseKey(f.p), f.value, f.rev)
+	if err != nil {
+		// A renewal sent before the fence may have been stored after it
+		// (sent again on reconnection, or its answer lost): the lease
+		// is then still this take's at a later revision.
+		e, gerr := n.leases.Get(cctx, leaseKey(f.p))
+		switch {
+		case errors.Is(gerr, jetstream.ErrKeyNotFound):
+			n.dropFenced(f) // expired or deleted: the takers create it
+			return
+		case gerr != nil:
+			return // no answer: again next round
+		case !(&owner{value: f.value}).holds(e.Value()):
+			n.dropFenced(f) // another node's now
+			return
+		}
+		t0 = time.Now()
+		if rev, err = n.leases.Update(cctx, leaseKey(f.p), f.value, e.Revision()); err != nil {
+			return
+		}
+	}
+	n.mu.Lock()
+	if cur, ok := n.fenced[f.p]; !ok || cur.rev != f.rev || n.owners[f.p] != nil {
+		n.mu.Unlock()
+		return
+	}
+	delete(n.fenced, f.p)
+	o := newOwner(n, f.p, f.value, rev, t0)
+	n.owners[f.p] = o
+	n.mu.Unlock()
+	n.met.takeovers.Inc()
+	n.log.Info("cluster: partition owned again: its lease, still this node's, was renewed", "node", n.opt.Node, "partition", f.p, "fenced_for", time.Since(f.fenced).Round(time.Millisecond))
+	go o.run(ctx)
+}
+
+// dropFenced forgets a fenced lease (expired or another node's).
+func (n *Node) dropFenced(f fencedLease) {
+	n.mu.Lock()
+	if cur, ok := n.fenced[f.p]; ok && cur.rev == f.rev {
+		delete(n.fenced, f.p)
+	}
+	n.mu.Unlock()
 }
 
 // fenceMargin is how long before its lease can expire an owner that could
@@ -500,6 +602,7 @@ func (n *Node) renewOne(ctx context.Context, o *owner) {
 		// Not renewed in time (the process was paused, or every attempt
 		// failed): another node may hold the lease by now.
 		n.fence(o, "its lease could not be renewed before it expires", fmt.Errorf("last renewed %v ago", t0.Sub(o.renewed).Round(time.Millisecond)))
+		n.keepFenced(o, o.value)
 		return
 	}
 	end := t0.Add(n.opt.LeaseTTL / 4)
@@ -539,8 +642,19 @@ func (n *Node) renewOne(ctx context.Context, o *owner) {
 		n.fence(o, "another node holds its lease now", err)
 	case !time.Now().Before(deadline):
 		n.fence(o, "its lease could not be renewed before it expires", err)
+		n.keepFenced(o, val)
 	case fails == 0: // once until it is renewed or lost
 		n.log.Warn("cluster: renewing a lease failed; retrying", "node", n.opt.Node, "partition", o.p, "err", err)
+	}
+}
+
+// keepFenced remembers the lease of a fenced owner (which has stopped)
+// for reclaim, with val, the value of its last renewal.
+func (n *Node) keepFenced(o *owner, val []byte) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.owners[o.p] == nil {
+		n.fenced[o.p] = fencedLease{p: o.p, value: val, rev: o.rev, renewed: o.renewed, fenced: time.Now()}
 	}
 }
 
@@ -594,6 +708,13 @@ func (n *Node) share() int {
 	n.mu.Lock()
 	alive := len(n.seen)
 	n.mu.Unlock()
+	// The heartbeats' watcher knows a death the moment the heartbeat
+	// expires, where the listing (every TTL/4) learns it up to 3 s later;
+	// it is trusted while it is current (it delivered this node's own
+	// heartbeat, put every TTL/4, within TTL/2).
+	if now := time.Now(); n.nodeExp.recent(n.opt.Node, now, n.opt.LeaseTTL/2) {
+		alive = n.nodeExp.alive(now)
+	}
 	alive = max(alive, 1)
 	if time.Since(n.started) < 2*n.opt.LeaseTTL {
 		// While the cluster starts, the others' heartbeats may not be
@@ -603,42 +724,124 @@ func (n *Node) share() int {
 	return (n.opt.Partitions + alive - 1) / alive
 }
 
-// balance takes free partitions up to this node's share and gives one
-// back when it holds more than its share and a node holds fewer.
-func (n *Node) balance(ctx context.Context) {
+// takeEvery is how often the takers look for the leases the watcher
+// says are free (absent or expired); every TTL/2 (every second while the
+// watcher is not current) they try them all (the watcher is a hint; the
+// bucket's create decides).
+const takeEvery = 200 * time.Millisecond
+
+// takers takes free partitions up to this node's share until ctx ends,
+// in a goroutine of its own: a create waiting for the bucket (its leader
+// being elected) holds up neither the renewals nor the next round's
+// heartbeat.
+func (n *Node) takers(ctx context.Context) {
+	tick := time.NewTicker(takeEvery)
+	defer tick.Stop()
+	var lastSweep time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		fresh := n.leaseExp.fresh(now, n.opt.LeaseTTL/2)
+		// While the watcher is current it names the free leases; the
+		// sweep of all of them is the fallback (a sweep over partitions
+		// other nodes hold is a round of failing creates).
+		every := time.Second
+		if fresh {
+			every = n.opt.LeaseTTL / 2
+		}
+		all := now.Sub(lastSweep) >= every
+		if !all && !fresh {
+			continue
+		}
+		if all {
+			lastSweep = now
+		}
+		n.take(ctx, all)
+	}
+}
+
+// take tries the free partitions (all: every partition not this node's)
+// up to the node's share, several at once, within one round of at most
+// 2 s.
+func (n *Node) take(ctx context.Context, all bool) {
+	share := n.share()
+	n.mu.Lock()
+	// A fenced lease is still held: reclaim renews it.
+	held := len(n.owners) + len(n.fenced)
+	n.mu.Unlock()
+	if held >= share {
+		return
+	}
+	// Start at a place of this node's own, so that nodes starting
+	// together do not all reach for the same partitions.
+	first := int(fnv64(n.opt.Node) % uint64(n.opt.Partitions))
+	now := time.Now()
+	var cands []int
+	n.mu.Lock()
+	for i := range n.opt.Partitions {
+		p := (first + i) % n.opt.Partitions
+		if _, mine := n.owners[p]; mine {
+			continue
+		}
+		if _, fenced := n.fenced[p]; fenced {
+			continue // still this node's in the bucket: reclaim renews it
+		}
+		if all || n.leaseExp.gone(leaseKey(p), now) {
+			cands = append(cands, p)
+		}
+	}
+	n.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	type won struct {
+		p   int
+		val []byte
+		rev uint64
+		t0  time.Time
+	}
+	for len(cands) > 0 && held < share && cctx.Err() == nil {
+		k := min(share-held, len(cands))
+		wins := make([]*won, k)
+		var wg sync.WaitGroup
+		for i, p := range cands[:k] {
+			wg.Go(func() {
+				val, _ := json.Marshal(leaseValue{Node: n.opt.Node, Since: time.Now()})
+				t0 := time.Now()
+				if rev, err := n.leases.Create(cctx, leaseKey(p), val); err == nil {
+					wins[i] = &won{p, val, rev, t0}
+				} // else held by another, or JetStream unavailable: next round
+			})
+		}
+		wg.Wait()
+		cands = cands[k:]
+		for _, w := range wins {
+			if w == nil {
+				continue
+			}
+			o := newOwner(n, w.p, w.val, w.rev, w.t0)
+			n.mu.Lock()
+			n.owners[w.p] = o
+			delete(n.renewFails, w.p)
+			n.mu.Unlock()
+			held++
+			n.met.takeovers.Inc()
+			n.log.Info("cluster: partition taken", "node", n.opt.Node, "partition", w.p)
+			go o.run(ctx)
+		}
+	}
+}
+
+// rebalance gives one partition back when this node holds more than its
+// share and a node holds fewer.
+func (n *Node) rebalance(ctx context.Context) {
 	share := n.share()
 	n.mu.Lock()
 	held := len(n.owners)
 	n.mu.Unlock()
-	// Start at a place of this node's own, so that nodes starting
-	// together do not all reach for the same partitions.
-	first := int(fnv64(n.opt.Node) % uint64(n.opt.Partitions))
-	for i := 0; i < n.opt.Partitions && held < share; i++ {
-		p := (first + i) % n.opt.Partitions
-		n.mu.Lock()
-		_, mine := n.owners[p]
-		n.mu.Unlock()
-		if mine {
-			continue
-		}
-		val, _ := json.Marshal(leaseValue{Node: n.opt.Node, Since: time.Now()})
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		t0 := time.Now()
-		rev, err := n.leases.Create(cctx, leaseKey(p), val)
-		cancel()
-		if err != nil {
-			continue // held by another, or JetStream unavailable: next round
-		}
-		o := newOwner(n, p, val, rev, t0)
-		n.mu.Lock()
-		n.owners[p] = o
-		delete(n.renewFails, p)
-		n.mu.Unlock()
-		held++
-		n.met.takeovers.Inc()
-		n.log.Info("cluster: partition taken", "node", n.opt.Node, "partition", p)
-		go o.run(ctx)
-	}
 	if held > share+1 || held > share && n.someoneBelow(share) {
 		n.release(ctx, share)
 	}
@@ -701,7 +904,21 @@ func (n *Node) releaseAll() {
 		owners = append(owners, o)
 		delete(n.owners, p)
 	}
+	fenced := make([]fencedLease, 0, len(n.fenced))
+	for p, f := range n.fenced {
+		fenced = append(fenced, f)
+		delete(n.fenced, p)
+	}
 	n.mu.Unlock()
+	if len(fenced) > 0 {
+		// Leases still this node's whose owners were fenced: nothing of
+		// theirs is assembled; free them for the others now.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		for _, f := range fenced {
+			_ = n.leases.Delete(ctx, leaseKey(f.p), jetstream.LastRevision(f.rev))
+		}
+		cancel()
+	}
 	if len(owners) == 0 {
 		// Nothing to hand over; the heartbeat goes all the same, or the
 		// others would see this node die rather than leave.

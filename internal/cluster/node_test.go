@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/natsd"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/servicetest"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
@@ -267,6 +269,99 @@ func TestOwnerHolds(t *testing.T) {
 	var v leaseValue
 	if err := json.Unmarshal(o.valueWith(42), &v); err != nil || v.Checkpoint != 42 || v.Node != "n1" || !v.Since.Equal(since) {
 		t.Errorf("valueWith(42) = %+v, %v", v, err)
+	}
+}
+
+// TestFencedLeaseReclaimed: a node cut off from NATS (its connection
+// goes through a proxy that refuses it) fences its owners before their
+// leases can expire. Back before they expire, it renews them (the same
+// leases: nobody took them) and owns its partitions again; back after,
+// it finds them the other node's and owns none of those. At no poll do
+// two nodes own one partition.
+func TestFencedLeaseReclaimed(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := natsd.Start(natsd.Config{StoreDir: filepath.Join(dir, "js")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	creds := srv.Credentials()
+	proxy := servicetest.NewProxy(t, srv.Addr())
+	start := func(name, addr string) (*Node, func()) {
+		sink := &fakeSink{spans: map[trace.ID]int{}}
+		n, err := New(Options{Node: name, Partitions: 4, Replicas: 1, URL: "nats://" + addr, User: creds.User, Password: creds.Password,
+			Traces: trace.Options{Window: 100 * time.Millisecond}, Sink: sink, Persist: sink.persist, Expected: 2,
+			LeaseTTL: 12 * time.Second, CheckpointInterval: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan error, 1)
+		go func() { ran <- n.Run(ctx) }()
+		return n, func() { cancel(); <-ran; n.Close() }
+	}
+	a, stopA := start("a", proxy.Addr())
+	defer stopA()
+	b, stopB := start("b", srv.Addr())
+	defer stopB()
+	// owned: the partitions n owns, with the time their lease was
+	// taken (a lease renewed keeps it).
+	owned := func(n *Node) map[int]time.Time {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		m := map[int]time.Time{}
+		for p, o := range n.owners {
+			var v leaseValue
+			if err := json.Unmarshal(o.value, &v); err != nil {
+				t.Fatal(err)
+			}
+			m[p] = v.Since
+		}
+		return m
+	}
+	fenced := func(n *Node) int {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return len(n.fenced)
+	}
+	// check fails the test when a and b own one partition.
+	check := func() {
+		t.Helper()
+		oa, ob := owned(a), owned(b)
+		for p := range oa {
+			if _, ok := ob[p]; ok {
+				t.Fatalf("partition %d owned by a and b", p)
+			}
+		}
+	}
+	waitChecked := func(what string, cond func() bool) {
+		t.Helper()
+		waitFor(t, what, func() bool { check(); return cond() })
+	}
+	waitChecked("every partition owned, two by each", func() bool { return len(owned(a)) == 2 && len(owned(b)) == 2 })
+	before := owned(a)
+
+	// Cut off until its owners are fenced, back at once: within the
+	// fencing margin (TTL/4 = 3 s) before the leases expire.
+	proxy.Down()
+	waitChecked("a fencing its owners", func() bool { return fenced(a) == len(before) })
+	proxy.Up()
+	waitChecked("a owning its partitions again", func() bool { return len(owned(a)) == len(before) })
+	if got := owned(a); !maps.Equal(got, before) {
+		t.Errorf("a owns %v after the cut, want the same leases as before %v (renewed, not taken anew)", got, before)
+	}
+
+	// Cut off for longer than the TTL: b takes a's partitions; back, a
+	// finds them b's and forgets its fenced leases.
+	proxy.Down()
+	waitChecked("b owning every partition", func() bool { return len(owned(b)) == 4 })
+	proxy.Up()
+	waitChecked("a without fenced leases", func() bool { return fenced(a) == 0 })
+	waitChecked("the partitions shared again", func() bool { return len(owned(a)) >= 1 && len(owned(a))+len(owned(b)) == 4 })
+	for p, since := range owned(a) {
+		if before[p].Equal(since) {
+			t.Errorf("a owns partition %d with its lease of before the long cut", p)
+		}
 	}
 }
 
