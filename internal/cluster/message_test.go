@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -184,6 +185,25 @@ func TestMessageGolden(t *testing.T) {
 	got, err := decodeAll(want)
 	if err != nil || len(got) != 2 || got[1].origin != other {
 		t.Fatalf("the golden message decodes to %+v, %v", got, err)
+	}
+	// The sections' ids are a contract between nodes and versions (the
+	// JetStream message id, the owners' duplicate key): pinned too.
+	var ids []byte
+	for _, sec := range got {
+		ids = fmt.Appendf(ids, "%x\n", sec.id[:])
+	}
+	goldenIDs := filepath.Join("testdata", "message.ids.golden")
+	if *update {
+		if err := os.WriteFile(goldenIDs, ids, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantIDs, err := os.ReadFile(goldenIDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ids, wantIDs) {
+		t.Errorf("the sections' ids changed (-update rewrites %s):\n got %s\nwant %s", goldenIDs, ids, wantIDs)
 	}
 }
 

@@ -77,9 +77,12 @@ func (o *owner) run(ctx context.Context) {
 	// add assembles a message's section unless its id was seen within
 	// the stream's duplicate window (a client's retry of a batch that
 	// travelled in another message).
+	// (Times on the monotonic clock since the owner started: a wall
+	// clock stepped back would keep ids past the window, or drop them.)
 	var seen dedupe
+	began := time.Now()
 	add := func(id SectionID, b *record.Batch) {
-		if !seen.add(id, time.Now().UnixNano()) {
+		if !seen.add(id, int64(time.Since(began))) {
 			n.met.duplicates.Inc()
 			return
 		}
