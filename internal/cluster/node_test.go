@@ -68,7 +68,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // TestNodePublishOwnCheckpoint: one node on an embedded server (R1):
 // what its publisher stores reaches the owners, whole traces reach the
-// sink, and checkpoints empty the stream; at the end the leases are
+// sink (packed: it reads them so, as the store), and checkpoints empty the stream; at the end the leases are
 // released.
 func TestNodePublishOwnCheckpoint(t *testing.T) {
 	dir := t.TempDir()

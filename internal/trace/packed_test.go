@@ -110,7 +110,8 @@ func leanCopy(t *Trace) *Trace {
 }
 
 // TestPackedTracesAreTheSame: a trace emitted packed, read through an
-// Unpacker or unpacked, is the trace made of Spans, field by field,
+// Unpacker (or a lean one: its shape) or unpacked, is the trace made of
+// Spans, field by field,
 // Parent and Depth included, with the same Broken list and stats: for
 // every kind of trace (Kieker events and executions are never packed,
 // traces mixing them with spans neither), every field of a span record
