@@ -8,7 +8,8 @@
 // batch processor, nop exporter) and Jaeger v2.13 (its cmd/jaeger) from
 // the module proxy, keeping the last two in a cache directory, and starts
 // each server once for the whole run: tracebridge with its trace store
-// (tb-store), with a binary Kieker log (tb-log), tracebridge's receivers
+// (tb-store), with both as the embedded default (tb-default), with a
+// binary Kieker log (tb-log), tracebridge's receivers
 // and engine with a counting sink (tb-no-sink), the Collector otlp → nop
 // and otlp → batch → nop, Jaeger with its in-memory and its Badger
 // storage. It drives each with the same pre-encoded
@@ -47,7 +48,7 @@ const aimRatio = 2.0
 const mib = 1 << 20
 
 // The servers, in the table's order, and what -servers accepts.
-var serverNames = []string{"tb-store", "tb-log", "tb-no-sink", "otelcol", "otelcol-batch", "jaeger-mem", "jaeger-badger"}
+var serverNames = []string{"tb-store", "tb-default", "tb-log", "tb-no-sink", "otelcol", "otelcol-batch", "jaeger-mem", "jaeger-badger"}
 
 // baseline is the server every other one is compared with.
 const baseline = "otelcol"
@@ -67,7 +68,8 @@ type options struct {
 	protocols  []string
 	servers    []string
 	// base: a second tracebridge binary measured beside tb-store, with
-	// the store too (tb-base), the before of a before/after comparison
+	// the store too (tb-base), and beside tb-default with the default's
+	// sinks (tb-default-base): the before of a before/after comparison
 	// in one run.
 	base string
 	// baseWorkers ≥ 0 gives tb-base `traces: {workers: N}` (and, without
@@ -104,7 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (binaries, configurations, the data directories)")
 	fs.StringVar(&protocols, "protocols", "grpc,http", "protocols to measure: grpc, http")
 	fs.StringVar(&servers, "servers", strings.Join(serverNames, ","), "servers to measure: "+strings.Join(serverNames, ", "))
-	fs.StringVar(&o.base, "base", "", "a second tracebridge binary measured beside tb-store as tb-base (with the store), e.g. the main branch's")
+	fs.StringVar(&o.base, "base", "", "a second tracebridge binary measured beside tb-store as tb-base (with the store) and beside tb-default as tb-default-base (store and Kieker log), e.g. the main branch's")
 	fs.IntVar(&o.baseWorkers, "base-workers", -1, "N ≥ 0: tb-base assembles with traces: {workers: N} (the -bin binary unless -base names another)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -186,7 +188,7 @@ func (o *options) wants(prefix string) bool {
 func start(ctx context.Context, o *options, tmp string, logf func(string, ...any)) ([]*target, error) {
 	var bin, col, jaeger string
 	var err error
-	if o.wants("tb-store") || o.wants("tb-log") {
+	if o.wants("tb-store") || o.wants("tb-default") || o.wants("tb-log") {
 		if bin, err = benchkit.Tracebridge(ctx, o.bin, tmp, logf); err != nil {
 			return nil, err
 		}
@@ -222,6 +224,17 @@ func start(ctx context.Context, o *options, tmp string, logf func(string, ...any
 				var b *target
 				if b, err = startBridge(ctx, "tb-base", base, tmp, "store", "", o.baseWorkers); err == nil {
 					logf("tb-base started (pid %d)", b.srv.pid())
+					targets = append(targets, b)
+				} else {
+					t.srv.stop()
+				}
+			}
+		case "tb-default":
+			t, err = startBridge(ctx, name, bin, tmp, "default", pprof, -1)
+			if err == nil && o.base != "" {
+				var b *target
+				if b, err = startBridge(ctx, "tb-default-base", o.base, tmp, "default", "", o.baseWorkers); err == nil {
+					logf("tb-default-base started (pid %d)", b.srv.pid())
 					targets = append(targets, b)
 				} else {
 					t.srv.stop()

@@ -42,7 +42,9 @@ const (
 	DefaultCheckpointInterval = 5 * time.Second
 )
 
-// TraceSink takes the traces an owner assembles (the store sink).
+// TraceSink takes the traces an owner assembles (the store sink). One
+// that has PackedTraces() true (pipeline.PackedTraceConsumer) gets the
+// traces of span records packed (trace.Options.Packed).
 type TraceSink interface {
 	ConsumeTraces(ctx context.Context, ts []*trace.Trace) error
 }

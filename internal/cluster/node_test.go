@@ -22,13 +22,30 @@ type fakeSink struct {
 	mu        sync.Mutex
 	spans     map[trace.ID]int
 	persisted int
+	// packed: the sink reads traces packed (as the store does); ops
+	// counts the operations of their spans, read through an Unpacker,
+	// and packedTraces the traces that came packed.
+	packed       bool
+	unpack       trace.Unpacker
+	ops          map[string]int
+	packedTraces int
 }
+
+func (s *fakeSink) PackedTraces() bool { return s.packed }
 
 func (s *fakeSink) ConsumeTraces(_ context.Context, ts []*trace.Trace) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, t := range ts {
-		s.spans[t.ID] += len(t.Spans)
+		s.spans[t.ID] += t.SpanCount()
+		if t.Packed != nil {
+			s.packedTraces++
+		}
+		if s.ops != nil {
+			for _, sp := range s.unpack.Trace(t).Spans {
+				s.ops[sp.Operation]++
+			}
+		}
 	}
 	return nil
 }
@@ -53,7 +70,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // TestNodePublishOwnCheckpoint: one node on an embedded server (R1):
 // what its publisher stores reaches the owners, whole traces reach the
-// sink, and checkpoints empty the stream; at the end the leases are
+// sink (packed: it reads them so, as the store), and checkpoints empty the stream; at the end the leases are
 // released.
 func TestNodePublishOwnCheckpoint(t *testing.T) {
 	dir := t.TempDir()
@@ -62,7 +79,7 @@ func TestNodePublishOwnCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Shutdown()
-	sink := &fakeSink{spans: map[trace.ID]int{}}
+	sink := &fakeSink{spans: map[trace.ID]int{}, packed: true, ops: map[string]int{}}
 	creds := srv.Credentials()
 	n, err := New(Options{Node: "t1", Partitions: 4, Replicas: 1, URL: "nats://" + srv.Addr(), User: creds.User, Password: creds.Password,
 		Traces: trace.Options{Window: 100 * time.Millisecond}, Sink: sink, Persist: sink.persist,
@@ -144,6 +161,11 @@ func TestNodePublishOwnCheckpoint(t *testing.T) {
 		if c != 3 {
 			t.Errorf("trace %v: %d spans, want 3 (the retry was not deduplicated?)", id, c)
 		}
+	}
+	// The sink reads traces packed: the owner packed them, and their
+	// spans read back.
+	if sink.packedTraces < 51 || sink.ops["op"] != 153 || len(sink.ops) != 1 {
+		t.Errorf("%d traces came packed (want every one, at least 51); operations read %v, want op: 153", sink.packedTraces, sink.ops)
 	}
 	sink.mu.Unlock()
 	waitFor(t, "the stream emptied by checkpoints", func() bool {

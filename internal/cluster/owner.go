@@ -52,6 +52,12 @@ func newOwner(n *Node, p int, value []byte, rev uint64, at time.Time) *owner {
 		asks: make(chan chan uint64), quit: make(chan bool, 1), done: make(chan struct{}), faults: lograte.Limiter{PerSecond: 1}}
 }
 
+// packedTaker is a TraceSink that reads traces packed
+// (pipeline.PackedTraceConsumer: the store sink).
+type packedTaker interface {
+	PackedTraces() bool
+}
+
 // tickEvery is how often the assembler completes traces whose window
 // passed (as the engine's stage tick).
 const tickEvery = 100 * time.Millisecond
@@ -68,6 +74,11 @@ func (o *owner) run(ctx context.Context) {
 		opts.MaxOpenTraces = max(1000, opts.MaxOpenTraces/max(1, n.share()))
 	}
 	opts.Emit = func(t *trace.Trace) { out = append(out, t) }
+	// The store reads traces packed (trace.Options.Packed): their spans
+	// are not made of Spans here, the store encodes from their bytes.
+	if p, ok := n.opt.Sink.(packedTaker); ok && p.PackedTraces() {
+		opts.Packed = true
+	}
 	asm := trace.NewAssembler(opts)
 	dec := NewDecoder(n.opt.Catalog)
 	cut := cuts{holdFor: o.holdFor}

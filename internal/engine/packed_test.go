@@ -23,24 +23,31 @@ func (s *packedSink) TraceSources() trace.Sources { return s.sources }
 // TestPackedTracesOnlyForPackedSinks: traces of span records reach a sink
 // that reads them packed as they are, and Spans for every sink that reads
 // Spans (unpacked before any sink has them), with the same spans either
-// way; a sink that does not want span traces does not unpack them.
+// way; a sink that does not want span traces does not unpack them, and
+// two sinks reading packed traces (the default's store and Kieker log)
+// both get them packed.
 func TestPackedTracesOnlyForPackedSinks(t *testing.T) {
 	for _, c := range []struct {
-		name       string
-		other      bool          // a sink reading Spans takes traces too
-		sources    trace.Sources // of the other sink
-		wantPacked bool
+		name        string
+		other       bool          // a sink reading Spans takes traces too
+		sources     trace.Sources // of the other sink
+		wantPacked  bool
+		otherPacked bool // the other sink reads packed traces too
 	}{
-		{"alone", false, 0, true},
-		{"with a Span reader", true, trace.AllSources, false},
-		{"with a Kieker reader", true, trace.SourcesOf(trace.FromEvents), true},
+		{"alone", false, 0, true, false},
+		{"with a Span reader", true, trace.AllSources, false, false},
+		{"with a Kieker reader", true, trace.SourcesOf(trace.FromEvents), true, false},
+		{"with another packed reader", true, trace.AllSources, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := New(Settings{})
 			ps := &packedSink{sources: trace.AllSources}
 			e.AddSink("store", ps)
 			other := &packedSink{sources: c.sources} // (reads Spans: not a PackedTraceConsumer below)
-			if c.other {
+			switch {
+			case c.otherPacked:
+				e.AddSink("other", other)
+			case c.other:
 				e.AddSink("other", &spanReader{traceSink: &other.traceSink, sources: c.sources})
 			}
 			e.AddSource("spans", pipeline.SourceFunc(func(ctx context.Context, out pipeline.Consumer) error {
@@ -73,6 +80,12 @@ func TestPackedTracesOnlyForPackedSinks(t *testing.T) {
 				t.Fatalf("the other sink got %d traces", len(other.traces))
 			}
 			for _, tr := range other.traces {
+				if c.otherPacked {
+					if tr.Packed == nil || tr.SpanCount() != 3 {
+						t.Fatalf("trace %s handed on unpacked to a second sink reading packed traces (%d spans)", tr.ID, tr.SpanCount())
+					}
+					continue
+				}
 				if tr.Packed != nil || len(tr.Spans) != 3 {
 					t.Fatalf("trace %s handed on packed (%v) to a sink reading Spans, %d spans", tr.ID, tr.Packed != nil, len(tr.Spans))
 				}

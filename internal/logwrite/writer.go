@@ -133,6 +133,8 @@ type Writer struct {
 	oerType *record.Type
 	keep    []record.Record // Consume's records without span records (ConvertSpans)
 	oers    record.Batch    // ConsumeTraces' records
+	// unpack reads packed traces' spans (lean: their shape only).
+	unpack trace.Unpacker
 
 	types *describer // the IRL files beside kieker.map
 }
@@ -336,6 +338,16 @@ var _ pipeline.LeanTraceConsumer = (*Writer)(nil)
 // links.
 func (w *Writer) LeanTraces() bool { return true }
 
+var _ pipeline.PackedTraceConsumer = (*Writer)(nil)
+
+// PackedTraces: ConsumeTraces reads a packed trace through its own
+// trace.Unpacker (lean) and keeps none of its Spans, so traces of span
+// records reach the log (and a store beside it) without being made of
+// Spans. The strings of the records written point into the trace's
+// bytes, which are never written again; the registry keeps its own
+// copies of new strings.
+func (w *Writer) PackedTraces() bool { return true }
+
 // TraceSources: with ConvertSpans the writer takes the traces assembled
 // from span records (the others are in the log as their own records).
 func (w *Writer) TraceSources() trace.Sources {
@@ -367,7 +379,10 @@ func (w *Writer) ConsumeTraces(_ context.Context, ts []*trace.Trace) error {
 	}
 	// In chunks: a batch that stays small stays in the cache.
 	w.oers.Reset()
+	w.unpack.Lean = true
+	defer w.unpack.Release()
 	for _, t := range ts {
+		t = w.unpack.Trace(t)
 		kid := int64(t.ID.Lo)
 		if kid == -1 { // -1 means "no trace" to Kieker
 			kid = int64(t.ID.Hi)

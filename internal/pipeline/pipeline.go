@@ -173,11 +173,12 @@ type LeanTraceConsumer interface {
 
 // PackedTraceConsumer is a TraceConsumer that reads each trace once,
 // through a trace.Unpacker, and keeps nothing of its Spans (the store
-// encodes it). When a sink takes packed traces and no stage enriches
-// them, the assembler emits traces of span records packed
-// (trace.Options.Packed); the engine makes the Spans of those that
-// another trace consumer takes before handing them on, so only the
-// traces no other consumer wants are never made Spans.
+// encodes it, the Kieker log writes it; several consumers may read the
+// same packed trace at once). When a sink takes packed traces and no
+// stage enriches them, the assembler emits traces of span records packed
+// (trace.Options.Packed); the engine makes the Spans of those that a
+// trace consumer reading Spans takes before handing them on, so only
+// the traces such a consumer wants are made Spans.
 type PackedTraceConsumer interface {
 	TraceConsumer
 	PackedTraces() bool

@@ -69,24 +69,34 @@ func (t *Trace) Unpack() {
 	if p.inline > 0 {
 		r.inl = make([]byte, 0, p.inline)
 	}
-	p.read(&r, spans, t, &attrs)
+	p.read(&r, spans, t, p.lean, &attrs)
 	t.Spans, t.Packed = spans, nil
 }
 
-// read reads the spans into spans (len(p.at)/3 of them) in tree order.
-func (p *PackedSpans) read(r *pendingReader, spans []Span, t *Trace, attrs *[]Attr) {
+// read reads the spans into spans (len(p.at)/3 of them) in tree order;
+// lean leaves out what a lean assembler does not keep (Resource, Scope,
+// attributes, events and links).
+func (p *PackedSpans) read(r *pendingReader, spans []Span, t *Trace, lean bool, attrs *[]Attr) {
 	for k := range spans {
 		s := &spans[k]
 		r.off = int(p.at[3*k])
-		r.span(s, p.lean, t.Resources, t.Scopes, attrs)
+		r.span(s, lean, t.Resources, t.Scopes, attrs)
 		s.Parent, s.Depth = p.at[3*k+1], p.at[3*k+2]
 	}
 }
 
 // Unpacker makes the Spans of packed traces in memory of its own, reused
 // from one trace to the next, for a consumer that reads a trace at once
-// (the store encodes it). An Unpacker is used by one goroutine.
+// (the store encodes it, the Kieker log writes its spans). An Unpacker
+// is used by one goroutine; several Unpackers may read the same packed
+// trace at once (it is only read).
 type Unpacker struct {
+	// Lean: the Spans are made as a lean assembler makes them (no
+	// Resource, Scope, attributes, events or links), for a consumer
+	// that reads a trace's shape only (pipeline.LeanTraceConsumer): a
+	// span's read ends after its head and names.
+	Lean bool
+
 	t     Trace
 	spans []Span
 	attrs []Attr
@@ -106,12 +116,17 @@ func (u *Unpacker) Trace(t *Trace) *Trace {
 	if cap(u.spans) < n {
 		u.spans = make([]Span, n)
 	}
-	if cap(u.attrs) < p.nattrs {
-		u.attrs = make([]Attr, p.nattrs)
+	lean := p.lean || u.Lean
+	nattrs := p.nattrs
+	if lean {
+		nattrs = 0
 	}
-	spans, attrs := u.spans[:n], u.attrs[:p.nattrs]
+	if cap(u.attrs) < nattrs {
+		u.attrs = make([]Attr, nattrs)
+	}
+	spans, attrs := u.spans[:n], u.attrs[:nattrs]
 	r := pendingReader{b: p.buf, strs: p.strs, view: true}
-	p.read(&r, spans, t, &attrs)
+	p.read(&r, spans, t, lean, &attrs)
 	u.t = Trace{ID: t.ID, Spans: spans, Broken: t.Broken, Part: t.Part, Resources: t.Resources, Scopes: t.Scopes}
 	return &u.t
 }

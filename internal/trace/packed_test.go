@@ -63,6 +63,7 @@ func checkPacked(t *testing.T, recs []record.Record, o Options) {
 		t.Fatalf("%d traces packed, %d unpacked", len(got), len(want))
 	}
 	var u Unpacker
+	lu := Unpacker{Lean: true}
 	for i := range want {
 		w, g := want[i], got[i]
 		if g.SpanCount() != len(w.Spans) || g.Source() != w.Source() {
@@ -71,6 +72,19 @@ func checkPacked(t *testing.T, recs []record.Record, o Options) {
 		ws := spanDump(w)
 		if vs := spanDump(u.Trace(g)); vs != ws {
 			t.Fatalf("trace %d through an Unpacker (packed %v):\n%s\nwant:\n%s", i, (g.Packed != nil), vs, ws)
+		}
+		// A lean Unpacker makes the spans as a lean assembler would:
+		// the same, less what it does not keep.
+		lg := lu.Trace(g)
+		if g.Packed != nil {
+			for k := range lg.Spans {
+				if s := &lg.Spans[k]; s.Resource != nil || s.Scope != nil || s.Attributes != nil || s.Events != nil || s.Links != nil {
+					t.Fatalf("trace %d span %d through a lean Unpacker keeps more than its shape: %+v", i, k, *s)
+				}
+			}
+		}
+		if ls, lws := spanDump(leanCopy(lg)), spanDump(leanCopy(w)); ls != lws {
+			t.Fatalf("trace %d through a lean Unpacker (packed %v):\n%s\nwant:\n%s", i, (g.Packed != nil), ls, lws)
 		}
 		g.Unpack()
 		if g.Packed != nil {
@@ -83,8 +97,21 @@ func checkPacked(t *testing.T, recs []record.Record, o Options) {
 	}
 }
 
+// leanCopy returns a copy of t whose spans hold what a lean assembler
+// keeps (no resource, scope, attributes, events or links).
+func leanCopy(t *Trace) *Trace {
+	c := *t
+	c.Spans = make([]Span, len(t.Spans))
+	for i, s := range t.Spans {
+		s.Resource, s.Scope, s.Attributes, s.Events, s.Links = nil, nil, nil, nil, nil
+		c.Spans[i] = s
+	}
+	return &c
+}
+
 // TestPackedTracesAreTheSame: a trace emitted packed, read through an
-// Unpacker or unpacked, is the trace made of Spans, field by field,
+// Unpacker (or a lean one: its shape) or unpacked, is the trace made of
+// Spans, field by field,
 // Parent and Depth included, with the same Broken list and stats: for
 // every kind of trace (Kieker events and executions are never packed,
 // traces mixing them with spans neither), every field of a span record

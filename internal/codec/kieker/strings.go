@@ -3,6 +3,7 @@ package kieker
 import (
 	"fmt"
 	"iter"
+	"strings"
 	"unsafe"
 )
 
@@ -224,7 +225,9 @@ func (r *Registry) ID(s string) (id int32, isNew bool) {
 		r.ids = make(map[string]int32)
 	}
 	id = int32(len(r.ids))
-	r.ids[s] = id
+	// A copy: s may point into a larger buffer (a packed trace's bytes,
+	// a read buffer) that the registry must not keep.
+	r.ids[strings.Clone(s)] = id
 	return id, true
 }
 
