@@ -311,7 +311,10 @@ func testStoreOutage(t *testing.T, nodes []*clusterNode, srv *objstoretest.Serve
 				again++
 			}
 		}
-		if failed != 1 || again != 1 {
+		// A checkpoint gives up after a minute: a shorter outage (-short)
+		// may end before one fails; then neither is logged.
+		once := failed == 1 && again == 1
+		if !once && !(outage < time.Minute && failed == 0 && again == 0) {
 			t.Errorf("node %s: checkpoint failure logged %d times and recovery %d times, want once each", nd.name, failed, again)
 		}
 	}
