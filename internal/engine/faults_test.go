@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/tracebridge/tracebridge/internal/metrics"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// faultySink fails its first failConsume Consumes and its first
+// failFlush Flushes, as a sink whose server is away for a while.
+type faultySink struct {
+	failConsume, failFlush int64
+	consumes, flushes      atomic.Int64
+}
+
+var errAway = errors.New("server away")
+
+func (s *faultySink) Consume(context.Context, *record.Batch) error {
+	if s.consumes.Add(1) <= s.failConsume {
+		return errAway
+	}
+	return nil
+}
+
+func (s *faultySink) Flush() error {
+	if s.flushes.Add(1) <= s.failFlush {
+		return errAway
+	}
+	return nil
+}
+
+func (s *faultySink) Close() error { return nil }
+
+// syncBuffer is a bytes.Buffer for a logger used by several goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestSinkFaultsLoggedOncePerOutage: a sink failing many Consumes and
+// Flushes in a row is logged once when its failures start and once when
+// they end, with their number; the metric counts each failed batch.
+func TestSinkFaultsLoggedOncePerOutage(t *testing.T) {
+	const failConsume, failFlush, batches = 7, 5, 20
+	var logs syncBuffer
+	reg := metrics.New()
+	br := New(Settings{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: reg, FlushInterval: 2 * time.Millisecond})
+	sink := &faultySink{failConsume: failConsume, failFlush: failFlush}
+	br.AddSink("away", sink)
+	br.AddSource("gen", pipeline.SourceFunc(func(ctx context.Context, out pipeline.Consumer) error {
+		var b record.Batch
+		for i := range batches {
+			b.Reset()
+			b.Add(typ, -1).Values[2] = record.IntValue(int64(i))
+			if err := out.Consume(ctx, &b); err != nil {
+				return err
+			}
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for (sink.consumes.Load() < batches || sink.flushes.Load() <= failFlush+1) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		return nil
+	}))
+	if err := br.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n, f := sink.consumes.Load(), sink.flushes.Load(); n != batches || f <= failFlush+1 {
+		t.Fatalf("sink consumed %d batches and flushed %d times, want %d and more than %d", n, f, batches, failFlush+1)
+	}
+
+	type line struct {
+		Level, Msg, Sink, Op, Err string
+		Failures                  int64
+	}
+	var got []line
+	for _, s := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var l line
+		if err := json.Unmarshal([]byte(s), &l); err != nil {
+			t.Fatalf("log line %q: %v", s, err)
+		}
+		if l.Sink == "away" {
+			got = append(got, l)
+		}
+	}
+	// Consume and Flush run on two goroutines: their lines may interleave.
+	byOp := map[string][]line{}
+	for _, l := range got {
+		byOp[l.Op] = append(byOp[l.Op], l)
+	}
+	want := map[string][]line{
+		"consume": {
+			{Level: "ERROR", Msg: "sink failed", Sink: "away", Op: "consume", Err: "sink away: server away"},
+			{Level: "INFO", Msg: "sink works again", Sink: "away", Op: "consume", Failures: failConsume},
+		},
+		"flush": {
+			{Level: "ERROR", Msg: "sink failed", Sink: "away", Op: "flush", Err: "sink away: flush: server away"},
+			{Level: "INFO", Msg: "sink works again", Sink: "away", Op: "flush", Failures: failFlush},
+		},
+	}
+	if d := cmp.Diff(want, byOp); d != "" {
+		t.Errorf("the sink's log lines (-want +got):\n%s\nall lines:\n%s", d, logs.String())
+	}
+	want2 := `# HELP tracebridge_sink_errors_total Batches a sink failed to consume, by sink.
+# TYPE tracebridge_sink_errors_total counter
+tracebridge_sink_errors_total{sink="away"} 7
+`
+	if err := testutil.GatherAndCompare(reg.Gatherer(), strings.NewReader(want2), "tracebridge_sink_errors_total"); err != nil {
+		t.Errorf("each failed batch counted: %v", err)
+	}
+}
