@@ -54,6 +54,10 @@ type core struct {
 	batches sync.Pool
 	next    func() *record.Batch // newBatch, made once
 	faults  lograte.Limiter
+	// unstored: the durable sinks not storing requests (a cluster node
+	// cut off, a store away) fail every request until they recover:
+	// logged once when it starts and once when it ends.
+	unstored lograte.Outage
 
 	// security: requests need a host's bearer token (Config.Security),
 	// checked against shared's host table.
@@ -321,16 +325,28 @@ func (c *core) awaitStored(ctx context.Context, stored <-chan error, n int) erro
 		select {
 		case err := <-stored:
 			if err != nil {
-				c.faults.Log(ctx, c.log, slog.LevelWarn, "OTLP spans not stored; the client is answered busy", "receiver", c.name, "err", err)
+				c.notStored(err)
 				return ErrBusy
 			}
 		case <-t.C:
+			c.notStored(fmt.Errorf("not stored within %v", storedTimeout))
 			return ErrBusy
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+	if failed := c.unstored.Recover(); failed > 0 {
+		c.log.Info("OTLP spans stored again", "receiver", c.name, "failures", failed)
+	}
 	return nil
+}
+
+// notStored notes a request whose spans the durable sinks did not store:
+// logged when such requests start.
+func (c *core) notStored(err error) {
+	if c.unstored.Fail() {
+		c.log.Warn("OTLP spans not stored; clients are answered busy until they are", "receiver", c.name, "err", err)
+	}
 }
 
 // admitMemory reports whether the process may take a request now (false

@@ -1,0 +1,118 @@
+package otlp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/record"
+)
+
+// storing is the pipeline of a cluster node (pipeline.Shared.AckStored):
+// it takes every batch and says through its Done callbacks whether the
+// durable sink stored it; while away is set, it did not.
+type storing struct {
+	away atomic.Bool
+	n    atomic.Int64
+}
+
+func (s *storing) Consume(_ context.Context, b *record.Batch) error {
+	var err error
+	if s.away.Load() {
+		err = errors.New("cluster: 1 messages not stored by JetStream")
+	} else {
+		s.n.Add(int64(b.Len()))
+	}
+	for _, done := range b.Done {
+		done(err)
+	}
+	return nil
+}
+
+// lockedBuffer is a bytes.Buffer for a logger used by several goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestNotStoredLoggedOncePerOutage: while the durable sink stores
+// nothing every request is answered busy, and that is logged once when
+// it starts and once when it ends, with the number of requests refused.
+func TestNotStoredLoggedOncePerOutage(t *testing.T) {
+	var logs lockedBuffer
+	shared := &pipeline.Shared{}
+	shared.SetAckStored(true)
+	r, err := NewHTTP(Config{Listen: "127.0.0.1:0"}, pipeline.Settings{Name: "otlp-http", Shared: shared,
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &storing{}
+	run(t, r, out)
+	send := func(want int) {
+		t.Helper()
+		resp, body := post{body: protoBody(t, traces(2, 1)), contentType: "application/x-protobuf"}.do(t, r.Addr().String())
+		if resp.StatusCode != want {
+			t.Fatalf("status %d (%s), want %d", resp.StatusCode, body, want)
+		}
+	}
+	send(http.StatusOK)
+	out.away.Store(true)
+	for range 6 {
+		send(http.StatusTooManyRequests)
+	}
+	out.away.Store(false)
+	for range 3 {
+		send(http.StatusOK)
+	}
+	out.away.Store(true)
+	send(http.StatusTooManyRequests) // a second outage, not ended
+	if n := out.n.Load(); n != 8 {
+		t.Errorf("%d spans stored, want 8", n)
+	}
+
+	type line struct {
+		Level, Msg, Receiver, Err string
+		Failures                  int64
+	}
+	var got []line
+	for _, s := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var l line
+		if err := json.Unmarshal([]byte(s), &l); err != nil {
+			t.Fatalf("log line %q: %v", s, err)
+		}
+		got = append(got, l)
+	}
+	started := line{Level: "WARN", Msg: "OTLP spans not stored; clients are answered busy until they are", Receiver: "otlp-http",
+		Err: "cluster: 1 messages not stored by JetStream"}
+	want := []line{
+		started,
+		{Level: "INFO", Msg: "OTLP spans stored again", Receiver: "otlp-http", Failures: 6},
+		started,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("log lines (-want +got):\n%s", d)
+	}
+}
