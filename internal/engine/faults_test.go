@@ -1,13 +1,10 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/tracebridge/tracebridge/internal/logtest"
 	"github.com/tracebridge/tracebridge/internal/metrics"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -45,32 +43,14 @@ func (s *faultySink) Flush() error {
 
 func (s *faultySink) Close() error { return nil }
 
-// syncBuffer is a bytes.Buffer for a logger used by several goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestSinkFaultsLoggedOncePerOutage: a sink failing many Consumes and
 // Flushes in a row is logged once when its failures start and once when
 // they end, with their number; the metric counts each failed batch.
 func TestSinkFaultsLoggedOncePerOutage(t *testing.T) {
 	const failConsume, failFlush, batches = 7, 5, 20
-	var logs syncBuffer
+	var logs logtest.Buffer
 	reg := metrics.New()
-	br := New(Settings{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: reg, FlushInterval: 2 * time.Millisecond})
+	br := New(Settings{Logger: logs.Logger(), Metrics: reg, FlushInterval: 2 * time.Millisecond})
 	sink := &faultySink{failConsume: failConsume, failFlush: failFlush}
 	br.AddSink("away", sink)
 	br.AddSource("gen", pipeline.SourceFunc(func(ctx context.Context, out pipeline.Consumer) error {

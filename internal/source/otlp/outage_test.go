@@ -1,19 +1,17 @@
 package otlp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tracebridge/tracebridge/internal/logtest"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 )
@@ -39,33 +37,15 @@ func (s *storing) Consume(_ context.Context, b *record.Batch) error {
 	return nil
 }
 
-// lockedBuffer is a bytes.Buffer for a logger used by several goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestNotStoredLoggedOncePerOutage: while the durable sink stores
 // nothing every request is answered busy, and that is logged once when
 // it starts and once when it ends, with the number of requests refused.
 func TestNotStoredLoggedOncePerOutage(t *testing.T) {
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	shared := &pipeline.Shared{}
 	shared.SetAckStored(true)
 	r, err := NewHTTP(Config{Listen: "127.0.0.1:0"}, pipeline.Settings{Name: "otlp-http", Shared: shared,
-		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		Logger: logs.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
