@@ -3,6 +3,7 @@ package lograte
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -60,52 +61,56 @@ func TestOutageFailures(t *testing.T) {
 
 // TestOutageConcurrent checks under -race that failures and successes on
 // many goroutines pair every start with an end and count every failure
-// once.
+// once, with and without Settle.
 func TestOutageConcurrent(t *testing.T) {
-	var o Outage
-	var mu sync.Mutex
-	starts, ends, counted := 0, 0, int64(0)
-	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Go(func() {
-			for i := range 1000 {
-				if (i+g)%3 == 0 {
-					n := o.Recover()
-					mu.Lock()
-					if n > 0 {
-						ends++
-						counted += n
+	for _, settle := range []time.Duration{0, 50 * time.Microsecond} {
+		t.Run(settle.String(), func(t *testing.T) {
+			o := Outage{Settle: settle}
+			var mu sync.Mutex
+			starts, ends, counted := 0, 0, int64(0)
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Go(func() {
+					for i := range 1000 {
+						if (i+g)%3 == 0 {
+							n := o.Recover()
+							mu.Lock()
+							if n > 0 {
+								ends++
+								counted += n
+							}
+							mu.Unlock()
+							continue
+						}
+						s := o.Fail()
+						mu.Lock()
+						if s {
+							starts++
+						}
+						mu.Unlock()
 					}
-					mu.Unlock()
-					continue
+				})
+			}
+			wg.Wait()
+			if n := o.End(); n > 0 {
+				ends++
+				counted += n
+			}
+			failures := int64(0)
+			for g := range 8 {
+				for i := range 1000 {
+					if (i+g)%3 != 0 {
+						failures++
+					}
 				}
-				s := o.Fail()
-				mu.Lock()
-				if s {
-					starts++
-				}
-				mu.Unlock()
+			}
+			if counted != failures {
+				t.Errorf("%d failures counted by the ends, want %d", counted, failures)
+			}
+			if starts != ends || starts == 0 {
+				t.Errorf("%d outages started, %d ended; want as many, at least one", starts, ends)
 			}
 		})
-	}
-	wg.Wait()
-	if n := o.Recover(); n > 0 {
-		ends++
-		counted += n
-	}
-	failures := int64(0)
-	for g := range 8 {
-		for i := range 1000 {
-			if (i+g)%3 != 0 {
-				failures++
-			}
-		}
-	}
-	if counted != failures {
-		t.Errorf("%d failures counted by the ends, want %d", counted, failures)
-	}
-	if starts != ends || starts == 0 {
-		t.Errorf("%d outages started, %d ended; want as many, at least one", starts, ends)
 	}
 }
 
@@ -113,5 +118,55 @@ func TestOutageRecoverAllocs(t *testing.T) {
 	var o Outage
 	if n := testing.AllocsPerRun(100, func() { o.Recover() }); n != 0 {
 		t.Errorf("Recover allocates %v times, want 0", n)
+	}
+}
+
+// TestOutageSettle: with Settle, successes end an outage only once they
+// have gone on that long; a failure before goes on with the outage.
+func TestOutageSettle(t *testing.T) {
+	start := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	o := Outage{Settle: time.Second}
+	if o.RecoverAt(at(0)) != 0 {
+		t.Fatal("a success without an outage ended one")
+	}
+	if !o.Fail() || o.Fail() {
+		t.Fatal("the first failure did not start the outage, or the second did")
+	}
+	steps := []struct {
+		ms   int
+		want int64
+	}{{100, 0}, {600, 0}} // successes for less than Settle: not over
+	for _, s := range steps {
+		if n := o.RecoverAt(at(s.ms)); n != s.want {
+			t.Fatalf("success at %d ms: %d, want %d", s.ms, n, s.want)
+		}
+	}
+	if o.Fail() {
+		t.Fatal("a failure after successes shorter than Settle started a new outage")
+	}
+	if n := o.RecoverAt(at(1200)); n != 0 { // the first success since that failure
+		t.Fatalf("success at 1200 ms: %d, want 0 (settling again)", n)
+	}
+	if n := o.RecoverAt(at(2199)); n != 0 {
+		t.Fatalf("success at 2199 ms: %d, want 0", n)
+	}
+	if n := o.RecoverAt(at(2200)); n != 3 {
+		t.Fatalf("success at 2200 ms: %d, want the 3 failures", n)
+	}
+	if n := o.RecoverAt(at(2300)); n != 0 {
+		t.Fatalf("success after the end: %d, want 0", n)
+	}
+	// End ends an outage that has not settled.
+	o.Fail()
+	o.RecoverAt(at(3000))
+	if n := o.End(); n != 1 {
+		t.Fatalf("End: %d, want 1", n)
+	}
+	if o.Failures() != 0 || o.End() != 0 {
+		t.Fatal("End left an outage")
+	}
+	if !o.Fail() {
+		t.Fatal("a failure after End did not start an outage")
 	}
 }
