@@ -550,6 +550,11 @@ func (s stamp) Emit(ctx context.Context, b *record.Batch) (*record.Batch, error)
 // sinkErrsPerSecond is how many sink failures are logged a second.
 const sinkErrsPerSecond = 5
 
+// faultSettle is how long a sink must work again before the end of its
+// failures is logged: a cluster that heals stores one flush and may fail
+// the next while its streams elect leaders, which is the same outage.
+const faultSettle = 2 * time.Second
+
 // sinkError logs the failures of the stages' Flush and Finish and of the
 // hand-off to the sinks, at most sinkErrsPerSecond a second. (A sink's own
 // Consume and Flush failures are logged by its runner, once when they

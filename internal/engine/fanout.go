@@ -124,6 +124,9 @@ func newFanout(e *Engine) *fanout {
 			met:    s.met,
 			done:   make(chan struct{}),
 			drops:  lograte.Limiter{PerSecond: 1},
+
+			consumeFaults: lograte.Outage{Settle: faultSettle},
+			flushFaults:   lograte.Outage{Settle: faultSettle},
 		}
 		r.tc, _ = s.sink.(pipeline.TraceConsumer)
 		if pc, ok := s.sink.(pipeline.PackedTraceConsumer); ok && pc.PackedTraces() {
@@ -326,8 +329,8 @@ type runner struct {
 	drops      lograte.Limiter
 	// A sink that fails (its server away, a full disk) usually fails
 	// every call until it recovers: its Consume and Flush failures are
-	// logged once when they start and once when they end (the metrics
-	// count each).
+	// logged once when they start and once when they end, after
+	// faultSettle of successes (the metrics count each).
 	consumeFaults, flushFaults lograte.Outage
 
 	failed  error // a Consume failed since the last marker; consuming goroutine only

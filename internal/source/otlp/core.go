@@ -56,7 +56,8 @@ type core struct {
 	faults  lograte.Limiter
 	// unstored: the durable sinks not storing requests (a cluster node
 	// cut off, a store away) fail every request until they recover:
-	// logged once when it starts and once when it ends.
+	// logged once when it starts and once when it ends, after
+	// unstoredSettle of stored requests.
 	unstored lograte.Outage
 
 	// security: requests need a host's bearer token (Config.Security),
@@ -82,7 +83,7 @@ func newCore(name string, set pipeline.Settings, cfg Config) *core {
 	opt := cfg.codecOptions()
 	opt.Strings = otlpcodec.NewStrings() // one copy of a string for all requests
 	c := &core{name: name, log: set.Logger, met: set.Metrics.Receiver(name), opt: opt, wait: time.Duration(cfg.EmitTimeout),
-		faults: lograte.Limiter{PerSecond: 5}, security: cfg.Security, shared: set.Shared,
+		faults: lograte.Limiter{PerSecond: 5}, unstored: lograte.Outage{Settle: unstoredSettle}, security: cfg.Security, shared: set.Shared,
 		inflight: budget{max: int64(cfg.MaxInflightBytes)}, mem: set.Shared.Memory()}
 	c.workers.New = func() any { return &worker{dec: otlpcodec.NewDecoder(c.opt)} }
 	c.next = c.newBatch
@@ -308,6 +309,12 @@ func (c *core) emit(ctx context.Context, batches []*record.Batch) error {
 	}
 	return c.awaitStored(ctx, stored, waiting)
 }
+
+// unstoredSettle is how long requests must be stored again before the
+// end of an outage is logged: a cluster that heals may store one request
+// and refuse the next while its streams elect leaders, which is the same
+// outage.
+const unstoredSettle = 2 * time.Second
 
 // storedTimeout bounds the wait for the durable sinks (AckStored); the
 // client is then answered busy and retries (a cluster deduplicates what
