@@ -283,7 +283,7 @@ func (wl *watchLoop) run(ctx context.Context) {
 					continue
 				}
 				if n := watching.Recover(); n > 0 {
-					wl.o.Logger.Info("shared state: watching the bucket again", "bucket", wl.loop.name(), "failures", n)
+					wl.o.Logger.Info("shared state: the bucket is watched again", "bucket", wl.loop.name(), "failures", n)
 				}
 				wl.w = w
 			}
