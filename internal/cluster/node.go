@@ -127,6 +127,9 @@ type Node struct {
 
 	warnedLimit bool // the setup goroutine's
 
+	// readSettle is the owners' (0: readSettle; tests shorten it).
+	readSettle time.Duration
+
 	runDone chan struct{}
 }
 

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -54,14 +55,16 @@ type owner struct {
 func newOwner(n *Node, p int, value []byte, rev uint64, at time.Time) *owner {
 	return &owner{n: n, p: p, value: value, since: at, rev: rev, renewed: at,
 		asks: make(chan chan uint64), quit: make(chan bool, 1), done: make(chan struct{}), faults: lograte.Limiter{PerSecond: 1},
-		reading: lograte.Outage{Settle: readSettle}}
+		reading: lograte.Outage{Settle: cmp.Or(n.readSettle, readSettle)}}
 }
 
 // readSettle is how long a partition must be read again before the end
-// of its failed reads is logged: a server that restarts serves a pull or
-// two before its consumers fail once more (no heartbeat), which is the
-// same outage.
-const readSettle = 2 * time.Second
+// of its failed reads is logged; a failure before goes on with the same
+// outage. A server that restarts serves a pull or two before its
+// consumers fail once more, and a loaded machine misses a pull's
+// heartbeat every ten seconds or so while a fault lasts (the store away):
+// one event each, not one per failed pull.
+const readSettle = 30 * time.Second
 
 // tickEvery is how often the assembler completes traces whose window
 // passed (as the engine's stage tick).

@@ -47,6 +47,7 @@ func faultNode(t *testing.T, addr string, creds natsd.Credentials, partitions in
 	if err != nil {
 		t.Fatal(err)
 	}
+	n.readSettle = 2 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- n.Run(ctx) }()
