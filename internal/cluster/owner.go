@@ -188,6 +188,7 @@ func (o *owner) run(ctx context.Context) {
 		if cons == nil {
 			var err error
 			if cons, err = o.reader(ctx); err != nil {
+				n.met.readErrors.Inc()
 				if o.reading.Fail() {
 					n.log.Warn("cluster: cannot read a partition yet; retrying until it can", "node", n.opt.Node, "partition", o.p, "err", err)
 				}
@@ -239,6 +240,7 @@ func (o *owner) run(ctx context.Context) {
 // readFailed notes a failed read of the partition: logged when the
 // failures start.
 func (o *owner) readFailed(err error) {
+	o.n.met.readErrors.Inc()
 	if o.reading.Fail() {
 		o.n.log.Warn("cluster: reading a partition failed; reading again from where it was until it works", "node", o.n.opt.Node, "partition", o.p, "err", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/tracebridge/tracebridge/internal/logtest"
 	"github.com/tracebridge/tracebridge/internal/natsd"
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -198,4 +200,8 @@ func TestReadFailuresLoggedOnce(t *testing.T) {
 	publishTraces(t, n, 20, 20)
 	waitFor(t, "the traces published after the outage at the sink", func() bool { return sink.traces() == 40 })
 	checkOncePerPartition(t, &logs, partitions, []string{"cluster: cannot read a partition yet", "cluster: reading a partition failed"}, end, 2)
+	// The metric counts each failure.
+	if got := testutil.ToFloat64(n.met.readErrors); got < 2*partitions {
+		t.Errorf("tracebridge_cluster_read_errors_total = %v, want at least %d", got, 2*partitions)
+	}
 }
