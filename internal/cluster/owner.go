@@ -47,6 +47,9 @@ type owner struct {
 	// away, the store refusing): logged once when they start and once
 	// when they end (or when the owner stops first).
 	reading, storing lograte.Outage
+	// missed: the last pull missed its heartbeat, outside an outage
+	// (run's goroutine only).
+	missed bool
 	// holdFor is how long the safe point may wait for a cut no trace
 	// reaches across (cuts; 0: defaultHoldFor).
 	holdFor time.Duration
@@ -231,18 +234,35 @@ func (o *owner) run(ctx context.Context) {
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
 			o.readFailed(err)
 			cons = nil
-		} else if f := o.reading.Recover(); f > 0 {
-			n.log.Info("cluster: reading a partition again", "node", n.opt.Node, "partition", o.p, "failures", f)
+		} else {
+			o.readWorked()
 		}
 	}
 }
 
 // readFailed notes a failed read of the partition: logged when the
-// failures start.
+// failures start. A pull that missed its heartbeat once, between good
+// ones, is only counted: a loaded machine stalls a process past the
+// heartbeat's tolerance now and then, all its partitions at once; a
+// consumer really lost misses the next pull's too, and that starts the
+// outage.
 func (o *owner) readFailed(err error) {
 	o.n.met.readErrors.Inc()
+	if errors.Is(err, jetstream.ErrNoHeartbeat) && !o.missed && o.reading.Failures() == 0 {
+		o.missed = true
+		return
+	}
 	if o.reading.Fail() {
 		o.n.log.Warn("cluster: reading a partition failed; reading again from where it was until it works", "node", o.n.opt.Node, "partition", o.p, "err", err)
+	}
+}
+
+// readWorked notes a pull that worked: the end of the failed reads is
+// logged once they have worked for the Outage's Settle.
+func (o *owner) readWorked() {
+	o.missed = false
+	if f := o.reading.Recover(); f > 0 {
+		o.n.log.Info("cluster: reading a partition again", "node", o.n.opt.Node, "partition", o.p, "failures", f)
 	}
 }
 

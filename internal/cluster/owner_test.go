@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/tracebridge/tracebridge/internal/logtest"
@@ -203,5 +206,43 @@ func TestReadFailuresLoggedOnce(t *testing.T) {
 	// The metric counts each failure.
 	if got := testutil.ToFloat64(n.met.readErrors); got < 2*partitions {
 		t.Errorf("tracebridge_cluster_read_errors_total = %v, want at least %d", got, 2*partitions)
+	}
+}
+
+// TestMissedHeartbeatAlone: a pull that missed its heartbeat between good
+// ones is counted, not logged (a loaded machine's stall); two in a row,
+// or one followed by another failure, start an outage, logged once.
+func TestMissedHeartbeatAlone(t *testing.T) {
+	var logs logtest.Buffer
+	n := &Node{opt: Options{Node: "o1"}, log: logs.Logger()}
+	n.met = newNodeMetrics(n)
+	o := newOwner(n, 3, nil, 0, time.Now())
+	miss := func() { o.readFailed(fmt.Errorf("fetch: %w", jetstream.ErrNoHeartbeat)) }
+	miss()
+	o.readWorked()
+	miss()
+	o.readWorked()
+	if s := logs.String(); s != "" {
+		t.Fatalf("lone missed heartbeats logged:\n%s", s)
+	}
+	miss()
+	miss() // a consumer really lost
+	miss()
+	o.readFailed(errors.New("no responders available for request"))
+	o.readWorked()
+	o.faultsEnd() // (Settle not over: the owner stops)
+	var got []string
+	for _, l := range logs.Lines(t) {
+		got = append(got, fmt.Sprintf("%s %v failures=%v", l["level"], l["msg"], l["failures"]))
+	}
+	want := []string{
+		"WARN cluster: reading a partition failed; reading again from where it was until it works failures=<nil>",
+		"INFO cluster: stopped reading a partition whose reads were failing failures=3",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("log lines (-want +got):\n%s", d)
+	}
+	if got := testutil.ToFloat64(n.met.readErrors); got != 6 {
+		t.Errorf("tracebridge_cluster_read_errors_total = %v, want 6 (each failure)", got)
 	}
 }
