@@ -740,25 +740,25 @@ func nodeLogs(nodes []*clusterNode, from map[string]int) map[string][]logEntry {
 	return m
 }
 
-// checkLogRate checks that no warning or error of the cluster or the
-// store was logged more than most times by a node for one partition or
-// node: a fault is logged once per event, not per attempt or per record.
-// The others' (NATS's own, the receivers') are listed.
+// checkLogRate checks that no warning or error of the cluster, the
+// store, the shared state, a sink or the OTLP receivers' storing was
+// logged more than most times by a node for one partition, node, sink
+// operation or receiver: a fault is logged once per event, not per
+// attempt, per request or per record. The others' (NATS's own) are
+// listed.
 func checkLogRate(t *testing.T, logs map[string][]logEntry, most int) {
 	t.Helper()
+	checked := []string{"cluster:", "store:", "shared state:", "sink failed", "OTLP spans not stored"}
 	for node, es := range logs {
 		n := map[string]int{}
 		for _, e := range es {
 			if e.level != "WARN" && e.level != "ERROR" {
 				continue
 			}
-			n[e.msg+" partition="+e.attr["partition"]+" gone="+e.attr["gone"]]++
+			n[e.msg+" partition="+e.attr["partition"]+" gone="+e.attr["gone"]+" op="+e.attr["op"]+" receiver="+e.attr["receiver"]]++
 		}
 		for k, c := range n {
-			if c > most && (strings.HasPrefix(k, "cluster:") || strings.HasPrefix(k, "store:")) && !strings.HasPrefix(k, "cluster: cannot read a partition yet") && !strings.HasPrefix(k, "cluster: reading a partition failed") {
-				// (An owner's reader retries are logged at most once a
-				// second per partition, not once per event: left to
-				// owner.go.)
+			if c > most && slices.ContainsFunc(checked, func(p string) bool { return strings.HasPrefix(k, p) }) {
 				t.Errorf("node %s logged %d times: %s", node, c, k)
 			}
 		}

@@ -138,6 +138,9 @@ type Node struct {
 	// for the takers: which leases are free, how many nodes are alive).
 	leaseExp, nodeExp *expiries
 
+	// readSettle is the owners' (0: readSettle; tests shorten it).
+	readSettle time.Duration
+
 	runDone chan struct{}
 }
 
@@ -1247,6 +1250,7 @@ type nodeMetrics struct {
 	consumed                 prometheus.Counter
 	malformed                prometheus.Counter
 	duplicates               prometheus.Counter
+	readErrors               prometheus.Counter
 	n                        *Node
 	lagCollector             prometheus.Collector
 	pubErrs                  atomic.Int64
@@ -1267,6 +1271,7 @@ func newNodeMetrics(n *Node) *nodeMetrics {
 	m.consumed = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_consumed_messages_total", Help: "Messages of owned partitions this node consumed."})
 	m.malformed = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_malformed_messages_total", Help: "Messages of owned partitions that did not decode (skipped)."})
 	m.duplicates = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_duplicate_sections_total", Help: "Sections of messages (a batch's records of a partition) this node's owners dropped because they had seen the same within the duplicate window (clients' retries)."})
+	m.readErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_read_errors_total", Help: "Failed reads of owned partitions (a consumer not made or lost: read again from where it was)."})
 	m.owned = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tracebridge_cluster_owned_partitions", Help: "Partitions this node owns."}, func() float64 {
 		n.mu.Lock()
 		defer n.mu.Unlock()
@@ -1277,7 +1282,7 @@ func newNodeMetrics(n *Node) *nodeMetrics {
 }
 
 func (m *nodeMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.published, m.publishErrors, m.fullRefusals, m.takeovers, m.leasesLost, m.checkpointErrors, m.checkpointSeconds, m.consumed, m.malformed, m.duplicates, m.owned, m.lagCollector}
+	return []prometheus.Collector{m.published, m.publishErrors, m.fullRefusals, m.takeovers, m.leasesLost, m.checkpointErrors, m.checkpointSeconds, m.consumed, m.malformed, m.duplicates, m.readErrors, m.owned, m.lagCollector}
 }
 
 func (m *nodeMetrics) publishErrorCount() int64 { return m.pubErrs.Load() }

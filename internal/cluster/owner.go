@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -41,7 +42,14 @@ type owner struct {
 	once  sync.Once
 	last  uint64
 
-	faults lograte.Limiter
+	faults lograte.Limiter // undecodable messages, loose checkpoints
+	// Faults that fail every try while they last (the stream's server
+	// away, the store refusing): logged once when they start and once
+	// when they end (or when the owner stops first).
+	reading, storing lograte.Outage
+	// missed: the last pull missed its heartbeat, outside an outage
+	// (run's goroutine only).
+	missed bool
 	// holdFor is how long the safe point may wait for a cut no trace
 	// reaches across (cuts; 0: defaultHoldFor).
 	holdFor time.Duration
@@ -49,7 +57,8 @@ type owner struct {
 
 func newOwner(n *Node, p int, value []byte, rev uint64, at time.Time) *owner {
 	return &owner{n: n, p: p, value: value, since: at, rev: rev, renewed: at,
-		asks: make(chan chan uint64), quit: make(chan bool, 1), done: make(chan struct{}), faults: lograte.Limiter{PerSecond: 1}}
+		asks: make(chan chan uint64), quit: make(chan bool, 1), done: make(chan struct{}), faults: lograte.Limiter{PerSecond: 1},
+		reading: lograte.Outage{Settle: cmp.Or(n.readSettle, readSettle)}}
 }
 
 // packedTaker is a TraceSink that reads traces packed
@@ -57,6 +66,14 @@ func newOwner(n *Node, p int, value []byte, rev uint64, at time.Time) *owner {
 type packedTaker interface {
 	PackedTraces() bool
 }
+
+// readSettle is how long a partition must be read again before the end
+// of its failed reads is logged; a failure before goes on with the same
+// outage. A server that restarts serves a pull or two before its
+// consumers fail once more, and a loaded machine misses a pull's
+// heartbeat every ten seconds or so while a fault lasts (the store away):
+// one event each, not one per failed pull.
+const readSettle = 30 * time.Second
 
 // tickEvery is how often the assembler completes traces whose window
 // passed (as the engine's stage tick).
@@ -118,7 +135,9 @@ func (o *owner) run(ctx context.Context) {
 			}
 			// The store refuses (closed, disk full): the traces are not
 			// lost, their messages stay in the stream; try again.
-			o.faults.Log(ctx, n.log, slog.LevelError, "cluster: the store did not take a partition's traces; retrying", "node", n.opt.Node, "partition", o.p, "err", err)
+			if o.storing.Fail() {
+				n.log.Error("cluster: the store did not take a partition's traces; retrying until it does", "node", n.opt.Node, "partition", o.p, "err", err)
+			}
 			select {
 			case <-ctx.Done():
 				return false
@@ -127,6 +146,9 @@ func (o *owner) run(ctx context.Context) {
 				return false
 			case <-time.After(time.Second):
 			}
+		}
+		if f := o.storing.Recover(); f > 0 {
+			n.log.Info("cluster: the store takes a partition's traces again", "node", n.opt.Node, "partition", o.p, "failures", f)
 		}
 		clear(out)
 		out = out[:0]
@@ -152,6 +174,7 @@ func (o *owner) run(ctx context.Context) {
 				o.final = o.last
 			}
 		}
+		o.faultsEnd()
 		close(o.done)
 	}
 
@@ -182,7 +205,10 @@ func (o *owner) run(ctx context.Context) {
 		if cons == nil {
 			var err error
 			if cons, err = o.reader(ctx); err != nil {
-				o.faults.Log(ctx, n.log, slog.LevelWarn, "cluster: cannot read a partition yet; retrying", "node", n.opt.Node, "partition", o.p, "err", err)
+				n.met.readErrors.Inc()
+				if o.reading.Fail() {
+					n.log.Warn("cluster: cannot read a partition yet; retrying until it can", "node", n.opt.Node, "partition", o.p, "err", err)
+				}
 				select {
 				case <-ctx.Done():
 				case <-time.After(500 * time.Millisecond):
@@ -195,7 +221,7 @@ func (o *owner) run(ctx context.Context) {
 			// The consumer is gone (its stream's leader changed, the
 			// server restarted): a new one goes on after the last
 			// message taken.
-			o.faults.Log(ctx, n.log, slog.LevelWarn, "cluster: reading a partition failed; reading again from where it was", "node", n.opt.Node, "partition", o.p, "err", err)
+			o.readFailed(err)
 			cons = nil
 			continue
 		}
@@ -220,9 +246,48 @@ func (o *owner) run(ctx context.Context) {
 			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			o.faults.Log(ctx, n.log, slog.LevelWarn, "cluster: reading a partition failed; reading again from where it was", "node", n.opt.Node, "partition", o.p, "err", err)
+			o.readFailed(err)
 			cons = nil
+		} else {
+			o.readWorked()
 		}
+	}
+}
+
+// readFailed notes a failed read of the partition: logged when the
+// failures start. A pull that missed its heartbeat once, between good
+// ones, is only counted: a loaded machine stalls a process past the
+// heartbeat's tolerance now and then, all its partitions at once; a
+// consumer really lost misses the next pull's too, and that starts the
+// outage.
+func (o *owner) readFailed(err error) {
+	o.n.met.readErrors.Inc()
+	if errors.Is(err, jetstream.ErrNoHeartbeat) && !o.missed && o.reading.Failures() == 0 {
+		o.missed = true
+		return
+	}
+	if o.reading.Fail() {
+		o.n.log.Warn("cluster: reading a partition failed; reading again from where it was until it works", "node", o.n.opt.Node, "partition", o.p, "err", err)
+	}
+}
+
+// readWorked notes a pull that worked: the end of the failed reads is
+// logged once they have worked for the Outage's Settle.
+func (o *owner) readWorked() {
+	o.missed = false
+	if f := o.reading.Recover(); f > 0 {
+		o.n.log.Info("cluster: reading a partition again", "node", o.n.opt.Node, "partition", o.p, "failures", f)
+	}
+}
+
+// faultsEnd logs the end of the faults still going on when the owner
+// stops (the partition lost or handed over before they ended).
+func (o *owner) faultsEnd() {
+	if f := o.reading.End(); f > 0 {
+		o.n.log.Info("cluster: stopped reading a partition whose reads were failing", "node", o.n.opt.Node, "partition", o.p, "failures", f)
+	}
+	if f := o.storing.End(); f > 0 {
+		o.n.log.Info("cluster: stopped handing a partition's traces to a store that refused them", "node", o.n.opt.Node, "partition", o.p, "failures", f)
 	}
 }
 

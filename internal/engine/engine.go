@@ -178,7 +178,7 @@ type Engine struct {
 	first     atomic.Int64 // unix nanos of the first record handed to the sinks
 	last      atomic.Int64 // and of the last
 
-	sinkErrs lograte.Limiter // sink failures: sinkErrsPerSecond lines a second
+	sinkErrs lograte.Limiter // stage and hand-off failures: sinkErrsPerSecond lines a second
 
 	tmu    sync.Mutex
 	tstats trace.Stats // the assembler's, as of its last tick
@@ -550,7 +550,15 @@ func (s stamp) Emit(ctx context.Context, b *record.Batch) (*record.Batch, error)
 // sinkErrsPerSecond is how many sink failures are logged a second.
 const sinkErrsPerSecond = 5
 
-// sinkError logs sink failures, at most sinkErrsPerSecond a second.
+// faultSettle is how long a sink must work again before the end of its
+// failures is logged: a cluster that heals stores one flush and may fail
+// the next while its streams elect leaders, which is the same outage.
+const faultSettle = 2 * time.Second
+
+// sinkError logs the failures of the stages' Flush and Finish and of the
+// hand-off to the sinks, at most sinkErrsPerSecond a second. (A sink's own
+// Consume and Flush failures are logged by its runner, once when they
+// start and once when they end.)
 func (e *Engine) sinkError(err error) {
 	e.sinkErrs.Log(context.Background(), e.log, slog.LevelError, "sink failed", "err", err)
 }

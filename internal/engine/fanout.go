@@ -124,6 +124,9 @@ func newFanout(e *Engine) *fanout {
 			met:    s.met,
 			done:   make(chan struct{}),
 			drops:  lograte.Limiter{PerSecond: 1},
+
+			consumeFaults: lograte.Outage{Settle: faultSettle},
+			flushFaults:   lograte.Outage{Settle: faultSettle},
 		}
 		r.tc, _ = s.sink.(pipeline.TraceConsumer)
 		if pc, ok := s.sink.(pipeline.PackedTraceConsumer); ok && pc.PackedTraces() {
@@ -324,6 +327,11 @@ type runner struct {
 	met        *metrics.Sink
 	done       chan struct{} // closed when both goroutines have returned
 	drops      lograte.Limiter
+	// A sink that fails (its server away, a full disk) usually fails
+	// every call until it recovers: its Consume and Flush failures are
+	// logged once when they start and once when they end, after
+	// faultSettle of successes (the metrics count each).
+	consumeFaults, flushFaults lograte.Outage
 
 	failed  error // a Consume failed since the last marker; consuming goroutine only
 	dropped atomic.Int64
@@ -462,10 +470,12 @@ func (r *runner) handle(ctx context.Context, en entry) {
 		r.met.Consumed(n, time.Since(t0), err)
 		if err != nil {
 			err = fmt.Errorf("sink %s: %w", r.name, err)
-			r.e.sinkError(err)
+			r.consumeFailed(err)
 			if r.failed == nil {
 				r.failed = err
 			}
+		} else {
+			r.consumeWorks()
 		}
 		it.release()
 	}
@@ -473,11 +483,12 @@ func (r *runner) handle(ctx context.Context, en entry) {
 		defer r.fan.traceBacklog.Add(-en.spans)
 		if err := r.tc.ConsumeTraces(ctx, en.tr); err != nil {
 			err = fmt.Errorf("sink %s: traces: %w", r.name, err)
-			r.e.sinkError(err)
+			r.consumeFailed(err)
 			if r.failed == nil {
 				r.failed = err
 			}
 		} else {
+			r.consumeWorks()
 			r.met.Traces(len(en.tr), int(en.spans))
 		}
 		r.spans.Add(-en.spans)
@@ -538,10 +549,30 @@ func (r *runner) flush() {
 	err := r.sink.Flush()
 	if err != nil {
 		err = fmt.Errorf("sink %s: flush: %w", r.name, err)
-		r.e.sinkError(err)
+		if r.flushFaults.Fail() {
+			r.e.log.Error("sink failed", "sink", r.name, "op", "flush", "err", err)
+		}
+	} else if n := r.flushFaults.Recover(); n > 0 {
+		r.e.log.Info("sink works again", "sink", r.name, "op", "flush", "failures", n)
 	}
 	for _, mk := range waiting {
 		mk.durableDone(err)
+	}
+}
+
+// consumeFailed notes a failed Consume or ConsumeTraces: logged when the
+// sink's consume failures start.
+func (r *runner) consumeFailed(err error) {
+	if r.consumeFaults.Fail() {
+		r.e.log.Error("sink failed", "sink", r.name, "op", "consume", "err", err)
+	}
+}
+
+// consumeWorks notes a Consume or ConsumeTraces that succeeded: the end
+// of the sink's consume failures, if it had them, is logged.
+func (r *runner) consumeWorks() {
+	if n := r.consumeFaults.Recover(); n > 0 {
+		r.e.log.Info("sink works again", "sink", r.name, "op", "consume", "failures", n)
 	}
 }
 

@@ -11,9 +11,14 @@
 // to the first event allowed after them (Allow's result, the "suppressed"
 // attribute of Log), or taken with TakeSuppressed when the caller stops.
 //
-// Concurrency: a Limiter is safe for concurrent use; it must not be copied
-// after its first use. Its zero value allows DefaultPerSecond events a
-// second.
+// An Outage is for the faults that fail every attempt while they last (a
+// server away, a node cut off from the cluster): it has them logged once
+// when they start and once when they end, with the number of failures in
+// between, however long they last.
+//
+// Concurrency: Limiters and Outages are safe for concurrent use and must
+// not be copied after their first use. A Limiter's zero value allows
+// DefaultPerSecond events a second; an Outage's has no outage.
 package lograte
 
 import (

@@ -74,7 +74,10 @@ type controlSync struct {
 	c      *control.Controller
 	bucket jetstream.KeyValue
 	log    *slog.Logger
-	faults lograte.Limiter
+	// writes: writing settings to the bucket fails on every try while
+	// the node is cut off from the cluster; logged once when it starts
+	// and once when it ends.
+	writes lograte.Outage
 
 	// known: the bucket's value and revision of each key (the loop's
 	// goroutine only).
@@ -93,7 +96,7 @@ type knownValue struct {
 }
 
 func newControlSync(o Options, kv jetstream.KeyValue) *controlSync {
-	cs := &controlSync{o: o, c: o.Control, bucket: kv, log: o.Logger, faults: lograte.Limiter{PerSecond: 1},
+	cs := &controlSync{o: o, c: o.Control, bucket: kv, log: o.Logger,
 		known: map[string]knownValue{}, pending: map[string]bool{}, signal: make(chan struct{}, 1)}
 	cs.c.OnChange(cs.changed)
 	return cs
@@ -248,9 +251,14 @@ func (cs *controlSync) push(ctx context.Context) error {
 			cs.mu.Lock()
 			cs.pending[key] = true
 			cs.mu.Unlock()
-			if n, allow := cs.faults.Allow(); allow {
-				cs.log.Warn("shared state: writing a control setting to the cluster failed; trying again", "key", key, "err", err, "suppressed", n)
+			if cs.writes.Fail() {
+				cs.log.Warn("shared state: writing a control setting to the cluster failed; trying again until it succeeds", "bucket", ControlBucket, "key", key, "err", err)
 			}
+		}
+	}
+	if failed == nil {
+		if n := cs.writes.Recover(); n > 0 {
+			cs.log.Info("shared state: control settings are written to the cluster again", "bucket", ControlBucket, "failures", n)
 		}
 	}
 	return failed

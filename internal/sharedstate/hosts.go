@@ -24,7 +24,11 @@ type hostSync struct {
 	db     *hostdb.DB
 	bucket jetstream.KeyValue
 	log    *slog.Logger
-	faults lograte.Limiter
+	faults lograte.Limiter // unreadable records of the bucket
+	// writes: writing changes to the bucket fails on every try while
+	// the node is cut off from the cluster; logged once when it starts
+	// and once when it ends.
+	writes lograte.Outage
 
 	// known is the bucket's record and revision of each host, as last
 	// seen or written (touched by the loop's goroutine only).
@@ -178,9 +182,14 @@ func (hs *hostSync) push(ctx context.Context) error {
 	for _, name := range names {
 		if err := hs.pushOne(ctx, name); err != nil {
 			failed = err
-			if n, allow := hs.faults.Allow(); allow {
-				hs.log.Warn("shared state: writing a host change to the cluster failed; trying again", "host", name, "err", err, "suppressed", n)
+			if hs.writes.Fail() {
+				hs.log.Warn("shared state: writing a host change to the cluster failed; trying again until it succeeds", "bucket", HostsBucket, "host", name, "err", err)
 			}
+		}
+	}
+	if failed == nil && len(names) > 0 {
+		if n := hs.writes.Recover(); n > 0 {
+			hs.log.Info("shared state: host changes are written to the cluster again", "bucket", HostsBucket, "failures", n)
 		}
 	}
 	return failed

@@ -235,8 +235,9 @@ func (wl *watchLoop) run(ctx context.Context) {
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
-	var faults lograte.Limiter
-	faults.PerSecond = 1
+	// Making the watcher again fails on every try while the node is cut
+	// off: logged once when it starts and once when it ends.
+	var watching lograte.Outage
 	pushNow := func() {
 		err := wl.loop.push(ctx)
 		if ctx.Err() != nil {
@@ -274,12 +275,15 @@ func (wl *watchLoop) run(ctx context.Context) {
 			if wl.w == nil {
 				w, err := wl.loop.kv().WatchAll(ctx)
 				if err != nil {
-					if n, ok := faults.Allow(); ok {
-						wl.o.Logger.Warn("shared state: watching the bucket again failed", "bucket", wl.loop.name(), "err", err, "suppressed", n)
+					if watching.Fail() {
+						wl.o.Logger.Warn("shared state: watching the bucket again failed; trying again until it succeeds", "bucket", wl.loop.name(), "err", err)
 					}
 					wl.trouble("watching", err)
 					retry.Reset(wl.o.RetryInterval)
 					continue
+				}
+				if n := watching.Recover(); n > 0 {
+					wl.o.Logger.Info("shared state: the bucket is watched again", "bucket", wl.loop.name(), "failures", n)
 				}
 				wl.w = w
 			}

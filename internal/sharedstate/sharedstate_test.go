@@ -520,7 +520,8 @@ func TestTypesAcrossCluster(t *testing.T) {
 
 // TestChangeWhileNATSIsAway: a host added and a type switched off while
 // the node's NATS server is down stay local, are written once it is
-// back, and reach a node that joins afterwards.
+// back, and reach a node that joins afterwards. The failed writes are
+// logged once when they start and once when they end, not per try.
 func TestChangeWhileNATSIsAway(t *testing.T) {
 	port := freePort(t, "127.0.0.1")
 	store := t.TempDir()
@@ -559,6 +560,22 @@ func TestChangeWhileNATSIsAway(t *testing.T) {
 	if st, err := status.ClusterStatus(context.Background()); err != nil || len(st.Degraded) != 3 || st.Degraded[0] != "partition 3 has no owner" {
 		t.Errorf("cluster status: %q, %v", st.Degraded, err)
 	}
+	// Several tries fail before NATS comes back.
+	writeFailures := func() (hosts, control int64) {
+		for _, wl := range a.sync.loops {
+			switch l := wl.loop.(type) {
+			case *hostSync:
+				hosts = l.writes.Failures()
+			case *controlSync:
+				control = l.writes.Failures()
+			}
+		}
+		return hosts, control
+	}
+	waitFor(t, "several failed tries to write each change", func() bool {
+		h, c := writeFailures()
+		return h >= 3 && c >= 3
+	})
 	ns = start()
 	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
 	// Node a's connection comes back by itself and its changes are
@@ -575,6 +592,41 @@ func TestChangeWhileNATSIsAway(t *testing.T) {
 		return err == nil
 	})
 	waitFor(t, "nothing degraded once NATS is back", func() bool { return len(a.sync.Degraded()) == 0 })
+	waitFor(t, "the writes' recovery logged", func() bool {
+		s := a.logs.String()
+		return strings.Contains(s, "host changes are written to the cluster again") && strings.Contains(s, "control settings are written to the cluster again")
+	})
+	if h, c := writeFailures(); h != 0 || c != 0 {
+		t.Errorf("failures %d (hosts) and %d (control) after the recovery, want none", h, c)
+	}
+	count := map[string]int{}
+	for _, l := range a.logs.Lines(t) {
+		msg, _ := l["msg"].(string)
+		if l["level"] == "WARN" || strings.Contains(msg, "again") {
+			count[msg]++
+		}
+		if f, ok := l["failures"].(float64); ok && f < 3 {
+			t.Errorf("recovery after %v failures, want at least 3: %v", f, l)
+		}
+		if l["node"] != "a" {
+			t.Errorf("logged without the node: %v", l)
+		}
+	}
+	for _, msg := range []string{
+		"shared state: writing a host change to the cluster failed; trying again until it succeeds",
+		"shared state: host changes are written to the cluster again",
+		"shared state: writing a control setting to the cluster failed; trying again until it succeeds",
+		"shared state: control settings are written to the cluster again",
+	} {
+		if count[msg] != 1 {
+			t.Errorf("logged %d times, want once: %s", count[msg], msg)
+		}
+	}
+	for msg, n := range count {
+		if n > 1 {
+			t.Errorf("logged %d times, want at most once: %s", n, msg)
+		}
+	}
 	b := startNode(t, "b", ns.ClientURL(), t.TempDir(), 1)
 	waitFor(t, "the setting made while NATS was away on node b", func() bool { return b.ctl.Rules().Hosts["while-away"] })
 	if _, err := b.db.Host("while-away"); err != nil {

@@ -54,6 +54,11 @@ type core struct {
 	batches sync.Pool
 	next    func() *record.Batch // newBatch, made once
 	faults  lograte.Limiter
+	// unstored: the durable sinks not storing requests (a cluster node
+	// cut off, a store away) fail every request until they recover:
+	// logged once when it starts and once when it ends, after
+	// unstoredSettle of stored requests.
+	unstored lograte.Outage
 
 	// security: requests need a host's bearer token (Config.Security),
 	// checked against shared's host table.
@@ -78,7 +83,7 @@ func newCore(name string, set pipeline.Settings, cfg Config) *core {
 	opt := cfg.codecOptions()
 	opt.Strings = otlpcodec.NewStrings() // one copy of a string for all requests
 	c := &core{name: name, log: set.Logger, met: set.Metrics.Receiver(name), opt: opt, wait: time.Duration(cfg.EmitTimeout),
-		faults: lograte.Limiter{PerSecond: 5}, security: cfg.Security, shared: set.Shared,
+		faults: lograte.Limiter{PerSecond: 5}, unstored: lograte.Outage{Settle: unstoredSettle}, security: cfg.Security, shared: set.Shared,
 		inflight: budget{max: int64(cfg.MaxInflightBytes)}, mem: set.Shared.Memory()}
 	c.workers.New = func() any { return &worker{dec: otlpcodec.NewDecoder(c.opt)} }
 	c.next = c.newBatch
@@ -305,6 +310,12 @@ func (c *core) emit(ctx context.Context, batches []*record.Batch) error {
 	return c.awaitStored(ctx, stored, waiting)
 }
 
+// unstoredSettle is how long requests must be stored again before the
+// end of an outage is logged: a cluster that heals may store one request
+// and refuse the next while its streams elect leaders, which is the same
+// outage.
+const unstoredSettle = 2 * time.Second
+
 // storedTimeout bounds the wait for the durable sinks (AckStored); the
 // client is then answered busy and retries (a cluster deduplicates what
 // was stored after all).
@@ -321,16 +332,28 @@ func (c *core) awaitStored(ctx context.Context, stored <-chan error, n int) erro
 		select {
 		case err := <-stored:
 			if err != nil {
-				c.faults.Log(ctx, c.log, slog.LevelWarn, "OTLP spans not stored; the client is answered busy", "receiver", c.name, "err", err)
+				c.notStored(err)
 				return ErrBusy
 			}
 		case <-t.C:
+			c.notStored(fmt.Errorf("not stored within %v", storedTimeout))
 			return ErrBusy
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+	if failed := c.unstored.Recover(); failed > 0 {
+		c.log.Info("OTLP spans stored again", "receiver", c.name, "failures", failed)
+	}
 	return nil
+}
+
+// notStored notes a request whose spans the durable sinks did not store:
+// logged when such requests start.
+func (c *core) notStored(err error) {
+	if c.unstored.Fail() {
+		c.log.Warn("OTLP spans not stored; clients are answered busy until they are", "receiver", c.name, "err", err)
+	}
 }
 
 // admitMemory reports whether the process may take a request now (false
