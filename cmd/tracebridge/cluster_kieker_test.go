@@ -384,6 +384,13 @@ func TestClusterKieker(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("node %s: traces differ from the single bridge's (-single +cluster):\n%s", nd.name, diff)
+			for _, o := range others {
+				for l := range strings.Lines(o.p.Stderr()) {
+					if strings.Contains(l, "cluster") && !strings.Contains(l, "INFO") {
+						t.Logf("node %s: %s", o.name, strings.TrimSpace(l))
+					}
+				}
+			}
 		}
 		if g := graph(t, nd.base); g != wantGraph {
 			t.Errorf("node %s: dependency graph differs (-single +cluster):\n%s", nd.name, cmp.Diff(wantGraph, g))
