@@ -340,10 +340,17 @@ func TestClusterKieker(t *testing.T) {
 	}
 	waitOwned(t, nodes, partitions, 120*time.Second)
 	kp := trace.Shard(trace.KiekerKey, partitions)
+	// (A partition handed over while the nodes rebalance has no owner
+	// for a moment.)
+	var kOwner string
+	waitUntil(t, 60*time.Second, "an owner of Kieker's partition", func() bool {
+		kOwner = partitionOwner(t, nodes[0], kp)
+		return kOwner != ""
+	})
 	var owner *clusterNode
 	var others []*clusterNode
 	for _, nd := range nodes {
-		if nd.name == partitionOwner(t, nodes[0], kp) {
+		if nd.name == kOwner {
 			owner = nd
 		} else {
 			others = append(others, nd)
