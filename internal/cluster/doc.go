@@ -15,7 +15,10 @@
 //     returns once JetStream has stored (PubAck) every message published
 //     before, so a client is acknowledged only for stored data. The stream has a byte
 //     limit (Options.StreamMaxBytes) and refuses beyond it: a full stream
-//     fails Flush at once with ErrStreamFull (stream.go).
+//     fails Flush at once with ErrStreamFull (stream.go). What a Flush
+//     could not have stored is kept and published again by the next,
+//     and Consume waits meanwhile: sources without acknowledgements
+//     back-pressure instead of losing records.
 //   - Ownership: each partition has one owner at a time, holding a lease
 //     in the replicated key-value bucket tb_leases (TTL LeaseTTL,
 //     renewed every LeaseTTL/4). The owner reads its partition's

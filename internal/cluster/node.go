@@ -217,7 +217,7 @@ func New(opt Options) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: connecting to %s: %w", opt.URL, err)
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(maxPending))
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(maxPending), jetstream.WithPublishAsyncTimeout(PublishTimeout))
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -816,7 +816,20 @@ func (n *Node) take(ctx context.Context, all bool) {
 			wg.Go(func() {
 				val, _ := json.Marshal(leaseValue{Node: n.opt.Node, Since: time.Now()})
 				t0 := time.Now()
-				if rev, err := n.leases.Create(cctx, leaseKey(p), val); err == nil {
+				rev, err := n.leases.Create(cctx, leaseKey(p), val)
+				if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+					// A creation whose answer was lost (a timeout after
+					// the server stored it) leaves the lease this
+					// node's, unknown to it: it would hold the partition
+					// without owning it until the lease expires, and
+					// outlive the node's release.
+					gctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+					if e, gerr := n.leases.Get(gctx, leaseKey(p)); gerr == nil && bytes.Equal(e.Value(), val) {
+						rev, err = e.Revision(), nil
+					}
+					cancel()
+				}
+				if err == nil {
 					wins[i] = &won{p, val, rev, t0}
 				} // else held by another, or JetStream unavailable: next round
 			})
@@ -896,9 +909,23 @@ func (n *Node) handOver(ctx context.Context, o *owner) {
 	} else {
 		n.purge(cctx, o, safe)
 	}
-	if err := n.leases.Delete(cctx, leaseKey(o.p), jetstream.LastRevision(o.rev)); err != nil {
+	if err := n.deleteLease(cctx, o); err != nil {
 		n.log.Warn("cluster: releasing a lease failed (it expires by itself)", "node", n.opt.Node, "partition", o.p, "err", err)
 	}
+}
+
+// deleteLease deletes o's lease if it still holds o's value. A renewal
+// whose answer was lost (a timeout after the server stored it) leaves
+// o.rev behind, and the delete, checked against it, would fail and leave
+// the lease to expire: then the lease's revision is read again.
+func (n *Node) deleteLease(ctx context.Context, o *owner) error {
+	err := n.leases.Delete(ctx, leaseKey(o.p), jetstream.LastRevision(o.rev))
+	if err != nil && isWrongSequence(err) {
+		if e, gerr := n.leases.Get(ctx, leaseKey(o.p)); gerr == nil && o.holds(e.Value()) {
+			err = n.leases.Delete(ctx, leaseKey(o.p), jetstream.LastRevision(e.Revision()))
+		}
+	}
+	return err
 }
 
 // releaseAll hands every partition over (the node stops).
@@ -946,7 +973,7 @@ func (n *Node) releaseAll() {
 		if err == nil {
 			n.purge(ctx, o, safes[i])
 		}
-		if derr := n.leases.Delete(ctx, leaseKey(o.p), jetstream.LastRevision(o.rev)); derr != nil {
+		if derr := n.deleteLease(ctx, o); derr != nil {
 			n.log.Warn("cluster: releasing a lease failed (it expires by itself)", "node", n.opt.Node, "partition", o.p, "err", derr)
 		}
 	}

@@ -23,7 +23,12 @@ import (
 // PublishTimeout bounds a Flush: the wait for JetStream to store what
 // was published (retrying what failed). Past it Flush fails, and the
 // sources' acknowledgements fail with it (OTLP answers 503, ZICO an
-// error, a broker message is not acknowledged): the client retries.
+// error, a broker message is not acknowledged): the client retries. The
+// messages not stored are kept, not dropped: the next Flush publishes
+// them again, and Consume waits until JetStream has stored them, so
+// that sources without acknowledgements (Kieker TCP, KDB, replayed
+// logs, JFR files), which cannot send again, back-pressure instead of
+// losing records.
 const PublishTimeout = 10 * time.Second
 
 // maxPending is the window of publishes JetStream has not acknowledged
@@ -41,6 +46,17 @@ const maxPending = 4096
 // that reaches half of the largest message size is published at once.
 // Consume runs on the engine's sink goroutine, Flush on its flusher,
 // concurrently.
+//
+// Nothing handed to the publisher is dropped while the node runs: a
+// message JetStream did not store by a flush's deadline (a leader
+// election that outlasts it, a lost quorum, a full stream) is kept, the
+// next Flush publishes it again before anything newer, and Consume waits
+// until JetStream has stored every kept message. The engine cannot send
+// a batch again once its sink consumed it, and a message carries the
+// sections of acknowledged and unacknowledged batches alike, so this is
+// the layer that keeps them; acknowledged sources still hear of the
+// failed flush and retry (what is then stored twice is deduplicated by
+// section id, docs/CLUSTER.md).
 type Publisher struct {
 	n   *Node
 	js  jetstream.JetStream
@@ -57,20 +73,41 @@ type Publisher struct {
 	// records; a wait for it is bounded by the caller's context.
 	send    chan struct{}
 	pending []pendingMsg // by partition (under send)
-	// unsent counts pending messages whose publishing failed since the
-	// last Flush (under send): their records' sources were consumed
-	// earlier, so that Flush fails for them.
-	unsent  int
-	lastErr error
+
+	abort     chan struct{} // closed by Abort: Consume stops waiting
+	abortOnce sync.Once
 
 	mu      sync.Mutex
-	futures []jetstream.PubAckFuture
+	futures []future // (under mu)
+	// kept holds the messages not stored by a failed flush or not handed
+	// to JetStream at all, oldest first (under mu; changed by Flush and,
+	// under send too, by publishPending); Flush publishes them again
+	// before anything newer. blocked is non-nil from the first kept
+	// message until a Flush has had every kept message stored, then
+	// closed: Consume waits for it.
+	kept    []keptMsg
+	blocked chan struct{}
+	keptErr error // why the last message was kept
 
 	faults  lograte.Limiter
 	failing atomic.Int64 // flushes failed in a row
 	closed  atomic.Bool
 	// timeout bounds a Flush (PublishTimeout; tests shorten it).
 	timeout time.Duration
+}
+
+// keptMsg is a message JetStream has not stored yet, with its JetStream
+// message id.
+type keptMsg struct {
+	msg *nats.Msg
+	id  string
+	pt  int
+}
+
+// future is a message handed to JetStream and the outcome to come.
+type future struct {
+	f  jetstream.PubAckFuture
+	km keptMsg
 }
 
 // pendingMsg is a partition's message being filled: the header and the
@@ -81,12 +118,15 @@ type pendingMsg struct {
 	sections int
 }
 
-var _ pipeline.BuiltSink = (*Publisher)(nil)
+var (
+	_ pipeline.BuiltSink = (*Publisher)(nil)
+	_ pipeline.Aborter   = (*Publisher)(nil)
+)
 
 func newPublisher(n *Node) *Publisher {
 	return &Publisher{n: n, js: n.js, log: n.log, part: NewPartitioner(n.opt.Partitions),
 		count: make([]int32, n.opt.Partitions+1), send: make(chan struct{}, 1), pending: make([]pendingMsg, n.opt.Partitions),
-		faults: lograte.Limiter{PerSecond: 1}, timeout: PublishTimeout}
+		faults: lograte.Limiter{PerSecond: 1}, timeout: PublishTimeout, abort: make(chan struct{})}
 }
 
 // Where says where the records go.
@@ -97,10 +137,15 @@ func (p *Publisher) Where() string {
 // Consume adds the trace records of b to their partitions' pending
 // messages, one section per partition (more when a part exceeds half the
 // largest message). It waits while JetStream has maxPending messages
-// unacknowledged.
+// unacknowledged, and while messages a flush could not have stored are
+// kept (back-pressure: the engine's queues fill and the receivers stop
+// reading or answer busy).
 func (p *Publisher) Consume(ctx context.Context, b *record.Batch) error {
 	if b.Len() == 0 {
 		return nil
+	}
+	if err := p.waitStored(ctx); err != nil {
+		return err
 	}
 	// A counting sort of the records by partition (-1: not published,
 	// counted in slot n).
@@ -189,9 +234,7 @@ func (p *Publisher) add(ctx context.Context, pt int, sec []byte, id SectionID, l
 	defer p.unlock()
 	m := &p.pending[pt]
 	if m.sections > 0 && len(m.buf)+len(sec) > limit {
-		if err := p.publishPending(ctx, pt); err != nil {
-			return err
-		}
+		p.publishPending(ctx, pt)
 	}
 	if m.sections == 0 {
 		m.buf = append(make([]byte, 0, max(4<<10, 2*len(sec))), magic...)
@@ -200,7 +243,7 @@ func (p *Publisher) add(ctx context.Context, pt int, sec []byte, id SectionID, l
 	m.buf = append(m.buf, sec...)
 	m.sections++
 	if len(m.buf) > limit/2 {
-		return p.publishPending(ctx, pt)
+		p.publishPending(ctx, pt)
 	}
 	return nil
 }
@@ -217,38 +260,93 @@ func (p *Publisher) lock(ctx context.Context) error {
 
 func (p *Publisher) unlock() { <-p.send }
 
+// ErrAborted: the engine aborted the publisher at shutdown while it
+// waited for JetStream to store kept messages; the batch was not taken.
+var ErrAborted = errors.New("cluster: publisher aborted while JetStream stored nothing")
+
+// waitStored waits while messages are kept (a flush failed), until a
+// Flush has had them stored, ctx ends or the publisher is aborted.
+func (p *Publisher) waitStored(ctx context.Context) error {
+	p.mu.Lock()
+	blocked := p.blocked
+	p.mu.Unlock()
+	if blocked == nil {
+		return nil
+	}
+	select {
+	case <-blocked:
+		return nil
+	case <-p.abort:
+		return ErrAborted
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: waiting for JetStream to store kept messages: %w", context.Cause(ctx))
+	}
+}
+
+// keep adds messages not stored to the kept ones: first before the
+// others (they are older), else after.
+func (p *Publisher) keep(ms []keptMsg, first bool, why error) {
+	if len(ms) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if first {
+		p.kept = append(ms, p.kept...)
+	} else {
+		p.kept = append(p.kept, ms...)
+	}
+	if why != nil {
+		p.keptErr = why
+	}
+	if p.blocked == nil {
+		p.blocked = make(chan struct{})
+	}
+}
+
+// Abort makes a Consume waiting for kept messages to be stored return
+// (the engine calls it at shutdown when the sink is stuck).
+func (p *Publisher) Abort() { p.abortOnce.Do(func() { close(p.abort) }) }
+
 // publishPending publishes partition pt's pending message (under the
 // send lock). Its JetStream message id is its section's id when it holds
 // one section (so that a client's retry published alone is stored once),
-// else a hash of its bytes (so that Flush's retry of it is).
-func (p *Publisher) publishPending(ctx context.Context, pt int) error {
+// else a hash of its bytes (so that Flush's retry of it is). While
+// messages are kept it is kept behind them (the next Flush publishes it
+// in order), as it is when JetStream does not take it.
+func (p *Publisher) publishPending(ctx context.Context, pt int) {
 	m := &p.pending[pt]
 	if m.sections == 0 {
-		return nil
+		return
 	}
 	id := m.first
 	if m.sections > 1 {
 		id = xxh3.Hash128(m.buf).Bytes()
 	}
-	data := m.buf
+	km := keptMsg{msg: &nats.Msg{Subject: Subject(pt), Data: m.buf}, id: hex.EncodeToString(id[:]), pt: pt}
 	*m = pendingMsg{}
-	err := p.publish(ctx, pt, data, hex.EncodeToString(id[:]))
-	if err != nil {
-		p.unsent++
-		p.lastErr = err
+	p.mu.Lock()
+	behind := len(p.kept) > 0
+	p.mu.Unlock()
+	if behind {
+		p.keep([]keptMsg{km}, false, nil)
+		return
 	}
-	return err
+	if err := p.publish(ctx, km); err != nil {
+		p.keep([]keptMsg{km}, false, err)
+	}
 }
 
-// publish hands one message to JetStream (data is the message's own from
-// now on), waiting while the window of unacknowledged publishes is full.
-func (p *Publisher) publish(ctx context.Context, pt int, data []byte, id string) error {
-	msg := &nats.Msg{Subject: Subject(pt), Data: data}
+// publish hands one message to JetStream (its data is the message's own
+// from now on), waiting while the window of unacknowledged publishes is
+// full.
+func (p *Publisher) publish(ctx context.Context, km keptMsg) error {
+	msg, id, pt := km.msg, km.id, km.pt
 	for {
 		f, err := p.js.PublishMsgAsync(msg, jetstream.WithMsgID(id), jetstream.WithExpectStream(StreamName), jetstream.WithStallWait(250*time.Millisecond))
 		if err == nil {
 			p.mu.Lock()
-			p.futures = append(p.futures, f)
+			p.futures = append(p.futures, future{f: f, km: km})
 			p.mu.Unlock()
 			p.n.met.published.Inc()
 			return nil
@@ -258,76 +356,126 @@ func (p *Publisher) publish(ctx context.Context, pt int, data []byte, id string)
 			p.faults.Log(ctx, p.log, slog.LevelWarn, "cluster: publishing failed", "node", p.n.opt.Node, "partition", pt, "err", err)
 			return fmt.Errorf("cluster: publish to partition %d: %w", pt, err)
 		}
-		if ctx.Err() != nil || p.closed.Load() {
+		if ctx.Err() != nil {
 			return fmt.Errorf("cluster: publish to partition %d: JetStream is behind: %w", pt, context.Cause(ctx))
+		}
+		select {
+		case <-p.abort:
+			return fmt.Errorf("cluster: publish to partition %d: JetStream is behind: %w", pt, ErrAborted)
+		default:
 		}
 	}
 }
 
-// Flush publishes the pending messages and waits until JetStream has
-// stored every message published before the call; a message it refused
-// is published again (the same message id: JetStream keeps one) until
-// PublishTimeout. A message is counted failed only when JetStream did
-// not acknowledge it by then: one whose acknowledgement came first is
-// stored, however late Flush looks at it (the futures are waited for one
-// after the other, and retrying one may take up the whole timeout). A
-// full stream is not retried: its publishers are refused at once
-// (ErrStreamFull).
+// Flush publishes the kept and the pending messages and waits until
+// JetStream has stored every message published before the call; a
+// message it refused is published again (the same message id: JetStream
+// keeps one) until PublishTimeout. A message is counted failed only when
+// JetStream did not acknowledge it by then: one whose acknowledgement
+// came first is stored, however late Flush looks at it (the futures are
+// waited for one after the other, and retrying one may take up the
+// whole timeout). A full stream is not retried within a flush: its
+// publishers are refused at once (ErrStreamFull).
+//
+// A message not stored is kept (not dropped): the next Flush first
+// publishes the oldest kept one alone, synchronously, until it is stored
+// or the flush's deadline (so that an outage costs a message a flush,
+// not all of them), then the others in order, then the pending ones.
+// Consume waits until a Flush ends with nothing kept.
 func (p *Publisher) Flush() error {
 	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
 	defer cancel()
-	var failed, full, unsent int
+	var failed, full int
 	var last error
-	// The pending messages: what was consumed before the call. (Those
-	// that failed to publish were counted as publish errors.)
+	var notStored []keptMsg
+	probeFailed := false
 	if err := p.lock(ctx); err != nil {
-		unsent, last = 1, err
+		failed, last = 1, err
 	} else {
-		for pt := range p.pending {
-			_ = p.publishPending(ctx, pt)
+		p.mu.Lock()
+		kept := p.kept
+		p.mu.Unlock()
+		if len(kept) > 0 {
+			if err := p.retry(ctx, kept[0]); err != nil {
+				// (One message tried, one counted failed; the error
+				// says how many are kept.)
+				failed, last, probeFailed = 1, err, true
+				if errors.Is(err, ErrStreamFull) {
+					full = 1
+				}
+			} else {
+				// (Only Flush takes kept messages off, and publishPending,
+				// which adds them, waits for the send lock.)
+				p.mu.Lock()
+				p.kept = nil
+				p.mu.Unlock()
+				for i, km := range kept[1:] {
+					if err := p.publish(ctx, km); err != nil {
+						p.keep(kept[1+i:], false, err)
+						break
+					}
+				}
+			}
 		}
-		unsent, last = p.unsent, p.lastErr
-		p.unsent, p.lastErr = 0, nil
+		// The pending messages: what was consumed before the call (kept
+		// behind the others while some are).
+		for pt := range p.pending {
+			p.publishPending(ctx, pt)
+		}
+		p.mu.Lock()
+		if failed == 0 && len(p.kept) > 0 {
+			failed, last = len(p.kept), p.keptErr
+		}
+		p.mu.Unlock()
 		p.unlock()
 	}
 	p.mu.Lock()
 	fs := p.futures
 	p.futures = nil
 	p.mu.Unlock()
-	if len(fs) == 0 && unsent == 0 {
-		return nil
-	}
 	for _, f := range fs {
-		err := ackOf(ctx, f)
+		err := ackOf(ctx, f.f)
 		switch {
 		case err == nil:
 			continue
 		case errors.Is(err, ErrStreamFull):
 		case ctx.Err() == nil:
-			err = p.retry(ctx, f.Msg())
+			err = p.retry(ctx, f.km)
 			if err == nil {
 				continue
 			}
 		}
-		failed++
+		notStored = append(notStored, f.km)
 		last = err
 		if errors.Is(err, ErrStreamFull) {
 			full++
 		}
 	}
+	failed += len(notStored)
+	// Keep what was not stored: before what was kept meanwhile (newer),
+	// or, when the kept messages were not published again, after them
+	// (older). With nothing kept, Consume goes on.
+	p.keep(notStored, !probeFailed, last)
+	p.mu.Lock()
+	if len(p.kept) == 0 && p.blocked != nil {
+		close(p.blocked)
+		p.blocked = nil
+	}
+	kept := len(p.kept)
+	p.mu.Unlock()
 	if full > 0 {
 		p.n.met.refused(full)
 	}
 	if failed > 0 {
 		p.n.met.publishError(failed)
 	}
-	if failed+unsent > 0 {
+	if failed > 0 || kept > 0 {
 		// Once per outage (a node cut off from the quorum fails every
 		// flush), and once when it ends; the metric counts each.
 		if p.failing.Add(1) == 1 {
-			p.log.Error("cluster: JetStream did not store published records; their sources are not acknowledged (until it stores again)", "node", p.n.opt.Node, "messages", failed+unsent, "err", last)
+			p.log.Error("cluster: JetStream did not store published records; they are kept and published again, their sources are not acknowledged and receivers wait (until it stores again)", "node", p.n.opt.Node, "messages", max(failed, kept), "err", last)
 		}
-		return fmt.Errorf("cluster: %d messages not stored by JetStream: %w", failed+unsent, last)
+		return fmt.Errorf("cluster: %d messages not stored by JetStream (kept: %d): %w", max(failed, kept), kept, last)
 	}
 	if n := p.failing.Swap(0); n > 0 {
 		p.log.Info("cluster: JetStream stores published records again", "node", p.n.opt.Node, "failed_flushes", n)
@@ -361,15 +509,18 @@ func ackOf(ctx context.Context, f jetstream.PubAckFuture) error {
 	}
 }
 
-// retry publishes msg again, synchronously, until ctx ends.
-func (p *Publisher) retry(ctx context.Context, msg *nats.Msg) error {
-	id := msg.Header.Get(jetstream.MsgIDHeader)
-	msg.Header.Del(jetstream.MsgIDHeader)
-	msg.Header.Del(jetstream.ExpectedStreamHeader)
+// retry publishes km again, synchronously, until ctx ends or the stream
+// refuses it for its limits.
+func (p *Publisher) retry(ctx context.Context, km keptMsg) error {
+	msg := km.msg
+	if msg.Header != nil {
+		msg.Header.Del(jetstream.MsgIDHeader)
+		msg.Header.Del(jetstream.ExpectedStreamHeader)
+	}
 	wait := 50 * time.Millisecond
 	for {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := p.js.PublishMsg(actx, msg, jetstream.WithMsgID(id), jetstream.WithExpectStream(StreamName))
+		_, err := p.js.PublishMsg(actx, msg, jetstream.WithMsgID(km.id), jetstream.WithExpectStream(StreamName))
 		cancel()
 		if err == nil {
 			return nil
@@ -387,6 +538,8 @@ func (p *Publisher) retry(ctx context.Context, msg *nats.Msg) error {
 }
 
 // Close waits for what is in flight (Flush); it is safe to call twice.
+// What JetStream has not stored by then (kept messages) is lost, and
+// the error says how much.
 func (p *Publisher) Close() error {
 	if p.closed.Swap(true) {
 		return nil

@@ -101,7 +101,7 @@ func TestFlushCountsAcknowledged(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub.mu.Lock()
-	pub.futures = append(pub.futures, f)
+	pub.futures = append(pub.futures, future{f: f, km: keptMsg{msg: f.Msg(), id: "lost-1"}})
 	pub.mu.Unlock()
 	const k = 40
 	ctx := context.Background()
@@ -114,9 +114,7 @@ func TestFlushCountsAcknowledged(t *testing.T) {
 		t.Fatal(err)
 	}
 	for pt := range pub.pending {
-		if err := pub.publishPending(ctx, pt); err != nil {
-			t.Fatal(err)
-		}
+		pub.publishPending(ctx, pt)
 	}
 	pub.unlock()
 	pub.mu.Lock()
@@ -196,4 +194,124 @@ func TestStreamLimitsUpdated(t *testing.T) {
 	check(Options{Node: "c", StorageMax: 1 << 20}, 1<<19, 0)
 	check(Options{Node: "d", StorageMax: 8 << 20}, 1<<19, 0)
 	check(Options{Node: "e", StreamMaxBytes: 4 << 20}, 4<<20, 0)
+}
+
+// streamTraces returns the low trace ids of every span in the stream.
+func streamTraces(t *testing.T, n *Node) map[int64]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := n.JetStream().Stream(ctx, StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int64]int{}
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		secs, err := decodeAll(m.Data)
+		if err != nil {
+			t.Fatalf("message %d: %v", seq, err)
+		}
+		for _, s := range secs {
+			for _, r := range s.records {
+				out[r.Values[trace.SpanTraceIDLow].Int()]++
+			}
+		}
+	}
+	return out
+}
+
+// TestFlushKeepsUnstored: what JetStream does not store (here: a full
+// stream refuses it) is kept, not dropped — sources without
+// acknowledgements (Kieker TCP) cannot send it again. Flush fails (the
+// acknowledged sources retry) and Consume waits meanwhile (back-pressure);
+// once the stream has room a Flush stores the kept messages, and Consume
+// goes on: every span consumed is in the stream before or after the
+// purge that made room, none lost.
+func TestFlushKeepsUnstored(t *testing.T) {
+	srv := startServer(t)
+	const limit = 64 << 10
+	n := publisherNode(t, srv, Options{StreamMaxBytes: limit})
+	pub := n.Publisher()
+	pub.timeout = 30 * time.Second
+	ctx := context.Background()
+	const k = 8
+	var err error
+	batches := 0
+	for ; batches < 1000 && err == nil; batches++ {
+		if err := pub.Consume(ctx, spanBatch(batches*k, k, 500)); err != nil {
+			t.Fatal(err)
+		}
+		err = pub.Flush()
+	}
+	if !errors.Is(err, ErrStreamFull) {
+		t.Fatalf("flush of a full stream: %v, want ErrStreamFull", err)
+	}
+	pub.mu.Lock()
+	kept := len(pub.kept)
+	pub.mu.Unlock()
+	if kept == 0 {
+		t.Fatal("nothing kept after a flush the full stream refused")
+	}
+
+	// Consume waits while the kept messages are not stored.
+	consumed := make(chan error, 1)
+	next := spanBatch(batches*k, k, 500)
+	batches++
+	go func() { consumed <- pub.Consume(ctx, next) }()
+	if err := pub.Flush(); !errors.Is(err, ErrStreamFull) {
+		t.Fatalf("flush of the still full stream: %v, want ErrStreamFull", err)
+	}
+	select {
+	case err := <-consumed:
+		t.Fatalf("Consume returned (%v) while JetStream had not stored the kept messages", err)
+	default:
+	}
+
+	// What the stream holds, then room: the kept messages are stored.
+	before := streamTraces(t, n)
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	st, err := n.JetStream().Stream(pctx, StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Purge(pctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a flush storing the kept messages", func() bool { return pub.Flush() == nil })
+	select {
+	case err := <-consumed:
+		if err != nil {
+			t.Fatalf("Consume after the kept messages were stored: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("Consume still waits after the kept messages were stored")
+	}
+	if err := pub.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	after := streamTraces(t, n)
+	var lost []int
+	for i := 1; i <= batches*k; i++ {
+		if before[int64(i)]+after[int64(i)] == 0 {
+			lost = append(lost, i)
+		}
+	}
+	if len(lost) > 0 {
+		t.Errorf("%d of %d spans lost (traces %v)", len(lost), batches*k, lost)
+	}
+	if len(after) == 0 {
+		t.Error("nothing stored after the purge: the kept messages were not published again")
+	}
 }

@@ -113,7 +113,12 @@ type Holder interface {
 type Sink interface {
 	Consumer
 	// Flush makes every record consumed so far durable (written to the
-	// operating system, or acknowledged by the next hop).
+	// operating system, or acknowledged by the next hop). When it fails,
+	// the engine fails the Done callbacks waiting for it (those sources
+	// send again) and goes on: it does not hand the records on again, so
+	// records of sources without Done callbacks (Kieker TCP, files) are
+	// lost unless the sink keeps them for a later Flush and holds Consume
+	// back meanwhile, as the cluster's publisher does.
 	Flush() error
 	// Close flushes and releases the sink. It is safe to call twice.
 	Close() error
