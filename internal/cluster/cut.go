@@ -35,6 +35,11 @@ type cuts struct {
 	holdFor time.Duration
 	// trailing is when the exact cut began to trail (zero: it does not).
 	trailing time.Time
+	// safe is the last cut returned: its marks are gone, so a checkpoint
+	// that failed to purge up to it (a stream without quorum for a
+	// moment) must get it again, not the purged base (the stream would
+	// keep those messages until more came, and none may come).
+	safe uint64
 }
 
 // mark is a message taken: its stream sequence and the least sequence at
@@ -94,7 +99,7 @@ func (c *cuts) cut(base, last, oldest uint64, open bool, now time.Time) (uint64,
 		// Nothing taken is safe yet: where the marks begin. (No later
 		// mark reaches before the first, whose predecessor is purged or
 		// was never read by this owner.)
-		s := base
+		s := max(base, c.safe)
 		if len(c.marks) > 0 && c.marks[0].seq > 0 && c.marks[0].seq-1 <= limit && reach > c.marks[0].seq-1 {
 			s = max(s, c.marks[0].seq-1)
 		}
@@ -102,5 +107,6 @@ func (c *cuts) cut(base, last, oldest uint64, open bool, now time.Time) (uint64,
 	}
 	s := c.marks[i].seq
 	c.marks = append(c.marks[:0], c.marks[i+1:]...)
+	c.safe = max(c.safe, s)
 	return s, isLoose
 }

@@ -208,3 +208,20 @@ func TestSafePointClockSteppedBack(t *testing.T) {
 		t.Fatalf("traces handed on: %v (the window is an hour)", sink.spans)
 	}
 }
+
+// TestCutAgainAfterFailedPurge: a checkpoint whose purge failed asks
+// again with no message taken since: it gets the same safe point, not the
+// purged base (else the stream keeps those messages until more come).
+func TestCutAgainAfterFailedPurge(t *testing.T) {
+	cs := cuts{holdFor: time.Minute}
+	now := time.Now()
+	for seq := uint64(11); seq <= 13; seq++ {
+		cs.add(seq, math.MaxUint64)
+	}
+	if s, _ := cs.cut(10, 13, 0, false, now); s != 13 {
+		t.Fatalf("first cut %d, want 13", s)
+	}
+	if s, _ := cs.cut(10, 13, 0, false, now); s != 13 {
+		t.Fatalf("the cut asked again after a failed purge: %d, want 13 (base 10)", s)
+	}
+}
