@@ -1,12 +1,17 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,4 +199,86 @@ func TestCompactionLosesRole(t *testing.T) {
 	if page, err := s.Search(Query{Limit: 1000}); err != nil || len(page.Traces) != n {
 		t.Fatalf("after the compaction: %d traces, want %d (%v)", len(page.Traces), n, err)
 	}
+}
+
+// failingDeletes refuses every deletion while failing is set.
+type failingDeletes struct {
+	objstore.Store
+	failing *atomic.Bool
+}
+
+func (f failingDeletes) Delete(ctx context.Context, key string) error {
+	if f.failing.Load() {
+		return errors.New("bucket away")
+	}
+	return f.Store.Delete(ctx, key)
+}
+
+// TestDeleteFailuresLoggedOnce: a bucket that refuses deletions while it
+// is away (the end-to-end outage test saw one warning per replaced block)
+// is logged once when deleting starts failing, through any number of
+// compactions, and once when it works again; the blocks a failed
+// deletion left are deleted later.
+func TestDeleteFailuresLoggedOnce(t *testing.T) {
+	dir := t.TempDir()
+	local, err := objstore.NewLocal(filepath.Join(dir, "bucket"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failing atomic.Bool
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, nil))
+	s := open(t, dir, Options{Bucket: failingDeletes{Store: local, failing: &failing}, Logger: logger,
+		ChunkSize: 512, HeadSize: 2 << 10, CompactBelow: 8 << 10, CompactTo: 32 << 10})
+	next := 0
+	compact := func() {
+		t.Helper()
+		for range 60 {
+			if _, err := s.Append([]*trace.Trace{mkTrace(next, "a", 2, int64(1000+next), 10, false)}); err != nil {
+				t.Fatal(err)
+			}
+			next++
+		}
+		flush(t, s)
+		if m, err := s.Compact(); err != nil || m == 0 {
+			t.Fatalf("compaction: merged %d, %v; want some", m, err)
+		}
+		s.removeRetired(true)
+	}
+	count := func(msg string) int {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return strings.Count(logs.String(), msg)
+	}
+	failing.Store(true)
+	for range 3 {
+		compact()
+	}
+	if n := count("were not deleted"); n != 1 {
+		t.Fatalf("deletions failing through 3 compactions logged %d times, want once:\n%s", n, logs.String())
+	}
+	failing.Store(false)
+	compact()
+	if n := count("deleting from the bucket works again"); n != 1 {
+		t.Fatalf("the end of the failures logged %d times, want once:\n%s", n, logs.String())
+	}
+	if n := count("were not deleted"); n != 1 {
+		t.Fatalf("failures logged %d times after they ended, want once", n)
+	}
+	if page, err := s.Search(Query{Limit: 1000}); err != nil || len(page.Traces) != next {
+		t.Fatalf("%d traces, want %d (%v)", len(page.Traces), next, err)
+	}
+}
+
+// lockedWriter serialises a log's writes for a test that reads it.
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -299,9 +299,10 @@ func (s *Store) sweepAnnounced() {
 	defer cancel()
 	for _, key := range stale {
 		if err := s.bucket.Delete(ctx, key); err != nil {
-			s.opt.Logger.Warn("store: an old block announcement was not deleted", "key", key, "err", err)
+			s.deleteFailed("store: old block announcements were not deleted; deleted later", err, "key", key)
 			return
 		}
+		s.deleted()
 	}
 }
 

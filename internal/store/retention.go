@@ -319,9 +319,11 @@ func (s *Store) sweepReplaced() {
 	defer cancel()
 	for _, b := range due {
 		if err := s.deleteBlock(ctx, b); err != nil {
-			s.opt.Logger.Warn("store: a block replaced by a compaction was not deleted", "block", b.meta.ID, "host", b.meta.Host, "err", err)
+			s.deleteFailed("store: blocks replaced by a compaction were not deleted; deleted later", err,
+				"block", b.meta.ID, "host", b.meta.Host)
 			return
 		}
+		s.deleted()
 	}
 	s.opt.Logger.Info("store: deleted blocks that an earlier compaction replaced", "blocks", len(due))
 }

@@ -202,6 +202,9 @@ type Store struct {
 	closing  bool
 
 	readFaults lograte.Limiter // unreadable traces: logged a few per second, not each
+	// deleteFaults: deleting replaced blocks and old announcements from
+	// the bucket; a bucket away fails every one, logged once.
+	deleteFaults lograte.Outage
 
 	// cache keeps block indexes and filters (¾ of CacheSize), pages the
 	// decompressed pages and write-ahead chunks (¼): a search that reads

@@ -170,12 +170,32 @@ func (s *Store) removeRetired(all bool) {
 	// Not s.ctx: Close removes them after it is cancelled.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, b := range due {
+	for i, b := range due {
 		if err := s.deleteBlock(ctx, b); err != nil {
-			// The meta of the block that replaced it names it: the next
-			// Open deletes it.
-			s.opt.Logger.Warn("store: a compacted block was not deleted", "block", b.meta.ID, "host", b.meta.Host, "err", err)
+			// The meta of the block that replaced it names it: the
+			// compactor's sweep (sweepReplaced) or the next Open deletes
+			// it and the others.
+			s.deleteFailed("store: compacted blocks were not deleted; deleted later", err,
+				"blocks", len(due)-i, "block", b.meta.ID, "host", b.meta.Host)
+			return
 		}
+		s.deleted()
+	}
+}
+
+// deleteFailed logs a failed deletion from the bucket when it is the
+// first since deletions last worked: a bucket away fails every one.
+func (s *Store) deleteFailed(msg string, err error, args ...any) {
+	if s.deleteFaults.Fail() {
+		s.opt.Logger.Warn(msg, append(args, "err", err)...)
+	}
+}
+
+// deleted notes a deletion from the bucket that worked, and logs the end
+// of an outage of them.
+func (s *Store) deleted() {
+	if n := s.deleteFaults.Recover(); n > 0 {
+		s.opt.Logger.Info("store: deleting from the bucket works again", "failures", n)
 	}
 }
 
