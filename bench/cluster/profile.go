@@ -3,15 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tracebridge/tracebridge/internal/benchkit"
 )
 
 // shares are the parts of a cluster's CPU samples reported beside its top
@@ -51,7 +50,7 @@ func profileCluster(ctx context.Context, c *cluster, t *target, body func() []by
 				return
 			case <-time.After(5 * time.Second):
 			}
-			errs[i] = fetch(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", nd.pprof, secs), f)
+			errs[i] = benchkit.Fetch(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", nd.pprof, secs), f)
 		})
 	}
 	s, err := measure(ctx, t, body, o)
@@ -67,14 +66,14 @@ func profileCluster(ctx context.Context, c *cluster, t *target, body func() []by
 	var out strings.Builder
 	fmt.Fprintf(&out, "%s: %d spans, %.1f CPU-s (%.1f raw), %.0f spans/CPU-s (%.0f raw); CPU profiles of the 3 nodes over %d s from the load's start; %s\n\n",
 		t.name, s.spans, s.net, s.raw, s.perCPU(), s.perRaw(), secs, time.Now().UTC().Format(time.RFC3339))
-	top, err := pprof(ctx, append([]string{"-top", "-nodecount=25"}, files...)...)
+	top, err := benchkit.Pprof(ctx, append([]string{"-top", "-nodecount=25"}, files...)...)
 	if err != nil {
 		return err
 	}
 	out.WriteString(top)
 	out.WriteString("\nshares of the samples (a stack with a frame of):\n")
 	for _, sh := range shares {
-		o, err := pprof(ctx, append([]string{"-top", "-nodecount=1000000", "-nodefraction=0", "-focus=" + sh.focus}, files...)...)
+		o, err := benchkit.Pprof(ctx, append([]string{"-top", "-nodecount=1000000", "-nodefraction=0", "-focus=" + sh.focus}, files...)...)
 		if err != nil {
 			return err
 		}
@@ -86,40 +85,6 @@ func profileCluster(ctx context.Context, c *cluster, t *target, body func() []by
 	}
 	logf("profiled %s: %.0f spans/CPU-s (%.0f raw); top functions and shares in %s", t.name, s.perCPU(), s.perRaw(), file)
 	return nil
-}
-
-// fetch GETs url into file.
-func fetch(ctx context.Context, url, file string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
-	}
-	f, err := os.Create(file)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return fmt.Errorf("GET %s: %w", url, err)
-	}
-	return f.Close()
-}
-
-func pprof(ctx context.Context, args ...string) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", append([]string{"tool", "pprof"}, args...)...).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go tool pprof %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return string(out), nil
 }
 
 var showing = regexp.MustCompile(`Showing nodes accounting for ([0-9.]+m?s),`)

@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/tracebridge/tracebridge/internal/benchkit"
 )
 
 // profiles runs one more phase per tracebridge server (those serving
@@ -24,31 +23,6 @@ func profiles(ctx context.Context, o *options, targets []*target, reqs []request
 	if err := os.MkdirAll(o.profile, 0o755); err != nil {
 		return err
 	}
-	client := &http.Client{}
-	get := func(ctx context.Context, url, file string) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			b, _ := io.ReadAll(resp.Body)
-			return fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
-		}
-		f, err := os.Create(file)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(f, resp.Body); err != nil {
-			f.Close()
-			return fmt.Errorf("GET %s: %w", url, err)
-		}
-		return f.Close()
-	}
 	for _, t := range targets {
 		if t.pprof == "" {
 			continue
@@ -57,11 +31,11 @@ func profiles(ctx context.Context, o *options, targets []*target, reqs []request
 			base := filepath.Join(o.profile, t.name+"-"+p)
 			secs := int(median(t.samples[p]).wall.Seconds()) + 2
 			url := "http://" + t.pprof + "/debug/pprof/"
-			if err := get(ctx, url+"allocs", base+".allocs-before.pb.gz"); err != nil {
+			if err := benchkit.Fetch(ctx, url+"allocs", base+".allocs-before.pb.gz"); err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
 			cpu := make(chan error, 1)
-			go func() { cpu <- get(ctx, fmt.Sprintf("%sprofile?seconds=%d", url, secs), base+".cpu.pb.gz") }()
+			go func() { cpu <- benchkit.Fetch(ctx, fmt.Sprintf("%sprofile?seconds=%d", url, secs), base+".cpu.pb.gz") }()
 			s, err := phase(ctx, o, t, p, reqs, o.spans)
 			if err != nil {
 				return fmt.Errorf("%s %s (profiled): %w", t.name, p, err)
@@ -69,7 +43,7 @@ func profiles(ctx context.Context, o *options, targets []*target, reqs []request
 			if err := <-cpu; err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
-			if err := get(ctx, url+"allocs", base+".allocs-after.pb.gz"); err != nil {
+			if err := benchkit.Fetch(ctx, url+"allocs", base+".allocs-after.pb.gz"); err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
 			logf("profiled %-4s %-13s %d spans, %.2f CPU-s, %.0f spans/CPU-s, %.2f s (CPU profile over %d s)",
@@ -80,11 +54,11 @@ func profiles(ctx context.Context, o *options, targets []*target, reqs []request
 				{"-top", "-nodecount=10", base + ".cpu.pb.gz"},
 				{"-top", "-nodecount=10", "-sample_index=alloc_space", "-base", base + ".allocs-before.pb.gz", base + ".allocs-after.pb.gz"},
 			} {
-				out, err := exec.CommandContext(ctx, "go", append([]string{"tool", "pprof"}, args...)...).CombinedOutput()
+				out, err := benchkit.Pprof(ctx, args...)
 				if err != nil {
-					return fmt.Errorf("go tool pprof %s: %v: %s", strings.Join(args, " "), err, out)
+					return err
 				}
-				top.Write(out)
+				top.WriteString(out)
 				top.WriteString("\n")
 			}
 			if err := os.WriteFile(base+".top.txt", []byte(top.String()), 0o644); err != nil {

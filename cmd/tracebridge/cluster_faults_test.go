@@ -156,16 +156,14 @@ func testPartition(t *testing.T, nodes []*clusterNode, links *links, partitions 
 	// node stopped consuming each partition before another took it.
 	logs := nodeLogs(nodes, from)
 	fenced := map[string]logEntry{}
-	for _, e := range logs[cut.name] {
-		if strings.HasPrefix(e.msg, "cluster: partition lost") {
-			p := e.attr["partition"]
-			if _, dup := fenced[p]; dup {
-				t.Errorf("node %s: partition %s lost twice in the cut: %s", cut.name, p, e.line)
-			}
-			fenced[p] = e
-			if e.attr["node"] != cut.name {
-				t.Errorf("fence logged without the node: %s", e.line)
-			}
+	for _, e := range logged(logs, cut.name, "cluster: partition lost") {
+		p := e.attr["partition"]
+		if _, dup := fenced[p]; dup {
+			t.Errorf("node %s: partition %s lost twice in the cut: %s", cut.name, p, e.line)
+		}
+		fenced[p] = e
+		if e.attr["node"] != cut.name {
+			t.Errorf("fence logged without the node: %s", e.line)
 		}
 	}
 	if float64(len(fenced)) != owned {
@@ -174,8 +172,8 @@ func testPartition(t *testing.T, nodes []*clusterNode, links *links, partitions 
 	for p, f := range fenced {
 		taken := false
 		for _, nd := range nodes[:2] {
-			for _, e := range logs[nd.name] {
-				if e.msg == "cluster: partition taken" && e.attr["partition"] == p && e.at.After(cutAt) && !e.at.After(healed) {
+			for _, e := range logged(logs, nd.name, "cluster: partition taken", "partition="+p) {
+				if e.at.After(cutAt) && !e.at.After(healed) {
 					taken = true
 					if e.at.Before(f.at) {
 						t.Errorf("partition %s taken by %s at %s before %s stopped reading it (%s): two owners", p, nd.name, e.at.Format(time.TimeOnly+".000"), cut.name, f.at.Format(time.TimeOnly+".000"))
@@ -188,19 +186,11 @@ func testPartition(t *testing.T, nodes []*clusterNode, links *links, partitions 
 		}
 	}
 	for _, nd := range nodes[:2] {
-		n := 0
-		for _, e := range logs[nd.name] {
-			if strings.Contains(e.msg, "heartbeat expired") && e.attr["gone"] == cut.name {
-				n++
-			}
-		}
-		if n != 1 {
+		if n := len(logged(logs, nd.name, goneMsg, "gone="+cut.name)); n != 1 {
 			t.Errorf("node %s logged %s gone %d times, want once", nd.name, cut.name, n)
 		}
-		for _, e := range logs[nd.name] {
-			if strings.Contains(e.msg, "heartbeat expired") && e.attr["gone"] == nd.name {
-				t.Errorf("node %s declared itself gone: %s", nd.name, e.line)
-			}
+		for _, e := range logged(logs, nd.name, goneMsg, "gone="+nd.name) {
+			t.Errorf("node %s declared itself gone: %s", nd.name, e.line)
 		}
 	}
 	checkLogRate(t, logs, 3)
@@ -302,15 +292,8 @@ func testStoreOutage(t *testing.T, nodes []*clusterNode, srv *objstoretest.Serve
 	}
 	logs := nodeLogs(nodes, from)
 	for _, nd := range nodes {
-		failed, again := 0, 0
-		for _, e := range logs[nd.name] {
-			switch {
-			case strings.HasPrefix(e.msg, "cluster: checkpoint failed"):
-				failed++
-			case strings.HasPrefix(e.msg, "cluster: checkpoints succeed again"):
-				again++
-			}
-		}
+		failed := len(logged(logs, nd.name, "cluster: checkpoint failed"))
+		again := len(logged(logs, nd.name, "cluster: checkpoints succeed again"))
 		// A checkpoint gives up after a minute: a shorter outage (-short)
 		// may end before one fails; then neither is logged.
 		once := failed == 1 && again == 1
@@ -394,10 +377,8 @@ func testPause(t *testing.T, nodes []*clusterNode, partitions int) {
 	}
 	logs := nodeLogs(nodes, from)
 	fenced := map[string]int{}
-	for _, e := range logs[slow.name] {
-		if strings.HasPrefix(e.msg, "cluster: partition lost") {
-			fenced[e.attr["partition"]]++
-		}
+	for _, e := range logged(logs, slow.name, "cluster: partition lost") {
+		fenced[e.attr["partition"]]++
 	}
 	if float64(len(fenced)) != owned {
 		t.Errorf("node %s: partitions logged lost %v, it owned %v", slow.name, fenced, owned)
@@ -738,6 +719,55 @@ func nodeLogs(nodes []*clusterNode, from map[string]int) map[string][]logEntry {
 		m[nd.name] = parseLog(s[min(from[nd.name], len(s)):])
 	}
 	return m
+}
+
+// goneMsg begins the line a node logs when another's heartbeat expired.
+const goneMsg = "cluster: a node's heartbeat expired"
+
+// logged returns node's entries in logs whose message begins with prefix
+// and that have every attribute of attrs ("key=value"), in their order.
+func logged(logs map[string][]logEntry, node, prefix string, attrs ...string) []logEntry {
+	var out []logEntry
+	for _, e := range logs[node] {
+		if strings.HasPrefix(e.msg, prefix) && !slices.ContainsFunc(attrs, func(kv string) bool {
+			k, v, _ := strings.Cut(kv, "=")
+			return e.attr[k] != v
+		}) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestLogged checks the selection of log entries the fault checks count.
+func TestLogged(t *testing.T) {
+	logs := map[string][]logEntry{"n1": parseLog(`time=2026-11-28T10:00:00.000Z level=WARN msg="cluster: a node's heartbeat expired: it is gone (killed or cut off)" node=n1 gone=n3
+time=2026-11-28T10:00:01.000Z level=ERROR msg="cluster: partition lost: another node holds its lease now; stopping" node=n1 partition=4 err="wrong last sequence"
+time=2026-11-28T10:00:02.000Z level=INFO msg="cluster: partition taken" node=n1 partition=4
+time=2026-11-28T10:00:03.000Z level=INFO msg="cluster: partition taken" node=n1 partition=7
+not a log line
+`)}
+	for _, c := range []struct {
+		node, prefix string
+		attrs        []string
+		want         []string // the entries' times
+	}{
+		{"n1", "cluster: partition taken", nil, []string{"10:00:02", "10:00:03"}},
+		{"n1", "cluster: partition taken", []string{"partition=7"}, []string{"10:00:03"}},
+		{"n1", "cluster: partition taken", []string{"partition=7", "node=n2"}, nil},
+		{"n1", goneMsg, []string{"gone=n3"}, []string{"10:00:00"}},
+		{"n1", goneMsg, []string{"gone=n1"}, nil},
+		{"n1", "cluster: partition lost", []string{"err=wrong last sequence"}, []string{"10:00:01"}},
+		{"n2", "cluster:", nil, nil},
+	} {
+		var got []string
+		for _, e := range logged(logs, c.node, c.prefix, c.attrs...) {
+			got = append(got, e.at.Format(time.TimeOnly))
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("logged(%s, %q, %q) = %v, want %v", c.node, c.prefix, c.attrs, got, c.want)
+		}
+	}
 }
 
 // checkLogRate checks that no warning or error of the cluster, the

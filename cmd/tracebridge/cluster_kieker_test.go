@@ -34,23 +34,7 @@ import (
 // its callees' streams, sent on different connections (to different
 // nodes), meet in one trace however busy the machine is.
 func kiekerNodeYAML(host string, c objstore.S3Config, cluster string) string {
-	y := fmt.Sprintf(`flush_interval: 100ms
-traces: {window: 2s}
-http: %[1]s:0
-receivers:
-  - {name: kieker, type: kieker-tcp, listen: "%[1]s:0"}
-  - {name: kdb, type: kdb-tcp, listen: "%[1]s:0"}
-  - {name: zico, type: zico, listen: "%[1]s:0"}
-sinks:
-  - type: store
-    path: store
-    backend: s3
-    s3: {endpoint: %[2]q, bucket: %[3]q, prefix: %[4]q, access_key_file: %[5]q, secret_key_file: %[6]q, retry_wait: 20ms}
-`, host, c.Endpoint, c.Bucket, c.Prefix, c.AccessKeyFile, c.SecretKeyFile)
-	if cluster != "" {
-		y += "cluster:\n" + cluster
-	}
-	return y
+	return nodeYAML(host, c, "2s", []string{"kieker:kieker-tcp", "kdb:kdb-tcp", "zico:zico"}, cluster)
 }
 
 // captured is what the connections to a capturing listener carried, one

@@ -49,22 +49,37 @@ func freePortOn(t *testing.T, host string) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// clusterYAML is a node with OTLP/HTTP and ZICO receivers, the store in
-// the bucket of c, and cluster (the cluster: section's keys, indented).
+// clusterYAML is a node with OTLP/HTTP and ZICO receivers, a trace
+// window of 300 ms, the store in the bucket of c, and cluster (the
+// cluster: section's keys, indented).
 func clusterYAML(host string, c objstore.S3Config, cluster string) string {
-	return fmt.Sprintf(`flush_interval: 100ms
-traces: {window: 300ms}
+	return nodeYAML(host, c, "300ms", []string{"otlp:otlp-http", "zico:zico"}, cluster)
+}
+
+// nodeYAML is a node (or, with cluster "", a single bridge) with
+// receivers ("name:type", each on a free port of host), a trace window
+// of window, the store in the bucket of c, and cluster (the cluster:
+// section's keys, indented).
+func nodeYAML(host string, c objstore.S3Config, window string, receivers []string, cluster string) string {
+	var recv strings.Builder
+	for _, r := range receivers {
+		name, typ, _ := strings.Cut(r, ":")
+		fmt.Fprintf(&recv, "  - {name: %s, type: %s, listen: \"%s:0\"}\n", name, typ, host)
+	}
+	y := fmt.Sprintf(`flush_interval: 100ms
+traces: {window: %[2]s}
 http: %[1]s:0
 receivers:
-  - {name: otlp, type: otlp-http, listen: "%[1]s:0"}
-  - {name: zico, type: zico, listen: "%[1]s:0"}
-sinks:
+%[3]ssinks:
   - type: store
     path: store
     backend: s3
-    s3: {endpoint: %[2]q, bucket: %[3]q, prefix: %[4]q, access_key_file: %[5]q, secret_key_file: %[6]q, retry_wait: 20ms}
-cluster:
-%[7]s`, host, c.Endpoint, c.Bucket, c.Prefix, c.AccessKeyFile, c.SecretKeyFile, cluster)
+    s3: {endpoint: %[4]q, bucket: %[5]q, prefix: %[6]q, access_key_file: %[7]q, secret_key_file: %[8]q, retry_wait: 20ms}
+`, host, window, recv.String(), c.Endpoint, c.Bucket, c.Prefix, c.AccessKeyFile, c.SecretKeyFile)
+	if cluster != "" {
+		y += "cluster:\n" + cluster
+	}
+	return y
 }
 
 // embeddedCluster writes the configurations of n nodes on 127.0.0.1…n,

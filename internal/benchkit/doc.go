@@ -8,7 +8,8 @@
 // how many records the receiver decoded or the sink consumed (Start,
 // Bridge, PollStep), keeping the tail of a child's standard error (Tail),
 // reading a process's memory and CPU time (Memory and CPU from /proc,
-// Usage of a finished child, SettleDisk, SelfCPU), and generating Kieker
+// Usage of a finished child, SettleDisk, SelfCPU), fetching Go profiles
+// and printing their top functions (Fetch, Pprof), and generating Kieker
 // Before/After events that form call trees (Signatures, Events, Recorder).
 //
 // The bridge configuration Start writes has one receiver named

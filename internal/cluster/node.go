@@ -125,7 +125,6 @@ type Node struct {
 	// beatFailing: cut off from the cluster's quorum.
 	beatErr     error
 	beatFailing time.Time
-	renewFails  map[int]int // failed renewals in a row, by partition
 	// fenced are the leases this node's owners stopped holding because
 	// a renewal did not succeed in time: renewed again (revision-checked,
 	// before they expire) they are owned again without a takeover.
@@ -168,7 +167,7 @@ func New(opt Options) (*Node, error) {
 	if opt.Partitions <= 0 || opt.Replicas <= 0 || opt.Node == "" {
 		return nil, errors.New("cluster: node name, partitions and replicas are required")
 	}
-	n := &Node{opt: opt, log: opt.Logger, started: time.Now(), owners: map[int]*owner{}, renewFails: map[int]int{}, fenced: map[int]fencedLease{},
+	n := &Node{opt: opt, log: opt.Logger, started: time.Now(), owners: map[int]*owner{}, fenced: map[int]fencedLease{},
 		leaseExp: newExpiries(opt.LeaseTTL), nodeExp: newExpiries(opt.LeaseTTL), runDone: make(chan struct{})}
 	n.met = newNodeMetrics(n)
 	if err := opt.Metrics.Register(n.met.collectors()...); err != nil {
@@ -629,26 +628,22 @@ func (n *Node) renewOne(ctx context.Context, o *owner) {
 			rev, err = n.leases.Update(cctx, leaseKey(o.p), val, e.Revision())
 		}
 	}
-	n.mu.Lock()
-	fails := n.renewFails[o.p]
-	if err == nil {
-		delete(n.renewFails, o.p)
-	} else {
-		n.renewFails[o.p]++
+	starts := false
+	if err != nil {
+		starts = o.renewing.Fail()
 	}
-	n.mu.Unlock()
 	switch {
 	case err == nil:
 		o.rev, o.renewed = rev, t0
-		if fails > 0 {
-			n.log.Info("cluster: lease renewed again", "node", n.opt.Node, "partition", o.p, "failures", fails)
+		if f := o.renewing.Recover(); f > 0 {
+			n.log.Info("cluster: lease renewed again", "node", n.opt.Node, "partition", o.p, "failures", f)
 		}
 	case errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) || isWrongSequence(err):
 		n.fence(o, "another node holds its lease now", err)
 	case !time.Now().Before(deadline):
 		n.fence(o, "its lease could not be renewed before it expires", err)
 		n.keepFenced(o, val)
-	case fails == 0: // once until it is renewed or lost
+	case starts: // once until it is renewed or lost
 		n.log.Warn("cluster: renewing a lease failed; retrying", "node", n.opt.Node, "partition", o.p, "err", err)
 	}
 }
@@ -697,7 +692,6 @@ func (n *Node) fence(o *owner, why string, err error) {
 		return
 	}
 	delete(n.owners, o.p)
-	delete(n.renewFails, o.p)
 	n.mu.Unlock()
 	// Logged when decided (before the lease can expire): the owner takes
 	// no message after its current step (a fetch, at most fetchWait, or
@@ -843,7 +837,6 @@ func (n *Node) take(ctx context.Context, all bool) {
 			o := newOwner(n, w.p, w.val, w.rev, w.t0)
 			n.mu.Lock()
 			n.owners[w.p] = o
-			delete(n.renewFails, w.p)
 			n.mu.Unlock()
 			held++
 			n.met.takeovers.Inc()

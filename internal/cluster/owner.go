@@ -47,6 +47,10 @@ type owner struct {
 	// away, the store refusing): logged once when they start and once
 	// when they end (or when the owner stops first).
 	reading, storing lograte.Outage
+	// renewing: renewals of the lease failing (renewOne, one at a time),
+	// ended by the renewal that works or by the owner's stop (the fence
+	// that renewals failing until the deadline lead to).
+	renewing lograte.Outage
 	// missed: the last pull missed its heartbeat, outside an outage
 	// (run's goroutine only).
 	missed bool
@@ -288,6 +292,9 @@ func (o *owner) faultsEnd() {
 	}
 	if f := o.storing.End(); f > 0 {
 		o.n.log.Info("cluster: stopped handing a partition's traces to a store that refused them", "node", o.n.opt.Node, "partition", o.p, "failures", f)
+	}
+	if f := o.renewing.End(); f > 0 {
+		o.n.log.Info("cluster: stopped owning a partition whose lease renewals were failing", "node", o.n.opt.Node, "partition", o.p, "failures", f)
 	}
 }
 

@@ -89,9 +89,14 @@ type Publisher struct {
 	blocked chan struct{}
 	keptErr error // why the last message was kept
 
-	faults  lograte.Limiter
-	failing atomic.Int64 // flushes failed in a row
-	closed  atomic.Bool
+	// Faults that fail every try while they last (a node cut off from
+	// the quorum, the stream full): handing messages to JetStream
+	// (publishing) and JetStream storing them (storing, counted by
+	// flushes). Each is logged once when it starts and once when it
+	// ends (or when the publisher closes first); the metrics count every
+	// failure.
+	publishing, storing lograte.Outage
+	closed              atomic.Bool
 	// timeout bounds a Flush (PublishTimeout; tests shorten it).
 	timeout time.Duration
 }
@@ -126,7 +131,7 @@ var (
 func newPublisher(n *Node) *Publisher {
 	return &Publisher{n: n, js: n.js, log: n.log, part: NewPartitioner(n.opt.Partitions),
 		count: make([]int32, n.opt.Partitions+1), send: make(chan struct{}, 1), pending: make([]pendingMsg, n.opt.Partitions),
-		faults: lograte.Limiter{PerSecond: 1}, timeout: PublishTimeout, abort: make(chan struct{})}
+		timeout: PublishTimeout, abort: make(chan struct{})}
 }
 
 // Where says where the records go.
@@ -349,11 +354,12 @@ func (p *Publisher) publish(ctx context.Context, km keptMsg) error {
 			p.futures = append(p.futures, future{f: f, km: km})
 			p.mu.Unlock()
 			p.n.met.published.Inc()
+			p.published()
 			return nil
 		}
 		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
 			p.n.met.publishError(1)
-			p.faults.Log(ctx, p.log, slog.LevelWarn, "cluster: publishing failed", "node", p.n.opt.Node, "partition", pt, "err", err)
+			p.publishFailed(pt, err)
 			return fmt.Errorf("cluster: publish to partition %d: %w", pt, err)
 		}
 		if ctx.Err() != nil {
@@ -364,6 +370,22 @@ func (p *Publisher) publish(ctx context.Context, km keptMsg) error {
 			return fmt.Errorf("cluster: publish to partition %d: JetStream is behind: %w", pt, ErrAborted)
 		default:
 		}
+	}
+}
+
+// publishFailed notes a message JetStream did not take (to partition
+// pt): logged when the failures start.
+func (p *Publisher) publishFailed(pt int, err error) {
+	if p.publishing.Fail() {
+		p.log.Warn("cluster: publishing failed", "node", p.n.opt.Node, "partition", pt, "err", err)
+	}
+}
+
+// published notes a message JetStream took: the end of the failures is
+// logged with their number.
+func (p *Publisher) published() {
+	if f := p.publishing.Recover(); f > 0 {
+		p.log.Info("cluster: publishing works again", "node", p.n.opt.Node, "failures", f)
 	}
 }
 
@@ -472,12 +494,12 @@ func (p *Publisher) Flush() error {
 	if failed > 0 || kept > 0 {
 		// Once per outage (a node cut off from the quorum fails every
 		// flush), and once when it ends; the metric counts each.
-		if p.failing.Add(1) == 1 {
+		if p.storing.Fail() {
 			p.log.Error("cluster: JetStream did not store published records; they are kept and published again, their sources are not acknowledged and receivers wait (until it stores again)", "node", p.n.opt.Node, "messages", max(failed, kept), "err", last)
 		}
 		return fmt.Errorf("cluster: %d messages not stored by JetStream (kept: %d): %w", max(failed, kept), kept, last)
 	}
-	if n := p.failing.Swap(0); n > 0 {
+	if n := p.storing.Recover(); n > 0 {
 		p.log.Info("cluster: JetStream stores published records again", "node", p.n.opt.Node, "failed_flushes", n)
 	}
 	return nil
@@ -544,7 +566,14 @@ func (p *Publisher) Close() error {
 	if p.closed.Swap(true) {
 		return nil
 	}
-	return p.Flush()
+	err := p.Flush()
+	if f := p.publishing.End(); f > 0 {
+		p.log.Info("cluster: publisher closed while publishing failed", "node", p.n.opt.Node, "failures", f)
+	}
+	if f := p.storing.End(); f > 0 {
+		p.log.Info("cluster: publisher closed while JetStream did not store published records", "node", p.n.opt.Node, "failed_flushes", f)
+	}
+	return err
 }
 
 // limit is the largest message this node publishes: MaxMessage, or less

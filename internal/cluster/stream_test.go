@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tracebridge/tracebridge/internal/logtest"
 	"github.com/tracebridge/tracebridge/internal/natsd"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/trace"
@@ -241,7 +242,8 @@ func streamTraces(t *testing.T, n *Node) map[int64]int {
 func TestFlushKeepsUnstored(t *testing.T) {
 	srv := startServer(t)
 	const limit = 64 << 10
-	n := publisherNode(t, srv, Options{StreamMaxBytes: limit})
+	var logs logtest.Buffer
+	n := publisherNode(t, srv, Options{StreamMaxBytes: limit, Logger: logs.Logger()})
 	pub := n.Publisher()
 	pub.timeout = 30 * time.Second
 	ctx := context.Background()
@@ -313,5 +315,23 @@ func TestFlushKeepsUnstored(t *testing.T) {
 	}
 	if len(after) == 0 {
 		t.Error("nothing stored after the purge: the kept messages were not published again")
+	}
+
+	// The failed flushes (two at least) logged once when they started
+	// and once when JetStream stored again, with their number.
+	var started, ended int
+	for _, l := range logs.Lines(t) {
+		switch msg, _ := l["msg"].(string); {
+		case strings.HasPrefix(msg, "cluster: JetStream did not store published records"):
+			started++
+		case msg == "cluster: JetStream stores published records again":
+			ended++
+			if f, _ := l["failed_flushes"].(float64); f < 2 {
+				t.Errorf("end logged with %v failed flushes, want at least 2: %v", f, l)
+			}
+		}
+	}
+	if started != 1 || ended != 1 {
+		t.Errorf("the failed flushes logged %d times, their end %d times, want once each:\n%s", started, ended, logs.String())
 	}
 }
