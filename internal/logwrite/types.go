@@ -107,6 +107,24 @@ func (d *describer) unseenTypes(ts []*record.Type) iter.Seq2[int, *record.Type] 
 	}
 }
 
+// seenAll reports whether the directory has seen every type of the
+// batch of frames only f: by its tally of types, or, without one, a pass
+// over its types.
+func (d *describer) seenAll(f *record.Frames) bool {
+	if len(f.Counts) == 0 {
+		for range d.unseenTypes(f.Types) {
+			return false
+		}
+		return true
+	}
+	for _, c := range f.Counts {
+		if !d.seen[c.Type] {
+			return false
+		}
+	}
+	return true
+}
+
 // conflict returns the index of the first record whose type has the name
 // of a type already described with other fields (the same event type from
 // two JVM versions): a log describes one layout per name. -1: none.

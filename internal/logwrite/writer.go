@@ -545,13 +545,9 @@ func (w *Writer) writeFrames(f *record.Frames) error {
 	if w.cfg.SetLoggingTimestamp {
 		stamp = w.cfg.Now().UnixNano()
 	}
-	// Mostly every type of the batch is known already: one pass says so
-	// instead of two a chunk.
-	described := true
-	for range w.types.unseenTypes(f.Types) {
-		described = false
-		break
-	}
+	// Mostly every type of the batch is known already: its tally of
+	// types (Frames.Counts) says so, without a pass over the frames.
+	described := w.types.seenAll(f)
 	for base := 0; base < len(f.Types); {
 		n := min(w.files.Room(), len(f.Types)-base)
 		i := -1

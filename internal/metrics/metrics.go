@@ -289,6 +289,12 @@ func (r *Receiver) Records(b *record.Batch) {
 	if r == nil || b.Len() == 0 {
 		return
 	}
+	if b.Frames.Only() { // a batch of frames only: the decoder counted them
+		for _, c := range b.Frames.Counts {
+			r.counter(c.Type).Add(float64(c.N))
+		}
+		return
+	}
 	// Count per type locally (a batch holds few types), then add to each
 	// type's counter once: no lock or map lookup per record.
 	type tally struct {
@@ -297,14 +303,8 @@ func (r *Receiver) Records(b *record.Batch) {
 	}
 	var local [8]tally
 	used := 0
-	frames := b.Frames.Types // a batch of frames only: their types
-	for i := range len(b.Records) + len(frames) {
-		var t *record.Type
-		if i < len(b.Records) {
-			t = b.Records[i].Type
-		} else {
-			t = frames[i-len(b.Records)]
-		}
+	for i := range b.Records {
+		t := b.Records[i].Type
 		j := 0
 		for j < used && local[j].t != t {
 			j++

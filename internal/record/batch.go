@@ -73,8 +73,9 @@ type Origin struct {
 //
 // Frames only: where no consumer reads the values at all (codec/kieker's
 // Options.FramesOnly), a batch may hold its records as frames alone: then
-// Records is empty, Types names the type of each frame and Strings
-// resolves the frames' string ids; Len counts the frames. A batch is
+// Records is empty, Types names the type of each frame (Counts tallies
+// them) and Strings resolves the frames' string ids; Len counts the
+// frames. A batch is
 // either kind, never both. Only a sink that copies frames (a binary
 // Kieker log) makes anything of such a batch; serve lets receivers
 // produce them only when every sink is one and nothing else (stage,
@@ -95,6 +96,35 @@ type Frames struct {
 	// frames (the stream's registry as it was when they were decoded: it
 	// holds at least every id they use and never changes).
 	Strings FrameStrings
+	// Counts, in a batch of frames only, counts its frames per type, each
+	// type once, in the order first seen (AddFrame keeps it): what the
+	// per-type metrics and a log's type descriptions need, without a pass
+	// over Types.
+	Counts []TypeCount
+}
+
+// TypeCount is a number of records of one type.
+type TypeCount struct {
+	Type *Type
+	N    int
+}
+
+// AddFrame notes the next frame of a batch of frames only: where it ends
+// in Data and its type.
+func (f *Frames) AddFrame(end int, t *Type) {
+	f.Ends = append(f.Ends, end)
+	f.Types = append(f.Types, t)
+	f.count(t, 1)
+}
+
+func (f *Frames) count(t *Type, n int) {
+	for i := range f.Counts { // a batch holds few types
+		if f.Counts[i].Type == t {
+			f.Counts[i].N += n
+			return
+		}
+	}
+	f.Counts = append(f.Counts, TypeCount{Type: t, N: n})
 }
 
 // FrameStrings resolves the string ids of frames: an immutable view of a
@@ -131,7 +161,8 @@ func (f *Frames) Drop() {
 
 func (f *Frames) reset() {
 	clear(f.Types) // drop the type references
-	f.Data, f.Ends, f.Source, f.Types, f.Strings = f.Data[:0], f.Ends[:0], 0, f.Types[:0], nil
+	clear(f.Counts)
+	f.Data, f.Ends, f.Source, f.Types, f.Strings, f.Counts = f.Data[:0], f.Ends[:0], 0, f.Types[:0], nil, f.Counts[:0]
 }
 
 // AddFrames appends the frames of a batch of frames only (src.Only) to b,
@@ -149,6 +180,9 @@ func (b *Batch) AddFrames(src *Frames) {
 		f.Ends = append(f.Ends, base+e)
 	}
 	f.Types = append(f.Types, src.Types...)
+	for _, c := range src.Counts {
+		f.count(c.Type, c.N)
+	}
 	f.Source, f.Strings = src.Source, src.Strings
 }
 
@@ -267,9 +301,14 @@ func (b *Batch) Truncate(n int) {
 		}
 		b.Frames.Data = b.Frames.Data[:end]
 	}
-	if n < len(b.Frames.Types) {
-		clear(b.Frames.Types[n:])
-		b.Frames.Types = b.Frames.Types[:n]
+	if f := &b.Frames; n < len(f.Types) {
+		clear(f.Types[n:])
+		f.Types = f.Types[:n]
+		clear(f.Counts)
+		f.Counts = f.Counts[:0]
+		for _, t := range f.Types {
+			f.count(t, 1)
+		}
 	}
 }
 

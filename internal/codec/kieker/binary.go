@@ -389,14 +389,16 @@ func (d *Decoder) frameOnly(frame []byte, ci *classInfo, off int64, b *record.Ba
 		return 0, nil
 	}
 	strs := d.strs
+	dense := strs.dense
 	for _, at := range ci.strs {
-		id := int32(binary.BigEndian.Uint32(frame[at:]))
-		if _, ok := strs.Get(id); !ok {
-			return 0, d.hint(d.unknownField(off, id, ci, ci.strField(at)))
+		id := binary.BigEndian.Uint32(frame[at:])
+		if id < uint32(len(dense)) && id < recodeMaxID && dense[id].ok {
+			continue // registered, and an id a Recoder maps: the common case in one test
 		}
-		if !strs.inDense(id) || id >= recodeMaxID {
-			return 0, nil
+		if _, ok := strs.Get(int32(id)); !ok {
+			return 0, d.hint(d.unknownField(off, int32(id), ci, ci.strField(at)))
 		}
+		return 0, nil // registered, but not an id a Recoder maps: decoded
 	}
 	f := &b.Frames
 	if f.Source != 0 && f.Source != d.source {
@@ -411,8 +413,7 @@ func (d *Decoder) frameOnly(frame []byte, ci *classInfo, off int64, b *record.Ba
 		d.runFrom = d.at
 	}
 	d.runTo = d.at + len(frame)
-	f.Ends = append(f.Ends, len(f.Data)+d.runTo-d.runFrom)
-	f.Types = append(f.Types, ci.typ)
+	f.AddFrame(len(f.Data)+d.runTo-d.runFrom, ci.typ)
 	d.suspect.set = false
 	return len(frame), nil
 }

@@ -75,12 +75,6 @@ func (t *Strings) Get(id int32) (string, bool) {
 	return s, ok
 }
 
-// inDense reports whether id is registered in the dense part of the table
-// (the part a view holds).
-func (t *Strings) inDense(id int32) bool {
-	return uint32(id) < uint32(len(t.dense)) && t.dense[id].ok
-}
-
 // stringsView is a frames-only batch's view of a Strings table
 // (record.FrameStrings): the dense entries as they were when it was made.
 // Later registrations write entries it does not read (ids that were not
