@@ -114,10 +114,12 @@ type TypeCount struct {
 func (f *Frames) AddFrame(end int, t *Type) {
 	f.Ends = append(f.Ends, end)
 	f.Types = append(f.Types, t)
-	f.count(t, 1)
+	f.Count(t, 1)
 }
 
-func (f *Frames) count(t *Type, n int) {
+// Count adds n to the tally of t (Counts), for a decoder that appends n
+// frames of type t to Ends and Types itself.
+func (f *Frames) Count(t *Type, n int) {
 	for i := range f.Counts { // a batch holds few types
 		if f.Counts[i].Type == t {
 			f.Counts[i].N += n
@@ -181,7 +183,7 @@ func (b *Batch) AddFrames(src *Frames) {
 	}
 	f.Types = append(f.Types, src.Types...)
 	for _, c := range src.Counts {
-		f.count(c.Type, c.N)
+		f.Count(c.Type, c.N)
 	}
 	f.Source, f.Strings = src.Source, src.Strings
 }
@@ -307,7 +309,7 @@ func (b *Batch) Truncate(n int) {
 		clear(f.Counts)
 		f.Counts = f.Counts[:0]
 		for _, t := range f.Types {
-			f.count(t, 1)
+			f.Count(t, 1)
 		}
 	}
 }

@@ -197,6 +197,13 @@ func (d *Decoder) Decode(buf []byte, b *record.Batch) (n int, err error) {
 		d.buf, d.runFrom = buf, -1
 	}
 	for len(buf)-pos >= 4 {
+		if d.only != nil {
+			// The common case first: a run of frames kept as frames only.
+			if end := d.onlyRun(buf, pos, b); end > pos {
+				pos = end
+				continue
+			}
+		}
 		p := buf[pos:]
 		cid := int32(binary.BigEndian.Uint32(p))
 		var used int
@@ -416,6 +423,98 @@ func (d *Decoder) frameOnly(frame []byte, ci *classInfo, off int64, b *record.Ba
 	f.AddFrame(len(f.Data)+d.runTo-d.runFrom, ci.typ)
 	d.suspect.set = false
 	return len(frame), nil
+}
+
+// onlyRun keeps the frames from buf[pos:] on that frameOnly would keep
+// without a second thought — complete frames of classes known to be
+// kept as frames only, every string id registered in the dense table
+// and in the Recoder's range — in b, and returns where it stopped (pos:
+// none). What holds for the whole run is checked once (b holds no
+// records and no other source's frames, the registry's view, where the
+// run continues), the types are tallied at its end. Whatever it stops at
+// (another class, a registry entry, an unknown id, a partial frame) is
+// left to frame, which decides or fails as ever.
+func (d *Decoder) onlyRun(buf []byte, pos int, b *record.Batch) int {
+	f := &b.Frames
+	if len(b.Records) > 0 || f.Source != 0 && f.Source != d.source {
+		return pos
+	}
+	dense := d.strs.dense
+	// The run's tally: Before and After events alternate, so two slots
+	// cover most runs; a third type ends the run (frame goes on).
+	var types [2]*classInfo
+	var counts [2]int
+	if d.runFrom >= 0 && d.runTo != pos {
+		d.copyRun(f) // the pending run ended before pos
+	}
+	// A frame ending at e in buf ends at base+e in f.Data once the run
+	// (the pending one continued, or one starting at pos) is copied.
+	base := len(f.Data) - pos
+	if d.runFrom >= 0 {
+		base = len(f.Data) - d.runFrom
+	}
+	start, end := pos, pos
+	for len(buf)-end >= 4 {
+		cid := binary.BigEndian.Uint32(buf[end:])
+		if cid >= uint32(len(d.classes.dense)) {
+			break
+		}
+		ci := d.classes.dense[cid]
+		if ci == nil || ci.only != onlyYes || len(buf)-end < 12+ci.size {
+			break
+		}
+		var k int
+		switch ci {
+		case types[0]:
+		case types[1]:
+			k = 1
+		default:
+			if types[0] == nil {
+				types[0] = ci
+			} else if types[1] == nil {
+				types[1], k = ci, 1
+			} else {
+				k = -1
+			}
+		}
+		if k < 0 {
+			break // a third type
+		}
+		frame := buf[end : end+12+ci.size]
+		ok := true
+		for _, at := range ci.strs {
+			id := binary.BigEndian.Uint32(frame[at:])
+			if id >= uint32(len(dense)) || id >= recodeMaxID || !dense[id].ok {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			break
+		}
+		end += len(frame)
+		counts[k]++
+		f.Ends = append(f.Ends, base+end)
+		f.Types = append(f.Types, ci.typ)
+	}
+	if end == start {
+		return pos
+	}
+	for k, ci := range types {
+		if counts[k] > 0 {
+			f.Count(ci.typ, counts[k])
+		}
+	}
+	if d.view == nil || d.view.n != d.strs.n {
+		d.view = d.strs.view()
+	}
+	f.Source, f.Strings = d.source, d.view
+	if d.runFrom < 0 {
+		d.runFrom = start
+	}
+	d.runTo = end
+	d.suspect.set = false
+	return end
 }
 
 // copyRun copies the run of frames not copied yet into f.

@@ -3,6 +3,7 @@ package kieker
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -177,6 +178,9 @@ func checkFramesOnly(t *testing.T, d *Decoder, data []byte, next chunker, want r
 			case b.Frames.Only():
 				if len(b.Records) > 0 || len(b.Frames.Ends) != k || b.Frames.Strings == nil {
 					t.Fatalf("a batch of frames only with %d records, %d frames, %d types", len(b.Records), len(b.Frames.Ends), k)
+				}
+				if err := checkCounts(&b.Frames); err != nil {
+					t.Fatal(err)
 				}
 				only += k
 				var aerr error
@@ -509,4 +513,29 @@ func FuzzMap(f *testing.F) {
 			t.Fatalf("round trip (-read +re-read):\n%s", diff)
 		}
 	})
+}
+
+// checkCounts says how the tally of a batch of frames only (Counts)
+// differs from its frames' types, counted in the order first seen.
+func checkCounts(f *record.Frames) error {
+	var want []record.TypeCount
+next:
+	for _, t := range f.Types {
+		for i := range want {
+			if want[i].Type == t {
+				want[i].N++
+				continue next
+			}
+		}
+		want = append(want, record.TypeCount{Type: t, N: 1})
+	}
+	if len(want) != len(f.Counts) {
+		return fmt.Errorf("a batch of frames only counts %d types, its frames have %d", len(f.Counts), len(want))
+	}
+	for i := range want {
+		if want[i] != f.Counts[i] {
+			return fmt.Errorf("a batch of frames only counts %d frames of %s, its frames have %d of %s", f.Counts[i].N, f.Counts[i].Type.Name, want[i].N, want[i].Type.Name)
+		}
+	}
+	return nil
 }
