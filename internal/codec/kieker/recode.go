@@ -164,9 +164,23 @@ func (c *Recoder) AppendOnly(dst []byte, f *record.Frames, from, to int) ([]byte
 	// The frames in one copy, then each one's ids replaced in place.
 	first, origin := len(dst), start
 	dst = append(dst, f.Data[start:f.Ends[to-1]]...)
+	ids := s.ids
+	// The plans of the last two types, without a call per frame (Before
+	// and After events alternate).
+	var typ0, typ1 *record.Type
+	var t0, t1 *recodeType
 	for i := from; i < to; i++ {
 		end := f.Ends[i]
-		t := c.typeOf(f.Types[i])
+		var t *recodeType
+		switch typ := f.Types[i]; typ {
+		case typ0:
+			t = t0
+		case typ1:
+			t = t1
+		default:
+			t = c.typeOf(typ)
+			typ1, t1, typ0, t0 = typ0, t0, typ, t
+		}
 		if t.size < 0 || end-start != t.size || len(t.strs) > maxRecodeStrings {
 			return dst[:first], fmt.Errorf("frame %d of %s: %d bytes, not a frame the log can copy", i, f.Types[i].Name, end-start)
 		}
@@ -174,20 +188,17 @@ func (c *Recoder) AppendOnly(dst []byte, f *record.Frames, from, to int) ([]byte
 		binary.BigEndian.PutUint32(out, uint32(t.class))
 		for _, at := range t.strs {
 			sid := binary.BigEndian.Uint32(out[at:])
-			var id int32
-			if int(sid) < len(s.ids) && s.ids[sid] != 0 {
-				id = s.ids[sid] - 1
-			} else {
-				str, ok := f.Strings.String(int32(sid))
-				if !ok || sid >= recodeMaxID {
-					return dst[:first], fmt.Errorf("frame %d of %s: string id %d not in the stream's registry", i, f.Types[i].Name, int32(sid))
+			if sid < uint32(len(ids)) {
+				if id := ids[sid]; id != 0 {
+					binary.BigEndian.PutUint32(out[at:], uint32(id-1))
+					continue
 				}
-				if int(sid) >= len(s.ids) {
-					s.ids = append(s.ids, make([]int32, int(sid)+1-len(s.ids))...)
-				}
-				id = c.id(str)
-				s.ids[sid] = id + 1
 			}
+			id, err := c.newID(s, f, sid)
+			if err != nil {
+				return dst[:first], fmt.Errorf("frame %d of %s: %w", i, f.Types[i].Name, err)
+			}
+			ids = s.ids
 			binary.BigEndian.PutUint32(out[at:], uint32(id))
 		}
 		for _, at := range t.bools {
@@ -198,6 +209,21 @@ func (c *Recoder) AppendOnly(dst []byte, f *record.Frames, from, to int) ([]byte
 		start = end
 	}
 	return dst, nil
+}
+
+// newID maps stream id sid of source s, not seen before, to a Registry
+// id, taking its string from the frames' view of the stream's registry.
+func (c *Recoder) newID(s *recodeSource, f *record.Frames, sid uint32) (int32, error) {
+	str, ok := f.Strings.String(int32(sid))
+	if !ok || sid >= recodeMaxID {
+		return 0, fmt.Errorf("string id %d not in the stream's registry", int32(sid))
+	}
+	if int(sid) >= len(s.ids) {
+		s.ids = append(s.ids, make([]int32, int(sid)+1-len(s.ids))...)
+	}
+	id := c.id(str)
+	s.ids[sid] = id + 1
+	return id, nil
 }
 
 // typeOf returns the recoding plan of t, made on first use.
