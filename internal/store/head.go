@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -61,13 +60,14 @@ type head struct {
 	// rows[i].Page at rows[i].Index, or pending when Page == len(chunks).
 	rows   []block.Summary
 	chunks []int64 // chunk offsets in the file
-	// pending are the bodies not yet in a chunk.
-	pending    [][]byte
-	rawPending int
-	// arena holds the pending bodies (see keep), ids the rows' service
-	// and host lists (keepIDs).
-	arena []byte
-	ids   []uint32
+	// bodies are the traces not yet in a chunk, encoded there one after
+	// the other (pending trace i ends at bodyEnds[i]). The buffer is
+	// written again once its chunk is written: a search copies what it
+	// reads of it (headView).
+	bodies   []byte
+	bodyEnds []int
+	// ids holds the rows' service and host lists (keepIDs).
+	ids []uint32
 
 	filter blockFilter
 	// terms, for a head with a write-ahead file (not a block being
@@ -141,39 +141,31 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// add encodes t into the head (the partition's lock is held) and returns
-// its encoded size.
+// add encodes t into the head's pending bodies (the partition's lock is
+// held) and returns its encoded size.
 func (h *head) add(t *trace.Trace) int {
-	body := h.enc.encodeTrace(t)
-	n := len(body)
-	h.pending = append(h.pending, h.keep(body))
-	h.rawPending += n
+	start := len(h.bodies)
+	h.bodies = h.enc.appendTrace(h.bodies, t)
+	n := len(h.bodies) - start
+	h.bodyEnds = append(h.bodyEnds, len(h.bodies))
 	row := summarizeInto(t, h.syms, &h.ids)
-	row.Page, row.Index = uint32(len(h.chunks)), uint32(len(h.pending)-1)
+	row.Page, row.Index = uint32(len(h.chunks)), uint32(len(h.bodyEnds)-1)
 	h.rows = append(h.rows, row)
 	h.note(t, &row, n)
 	return n
 }
 
-// bodyArena is the largest buffer a head keeps its pending bodies in
-// (the first is 1 KiB, each next twice the last: a head of a quiet host
-// holds little).
-const bodyArena = 64 << 10
-
-// keep returns a copy of body in the head's arena: bodies are copied
-// one after another into a buffer, and a new buffer begins when one is
-// full (bytes once kept are never written again: a search may hold
-// them).
-func (h *head) keep(body []byte) []byte {
-	if len(body) > bodyArena/4 {
-		return bytes.Clone(body)
+// pendingBody returns the body of pending trace i (false: there is none).
+func (h *head) pendingBody(i int) ([]byte, bool) {
+	if i < 0 || i >= len(h.bodyEnds) {
+		return nil, false
 	}
-	if cap(h.arena)-len(h.arena) < len(body) {
-		h.arena = make([]byte, 0, min(max(2*cap(h.arena), 1<<10, 2*len(body)), bodyArena))
+	start := 0
+	if i > 0 {
+		start = h.bodyEnds[i-1]
 	}
-	start := len(h.arena)
-	h.arena = append(h.arena, body...)
-	return h.arena[start:len(h.arena):len(h.arena)]
+	end := h.bodyEnds[i]
+	return h.bodies[start:end:end], true
 }
 
 // note adds what a trace of size bytes brings to the head's meta and
@@ -268,12 +260,12 @@ func keepIDs(ids *[]uint32, list []uint32) []uint32 {
 	return (*ids)[start:len(*ids):len(*ids)]
 }
 
-func (h *head) walSize() int64 { return h.off + int64(h.rawPending) }
+func (h *head) walSize() int64 { return h.off + int64(len(h.bodies)) }
 
 // writeChunk writes the head's pending traces to its file as one chunk
 // (s.wmu is held).
 func (s *Store) writeChunk(p *partition, h *head) error {
-	if len(h.pending) == 0 {
+	if len(h.bodyEnds) == 0 {
 		return nil
 	}
 	p.mu.Lock()
@@ -281,8 +273,13 @@ func (s *Store) writeChunk(p *partition, h *head) error {
 	p.mu.Unlock()
 	// The payload and the block are built in the store's scratch
 	// buffers (s.wmu is held: one chunk is written at a time).
-	s.chunkRaw = appendPayload(s.chunkRaw[:0], h.firstSym, newSyms, h.pending)
-	s.chunkBlk = appendBlock(s.chunkBlk[:0], s.chunkRaw, blockHeader{count: uint32(len(h.pending)), minStart: h.minStart, maxEnd: h.maxEnd})
+	raw := appendPayloadHead(s.chunkRaw[:0], h.firstSym, newSyms, len(h.bodyEnds))
+	for i := range h.bodyEnds {
+		body, _ := h.pendingBody(i)
+		raw = appendBytes(raw, body)
+	}
+	s.chunkRaw = raw
+	s.chunkBlk = appendBlock(s.chunkBlk[:0], s.chunkRaw, blockHeader{count: uint32(len(h.bodyEnds)), minStart: h.minStart, maxEnd: h.maxEnd})
 	blk := s.chunkBlk
 	if cap(s.chunkRaw) > 4*s.opt.ChunkSize { // a huge trace's chunk: not kept
 		s.chunkRaw, s.chunkBlk = nil, nil
@@ -294,8 +291,12 @@ func (s *Store) writeChunk(p *partition, h *head) error {
 	h.chunks = append(h.chunks, h.off)
 	h.off += int64(len(blk))
 	h.firstSym = uint64(len(h.syms.names))
-	clear(h.pending)
-	h.pending, h.rawPending = h.pending[:0], 0
+	// The bodies are in the file now: their buffer takes the next ones
+	// (a search copied what it reads), unless a huge trace grew it.
+	h.bodies, h.bodyEnds = h.bodies[:0], h.bodyEnds[:0]
+	if cap(h.bodies) > 4*s.opt.ChunkSize {
+		h.bodies = nil
+	}
 	p.mu.Unlock()
 	s.addWAL(int64(len(blk)))
 	return nil
@@ -334,6 +335,7 @@ func (s *Store) cut(p *partition) error {
 	}
 	p.mu.Lock()
 	p.head = nil
+	h.bodies, h.bodyEnds = nil, nil // a sealed head's traces are all in its file
 	if len(h.rows) > 0 {
 		p.sealed = append(p.sealed, h)
 	}
@@ -351,14 +353,16 @@ func (s *Store) cut(p *partition) error {
 	return nil
 }
 
-// body returns row i's trace body (the partition's read lock is held
-// for pending bodies; chunks are read from the file and cached).
+// headBody returns row's trace body (h is a search's copy of a head,
+// headView: its pending bodies are its own; chunks are read from the
+// file and cached).
 func (s *Store) headBody(h *head, row *block.Summary) ([]byte, error) {
 	if int(row.Page) == len(h.chunks) {
-		if int(row.Index) >= len(h.pending) {
+		body, ok := h.pendingBody(int(row.Index))
+		if !ok {
 			return nil, fmt.Errorf("store: head %s: no pending trace %d", h.id, row.Index)
 		}
-		return h.pending[row.Index], nil
+		return body, nil
 	}
 	bodies, err := s.headChunk(h, int(row.Page))
 	if err != nil {

@@ -173,14 +173,16 @@ func (s *Store) headView(p *partition, h *head) *view {
 	n := len(h.syms.names)
 	names := h.syms.names[:n:n]
 	chunks := h.chunks[:len(h.chunks):len(h.chunks)]
-	pending := slices.Clone(h.pending)
+	// The pending bodies' buffer takes the next ones once they are in a
+	// chunk: the view reads a copy.
+	bodies, ends := bytes.Clone(h.bodies), slices.Clone(h.bodyEnds)
 	v := &view{p: p, h: h, desc: h.path, rows: h.rows[:len(h.rows):len(h.rows)], dict: names}
 	byName := make(map[string]uint32, n)
 	for i, name := range names {
 		byName[name] = uint32(i)
 	}
 	v.byName = func(name string) (uint32, bool) { id, ok := byName[name]; return id, ok }
-	hv := &head{id: h.id, path: h.path, chunks: chunks, pending: pending}
+	hv := &head{id: h.id, path: h.path, chunks: chunks, bodies: bodies, bodyEnds: ends}
 	v.body = func(_ context.Context, row *block.Summary) ([]byte, error) { return s.headBody(hv, row) }
 	v.pairsOK = func(f *filter) bool {
 		p.mu.RLock()

@@ -494,7 +494,7 @@ func (s *Store) appendTrace(p *partition, t *trace.Trace, now time.Time) error {
 	p.mu.Lock()
 	h.add(t)
 	p.mu.Unlock()
-	if h.rawPending >= s.opt.ChunkSize {
+	if len(h.bodies) >= s.opt.ChunkSize {
 		if err := s.writeChunk(p, h); err != nil {
 			return err
 		}
