@@ -188,7 +188,7 @@ func (s *Store) headView(p *partition, h *head) *view {
 		p.mu.RLock()
 		defer p.mu.RUnlock()
 		for i, x := range f.pairs {
-			if _, ok := h.filter.pairs[x]; !ok && !h.filter.hasSmall(f.q.Attrs[i].Key, f.q.Attrs[i].Value) {
+			if !h.filter.pairs.has(x) && !h.filter.hasSmall(f.q.Attrs[i].Key, f.q.Attrs[i].Value) {
 				return false
 			}
 		}
@@ -444,7 +444,7 @@ func (s *Store) useTerms(ctx context.Context, rf *rowFilter) {
 // lists under every attribute pair asked for.
 func headCandidates(rf *rowFilter) {
 	v := rf.v
-	if v.h.terms == nil {
+	if v.h.filter.terms == nil {
 		return
 	}
 	v.p.mu.RLock()
@@ -454,7 +454,7 @@ func headCandidates(rf *rowFilter) {
 		if strings.HasPrefix(a.Key, "kieker.") {
 			continue
 		}
-		set, ok := v.h.terms.rowsOf(pairHash(a.Key, a.Value), len(v.rows))
+		set, ok := v.h.filter.rowsOf(pairHash(a.Key, a.Value), len(v.rows))
 		if !ok {
 			continue // the head's index is full: the pair may be in any row
 		}
