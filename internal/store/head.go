@@ -334,7 +334,7 @@ func (s *Store) cut(p *partition) error {
 		return fmt.Errorf("store: host %s: %w", p.host, err)
 	}
 	p.mu.Lock()
-	p.head = nil
+	p.head, p.rows = nil, len(h.rows)
 	h.bodies, h.bodyEnds = nil, nil // a sealed head's traces are all in its file
 	if len(h.rows) > 0 {
 		p.sealed = append(p.sealed, h)
