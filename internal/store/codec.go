@@ -158,14 +158,19 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, s...)
 }
 
-// encodeTrace appends t's body (of bodyVersion) to e.tmp and returns it.
-// Spans are stored in the trace's tree order, so a parent always comes
+// encodeTrace returns t's body (of bodyVersion), written in e.tmp (valid
+// until the next call).
+func (e *encoder) encodeTrace(t *trace.Trace) []byte {
+	e.tmp = e.appendTrace(e.tmp[:0], t)
+	return e.tmp
+}
+
+// appendTrace appends t's body (of bodyVersion) to dst. Spans are stored in the trace's tree order, so a parent always comes
 // before its children and is referred to by index. The trace's resources
 // and scopes are stored once, in tables before the spans; a span refers
 // to its entries by index.
-func (e *encoder) encodeTrace(t *trace.Trace) []byte {
-	b := e.tmp[:0]
-	b = append(b, bodyVersion)
+func (e *encoder) appendTrace(dst []byte, t *trace.Trace) []byte {
+	b := append(dst, bodyVersion)
 	b = binary.BigEndian.AppendUint64(b, t.ID.Hi)
 	b = binary.BigEndian.AppendUint64(b, t.ID.Lo)
 	b = binary.AppendUvarint(b, uint64(t.Part))
@@ -252,7 +257,6 @@ func (e *encoder) encodeTrace(t *trace.Trace) []byte {
 	}
 	clear(e.res)
 	clear(e.scopes)
-	e.tmp = b
 	return b
 }
 

@@ -45,7 +45,7 @@ func TestFilterKiekerPairs(t *testing.T) {
 			}
 			t1.Spans = append(t1.Spans, s)
 		}
-		f.add(t1, nil, 0)
+		f.add(t1, 0)
 	}
 	got := map[uint64]struct{}{}
 	f.eachPair(func(h uint64) { got[h] = struct{}{} })
@@ -106,6 +106,54 @@ func TestSearchKiekerPositions(t *testing.T) {
 			if got := count(c.key, c.value); got != c.want {
 				t.Errorf("%s: %s=%s finds %d traces, want %d", where, c.key, c.value, got, c.want)
 			}
+		}
+	}
+}
+
+// TestPairSet: the filter's open-addressed set holds what a map would,
+// through its growth, the hash 0 and hashes that share their low bits.
+func TestPairSet(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var s pairSet
+	want := map[uint64]uint32{}
+	for i := range 20000 {
+		x := rng.Uint64()
+		switch i % 4 {
+		case 0:
+			x &^= 0xffff // the same low bits: one long run of slots
+		case 1:
+			x = uint64(rng.IntN(3000)) // repeats, and 0
+		}
+		v, added := s.ref(x)
+		if _, had := want[x]; had == added {
+			t.Fatalf("ref(%#x): added %v, the map had it: %v", x, added, had)
+		}
+		if added {
+			*v = uint32(i + 1)
+			want[x] = uint32(i + 1)
+		}
+	}
+	if s.len() != len(want) {
+		t.Fatalf("len %d, want %d", s.len(), len(want))
+	}
+	for x, w := range want {
+		if v, ok := s.get(x); !ok || v != w {
+			t.Fatalf("get(%#x) = %d %v, want %d", x, v, ok, w)
+		}
+	}
+	for range 1000 {
+		if x := rng.Uint64() | 1<<63; s.has(x) != (want[x] != 0) {
+			t.Fatalf("has(%#x) = %v", x, s.has(x))
+		}
+	}
+	got := map[uint64]struct{}{}
+	s.each(func(x uint64) { got[x] = struct{}{} })
+	if len(got) != len(want) {
+		t.Fatalf("each: %d hashes, want %d", len(got), len(want))
+	}
+	for x := range want {
+		if _, ok := got[x]; !ok {
+			t.Fatalf("each misses %#x", x)
 		}
 	}
 }

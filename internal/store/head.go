@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -61,20 +60,21 @@ type head struct {
 	// rows[i].Page at rows[i].Index, or pending when Page == len(chunks).
 	rows   []block.Summary
 	chunks []int64 // chunk offsets in the file
-	// pending are the bodies not yet in a chunk.
-	pending    [][]byte
-	rawPending int
-	// arena holds the pending bodies (see keep), ids the rows' service
-	// and host lists (keepIDs).
-	arena []byte
-	ids   []uint32
+	// bodies are the traces not yet in a chunk, encoded there one after
+	// the other (pending trace i ends at bodyEnds[i]). The buffer is
+	// written again once its chunk is written: a search copies what it
+	// reads of it (headView).
+	bodies   []byte
+	bodyEnds []int
+	// ids holds the rows' service and host lists (keepIDs).
+	ids []uint32
 
+	// filter: what the block's filter will hold; for a head with a
+	// write-ahead file (not a block being compacted or checked) it lists
+	// the head's rows by attribute pair too (filter.terms).
 	filter blockFilter
-	// terms, for a head with a write-ahead file (not a block being
-	// compacted or checked), lists its rows by attribute pair.
-	terms *headTerms
-	cat   *catalog
-	hosts map[string]struct{}
+	cat    *catalog
+	hosts  map[string]struct{}
 	// shared: the bytes of the head's traces that are other hosts'
 	// share (their spans in traces of this partition).
 	shared   map[string]int64
@@ -90,7 +90,7 @@ func newHeadValue(id, host, path string, created time.Time) *head {
 	h := &head{id: id, host: host, path: path, created: created, syms: syms, enc: encoder{syms: syms}, firstSym: 1,
 		cat: newCatalog(), hosts: map[string]struct{}{}, shared: map[string]int64{}, minStart: math.MaxInt64, maxEnd: math.MinInt64}
 	if path != "" {
-		h.terms = &headTerms{m: map[uint64]*headPosting{}}
+		h.filter.terms = &headTerms{}
 	}
 	return h
 }
@@ -141,45 +141,37 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// add encodes t into the head (the partition's lock is held) and returns
-// its encoded size.
+// add encodes t into the head's pending bodies (the partition's lock is
+// held) and returns its encoded size.
 func (h *head) add(t *trace.Trace) int {
-	body := h.enc.encodeTrace(t)
-	n := len(body)
-	h.pending = append(h.pending, h.keep(body))
-	h.rawPending += n
+	start := len(h.bodies)
+	h.bodies = h.enc.appendTrace(h.bodies, t)
+	n := len(h.bodies) - start
+	h.bodyEnds = append(h.bodyEnds, len(h.bodies))
 	row := summarizeInto(t, h.syms, &h.ids)
-	row.Page, row.Index = uint32(len(h.chunks)), uint32(len(h.pending)-1)
+	row.Page, row.Index = uint32(len(h.chunks)), uint32(len(h.bodyEnds)-1)
 	h.rows = append(h.rows, row)
 	h.note(t, &row, n)
 	return n
 }
 
-// bodyArena is the largest buffer a head keeps its pending bodies in
-// (the first is 1 KiB, each next twice the last: a head of a quiet host
-// holds little).
-const bodyArena = 64 << 10
-
-// keep returns a copy of body in the head's arena: bodies are copied
-// one after another into a buffer, and a new buffer begins when one is
-// full (bytes once kept are never written again: a search may hold
-// them).
-func (h *head) keep(body []byte) []byte {
-	if len(body) > bodyArena/4 {
-		return bytes.Clone(body)
+// pendingBody returns the body of pending trace i (false: there is none).
+func (h *head) pendingBody(i int) ([]byte, bool) {
+	if i < 0 || i >= len(h.bodyEnds) {
+		return nil, false
 	}
-	if cap(h.arena)-len(h.arena) < len(body) {
-		h.arena = make([]byte, 0, min(max(2*cap(h.arena), 1<<10, 2*len(body)), bodyArena))
+	start := 0
+	if i > 0 {
+		start = h.bodyEnds[i-1]
 	}
-	start := len(h.arena)
-	h.arena = append(h.arena, body...)
-	return h.arena[start:len(h.arena):len(h.arena)]
+	end := h.bodyEnds[i]
+	return h.bodies[start:end:end], true
 }
 
 // note adds what a trace of size bytes brings to the head's meta and
 // filter: its hosts, and the share of the bytes of other hosts' spans.
 func (h *head) note(t *trace.Trace, row *block.Summary, size int) {
-	h.filter.add(t, h.terms, uint32(max(len(h.rows)-1, 0)))
+	h.filter.add(t, uint32(max(len(h.rows)-1, 0)))
 	h.cat.add(t)
 	perSpan := max(int64(size)/int64(max(len(t.Spans), 1)), 1)
 	last := "" // a span's host mostly repeats the previous span's
@@ -268,12 +260,12 @@ func keepIDs(ids *[]uint32, list []uint32) []uint32 {
 	return (*ids)[start:len(*ids):len(*ids)]
 }
 
-func (h *head) walSize() int64 { return h.off + int64(h.rawPending) }
+func (h *head) walSize() int64 { return h.off + int64(len(h.bodies)) }
 
 // writeChunk writes the head's pending traces to its file as one chunk
 // (s.wmu is held).
 func (s *Store) writeChunk(p *partition, h *head) error {
-	if len(h.pending) == 0 {
+	if len(h.bodyEnds) == 0 {
 		return nil
 	}
 	p.mu.Lock()
@@ -281,8 +273,13 @@ func (s *Store) writeChunk(p *partition, h *head) error {
 	p.mu.Unlock()
 	// The payload and the block are built in the store's scratch
 	// buffers (s.wmu is held: one chunk is written at a time).
-	s.chunkRaw = appendPayload(s.chunkRaw[:0], h.firstSym, newSyms, h.pending)
-	s.chunkBlk = appendBlock(s.chunkBlk[:0], s.chunkRaw, blockHeader{count: uint32(len(h.pending)), minStart: h.minStart, maxEnd: h.maxEnd})
+	raw := appendPayloadHead(s.chunkRaw[:0], h.firstSym, newSyms, len(h.bodyEnds))
+	for i := range h.bodyEnds {
+		body, _ := h.pendingBody(i)
+		raw = appendBytes(raw, body)
+	}
+	s.chunkRaw = raw
+	s.chunkBlk = appendBlock(s.chunkBlk[:0], s.chunkRaw, blockHeader{count: uint32(len(h.bodyEnds)), minStart: h.minStart, maxEnd: h.maxEnd})
 	blk := s.chunkBlk
 	if cap(s.chunkRaw) > 4*s.opt.ChunkSize { // a huge trace's chunk: not kept
 		s.chunkRaw, s.chunkBlk = nil, nil
@@ -294,8 +291,12 @@ func (s *Store) writeChunk(p *partition, h *head) error {
 	h.chunks = append(h.chunks, h.off)
 	h.off += int64(len(blk))
 	h.firstSym = uint64(len(h.syms.names))
-	clear(h.pending)
-	h.pending, h.rawPending = h.pending[:0], 0
+	// The bodies are in the file now: their buffer takes the next ones
+	// (a search copied what it reads), unless a huge trace grew it.
+	h.bodies, h.bodyEnds = h.bodies[:0], h.bodyEnds[:0]
+	if cap(h.bodies) > 4*s.opt.ChunkSize {
+		h.bodies = nil
+	}
 	p.mu.Unlock()
 	s.addWAL(int64(len(blk)))
 	return nil
@@ -333,7 +334,8 @@ func (s *Store) cut(p *partition) error {
 		return fmt.Errorf("store: host %s: %w", p.host, err)
 	}
 	p.mu.Lock()
-	p.head = nil
+	p.head, p.rows = nil, len(h.rows)
+	h.bodies, h.bodyEnds = nil, nil // a sealed head's traces are all in its file
 	if len(h.rows) > 0 {
 		p.sealed = append(p.sealed, h)
 	}
@@ -351,14 +353,16 @@ func (s *Store) cut(p *partition) error {
 	return nil
 }
 
-// body returns row i's trace body (the partition's read lock is held
-// for pending bodies; chunks are read from the file and cached).
+// headBody returns row's trace body (h is a search's copy of a head,
+// headView: its pending bodies are its own; chunks are read from the
+// file and cached).
 func (s *Store) headBody(h *head, row *block.Summary) ([]byte, error) {
 	if int(row.Page) == len(h.chunks) {
-		if int(row.Index) >= len(h.pending) {
+		body, ok := h.pendingBody(int(row.Index))
+		if !ok {
 			return nil, fmt.Errorf("store: head %s: no pending trace %d", h.id, row.Index)
 		}
-		return h.pending[row.Index], nil
+		return body, nil
 	}
 	bodies, err := s.headChunk(h, int(row.Page))
 	if err != nil {
@@ -583,23 +587,25 @@ func (h *head) replayChunk(off int64, pl payload) error {
 }
 
 // headTerms is a head's term index in memory, for the attribute pairs
-// only (a text or regex search reads a head's traces): each pair's hash
-// (pairHash) with the head's rows that hold it, as uvarint differences
-// (a few bytes a trace; a block's term index is built from the traces
-// when the head is cut). At most maxHeadPairs distinct pairs are listed
-// (values unique to a trace would cost a map entry each): once full,
-// a pair not listed may be in any row.
+// only (a text or regex search reads a head's traces): the postings of
+// the pairs its filter lists (blockFilter.put), each the head's rows that
+// hold the pair, as uvarint differences (a few bytes a trace; a block's
+// term index is built from the traces when the head is cut). At most
+// maxHeadPairs distinct pairs are listed (values unique to a trace would
+// cost a posting each): once full, a pair not listed may be in any row.
 type headTerms struct {
-	m    map[uint64]*headPosting
-	full bool
-	// slab: the postings not yet handed out (one allocation for many:
-	// a value unique to a trace makes a posting a trace).
-	slab     []headPosting
-	slabSize int // the last slab's (16 to 256 postings)
+	// slabs hold the postings in the order they began, postingSlab each
+	// (a posting's number is 1 + its place; its address stays).
+	slabs [][]headPosting
+	n     int
+	full  bool
 }
 
-// maxHeadPairs bounds a head's term index (about 64 bytes a pair).
+// maxHeadPairs bounds a head's term index (about 56 bytes a pair).
 const maxHeadPairs = 1 << 16
+
+// postingSlab: the postings allocated at once.
+const postingSlab = 64
 
 type headPosting struct {
 	last, n uint32
@@ -608,33 +614,26 @@ type headPosting struct {
 	first [8]byte
 }
 
-// put lists row under the pair of hash x (the caller holds the
-// partition's lock; rows come in ascending order).
-func (ht *headTerms) put(x uint64, row uint32) {
-	if p := ht.posting(x); p != nil {
-		p.add(row)
+// begin returns a new posting and its number (0 and nil when the index
+// is full).
+func (ht *headTerms) begin() (uint32, *headPosting) {
+	if ht.n >= maxHeadPairs {
+		ht.full = true
+		return 0, nil
 	}
+	if ht.n%postingSlab == 0 {
+		ht.slabs = append(ht.slabs, make([]headPosting, postingSlab))
+	}
+	p := &ht.slabs[ht.n/postingSlab][ht.n%postingSlab]
+	p.rows = p.first[:0]
+	ht.n++
+	return uint32(ht.n), p
 }
 
-// posting returns the posting of the pair of hash x, beginning one when
-// there is none (nil when the index is full).
-func (ht *headTerms) posting(x uint64) *headPosting {
-	p := ht.m[x]
-	if p == nil {
-		if len(ht.m) >= maxHeadPairs {
-			ht.full = true
-			return nil
-		}
-		if len(ht.slab) == 0 {
-			ht.slabSize = min(max(2*ht.slabSize, 16), 256)
-			ht.slab = make([]headPosting, ht.slabSize)
-		}
-		p = &ht.slab[0]
-		ht.slab = ht.slab[1:]
-		p.rows = p.first[:0]
-		ht.m[x] = p
-	}
-	return p
+// posting returns the posting numbered v (begin).
+func (ht *headTerms) posting(v uint32) *headPosting {
+	v--
+	return &ht.slabs[v/postingSlab][v%postingSlab]
 }
 
 // add lists row (rows come in ascending order; a repeat is listed once).
@@ -647,15 +646,19 @@ func (p *headPosting) add(row uint32) {
 	p.n++
 }
 
-// rowsOf returns the rows below n that hold the pair of hash h as a
-// bitmap (nil when none does), and false when it cannot tell (the pair is
-// not listed and the index is full); the caller holds the partition's
-// read lock.
-func (ht *headTerms) rowsOf(h uint64, n int) ([]uint64, bool) {
-	p := ht.m[h]
-	if p == nil {
-		return nil, !ht.full
+// rowsOf returns the rows below n that hold the pair of hash x as a
+// bitmap (nil when none does), and false when it cannot tell (the pair
+// came when the head's term index was full); only for a filter that
+// lists rows (terms), the caller holding the partition's read lock.
+func (f *blockFilter) rowsOf(x uint64, n int) ([]uint64, bool) {
+	v, ok := f.pairs.get(x)
+	if !ok {
+		return nil, true
 	}
+	if v == 0 {
+		return nil, false
+	}
+	p := f.terms.posting(v)
 	set := make([]uint64, (n+63)/64)
 	b, row := p.rows, uint64(0)
 	for range p.n {
@@ -670,6 +673,110 @@ func (ht *headTerms) rowsOf(h uint64, n int) ([]uint64, bool) {
 	return set, true
 }
 
+// pairSet is a filter's set of pair hashes (pairHash), open-addressed
+// in two flat slices, each hash with a value: the number of its posting
+// in the head's term index (headTerms.begin; 0: none). The hashes are
+// mixed already, so their low bits place them. It took the place of a
+// map for the filter and another for the term index: a pair never seen
+// cost two map inserts (h-storecpu2).
+type pairSet struct {
+	keys []uint64 // 0: an empty slot (the hash 0 is kept aside)
+	vals []uint32
+	n    int // keys in use
+	zero bool
+	zv   uint32
+}
+
+// pairSetMin is a set's first size (slots).
+const pairSetMin = 64
+
+// ref returns the value of x, adding x (value 0) when new (added); the
+// pointer is good until the next ref.
+func (s *pairSet) ref(x uint64) (v *uint32, added bool) {
+	if x == 0 {
+		added = !s.zero
+		s.zero = true
+		return &s.zv, added
+	}
+	if 4*(s.n+1) > 3*len(s.keys) {
+		s.grow()
+	}
+	mask := uint64(len(s.keys) - 1)
+	for i := x & mask; ; i = (i + 1) & mask {
+		switch s.keys[i] {
+		case x:
+			return &s.vals[i], false
+		case 0:
+			s.keys[i] = x
+			s.n++
+			return &s.vals[i], true
+		}
+	}
+}
+
+// get returns the value of x and whether the set holds x.
+func (s *pairSet) get(x uint64) (uint32, bool) {
+	if x == 0 {
+		return s.zv, s.zero
+	}
+	if len(s.keys) == 0 {
+		return 0, false
+	}
+	mask := uint64(len(s.keys) - 1)
+	for i := x & mask; ; i = (i + 1) & mask {
+		switch s.keys[i] {
+		case x:
+			return s.vals[i], true
+		case 0:
+			return 0, false
+		}
+	}
+}
+
+// has reports whether the set holds x.
+func (s *pairSet) has(x uint64) bool {
+	_, ok := s.get(x)
+	return ok
+}
+
+// grow doubles the slots (at most three in four are used).
+func (s *pairSet) grow() {
+	keys, vals := s.keys, s.vals
+	size := max(2*len(keys), pairSetMin)
+	s.keys, s.vals = make([]uint64, size), make([]uint32, size)
+	mask := uint64(size - 1)
+	for j, x := range keys {
+		if x == 0 {
+			continue
+		}
+		i := x & mask
+		for s.keys[i] != 0 {
+			i = (i + 1) & mask
+		}
+		s.keys[i], s.vals[i] = x, vals[j]
+	}
+}
+
+// len returns the number of hashes in the set.
+func (s *pairSet) len() int {
+	if s.zero {
+		return s.n + 1
+	}
+	return s.n
+}
+
+// each calls fn with every hash of the set.
+func (s *pairSet) each(fn func(uint64)) {
+	if s.zero {
+		fn(0)
+	}
+	for _, x := range s.keys {
+		if x != 0 {
+			fn(x)
+		}
+	}
+}
+
 // blockFilter collects what a block's attribute filter holds: every
 // attribute pair (key=value) and the trigrams of the strings of the
 // block's dictionary (operations, classes, attribute keys, hosts,
@@ -677,7 +784,9 @@ func (ht *headTerms) rowsOf(h uint64, n int) ([]uint64, bool) {
 // by scanning a trace's bytes instead: their trigrams would make the
 // filter larger than the data.
 type blockFilter struct {
-	pairs   map[uint64]struct{}
+	pairs pairSet
+	// terms, when set (a head's filter), lists the head's rows by pair.
+	terms   *headTerms
 	strings map[string]struct{}
 	// The resources and scopes added (the assembler shares one among
 	// the traces of a resource: their pairs are hashed once a block),
@@ -702,12 +811,10 @@ type blockFilter struct {
 	small    [3][]uint64 // bit sets of the values added below smallLimit: orderIndex, eoi, ess
 }
 
-// add adds t's pairs and strings, and lists them under row in terms (nil:
-// a block being compacted or checked keeps none). A pair is hashed once
-// for both.
-func (f *blockFilter) add(t *trace.Trace, terms *headTerms, row uint32) {
-	if f.pairs == nil {
-		f.pairs = map[uint64]struct{}{}
+// add adds t's pairs and strings, and lists the pairs under row when
+// the filter lists rows (terms). A pair is hashed once for both.
+func (f *blockFilter) add(t *trace.Trace, row uint32) {
+	if f.strings == nil {
 		f.strings = map[string]struct{}{}
 		f.resources = map[*trace.Resource][]uint64{}
 		f.scopes = map[*trace.Scope][]uint64{}
@@ -718,7 +825,7 @@ func (f *blockFilter) add(t *trace.Trace, terms *headTerms, row uint32) {
 			f.addString(str)
 		}
 		for _, a := range s.Attributes {
-			f.addPair(a.Key, a.Value, terms, row)
+			f.addPair(a.Key, a.Value, row)
 			f.addString(a.Key)
 		}
 		f.kieker(s)
@@ -729,18 +836,16 @@ func (f *blockFilter) add(t *trace.Trace, terms *headTerms, row uint32) {
 		hs, ok := f.resources[r]
 		if !ok {
 			for _, a := range r.Attributes {
-				x := pairHash(a.Key, a.Value)
-				f.pairs[x] = struct{}{}
-				hs = append(hs, x)
+				hs = append(hs, pairHash(a.Key, a.Value))
 				if _, ok := f.strings[a.Key]; !ok {
 					f.strings[strings.Clone(a.Key)] = struct{}{}
 				}
 			}
 			f.resources[r] = hs
 		}
-		if terms != nil {
+		if !ok || f.terms != nil {
 			for _, x := range hs {
-				terms.put(x, row)
+				f.put(x, row)
 			}
 		}
 	}
@@ -754,14 +859,11 @@ func (f *blockFilter) add(t *trace.Trace, terms *headTerms, row uint32) {
 					f.strings[strings.Clone(a.Key)] = struct{}{}
 				}
 			}
-			for _, x := range hs {
-				f.pairs[x] = struct{}{}
-			}
 			f.scopes[c] = hs
 		}
-		if terms != nil {
+		if !ok || f.terms != nil {
 			for _, x := range hs {
-				terms.put(x, row)
+				f.put(x, row)
 			}
 		}
 	}
@@ -769,11 +871,10 @@ func (f *blockFilter) add(t *trace.Trace, terms *headTerms, row uint32) {
 
 // pairSlot is a pair added before, found again by the addresses of its
 // strings (the spans' keys and repeated values are interned: they come
-// again with the same bytes), with its hash and its posting in the
-// head's term index (nil: none).
+// again with the same bytes), with its posting in the head's term index
+// (nil: none).
 type pairSlot struct {
 	key, value string
-	x          uint64
 	p          *headPosting
 }
 
@@ -781,9 +882,28 @@ type pairSlot struct {
 // address.
 const maxPairBits = 10
 
-// addPair adds the pair (key, value) and lists it under row in terms (nil:
-// none). A pair found by address is neither hashed nor looked up again.
-func (f *blockFilter) addPair(key, value string, terms *headTerms, row uint32) {
+// put adds the pair of hash x and, when the filter lists rows, lists it
+// under row; it returns the pair's posting (nil: none).
+func (f *blockFilter) put(x uint64, row uint32) *headPosting {
+	v, added := f.pairs.ref(x)
+	if f.terms == nil {
+		return nil
+	}
+	var p *headPosting
+	if added {
+		*v, p = f.terms.begin()
+	} else if *v != 0 {
+		p = f.terms.posting(*v)
+	}
+	if p != nil {
+		p.add(row)
+	}
+	return p
+}
+
+// addPair adds the pair (key, value) and lists it under row (put). A
+// pair found by address is neither hashed nor looked up again.
+func (f *blockFilter) addPair(key, value string, row uint32) {
 	if len(f.pairAt) == 0 || f.pairBits < maxPairBits && int(row) >= len(f.pairAt) {
 		f.pairBits = min(max(f.pairBits+2, 6), maxPairBits)
 		f.pairAt = make([]pairSlot, 1<<f.pairBits) // a cache: begins empty
@@ -793,20 +913,10 @@ func (f *blockFilter) addPair(key, value string, terms *headTerms, row uint32) {
 	if kp != nil && unsafe.StringData(slot.key) == kp && unsafe.StringData(slot.value) == vp && len(slot.key) == len(key) && len(slot.value) == len(value) {
 		if slot.p != nil {
 			slot.p.add(row)
-		} else if terms != nil {
-			terms.put(slot.x, row)
 		}
 		return
 	}
-	x := pairHash(key, value)
-	f.pairs[x] = struct{}{}
-	var p *headPosting
-	if terms != nil {
-		if p = terms.posting(x); p != nil {
-			p.add(row)
-		}
-	}
-	*slot = pairSlot{key: key, value: value, x: x, p: p}
+	*slot = pairSlot{key: key, value: value, p: f.put(pairHash(key, value), row)}
 }
 
 // addString adds s to the strings.
@@ -846,11 +956,11 @@ func (f *blockFilter) kieker(s *trace.Span) {
 		return
 	}
 	if !f.kidSeen || s.KiekerTrace != f.kid {
-		f.pairs[pairHash(keyKiekerTrace, strconv.FormatInt(s.KiekerTrace, 10))] = struct{}{}
+		f.pairs.ref(pairHash(keyKiekerTrace, strconv.FormatInt(s.KiekerTrace, 10)))
 		f.kid, f.kidSeen = s.KiekerTrace, true
 	}
 	if s.Session != "" && s.Session != f.session {
-		f.pairs[pairHash(keyKiekerSession, s.Session)] = struct{}{}
+		f.pairs.ref(pairHash(keyKiekerSession, s.Session))
 		f.session = s.Session
 	}
 }
@@ -869,7 +979,7 @@ func (f *blockFilter) addSmall(k int, v int32) {
 		set[v/64] |= 1 << (v % 64)
 		return
 	}
-	f.pairs[pairHash(smallKeys[k], strconv.Itoa(int(v)))] = struct{}{}
+	f.pairs.ref(pairHash(smallKeys[k], strconv.Itoa(int(v))))
 }
 
 // hasSmall reports whether the pair (key, value) is one of the small
@@ -889,9 +999,7 @@ func (f *blockFilter) hasSmall(key, value string) bool {
 
 // eachPair calls fn with the hash of every pair added.
 func (f *blockFilter) eachPair(fn func(uint64)) {
-	for h := range f.pairs {
-		fn(h)
-	}
+	f.pairs.each(fn)
 	for k, set := range f.small {
 		for w, bits := range set {
 			for ; bits != 0; bits &= bits - 1 {
@@ -904,7 +1012,7 @@ func (f *blockFilter) eachPair(fn func(uint64)) {
 
 // bloom builds the filter.
 func (f *blockFilter) bloom() *block.Bloom {
-	n := len(f.pairs)
+	n := f.pairs.len()
 	for _, set := range f.small {
 		for _, bits := range set {
 			n += mbits.OnesCount64(bits)

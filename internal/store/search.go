@@ -173,20 +173,22 @@ func (s *Store) headView(p *partition, h *head) *view {
 	n := len(h.syms.names)
 	names := h.syms.names[:n:n]
 	chunks := h.chunks[:len(h.chunks):len(h.chunks)]
-	pending := slices.Clone(h.pending)
+	// The pending bodies' buffer takes the next ones once they are in a
+	// chunk: the view reads a copy.
+	bodies, ends := bytes.Clone(h.bodies), slices.Clone(h.bodyEnds)
 	v := &view{p: p, h: h, desc: h.path, rows: h.rows[:len(h.rows):len(h.rows)], dict: names}
 	byName := make(map[string]uint32, n)
 	for i, name := range names {
 		byName[name] = uint32(i)
 	}
 	v.byName = func(name string) (uint32, bool) { id, ok := byName[name]; return id, ok }
-	hv := &head{id: h.id, path: h.path, chunks: chunks, pending: pending}
+	hv := &head{id: h.id, path: h.path, chunks: chunks, bodies: bodies, bodyEnds: ends}
 	v.body = func(_ context.Context, row *block.Summary) ([]byte, error) { return s.headBody(hv, row) }
 	v.pairsOK = func(f *filter) bool {
 		p.mu.RLock()
 		defer p.mu.RUnlock()
 		for i, x := range f.pairs {
-			if _, ok := h.filter.pairs[x]; !ok && !h.filter.hasSmall(f.q.Attrs[i].Key, f.q.Attrs[i].Value) {
+			if !h.filter.pairs.has(x) && !h.filter.hasSmall(f.q.Attrs[i].Key, f.q.Attrs[i].Value) {
 				return false
 			}
 		}
@@ -442,7 +444,7 @@ func (s *Store) useTerms(ctx context.Context, rf *rowFilter) {
 // lists under every attribute pair asked for.
 func headCandidates(rf *rowFilter) {
 	v := rf.v
-	if v.h.terms == nil {
+	if v.h.filter.terms == nil {
 		return
 	}
 	v.p.mu.RLock()
@@ -452,7 +454,7 @@ func headCandidates(rf *rowFilter) {
 		if strings.HasPrefix(a.Key, "kieker.") {
 			continue
 		}
-		set, ok := v.h.terms.rowsOf(pairHash(a.Key, a.Value), len(v.rows))
+		set, ok := v.h.filter.rowsOf(pairHash(a.Key, a.Value), len(v.rows))
 		if !ok {
 			continue // the head's index is full: the pair may be in any row
 		}

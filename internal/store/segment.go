@@ -196,17 +196,28 @@ type payload struct {
 }
 
 func appendPayload(dst []byte, firstSym uint64, syms []string, traces [][]byte) []byte {
+	dst = appendPayloadHead(dst, firstSym, syms, len(traces))
+	for _, t := range traces {
+		dst = appendBytes(dst, t)
+	}
+	return dst
+}
+
+// appendPayloadHead appends what a payload holds before its n traces
+// (each then appended by appendBytes).
+func appendPayloadHead(dst []byte, firstSym uint64, syms []string, n int) []byte {
 	dst = binary.AppendUvarint(dst, firstSym)
 	dst = binary.AppendUvarint(dst, uint64(len(syms)))
 	for _, s := range syms {
 		dst = appendString(dst, s)
 	}
-	dst = binary.AppendUvarint(dst, uint64(len(traces)))
-	for _, t := range traces {
-		dst = binary.AppendUvarint(dst, uint64(len(t)))
-		dst = append(dst, t...)
-	}
-	return dst
+	return binary.AppendUvarint(dst, uint64(n))
+}
+
+// appendBytes appends p with its length before it.
+func appendBytes(dst, p []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(p)))
+	return append(dst, p...)
 }
 
 // parsePayload splits the raw payload of a block of version (its

@@ -257,6 +257,9 @@ type partition struct {
 	// blocks are listed.
 	sealed []*head
 	blocks []*blockRef // by MinStart
+	// rows: how many traces the last head cut held (the next head's rows
+	// are made that large at once: a busy host's heads are alike).
+	rows int
 }
 
 // blockRef is a block of the store: its meta, and where its data is.
@@ -486,6 +489,7 @@ func (s *Store) appendTrace(p *partition, t *trace.Trace, now time.Time) error {
 		if err != nil {
 			return err
 		}
+		h.rows = make([]block.Summary, 0, p.rows)
 		p.mu.Lock()
 		p.head = h
 		p.mu.Unlock()
@@ -494,7 +498,7 @@ func (s *Store) appendTrace(p *partition, t *trace.Trace, now time.Time) error {
 	p.mu.Lock()
 	h.add(t)
 	p.mu.Unlock()
-	if h.rawPending >= s.opt.ChunkSize {
+	if len(h.bodies) >= s.opt.ChunkSize {
 		if err := s.writeChunk(p, h); err != nil {
 			return err
 		}

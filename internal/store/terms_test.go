@@ -384,7 +384,7 @@ func TestCheckFindsAWrongTermIndex(t *testing.T) {
 // past it, a pair not listed may be in any row (no answer), while a
 // listed pair keeps every row.
 func TestHeadTermsBound(t *testing.T) {
-	ht := &headTerms{m: map[uint64]*headPosting{}}
+	ht := &blockFilter{terms: &headTerms{}}
 	for i := range maxHeadPairs {
 		ht.put(uint64(i), uint32(i))
 	}
@@ -394,6 +394,10 @@ func TestHeadTermsBound(t *testing.T) {
 	n := maxHeadPairs + 2
 	if set, ok := ht.rowsOf(1<<40, n); ok || set != nil {
 		t.Errorf("a pair past the bound: %v %v", set != nil, ok)
+	}
+	// A pair no row holds: every pair is in the filter's set, listed or not.
+	if set, ok := ht.rowsOf(1<<41, n); !ok || set != nil {
+		t.Errorf("a pair never added: %v %v", set != nil, ok)
 	}
 	set, ok := ht.rowsOf(0, n)
 	var rows []int
@@ -409,7 +413,7 @@ func TestHeadTermsBound(t *testing.T) {
 	if set, _ := ht.rowsOf(0, 1); len(set) != 1 || set[0] != 1 {
 		t.Errorf("pair 0 below row 1: %v", set)
 	}
-	if !ht.full || len(ht.m) != maxHeadPairs {
-		t.Errorf("full %v, %d pairs", ht.full, len(ht.m))
+	if !ht.terms.full || ht.terms.n != maxHeadPairs || ht.pairs.len() != maxHeadPairs+1 {
+		t.Errorf("full %v, %d pairs listed, %d in the set", ht.terms.full, ht.terms.n, ht.pairs.len())
 	}
 }
