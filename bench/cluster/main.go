@@ -26,7 +26,10 @@
 //     until found, N times;
 //   - takeover: kill -9 of a node, then the time until the others own
 //     every partition (their /metrics, every 100 ms); the node restarts
-//     and the cluster settles before the next kill, N times.
+//     and the cluster settles before the next kill, N times in each
+//     cluster (the clusters in turn), each kill noting whether the
+//     victim led the lease bucket (-kill-leader: every other kill is of
+//     that leader).
 //
 // Concurrency: one goroutine per client, one per profile being fetched;
 // everything else on the main goroutine. The bridges and versitygw are
@@ -53,7 +56,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/tracebridge/tracebridge/internal/benchkit"
+	"github.com/tracebridge/tracebridge/internal/natsd"
 )
 
 func main() {
@@ -71,6 +78,7 @@ type options struct {
 	bin          string
 	base         string
 	profile      string
+	killLeader   bool
 }
 
 func run() int {
@@ -85,6 +93,7 @@ func run() int {
 	flag.StringVar(&o.bin, "tracebridge", "", "the binary (default: built from this module)")
 	flag.StringVar(&o.base, "base-bin", "", "a second tracebridge binary (e.g. main's): its own three-node cluster, measured in the same rounds")
 	flag.StringVar(&o.profile, "profile", "", "after the ingest rounds, one more ingest per cluster with a CPU profile of each node, written to DIR")
+	flag.BoolVar(&o.killLeader, "kill-leader", false, "every other kill is of the node leading the lease bucket's Raft group ("+leaseStream+"), the others of a node that does not")
 	flag.StringVar(&logDir, "logs", "", "append each process's log to DIR/<node>.log (a takeover's timeline: the kills are logged with their time)")
 	flag.Parse()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -192,6 +201,7 @@ const commonYAML = "traces: {window: 1s}\nreceivers:\n  - {name: otlp, type: otl
 // node is one node of a cluster.
 type node struct {
 	dir, cfg, otlp, pprof string
+	nats                  string // its embedded NATS server's client address
 	p                     *proc
 }
 
@@ -220,7 +230,7 @@ func newCluster(ctx context.Context, name, bin, dir, endpoint, access, secret st
 				others = append(others, strconv.Quote(route[j]))
 			}
 		}
-		nd := &node{dir: filepath.Join(dir, name+strconv.Itoa(i+1))}
+		nd := &node{dir: filepath.Join(dir, name+strconv.Itoa(i+1)), nats: client[i]}
 		if o.profile != "" {
 			nd.pprof = net.JoinHostPort(h, strconv.Itoa(freePort(h)))
 		}
@@ -465,39 +475,135 @@ func bench(ctx context.Context, o options, dir, bin string, logf func(string, ..
 	}
 	fmt.Printf("ack → searchable on another node: p50 %v, max %v (%d probes)\n", p50(delays), slices.Max(delays), len(delays))
 
-	// Takeover after kill -9.
-	var takeovers []time.Duration
+	// Takeover after kill -9, in each cluster in turn.
+	type kills struct {
+		all, led, other []time.Duration
+	}
+	per := make([]kills, len(clusters))
 	for r := range o.rounds {
-		victim := r % 3
-		var rest []*proc
-		for i, nd := range nodes {
-			if i != victim {
-				rest = append(rest, nd.p)
+		for i, c := range clusters {
+			d, led, err := killOne(ctx, c, r, o, logf)
+			if err != nil {
+				return fmt.Errorf("cluster %s: %w", filepath.Base(c.bin), err)
 			}
-		}
-		nodes[victim].p.kill()
-		t0 := time.Now()
-		logf("kill -9 of node %d at %s", victim+1, t0.UTC().Format("15:04:05.000"))
-		for owned(rest) != o.partitions {
-			if time.Since(t0) > 2*time.Minute {
-				return fmt.Errorf("partitions not taken over after 2 minutes")
+			per[i].all = append(per[i].all, d)
+			if led {
+				per[i].led = append(per[i].led, d)
+			} else {
+				per[i].other = append(per[i].other, d)
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		takeovers = append(takeovers, time.Since(t0))
-		logf("kill %d (node %d): taken over in %v", r+1, victim+1, takeovers[r].Round(10*time.Millisecond))
-		if nodes[victim].p, nodes[victim].otlp, err = startServe(ctx, bin, nodes[victim].dir, nodes[victim].cfg, nodes[victim].pprof); err != nil {
-			return err
-		}
-		if err := settle(tested.procs(), o.partitions, 3*time.Minute); err != nil {
-			return err
-		}
-		for metric(nodes[victim].p, "tracebridge_cluster_owned_partitions") < 1 {
-			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	fmt.Printf("takeover after kill -9: p50 %v, max %v (%d kills)\n", p50(takeovers).Round(10*time.Millisecond), slices.Max(takeovers).Round(10*time.Millisecond), len(takeovers))
+	for i, c := range clusters {
+		k := per[i]
+		fmt.Printf("takeover after kill -9, %s: p50 %v, max %v (%d kills: %s)", filepath.Base(c.bin), p50(k.all).Round(10*time.Millisecond), slices.Max(k.all).Round(10*time.Millisecond), len(k.all), durations(k.all))
+		if len(k.led) > 0 {
+			fmt.Printf("; victim led %s: %s", leaseStream, durations(k.led))
+		}
+		if len(k.other) > 0 {
+			fmt.Printf("; it did not: %s", durations(k.other))
+		}
+		fmt.Println()
+	}
 	return nil
+}
+
+// leaseStream is the stream of the cluster's lease bucket (tb_leases).
+const leaseStream = "KV_tb_leases"
+
+// killOne kills a node of c with SIGKILL and measures the time until the
+// other two own every partition; then it starts the node again and waits
+// for the cluster to settle. With -kill-leader, every other kill (round
+// r even) is of the node that leads the lease bucket's Raft group, the
+// others of a node that does not; without, node r%3. It reports whether
+// the victim led the lease bucket.
+func killOne(ctx context.Context, c *cluster, r int, o options, logf func(string, ...any)) (time.Duration, bool, error) {
+	nodes := c.nodes
+	leader := c.leader(ctx, leaseStream)
+	victim := r % 3
+	if o.killLeader && leader >= 0 {
+		if r%2 == 0 {
+			victim = leader
+		} else if victim == leader {
+			victim = (victim + 1) % 3
+		}
+	}
+	var rest []*proc
+	for i, nd := range nodes {
+		if i != victim {
+			rest = append(rest, nd.p)
+		}
+	}
+	led := victim == leader
+	nodes[victim].p.kill()
+	t0 := time.Now()
+	logf("%s: kill -9 of node %d at %s (it led %s: %v; leader %d)", c.name, victim+1, t0.UTC().Format("15:04:05.000"), leaseStream, led, leader+1)
+	for owned(rest) != o.partitions {
+		if time.Since(t0) > 2*time.Minute {
+			return 0, led, fmt.Errorf("partitions not taken over after 2 minutes")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	d := time.Since(t0)
+	logf("%s: kill %d (node %d, led %s: %v): taken over in %v", c.name, r+1, victim+1, leaseStream, led, d.Round(10*time.Millisecond))
+	var err error
+	if nodes[victim].p, nodes[victim].otlp, err = startServe(ctx, c.bin, nodes[victim].dir, nodes[victim].cfg, nodes[victim].pprof); err != nil {
+		return d, led, err
+	}
+	if err := settle(c.procs(), o.partitions, 3*time.Minute); err != nil {
+		return d, led, err
+	}
+	for metric(nodes[victim].p, "tracebridge_cluster_owned_partitions") < 1 {
+		time.Sleep(200 * time.Millisecond)
+	}
+	return d, led, nil
+}
+
+// leader is the index of the node whose server leads stream's Raft group
+// (-1 when no node can tell), asked through node 1's embedded server (or
+// another's) with its credential.
+func (c *cluster) leader(ctx context.Context, stream string) int {
+	for _, nd := range c.nodes {
+		creds, err := natsd.ReadCredentials(natsd.CredentialsFile(filepath.Join(nd.dir, "tracebridge-data")))
+		if err != nil {
+			continue
+		}
+		nc, err := nats.Connect("nats://"+nd.nats, nats.UserInfo(creds.User, creds.Password), nats.Timeout(5*time.Second))
+		if err != nil {
+			continue
+		}
+		name := func() string {
+			defer nc.Close()
+			js, err := jetstream.New(nc)
+			if err != nil {
+				return ""
+			}
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			st, err := js.Stream(cctx, stream)
+			if err != nil {
+				return ""
+			}
+			if ci := st.CachedInfo().Cluster; ci != nil {
+				return ci.Leader
+			}
+			return ""
+		}()
+		for i := range c.nodes {
+			if name == "n"+strconv.Itoa(i+1) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+func durations(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = fmt.Sprintf("%.2f", d.Seconds())
+	}
+	return strings.Join(parts, ", ")
 }
 
 func medianOf(ss []sample, f func(sample) float64) float64 {

@@ -29,8 +29,14 @@
 //     the stream the messages whose records are all in those blocks: the
 //     stream holds exactly what is not yet durable, and a takeover
 //     resumes from there. An owner that cannot renew its lease stops
-//     consuming and drops what it assembled LeaseTTL/4 before the lease can
-//     expire (its renewals stop waiting then).
+//     consuming and drops what it assembled at its deadline, LeaseTTL/4
+//     before the lease can expire (its renewals stop waiting then, and
+//     the owner checks the deadline itself before each fetch, so does
+//     the compactor's role: a renewal that hangs fences all the same).
+//     A lease records when its renewal was sent; a taker takes over a
+//     lease whose renewal (and the bucket's timestamp of it) is older
+//     than LeaseTTL + maxSkew by its clock, revision-checked, without
+//     waiting for the bucket to remove it (takeStale).
 //   - Presence: every node puts a heartbeat into tb_nodes (with a TTL),
 //     which Status reads.
 //

@@ -150,6 +150,13 @@ type leaseValue struct {
 	// Checkpoint is the stream sequence up to which the owner purged
 	// the partition (its records are in blocks), as of the last renewal.
 	Checkpoint uint64 `json:"checkpoint,omitempty"`
+	// Renewed is when the owner sent the renewal (or the take) that
+	// stored this value, by its clock: a taker takes the lease over
+	// once this and the bucket's timestamp of the value are both more
+	// than LeaseTTL + maxSkew old by its own clock (takeStale), without
+	// waiting for the bucket to remove it. Zero in leases of nodes of
+	// earlier versions: those only expire.
+	Renewed time.Time `json:"renewed,omitzero"`
 }
 
 // New connects to NATS; Run sets up the stream and the buckets and runs
@@ -226,15 +233,18 @@ func New(opt Options) (*Node, error) {
 	return n, nil
 }
 
-// Compactor says whether this node holds partition 0's lease: the one
-// node of the cluster that applies retention and compacts the shared
-// store's blocks (a lease, so there is at most one, and a new one within
-// a takeover when it dies).
+// Compactor says whether this node holds partition 0's lease, before its
+// owner's renewal deadline: the one node of the cluster that applies
+// retention and compacts the shared store's blocks (a lease, so there is
+// at most one, and a new one within a takeover when it dies).
 func (n *Node) Compactor() bool {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	_, ok := n.owners[0]
-	return ok
+	o := n.owners[0]
+	n.mu.Unlock()
+	// Past its deadline the owner may have another node as successor,
+	// even while its renewal has not told it yet (one that hangs, or a
+	// lease goroutine busy handing a partition over).
+	return o != nil && !o.lapsed()
 }
 
 // Name is the node's name.
@@ -500,22 +510,21 @@ func leaseKey(p int) string { return "p" + strconv.Itoa(p) }
 // not renew before its fence deadline, is fenced: it stops and drops what
 // it assembled.
 func (n *Node) renew(ctx context.Context) {
+	now := time.Now()
 	n.mu.Lock()
 	owners := make([]*owner, 0, len(n.owners))
 	for _, o := range n.owners {
-		owners = append(owners, o)
+		if now.Sub(o.renewed) >= n.opt.LeaseTTL/4 {
+			owners = append(owners, o)
+		}
 	}
 	fenced := make([]fencedLease, 0, len(n.fenced))
 	for _, f := range n.fenced {
 		fenced = append(fenced, f)
 	}
 	n.mu.Unlock()
-	now := time.Now()
 	var wg sync.WaitGroup
 	for _, o := range owners {
-		if now.Sub(o.renewed) < n.opt.LeaseTTL/4 {
-			continue
-		}
 		wg.Go(func() { n.renewOne(ctx, o) })
 	}
 	for _, f := range fenced {
@@ -525,29 +534,34 @@ func (n *Node) renew(ctx context.Context) {
 }
 
 // fencedLease is a lease whose owner was fenced because it could not be
-// renewed in time: still this node's in the bucket until it expires.
+// renewed in time: still this node's in the bucket until it expires or
+// another node takes it.
 type fencedLease struct {
 	p       int
-	value   []byte
+	value   []byte // the take's value (node, since) with its last checkpoint
 	rev     uint64
-	renewed time.Time // the last renewal sent before the one stored last
+	renewed time.Time // the last renewal stored
 	fenced  time.Time
 }
 
 // reclaim renews a fenced lease, revision-checked: the update succeeds
-// only while the lease is still this node's, unchanged and not expired
-// (so no other node can have taken it, and its old owner has stopped),
-// and then the partition is owned again at once, read from its first
-// message in the stream. This is what keeps a quorum that answered late
-// (a bucket's leader election after a node's death or a network
-// partition's heal) from handing partitions over. The bucket decides,
-// not this node's clock: the lease is forgotten when the bucket no
-// longer has it, or has another's.
+// only while the lease is still this node's and unchanged (so no other
+// node can have taken it, and its old owner has stopped), and then the
+// partition is owned again at once, read from its first message in the
+// stream. This is what keeps a quorum that answered late (a bucket's
+// leader election after a node's death or a network partition's heal)
+// from handing partitions over. The bucket decides, not this node's
+// clock: the lease is forgotten when the bucket no longer has it, or has
+// another's (a taker's create after it expired, or its revision-checked
+// update once the renewal recorded in it was old: take).
 func (n *Node) reclaim(ctx context.Context, f fencedLease) {
 	cctx, cancel := context.WithTimeout(ctx, n.opt.LeaseTTL/4)
 	defer cancel()
 	t0 := time.Now()
-	rev, err := n.leases.Update(cctx, leaseKey(f.p), f.value, f.rev)
+	// Stamped with this attempt's time: a taker counts the lease's age
+	// from it (takeStale), and the owner's deadline from t0.
+	val := stamp(f.value, 0, t0)
+	rev, err := n.leases.Update(cctx, leaseKey(f.p), val, f.rev)
 	if err != nil {
 		// A renewal sent before the fence may have been stored after it
 		// (sent again on reconnection, or its answer lost): the lease
@@ -564,7 +578,8 @@ func (n *Node) reclaim(ctx context.Context, f fencedLease) {
 			return
 		}
 		t0 = time.Now()
-		if rev, err = n.leases.Update(cctx, leaseKey(f.p), f.value, e.Revision()); err != nil {
+		val = stamp(f.value, 0, t0)
+		if rev, err = n.leases.Update(cctx, leaseKey(f.p), val, e.Revision()); err != nil {
 			return
 		}
 	}
@@ -591,22 +606,34 @@ func (n *Node) dropFenced(f fencedLease) {
 	n.mu.Unlock()
 }
 
-// fenceMargin is how long before its lease can expire an owner that could
-// not renew it stops: the server lets a lease expire LeaseTTL after the
-// last renewal it stored, which it stored after o.renewed, and another
-// node may take it at once. The margin covers the owner's stop (a fetch
-// in flight) on a busy machine.
+// fenceMargin is how long before its lease can be taken an owner that
+// could not renew it stops (its deadline, owner.lapsed): the server lets
+// a lease expire LeaseTTL after the last renewal it stored, which it
+// stored after the owner sent it, and a taker takes it over LeaseTTL +
+// maxSkew after that renewal's own time and its server timestamp
+// (takeStale). The margin covers the owner's stop (the fetch in flight)
+// on a busy machine.
 func (n *Node) fenceMargin() time.Duration { return n.opt.LeaseTTL / 4 }
+
+// maxSkew is how far the nodes' clocks (and the bucket servers') may be
+// apart for a takeover by the renewal's recorded time (takeStale) to be
+// safe: a taker waits this long beyond LeaseTTL, and the owner stopped
+// fenceMargin before LeaseTTL by its own clock, so clocks may differ by
+// up to maxSkew + fenceMargin less the owner's stop (NTP keeps them
+// within milliseconds).
+const maxSkew = time.Second
 
 // renewOne renews o's lease; its attempt ends at the fence deadline.
 func (n *Node) renewOne(ctx context.Context, o *owner) {
-	deadline := o.renewed.Add(n.opt.LeaseTTL - n.fenceMargin())
+	n.mu.Lock()
+	renewed, rev := o.renewed, o.rev
+	n.mu.Unlock()
+	deadline := renewed.Add(n.opt.LeaseTTL - n.fenceMargin())
 	t0 := time.Now()
 	if !t0.Before(deadline) {
 		// Not renewed in time (the process was paused, or every attempt
 		// failed): another node may hold the lease by now.
-		n.fence(o, "its lease could not be renewed before it expires", fmt.Errorf("last renewed %v ago", t0.Sub(o.renewed).Round(time.Millisecond)))
-		n.keepFenced(o, o.value)
+		n.fence(o, "its lease could not be renewed before it expires", fmt.Errorf("last renewed %v ago", t0.Sub(renewed).Round(time.Millisecond)), true)
 		return
 	}
 	end := t0.Add(n.opt.LeaseTTL / 4)
@@ -615,18 +642,31 @@ func (n *Node) renewOne(ctx context.Context, o *owner) {
 	}
 	cctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
-	val := o.value
-	if c := o.purged.Load(); c > 0 {
-		val = o.valueWith(c)
-	}
-	rev, err := n.leases.Update(cctx, leaseKey(o.p), val, o.rev)
+	val := stamp(o.value, o.purged.Load(), t0)
+	newRev, err := n.leases.Update(cctx, leaseKey(o.p), val, rev)
 	if err != nil && isWrongSequence(err) {
 		// A renewal whose answer was lost (a timeout after the server
 		// stored it) leaves o.rev behind: when the lease still holds
 		// this owner's value, take its revision and renew again.
 		if e, gerr := n.leases.Get(cctx, leaseKey(o.p)); gerr == nil && o.holds(e.Value()) {
-			rev, err = n.leases.Update(cctx, leaseKey(o.p), val, e.Revision())
+			newRev, err = n.leases.Update(cctx, leaseKey(o.p), val, e.Revision())
 		}
+	}
+	n.mu.Lock()
+	mine := n.owners[o.p] == o
+	if err == nil {
+		o.renewedAt(newRev, t0)
+		if f, ok := n.fenced[o.p]; !mine && ok && f.rev == rev {
+			// The owner stopped at its deadline while this renewal was
+			// under way, and the renewal was stored: the lease is still
+			// this node's, at the new revision, for reclaim.
+			f.rev, f.renewed = newRev, t0
+			n.fenced[o.p] = f
+		}
+	}
+	n.mu.Unlock()
+	if !mine {
+		return // fenced meanwhile (its own deadline)
 	}
 	starts := false
 	if err != nil {
@@ -634,41 +674,34 @@ func (n *Node) renewOne(ctx context.Context, o *owner) {
 	}
 	switch {
 	case err == nil:
-		o.rev, o.renewed = rev, t0
 		if f := o.renewing.Recover(); f > 0 {
 			n.log.Info("cluster: lease renewed again", "node", n.opt.Node, "partition", o.p, "failures", f)
 		}
 	case errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) || isWrongSequence(err):
-		n.fence(o, "another node holds its lease now", err)
+		n.fence(o, "another node holds its lease now", err, false)
 	case !time.Now().Before(deadline):
-		n.fence(o, "its lease could not be renewed before it expires", err)
-		n.keepFenced(o, val)
+		n.fence(o, "its lease could not be renewed before it expires", err, true)
 	case starts: // once until it is renewed or lost
 		n.log.Warn("cluster: renewing a lease failed; retrying", "node", n.opt.Node, "partition", o.p, "err", err)
 	}
 }
 
-// keepFenced remembers the lease of a fenced owner (which has stopped)
-// for reclaim, with val, the value of its last renewal.
-func (n *Node) keepFenced(o *owner, val []byte) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.owners[o.p] == nil {
-		n.fenced[o.p] = fencedLease{p: o.p, value: val, rev: o.rev, renewed: o.renewed, fenced: time.Now()}
-	}
-}
-
-// valueWith is the owner's lease value with checkpoint c.
-func (o *owner) valueWith(c uint64) []byte {
+// stamp is the lease value b (a take's) with checkpoint c (0: b's) and
+// the renewal time at: the time the renewal (or take) was sent by its
+// node's clock, from which takers count the lease's age (takeStale).
+func stamp(b []byte, c uint64, at time.Time) []byte {
 	var v leaseValue
-	_ = json.Unmarshal(o.value, &v)
-	v.Checkpoint = c
-	b, _ := json.Marshal(v)
-	return b
+	_ = json.Unmarshal(b, &v)
+	if c > 0 {
+		v.Checkpoint = c
+	}
+	v.Renewed = at
+	out, _ := json.Marshal(v)
+	return out
 }
 
 // holds reports whether a lease's value b is this owner's (whatever
-// checkpoint it carries).
+// checkpoint and renewal time it carries).
 func (o *owner) holds(b []byte) bool {
 	if bytes.Equal(b, o.value) {
 		return true
@@ -678,27 +711,43 @@ func (o *owner) holds(b []byte) bool {
 }
 
 // isWrongSequence reports JetStream's "wrong last sequence" (a lease
-// updated by another node).
+// updated by another node). Replicated streams answer it with either of
+// two codes (10071, or 10164 when the check is made on a message still
+// being replicated).
 func isWrongSequence(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
-// fence stops an owner that lost its lease and drops what it holds.
-func (n *Node) fence(o *owner, why string, err error) {
+// fence stops an owner that lost its lease and drops what it holds; keep:
+// the lease may still be this node's in the bucket (not renewed in time,
+// rather than taken by another node), for reclaim.
+func (n *Node) fence(o *owner, why string, err error, keep bool) {
+	if n.drop(o, why, err, keep) {
+		o.stop(false)
+	}
+}
+
+// drop takes a fenced owner out of the node's owners (once: false when it
+// was no longer one of them) and logs it; the owner stops by itself
+// (owner.run, past its deadline) or is stopped by fence.
+func (n *Node) drop(o *owner, why string, err error, keep bool) bool {
 	n.mu.Lock()
 	if n.owners[o.p] != o {
 		n.mu.Unlock()
-		return
+		return false
 	}
 	delete(n.owners, o.p)
+	if keep {
+		n.fenced[o.p] = fencedLease{p: o.p, value: stamp(o.value, o.purged.Load(), o.renewed), rev: o.rev, renewed: o.renewed, fenced: time.Now()}
+	}
 	n.mu.Unlock()
-	// Logged when decided (before the lease can expire): the owner takes
-	// no message after its current step (a fetch, at most fetchWait, or
-	// the making of a reader, which reads nothing).
+	// Logged when decided (before the lease can be taken): the owner
+	// takes no message after its current step (a fetch, at most
+	// fetchWait, or the making of a reader, which reads nothing).
 	n.log.Error("cluster: partition lost: "+why+"; stopping its reader and dropping what was not checkpointed", "node", n.opt.Node, "partition", o.p, "err", err)
-	o.stop(false)
 	n.met.leasesLost.Inc()
+	return true
 }
 
 // share is how many partitions this node should own: its fair part
@@ -797,10 +846,11 @@ func (n *Node) take(ctx context.Context, all bool) {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	type won struct {
-		p   int
-		val []byte
-		rev uint64
-		t0  time.Time
+		p     int
+		val   []byte
+		rev   uint64
+		t0    time.Time
+		stale *leaseValue // the lease taken over (nil: created)
 	}
 	for len(cands) > 0 && held < share && cctx.Err() == nil {
 		k := min(share-held, len(cands))
@@ -808,9 +858,15 @@ func (n *Node) take(ctx context.Context, all bool) {
 		var wg sync.WaitGroup
 		for i, p := range cands[:k] {
 			wg.Go(func() {
-				val, _ := json.Marshal(leaseValue{Node: n.opt.Node, Since: time.Now()})
 				t0 := time.Now()
+				val, _ := json.Marshal(leaseValue{Node: n.opt.Node, Since: t0, Renewed: t0})
 				rev, err := n.leases.Create(cctx, leaseKey(p), val)
+				var stale *leaseValue
+				if errors.Is(err, jetstream.ErrKeyExists) {
+					// Held, or past its time but not yet removed by the
+					// bucket (whose new leader may remove it seconds late).
+					rev, stale, err = n.takeStale(cctx, leaseKey(p), val)
+				}
 				if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 					// A creation whose answer was lost (a timeout after
 					// the server stored it) leaves the lease this
@@ -824,7 +880,7 @@ func (n *Node) take(ctx context.Context, all bool) {
 					cancel()
 				}
 				if err == nil {
-					wins[i] = &won{p, val, rev, t0}
+					wins[i] = &won{p, val, rev, t0, stale}
 				} // else held by another, or JetStream unavailable: next round
 			})
 		}
@@ -840,10 +896,102 @@ func (n *Node) take(ctx context.Context, all bool) {
 			n.mu.Unlock()
 			held++
 			n.met.takeovers.Inc()
-			n.log.Info("cluster: partition taken", "node", n.opt.Node, "partition", w.p)
+			if w.stale != nil {
+				n.log.Info("cluster: partition taken", "node", n.opt.Node, "partition", w.p, "from", w.stale.Node, "renewed_ago", w.t0.Sub(w.stale.Renewed).Round(time.Millisecond))
+			} else {
+				n.log.Info("cluster: partition taken", "node", n.opt.Node, "partition", w.p)
+			}
 			go o.run(ctx)
 		}
 	}
+}
+
+// takeStale takes over the lease under key, held by another node or an
+// earlier take, when by this node's clock both the renewal time recorded
+// in it (leaseValue.Renewed) and the bucket's timestamp of it are more
+// than LeaseTTL + maxSkew in the past: its owner stopped reading at its
+// own deadline, fenceMargin before LeaseTTL after that renewal. It is an
+// update checked against the revision read, so it fails when the holder
+// renewed meanwhile, and another taker's fails when this one won. The
+// bucket still removes an expired lease by itself (TTL after it stored
+// it, on its leader's timer, which runs late after a leader election):
+// this does not wait for it. ErrKeyExists: not taken (held, or gone and
+// for a create).
+func (n *Node) takeStale(ctx context.Context, key string, val []byte) (uint64, *leaseValue, error) {
+	m, err := n.leaseOnLeader(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, nil, jetstream.ErrKeyExists // removed meanwhile: the next round creates it
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	var v leaseValue
+	if m.deleted() || json.Unmarshal(m.Data, &v) != nil || v.Renewed.IsZero() {
+		// A delete marker (a create takes it), or a lease of an earlier
+		// version: it expires.
+		return 0, nil, jetstream.ErrKeyExists
+	}
+	now := time.Now()
+	if now.Sub(v.Renewed) < n.opt.LeaseTTL+maxSkew || now.Sub(m.Time) < n.opt.LeaseTTL+maxSkew {
+		return 0, nil, jetstream.ErrKeyExists
+	}
+	rev, err := n.leases.Update(ctx, key, val, m.Sequence)
+	if isWrongSequence(err) {
+		return 0, nil, jetstream.ErrKeyExists // renewed, or taken by another, meanwhile
+	}
+	return rev, &v, err
+}
+
+// storedMsg is a message of a stream as its leader answers a get.
+type storedMsg struct {
+	Subject  string    `json:"subject"`
+	Sequence uint64    `json:"seq"`
+	Header   []byte    `json:"hdrs,omitempty"`
+	Data     []byte    `json:"data,omitempty"`
+	Time     time.Time `json:"time"`
+}
+
+// deleted reports whether m is a key-value bucket's delete or purge
+// marker.
+func (m *storedMsg) deleted() bool {
+	if len(m.Header) == 0 {
+		return false
+	}
+	h, err := nats.DecodeHeadersMsg(m.Header)
+	return err == nil && h.Get("KV-Operation") != ""
+}
+
+// leaseOnLeader reads the last value of lease key from the lease
+// bucket's leader, which decides a revision-checked update: the bucket's
+// own Get is a direct get that any replica may answer, and a replica may
+// have removed an expired lease that its leader, whose age check runs
+// late after an election, still holds (its create then fails, and a
+// takeover read from that replica would never come). ErrKeyNotFound: the
+// leader holds no value under key.
+func (n *Node) leaseOnLeader(ctx context.Context, key string) (*storedMsg, error) {
+	req, _ := json.Marshal(struct {
+		LastFor string `json:"last_by_subj"`
+	}{"$KV." + LeaseBucket + "." + key})
+	resp, err := n.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+LeaseBucket, req)
+	if err != nil {
+		return nil, fmt.Errorf("lease %s: %w", key, err)
+	}
+	var r struct {
+		Message *storedMsg          `json:"message"`
+		Error   *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(resp.Data, &r); err != nil {
+		return nil, fmt.Errorf("lease %s: %w", key, err)
+	}
+	switch {
+	case r.Error != nil && r.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return nil, jetstream.ErrKeyNotFound
+	case r.Error != nil:
+		return nil, fmt.Errorf("lease %s: %w", key, r.Error)
+	case r.Message == nil:
+		return nil, fmt.Errorf("lease %s: %w", key, jetstream.ErrInvalidJetStreamResponse)
+	}
+	return r.Message, nil
 }
 
 // rebalance gives one partition back when this node holds more than its
@@ -893,15 +1041,33 @@ func (n *Node) release(ctx context.Context, share int) {
 
 // handOver stops an owner, checkpoints everything it consumed and
 // deletes its lease.
+//
+// An owner past its deadline (owner.lapsed: its renewals did not succeed
+// in time) is not handed over but stopped as a fenced one, dropping what
+// it holds, and its messages are not purged when the checkpoint ends past
+// the deadline (Persist may take up to 30 s, during which the lease is
+// not renewed: another node may read the partition by then). Its lease
+// is deleted all the same if it is still this node's (revision-checked).
 func (n *Node) handOver(ctx context.Context, o *owner) {
-	safe := o.stop(true)
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := n.opt.Persist(cctx); err != nil {
-		n.log.Error("cluster: persisting a partition handed over failed; its records stay in the stream for the next owner", "node", n.opt.Node, "partition", o.p, "err", err)
+	if o.lapsed() {
+		o.stop(false)
+		n.log.Error("cluster: partition lost: its lease was not renewed by its deadline; dropping what was not checkpointed instead of handing it over", "node", n.opt.Node, "partition", o.p)
+		n.met.leasesLost.Inc()
 	} else {
-		n.purge(cctx, o, safe)
+		safe := o.stop(true)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		switch err := n.opt.Persist(cctx); {
+		case err != nil:
+			n.log.Error("cluster: persisting a partition handed over failed; its records stay in the stream for the next owner", "node", n.opt.Node, "partition", o.p, "err", err)
+		case o.lapsed():
+			n.log.Warn("cluster: a partition's hand-over outlasted its lease's deadline; its records stay in the stream for the next owner (read again, and deduplicated)", "node", n.opt.Node, "partition", o.p)
+		default:
+			n.purge(cctx, o, safe)
+		}
 	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
 	if err := n.deleteLease(cctx, o); err != nil {
 		n.log.Warn("cluster: releasing a lease failed (it expires by itself)", "node", n.opt.Node, "partition", o.p, "err", err)
 	}
@@ -912,7 +1078,10 @@ func (n *Node) handOver(ctx context.Context, o *owner) {
 // o.rev behind, and the delete, checked against it, would fail and leave
 // the lease to expire: then the lease's revision is read again.
 func (n *Node) deleteLease(ctx context.Context, o *owner) error {
-	err := n.leases.Delete(ctx, leaseKey(o.p), jetstream.LastRevision(o.rev))
+	n.mu.Lock()
+	rev := o.rev
+	n.mu.Unlock()
+	err := n.leases.Delete(ctx, leaseKey(o.p), jetstream.LastRevision(rev))
 	if err != nil && isWrongSequence(err) {
 		if e, gerr := n.leases.Get(ctx, leaseKey(o.p)); gerr == nil && o.holds(e.Value()) {
 			err = n.leases.Delete(ctx, leaseKey(o.p), jetstream.LastRevision(e.Revision()))

@@ -271,7 +271,8 @@ func TestNodeGone(t *testing.T) {
 	})
 }
 
-// TestOwnerHolds: a lease renewed with a checkpoint is still its owner's
+// TestOwnerHolds: a lease renewed with a checkpoint and its renewal time
+// is still its owner's
 // (the recovery of a renewal whose answer was lost compares owners, not
 // bytes); another node's or another take's is not.
 func TestOwnerHolds(t *testing.T) {
@@ -283,14 +284,14 @@ func TestOwnerHolds(t *testing.T) {
 	for _, c := range []struct {
 		b    []byte
 		want bool
-	}{{val, true}, {o.valueWith(42), true}, {other, false}, {later, false}, {[]byte("junk"), false}} {
+	}{{val, true}, {stamp(o.value, 42, since.Add(time.Minute)), true}, {other, false}, {later, false}, {[]byte("junk"), false}} {
 		if got := o.holds(c.b); got != c.want {
 			t.Errorf("holds(%s) = %v, want %v", c.b, got, c.want)
 		}
 	}
 	var v leaseValue
-	if err := json.Unmarshal(o.valueWith(42), &v); err != nil || v.Checkpoint != 42 || v.Node != "n1" || !v.Since.Equal(since) {
-		t.Errorf("valueWith(42) = %+v, %v", v, err)
+	if err := json.Unmarshal(stamp(o.value, 42, since.Add(time.Minute)), &v); err != nil || v.Checkpoint != 42 || v.Node != "n1" || !v.Since.Equal(since) || !v.Renewed.Equal(since.Add(time.Minute)) {
+		t.Errorf("stamp(42) = %+v, %v", v, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -28,9 +29,18 @@ type owner struct {
 	value []byte // the lease's value
 	since time.Time
 
-	// The lease (the node's lease goroutine only).
+	// The lease: its revision and the time its last stored renewal (or
+	// the take) was sent (under the node's mu).
 	rev     uint64
 	renewed time.Time
+	// deadline is when the owner must have stopped unless renewed again
+	// (renewed + LeaseTTL - fenceMargin, as nanoseconds of the monotonic
+	// clock since the node started): another node may own the partition
+	// soon after. The owner checks it itself before each fetch, each
+	// message and each retry of the store (run), and so do the hand-over
+	// and the compactor's role (Node.Compactor), so that a renewal that
+	// hangs, or a lease goroutine busy elsewhere, fences all the same.
+	deadline atomic.Int64
 
 	// purged is the last sequence removed from the stream.
 	purged atomic.Uint64
@@ -60,9 +70,25 @@ type owner struct {
 }
 
 func newOwner(n *Node, p int, value []byte, rev uint64, at time.Time) *owner {
-	return &owner{n: n, p: p, value: value, since: at, rev: rev, renewed: at,
+	o := &owner{n: n, p: p, value: value, since: at,
 		asks: make(chan chan uint64), quit: make(chan bool, 1), done: make(chan struct{}), faults: lograte.Limiter{PerSecond: 1},
 		reading: lograte.Outage{Settle: cmp.Or(n.readSettle, readSettle)}}
+	o.renewedAt(rev, at)
+	return o
+}
+
+// renewedAt notes the lease stored at revision rev by a renewal (or take)
+// sent at t0, and moves the owner's deadline (under the node's mu, or
+// before the owner is shared).
+func (o *owner) renewedAt(rev uint64, t0 time.Time) {
+	o.rev, o.renewed = rev, t0
+	o.deadline.Store(int64(t0.Add(o.n.opt.LeaseTTL - o.n.fenceMargin()).Sub(o.n.started)))
+}
+
+// lapsed reports whether the owner's deadline has passed: it must not act
+// as the partition's owner any more (another node may, soon).
+func (o *owner) lapsed() bool {
+	return int64(time.Since(o.n.started)) >= o.deadline.Load()
 }
 
 // packedTaker is a TraceSink that reads traces packed
@@ -121,6 +147,17 @@ func (o *owner) run(ctx context.Context) {
 		asm.AddBatch(b)
 	}
 	b := &record.Batch{}
+	// lapsed: past the deadline (no renewal stored in time, whether the
+	// lease goroutine noticed or not) the owner stops as a fenced one
+	// does, and drops what it holds: the node forgets it as an owner and
+	// keeps its lease for reclaim.
+	lapsed := func() bool {
+		if !o.lapsed() {
+			return false
+		}
+		n.drop(o, "its lease was not renewed by its deadline", fmt.Errorf("its deadline passed %v ago", (time.Since(n.started)-time.Duration(o.deadline.Load())).Round(time.Millisecond)), true)
+		return true
+	}
 	// quitting is set when a stop arrived while hand was retrying: the
 	// owner then stops without handing on (the traces' messages stay in
 	// the stream for the next owner), so that a store that refuses never
@@ -149,6 +186,10 @@ func (o *owner) run(ctx context.Context) {
 				quitting = true
 				return false
 			case <-time.After(time.Second):
+			}
+			if lapsed() {
+				quitting = true
+				return false
 			}
 		}
 		if f := o.storing.Recover(); f > 0 {
@@ -197,6 +238,10 @@ func (o *owner) run(ctx context.Context) {
 			continue
 		default:
 		}
+		if quitting || lapsed() {
+			finish(false)
+			return
+		}
 		if time.Since(lastTick) >= tickEvery {
 			asm.Tick()
 			hand()
@@ -230,6 +275,12 @@ func (o *owner) run(ctx context.Context) {
 			continue
 		}
 		for msg := range batch.Messages() {
+			if lapsed() {
+				// Delivered after the deadline (the fetch began before
+				// it): not this owner's to read.
+				quitting = true
+				break
+			}
 			meta, err := msg.Metadata()
 			if err != nil {
 				continue

@@ -74,14 +74,22 @@ type Options struct {
 	Node    string
 	ListAll time.Duration
 	// MayCompact, when set, is asked before every retention and
-	// compaction run and between compactions: only while it says true
-	// does this store delete old blocks or compact them, so that one
-	// node of those sharing a bucket does at a time (a cluster wires it
-	// to a lease). It is asked again before a compacted block is written
-	// and before its meta is: a compaction under way when it turns false
-	// writes nothing and stops; the blocks a compaction replaced are
-	// deleted only while it says true (else the next compactor deletes
-	// them). nil: always (a store of its own).
+	// compaction run, between compactions and before each block
+	// retention deletes: only while it says true does this store delete
+	// old blocks or compact them, so that one node of those sharing a
+	// bucket does at a time (a cluster wires it to a lease, false from
+	// the lease's renewal deadline on). It is asked again before a
+	// compacted block's data is written and before its meta is: a
+	// compaction that finds it false writes nothing (a data object
+	// already written is deleted) and stops; the blocks a compaction
+	// replaced are deleted only while it says true (else the next
+	// compactor deletes them). This narrows the window, it does not
+	// close it: an answer holds until the next question, so the role can
+	// pass between the last question and the end of the meta's upload
+	// (or of a retention's delete request). Two compactors then each
+	// publish a block of the same inputs (their traces twice, read once
+	// and merged by the next compaction), or delete the same old block;
+	// nothing is lost. nil: always (a store of its own).
 	MayCompact func() bool
 	// CloseWait: Close cuts every head into a block and waits at most
 	// this long for the uploads (default 10 s; negative: it does not cut,
