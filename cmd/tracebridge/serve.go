@@ -162,6 +162,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	mib := func(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
 	mem := fmt.Sprintf("tracebridge: memory limit %s (%s)", mib(srv.Memory.Limit()), srv.MemoryFrom)
+	if t := srv.Memory.Target(); t > 0 {
+		mem += fmt.Sprintf(", target %s", mib(t))
+	}
 	if g := srv.GoMemoryLimit(); g > 0 {
 		mem += fmt.Sprintf(", Go's soft limit %s", mib(g))
 	} else {
