@@ -49,9 +49,10 @@ type Config struct {
 	// MemoryTarget is the size the whole process aims to stay under
 	// (e.g. 256MiB): Go's collector runs more often as the heap comes
 	// near it, nothing is refused (internal/memlimit: the Go runtime's
-	// soft limit, never below what is in use plus a quarter). 0: 256MiB
-	// (memlimit.DefaultTarget) when memory_limit is derived, none (the
-	// limit's) when memory_limit is set. At most memory_limit.
+	// soft limit, raised to what is in use plus a quarter). 0: for
+	// `tracebridge serve` 256MiB (memlimit.DefaultTarget) when
+	// memory_limit is derived, none (the limit's) when memory_limit is
+	// set or the bridge is embedded. At most memory_limit.
 	MemoryTarget pipeline.ByteSize `yaml:"memory_target,omitempty"`
 
 	// Traces configures trace assembly (which runs when a sink needs

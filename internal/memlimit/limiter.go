@@ -21,14 +21,16 @@ const (
 	HighPercent = 70
 	// LowPercent: refusing stops when usage falls below this share of it.
 	LowPercent = 60
-	// FloorPercent: the soft limit a target sets is at least usage plus
-	// this share of it (SoftLimit), so the collector never has less
-	// headroom than GOGC=25 would give it.
+	// FloorPercent: the soft limit a target sets is raised to usage plus
+	// this share of it (SoftLimit), so live data that outgrows the target
+	// takes the soft limit up with it.
 	FloorPercent = 25
 )
 
-// DefaultTarget is the memory target (Options.Target) serve uses when
-// the configuration sets neither memory_limit nor memory_target.
+// DefaultTarget is the memory target (Options.Target) `tracebridge serve`
+// uses when the configuration sets neither memory_limit nor
+// memory_target (a program embedding the bridge gets none: its heap is
+// not only the bridge's).
 const DefaultTarget = 256 << 20
 
 // Defaults of Options.
@@ -161,11 +163,11 @@ func (l *Limiter) GoTarget() int64 { return l.goTarget }
 // SoftLimit returns the Go runtime's soft limit for a usage: GoTarget,
 // raised to usage plus FloorPercent of it when that is more, at most
 // GoLimit. Below the target the collector runs as GOGC says (the soft
-// limit is above its goal); near the target it runs more often, never
-// with less headroom than FloorPercent of what is in use (so a bridge
-// whose live data outgrows the target pays at most the collections of
-// GOGC=25, not a collector that runs without pause); nothing is refused
-// for it (that is the limit's, at HighPercent of GoLimit).
+// limit is above its goal); near the target it runs more often, and a
+// bridge whose live data outgrows the target does not keep it running
+// back to back (Sample applies it every Interval: see the package
+// comment); nothing is refused for it (that is the limit's, at
+// HighPercent of GoLimit).
 func (l *Limiter) SoftLimit(usage int64) int64 {
 	return min(max(l.goTarget, usage+usage*FloorPercent/100), l.goLimit)
 }

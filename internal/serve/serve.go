@@ -109,6 +109,12 @@ type Settings struct {
 	// index of the API); Version is what the API reports.
 	UI      http.Handler
 	Version string
+	// MemoryTarget is the memory target when the configuration sets
+	// neither memory_limit nor memory_target: `tracebridge serve` passes
+	// memlimit.DefaultTarget; 0 (a program embedding the bridge, whose
+	// heap is not only the bridge's): none, Go's soft limit is the
+	// derived limit's.
+	MemoryTarget int64
 }
 
 // Endpoint describes one receiver or sink for people: where it listens,
@@ -143,7 +149,7 @@ type Server struct {
 	// WebSocket endpoint (stream.NewHandler) subscribes there.
 	StreamURL string
 	// Memory is the process's memory limit (memory_limit, or derived from
-	// the machine) and target (memory_target; memlimit.DefaultTarget when
+	// the machine) and target (memory_target; Settings.MemoryTarget when
 	// neither key is set); MemoryFrom says where the limit comes from.
 	Memory     *memlimit.Limiter
 	MemoryFrom string
@@ -198,7 +204,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 	if limit == 0 {
 		limit, from = memlimit.Default()
 		if target == 0 {
-			target = memlimit.DefaultTarget
+			target = set.MemoryTarget
 		}
 	}
 	mopt := memlimit.Options{Limit: limit, Target: target, Reserve: memlimit.FileRSS(), Logger: set.Logger}

@@ -147,29 +147,33 @@ func TestMemoryLimit(t *testing.T) {
 }
 
 // TestMemoryTarget: without memory_limit and memory_target the target is
-// memlimit.DefaultTarget and Run sets Go's soft limit from it (not from
-// the derived limit); memory_target sets it beside memory_limit; with
-// memory_limit alone there is none; the effective configuration says it.
+// Settings.MemoryTarget (the command's memlimit.DefaultTarget; none for
+// a program embedding the bridge) and Run sets Go's soft limit from it
+// (not from the derived limit); memory_target sets it, beside
+// memory_limit too; with memory_limit alone there is none; the effective
+// configuration says it.
 func TestMemoryTarget(t *testing.T) {
-	build := func(yaml string) *Server {
+	build := func(yaml string, def int64) *Server {
 		cfg := parse(t, yaml+"receivers: [{type: tcp-server, listen: \"127.0.0.1:0\"}]\nsinks: [{type: kieker-log}]\n")
 		cfg.DataDir = t.TempDir()
-		s, err := Build(cfg, Settings{})
+		s, err := Build(cfg, Settings{MemoryTarget: def})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
 	for _, tc := range []struct {
-		yaml   string
-		target int64
+		yaml        string
+		def, target int64
 	}{
-		{"", memlimit.DefaultTarget},
-		{"memory_target: 200MiB\n", 200 << 20},
-		{"memory_limit: 1GiB\nmemory_target: 300MiB\n", 300 << 20},
-		{"memory_limit: 1GiB\n", 0},
+		{"", memlimit.DefaultTarget, memlimit.DefaultTarget},
+		{"", 0, 0},
+		{"memory_target: 200MiB\n", memlimit.DefaultTarget, 200 << 20},
+		{"memory_target: 200MiB\n", 0, 200 << 20},
+		{"memory_limit: 1GiB\nmemory_target: 300MiB\n", memlimit.DefaultTarget, 300 << 20},
+		{"memory_limit: 1GiB\n", memlimit.DefaultTarget, 0},
 	} {
-		s := build(tc.yaml)
+		s := build(tc.yaml, tc.def)
 		if s.Memory.Target() != tc.target {
 			t.Errorf("%q: target %d, want %d", tc.yaml, s.Memory.Target(), tc.target)
 		}
@@ -192,7 +196,7 @@ func TestMemoryTarget(t *testing.T) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		t.Skip("GOMEMLIMIT is set: serve keeps it")
 	}
-	s := build("")
+	s := build("", memlimit.DefaultTarget)
 	before := debug.SetMemoryLimit(-1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
