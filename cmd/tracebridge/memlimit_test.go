@@ -509,3 +509,29 @@ func sendKDB(ctx context.Context, addr string, n int) error {
 	}
 	return err
 }
+
+// TestMemoryTargetDefault: `serve` without memory_limit and
+// memory_target aims below memlimit.DefaultTarget (256 MiB): Go's soft
+// limit is 85 % of it less the binary's pages, not the derived limit's;
+// memory_limit alone sets no target.
+func TestMemoryTargetDefault(t *testing.T) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		t.Skip("GOMEMLIMIT is set: serve keeps it")
+	}
+	const rest = `receivers: [{type: tcp-server, listen: "127.0.0.1:0"}]
+sinks: [{type: kieker-log}]
+`
+	p := bridgetest.StartConfig(t, rest)
+	m := regexp.MustCompile(`(?m)^tracebridge: memory limit \d+ MiB \([^)]*\), target 256 MiB, Go's soft limit (\d+) MiB$`).FindStringSubmatch(p.Stdout())
+	if m == nil {
+		t.Fatalf("no memory line with the default target:\n%s", p.Stdout())
+	}
+	if g, _ := strconv.Atoi(m[1]); g < 256/2*85/100 || g > 256*85/100 {
+		t.Errorf("Go's soft limit %d MiB for the 256 MiB target, want 108-217", g)
+	}
+	p.Stop()
+	q := bridgetest.StartConfig(t, "memory_limit: 1GiB\n"+rest)
+	if !regexp.MustCompile(`(?m)^tracebridge: memory limit 1024 MiB \(memory_limit\), Go's soft limit \d+ MiB$`).MatchString(q.Stdout()) {
+		t.Errorf("a target with memory_limit alone:\n%s", q.Stdout())
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/config"
 	"github.com/tracebridge/tracebridge/internal/daemon"
+	"github.com/tracebridge/tracebridge/internal/memlimit"
 	"github.com/tracebridge/tracebridge/internal/serve"
 	streamsink "github.com/tracebridge/tracebridge/internal/sink/stream"
 	"github.com/tracebridge/tracebridge/internal/web"
@@ -127,7 +128,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	streamsink.Version = version
-	set := serve.Settings{Logger: logger, Version: version, UI: web.Handler()}
+	// The process is the bridge's: it aims below memlimit.DefaultTarget
+	// unless the configuration sizes it.
+	set := serve.Settings{Logger: logger, Version: version, UI: web.Handler(), MemoryTarget: memlimit.DefaultTarget}
 	if f.verbose > 0 {
 		set.ListenerInterval = int64(f.verbose)
 		set.Listener = func(count int64, msg string) {
@@ -162,6 +165,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	mib := func(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
 	mem := fmt.Sprintf("tracebridge: memory limit %s (%s)", mib(srv.Memory.Limit()), srv.MemoryFrom)
+	if t := srv.Memory.Target(); t > 0 {
+		mem += fmt.Sprintf(", target %s", mib(t))
+	}
 	if g := srv.GoMemoryLimit(); g > 0 {
 		mem += fmt.Sprintf(", Go's soft limit %s", mib(g))
 	} else {

@@ -46,6 +46,14 @@ type Config struct {
 	// answer (internal/memlimit). 0: derived from the cgroup's limit and
 	// the machine's memory (memlimit.Default).
 	MemoryLimit pipeline.ByteSize `yaml:"memory_limit,omitempty"`
+	// MemoryTarget is the size the whole process aims to stay under
+	// (e.g. 256MiB): Go's collector runs more often as the heap comes
+	// near it, nothing is refused (internal/memlimit: the Go runtime's
+	// soft limit, raised to what is in use plus a quarter). 0: for
+	// `tracebridge serve` 256MiB (memlimit.DefaultTarget) when
+	// memory_limit is derived, none (the limit's) when memory_limit is
+	// set or the bridge is embedded. At most memory_limit.
+	MemoryTarget pipeline.ByteSize `yaml:"memory_target,omitempty"`
 
 	// Traces configures trace assembly (which runs when a sink needs
 	// traces: the trace store, OTLP spans into a Kieker log).
@@ -382,6 +390,12 @@ func (c *Config) Normalize() error {
 	}
 	if c.MemoryLimit < 0 || c.MemoryLimit > 0 && c.MemoryLimit < MinMemoryLimit {
 		errs = append(errs, fmt.Errorf("memory_limit %s: want at least %s (or leave it out: derived from the machine)", c.MemoryLimit, pipeline.ByteSize(MinMemoryLimit)))
+	}
+	switch {
+	case c.MemoryTarget < 0 || c.MemoryTarget > 0 && c.MemoryTarget < MinMemoryLimit:
+		errs = append(errs, fmt.Errorf("memory_target %s: want at least %s", c.MemoryTarget, pipeline.ByteSize(MinMemoryLimit)))
+	case c.MemoryLimit > 0 && c.MemoryTarget > c.MemoryLimit:
+		errs = append(errs, fmt.Errorf("memory_target %s: above memory_limit %s", c.MemoryTarget, c.MemoryLimit))
 	}
 	if c.Cluster != nil {
 		if err := c.Cluster.Normalize(); err != nil {

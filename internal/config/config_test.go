@@ -98,6 +98,8 @@ func TestConfigErrors(t *testing.T) {
 		{"receivers: [x]\n", "a component is a mapping"},
 		{"memory_limit: 10MiB\nreceivers: [{type: tcp-server}]\nsinks: [{type: kieker-log}]\n", "memory_limit 10MiB: want at least 128MiB"},
 		{"memory_limit: lots\n", "size \"lots\""},
+		{"memory_target: 100MiB\nreceivers: [{type: tcp-server}]\nsinks: [{type: kieker-log}]\n", "memory_target 100MiB: want at least 128MiB"},
+		{"memory_limit: 256MiB\nmemory_target: 300MiB\nreceivers: [{type: tcp-server}]\nsinks: [{type: kieker-log}]\n", "memory_target 300MiB: above memory_limit 256MiB"},
 		{"traces: {workers: -1}\nreceivers: [{type: tcp-server}]\nsinks: [{type: kieker-log}]\n", "traces: window and limits must not be negative"},
 	} {
 		c, err := Parse([]byte(tc.yaml))
@@ -118,6 +120,28 @@ func TestMemoryLimitKey(t *testing.T) {
 	}
 	if err := c.Normalize(); err != nil || c.MemoryLimit != 512<<20 {
 		t.Fatalf("memory_limit %d, %v; want 512 MiB", c.MemoryLimit, err)
+	}
+}
+
+// TestMemoryTargetKey: memory_target takes a size with a unit, alone or
+// at most memory_limit.
+func TestMemoryTargetKey(t *testing.T) {
+	for _, tc := range []struct {
+		yaml          string
+		limit, target int64
+	}{
+		{"memory_target: 200MiB\n", 0, 200 << 20},
+		{"memory_limit: 1GiB\nmemory_target: 300MB\n", 1 << 30, 300e6},
+		{"memory_limit: 1GiB\nmemory_target: 1GiB\n", 1 << 30, 1 << 30},
+		{"memory_limit: 1GiB\n", 1 << 30, 0},
+	} {
+		c, err := Parse([]byte(tc.yaml + "receivers: [{type: tcp-server}]\nsinks: [{type: kieker-log}]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Normalize(); err != nil || c.MemoryLimit != pipeline.ByteSize(tc.limit) || c.MemoryTarget != pipeline.ByteSize(tc.target) {
+			t.Errorf("%q: memory_limit %d, memory_target %d, %v; want %d, %d", tc.yaml, c.MemoryLimit, c.MemoryTarget, err, tc.limit, tc.target)
+		}
 	}
 }
 

@@ -16,6 +16,28 @@
 // store sink sizes its read cache within a quarter of it and its heads
 // within an eighth (Budget).
 //
+// # The target
+//
+// memory_target (Options.Target) is the size the process aims to stay
+// under without refusing anything: `tracebridge serve` uses DefaultTarget
+// (256 MiB) when the configuration sets neither memory_limit nor
+// memory_target (serve.Settings.MemoryTarget; a program embedding the
+// bridge gets none).
+// The Go runtime's soft limit is then GoPercent of the target less the
+// reserve (GoTarget) instead of the limit's, so the collector runs more
+// often as the heap comes near the target; Sample raises it to usage
+// plus FloorPercent of it when that is more (SoftLimit), at most GoLimit,
+// so live data that outgrows the target takes the soft limit up with it
+// rather than keeping the collector running back to back. The floor
+// follows the last collection's figures, one Interval late: collections
+// that come sooner than that (every 0.1-0.5 s while the heap stays near
+// the target) may still find less headroom than FloorPercent, and the
+// runtime also counts what usage leaves out (the heap's fragmentation).
+// A target at or
+// above the limit is none. Sample hands the soft limit to
+// Options.SetSoft (serve: debug.SetMemoryLimit, unless GOMEMLIMIT is set)
+// when it moved by more than 1/32. Budget stays the limit's.
+//
 // # What is measured, and when receivers refuse
 //
 // A Limiter samples the Go runtime's own figures (runtime/metrics, which

@@ -21,7 +21,17 @@ const (
 	HighPercent = 70
 	// LowPercent: refusing stops when usage falls below this share of it.
 	LowPercent = 60
+	// FloorPercent: the soft limit a target sets is raised to usage plus
+	// this share of it (SoftLimit), so live data that outgrows the target
+	// takes the soft limit up with it.
+	FloorPercent = 25
 )
+
+// DefaultTarget is the memory target (Options.Target) `tracebridge serve`
+// uses when the configuration sets neither memory_limit nor
+// memory_target (a program embedding the bridge gets none: its heap is
+// not only the bridge's).
+const DefaultTarget = 256 << 20
 
 // Defaults of Options.
 const (
@@ -47,6 +57,16 @@ type Options struct {
 	// LogPeriod bounds the start lines: at most one per period
 	// (DefaultLogPeriod).
 	LogPeriod time.Duration
+	// Target is the size the process aims to stay under (0: none, the
+	// limit): the Go runtime's soft limit is then GoPercent of it less
+	// the reserve (GoTarget), raised while usage comes near it
+	// (SoftLimit). Above the limit it is the limit.
+	Target int64
+	// SetSoft, if set, is called by Sample with the soft limit for the
+	// usage it measured (SoftLimit), when it changed by more than 1/32
+	// since the last call, and by the first Sample: serve passes
+	// debug.SetMemoryLimit.
+	SetSoft func(bytes int64)
 	// Usage, if set, replaces the runtime's figures (tests): it returns
 	// the usage in bytes and whether a collection ran since the last call.
 	Usage func() (usage int64, collected bool)
@@ -68,6 +88,7 @@ type Stats struct {
 type Limiter struct {
 	opt       Options
 	goLimit   int64
+	goTarget  int64
 	high, low int64
 	usage     func() (int64, bool)
 
@@ -81,6 +102,7 @@ type Limiter struct {
 
 	// The sampler's own state (Run's goroutine only).
 	sampler    runtimeUsage
+	soft       int64 // the soft limit SetSoft was last given
 	lastGC     time.Time
 	started    time.Time // when the current episode started
 	startRefs  int64     // refusals when it started
@@ -104,6 +126,10 @@ func New(opt Options) *Limiter {
 	reserve := min(max(opt.Reserve, 0), opt.Limit/2)
 	g := (opt.Limit - reserve) * GoPercent / 100
 	l := &Limiter{opt: opt, goLimit: g, high: g * HighPercent / 100, low: g * LowPercent / 100, resumed: make(chan struct{})}
+	l.goTarget = g
+	if l.Target() > 0 {
+		l.goTarget = (opt.Target - min(max(opt.Reserve, 0), opt.Target/2)) * GoPercent / 100
+	}
 	close(l.resumed)
 	l.usage = opt.Usage
 	if l.usage == nil {
@@ -119,6 +145,32 @@ func (l *Limiter) Limit() int64 { return l.opt.Limit }
 // GoLimit returns the Go runtime's soft limit for the limit:
 // GoPercent of the limit less the reserve.
 func (l *Limiter) GoLimit() int64 { return l.goLimit }
+
+// Target returns the target in effect (Options.Target below the limit),
+// 0 when there is none.
+func (l *Limiter) Target() int64 {
+	if l.opt.Target > 0 && l.opt.Target < l.opt.Limit {
+		return l.opt.Target
+	}
+	return 0
+}
+
+// GoTarget returns the Go runtime's soft limit for the target: GoPercent
+// of the target less the reserve (the reserve at most half the target);
+// GoLimit without a target or with one at or above the limit.
+func (l *Limiter) GoTarget() int64 { return l.goTarget }
+
+// SoftLimit returns the Go runtime's soft limit for a usage: GoTarget,
+// raised to usage plus FloorPercent of it when that is more, at most
+// GoLimit. Below the target the collector runs as GOGC says (the soft
+// limit is above its goal); near the target it runs more often, and a
+// bridge whose live data outgrows the target does not keep it running
+// back to back (Sample applies it every Interval: see the package
+// comment); nothing is refused for it (that is the limit's, at
+// HighPercent of GoLimit).
+func (l *Limiter) SoftLimit(usage int64) int64 {
+	return min(max(l.goTarget, usage+usage*FloorPercent/100), l.goLimit)
+}
 
 // Budget is GoLimit: the memory the Go runtime may use, which
 // components size their caches by (pipeline.Memory).
@@ -188,6 +240,12 @@ func (l *Limiter) Sample(now time.Time) {
 		u, _ = l.usage()
 	}
 	l.used.Store(u)
+	if l.opt.SetSoft != nil {
+		if s := l.SoftLimit(u); l.soft == 0 || s-l.soft > l.soft/32 || l.soft-s > l.soft/32 {
+			l.soft = s
+			l.opt.SetSoft(s)
+		}
+	}
 	switch {
 	case !l.refusing.Load() && u >= l.high:
 		l.set(true, now)

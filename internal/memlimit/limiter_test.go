@@ -196,6 +196,68 @@ func TestReserve(t *testing.T) {
 	}
 }
 
+// TestTarget: a target below the limit sets the Go runtime's soft limit
+// (GoTarget: GoPercent of the target less the reserve, at most half of
+// it); at or above the limit, or unset, the soft limit is the limit's.
+// Refusing still follows the limit.
+func TestTarget(t *testing.T) {
+	for _, tt := range []struct{ limit, target, reserve, want, wantTarget int64 }{
+		{1000, 0, 0, 850, 0}, {1000, 500, 0, 425, 500}, {1000, 500, 100, 340, 500},
+		{1000, 500, 400, 212, 500}, {1000, 1000, 100, 765, 0}, {1000, 2000, 0, 850, 0},
+	} {
+		l := New(Options{Limit: tt.limit, Target: tt.target, Reserve: tt.reserve})
+		if l.GoTarget() != tt.want || l.Target() != tt.wantTarget {
+			t.Errorf("limit %d, target %d, reserve %d: Go's target %d, target %d; want %d, %d",
+				tt.limit, tt.target, tt.reserve, l.GoTarget(), l.Target(), tt.want, tt.wantTarget)
+		}
+	}
+	u := &fakeUsage{}
+	l := New(Options{Limit: 1000, Target: 500, Usage: u.read})
+	u.v = 500 // above the target's 425: the collector works harder, nothing is refused
+	l.Sample(time.Unix(1000, 0))
+	if !l.Admit() {
+		t.Error("refusing at 500 of a 1000-byte limit with a target of 500")
+	}
+}
+
+// TestSoftLimit: the soft limit SetSoft is given is GoTarget while usage
+// is below four fifths of it, then usage plus a quarter, at most GoLimit;
+// Sample gives it on the first call and when it moved by more than 1/32.
+func TestSoftLimit(t *testing.T) {
+	u := &fakeUsage{}
+	var set []int64
+	l := New(Options{Limit: 100000, Target: 40000, Usage: u.read, SetSoft: func(n int64) { set = append(set, n) }})
+	if l.GoTarget() != 34000 || l.GoLimit() != 85000 {
+		t.Fatalf("Go's target %d, limit %d; want 34000, 85000", l.GoTarget(), l.GoLimit())
+	}
+	now := time.Unix(1000, 0)
+	for _, s := range []struct {
+		usage, soft int64
+		set         bool
+	}{
+		{1000, 34000, true},   // the first sample sets it
+		{20000, 34000, false}, // below the target: as it was
+		{27200, 34000, false}, // four fifths of it: 27200 + 6800 = 34000
+		{28000, 35000, false}, // raised by less than 1/32
+		{30000, 37500, true},  // by more
+		{60000, 75000, true},  // data outgrew the target: headroom a quarter of it
+		{80000, 85000, true},  // at most the limit's
+		{90000, 85000, false}, // (refusing: the limit's business)
+		{10000, 34000, true},  // down again
+	} {
+		u.v = s.usage
+		now = now.Add(time.Second)
+		n := len(set)
+		l.Sample(now)
+		if got := l.SoftLimit(s.usage); got != s.soft {
+			t.Errorf("usage %d: soft limit %d, want %d", s.usage, got, s.soft)
+		}
+		if (len(set) > n) != s.set || s.set && set[len(set)-1] != s.soft {
+			t.Errorf("usage %d: SetSoft calls %v after %d, want one more of %d: %v", s.usage, set, n, s.soft, s.set)
+		}
+	}
+}
+
 // TestDefault: the limit derived from cgroup files and meminfo.
 func TestDefault(t *testing.T) {
 	const gib = 1 << 30

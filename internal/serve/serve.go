@@ -109,6 +109,12 @@ type Settings struct {
 	// index of the API); Version is what the API reports.
 	UI      http.Handler
 	Version string
+	// MemoryTarget is the memory target when the configuration sets
+	// neither memory_limit nor memory_target: `tracebridge serve` passes
+	// memlimit.DefaultTarget; 0 (a program embedding the bridge, whose
+	// heap is not only the bridge's): none, Go's soft limit is the
+	// derived limit's.
+	MemoryTarget int64
 }
 
 // Endpoint describes one receiver or sink for people: where it listens,
@@ -143,7 +149,8 @@ type Server struct {
 	// WebSocket endpoint (stream.NewHandler) subscribes there.
 	StreamURL string
 	// Memory is the process's memory limit (memory_limit, or derived from
-	// the machine); MemoryFrom says where it comes from.
+	// the machine) and target (memory_target; Settings.MemoryTarget when
+	// neither key is set); MemoryFrom says where the limit comes from.
 	Memory     *memlimit.Limiter
 	MemoryFrom string
 
@@ -193,10 +200,19 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 	s := &Server{Metrics: reg, Shared: &pipeline.Shared{}}
 	// The memory limit first: the receivers built below ask it.
 	limit, from := int64(cfg.MemoryLimit), "memory_limit"
+	target := int64(cfg.MemoryTarget)
 	if limit == 0 {
 		limit, from = memlimit.Default()
+		if target == 0 {
+			target = set.MemoryTarget
+		}
 	}
-	s.Memory, s.MemoryFrom = memlimit.New(memlimit.Options{Limit: limit, Reserve: memlimit.FileRSS(), Logger: set.Logger}), from
+	mopt := memlimit.Options{Limit: limit, Target: target, Reserve: memlimit.FileRSS(), Logger: set.Logger}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// Run puts the soft limit back when the limiter stops.
+		mopt.SetSoft = func(n int64) { debug.SetMemoryLimit(n) }
+	}
+	s.Memory, s.MemoryFrom = memlimit.New(mopt), from
 	s.Shared.SetMemory(s.Memory)
 	reg.SetMemory(func() metrics.MemoryFigures {
 		st := s.Memory.Stats()
@@ -582,24 +598,27 @@ func (s *Server) addStream(comp *config.Component, cfg pipeline.Config, base pip
 }
 
 // GoMemoryLimit is the Go runtime's soft limit Run sets from the memory
-// limit (memlimit's GoLimit: GoPercent of it less the binary's pages in
-// memory); 0 when the environment's GOMEMLIMIT is kept.
+// target, or the limit without one (memlimit's GoTarget: GoPercent of it
+// less the binary's pages in memory), and keeps while usage stays below
+// four fifths of it (memlimit.SoftLimit raises it above); 0 when the
+// environment's GOMEMLIMIT is kept.
 func (s *Server) GoMemoryLimit() int64 {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return 0
 	}
-	return s.Memory.GoLimit()
+	return s.Memory.GoTarget()
 }
 
 // Run serves metrics (if configured) and runs the bridge until ctx is
-// cancelled or the receivers end. While it runs, the Go runtime's soft
-// memory limit is GoMemoryLimit (unless GOMEMLIMIT is set), and the
-// memory limiter samples; once ctx is cancelled the limiter stops
-// refusing, so the receivers drain.
+// cancelled or the receivers end. While it runs, the memory limiter
+// samples and sets the Go runtime's soft memory limit (GoMemoryLimit,
+// memlimit.SoftLimit; not when GOMEMLIMIT is set), which Run puts back
+// when it returns; once ctx is cancelled the limiter stops refusing, so
+// the receivers drain.
 func (s *Server) Run(ctx context.Context) error {
-	if g := s.GoMemoryLimit(); g > 0 {
-		prev := debug.SetMemoryLimit(g)
-		defer debug.SetMemoryLimit(prev)
+	if s.GoMemoryLimit() > 0 {
+		prev := debug.SetMemoryLimit(-1)
+		defer debug.SetMemoryLimit(prev) // after the limiter stopped
 	}
 	mctx, mcancel := context.WithCancel(ctx)
 	mdone := make(chan struct{})
@@ -801,6 +820,9 @@ func (s *Server) Config() ([]byte, error) {
 	}
 	if c.MemoryLimit == 0 {
 		c.MemoryLimit = pipeline.ByteSize(s.Memory.Limit())
+	}
+	if c.MemoryTarget == 0 {
+		c.MemoryTarget = pipeline.ByteSize(s.Memory.Target())
 	}
 	def(&c.FlushInterval, engine.DefaultFlushInterval)
 	def(&c.ShutdownTimeout, engine.DefaultShutdownTimeout)

@@ -146,6 +146,77 @@ func TestMemoryLimit(t *testing.T) {
 	}
 }
 
+// TestMemoryTarget: without memory_limit and memory_target the target is
+// Settings.MemoryTarget (the command's memlimit.DefaultTarget; none for
+// a program embedding the bridge) and Run sets Go's soft limit from it
+// (not from the derived limit); memory_target sets it, beside
+// memory_limit too; with memory_limit alone there is none; the effective
+// configuration says it.
+func TestMemoryTarget(t *testing.T) {
+	build := func(yaml string, def int64) *Server {
+		cfg := parse(t, yaml+"receivers: [{type: tcp-server, listen: \"127.0.0.1:0\"}]\nsinks: [{type: kieker-log}]\n")
+		cfg.DataDir = t.TempDir()
+		s, err := Build(cfg, Settings{MemoryTarget: def})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		yaml        string
+		def, target int64
+	}{
+		{"", memlimit.DefaultTarget, memlimit.DefaultTarget},
+		{"", 0, 0},
+		{"memory_target: 200MiB\n", memlimit.DefaultTarget, 200 << 20},
+		{"memory_target: 200MiB\n", 0, 200 << 20},
+		{"memory_limit: 1GiB\nmemory_target: 300MiB\n", memlimit.DefaultTarget, 300 << 20},
+		{"memory_limit: 1GiB\n", memlimit.DefaultTarget, 0},
+	} {
+		s := build(tc.yaml, tc.def)
+		if s.Memory.Target() != tc.target {
+			t.Errorf("%q: target %d, want %d", tc.yaml, s.Memory.Target(), tc.target)
+		}
+		want := s.Memory.GoLimit()
+		if tc.target > 0 {
+			want = s.Memory.GoTarget()
+			if want >= s.Memory.GoLimit() || want > tc.target*85/100 {
+				t.Errorf("%q: Go's target %d for %d (limit's %d)", tc.yaml, want, tc.target, s.Memory.GoLimit())
+			}
+		}
+		if os.Getenv("GOMEMLIMIT") == "" && s.GoMemoryLimit() != want {
+			t.Errorf("%q: Go's soft limit %d, want %d", tc.yaml, s.GoMemoryLimit(), want)
+		}
+		y, err := s.Config()
+		if line := fmt.Sprintf("memory_target: %d\n", tc.target); err != nil || strings.Contains(string(y), line) != (tc.target > 0) {
+			t.Errorf("%q: effective configuration (%v) with %q: %v\n%s", tc.yaml, err, line, tc.target > 0, y)
+		}
+		s.Close()
+	}
+	if os.Getenv("GOMEMLIMIT") != "" {
+		t.Skip("GOMEMLIMIT is set: serve keeps it")
+	}
+	s := build("", memlimit.DefaultTarget)
+	before := debug.SetMemoryLimit(-1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for debug.SetMemoryLimit(-1) != s.Memory.GoTarget() {
+		if time.Now().After(deadline) {
+			t.Fatalf("Go's soft limit %d while running, want the default target's %d", debug.SetMemoryLimit(-1), s.Memory.GoTarget())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Errorf("Go's soft limit %d after Run, want %d back", got, before)
+	}
+}
+
 func TestBuildErrorClasses(t *testing.T) {
 	dir := t.TempDir()
 	badMap := filepath.Join(dir, "m.txt")
