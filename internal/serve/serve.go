@@ -110,7 +110,8 @@ type Settings struct {
 	UI      http.Handler
 	Version string
 	// MemoryTarget is the memory target when the configuration sets
-	// neither memory_limit nor memory_target: `tracebridge serve` passes
+	// neither memory_limit nor memory_target, nor cluster (a node's heap
+	// holds its embedded NATS server too): `tracebridge serve` passes
 	// memlimit.DefaultTarget; 0 (a program embedding the bridge, whose
 	// heap is not only the bridge's): none, Go's soft limit is the
 	// derived limit's.
@@ -203,7 +204,10 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 	target := int64(cfg.MemoryTarget)
 	if limit == 0 {
 		limit, from = memlimit.Default()
-		if target == 0 {
+		if target == 0 && cfg.Cluster == nil {
+			// Not on a cluster node: its embedded NATS server's
+			// memory (JetStream's caches, routes) is in the same heap
+			// and was not measured against the default target.
 			target = set.MemoryTarget
 		}
 	}
