@@ -136,7 +136,7 @@ public class Workload {
         while (System.currentTimeMillis() < end && stop.getCount() > 0) {
             // A recording that starts and stops makes the JVM begin a new
             // chunk each time: the tests see chunk rotations.
-            if (tick == 1 && seconds >= 3) {
+            if (tick == 1 && seconds >= 3 && !Boolean.getBoolean("workload.oneChunk")) {
                 extra = new Recording();
                 extra.setName("rotate");
                 extra.start();

@@ -136,8 +136,11 @@ type Options struct {
 	Seconds int // how long the workload runs at most (default 3)
 	// UntilFinish: the workload also ends, normally, at JVM.Finish.
 	UntilFinish bool
-	RunID       string // shop.Order.run and shop.Tick.run (default "run")
-	Scale       int    // worker threads multiplier (default 1)
+	// OneChunk: the workload does not make the JVM begin new chunks (by
+	// default a run of 3 seconds or more does, after its first tick).
+	OneChunk bool
+	RunID    string // shop.Order.run and shop.Tick.run (default "run")
+	Scale    int    // worker threads multiplier (default 1)
 	// Filename makes JFR write the recording there at exit.
 	Filename string
 	// Repository sets -XX:FlightRecorderOptions:repository.
@@ -218,6 +221,9 @@ func (t Tools) Start(classpath string, o Options) (*JVM, error) {
 	}
 	if o.UntilFinish {
 		args = append(args, "-Dworkload.untilFinish=true")
+	}
+	if o.OneChunk {
+		args = append(args, "-Dworkload.oneChunk=true")
 	}
 	args = append(args, "-Xlog:disable", "-Xlog:all=error:stderr", "-cp", classpath, "Workload",
 		strconv.Itoa(o.Seconds), o.RunID, strconv.Itoa(o.Scale))

@@ -238,59 +238,13 @@ func TestLiveChunkIncrements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flushes := flushPoints(t, data[:h.ChunkSize], h)
+	flushes := flushPoints(t, data[:h.ChunkSize], h, false)
 	if len(flushes) < 2 {
 		t.Fatalf("only %d flushes in the recording", len(flushes))
 	}
 	for _, perStep := range []int{1, 7} {
 		t.Run(fmt.Sprintf("batches of %d", perStep), func(t *testing.T) {
-			s := NewStream(Options{})
-			var got []record.Record
-			var b record.Batch
-			var c *Chunk
-			for i, fl := range flushes {
-				live := h
-				live.ChunkSize, live.CheckpointOffset, live.MetadataOffset = fl.end, fl.checkpoint, fl.metadata
-				live.State = byte(1 + i%254)
-				if i == len(flushes)-1 {
-					live, fl.end = h, h.ChunkSize // the close adds a last checkpoint
-				}
-				// The chunk's bytes beyond the flush are garbage to the reader.
-				view := append([]byte(nil), data[:h.ChunkSize]...)
-				for j := fl.end; j < int64(len(view)); j++ {
-					view[j] = 0xff
-				}
-				copy(view, AppendHeader(nil, live))
-				hdr, err := ReadHeader(bytes.NewReader(view))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if c == nil {
-					c, err = s.Open(bytes.NewReader(view), 0, hdr)
-				} else {
-					c.src = bytes.NewReader(view)
-					err = c.Update(hdr)
-				}
-				if err != nil {
-					t.Fatalf("flush %d: %v", i, err)
-				}
-				for {
-					b.Reset()
-					_, err := c.Next(&b, perStep)
-					for k := range b.Records {
-						got = append(got, b.Records[k].Clone())
-					}
-					if errors.Is(err, io.EOF) {
-						break
-					}
-					if err != nil {
-						t.Fatalf("flush %d: %v", i, err)
-					}
-				}
-			}
-			if !c.Done() {
-				t.Error("finished chunk not done")
-			}
+			got, _ := follow(t, data, h, flushes, perStep, -1)
 			if len(got) != len(whole) {
 				t.Fatalf("%d records, want %d", len(got), len(whole))
 			}
@@ -303,11 +257,127 @@ func TestLiveChunkIncrements(t *testing.T) {
 	}
 }
 
+// TestConstantsSeveralFlushesLate: the JVM writes some constants several
+// flushes after the events that refer to them, or only when it finishes
+// the chunk (the class loaders of the jdk.ClassLoaderStatistics events it
+// writes when a chunk begins). The recording is read as if every
+// checkpoint event ended a flush, so that the types checkpoint of a flush
+// arrives flushes after the events of that flush refer to its classes and
+// the chunk-end constants many flushes after the chunk-begin events. The
+// follower holds such events until their constants arrive, reading on
+// meanwhile: it reads the records of the finished chunk, the held ones
+// later than in the file.
+func TestConstantsSeveralFlushesLate(t *testing.T) {
+	data := small(t)
+	whole, _ := decodeAll(t, data, Options{})
+	h, err := ReadHeader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flushes := flushPoints(t, data[:h.ChunkSize], h, true)
+	if n := len(flushPoints(t, data[:h.ChunkSize], h, false)); len(flushes) < 3*n {
+		t.Fatalf("%d checkpoints for %d flushes", len(flushes), n)
+	}
+	got, held := follow(t, data, h, flushes, 5, -1)
+	if held == 0 {
+		t.Fatal("no event was held for its constants")
+	}
+	t.Logf("%d flushes, %d records, at most %d held at once", len(flushes), len(got), held)
+	if diff := cmp.Diff(sortedText(whole), sortedText(got)); diff != "" {
+		t.Fatalf("records (sorted) differ from the finished chunk's (-file +live):\n%s", diff)
+	}
+	// A reader that gives up waiting (Settle) gets the held events at once
+	// and loses or repeats none when the chunk goes on.
+	for _, at := range []int{0, len(flushes) / 2} {
+		if got, _ := follow(t, data, h, flushes, 5, at); len(got) != len(whole) {
+			t.Errorf("settled after flush %d: %d records, want %d", at, len(got), len(whole))
+		}
+	}
+}
+
+// sortedText returns the records as sorted text, for comparing what two
+// readers read regardless of order.
+func sortedText(rs []record.Record) []string {
+	out := make([]string, len(rs))
+	for i := range rs {
+		out[i] = rs[i].Type.Name + " " + string(jsonl.AppendRecord(nil, &rs[i]))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// follow reads the chunk data as a follower would, a header update per
+// flush (the last one the finished header), perStep records a call of
+// Next, settling the chunk once after reading flush settle (-1: never).
+// It returns the records in the order read and the most events held at
+// once.
+func follow(t *testing.T, data []byte, h Header, flushes []flush, perStep, settle int) ([]record.Record, int) {
+	t.Helper()
+	s := NewStream(Options{})
+	var got []record.Record
+	var b record.Batch
+	var c *Chunk
+	held := 0
+	for i, fl := range flushes {
+		live := h
+		live.ChunkSize, live.CheckpointOffset, live.MetadataOffset = fl.end, fl.checkpoint, fl.metadata
+		live.State = byte(1 + i%254)
+		if i == len(flushes)-1 {
+			live, fl.end = h, h.ChunkSize // the close adds a last checkpoint
+		}
+		// The chunk's bytes beyond the flush are garbage to the reader.
+		view := append([]byte(nil), data[:h.ChunkSize]...)
+		for j := fl.end; j < int64(len(view)); j++ {
+			view[j] = 0xff
+		}
+		copy(view, AppendHeader(nil, live))
+		hdr, err := ReadHeader(bytes.NewReader(view))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == nil {
+			c, err = s.Open(bytes.NewReader(view), 0, hdr)
+		} else {
+			c.src = bytes.NewReader(view)
+			err = c.Update(hdr)
+		}
+		if err != nil {
+			t.Fatalf("flush %d: %v", i, err)
+		}
+		for {
+			b.Reset()
+			_, err := c.Next(&b, perStep)
+			for k := range b.Records {
+				got = append(got, b.Records[k].Clone())
+			}
+			held = max(held, c.Held())
+			if errors.Is(err, io.EOF) {
+				if i == settle && c.settled != c.end {
+					c.Settle()
+					continue
+				}
+				break
+			}
+			if err != nil {
+				t.Fatalf("flush %d: %v", i, err)
+			}
+		}
+		if i == settle && c.Held() != 0 {
+			t.Errorf("%d events held after Settle", c.Held())
+		}
+	}
+	if !c.Done() {
+		t.Error("finished chunk not done")
+	}
+	return got, held
+}
+
 type flush struct{ end, checkpoint, metadata int64 }
 
 // flushPoints finds the ends of the flush segments of a chunk: each
-// checkpoint event with the flush bit ends one.
-func flushPoints(t testing.TB, chunk []byte, h Header) []flush {
+// checkpoint event with the flush bit ends one (with every, each
+// checkpoint event does).
+func flushPoints(t testing.TB, chunk []byte, h Header, every bool) []flush {
 	var out []flush
 	var meta int64
 	for off := int64(HeaderSize); off < int64(len(chunk)); {
@@ -324,7 +394,7 @@ func flushPoints(t testing.TB, chunk []byte, h Header) []flush {
 			in.varint()
 			in.varint()
 			in.varint()
-			if kind := in.u8(); kind&1 != 0 && meta != 0 {
+			if kind := in.u8(); (every || kind&1 != 0) && meta != 0 {
 				out = append(out, flush{end: off + size, checkpoint: off, metadata: meta})
 			}
 		}

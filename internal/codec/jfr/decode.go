@@ -20,6 +20,10 @@ type Limits struct {
 	MaxCheckpoints  int   // checkpoint events of one chunk (default 1,000,000)
 	ReadBufferSize  int   // bytes read at a time (default 1 MiB)
 	MaxMetadataSize int   // bytes of one metadata event (default 16 MiB)
+	// MaxHeld bounds the events of a live chunk held back for constants
+	// no checkpoint defined yet (default 65536); beyond it such an event
+	// is decoded at once, with zero values for what is missing.
+	MaxHeld int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -43,6 +47,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxMetadataSize <= 0 {
 		l.MaxMetadataSize = 16 << 20
+	}
+	if l.MaxHeld <= 0 {
+		l.MaxHeld = 65536
 	}
 	return l
 }
@@ -156,9 +163,18 @@ type Chunk struct {
 	pools    *poolSet
 
 	pos, end int64
-	// settled: events before it may refer to constants that no checkpoint
-	// defines yet and are decoded anyway; a live chunk holds back an event
-	// at or after it that does, until a newer checkpoint has been read.
+	// held: offsets of the events of a live chunk that refer to constants
+	// no checkpoint read so far defines, in chunk order. The JVM writes
+	// some constants only in a later flush's checkpoint or at the chunk's
+	// end (the class loaders of chunk-begin jdk.ClassLoaderStatistics), so
+	// Next sets such an event aside, reads on, and decodes it again after
+	// each newer checkpoint (a pass over held[retry:], keeping the ones
+	// still missing a constant in held[:kept]) until it resolves, the
+	// chunk finishes, or Settle. Outside a pass retry == kept == len(held).
+	held        []int64
+	retry, kept int
+	// settled: events before it are decoded even when they refer to
+	// constants no checkpoint defines (Settle).
 	settled int64
 	broken  bool
 	winOff  int64 // chunk offset of s.win[0]
@@ -201,7 +217,20 @@ func (c *Chunk) Broken() bool { return c.broken }
 
 // Done reports whether nothing more will come from the chunk: it is
 // finished and read to its end, or broken.
-func (c *Chunk) Done() bool { return c.broken || (c.h.Finished() && c.pos >= c.end) }
+func (c *Chunk) Done() bool {
+	return c.broken || (c.h.Finished() && c.pos >= c.end && len(c.held) == 0)
+}
+
+// Held returns how many events of the chunk Next holds back until a
+// checkpoint defines the constants they refer to.
+func (c *Chunk) Held() int { return len(c.held) }
+
+// retryHeld starts a pass of Next over the held events (a pass under way
+// starts again with what it has not tried yet).
+func (c *Chunk) retryHeld() {
+	c.held = append(c.held[:c.kept], c.held[c.retry:]...)
+	c.retry, c.kept = 0, 0
+}
 
 // SkipToEnd makes Next start at the current end: the events readable now
 // are not decoded (a follower starting at the newest data).
@@ -216,7 +245,6 @@ func (c *Chunk) Update(h Header) error {
 		return at(c.base, 8, "chunk size went down from %d to %d", c.end, h.ChunkSize)
 	}
 	c.h = h
-	oldEnd := c.end
 	c.end = h.ChunkSize
 	s := c.s
 	if h.MetadataOffset != c.metaOff {
@@ -239,19 +267,22 @@ func (c *Chunk) Update(h Header) error {
 			return err
 		}
 		c.cpNewest = h.CheckpointOffset
-		// The JVM sometimes writes an event's constants in the checkpoint
-		// of a later flush: what was readable before this one has now
-		// had its chance.
-		c.settled = oldEnd
+		c.retryHeld() // the new constants may be theirs
+	} else if h.Finished() {
+		c.retryHeld() // decoded now, whatever is missing
 	}
 	return nil
 }
 
-// Settle makes Next decode every readable event even when it refers to
-// constants that are not defined yet (they become zero values). A reader
-// calls it before giving up on a live chunk that will not grow any more (a
-// killed JVM, or a one-time read of a chunk still being written).
-func (c *Chunk) Settle() { c.settled = c.end }
+// Settle makes Next decode every readable event, the held ones included,
+// even when it refers to constants that are not defined yet (they become
+// zero values). A reader calls it before giving up on a live chunk that
+// will not grow any more (a killed JVM, or a one-time read of a chunk
+// still being written).
+func (c *Chunk) Settle() {
+	c.settled = c.end
+	c.retryHeld()
+}
 
 func (c *Chunk) readMetadata(off int64) error {
 	s := c.s
@@ -283,16 +314,33 @@ func (c *Chunk) readMetadata(off int64) error {
 // and reported as a *FormatError; Next may be called again and resumes
 // after it. When the rest of the chunk cannot be framed Next reports why
 // once and then returns io.EOF.
+//
+// An event of a live chunk that refers to a constant no checkpoint read so
+// far defines is held: Next reads on past it and decodes it first thing
+// after an Update that read a newer checkpoint, once the constants are
+// there or the chunk finished (or after Settle). So a held event comes
+// after events that follow it in the chunk.
 func (c *Chunk) Next(b *record.Batch, max int) (int, error) {
 	s := c.s
 	d := s.dec
 	d.cur, d.ps = c.pools, c.pools
 	n := 0
 	for b.Len() < max {
-		if c.broken || c.pos >= c.end {
-			return n, io.EOF
+		retrying := c.retry < len(c.held)
+		start := c.pos
+		if retrying {
+			start = c.held[c.retry]
+			c.retry++
+		} else {
+			if c.kept != c.retry { // a pass ended
+				c.held = c.held[:c.kept]
+				c.retry = c.kept
+			}
+			if c.broken || c.pos >= c.end {
+				return n, io.EOF
+			}
 		}
-		w, err := c.window(c.pos, min(9, c.end-c.pos))
+		w, err := c.window(start, min(9, c.end-start))
 		if err != nil {
 			c.broken = true
 			return n, err
@@ -301,15 +349,16 @@ func (c *Chunk) Next(b *record.Batch, max int) (int, error) {
 		in.reset(w)
 		size := int64(in.varint())
 		typ := in.i64()
-		if !in.ok() || size <= 0 || size > c.end-c.pos {
+		if !in.ok() || size <= 0 || size > c.end-start {
 			c.broken = true
 			if !in.ok() || size <= 0 {
-				return n, at(c.base, c.pos, "bad event size; the rest of the chunk (%d bytes) is skipped", c.end-c.pos)
+				return n, at(c.base, start, "bad event size; the rest of the chunk (%d bytes) is skipped", c.end-start)
 			}
-			return n, at(c.base, c.pos, "event of %d bytes runs past the chunk's end at %d", size, c.base+c.end)
+			return n, at(c.base, start, "event of %d bytes runs past the chunk's end at %d", size, c.base+c.end)
 		}
-		start := c.pos
-		c.pos += size
+		if !retrying {
+			c.pos += size
+		}
 		var et *eventType
 		switch typ {
 		case 0:
@@ -353,12 +402,18 @@ func (c *Chunk) Next(b *record.Batch, max int) (int, error) {
 			s.stats.BadEvents++
 			return n, at(c.base, start+int64(in.failAt), "%s event at %d: %s", et.class.Name, c.base+start, in.reason)
 		}
-		if d.misses != misses && start >= c.settled && !c.h.Finished() {
-			// Wait for the next checkpoint, which may define them.
+		if d.misses != misses && start >= c.settled && !c.h.Finished() && (retrying || len(c.held) < s.lim.MaxHeld) {
+			// Wait for a newer checkpoint, which may define them.
 			b.Truncate(b.Len() - 1)
-			c.pos = start
 			s.stats.Unresolved, s.stats.Fallbacks = unresolved, fallbacks
-			return n, io.EOF
+			if retrying {
+				c.held[c.kept] = start
+				c.kept++
+			} else {
+				c.held = append(c.held, start)
+				c.retry, c.kept = len(c.held), len(c.held)
+			}
+			continue
 		}
 		if et.startTime >= 0 {
 			r.LoggingTimestamp = r.Values[et.startTime].Int()
@@ -495,7 +550,7 @@ type decoder struct {
 	ps     *poolSet // where constants resolve now (cur, or prev during a fallback)
 	stats  *Stats
 	nest   int
-	misses int // references to constants not found, ever
+	misses int // references to constants not found or incomplete (partial), ever
 	intern record.Interner
 	buf    []byte
 	sbuf   []byte

@@ -25,10 +25,15 @@
 // finished chunk (header state 0) is read once; a live chunk is read up to
 // the size its newest accepted header vouches for, so a half-written
 // event is never read. The JVM sometimes writes constants in the
-// checkpoint of a flush later than the events that use them: Next holds
-// such an event of a live chunk back (returning io.EOF before it) until
-// one more checkpoint has been read, so that following a JVM gives the
-// records reading its finished recording gives. Chunk.Settle ends the
+// checkpoint of a flush later than the events that use them, or only when
+// it finishes the chunk (the class loaders of the jdk.ClassLoaderStatistics
+// events it writes when a chunk begins, seconds to minutes earlier): Next
+// holds such an event of a live chunk (Chunk.Held), reads on past it, and
+// decodes it again after each newer checkpoint, until its constants are
+// there or the chunk is finished, so that following a JVM gives the
+// records reading its finished recording gives; a held event comes after
+// events that follow it in the chunk (a chunk's events are not in time
+// order anyway). Limits.MaxHeld bounds them. Chunk.Settle ends the
 // waiting for a chunk that will not grow.
 //
 // # Record layout

@@ -206,6 +206,7 @@ func (d *decoder) resolve(c *Class, budget int, key int64, l *layout) []record.V
 		return v
 	}
 	if v, ok := ps.partial[ck]; ok {
+		d.misses++ // still incomplete: what refers to it waits too
 		return v
 	}
 	pos, ok := ps.entries[c.ID][key]
