@@ -703,7 +703,7 @@ func (n *Node) fence(o *owner, why string, err error) {
 	// no message after its current step (a fetch, at most fetchWait, or
 	// the making of a reader, which reads nothing).
 	n.log.Error("cluster: partition lost: "+why+"; stopping its reader and dropping what was not checkpointed", "node", n.opt.Node, "partition", o.p, "err", err)
-	o.stop(false)
+	o.stop(stopDrop)
 	n.met.leasesLost.Inc()
 }
 
@@ -898,10 +898,11 @@ func (n *Node) release(ctx context.Context, share int) {
 	n.log.Info("cluster: partition handed over (rebalancing)", "node", n.opt.Node, "partition", o.p, "share", share)
 }
 
-// handOver stops an owner, checkpoints everything it consumed and
-// deletes its lease.
+// handOver stops an owner, checkpoints it up to its safe point (the
+// traces still open are left in the stream for the next owner, which
+// reads on from there while the receivers go on) and deletes its lease.
 func (n *Node) handOver(ctx context.Context, o *owner) {
-	safe := o.stop(true)
+	safe := o.stop(stopSafe)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := n.opt.Persist(cctx); err != nil {
@@ -963,7 +964,7 @@ func (n *Node) releaseAll() {
 	safes := make([]uint64, len(owners))
 	for i, o := range owners {
 		wg.Add(1)
-		go func() { defer wg.Done(); safes[i] = o.stop(true) }()
+		go func() { defer wg.Done(); safes[i] = o.stop(stopAll) }()
 	}
 	wg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
