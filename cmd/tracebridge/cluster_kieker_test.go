@@ -282,8 +282,12 @@ func graph(t *testing.T, base string) string {
 // run in other processes on another host, whose streams go to another
 // node than the caller's), a real Kieker log replayed as Kieker TCP,
 // another as KDB. The node owning Kieker's partition is killed (-9)
-// mid-ingest; it received nothing itself, so everything sent was
-// acknowledged by a survivor. Afterwards every trace, its span tree and
+// mid-ingest while it leads the ingest stream and the lease and node
+// buckets (each Raft group elects another leader meanwhile: the
+// survivors' flushes wait or fail and their lease renewals may fence
+// their owners); it received nothing itself, and the survivors' Kieker
+// TCP and KDB receivers stop reading while they cannot publish, so
+// everything sent reaches the stream. Afterwards every trace, its span tree and
 // the dependency graph are the single bridge's through each surviving
 // node's API: nothing lost, no cross-thread or cross-host trace split.
 // A zorka packet sent to two nodes (an agent's resend after a lost OK)
@@ -321,6 +325,17 @@ func TestClusterKieker(t *testing.T) {
 		nd.start(t)
 	}
 	waitOwned(t, nodes, partitions, 120*time.Second)
+	// Every node owns its share (2 or 3 of 8), so that no rebalancing
+	// hands Kieker's partition over before the kill: the node killed is
+	// its owner.
+	waitUntil(t, 60*time.Second, "the partitions balanced", func() bool {
+		for _, nd := range nodes {
+			if o := nd.metric("tracebridge_cluster_owned_partitions"); o < partitions/3 || o > (partitions+2)/3 {
+				return false
+			}
+		}
+		return true
+	})
 	kp := trace.Shard(trace.KiekerKey, partitions)
 	// (A partition handed over while the nodes rebalance has no owner
 	// for a moment.)
@@ -341,14 +356,42 @@ func TestClusterKieker(t *testing.T) {
 	if owner == nil {
 		t.Fatalf("no owner of Kieker's partition %d", kp)
 	}
+	// The victim leads the ingest stream and the lease and node buckets
+	// when it is killed: the survivors cannot publish until JetStream has
+	// elected a new leader (on a loaded machine for longer than a
+	// flush's 10 s), and their owners may be fenced while the leases'
+	// bucket elects one (a fenced node announces fewer partitions, and
+	// the others may hand some over: Kieker's partition too, while its
+	// traces are open). Kieker TCP and KDB have no acknowledgement to
+	// withhold: the receivers must stop reading meanwhile and the
+	// publisher keep what it could not store, and a partition handed
+	// over must leave its open traces to the next owner, or the
+	// comparison below fails.
 	killed := false
+	logged := make([]int, len(others)) // how much each survivor had logged at the kill
 	feed(t, in, others[0].p, others[1].p, d, func() {
-		leadElsewhere(t, others[0], owner.name)
+		if now := partitionOwner(t, others[0], kp); now != owner.name {
+			t.Errorf("Kieker's partition %d is owned by %q, not %s, at the kill", kp, now, owner.name)
+		}
+		for _, name := range []string{clusterStream, "KV_tb_leases", "KV_tb_nodes"} {
+			leadOn(t, others[0], name, owner.name)
+		}
+		for i, nd := range others {
+			logged[i] = len(nd.p.Stderr())
+		}
 		owner.p.Kill()
 		killed = true
 	})
 	if !killed {
 		t.Fatal("the owner was not killed")
+	}
+	// What the kill did, for the record.
+	for i, nd := range others {
+		for _, what := range []string{"JetStream did not store published records", "partition lost", "partition handed over"} {
+			if n := strings.Count(nd.p.Stderr()[logged[i]:], what); n > 0 {
+				t.Logf("node %s: %q logged %d times", nd.name, what, n)
+			}
+		}
 	}
 	waitOwned(t, others, partitions, 120*time.Second)
 	for _, nd := range others {
@@ -422,13 +465,15 @@ func partitionOwner(t *testing.T, nd *clusterNode, p int) string {
 	return ""
 }
 
-// leadElsewhere makes the stream's and the cluster buckets' Raft groups
-// elect leaders other than node victim (asking through node via's NATS
-// server), so that its kill costs no election: on a loaded machine an
-// election can outlast the publisher's 10 s of retries, and a Kieker TCP
-// stream, which has no acknowledgement to withhold, would lose what a
-// receiver could not publish meanwhile (see the report of this test).
-func leadElsewhere(t *testing.T, via *clusterNode, victim string) {
+// clusterStream is the cluster's ingest stream (cluster.StreamName).
+const clusterStream = "TRACEBRIDGE_CLUSTER"
+
+// leadOn makes node leader the leader of stream name's Raft group
+// (asking through node via's NATS server: a leader stepdown with leader
+// as the preferred placement, NATS 2.11+), and fails the test unless it
+// leads within 60 s. (It may run on a goroutine other than the test's.)
+func leadOn(t *testing.T, via *clusterNode, name, leader string) {
+	t.Helper()
 	user, pass, err := stream.ReadCredentials(credentialsFile(via.dir))
 	if err != nil {
 		t.Error(err)
@@ -445,31 +490,31 @@ func leadElsewhere(t *testing.T, via *clusterNode, victim string) {
 		t.Error(err)
 		return
 	}
-	for _, name := range []string{"TRACEBRIDGE_CLUSTER", "KV_tb_leases", "KV_tb_nodes"} {
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			st, err := js.Stream(ctx, name)
-			var leader string
-			if err == nil {
-				var info *jetstream.StreamInfo
-				if info, err = st.Info(ctx); err == nil && info.Cluster != nil {
-					leader = info.Cluster.Leader
-				}
+	req, _ := json.Marshal(map[string]any{"placement": map[string]string{"preferred": leader}})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var now string
+		st, err := js.Stream(ctx, name)
+		if err == nil {
+			var info *jetstream.StreamInfo
+			if info, err = st.Info(ctx); err == nil && info.Cluster != nil {
+				now = info.Cluster.Leader
 			}
-			if err == nil && leader != "" && leader != victim {
-				cancel()
-				break
-			}
-			if leader == victim {
-				_, _ = nc.RequestWithContext(ctx, "$JS.API.STREAM.LEADER.STEPDOWN."+name, nil)
-			}
-			cancel()
-			if time.Now().After(deadline) {
-				t.Errorf("stream %s: still led by %q (%v) after 60 s", name, leader, err)
-				break
-			}
-			time.Sleep(500 * time.Millisecond)
 		}
+		if now == leader {
+			cancel()
+			t.Logf("stream %s led by %s", name, leader)
+			return
+		}
+		if err == nil && now != "" {
+			_, _ = nc.RequestWithContext(ctx, "$JS.API.STREAM.LEADER.STEPDOWN."+name, req)
+		}
+		cancel()
+		if time.Now().After(deadline) {
+			t.Errorf("stream %s: led by %q (%v), not %s, after 60 s", name, now, err, leader)
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"maps"
 	"math"
 	"path/filepath"
 	"testing"
@@ -223,5 +224,58 @@ func TestCutAgainAfterFailedPurge(t *testing.T) {
 	}
 	if s, _ := cs.cut(10, 13, 0, false, now); s != 13 {
 		t.Fatalf("the cut asked again after a failed purge: %d, want 13 (base 10)", s)
+	}
+}
+
+// TestHandOverKeepsOpenTrace: a partition handed over (rebalancing)
+// while a Kieker trace is open, its receivers going on: the owner hands
+// on nothing of the open trace and purges only up to its safe point, so
+// that the next owner reads the trace's first message again and
+// assembles it whole with the records that come after the handover. The
+// old handover emitted the open trace as it was (its first call only)
+// and purged everything it had taken: the next owner assembled the rest
+// alone (the trace split in two; on TestClusterKieker's input, the
+// traces differed from a single bridge's).
+func TestHandOverKeepsOpenTrace(t *testing.T) {
+	n, sink, o := ownerNode(t, trace.Options{Window: 300 * time.Millisecond, OpenWindow: time.Hour})
+	const main = 100
+	m1 := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "n1"}}
+	meta(m1, main)
+	event(m1, record.BeforeOperationEvent, main, 0, 10, "void a.C.main()")
+	event(m1, record.BeforeOperationEvent, main, 1, 20, "void a.C.work()")
+	event(m1, record.AfterOperationEvent, main, 2, 30, "void a.C.work()")
+	publish(t, n, m1)
+
+	// The rebalancing's path: the node gives its highest partition back.
+	n.release(context.Background(), 0)
+	sink.mu.Lock()
+	handed := maps.Clone(sink.spans)
+	sink.mu.Unlock()
+	if len(handed) != 0 {
+		t.Errorf("traces handed on at the handover: %v, want none (the trace is open)", handed)
+	}
+	if got := streamInfo(t, n).State.Msgs; got != 1 {
+		t.Errorf("the stream holds %d messages after the handover, want 1 (the open trace's, for the next owner)", got)
+	}
+
+	// The node takes the partition again (its share): the new owner
+	// reads the trace's first message and the rest.
+	waitFor(t, "partition 0 owned again", func() bool {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return n.owners[0] != nil && n.owners[0] != o
+	})
+	m2 := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "n1"}}
+	event(m2, record.AfterOperationEvent, main, 3, 90, "void a.C.main()")
+	publish(t, n, m2)
+	waitFor(t, "the trace handed on", func() bool {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		return len(sink.spans) > 0 && sink.spans[trace.KiekerID(main)] >= 2
+	})
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if want := map[trace.ID]int{trace.KiekerID(main): 2}; !maps.Equal(sink.spans, want) {
+		t.Errorf("spans handed on by trace: %v, want %v (the trace once, whole)", sink.spans, want)
 	}
 }

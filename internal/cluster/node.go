@@ -724,7 +724,7 @@ func isWrongSequence(err error) bool {
 // rather than taken by another node), for reclaim.
 func (n *Node) fence(o *owner, why string, err error, keep bool) {
 	if n.drop(o, why, err, keep) {
-		o.stop(false)
+		o.stop(stopDrop)
 	}
 }
 
@@ -1039,8 +1039,9 @@ func (n *Node) release(ctx context.Context, share int) {
 	n.log.Info("cluster: partition handed over (rebalancing)", "node", n.opt.Node, "partition", o.p, "share", share)
 }
 
-// handOver stops an owner, checkpoints everything it consumed and
-// deletes its lease.
+// handOver stops an owner, checkpoints it up to its safe point (the
+// traces still open are left in the stream for the next owner, which
+// reads on from there while the receivers go on) and deletes its lease.
 //
 // An owner past its deadline (owner.lapsed: its renewals did not succeed
 // in time) is not handed over but stopped as a fenced one, dropping what
@@ -1050,11 +1051,11 @@ func (n *Node) release(ctx context.Context, share int) {
 // is deleted all the same if it is still this node's (revision-checked).
 func (n *Node) handOver(ctx context.Context, o *owner) {
 	if o.lapsed() {
-		o.stop(false)
+		o.stop(stopDrop)
 		n.log.Error("cluster: partition lost: its lease was not renewed by its deadline; dropping what was not checkpointed instead of handing it over", "node", n.opt.Node, "partition", o.p)
 		n.met.leasesLost.Inc()
 	} else {
-		safe := o.stop(true)
+		safe := o.stop(stopSafe)
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		switch err := n.opt.Persist(cctx); {
@@ -1125,7 +1126,7 @@ func (n *Node) releaseAll() {
 	safes := make([]uint64, len(owners))
 	for i, o := range owners {
 		wg.Add(1)
-		go func() { defer wg.Done(); safes[i] = o.stop(true) }()
+		go func() { defer wg.Done(); safes[i] = o.stop(stopAll) }()
 	}
 	wg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -46,9 +46,9 @@ type owner struct {
 	purged atomic.Uint64
 
 	asks  chan chan uint64
-	quit  chan bool     // true: hand on what is assembled; false: drop it
+	quit  chan stopMode
 	done  chan struct{} // closed when run has returned
-	final uint64        // the last sequence handed on at the end (0: dropped)
+	final uint64        // the sequence the stream may be purged up to at the end (0: none)
 	once  sync.Once
 	last  uint64
 
@@ -71,7 +71,7 @@ type owner struct {
 
 func newOwner(n *Node, p int, value []byte, rev uint64, at time.Time) *owner {
 	o := &owner{n: n, p: p, value: value, since: at,
-		asks: make(chan chan uint64), quit: make(chan bool, 1), done: make(chan struct{}), faults: lograte.Limiter{PerSecond: 1},
+		asks: make(chan chan uint64), quit: make(chan stopMode, 1), done: make(chan struct{}), faults: lograte.Limiter{PerSecond: 1},
 		reading: lograte.Outage{Settle: cmp.Or(n.readSettle, readSettle)}}
 	o.renewedAt(rev, at)
 	return o
@@ -209,14 +209,23 @@ func (o *owner) run(ctx context.Context) {
 		}
 		return s
 	}
-	finish := func(handOn bool) {
-		if handOn && !quitting {
+	finish := func(mode stopMode) {
+		switch {
+		case quitting:
+		case mode == stopAll:
 			asm.Flush()
 			if hand() {
 				// Everything consumed is in the store: the last
 				// checkpoint may purge up to here. Otherwise final stays
 				// 0 and the stream keeps it for the next owner.
 				o.final = o.last
+			}
+		case mode == stopSafe:
+			// The traces still open are dropped, not emitted: the next
+			// owner reads their messages again from the safe point and
+			// assembles them whole, as this owner would have.
+			if hand() {
+				o.final = safe()
 			}
 		}
 		o.faultsEnd()
@@ -227,11 +236,11 @@ func (o *owner) run(ctx context.Context) {
 	lastTick := time.Now()
 	for {
 		select {
-		case handOn := <-o.quit:
-			finish(handOn)
+		case mode := <-o.quit:
+			finish(mode)
 			return
 		case <-ctx.Done():
-			finish(true)
+			finish(stopAll)
 			return
 		case reply := <-o.asks:
 			reply <- safe()
@@ -239,7 +248,7 @@ func (o *owner) run(ctx context.Context) {
 		default:
 		}
 		if quitting || lapsed() {
-			finish(false)
+			finish(stopDrop)
 			return
 		}
 		if time.Since(lastTick) >= tickEvery {
@@ -248,7 +257,7 @@ func (o *owner) run(ctx context.Context) {
 			lastTick = time.Now()
 		}
 		if quitting {
-			finish(false)
+			finish(stopDrop)
 			return
 		}
 		if cons == nil {
@@ -400,11 +409,28 @@ func (o *owner) safe(ctx context.Context) uint64 {
 	}
 }
 
-// stop ends the owner. With handOn it first hands every trace it holds to
-// the sink and returns the last sequence consumed (all of it handed on);
-// without, it drops what it holds and returns 0.
-func (o *owner) stop(handOn bool) uint64 {
-	o.once.Do(func() { o.quit <- handOn })
+// stopMode says what an owner that stops does with what it assembled.
+type stopMode int
+
+const (
+	// stopDrop drops it (a fenced owner: its messages stay in the stream
+	// for the next owner).
+	stopDrop stopMode = iota
+	// stopSafe hands on the completed traces and drops the open ones;
+	// the stream may be purged up to the safe point (cuts), so that the
+	// next owner, reading on from there while the receivers go on,
+	// assembles the open traces whole (a partition handed over).
+	stopSafe
+	// stopAll hands on every trace, open ones too; the stream may be
+	// purged up to the last message taken (the node stops).
+	stopAll
+)
+
+// stop ends the owner and returns the sequence up to which the stream
+// may be purged once the sink has made what it was handed durable (0:
+// none), as mode says.
+func (o *owner) stop(mode stopMode) uint64 {
+	o.once.Do(func() { o.quit <- mode })
 	<-o.done
 	return o.final
 }
