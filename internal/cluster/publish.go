@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -534,10 +535,14 @@ func ackOf(ctx context.Context, f jetstream.PubAckFuture) error {
 // retry publishes km again, synchronously, until ctx ends or the stream
 // refuses it for its limits.
 func (p *Publisher) retry(ctx context.Context, km keptMsg) error {
-	msg := km.msg
-	if msg.Header != nil {
-		msg.Header.Del(jetstream.MsgIDHeader)
-		msg.Header.Del(jetstream.ExpectedStreamHeader)
+	// A copy with headers of its own: nats.go may still hold the kept
+	// message (its asynchronous publish retries a "no responders"),
+	// and the options below set these two again.
+	msg := &nats.Msg{Subject: km.msg.Subject, Data: km.msg.Data, Header: nats.Header{}}
+	for k, v := range km.msg.Header {
+		if k != jetstream.MsgIDHeader && k != jetstream.ExpectedStreamHeader {
+			msg.Header[k] = slices.Clone(v)
+		}
 	}
 	wait := 50 * time.Millisecond
 	for {
