@@ -374,7 +374,7 @@ func (n *Node) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstr
 type heartbeat struct {
 	HTTP    string    `json:"http,omitempty"`
 	NATS    string    `json:"nats,omitempty"`
-	Owned   int       `json:"owned"`
+	Owned   int       `json:"owned"` // leases held, fenced ones included
 	Started time.Time `json:"started"`
 	Seen    time.Time `json:"seen"`
 }
@@ -406,7 +406,10 @@ func (n *Node) leaseLoop(ctx context.Context) {
 // beat puts the heartbeat and reads the others'.
 func (n *Node) beat(ctx context.Context) {
 	n.mu.Lock()
-	owned := len(n.owners)
+	// A lease held fenced is still this node's (take counts it as
+	// held): left out, the others would see this node below its share
+	// during a fence and give it partitions for nothing.
+	owned := len(n.owners) + len(n.fenced)
 	n.mu.Unlock()
 	hb := heartbeat{HTTP: n.opt.HTTPAddr, NATS: n.opt.NATSAddr, Owned: owned, Started: n.started, Seen: time.Now()}
 	b, _ := json.Marshal(hb)
