@@ -279,3 +279,75 @@ func TestHandOverKeepsOpenTrace(t *testing.T) {
 		t.Errorf("spans handed on by trace: %v, want %v (the trace once, whole)", sink.spans, want)
 	}
 }
+
+// TestLeavingNodeKeepsOpenTrace: a node that stops (SIGTERM: its Run's
+// context ends) while another node is alive leaves the traces still
+// open to the next owner, which assembles them whole with the records
+// that come after; before, it handed them on cut, and the next owner
+// assembled the rest alone (a rolling restart split open Kieker traces).
+func TestLeavingNodeKeepsOpenTrace(t *testing.T) {
+	srv := startServer(t)
+	creds := srv.Credentials()
+	traces := trace.Options{Window: 300 * time.Millisecond, OpenWindow: time.Hour}
+	start := func(name string) (*Node, *fakeSink, context.CancelFunc, chan error) {
+		sink := &fakeSink{spans: map[trace.ID]int{}}
+		n, err := New(Options{Node: name, Partitions: 1, Replicas: 1, URL: "nats://" + srv.Addr(), User: creds.User, Password: creds.Password,
+			Traces: traces, Sink: sink, Persist: sink.persist, LeaseTTL: 3 * time.Second, CheckpointInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan error, 1)
+		go func() { ran <- n.Run(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			<-ran
+			n.Close()
+		})
+		return n, sink, cancel, ran
+	}
+	owns := func(n *Node) bool {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return n.owners[0] != nil
+	}
+	a, sinkA, stopA, ranA := start("a")
+	waitFor(t, "a owning partition 0", func() bool { return owns(a) })
+	b, sinkB, _, _ := start("b")
+	waitFor(t, "a seeing b alive", a.othersAlive)
+
+	const main = 100
+	m1 := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "n1"}}
+	meta(m1, main)
+	event(m1, record.BeforeOperationEvent, main, 0, 10, "void a.C.main()")
+	event(m1, record.BeforeOperationEvent, main, 1, 20, "void a.C.work()")
+	event(m1, record.AfterOperationEvent, main, 2, 30, "void a.C.work()")
+	publish(t, a, m1)
+
+	stopA()
+	err := <-ranA
+	ranA <- err // for the cleanup
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinkA.mu.Lock()
+	left := maps.Clone(sinkA.spans)
+	sinkA.mu.Unlock()
+	if len(left) != 0 {
+		t.Errorf("traces handed on by the node that left: %v, want none (the trace is open)", left)
+	}
+	waitFor(t, "b owning partition 0", func() bool { return owns(b) })
+	m2 := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "n1"}}
+	event(m2, record.AfterOperationEvent, main, 3, 90, "void a.C.main()")
+	publish(t, b, m2)
+	waitFor(t, "the trace handed on by b", func() bool {
+		sinkB.mu.Lock()
+		defer sinkB.mu.Unlock()
+		return sinkB.spans[trace.KiekerID(main)] >= 2
+	})
+	sinkB.mu.Lock()
+	defer sinkB.mu.Unlock()
+	if want := map[trace.ID]int{trace.KiekerID(main): 2}; !maps.Equal(sinkB.spans, want) {
+		t.Errorf("spans handed on by b: %v, want %v (the trace once, whole)", sinkB.spans, want)
+	}
+}

@@ -137,6 +137,10 @@ type Node struct {
 	// for the takers: which leases are free, how many nodes are alive).
 	leaseExp, nodeExp *expiries
 
+	// ownCtx is the owners' context (Run's, not cancelled with it:
+	// releaseAll stops the owners).
+	ownCtx context.Context
+
 	// readSettle is the owners' (0: readSettle; tests shorten it).
 	readSettle time.Duration
 
@@ -279,6 +283,11 @@ func (n *Node) Run(ctx context.Context) error {
 		return nil
 	}
 	n.log.Info("cluster: node ready", "node", n.opt.Node, "partitions", n.opt.Partitions, "replicas", n.opt.Replicas)
+	// The owners outlive ctx: releaseAll stops them, handing their open
+	// traces to the next owners when other nodes are alive.
+	octx, ostop := context.WithCancel(context.WithoutCancel(ctx))
+	defer ostop()
+	n.ownCtx = octx
 	var wg sync.WaitGroup
 	wg.Go(func() { n.checkpoints(ctx) })
 	wg.Go(func() { n.refreshes(ctx) })
@@ -597,7 +606,7 @@ func (n *Node) reclaim(ctx context.Context, f fencedLease) {
 	n.mu.Unlock()
 	n.met.takeovers.Inc()
 	n.log.Info("cluster: partition owned again: its lease, still this node's, was renewed", "node", n.opt.Node, "partition", f.p, "fenced_for", time.Since(f.fenced).Round(time.Millisecond))
-	go o.run(ctx)
+	go o.run(n.ownCtx)
 }
 
 // dropFenced forgets a fenced lease (expired or another node's).
@@ -904,7 +913,7 @@ func (n *Node) take(ctx context.Context, all bool) {
 			} else {
 				n.log.Info("cluster: partition taken", "node", n.opt.Node, "partition", w.p)
 			}
-			go o.run(ctx)
+			go o.run(n.ownCtx)
 		}
 	}
 }
@@ -1125,11 +1134,20 @@ func (n *Node) releaseAll() {
 		_ = n.nodes.Delete(ctx, n.opt.Node)
 		return
 	}
+	// With other nodes alive, the owners stop at their safe points: the
+	// traces still open stay in the stream for the next owners, which
+	// assemble them whole with the records the receivers of the other
+	// nodes go on taking (a rolling restart splits no trace). The last
+	// node hands on everything it holds, open traces as they are.
+	mode := stopAll
+	if n.othersAlive() {
+		mode = stopSafe
+	}
 	var wg sync.WaitGroup
 	safes := make([]uint64, len(owners))
 	for i, o := range owners {
 		wg.Add(1)
-		go func() { defer wg.Done(); safes[i] = o.stop(stopAll) }()
+		go func() { defer wg.Done(); safes[i] = o.stop(mode) }()
 	}
 	wg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -1146,9 +1164,25 @@ func (n *Node) releaseAll() {
 	if err != nil {
 		n.log.Error("cluster: the last checkpoint failed; the partitions' records stay in the stream for their next owners", "node", n.opt.Node, "err", err)
 	} else {
-		n.log.Info("cluster: partitions checkpointed and released", "node", n.opt.Node, "partitions", len(owners))
+		n.log.Info("cluster: partitions checkpointed and released", "node", n.opt.Node, "partitions", len(owners), "open_traces_left_to_others", mode == stopSafe)
 	}
 	_ = n.nodes.Delete(ctx, n.opt.Node)
+}
+
+// othersAlive reports whether a node other than this one is alive (its
+// heartbeat seen and not expired).
+func (n *Node) othersAlive() bool {
+	if now := time.Now(); n.nodeExp.recent(n.opt.Node, now, n.opt.LeaseTTL/2) {
+		return n.nodeExp.alive(now) > 1
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, st := range n.seen {
+		if st.Name != n.opt.Node {
+			return true
+		}
+	}
+	return false
 }
 
 // checkpoints runs a checkpoint every CheckpointInterval.
