@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"math"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -90,26 +89,7 @@ func event(b *record.Batch, typ string, id int64, order int32, ts int64, op stri
 // far apart: the tests ask the owner for its safe point themselves.
 func ownerNode(t *testing.T, traces trace.Options) (*Node, *fakeSink, *owner) {
 	t.Helper()
-	srv, err := natsd.Start(natsd.Config{StoreDir: filepath.Join(t.TempDir(), "js")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	sink := &fakeSink{spans: map[trace.ID]int{}}
-	creds := srv.Credentials()
-	n, err := New(Options{Node: "t1", Partitions: 1, Replicas: 1, URL: "nats://" + srv.Addr(), User: creds.User, Password: creds.Password,
-		Traces: traces, Sink: sink, Persist: sink.persist, LeaseTTL: 3 * time.Second, CheckpointInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- n.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-ran
-		n.Close()
-	})
+	n, sink, _, _ := runNode(t, startServer(t), "t1", traces)
 	var o *owner
 	waitFor(t, "partition 0 owned", func() bool {
 		n.mu.Lock()
@@ -118,6 +98,29 @@ func ownerNode(t *testing.T, traces trace.Options) (*Node, *fakeSink, *owner) {
 		return o != nil
 	})
 	return n, sink, o
+}
+
+// runNode runs a node of one partition named name on srv, handing its
+// traces to the sink it returns; stop ends its Run, whose result ran
+// gives (put it back for the cleanup, which waits for it too).
+func runNode(t *testing.T, srv *natsd.Server, name string, traces trace.Options) (n *Node, sink *fakeSink, stop context.CancelFunc, ran chan error) {
+	t.Helper()
+	sink = &fakeSink{spans: map[trace.ID]int{}}
+	creds := srv.Credentials()
+	n, err := New(Options{Node: name, Partitions: 1, Replicas: 1, URL: "nats://" + srv.Addr(), User: creds.User, Password: creds.Password,
+		Traces: traces, Sink: sink, Persist: sink.persist, LeaseTTL: 3 * time.Second, CheckpointInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran = make(chan error, 1)
+	go func() { ran <- n.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-ran
+		n.Close()
+	})
+	return n, sink, cancel, ran
 }
 
 // publish publishes b as one message and waits until the owner took it.
@@ -239,11 +242,7 @@ func TestCutAgainAfterFailedPurge(t *testing.T) {
 func TestHandOverKeepsOpenTrace(t *testing.T) {
 	n, sink, o := ownerNode(t, trace.Options{Window: 300 * time.Millisecond, OpenWindow: time.Hour})
 	const main = 100
-	m1 := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "n1"}}
-	meta(m1, main)
-	event(m1, record.BeforeOperationEvent, main, 0, 10, "void a.C.main()")
-	event(m1, record.BeforeOperationEvent, main, 1, 20, "void a.C.work()")
-	event(m1, record.AfterOperationEvent, main, 2, 30, "void a.C.work()")
+	m1 := openTrace(main)
 	publish(t, n, m1)
 
 	// The rebalancing's path: the node gives its highest partition back.
@@ -265,8 +264,7 @@ func TestHandOverKeepsOpenTrace(t *testing.T) {
 		defer n.mu.Unlock()
 		return n.owners[0] != nil && n.owners[0] != o
 	})
-	m2 := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "n1"}}
-	event(m2, record.AfterOperationEvent, main, 3, 90, "void a.C.main()")
+	m2 := traceEnd(main)
 	publish(t, n, m2)
 	waitFor(t, "the trace handed on", func() bool {
 		sink.mu.Lock()
@@ -280,6 +278,23 @@ func TestHandOverKeepsOpenTrace(t *testing.T) {
 	}
 }
 
+// openTrace is the beginning of Kieker trace id: main() calls work(),
+// which returns; traceEnd is main()'s return.
+func openTrace(id int64) *record.Batch {
+	b := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "n1"}}
+	meta(b, id)
+	event(b, record.BeforeOperationEvent, id, 0, 10, "void a.C.main()")
+	event(b, record.BeforeOperationEvent, id, 1, 20, "void a.C.work()")
+	event(b, record.AfterOperationEvent, id, 2, 30, "void a.C.work()")
+	return b
+}
+
+func traceEnd(id int64) *record.Batch {
+	b := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "n1"}}
+	event(b, record.AfterOperationEvent, id, 3, 90, "void a.C.main()")
+	return b
+}
+
 // TestLeavingNodeKeepsOpenTrace: a node that stops (SIGTERM: its Run's
 // context ends) while another node is alive leaves the traces still
 // open to the next owner, which assembles them whole with the records
@@ -287,41 +302,19 @@ func TestHandOverKeepsOpenTrace(t *testing.T) {
 // assembled the rest alone (a rolling restart split open Kieker traces).
 func TestLeavingNodeKeepsOpenTrace(t *testing.T) {
 	srv := startServer(t)
-	creds := srv.Credentials()
 	traces := trace.Options{Window: 300 * time.Millisecond, OpenWindow: time.Hour}
-	start := func(name string) (*Node, *fakeSink, context.CancelFunc, chan error) {
-		sink := &fakeSink{spans: map[trace.ID]int{}}
-		n, err := New(Options{Node: name, Partitions: 1, Replicas: 1, URL: "nats://" + srv.Addr(), User: creds.User, Password: creds.Password,
-			Traces: traces, Sink: sink, Persist: sink.persist, LeaseTTL: 3 * time.Second, CheckpointInterval: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		ran := make(chan error, 1)
-		go func() { ran <- n.Run(ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			<-ran
-			n.Close()
-		})
-		return n, sink, cancel, ran
-	}
 	owns := func(n *Node) bool {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		return n.owners[0] != nil
 	}
-	a, sinkA, stopA, ranA := start("a")
+	a, sinkA, stopA, ranA := runNode(t, srv, "a", traces)
 	waitFor(t, "a owning partition 0", func() bool { return owns(a) })
-	b, sinkB, _, _ := start("b")
+	b, sinkB, _, _ := runNode(t, srv, "b", traces)
 	waitFor(t, "a seeing b alive", a.othersAlive)
 
 	const main = 100
-	m1 := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "n1"}}
-	meta(m1, main)
-	event(m1, record.BeforeOperationEvent, main, 0, 10, "void a.C.main()")
-	event(m1, record.BeforeOperationEvent, main, 1, 20, "void a.C.work()")
-	event(m1, record.AfterOperationEvent, main, 2, 30, "void a.C.work()")
+	m1 := openTrace(main)
 	publish(t, a, m1)
 
 	stopA()
@@ -337,8 +330,7 @@ func TestLeavingNodeKeepsOpenTrace(t *testing.T) {
 		t.Errorf("traces handed on by the node that left: %v, want none (the trace is open)", left)
 	}
 	waitFor(t, "b owning partition 0", func() bool { return owns(b) })
-	m2 := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "n1"}}
-	event(m2, record.AfterOperationEvent, main, 3, 90, "void a.C.main()")
+	m2 := traceEnd(main)
 	publish(t, b, m2)
 	waitFor(t, "the trace handed on by b", func() bool {
 		sinkB.mu.Lock()
