@@ -123,12 +123,11 @@ func New(opt Options) *Limiter {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	reserve := min(max(opt.Reserve, 0), opt.Limit/2)
-	g := (opt.Limit - reserve) * GoPercent / 100
+	g := goShare(opt.Limit, opt.Reserve)
 	l := &Limiter{opt: opt, goLimit: g, high: g * HighPercent / 100, low: g * LowPercent / 100, resumed: make(chan struct{})}
 	l.goTarget = g
 	if l.Target() > 0 {
-		l.goTarget = (opt.Target - min(max(opt.Reserve, 0), opt.Target/2)) * GoPercent / 100
+		l.goTarget = goShare(opt.Target, opt.Reserve)
 	}
 	close(l.resumed)
 	l.usage = opt.Usage
@@ -145,6 +144,12 @@ func (l *Limiter) Limit() int64 { return l.opt.Limit }
 // GoLimit returns the Go runtime's soft limit for the limit:
 // GoPercent of the limit less the reserve.
 func (l *Limiter) GoLimit() int64 { return l.goLimit }
+
+// goShare is the Go runtime's share of size: GoPercent of it less the
+// reserve (the reserve at most half of it).
+func goShare(size, reserve int64) int64 {
+	return (size - min(max(reserve, 0), size/2)) * GoPercent / 100
+}
 
 // Target returns the target in effect (Options.Target below the limit),
 // 0 when there is none.
