@@ -56,12 +56,12 @@ func TestServeJFRUpload(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer jvm.Stop()
-	for deadline := time.After(60 * time.Second); ; {
+	for deadline := time.After(180 * time.Second); ; {
 		var tick int
 		select {
 		case tick = <-jvm.Ticks():
 		case <-deadline:
-			t.Fatal("the workload printed no third tick within 60s")
+			t.Fatal("the workload printed no third tick within 180s")
 		}
 		if tick >= 3 {
 			break
@@ -150,7 +150,7 @@ func TestServeJFRUpload(t *testing.T) {
 	for _, host := range []string{"push-gzip", "push-form"} {
 		base := httpURL(t, p) + "/api/v1/profiles/flame?host=" + host + "&since=3h&format=folded"
 		var cpu int64
-		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		for deadline := time.Now().Add(180 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 			cpu = 0
 			if code, b := apiGet(t, "GET", base+"&kind=cpu", "", ""); code == 200 {
 				for _, n := range foldedTops(t, string(b)) {
@@ -168,7 +168,7 @@ func TestServeJFRUpload(t *testing.T) {
 			// The events after the last sample may still be on their way.
 			var code int
 			var b []byte
-			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			for deadline := time.Now().Add(120 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 				if code, b = apiGet(t, "GET", base+"&kind=alloc", "", ""); code == 200 && topsMatch(wantAlloc, noStack, foldedTops(t, string(b))) {
 					break
 				}
@@ -207,7 +207,7 @@ func waitTypeCounts(t *testing.T, base, host string, want map[string]int64) {
 	}
 	var code int
 	var b []byte
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(180 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		code, b = apiGet(t, "GET", base+"/api/v1/jfr/types?host="+host, "", "")
 		var n int64
 		if code == 200 && json.Unmarshal(b, &types) == nil {
