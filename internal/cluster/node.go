@@ -143,6 +143,9 @@ type Node struct {
 
 	// readSettle is the owners' (0: readSettle; tests shorten it).
 	readSettle time.Duration
+	// lose, set by tests, makes an owner's reader pass over the
+	// messages it reports (as a JetStream consumer that skipped them).
+	lose func(p int, seq uint64) bool
 
 	runDone chan struct{}
 }
@@ -1154,13 +1157,16 @@ func (n *Node) releaseAll() {
 	defer cancel()
 	err := n.opt.Persist(ctx)
 	for i, o := range owners {
-		if err == nil {
-			n.purge(ctx, o, safes[i])
-		}
-		if derr := n.deleteLease(ctx, o); derr != nil {
-			n.log.Warn("cluster: releasing a lease failed (it expires by itself)", "node", n.opt.Node, "partition", o.p, "err", derr)
-		}
+		wg.Go(func() {
+			if err == nil {
+				n.purge(ctx, o, safes[i])
+			}
+			if derr := n.deleteLease(ctx, o); derr != nil {
+				n.log.Warn("cluster: releasing a lease failed (it expires by itself)", "node", n.opt.Node, "partition", o.p, "err", derr)
+			}
+		})
 	}
+	wg.Wait()
 	if err != nil {
 		n.log.Error("cluster: the last checkpoint failed; the partitions' records stay in the stream for their next owners", "node", n.opt.Node, "err", err)
 	} else {
@@ -1267,21 +1273,150 @@ func (n *Node) checkpoint(ctx context.Context) {
 	}
 	pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer pcancel()
+	var wg sync.WaitGroup
 	for i, o := range owners {
-		n.purge(pctx, o, safes[i])
+		wg.Go(func() {
+			if missed := n.purge(pctx, o, safes[i]); missed > 0 {
+				n.reread(o)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// purge removes partition o.p's messages up to safe from the stream,
+// once unread has found each of them among those o took. It returns the
+// first message up to safe that o did not take (0: none, or the check
+// could not tell, and then nothing is removed until a later checkpoint).
+func (n *Node) purge(ctx context.Context, o *owner, safe uint64) uint64 {
+	from := o.purged.Load()
+	if safe <= from {
+		return 0
+	}
+	missed, err := n.unread(ctx, o.p, from, safe, o.readUpTo(safe))
+	switch {
+	case err != nil:
+		if o.checking.Fail() {
+			n.log.Warn("cluster: the partition's messages could not be checked before their removal; they stay in the stream until a checkpoint can", "node", n.opt.Node, "partition", o.p, "err", err)
+		}
+		return 0
+	case o.checking.Failures() > 0:
+		if f := o.checking.Recover(); f > 0 {
+			n.log.Info("cluster: the partition's messages are checked again before their removal", "node", n.opt.Node, "partition", o.p, "failures", f)
+		}
+	}
+	switch {
+	case missed > 0:
+		n.met.skipped.Inc()
+		n.log.Error("cluster: the partition's reader skipped a message the stream holds; it is not removed, and the partition is read again from its first message (what was read twice is deduplicated)", "node", n.opt.Node, "partition", o.p, "seq", missed, "safe", safe)
+		return missed
+	}
+	err = n.stream.Purge(ctx, jetstream.WithPurgeSubject(Subject(o.p)), jetstream.WithPurgeSequence(safe+1))
+	if err != nil {
+		n.log.Warn("cluster: removing checkpointed messages failed (they are read again by a later owner, and deduplicated)", "node", n.opt.Node, "partition", o.p, "err", err)
+		return 0
+	}
+	o.purgedTo(safe)
+	return 0
+}
+
+// unread returns the first message of partition p after from and up to
+// upto that is not in read (its ascending sequences), 0 when there is
+// none. It reads the messages' headers with a consumer of its own: a
+// partition's consumer may skip a message (a JetStream replica that
+// lagged behind, on a loaded machine, was seen to resume its delivery
+// past messages it held), and a checkpoint that removed up to a later
+// one would lose it; this second reading, from another consumer, is
+// what a removal waits for. An error says it could not tell.
+func (n *Node) unread(ctx context.Context, p int, from, upto uint64, read []uint64) (uint64, error) {
+	cfg := jetstream.ConsumerConfig{
+		FilterSubject:     Subject(p),
+		AckPolicy:         jetstream.AckNonePolicy,
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		HeadersOnly:       true,
+		InactiveThreshold: 10 * time.Second,
+		MemoryStorage:     true,
+		Replicas:          1,
+	}
+	if from > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from+1
+	}
+	cctx, cancel := context.WithTimeout(ctx, checkWait)
+	defer cancel()
+	c, err := n.js.CreateConsumer(cctx, StreamName, cfg)
+	if err != nil {
+		return 0, fmt.Errorf("partition %d: %w", p, err)
+	}
+	defer func() {
+		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer dcancel()
+		_ = n.js.DeleteConsumer(dctx, StreamName, c.CachedInfo().Name)
+	}()
+	i := 0 // read[i]: the next message taken the check may meet
+	for {
+		batch, err := c.Fetch(fetchBatch*4, jetstream.FetchMaxWait(fetchWait))
+		if err != nil {
+			return 0, fmt.Errorf("partition %d: %w", p, err)
+		}
+		got := 0
+		for msg := range batch.Messages() {
+			got++
+			meta, err := msg.Metadata()
+			if err != nil {
+				continue
+			}
+			s := meta.Sequence.Stream
+			if s > upto {
+				return 0, nil
+			}
+			for i < len(read) && read[i] < s {
+				i++ // (removed meanwhile by a former owner's checkpoint)
+			}
+			if i == len(read) || read[i] != s {
+				return s, nil
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return 0, fmt.Errorf("partition %d: %w", p, err)
+		}
+		if got > 0 {
+			continue
+		}
+		// Nothing more: the consumer's server holds no later message
+		// of the partition; up to upto if it has the stream that far.
+		info, err := c.Info(cctx)
+		if err != nil {
+			return 0, fmt.Errorf("partition %d: %w", p, err)
+		}
+		if info.NumPending == 0 && info.Delivered.Stream >= upto {
+			return 0, nil
+		}
+		if cctx.Err() != nil {
+			return 0, fmt.Errorf("partition %d: the messages up to %d were not all seen within %v", p, upto, checkWait)
+		}
 	}
 }
 
-// purge removes partition o.p's messages up to safe from the stream.
-func (n *Node) purge(ctx context.Context, o *owner, safe uint64) {
-	if safe <= o.purged.Load() {
+// checkWait bounds unread.
+const checkWait = 10 * time.Second
+
+// reread replaces owner o, whose reader skipped message missed, with a
+// new owner of the same lease, which reads the partition again from its
+// first message in the stream: o stops and drops what it assembled (its
+// completed traces are in the store; read twice, they are deduplicated).
+func (n *Node) reread(o *owner) {
+	n.mu.Lock()
+	if n.owners[o.p] != o {
+		n.mu.Unlock()
 		return
 	}
-	if err := n.stream.Purge(ctx, jetstream.WithPurgeSubject(Subject(o.p)), jetstream.WithPurgeSequence(safe+1)); err != nil {
-		n.log.Warn("cluster: removing checkpointed messages failed (they are read again by a later owner, and deduplicated)", "node", n.opt.Node, "partition", o.p, "err", err)
-		return
-	}
-	o.purged.Store(safe)
+	no := newOwner(n, o.p, o.value, o.rev, o.renewed)
+	no.since, no.holdFor = o.since, o.holdFor
+	no.purged.Store(o.purged.Load())
+	n.owners[o.p] = no
+	n.mu.Unlock()
+	o.stop(stopDrop)
+	go no.run(n.ownCtx)
 }
 
 // refreshStream reads the stream's state and the leases for Status and
@@ -1478,6 +1613,7 @@ type nodeMetrics struct {
 	malformed                prometheus.Counter
 	duplicates               prometheus.Counter
 	readErrors               prometheus.Counter
+	skipped                  prometheus.Counter
 	n                        *Node
 	lagCollector             prometheus.Collector
 	pubErrs                  atomic.Int64
@@ -1499,6 +1635,7 @@ func newNodeMetrics(n *Node) *nodeMetrics {
 	m.malformed = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_malformed_messages_total", Help: "Messages of owned partitions that did not decode (skipped)."})
 	m.duplicates = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_duplicate_sections_total", Help: "Sections of messages (a batch's records of a partition) this node's owners dropped because they had seen the same within the duplicate window (clients' retries)."})
 	m.readErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_read_errors_total", Help: "Failed reads of owned partitions (a consumer not made or lost: read again from where it was)."})
+	m.skipped = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_skipped_messages_total", Help: "Checkpoints that found a message of an owned partition its reader had skipped (not removed; the partition read again)."})
 	m.owned = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tracebridge_cluster_owned_partitions", Help: "Partitions this node owns."}, func() float64 {
 		n.mu.Lock()
 		defer n.mu.Unlock()
@@ -1509,7 +1646,7 @@ func newNodeMetrics(n *Node) *nodeMetrics {
 }
 
 func (m *nodeMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.published, m.publishErrors, m.fullRefusals, m.takeovers, m.leasesLost, m.checkpointErrors, m.checkpointSeconds, m.consumed, m.malformed, m.duplicates, m.readErrors, m.owned, m.lagCollector}
+	return []prometheus.Collector{m.published, m.publishErrors, m.fullRefusals, m.takeovers, m.leasesLost, m.checkpointErrors, m.checkpointSeconds, m.consumed, m.malformed, m.duplicates, m.readErrors, m.skipped, m.owned, m.lagCollector}
 }
 
 func (m *nodeMetrics) publishErrorCount() int64 { return m.pubErrs.Load() }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/tracebridge/tracebridge/internal/natsd"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/servicetest"
@@ -403,5 +405,85 @@ func TestNoOwner(t *testing.T) {
 		if got := noOwner(tc.ps); got != tc.want {
 			t.Errorf("noOwner(%v) = %q, want %q", tc.ps, got, tc.want)
 		}
+	}
+}
+
+// TestCheckpointKeepsSkippedMessage: an owner whose reader passes over a
+// message (as a JetStream consumer on a lagging replica was seen to do)
+// does not remove it with the later ones it took: the checkpoint finds
+// it unread, leaves it in the stream and has the partition read again,
+// so its trace reaches the sink; then the stream empties.
+func TestCheckpointKeepsSkippedMessage(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := natsd.Start(natsd.Config{StoreDir: filepath.Join(dir, "js")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	sink := &fakeSink{spans: map[trace.ID]int{}}
+	creds := srv.Credentials()
+	n, err := New(Options{Node: "t1", Partitions: 1, Replicas: 1, URL: "nats://" + srv.Addr(), User: creds.User, Password: creds.Password,
+		Traces: trace.Options{Window: 100 * time.Millisecond}, Sink: sink, Persist: sink.persist,
+		LeaseTTL: 3 * time.Second, CheckpointInterval: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	// The second message is passed over the first time it comes.
+	var mu sync.Mutex
+	seen, lost := 0, uint64(0)
+	n.lose = func(_ int, seq uint64) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if lost == 0 {
+			if seen++; seen == 2 {
+				lost = seq
+				return true
+			}
+		}
+		return false
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- n.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	}()
+	waitFor(t, "the partition owned", func() bool {
+		st := n.Status()
+		return len(st.Owners) == 1 && st.Owners[0].Owner == "t1"
+	})
+	pub := n.Publisher()
+	for i := range 4 {
+		b := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "h"}}
+		for k := range 2 {
+			trace.AppendSpan(b, trace.ID{Hi: 9, Lo: uint64(i + 1)}, &trace.Span{SpanID: trace.SpanID(k + 1), Operation: "op", Start: 1, End: 2})
+		}
+		if err := pub.Consume(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if err := pub.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "every trace at the sink, the passed-over one too", func() bool {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		return len(sink.spans) == 4
+	})
+	waitFor(t, "the stream emptied by checkpoints", func() bool {
+		st := n.Status()
+		return st.Stream.OK && st.Stream.Messages == 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if lost == 0 {
+		t.Fatal("no message was passed over")
+	}
+	if c := testutil.ToFloat64(n.met.skipped); c < 1 {
+		t.Errorf("skipped messages counted %v, want at least 1", c)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,11 @@ type owner struct {
 
 	// purged is the last sequence removed from the stream.
 	purged atomic.Uint64
+	// read holds the sequences of the messages taken and not yet
+	// removed from the stream, in order (under readMu): a checkpoint
+	// removes only messages the owner took (Node.unread).
+	readMu sync.Mutex
+	read   []uint64
 
 	asks  chan chan uint64
 	quit  chan stopMode
@@ -61,6 +67,9 @@ type owner struct {
 	// ended by the renewal that works or by the owner's stop (the fence
 	// that renewals failing until the deadline lead to).
 	renewing lograte.Outage
+	// checking: the checks of the partition's messages before their
+	// removal failing (Node.purge).
+	checking lograte.Outage
 	// missed: the last pull missed its heartbeat, outside an outage
 	// (run's goroutine only).
 	missed bool
@@ -291,7 +300,7 @@ func (o *owner) run(ctx context.Context) {
 				break
 			}
 			meta, err := msg.Metadata()
-			if err != nil {
+			if err != nil || n.lose != nil && n.lose(o.p, meta.Sequence.Stream) {
 				continue
 			}
 			b.Reset()
@@ -303,6 +312,7 @@ func (o *owner) run(ctx context.Context) {
 				asm.AddBatch(b) // what the broken section held before the error
 			}
 			o.last = meta.Sequence.Stream
+			o.took(o.last)
 			cut.add(o.last, asm.Reach())
 			n.met.consumed.Inc()
 			if !hand() && quitting {
@@ -316,6 +326,38 @@ func (o *owner) run(ctx context.Context) {
 			o.readWorked()
 		}
 	}
+}
+
+// took notes message seq taken. (A consumer resuming after a stall was
+// seen to deliver an earlier message after later ones: read stays in
+// order, once each.)
+func (o *owner) took(seq uint64) {
+	o.readMu.Lock()
+	defer o.readMu.Unlock()
+	if k := len(o.read); k == 0 || o.read[k-1] < seq {
+		o.read = append(o.read, seq)
+		return
+	}
+	if i, found := slices.BinarySearch(o.read, seq); !found {
+		o.read = slices.Insert(o.read, i, seq)
+	}
+}
+
+// readUpTo returns the sequences taken up to s (and not yet removed).
+func (o *owner) readUpTo(s uint64) []uint64 {
+	o.readMu.Lock()
+	defer o.readMu.Unlock()
+	n, _ := slices.BinarySearch(o.read, s+1)
+	return slices.Clone(o.read[:n])
+}
+
+// purgedTo notes the messages up to s removed from the stream.
+func (o *owner) purgedTo(s uint64) {
+	o.purged.Store(s)
+	o.readMu.Lock()
+	n, _ := slices.BinarySearch(o.read, s+1)
+	o.read = append(o.read[:0], o.read[n:]...)
+	o.readMu.Unlock()
 }
 
 // readFailed notes a failed read of the partition: logged when the
@@ -352,6 +394,9 @@ func (o *owner) faultsEnd() {
 	}
 	if f := o.storing.End(); f > 0 {
 		o.n.log.Info("cluster: stopped handing a partition's traces to a store that refused them", "node", o.n.opt.Node, "partition", o.p, "failures", f)
+	}
+	if f := o.checking.End(); f > 0 {
+		o.n.log.Info("cluster: stopped owning a partition whose messages could not be checked for removal", "node", o.n.opt.Node, "partition", o.p, "failures", f)
 	}
 	if f := o.renewing.End(); f > 0 {
 		o.n.log.Info("cluster: stopped owning a partition whose lease renewals were failing", "node", o.n.opt.Node, "partition", o.p, "failures", f)

@@ -246,3 +246,23 @@ func TestMissedHeartbeatAlone(t *testing.T) {
 		t.Errorf("tracebridge_cluster_read_errors_total = %v, want 6 (each failure)", got)
 	}
 }
+
+// TestTookInOrder: the messages an owner took stay in order, once each,
+// when the consumer delivers an earlier one after later ones; the
+// checkpoint's share and the removal cut them at a sequence.
+func TestTookInOrder(t *testing.T) {
+	o := &owner{}
+	for _, s := range []uint64{5, 9, 7, 9, 12, 3} {
+		o.took(s)
+	}
+	if want := []uint64{3, 5, 7, 9, 12}; !slices.Equal(o.read, want) {
+		t.Fatalf("read %v, want %v", o.read, want)
+	}
+	if got, want := o.readUpTo(8), []uint64{3, 5, 7}; !slices.Equal(got, want) {
+		t.Errorf("readUpTo(8) = %v, want %v", got, want)
+	}
+	o.purgedTo(9)
+	if want := []uint64{12}; !slices.Equal(o.read, want) || o.purged.Load() != 9 {
+		t.Errorf("after purgedTo(9): read %v purged %d, want %v and 9", o.read, o.purged.Load(), want)
+	}
+}
