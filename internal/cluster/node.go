@@ -1400,8 +1400,8 @@ func (n *Node) unread(ctx context.Context, p int, from, upto uint64, read []uint
 // checkWait bounds unread.
 const checkWait = 10 * time.Second
 
-// reread replaces owner o, whose reader skipped message missed, with a
-// new owner of the same lease, which reads the partition again from its
+// reread replaces owner o, whose reader skipped a message (purge), with
+// a new owner of the same lease, which reads the partition again from its
 // first message in the stream: o stops and drops what it assembled (its
 // completed traces are in the store; read twice, they are deduplicated).
 func (n *Node) reread(o *owner) {
