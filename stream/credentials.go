@@ -66,9 +66,11 @@ func loopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// hostOf returns the host of a URL SCHEME://HOST:PORT.
+// hostOf returns the host of a URL SCHEME://HOST:PORT (the first of a
+// comma-separated list).
 func hostOf(target string) string {
-	_, hostPort, _ := strings.Cut(target, "://")
+	first, _, _ := strings.Cut(target, ",")
+	_, hostPort, _ := strings.Cut(first, "://")
 	h, _, _ := net.SplitHostPort(hostPort)
 	return h
 }

@@ -2,9 +2,11 @@ package stream
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -136,6 +138,17 @@ type Options struct {
 	// presented (CredentialsFile; none there: no credential). Commands
 	// pass DefaultDataDir unless told otherwise.
 	DataDir string
+	// Token (a NATS authentication token) or NATSCreds (a NATS
+	// credentials file: a user JWT and its NKey seed, for decentralized
+	// authentication) log in to a NATS server that wants them, such as
+	// the existing NATS cluster of tracebridge cluster nodes (their
+	// nats_token, nats_creds). With either, no USER:PASSWORD is looked
+	// up (User, the URL's user, CredsFile and DataDir are not used).
+	Token, NATSCreds string
+	// TLS, when set, is the client's TLS configuration for the server
+	// (the CA it trusts, a client certificate): a tls:// URL without it
+	// trusts the system's roots.
+	TLS *tls.Config
 	// Prefix is the bridge's subject prefix (default tracebridge).
 	Prefix string
 	// Name names the connection on the server.
@@ -177,16 +190,24 @@ type Stream struct {
 	closed  bool
 }
 
-// Open connects to the NATS server at url (nats://HOST:PORT, tls://…).
+// Open connects to the NATS server at url (nats://HOST:PORT, tls://…;
+// the servers of one NATS cluster comma-separated).
 func Open(url string, o Options) (*Stream, error) {
 	s := &Stream{subj: streammsg.Subjects{Prefix: o.Prefix}, typeHandlers: map[string][]func(*Event){}}
 	target, user, pass, err := parseURL(url)
 	if err != nil {
 		return nil, err
 	}
-	user, pass, err = o.credentials(hostOf(target), user, pass)
-	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", target, err)
+	if o.Token != "" && o.NATSCreds != "" {
+		return nil, fmt.Errorf("stream %s: give a token or a NATS credentials file, not both", target)
+	}
+	if o.Token == "" && o.NATSCreds == "" {
+		user, pass, err = o.credentials(hostOf(target), user, pass)
+		if err != nil {
+			return nil, fmt.Errorf("stream %s: %w", target, err)
+		}
+	} else {
+		user, pass = "", ""
 	}
 	s.url = target
 	name := o.Name
@@ -194,8 +215,19 @@ func Open(url string, o Options) (*Stream, error) {
 		name = "tracebridge stream client"
 	}
 	opts := []natsgo.Option{natsgo.Name(name), natsgo.MaxReconnects(-1), natsgo.ReconnectWait(250 * time.Millisecond)}
-	if user != "" {
+	switch {
+	case user != "":
 		opts = append(opts, natsgo.UserInfo(user, pass))
+	case o.Token != "":
+		opts = append(opts, natsgo.Token(o.Token))
+	case o.NATSCreds != "":
+		if _, err := os.Stat(o.NATSCreds); err != nil {
+			return nil, fmt.Errorf("stream %s: NATS credentials: %w", target, err)
+		}
+		opts = append(opts, natsgo.UserCredentials(o.NATSCreds))
+	}
+	if o.TLS != nil {
+		opts = append(opts, natsgo.Secure(o.TLS))
 	}
 	nc, err := natsgo.Connect(target, opts...)
 	if err != nil {
@@ -216,23 +248,32 @@ func (s *Stream) fork() *Stream {
 	return &Stream{url: s.url, subj: s.subj, nc: s.nc, js: s.js, typeHandlers: map[string][]func(*Event){}, shared: true}
 }
 
+// parseURL parses a server's URL, or several comma-separated (the
+// servers of one NATS cluster), into the target Open connects to
+// (without credentials) and the user and password the first URL names.
 func parseURL(raw string) (target, user, pass string, err error) {
-	if !strings.Contains(raw, "://") {
-		return "", "", "", fmt.Errorf("stream URL %q: want nats://HOST:PORT", raw)
+	var targets []string
+	for i, one := range strings.Split(raw, ",") {
+		if !strings.Contains(one, "://") {
+			return "", "", "", fmt.Errorf("stream URL %q: want nats://HOST:PORT", raw)
+		}
+		u, err := url.Parse(strings.TrimSpace(one))
+		if err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Hostname() == "" {
+			return "", "", "", fmt.Errorf("stream URL %q: want nats://HOST:PORT or tls://HOST:PORT", raw)
+		}
+		if u.User != nil {
+			if i == 0 {
+				user = u.User.Username()
+				pass, _ = u.User.Password()
+			}
+			u.User = nil
+		}
+		if u.Port() == "" {
+			u.Host += ":4222"
+		}
+		targets = append(targets, u.String())
 	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Hostname() == "" {
-		return "", "", "", fmt.Errorf("stream URL %q: want nats://HOST:PORT or tls://HOST:PORT", raw)
-	}
-	if u.User != nil {
-		user = u.User.Username()
-		pass, _ = u.User.Password()
-		u.User = nil
-	}
-	if u.Port() == "" {
-		u.Host += ":4222"
-	}
-	return u.String(), user, pass, nil
+	return strings.Join(targets, ","), user, pass, nil
 }
 
 // URL is the server's URL (without credentials).

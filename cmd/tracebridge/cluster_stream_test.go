@@ -2,18 +2,24 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	natsserver "github.com/nats-io/nats-server/v2/server"
 
+	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/objstore/objstoretest"
+	"github.com/tracebridge/tracebridge/internal/tlstest"
 	"github.com/tracebridge/tracebridge/stream"
 )
 
@@ -78,6 +84,7 @@ type liveView struct {
 	traces  map[string]int // operations of the traces' spans, counted
 	tnodes  map[string]string
 	nodes   []string
+	metas   int // metadata messages read
 	err     error
 }
 
@@ -109,6 +116,7 @@ func (lv *liveView) read(c *websocket.Conn) {
 			lv.records = append(lv.records, m.Records...)
 		case "metadata":
 			lv.nodes = m.Metadata.Nodes
+			lv.metas++
 		case "trace":
 			for _, sp := range m.Trace.Spans {
 				lv.traces[sp.Operation]++
@@ -119,6 +127,27 @@ func (lv *liveView) read(c *websocket.Conn) {
 		}
 		lv.mu.Unlock()
 	}
+}
+
+// openLiveView opens the WebSocket live view of the node whose API is at
+// base (query: "" or "?…"), reads it in the background and waits for its
+// first metadata; the connection closes when the test ends.
+func openLiveView(t *testing.T, base, query string) (*liveView, *websocket.Conn) {
+	t.Helper()
+	ws := "ws" + strings.TrimPrefix(base, "http") + "/api/live" + query
+	conn, resp, err := websocket.DefaultDialer.Dial(ws, http.Header{"Origin": {base}})
+	if err != nil {
+		t.Fatalf("live view of %s: %v %v", base, resp, err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	lv := &liveView{traces: map[string]int{}, tnodes: map[string]string{}}
+	go lv.read(conn)
+	waitUntil(t, 30*time.Second, "the live view's metadata", func() bool {
+		lv.mu.Lock()
+		defer lv.mu.Unlock()
+		return lv.metas > 0 || lv.err != nil
+	})
+	return lv, conn
 }
 
 // spans counts the span records by name, and says which node each came
@@ -178,20 +207,7 @@ func TestClusterLiveStream(t *testing.T) {
 	})
 	// tail against node 3 (its own credential), the live view of node 2.
 	tl := startTail(t, url, "--json", "--seq")
-	base := nodes[1].base
-	ws := "ws" + strings.TrimPrefix(base, "http") + "/api/live?traces=1"
-	conn, resp, err := websocket.DefaultDialer.Dial(ws, http.Header{"Origin": {base}})
-	if err != nil {
-		t.Fatalf("live view of node 2: %v %v", resp, err)
-	}
-	defer conn.Close()
-	lv := &liveView{traces: map[string]int{}, tnodes: map[string]string{}}
-	go lv.read(conn)
-	waitUntil(t, 30*time.Second, "the live view's metadata", func() bool {
-		lv.mu.Lock()
-		defer lv.mu.Unlock()
-		return len(lv.nodes) > 0 || lv.err != nil
-	})
+	lv, conn := openLiveView(t, nodes[1].base, "?traces=1")
 
 	first, second := spanNames("a", 40), spanNames("b", 10)
 	postSpans(t, nodes[0].p.Addr("otlp"), "shop", "web-1", first[:20])
@@ -289,4 +305,98 @@ func TestClusterLiveStream(t *testing.T) {
 	for _, nd := range nodes {
 		nd.p.Stop()
 	}
+}
+
+// TestClusterStreamTokenTLS: a node on an existing NATS server that
+// speaks only TLS, wants a client certificate its CA signed, and a
+// token (nats_token, nats_tls): its `stream:` publishes into that
+// server, `tail` with --nats-token and --tls-ca/--tls-cert/--tls-key
+// follows it, and the node's WebSocket live view shows the spans too.
+func TestClusterStreamTokenTLS(t *testing.T) {
+	srv := objstoretest.Start(t)
+	c := srv.Bucket(t, "traces", "live-auth/")
+	dir := t.TempDir()
+	cert := tlstest.New(t)
+	certFile, keyFile := cert.WriteFiles(t, dir)
+	port := freePortOn(t, "127.0.0.1")
+	ns, err := natsserver.NewServer(&natsserver.Options{ServerName: "ext-auth", Host: "127.0.0.1", Port: port,
+		JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true, Authorization: "t0ken",
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert.TLS}, ClientCAs: cert.Pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12},
+		TLSVerify: true, TLS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(30 * time.Second) {
+		t.Fatal("NATS server not ready")
+	}
+	t.Cleanup(ns.Shutdown)
+	url := "tls://127.0.0.1:" + strconv.Itoa(port)
+
+	const partitions = 4
+	nd := &clusterNode{name: "a1", host: "127.0.0.1", dir: t.TempDir()}
+	sec := fmt.Sprintf("  node: a1\n  nats: %s\n  nats_token: t0ken\n  nats_tls: {ca: %q, cert: %q, key: %q}\n  partitions: %d\n  replicas: 1\n",
+		url, certFile, certFile, keyFile, partitions)
+	nd.cfg = bridgetest.WriteConfig(t, nd.dir, clusterYAML(nd.host, c, sec)+"stream: {max_age: 1h}\n")
+	nd.start(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("node stderr:\n%s", nd.p.Stderr())
+		}
+	})
+	waitOwned(t, []*clusterNode{nd}, partitions, 120*time.Second)
+
+	// Without the token, or without the certificate, the server refuses
+	// tail; with both it follows.
+	tlsArgs := []string{"--tls-ca", certFile, "--tls-cert", certFile, "--tls-key", keyFile}
+	if out, err := exec.Command(bridgetest.Binary(t), append([]string{"tail", url, "--count", "1"}, tlsArgs...)...).CombinedOutput(); err == nil {
+		t.Fatalf("tail without the token: %s", out)
+	}
+	if out, err := exec.Command(bridgetest.Binary(t), "tail", url, "--count", "1", "--nats-token", "t0ken", "--tls-ca", certFile).CombinedOutput(); err == nil {
+		t.Fatalf("tail without a client certificate: %s", out)
+	}
+	waitUntil(t, 120*time.Second, "the node's metadata in the repository", func() bool {
+		s, err := stream.Open(url, stream.Options{Token: "t0ken", TLS: &tls.Config{RootCAs: cert.Pool, Certificates: []tls.Certificate{cert.TLS}, MinVersion: tls.VersionTLS12}})
+		if err != nil {
+			return false
+		}
+		defer s.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err = s.Metadata(ctx)
+		return err == nil
+	})
+	tl := startTail(t, url, append([]string{"--json", "--seq", "--nats-token", "t0ken"}, tlsArgs...)...)
+	lv, _ := openLiveView(t, nd.base, "")
+
+	names := spanNames("t", 10)
+	postSpans(t, nd.p.Addr("otlp"), "shop", "web-1", names)
+	lines := tl.waitFor(t, func(l []string) bool { return strings.Contains(strings.Join(l, "\n"), `"name":"t9"`) }, "the last span")
+	var recs []liveRecord
+	for _, l := range lines {
+		var r liveRecord
+		if json.Unmarshal([]byte(l), &r) == nil && r.Record.Type != "" {
+			recs = append(recs, r)
+		}
+	}
+	waitUntil(t, 30*time.Second, "the last span in the live view", func() bool {
+		lv.mu.Lock()
+		defer lv.mu.Unlock()
+		n, _ := countSpans(lv.records)
+		return n["t9"] > 0 || lv.err != nil
+	})
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	if lv.err != nil {
+		t.Fatalf("live view: %v", lv.err)
+	}
+	for who, rs := range map[string][]liveRecord{"tail": recs, "live view": lv.records} {
+		n, node := countSpans(rs)
+		for _, name := range names {
+			if n[name] != 1 || node[name] != "a1" {
+				t.Errorf("%s: span %s seen %d times, from node %q; want once, from a1", who, name, n[name], node[name])
+			}
+		}
+	}
+	nd.p.Stop()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/codec/jsonl"
 	"github.com/tracebridge/tracebridge/internal/codec/textline"
+	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/stream"
 )
 
@@ -24,6 +26,11 @@ type streamFlags struct {
 	types, hosts   repeatFlag
 	prefix         string
 	dataDir, creds string
+	// A NATS server that wants another login than USER:PASSWORD, or
+	// TLS with a CA of its own (an existing NATS cluster of cluster
+	// nodes: their nats_token, nats_creds, nats_tls).
+	natsToken, natsCreds   string
+	tlsCA, tlsCert, tlsKey string
 }
 
 func (f *streamFlags) define(fs *flag.FlagSet, filters bool) {
@@ -34,6 +41,26 @@ func (f *streamFlags) define(fs *flag.FlagSet, filters bool) {
 	fs.StringVar(&f.prefix, "prefix", "", "the bridge's subject prefix (stream: {subject_prefix}; default tracebridge)")
 	fs.StringVar(&f.dataDir, "data-dir", stream.DefaultDataDir, "the bridge's data directory: a server on loopback gets its credential (DIR/nats/credentials)")
 	fs.StringVar(&f.creds, "creds", "", "a file USER:PASSWORD for the server (a copy of the bridge's DATA_DIR/nats/credentials, from another machine)")
+	fs.StringVar(&f.natsToken, "nats-token", "", "log in to the NATS server with this token (a cluster's nats_token)")
+	fs.StringVar(&f.natsCreds, "nats-creds", "", "log in to the NATS server with this NATS credentials file: user JWT and NKey seed (a cluster's nats_creds)")
+	fs.StringVar(&f.tlsCA, "tls-ca", "", "trust the NATS server's certificate if this CA (PEM) signed it (default: the system's roots)")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "present this client certificate (PEM) to the NATS server, with --tls-key")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "the client certificate's key (PEM)")
+}
+
+// tlsConfig is the client's TLS configuration the flags describe (nil: none).
+func (f *streamFlags) tlsConfig() (*tls.Config, error) {
+	if f.tlsCA == "" && f.tlsCert == "" && f.tlsKey == "" {
+		return nil, nil
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return nil, usagef("--tls-cert and --tls-key go together")
+	}
+	c, err := pipeline.ClientConfig(f.tlsCA, f.tlsCert, f.tlsKey)
+	if err != nil {
+		return nil, withCode(exitConfig, fmt.Errorf("--tls-ca, --tls-cert, --tls-key: %w", err))
+	}
+	return c, nil
 }
 
 // openStream opens the stream at url; failures are communication errors.
@@ -41,7 +68,15 @@ func openStream(url string, sf *streamFlags) (*stream.Stream, error) {
 	if !strings.Contains(url, "://") {
 		return nil, usagef("%q: want the bridge's stream URL, nats://HOST:PORT (serve's default is nats://127.0.0.1:14222)", url)
 	}
-	s, err := stream.Open(url, stream.Options{Prefix: sf.prefix, Name: "tracebridge cli", DataDir: sf.dataDir, CredsFile: sf.creds})
+	if sf.natsToken != "" && sf.natsCreds != "" {
+		return nil, usagef("give --nats-token or --nats-creds, not both")
+	}
+	tc, err := sf.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	s, err := stream.Open(url, stream.Options{Prefix: sf.prefix, Name: "tracebridge cli", DataDir: sf.dataDir, CredsFile: sf.creds,
+		Token: sf.natsToken, NATSCreds: sf.natsCreds, TLS: tc})
 	if err != nil {
 		return nil, withCode(exitComm, err)
 	}

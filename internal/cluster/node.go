@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -1079,7 +1080,7 @@ func (n *Node) handOver(ctx context.Context, o *owner) {
 		case o.lapsed():
 			n.log.Warn("cluster: a partition's hand-over outlasted its lease's deadline; its records stay in the stream for the next owner (read again, and deduplicated)", "node", n.opt.Node, "partition", o.p)
 		default:
-			n.purge(cctx, o, safe)
+			n.purge(cctx, []*owner{o}, []uint64{safe})
 		}
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -1156,11 +1157,11 @@ func (n *Node) releaseAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := n.opt.Persist(ctx)
-	for i, o := range owners {
+	if err == nil {
+		n.purge(ctx, owners, safes)
+	}
+	for _, o := range owners {
 		wg.Go(func() {
-			if err == nil {
-				n.purge(ctx, o, safes[i])
-			}
 			if derr := n.deleteLease(ctx, o); derr != nil {
 				n.log.Warn("cluster: releasing a lease failed (it expires by itself)", "node", n.opt.Node, "partition", o.p, "err", derr)
 			}
@@ -1273,64 +1274,113 @@ func (n *Node) checkpoint(ctx context.Context) {
 	}
 	pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer pcancel()
-	var wg sync.WaitGroup
+	for i, missed := range n.purge(pctx, owners, safes) {
+		if missed > 0 {
+			n.reread(owners[i])
+		}
+	}
+}
+
+// purge removes each owner's messages up to its safe point (safes[i]
+// for owners[i]) from the stream, once unread has found each of them
+// among those the owner took. It returns, for each owner, the first
+// message up to its safe point that the owner did not take (0: none, or
+// the check could not tell, and then nothing of its partition is removed
+// until a later checkpoint).
+func (n *Node) purge(ctx context.Context, owners []*owner, safes []uint64) []uint64 {
+	missed := make([]uint64, len(owners))
+	checks := make([]check, 0, len(owners))
 	for i, o := range owners {
-		wg.Go(func() {
-			if missed := n.purge(pctx, o, safes[i]); missed > 0 {
-				n.reread(o)
+		if from := o.purged.Load(); safes[i] > from {
+			checks = append(checks, check{o: o, at: i, from: from, upto: safes[i], read: o.readUpTo(safes[i])})
+		}
+	}
+	if len(checks) == 0 {
+		return missed
+	}
+	err := n.unread(ctx, checks)
+	var wg sync.WaitGroup
+	for _, c := range checks {
+		o := c.o
+		if !c.told {
+			if o.checking.Fail() {
+				n.log.Warn("cluster: the partition's messages could not be checked before their removal; they stay in the stream until a checkpoint can", "node", n.opt.Node, "partition", o.p, "err", err)
 			}
+			continue
+		}
+		if o.checking.Failures() > 0 {
+			if f := o.checking.Recover(); f > 0 {
+				n.log.Info("cluster: the partition's messages are checked again before their removal", "node", n.opt.Node, "partition", o.p, "failures", f)
+			}
+		}
+		if c.missed > 0 {
+			n.met.skipped.Inc()
+			n.log.Error("cluster: the partition's reader skipped a message the stream holds; it is not removed, and the partition is read again from its first message (what was read twice is deduplicated)", "node", n.opt.Node, "partition", o.p, "seq", c.missed, "safe", c.upto)
+			missed[c.at] = c.missed
+			continue
+		}
+		wg.Go(func() {
+			err := n.stream.Purge(ctx, jetstream.WithPurgeSubject(Subject(o.p)), jetstream.WithPurgeSequence(c.upto+1))
+			if err != nil {
+				n.log.Warn("cluster: removing checkpointed messages failed (they are read again by a later owner, and deduplicated)", "node", n.opt.Node, "partition", o.p, "err", err)
+				return
+			}
+			o.purgedTo(c.upto)
 		})
 	}
 	wg.Wait()
+	return missed
 }
 
-// purge removes partition o.p's messages up to safe from the stream,
-// once unread has found each of them among those o took. It returns the
-// first message up to safe that o did not take (0: none, or the check
-// could not tell, and then nothing is removed until a later checkpoint).
-func (n *Node) purge(ctx context.Context, o *owner, safe uint64) uint64 {
-	from := o.purged.Load()
-	if safe <= from {
-		return 0
-	}
-	missed, err := n.unread(ctx, o.p, from, safe, o.readUpTo(safe))
-	switch {
-	case err != nil:
-		if o.checking.Fail() {
-			n.log.Warn("cluster: the partition's messages could not be checked before their removal; they stay in the stream until a checkpoint can", "node", n.opt.Node, "partition", o.p, "err", err)
-		}
-		return 0
-	case o.checking.Failures() > 0:
-		if f := o.checking.Recover(); f > 0 {
-			n.log.Info("cluster: the partition's messages are checked again before their removal", "node", n.opt.Node, "partition", o.p, "failures", f)
-		}
-	}
-	switch {
-	case missed > 0:
-		n.met.skipped.Inc()
-		n.log.Error("cluster: the partition's reader skipped a message the stream holds; it is not removed, and the partition is read again from its first message (what was read twice is deduplicated)", "node", n.opt.Node, "partition", o.p, "seq", missed, "safe", safe)
-		return missed
-	}
-	err = n.stream.Purge(ctx, jetstream.WithPurgeSubject(Subject(o.p)), jetstream.WithPurgeSequence(safe+1))
-	if err != nil {
-		n.log.Warn("cluster: removing checkpointed messages failed (they are read again by a later owner, and deduplicated)", "node", n.opt.Node, "partition", o.p, "err", err)
-		return 0
-	}
-	o.purgedTo(safe)
-	return 0
+// check is unread's question for one partition: are all its messages
+// after from and up to upto among read (the ascending sequences its
+// owner took)?
+type check struct {
+	o          *owner
+	at         int // the owner's index in purge's arguments
+	from, upto uint64
+	read       []uint64
+	next       int // read[next]: the next message taken the check may meet
+
+	told   bool   // the answer is known
+	missed uint64 // the first message not taken (told; 0: none)
 }
 
-// unread returns the first message of partition p after from and up to
-// upto that is not in read (its ascending sequences), 0 when there is
-// none. It reads the messages' headers with a consumer of its own: a
-// partition's consumer may skip a message (a JetStream replica that
-// lagged behind, on a loaded machine, was seen to resume its delivery
-// past messages it held), and a checkpoint that removed up to a later
-// one would lose it; this second reading, from another consumer, is
-// what a removal waits for. An error says it could not tell.
-func (n *Node) unread(ctx context.Context, p int, from, upto uint64, read []uint64) (uint64, error) {
+// meet compares the partition's message s with those taken.
+func (c *check) meet(s uint64) {
+	if c.told || s <= c.from || s > c.upto {
+		return
+	}
+	for c.next < len(c.read) && c.read[c.next] < s {
+		c.next++ // (removed meanwhile by a former owner's checkpoint)
+	}
+	if c.next == len(c.read) || c.read[c.next] != s {
+		c.missed, c.told = s, true
+	}
+}
+
+// unread answers checks (check.told, check.missed) by reading the
+// partitions' messages again, headers only, with one consumer of its
+// own for all of them: a partition's consumer may skip a message (a
+// JetStream replica that lagged behind, on a loaded machine, was seen to
+// resume its delivery past messages it held), and a checkpoint that
+// removed up to a later one would lose it; this second reading, from
+// another consumer, is what a removal waits for. The consumer delivers
+// the partitions' messages in the stream's order, so a message past a
+// check's upto tells it that all of its own were seen. The error says
+// why some checks were not told.
+func (n *Node) unread(ctx context.Context, checks []check) error {
+	bySubject := make(map[string]*check, len(checks))
+	subjects := make([]string, 0, len(checks))
+	start := uint64(math.MaxUint64)
+	for k := range checks {
+		c := &checks[k]
+		s := Subject(c.o.p)
+		bySubject[s] = c
+		subjects = append(subjects, s)
+		start = min(start, c.from+1)
+	}
 	cfg := jetstream.ConsumerConfig{
-		FilterSubject:     Subject(p),
 		AckPolicy:         jetstream.AckNonePolicy,
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
 		HeadersOnly:       true,
@@ -1338,63 +1388,95 @@ func (n *Node) unread(ctx context.Context, p int, from, upto uint64, read []uint
 		MemoryStorage:     true,
 		Replicas:          1,
 	}
-	if from > 0 {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from+1
+	if len(subjects) == 1 {
+		cfg.FilterSubject = subjects[0]
+	} else {
+		cfg.FilterSubjects = subjects
+	}
+	if start > 1 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, start
+	}
+	pending := len(checks)
+	settle := func(upto uint64) { // every check whose messages end by upto is told (0: none)
+		for k := range checks {
+			if c := &checks[k]; !c.told && c.upto <= upto {
+				c.told = true
+				pending--
+			}
+		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, checkWait)
 	defer cancel()
-	c, err := n.js.CreateConsumer(cctx, StreamName, cfg)
+	cons, err := n.js.CreateConsumer(cctx, StreamName, cfg)
 	if err != nil {
-		return 0, fmt.Errorf("partition %d: %w", p, err)
+		return fmt.Errorf("partitions %v: %w", subjects, err)
 	}
 	defer func() {
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer dcancel()
-		_ = n.js.DeleteConsumer(dctx, StreamName, c.CachedInfo().Name)
+		_ = n.js.DeleteConsumer(dctx, StreamName, cons.CachedInfo().Name)
 	}()
-	i := 0 // read[i]: the next message taken the check may meet
-	for {
-		batch, err := c.Fetch(fetchBatch*4, jetstream.FetchMaxWait(fetchWait))
-		if err != nil {
-			return 0, fmt.Errorf("partition %d: %w", p, err)
-		}
+	var last uint64 // the last message delivered
+	// avail: the messages the consumer has yet to deliver, as its
+	// server last said; a fetch asks for no more, so it returns once
+	// they came rather than after waiting for more.
+	avail := cons.CachedInfo().NumPending
+	for pending > 0 {
 		got := 0
-		for msg := range batch.Messages() {
-			got++
-			meta, err := msg.Metadata()
+		if avail > 0 {
+			batch, err := cons.Fetch(int(min(avail, fetchBatch*4)), jetstream.FetchMaxWait(fetchWait))
 			if err != nil {
-				continue
+				return fmt.Errorf("partitions %v: %w", subjects, err)
 			}
-			s := meta.Sequence.Stream
-			if s > upto {
-				return 0, nil
+			for msg := range batch.Messages() {
+				got++
+				meta, err := msg.Metadata()
+				if err != nil {
+					continue
+				}
+				s := meta.Sequence.Stream
+				if c := bySubject[msg.Subject()]; c != nil && !c.told {
+					c.meet(s)
+					if c.told {
+						pending--
+					}
+				}
+				last = max(last, s)
 			}
-			for i < len(read) && read[i] < s {
-				i++ // (removed meanwhile by a former owner's checkpoint)
-			}
-			if i == len(read) || read[i] != s {
-				return s, nil
+			avail -= min(avail, uint64(got))
+			settle(last)
+			if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+				return fmt.Errorf("partitions %v: %w", subjects, err)
 			}
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return 0, fmt.Errorf("partition %d: %w", p, err)
-		}
-		if got > 0 {
+		if got > 0 || pending == 0 {
 			continue
 		}
 		// Nothing more: the consumer's server holds no later message
-		// of the partition; up to upto if it has the stream that far.
-		info, err := c.Info(cctx)
+		// of the partitions; each check is told if it has the stream
+		// as far as the check's upto.
+		info, err := cons.Info(cctx)
 		if err != nil {
-			return 0, fmt.Errorf("partition %d: %w", p, err)
+			return fmt.Errorf("partitions %v: %w", subjects, err)
 		}
-		if info.NumPending == 0 && info.Delivered.Stream >= upto {
-			return 0, nil
+		if avail = info.NumPending; avail == 0 {
+			settle(info.Delivered.Stream)
+		}
+		if pending == 0 {
+			break
+		}
+		if avail == 0 {
+			// A server behind the stream's leader: wait for it.
+			select {
+			case <-cctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
 		if cctx.Err() != nil {
-			return 0, fmt.Errorf("partition %d: the messages up to %d were not all seen within %v", p, upto, checkWait)
+			return fmt.Errorf("partitions %v: not all the messages up to the checkpoint were seen within %v", subjects, checkWait)
 		}
 	}
+	return nil
 }
 
 // checkWait bounds unread.

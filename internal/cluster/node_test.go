@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -412,7 +413,8 @@ func TestNoOwner(t *testing.T) {
 // message (as a JetStream consumer on a lagging replica was seen to do)
 // does not remove it with the later ones it took: the checkpoint finds
 // it unread, leaves it in the stream and has the partition read again,
-// so its trace reaches the sink; then the stream empties.
+// so its trace reaches the sink; then the stream empties. The node owns
+// several partitions, checked by one reading.
 func TestCheckpointKeepsSkippedMessage(t *testing.T) {
 	dir := t.TempDir()
 	srv, err := natsd.Start(natsd.Config{StoreDir: filepath.Join(dir, "js")})
@@ -422,26 +424,44 @@ func TestCheckpointKeepsSkippedMessage(t *testing.T) {
 	defer srv.Shutdown()
 	sink := &fakeSink{spans: map[trace.ID]int{}}
 	creds := srv.Credentials()
-	n, err := New(Options{Node: "t1", Partitions: 1, Replicas: 1, URL: "nats://" + srv.Addr(), User: creds.User, Password: creds.Password,
+	n, err := New(Options{Node: "t1", Partitions: 4, Replicas: 1, URL: "nats://" + srv.Addr(), User: creds.User, Password: creds.Password,
 		Traces: trace.Options{Window: 100 * time.Millisecond}, Sink: sink, Persist: sink.persist,
 		LeaseTTL: 3 * time.Second, CheckpointInterval: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	// The second message is passed over the first time it comes.
+	// A partition's second message is passed over the first time it
+	// comes; a third one follows it (a reader that skipped the last
+	// message of a partition took nothing after it: the checkpoint does
+	// not reach it, and it waits in the stream).
 	var mu sync.Mutex
-	seen, lost := 0, uint64(0)
-	n.lose = func(_ int, seq uint64) bool {
+	seen, lost := map[int]int{}, uint64(0)
+	n.lose = func(p int, seq uint64) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if lost == 0 {
-			if seen++; seen == 2 {
+			if seen[p]++; seen[p] == 2 {
 				lost = seq
 				return true
 			}
 		}
 		return false
+	}
+	// Three traces for each partition, sent a round of partitions at a
+	// time: one message each.
+	part := NewPartitioner(4)
+	var rounds [3][4]trace.ID
+	count := [4]int{}
+	for lo, filled := uint64(1), 0; filled < 12; lo++ {
+		b := &record.Batch{}
+		id := trace.ID{Hi: 9, Lo: lo}
+		trace.AppendSpan(b, id, &trace.Span{SpanID: 1})
+		if p := part.Partition(&b.Records[0], &b.Origin); count[p] < 3 {
+			rounds[count[p]][p] = id
+			count[p]++
+			filled++
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
@@ -452,15 +472,23 @@ func TestCheckpointKeepsSkippedMessage(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	waitFor(t, "the partition owned", func() bool {
+	waitFor(t, "the partitions owned", func() bool {
 		st := n.Status()
-		return len(st.Owners) == 1 && st.Owners[0].Owner == "t1"
+		if len(st.Owners) != 4 {
+			return false
+		}
+		for _, o := range st.Owners {
+			if o.Owner != "t1" {
+				return false
+			}
+		}
+		return true
 	})
 	pub := n.Publisher()
-	for i := range 4 {
+	for _, id := range slices.Concat(rounds[0][:], rounds[1][:], rounds[2][:]) {
 		b := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "h"}}
 		for k := range 2 {
-			trace.AppendSpan(b, trace.ID{Hi: 9, Lo: uint64(i + 1)}, &trace.Span{SpanID: trace.SpanID(k + 1), Operation: "op", Start: 1, End: 2})
+			trace.AppendSpan(b, id, &trace.Span{SpanID: trace.SpanID(k + 1), Operation: "op", Start: 1, End: 2})
 		}
 		if err := pub.Consume(ctx, b); err != nil {
 			t.Fatal(err)
@@ -472,7 +500,7 @@ func TestCheckpointKeepsSkippedMessage(t *testing.T) {
 	waitFor(t, "every trace at the sink, the passed-over one too", func() bool {
 		sink.mu.Lock()
 		defer sink.mu.Unlock()
-		return len(sink.spans) == 4
+		return len(sink.spans) == 12
 	})
 	waitFor(t, "the stream emptied by checkpoints", func() bool {
 		st := n.Status()

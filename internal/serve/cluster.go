@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -34,6 +33,9 @@ type clusterPart struct {
 	node   *cluster.Node
 	sink   *storesink.Sink
 	reader *tstore.Store
+	// tls is the node's TLS configuration for an existing NATS cluster
+	// (nats_tls; nil: none), which the live stream's connections use too.
+	tls *tls.Config
 	// live is the stream that takes the traces this node's owners
 	// assemble (the top-level stream with traces: true), once built.
 	live atomic.Pointer[streamsink.Sink]
@@ -122,6 +124,7 @@ func (s *Server) startCluster(c *config.Config, sink *storesink.Sink, set Settin
 	if err != nil {
 		return pipeline.Classify(ErrConfig, err)
 	}
+	cp.tls = tcfg
 	if cc.NATSCreds != "" {
 		// Read at every (re)connection: a missing file would only show
 		// as a node that never connects.
@@ -174,24 +177,9 @@ func natsTLS(t *config.ClusterTLS) (*tls.Config, error) {
 	if t == nil {
 		return nil, nil
 	}
-	c := &tls.Config{MinVersion: tls.VersionTLS12}
-	if t.CA != "" {
-		pem, err := os.ReadFile(t.CA)
-		if err != nil {
-			return nil, fmt.Errorf("cluster: nats_tls: ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("cluster: nats_tls: ca: %s holds no PEM certificate", t.CA)
-		}
-		c.RootCAs = pool
-	}
-	if t.Cert != "" {
-		cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
-		if err != nil {
-			return nil, fmt.Errorf("cluster: nats_tls: %w", err)
-		}
-		c.Certificates = []tls.Certificate{cert}
+	c, err := pipeline.ClientConfig(t.CA, t.Cert, t.Key)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: nats_tls: %w", err)
 	}
 	return c, nil
 }

@@ -343,9 +343,6 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		if sc := stream.cfg.(*streamsink.Config); sc.Listen != "" || sc.URL != "" || sc.TLS.Enabled() || sc.Insecure {
 			errs = append(errs, errors.New("stream: listen, url, tls and insecure: a cluster node's stream is the cluster's one repository on the cluster's NATS (cluster: nats_listen, or nats); leave them out (docs/CLUSTER.md, \"Live stream\")"))
 		}
-		if cl := cfg.Cluster; cl.NATSToken != "" || cl.NATSCreds != "" || cl.NATSTLS != nil {
-			errs = append(errs, errors.New("stream: not supported yet on a cluster node whose NATS needs nats_token, nats_creds or nats_tls (the live stream's connections take a user and password only: nats_user, nats_password); leave stream: out or use a user and password (docs/CLUSTER.md, \"Live stream\")"))
-		}
 	}
 	if len(errs) > 0 {
 		return nil, pipeline.Classify(ErrConfig, errors.Join(errs...))
@@ -496,8 +493,10 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 	if stream.comp != nil {
 		if s.cl != nil {
 			// Every node publishes into the cluster's one repository.
-			stream.cfg.(*streamsink.Config).Cluster = &streamsink.ClusterTarget{Node: cfg.Cluster.Node, Server: s.cl.srv,
-				URL: cfg.Cluster.NATS, User: cfg.Cluster.NATSUser, Password: cfg.Cluster.NATSPassword, Replicas: cfg.Cluster.Replicas}
+			cc := cfg.Cluster
+			stream.cfg.(*streamsink.Config).Cluster = &streamsink.ClusterTarget{Node: cc.Node, Server: s.cl.srv,
+				URL: cc.NATS, User: cc.NATSUser, Password: cc.NATSPassword, Token: cc.NATSToken, CredsFile: cc.NATSCreds, TLS: s.cl.tls,
+				Replicas: cc.Replicas}
 		}
 		if err := s.addStream(stream.comp, stream.cfg, base); err != nil {
 			return nil, inUse("stream", "", "", err)
@@ -508,7 +507,11 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		}
 		// The web UI's live view: the stream over WebSocket, at /api/live.
 		user, pass := live.Credentials()
-		s.live = livestream.NewHandler(s.StreamURL, livestream.HandlerOptions{Options: livestream.Options{User: user, Password: pass}, Logger: set.Logger,
+		lo := livestream.Options{User: user, Password: pass}
+		if s.cl != nil && s.cl.srv == nil {
+			lo.Token, lo.NATSCreds, lo.TLS = cfg.Cluster.NATSToken, cfg.Cluster.NATSCreds, s.cl.tls
+		}
+		s.live = livestream.NewHandler(s.StreamURL, livestream.HandlerOptions{Options: lo, Logger: set.Logger,
 			MaxClients: cfg.HTTP.LiveMaxClients, MaxClientBuffer: cfg.HTTP.LiveClientBuffer})
 		s.Shared.SetLive(s.live)
 	}

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -106,9 +107,13 @@ type ClusterTarget struct {
 	// Server is the node's embedded server (the cluster owns it: the
 	// sink does not stop it); nil with an existing NATS cluster.
 	Server *natsd.Server
-	// URL (comma-separated URLs), User and Password reach the existing
-	// NATS cluster when Server is nil.
+	// URL (comma-separated URLs) and a login, User and Password or
+	// Token or CredsFile (a NATS credentials file), reach the existing
+	// NATS cluster when Server is nil; TLS, when set, is the client's
+	// TLS configuration for it (the cluster's nats_tls).
 	URL, User, Password string
+	Token, CredsFile    string
+	TLS                 *tls.Config
 	// Replicas of the repository's streams when the section does not say
 	// (the cluster's replicas: the repository outlives a node).
 	Replicas int

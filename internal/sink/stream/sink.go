@@ -276,8 +276,16 @@ func (s *Sink) connect(set pipeline.Settings) error {
 			s.srv, s.creds = ct.Server, ct.Server.Credentials()
 			opts = append(opts, natsgo.InProcessServer(ct.Server.InProcess()), natsgo.UserInfo(s.creds.User, s.creds.Password))
 		} else {
-			if ct.User != "" {
+			switch {
+			case ct.User != "":
 				opts = append(opts, natsgo.UserInfo(ct.User, ct.Password))
+			case ct.Token != "":
+				opts = append(opts, natsgo.Token(ct.Token))
+			case ct.CredsFile != "":
+				opts = append(opts, natsgo.UserCredentials(ct.CredsFile))
+			}
+			if ct.TLS != nil {
+				opts = append(opts, natsgo.Secure(ct.TLS))
 			}
 			s.creds = natsd.Credentials{User: ct.User, Password: ct.Password}
 			target = ct.URL
