@@ -489,7 +489,9 @@ func TestServeSamplesOnOTLPSpans(t *testing.T) {
 	root := filepath.Join(work, "repository")
 	yaml := fmt.Sprintf("flush_interval: 100ms\nreceivers:\n  - {name: jvms, type: jfr, repository: %q, host: shop-1}\n  - {name: otlp, type: otlp-http, listen: \"127.0.0.1:0\"}\nsinks:\n  - {type: kieker-log, path: logs}\n  - {type: store, path: store}\n", root)
 	p := bridgetest.Start(t, work, "-c", bridgetest.WriteConfig(t, work, yaml), "--http", "127.0.0.1:0")
-	jvm, err := tools.Start(cp, jfrtest.Options{Seconds: 60, RunID: "otlp", Repository: root, Settings: jfrtest.Small})
+	// (Runs until the test ends: the samples come slowly when the
+	// machine is busy.)
+	jvm, err := tools.Start(cp, jfrtest.Options{Seconds: 300, RunID: "otlp", Repository: root, Settings: jfrtest.Small})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,7 +524,7 @@ func TestServeSamplesOnOTLPSpans(t *testing.T) {
 			return nil
 		}))
 	}
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(180 * time.Second)
 	for len(sampleTimes) < 10 && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
 		readSamples()
@@ -549,11 +551,15 @@ func TestServeSamplesOnOTLPSpans(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("OTLP/HTTP: %s", resp.Status)
 	}
-	time.Sleep(3 * time.Second) // the trace window (2 s)
+	// The trace is stored once its window (2 s) has closed.
+	base := httpURL(t, p)
+	waitUntil(t, 120*time.Second, "the trace stored", func() bool {
+		code, _ := apiGet(t, "GET", base+"/api/v1/traces/5b8efff798038103d269b633813fc60c", "", "")
+		return code == 200
+	})
 
 	// The host's flame graph over the HTTP API (what the web UI's
 	// profile tab draws) holds the worker's stacks; another host has none.
-	base := httpURL(t, p)
 	code, b := apiGet(t, "GET", base+"/api/v1/profiles/flame?host=shop-1&since=15m&format=folded", "", "")
 	if code != 200 || !strings.Contains(string(b), "Workload.contend()") {
 		t.Errorf("the host's flame graph: %d %.500s", code, b)
