@@ -130,9 +130,10 @@ func (lv *liveView) read(c *websocket.Conn) {
 }
 
 // openLiveView opens the WebSocket live view of the node whose API is at
-// base (query: "" or "?…"), reads it in the background and waits for its
-// first metadata; the connection closes when the test ends.
-func openLiveView(t *testing.T, base, query string) (*liveView, *websocket.Conn) {
+// base (query: "" or "?…"), reads it in the background and waits until
+// ready says it is (or it failed); the connection closes when the test
+// ends.
+func openLiveView(t *testing.T, base, query string, ready func(*liveView) bool) (*liveView, *websocket.Conn) {
 	t.Helper()
 	ws := "ws" + strings.TrimPrefix(base, "http") + "/api/live" + query
 	conn, resp, err := websocket.DefaultDialer.Dial(ws, http.Header{"Origin": {base}})
@@ -145,7 +146,7 @@ func openLiveView(t *testing.T, base, query string) (*liveView, *websocket.Conn)
 	waitUntil(t, 30*time.Second, "the live view's metadata", func() bool {
 		lv.mu.Lock()
 		defer lv.mu.Unlock()
-		return lv.metas > 0 || lv.err != nil
+		return ready(lv) || lv.err != nil
 	})
 	return lv, conn
 }
@@ -207,7 +208,7 @@ func TestClusterLiveStream(t *testing.T) {
 	})
 	// tail against node 3 (its own credential), the live view of node 2.
 	tl := startTail(t, url, "--json", "--seq")
-	lv, conn := openLiveView(t, nodes[1].base, "?traces=1")
+	lv, conn := openLiveView(t, nodes[1].base, "?traces=1", func(lv *liveView) bool { return len(lv.nodes) > 0 })
 
 	first, second := spanNames("a", 40), spanNames("b", 10)
 	postSpans(t, nodes[0].p.Addr("otlp"), "shop", "web-1", first[:20])
@@ -367,7 +368,7 @@ func TestClusterStreamTokenTLS(t *testing.T) {
 		return err == nil
 	})
 	tl := startTail(t, url, append([]string{"--json", "--seq", "--nats-token", "t0ken"}, tlsArgs...)...)
-	lv, _ := openLiveView(t, nd.base, "")
+	lv, _ := openLiveView(t, nd.base, "", func(lv *liveView) bool { return lv.metas > 0 })
 
 	names := spanNames("t", 10)
 	postSpans(t, nd.p.Addr("otlp"), "shop", "web-1", names)
