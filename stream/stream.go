@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tracebridge/tracebridge/internal/codec/streammsg"
+	"github.com/tracebridge/tracebridge/internal/natslogin"
 	"github.com/tracebridge/tracebridge/internal/record"
 )
 
@@ -215,20 +216,12 @@ func Open(url string, o Options) (*Stream, error) {
 		name = "tracebridge stream client"
 	}
 	opts := []natsgo.Option{natsgo.Name(name), natsgo.MaxReconnects(-1), natsgo.ReconnectWait(250 * time.Millisecond)}
-	switch {
-	case user != "":
-		opts = append(opts, natsgo.UserInfo(user, pass))
-	case o.Token != "":
-		opts = append(opts, natsgo.Token(o.Token))
-	case o.NATSCreds != "":
+	if o.NATSCreds != "" {
 		if _, err := os.Stat(o.NATSCreds); err != nil {
 			return nil, fmt.Errorf("stream %s: NATS credentials: %w", target, err)
 		}
-		opts = append(opts, natsgo.UserCredentials(o.NATSCreds))
 	}
-	if o.TLS != nil {
-		opts = append(opts, natsgo.Secure(o.TLS))
-	}
+	opts = append(opts, natslogin.Login{User: user, Password: pass, Token: o.Token, CredsFile: o.NATSCreds, TLS: o.TLS}.Options()...)
 	nc, err := natsgo.Connect(target, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", target, err)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -130,12 +131,13 @@ func (lv *liveView) read(c *websocket.Conn) {
 }
 
 // openLiveView opens the WebSocket live view of the node whose API is at
-// base (query: "" or "?…"), reads it in the background and waits until
-// ready says it is (or it failed); the connection closes when the test
-// ends.
-func openLiveView(t *testing.T, base, query string, ready func(*liveView) bool) (*liveView, *websocket.Conn) {
+// base (query: more parameters, "&…"), from the repository's first
+// message (so that no record published while the view sets up its
+// subscription is missed), reads it in the background and waits for its
+// metadata; the connection closes when the test ends.
+func openLiveView(t *testing.T, base, query string) (*liveView, *websocket.Conn) {
 	t.Helper()
-	ws := "ws" + strings.TrimPrefix(base, "http") + "/api/live" + query
+	ws := "ws" + strings.TrimPrefix(base, "http") + "/api/live?from_seq=1" + query
 	conn, resp, err := websocket.DefaultDialer.Dial(ws, http.Header{"Origin": {base}})
 	if err != nil {
 		t.Fatalf("live view of %s: %v %v", base, resp, err)
@@ -146,9 +148,27 @@ func openLiveView(t *testing.T, base, query string, ready func(*liveView) bool) 
 	waitUntil(t, 30*time.Second, "the live view's metadata", func() bool {
 		lv.mu.Lock()
 		defer lv.mu.Unlock()
-		return ready(lv) || lv.err != nil
+		return lv.metas > 0 || lv.err != nil
 	})
 	return lv, conn
+}
+
+// upTo waits until the live view has the span named last and returns
+// its records so far; an error of the view fails the test.
+func (lv *liveView) upTo(t *testing.T, last string) []liveRecord {
+	t.Helper()
+	waitUntil(t, 30*time.Second, "span "+last+" in the live view", func() bool {
+		lv.mu.Lock()
+		defer lv.mu.Unlock()
+		n, _ := countSpans(lv.records)
+		return n[last] > 0 || lv.err != nil
+	})
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	if lv.err != nil {
+		t.Fatalf("live view: %v", lv.err)
+	}
+	return slices.Clone(lv.records)
 }
 
 // spans counts the span records by name, and says which node each came
@@ -208,7 +228,7 @@ func TestClusterLiveStream(t *testing.T) {
 	})
 	// tail against node 3 (its own credential), the live view of node 2.
 	tl := startTail(t, url, "--json", "--seq")
-	lv, conn := openLiveView(t, nodes[1].base, "?traces=1", func(lv *liveView) bool { return len(lv.nodes) > 0 })
+	lv, conn := openLiveView(t, nodes[1].base, "&traces=1")
 
 	first, second := spanNames("a", 40), spanNames("b", 10)
 	postSpans(t, nodes[0].p.Addr("otlp"), "shop", "web-1", first[:20])
@@ -269,18 +289,7 @@ func TestClusterLiveStream(t *testing.T) {
 		}
 	}
 
-	waitUntil(t, 30*time.Second, "the last span in node 2's live view", func() bool {
-		lv.mu.Lock()
-		defer lv.mu.Unlock()
-		n, _ := countSpans(lv.records)
-		return n["z-last"] > 0 || lv.err != nil
-	})
-	lv.mu.Lock()
-	if lv.err != nil {
-		t.Fatalf("live view of node 2: %v", lv.err)
-	}
-	check("live view of node 2", lv.records)
-	lv.mu.Unlock()
+	check("live view of node 2", lv.upTo(t, "z-last"))
 	// The traces: whole and once, each published by the owner of its
 	// partition (any node), not by the node that received its spans.
 	waitUntil(t, 60*time.Second, "every trace in node 2's live view", func() bool {
@@ -368,7 +377,7 @@ func TestClusterStreamTokenTLS(t *testing.T) {
 		return err == nil
 	})
 	tl := startTail(t, url, append([]string{"--json", "--seq", "--nats-token", "t0ken"}, tlsArgs...)...)
-	lv, _ := openLiveView(t, nd.base, "", func(lv *liveView) bool { return lv.metas > 0 })
+	lv, _ := openLiveView(t, nd.base, "")
 
 	names := spanNames("t", 10)
 	postSpans(t, nd.p.Addr("otlp"), "shop", "web-1", names)
@@ -380,18 +389,7 @@ func TestClusterStreamTokenTLS(t *testing.T) {
 			recs = append(recs, r)
 		}
 	}
-	waitUntil(t, 30*time.Second, "the last span in the live view", func() bool {
-		lv.mu.Lock()
-		defer lv.mu.Unlock()
-		n, _ := countSpans(lv.records)
-		return n["t9"] > 0 || lv.err != nil
-	})
-	lv.mu.Lock()
-	defer lv.mu.Unlock()
-	if lv.err != nil {
-		t.Fatalf("live view: %v", lv.err)
-	}
-	for who, rs := range map[string][]liveRecord{"tail": recs, "live view": lv.records} {
+	for who, rs := range map[string][]liveRecord{"tail": recs, "live view": lv.upTo(t, "t9")} {
 		n, node := countSpans(rs)
 		for _, name := range names {
 			if n[name] != 1 || node[name] != "a1" {

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tracebridge/tracebridge/internal/metrics"
+	"github.com/tracebridge/tracebridge/internal/natslogin"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
@@ -216,17 +217,7 @@ func New(opt Options) (*Node, error) {
 			n.log.Log(context.Background(), level, "cluster: NATS connection error", "node", opt.Node, "subject", subject, "err", err)
 		}),
 	}
-	switch {
-	case opt.CredsFile != "":
-		copts = append(copts, nats.UserCredentials(opt.CredsFile))
-	case opt.Token != "":
-		copts = append(copts, nats.Token(opt.Token))
-	case opt.User != "":
-		copts = append(copts, nats.UserInfo(opt.User, opt.Password))
-	}
-	if opt.TLS != nil {
-		copts = append(copts, nats.Secure(opt.TLS))
-	}
+	copts = append(copts, natslogin.Login{User: opt.User, Password: opt.Password, Token: opt.Token, CredsFile: opt.CredsFile, TLS: opt.TLS}.Options()...)
 	nc, err := nats.Connect(opt.URL, copts...)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: connecting to %s: %w", opt.URL, err)
@@ -1022,12 +1013,15 @@ func (n *Node) rebalance(ctx context.Context) {
 	}
 }
 
-// someoneBelow reports whether a node alive owns fewer than share-1.
+// someoneBelow reports whether a node alive owns fewer than share. (A
+// node that holds more than share gives one to it: takers take up to
+// share, so no node at share takes it, and the move makes no node hold
+// more than share: 4/2/2 of 8 partitions becomes 3/3/2, and stays.)
 func (n *Node) someoneBelow(share int) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, s := range n.seen {
-		if s.Owned < share-1 {
+		if s.Owned < share {
 			return true
 		}
 	}

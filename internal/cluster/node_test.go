@@ -515,3 +515,26 @@ func TestCheckpointKeepsSkippedMessage(t *testing.T) {
 		t.Errorf("skipped messages counted %v, want at least 1", c)
 	}
 }
+
+// TestSomeoneBelow: a node above its share gives a partition back while
+// another node holds fewer than the share (8 partitions on 3 nodes,
+// share 3: 4/2/2 moves, 3/3/2 stays).
+func TestSomeoneBelow(t *testing.T) {
+	for _, tc := range []struct {
+		owned []int
+		want  bool
+	}{
+		{[]int{4, 2, 2}, true},
+		{[]int{3, 3, 2}, true},
+		{[]int{3, 3, 3}, false},
+		{[]int{4, 3, 3}, false},
+	} {
+		n := &Node{}
+		for i, o := range tc.owned {
+			n.seen = append(n.seen, NodeStatus{Name: string(rune('a' + i)), Owned: o})
+		}
+		if got := n.someoneBelow(3); got != tc.want {
+			t.Errorf("someoneBelow(3) with %v = %v, want %v", tc.owned, got, tc.want)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/config"
 	"github.com/tracebridge/tracebridge/internal/engine"
 	"github.com/tracebridge/tracebridge/internal/natsd"
+	"github.com/tracebridge/tracebridge/internal/natslogin"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	storesink "github.com/tracebridge/tracebridge/internal/sink/store"
 	streamsink "github.com/tracebridge/tracebridge/internal/sink/stream"
@@ -33,9 +34,10 @@ type clusterPart struct {
 	node   *cluster.Node
 	sink   *storesink.Sink
 	reader *tstore.Store
-	// tls is the node's TLS configuration for an existing NATS cluster
-	// (nats_tls; nil: none), which the live stream's connections use too.
-	tls *tls.Config
+	// login is the node's login to an existing NATS cluster (nats_user
+	// and nats_password, nats_token or nats_creds, and nats_tls), which
+	// the live stream's connections present too.
+	login natslogin.Login
 	// live is the stream that takes the traces this node's owners
 	// assemble (the top-level stream with traces: true), once built.
 	live atomic.Pointer[streamsink.Sink]
@@ -124,7 +126,7 @@ func (s *Server) startCluster(c *config.Config, sink *storesink.Sink, set Settin
 	if err != nil {
 		return pipeline.Classify(ErrConfig, err)
 	}
-	cp.tls = tcfg
+	cp.login = natslogin.Login{User: cc.NATSUser, Password: cc.NATSPassword, Token: cc.NATSToken, CredsFile: cc.NATSCreds, TLS: tcfg}
 	if cc.NATSCreds != "" {
 		// Read at every (re)connection: a missing file would only show
 		// as a node that never connects.

@@ -495,8 +495,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 			// Every node publishes into the cluster's one repository.
 			cc := cfg.Cluster
 			stream.cfg.(*streamsink.Config).Cluster = &streamsink.ClusterTarget{Node: cc.Node, Server: s.cl.srv,
-				URL: cc.NATS, User: cc.NATSUser, Password: cc.NATSPassword, Token: cc.NATSToken, CredsFile: cc.NATSCreds, TLS: s.cl.tls,
-				Replicas: cc.Replicas}
+				URL: cc.NATS, Login: s.cl.login, Replicas: cc.Replicas}
 		}
 		if err := s.addStream(stream.comp, stream.cfg, base); err != nil {
 			return nil, inUse("stream", "", "", err)
@@ -509,7 +508,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		user, pass := live.Credentials()
 		lo := livestream.Options{User: user, Password: pass}
 		if s.cl != nil && s.cl.srv == nil {
-			lo.Token, lo.NATSCreds, lo.TLS = cfg.Cluster.NATSToken, cfg.Cluster.NATSCreds, s.cl.tls
+			lo.Token, lo.NATSCreds, lo.TLS = s.cl.login.Token, s.cl.login.CredsFile, s.cl.login.TLS
 		}
 		s.live = livestream.NewHandler(s.StreamURL, livestream.HandlerOptions{Options: lo, Logger: set.Logger,
 			MaxClients: cfg.HTTP.LiveMaxClients, MaxClientBuffer: cfg.HTTP.LiveClientBuffer})

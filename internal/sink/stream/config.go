@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -13,6 +12,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/control"
 	"github.com/tracebridge/tracebridge/internal/listenpolicy"
 	"github.com/tracebridge/tracebridge/internal/natsd"
+	"github.com/tracebridge/tracebridge/internal/natslogin"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 )
 
@@ -107,13 +107,11 @@ type ClusterTarget struct {
 	// Server is the node's embedded server (the cluster owns it: the
 	// sink does not stop it); nil with an existing NATS cluster.
 	Server *natsd.Server
-	// URL (comma-separated URLs) and a login, User and Password or
-	// Token or CredsFile (a NATS credentials file), reach the existing
-	// NATS cluster when Server is nil; TLS, when set, is the client's
-	// TLS configuration for it (the cluster's nats_tls).
-	URL, User, Password string
-	Token, CredsFile    string
-	TLS                 *tls.Config
+	// URL (comma-separated URLs) and Login (the node's: nats_user and
+	// nats_password, nats_token or nats_creds, and nats_tls) reach the
+	// existing NATS cluster when Server is nil.
+	URL   string
+	Login natslogin.Login
 	// Replicas of the repository's streams when the section does not say
 	// (the cluster's replicas: the repository outlives a node).
 	Replicas int

@@ -276,18 +276,8 @@ func (s *Sink) connect(set pipeline.Settings) error {
 			s.srv, s.creds = ct.Server, ct.Server.Credentials()
 			opts = append(opts, natsgo.InProcessServer(ct.Server.InProcess()), natsgo.UserInfo(s.creds.User, s.creds.Password))
 		} else {
-			switch {
-			case ct.User != "":
-				opts = append(opts, natsgo.UserInfo(ct.User, ct.Password))
-			case ct.Token != "":
-				opts = append(opts, natsgo.Token(ct.Token))
-			case ct.CredsFile != "":
-				opts = append(opts, natsgo.UserCredentials(ct.CredsFile))
-			}
-			if ct.TLS != nil {
-				opts = append(opts, natsgo.Secure(ct.TLS))
-			}
-			s.creds = natsd.Credentials{User: ct.User, Password: ct.Password}
+			opts = append(opts, ct.Login.Options()...)
+			s.creds = natsd.Credentials{User: ct.Login.User, Password: ct.Login.Password}
 			target = ct.URL
 		}
 	} else if s.cfg.URL == "" {
