@@ -534,7 +534,20 @@ func settle(ctx context.Context, t *target, start time.Time) error {
 			return ctx.Err()
 		case <-t.srv.exited:
 			return fmt.Errorf("exited (%v): %s", t.srv.waitErr, t.srv.stderr)
-		case <-time.After(benchkit.PollStep(time.Since(start))):
+		case <-time.After(settleStep(time.Since(start))):
 		}
 	}
+}
+
+// settleStep is how long settle waits before the next poll, elapsed into
+// a phase: 5 % of it, at least 2 ms, at most 100 ms. Each poll costs the
+// server CPU (tracebridge's metrics page, its process collector reading
+// /proc, takes about half a millisecond), and a server that waits out a
+// trace window is polled all through it: at benchkit.PollStep's 0.5 %
+// (at most 20 ms) tracebridge was polled some 150 times a phase and the
+// polls were 5–6 % of its CPU profile, the Collector (done when the
+// last request is answered) once or twice. Spans per CPU-second is the
+// figure; the wall time may be up to 5 % late.
+func settleStep(elapsed time.Duration) time.Duration {
+	return min(100*time.Millisecond, max(2*time.Millisecond, elapsed/20))
 }

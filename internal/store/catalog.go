@@ -66,27 +66,23 @@ func (c *catalog) add(t *trace.Trace) {
 		svc string
 		op  OpKind
 	}
-	// The spans of a trace repeat a few operations of a few services:
-	// those already looked up for this trace (the last few) are not
-	// looked up again (found by the addresses of their strings: the
-	// assembler's repeat theirs).
-	var done [8]struct {
+	// The spans of a trace repeat operations of a few services: those
+	// already looked up for this trace are not looked up again, found in
+	// a small table by the addresses of their strings (the assembler's
+	// repeat theirs; a Kieker trace of 1,000 calls names dozens of
+	// operations, each a long signature to hash in the map).
+	var done [64]struct {
 		svc, host, op string
 		kind          trace.Kind
 	}
-	nd := 0
-spans:
 	for i := range t.Spans {
 		s := &t.Spans[i]
-		for j := range min(nd, len(done)) {
-			d := &done[j]
-			if sameString(d.op, s.Operation) && sameString(d.svc, s.Service) && d.kind == s.Kind && (s.Service != "" || sameString(d.host, s.Host)) {
-				continue spans
-			}
+		x := uint64(uintptr(unsafe.Pointer(unsafe.StringData(s.Operation))))>>3 ^ uint64(len(s.Operation)) ^ uint64(s.Kind)<<7
+		d := &done[(x*0x9e3779b97f4a7c15)>>58]
+		if len(d.op) > 0 && sameString(d.op, s.Operation) && sameString(d.svc, s.Service) && d.kind == s.Kind && (s.Service != "" || sameString(d.host, s.Host)) {
+			continue
 		}
-		d := &done[nd%len(done)]
 		d.svc, d.host, d.op, d.kind = s.Service, s.Host, s.Operation, s.Kind
-		nd++
 		name := ServiceOf(s)
 		var via byte = 1
 		if s.Service == "" {

@@ -168,6 +168,9 @@ type Assembler struct {
 	last *thread
 	// kept are the calls replayThreads kept open for the next part.
 	kept []SpanID
+	// freeEvs are event buffers of replayed threads, for the next
+	// threads' events (kevents.go: evBuffers).
+	freeEvs evBuffers
 }
 
 // NewAssembler returns an assembler.
@@ -530,6 +533,9 @@ func (a *Assembler) event(r *record.Record, ti *TypeInfo) {
 		}
 	}
 	th.evented = true
+	if cap(th.evs) == 0 {
+		th.evs = a.freeEvs.take()
+	}
 	th.evs = append(th.evs, e)
 	th.fam.size++
 	switch e.role {
@@ -840,7 +846,9 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 	}
 	var out []Span
 	for _, th := range order {
+		evs := th.evs
 		a.st.Duplicates += int64(th.replay(broken))
+		a.freeEvs.put(evs, len(evs))
 		th.syms = a.symbols() // (nothing buffered refers to the old one)
 		a.attach(th, byKid, broken)
 	}

@@ -3,6 +3,7 @@ package trace
 import (
 	"cmp"
 	"fmt"
+	"math/bits"
 	"slices"
 	"unsafe"
 )
@@ -35,6 +36,54 @@ const (
 	kevSplit
 	kevJoin
 )
+
+// evBuffers keeps the event buffers of replayed threads for new threads:
+// a thread's buffer grows by doubling to its trace's size (48 KiB for a
+// trace of 1,000 calls), and the garbage collector clears every new
+// large one, so traces of the same shape reuse a few buffers instead.
+// Bounded: at most evBuffersMax buffers, none above evBufferMax events.
+// When none is kept, a new buffer starts at the typical size of the
+// threads replayed before (the geometric mean of their events: traces of
+// one shape get a buffer of their size at once, and a few huge traces do
+// not make every small one large), at most evBufferStart events.
+type evBuffers struct {
+	free [][]kev
+	// log2x16 is the recent average of log2(events per replayed
+	// thread) ×16 (an exponential average over ~16 threads).
+	log2x16 int
+}
+
+const (
+	evBuffersMax  = 16
+	evBufferMax   = 1 << 16 // 1.5 MiB
+	evBufferStart = 1 << 12 // 96 KiB
+)
+
+// take returns an empty buffer.
+func (b *evBuffers) take() []kev {
+	n := len(b.free)
+	if n == 0 {
+		if b.log2x16 < 16*4 {
+			return nil // a few events: append's own growth
+		}
+		return make([]kev, 0, min(1<<(b.log2x16/16), evBufferStart))
+	}
+	evs := b.free[n-1]
+	b.free[n-1] = nil
+	b.free = b.free[:n-1]
+	return evs
+}
+
+// put keeps evs (read no more) for take, n of its events replayed.
+func (b *evBuffers) put(evs []kev, n int) {
+	if n > 0 {
+		b.log2x16 += bits.Len(uint(n)) - b.log2x16/16
+	}
+	if cap(evs) == 0 || cap(evs) > evBufferMax || len(b.free) >= evBuffersMax {
+		return
+	}
+	b.free = append(b.free, evs[:0])
+}
 
 // kextra is what an event has beyond a kev: symbols of the cause of a
 // failed call and of a Call event's callee.

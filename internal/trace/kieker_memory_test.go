@@ -2,6 +2,7 @@ package trace
 
 import (
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -112,5 +113,88 @@ func TestPartsInTreeOrder(t *testing.T) {
 				t.Fatalf("max %d: span %d differs: %+v, want %+v", maxSpans, i, merged.Spans[i], ref.Spans[i])
 			}
 		}
+	}
+}
+
+// TestEventBuffersReused: traces completed one after another reuse the
+// event buffers of those before them (evBuffers), and each is the trace
+// a fresh assembler makes of its events alone.
+func TestEventBuffersReused(t *testing.T) {
+	var got []*Trace
+	a := NewAssembler(Options{Clock: RecordClock, Window: 1, Emit: func(tr *Trace) { got = append(got, tr) }})
+	byID := map[int64]*record.Batch{}
+	g := newKiekerGen(11, 40)
+	reused := 0
+	for range 60 {
+		var b record.Batch
+		g.next(&b, 80) // one trace of 40 calls
+		for i := range b.Records {
+			r := &b.Records[i]
+			own := byID[r.Values[1].Int()]
+			if own == nil {
+				own = &record.Batch{}
+				byID[r.Values[1].Int()] = own
+			}
+			c := own.Add(r.Type, record.NoTimestamp)
+			copy(c.Values, r.Values)
+		}
+		if len(a.freeEvs.free) > 0 {
+			reused++
+		}
+		a.AddBatch(&b)
+		a.Tick()
+	}
+	a.Flush()
+	if reused < 50 {
+		t.Errorf("a kept buffer was there for %d of 60 traces", reused)
+	}
+	if len(got) != len(byID) {
+		t.Fatalf("%d traces, want %d", len(got), len(byID))
+	}
+	for _, tr := range got {
+		var ref *Trace
+		fresh := NewAssembler(Options{Clock: RecordClock, Emit: func(x *Trace) { ref = x }})
+		fresh.AddBatch(byID[tr.Spans[0].KiekerTrace])
+		fresh.Flush()
+		if ref == nil || len(ref.Spans) != len(tr.Spans) || !slices.Equal(ref.Broken, tr.Broken) {
+			t.Fatalf("trace %d: %d spans (broken %q), alone %d (broken %q)", tr.Spans[0].KiekerTrace, len(tr.Spans), tr.Broken, len(ref.Spans), ref.Broken)
+		}
+		for i := range ref.Spans {
+			if !sameSpan(&tr.Spans[i], &ref.Spans[i]) || tr.Spans[i].Parent != ref.Spans[i].Parent {
+				t.Fatalf("trace %d span %d: %+v, alone %+v", tr.Spans[0].KiekerTrace, i, tr.Spans[i], ref.Spans[i])
+			}
+		}
+	}
+}
+
+// TestEventBufferStart: with no buffer kept, a new thread's buffer starts
+// at the size typical of the threads replayed before, and a rare huge
+// thread does not make the small ones' buffers large.
+func TestEventBufferStart(t *testing.T) {
+	var b evBuffers
+	for range 64 {
+		b.put(nil, 2000)
+	}
+	if c := cap(b.take()); c < 2000 || c > 4096 {
+		t.Errorf("after threads of 2,000 events a new buffer holds %d", c)
+	}
+	for range 64 {
+		b.put(nil, 10)
+	}
+	for i := range 200 {
+		n := 10
+		if i%100 == 99 {
+			n = 1_000_000
+		}
+		b.put(nil, n)
+		if c := cap(b.take()); c > 64 {
+			t.Fatalf("threads of 10 events, one in 100 of a million: a new buffer holds %d", c)
+		}
+	}
+	for range 64 {
+		b.put(nil, 1<<20)
+	}
+	if c := cap(b.take()); c != evBufferStart {
+		t.Errorf("after huge threads a new buffer holds %d, want the bound %d", c, evBufferStart)
 	}
 }

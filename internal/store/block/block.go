@@ -153,9 +153,11 @@ func decompress(stored []byte, rawLen int) ([]byte, error) {
 // attribute filter.
 type Writer struct {
 	pageSize int
-	data     []byte // header and the pages written so far
-	raw      []byte // the current page, uncompressed
-	page     []byte // scratch: the page with its count, compressed from
+	head     []byte   // the object's header
+	segs     [][]byte // the pages written so far, in segments
+	size     int      // bytes of head and segs
+	raw      []byte   // the current page, uncompressed
+	page     []byte   // scratch: the page with its count, compressed from
 	inPage   uint32
 	pages    []PageRef
 	rows     []Summary
@@ -172,8 +174,9 @@ func NewWriter(pageSize int) *Writer {
 		pageSize = 256 << 10
 	}
 	w := &Writer{pageSize: pageSize, minStart: math.MaxInt64, maxEnd: math.MinInt64}
-	w.data = append(w.data, Magic...)
-	w.data = binary.BigEndian.AppendUint32(w.data, Version)
+	w.head = append(w.head, Magic...)
+	w.head = binary.BigEndian.AppendUint32(w.head, Version)
+	w.size = len(w.head)
 	return w
 }
 
@@ -198,7 +201,13 @@ func (w *Writer) Add(body []byte, s Summary, terms ...Term) {
 // Traces returns the number of traces added; Size the bytes so far
 // (compressed pages and the uncompressed current page).
 func (w *Writer) Traces() int { return len(w.rows) }
-func (w *Writer) Size() int   { return len(w.data) + len(w.raw) }
+func (w *Writer) Size() int   { return w.size + len(w.raw) }
+
+// segSize is the size of the segments a Writer keeps its compressed pages
+// in: a block of many pages grown as one slice would be copied at every
+// quarter of growth, and each copy is a fresh large allocation the garbage
+// collector clears; the segments are copied once, by Finish.
+const segSize = 1 << 20
 
 // cut writes the current page: uvarint trace count, then each body
 // (uvarint length, bytes), compressed.
@@ -209,10 +218,22 @@ func (w *Writer) cut() {
 	raw := binary.AppendUvarint(w.page[:0], uint64(w.inPage))
 	raw = append(raw, w.raw...)
 	w.page = raw
-	off := len(w.data)
-	w.data = compress(w.data, raw)
-	stored := w.data[off:]
-	w.pages = append(w.pages, PageRef{Off: uint64(off), Len: uint32(len(stored)), Raw: uint32(len(raw)), Traces: w.inPage, CRC: crc32.Checksum(stored, castagnoli)})
+	// A page goes whole into the last segment when it has room for
+	// zstd's bound (the input, a 128th of it and the headers), else into
+	// a new one.
+	bound := len(raw) + len(raw)>>7 + 64
+	n := len(w.segs)
+	if n == 0 || cap(w.segs[n-1])-len(w.segs[n-1]) < bound {
+		w.segs = append(w.segs, make([]byte, 0, max(segSize, bound)))
+		n++
+	}
+	seg := w.segs[n-1]
+	at := len(seg)
+	seg = compress(seg, raw)
+	w.segs[n-1] = seg
+	stored := seg[at:]
+	w.pages = append(w.pages, PageRef{Off: uint64(w.size), Len: uint32(len(stored)), Raw: uint32(len(raw)), Traces: w.inPage, CRC: crc32.Checksum(stored, castagnoli)})
+	w.size += len(stored)
 	w.raw, w.inPage = w.raw[:0], 0
 }
 
@@ -250,16 +271,18 @@ func (w *Writer) Finish(dict []string, attrs *Bloom) ([]byte, Stats, error) {
 	w.cut()
 	var f Footer
 	f.Version, f.Traces, f.PageCount = Version, uint32(len(w.rows)), uint32(len(w.pages))
+	// The sections after the pages, then the object in one allocation.
+	var tail []byte
 	section := func(raw []byte, compressed bool) Section {
-		off := len(w.data)
+		off := len(tail)
 		if compressed {
-			w.data = binary.BigEndian.AppendUint32(w.data, uint32(len(raw)))
-			w.data = compress(w.data, raw)
+			tail = binary.BigEndian.AppendUint32(tail, uint32(len(raw)))
+			tail = compress(tail, raw)
 		} else {
-			w.data = append(w.data, raw...)
+			tail = append(tail, raw...)
 		}
-		b := w.data[off:]
-		return Section{Off: uint64(off), Len: uint32(len(b)), CRC: crc32.Checksum(b, castagnoli)}
+		b := tail[off:]
+		return Section{Off: uint64(w.size + off), Len: uint32(len(b)), CRC: crc32.Checksum(b, castagnoli)}
 	}
 	var raw []byte
 	raw = binary.AppendUvarint(raw, uint64(len(dict)))
@@ -289,12 +312,19 @@ func (w *Writer) Finish(dict []string, attrs *Bloom) ([]byte, Stats, error) {
 	}
 	f.IDs = section(ids.Marshal(nil), false)
 	f.Terms = section(w.terms.appendTerms(nil, perm), true)
-	w.data = appendFooter(w.data, f)
-	st := Stats{Traces: len(w.rows), Spans: w.spans, Size: int64(len(w.data)), FooterCRC: FooterChecksum(w.data)}
+	data := make([]byte, 0, w.size+len(tail)+FooterSize)
+	data = append(data, w.head...)
+	for _, seg := range w.segs {
+		data = append(data, seg...)
+	}
+	w.segs = nil
+	data = append(data, tail...)
+	data = appendFooter(data, f)
+	st := Stats{Traces: len(w.rows), Spans: w.spans, Size: int64(len(data)), FooterCRC: FooterChecksum(data)}
 	if len(w.rows) > 0 {
 		st.MinStart, st.MaxEnd = w.minStart, w.maxEnd
 	}
-	return w.data, st, nil
+	return data, st, nil
 }
 
 // HashID is a trace id's hash in the id filter.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -298,4 +299,60 @@ func TestHashPair(t *testing.T) {
 			t.Errorf("HashPair(%q, %q) = %x, want %x", kv[0], kv[1], got, want)
 		}
 	}
+}
+
+// TestPagesAcrossSegments: pages that fill several of the Writer's
+// segments (incompressible bodies, 3 MiB compressed, pages of 64 KiB,
+// some larger than a segment) read back where the page table says, and
+// the block's size is its bytes.
+func TestPagesAcrossSegments(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(7, 8))
+	w := NewWriter(64 << 10)
+	var bodies [][]byte
+	for i := range 1600 {
+		n := 2000
+		if i%400 == 399 {
+			n = segSize + 1000 // a page larger than a segment
+		}
+		body := make([]byte, n)
+		for j := range body {
+			body[j] = byte(rng.Uint32())
+		}
+		bodies = append(bodies, body)
+		w.Add(body, Summary{ID: trace.ID{Lo: uint64(i + 1)}, Start: int64(i), Duration: 1, Spans: 1})
+	}
+	data, st, err := w.Finish([]string{""}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size != int64(len(data)) || len(data) < 3<<20 {
+		t.Fatalf("size %d, stats %d", len(data), st.Size)
+	}
+	r, rows := openVerified(t, data)
+	pages, _ := r.Pages(ctx)
+	for _, row := range rows {
+		got, err := r.Page(ctx, pages, int(row.Page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got[row.Index], bodies[row.ID.Lo-1]) {
+			t.Fatalf("trace %d: body differs", row.ID.Lo)
+		}
+	}
+}
+
+// openVerified opens the block data and verifies it, returning its rows.
+func openVerified(t *testing.T, data []byte) (*Reader, []Summary) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := Open(ctx, mem{"k": data}, "k", int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := r.Verify(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, rows
 }

@@ -19,14 +19,7 @@ func TestTermIndex(t *testing.T) {
 	ctx := context.Background()
 	const n = 300
 	data, _, _, _ := sample(t, n, 200)
-	r, err := Open(ctx, mem{"k": data}, "k", int64(len(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := r.Verify(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, rows := openVerified(t, data)
 	terms, err := r.Terms(ctx)
 	if err != nil || terms == nil {
 		t.Fatal(terms, err)
