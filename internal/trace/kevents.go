@@ -55,7 +55,7 @@ type evBuffers struct {
 
 const (
 	evBuffersMax  = 16
-	evBufferMax   = 1 << 16 // 1.5 MiB
+	evBufferMax   = 1 << 14 // 384 KiB: 6 MiB kept at most
 	evBufferStart = 1 << 12 // 96 KiB
 )
 
