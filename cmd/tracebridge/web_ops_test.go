@@ -575,12 +575,12 @@ func TestWebOpsConsole(t *testing.T) {
 		t.Errorf("sinks: %v", sinks)
 	}
 	// Without a token a stop is refused, and the page says why.
-	act(t, ctx, "stop without a token", chromedp.Click(css(`.console-receivers tr[data-name="kieker"] button.stop`)))
+	clickNow(t, ctx, "stop without a token", `.console-receivers tr[data-name="kieker"] button.stop`)
 	waitJS(t, ctx, "the refusal", `document.querySelector('.panel .error') && document.querySelector('.panel .error').textContent.includes('401')`)
 
 	w.login(t, ctx)
 	addr := w.p.Addr("kieker")
-	act(t, ctx, "stop kieker", chromedp.Click(css(`.console-receivers tr[data-name="kieker"] button.stop`)))
+	clickNow(t, ctx, "stop kieker", `.console-receivers tr[data-name="kieker"] button.stop`)
 	waitJS(t, ctx, "kieker stopped", `document.querySelector('.console-receivers tr[data-name="kieker"]').dataset.state === 'stopped'`)
 	if r := w.receiver(t, "kieker"); r.State != "stopped" {
 		t.Errorf("after Stop the API says %+v", r)
@@ -592,7 +592,7 @@ func TestWebOpsConsole(t *testing.T) {
 		c.Close()
 		t.Errorf("the stopped receiver's port %s still accepts connections", addr)
 	}
-	act(t, ctx, "start kieker", chromedp.Click(css(`.console-receivers tr[data-name="kieker"] button.start`)))
+	clickNow(t, ctx, "start kieker", `.console-receivers tr[data-name="kieker"] button.start`)
 	waitJS(t, ctx, "kieker running", `document.querySelector('.console-receivers tr[data-name="kieker"]').dataset.state === 'running'`)
 	if r := w.receiver(t, "kieker"); r.State != "running" {
 		t.Errorf("after Start the API says %+v", r)
@@ -627,9 +627,8 @@ func TestWebOpsConsole(t *testing.T) {
 
 	// The kdb receiver's mapping: id 42 becomes CPUUtilizationRecord,
 	// id 2 goes.
-	act(t, ctx, "open the mapping",
-		chromedp.Click(css(`.console-receivers tr[data-name="kdb"] button.mapping`)),
-		chromedp.WaitVisible(css(`.mapping-editor .map-type`)))
+	clickNow(t, ctx, "open the mapping", `.console-receivers tr[data-name="kdb"] button.mapping`)
+	act(t, ctx, "the mapping editor", chromedp.WaitVisible(css(`.mapping-editor .map-type`)))
 	if u := eval[string](t, ctx, "location.search"); u != "?mapping=kdb" {
 		t.Errorf("the editor is not in the address: %s", u)
 	}

@@ -170,6 +170,16 @@ func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 }
 
 // waitJS waits until the expression is true in the page (at most 20 s).
+// clickNow clicks the element sel selects once it is there, finding and
+// clicking it in one step in the page: chromedp.Click queries a node and
+// then clicks it, and a table the page renders again meanwhile (the
+// console's, every second) has replaced the node ("Could not find node
+// with given id").
+func clickNow(t *testing.T, ctx context.Context, what, sel string) {
+	t.Helper()
+	waitJS(t, ctx, what, fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.click(); return true; })()`, sel))
+}
+
 func waitJS(t *testing.T, ctx context.Context, what, expr string) {
 	t.Helper()
 	c, cancel := context.WithTimeout(ctx, 20*time.Second)
