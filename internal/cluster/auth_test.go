@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/natslogin"
+
 	"github.com/nats-io/jwt/v2"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -167,7 +169,7 @@ func TestExternalTLSAndPassword(t *testing.T) {
 		t.Fatal("a client without a certificate connected")
 	}
 	// (A byte limit on an R3 stream: every server has room for it.)
-	runOwner(t, Options{URL: url, User: "tb", Password: "s3cret", TLS: client, Replicas: 3, StreamMaxBytes: 64 << 20})
+	runOwner(t, Options{URL: url, Login: natslogin.Login{User: "tb", Password: "s3cret", TLS: client}, Replicas: 3, StreamMaxBytes: 64 << 20})
 }
 
 // TestExternalToken: a server that wants a token.
@@ -177,7 +179,7 @@ func TestExternalToken(t *testing.T) {
 		nc.Close()
 		t.Fatal("a client without the token connected")
 	}
-	runOwner(t, Options{URL: url, Token: "t0ken"})
+	runOwner(t, Options{URL: url, Login: natslogin.Login{Token: "t0ken"}})
 }
 
 // TestExternalCreds: a server in operator mode (decentralized JWT
@@ -233,7 +235,7 @@ func TestExternalCreds(t *testing.T) {
 		nc.Close()
 		t.Fatal("a client without credentials connected")
 	}
-	runOwner(t, Options{URL: url, CredsFile: file})
+	runOwner(t, Options{URL: url, Login: natslogin.Login{CredsFile: file}})
 
 	nc, err := nats.Connect(url, nats.UserCredentials(file))
 	must(err)
@@ -256,7 +258,7 @@ func TestExternalCreds(t *testing.T) {
 func TestExternalWrongPassword(t *testing.T) {
 	o := &natsserver.Options{Users: []*natsserver.User{{Username: "tb", Password: "s3cret"}}}
 	url := startNATS(t, "nats", o)[0]
-	n, err := New(Options{Node: "x1", Partitions: 1, Replicas: 1, URL: url, User: "tb", Password: "wrong", StreamMaxBytes: 64 << 20})
+	n, err := New(Options{Node: "x1", Partitions: 1, Replicas: 1, URL: url, Login: natslogin.Login{User: "tb", Password: "wrong"}, StreamMaxBytes: 64 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

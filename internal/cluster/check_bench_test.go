@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/natslogin"
+
 	"github.com/tracebridge/tracebridge/internal/natsd"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/trace"
@@ -32,7 +34,7 @@ func BenchmarkCheck(b *testing.B) {
 	const partitions, perPartition = 32, 64
 	sink := &fakeSink{spans: map[trace.ID]int{}}
 	creds := srv.Credentials()
-	n, err := New(Options{Node: "b1", Partitions: partitions, Replicas: 1, URL: "nats://" + srv.Addr(), User: creds.User, Password: creds.Password,
+	n, err := New(Options{Node: "b1", Partitions: partitions, Replicas: 1, URL: "nats://" + srv.Addr(), Login: natslogin.Login{User: creds.User, Password: creds.Password},
 		Traces: trace.Options{Window: time.Hour}, Sink: sink, Persist: sink.persist, LeaseTTL: 3 * time.Second, CheckpointInterval: time.Hour})
 	if err != nil {
 		b.Fatal(err)

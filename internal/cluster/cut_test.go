@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/natslogin"
+
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/tracebridge/tracebridge/internal/natsd"
@@ -107,7 +109,7 @@ func runNode(t *testing.T, srv *natsd.Server, name string, traces trace.Options)
 	t.Helper()
 	sink = &fakeSink{spans: map[trace.ID]int{}}
 	creds := srv.Credentials()
-	n, err := New(Options{Node: name, Partitions: 1, Replicas: 1, URL: "nats://" + srv.Addr(), User: creds.User, Password: creds.Password,
+	n, err := New(Options{Node: name, Partitions: 1, Replicas: 1, URL: "nats://" + srv.Addr(), Login: natslogin.Login{User: creds.User, Password: creds.Password},
 		Traces: traces, Sink: sink, Persist: sink.persist, LeaseTTL: 3 * time.Second, CheckpointInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/natslogin"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -57,7 +59,7 @@ func TestTakeStaleLease(t *testing.T) {
 	put(2, leaseValue{Node: "older", Since: old})                                     // an earlier version's: no renewal time
 
 	sink := &fakeSink{spans: map[trace.ID]int{}}
-	n, err := New(Options{Node: "a", Partitions: 3, Replicas: 1, URL: "nats://" + srv.Addr(), User: creds.User, Password: creds.Password,
+	n, err := New(Options{Node: "a", Partitions: 3, Replicas: 1, URL: "nats://" + srv.Addr(), Login: natslogin.Login{User: creds.User, Password: creds.Password},
 		Traces: trace.Options{Window: 100 * time.Millisecond}, Sink: sink, Persist: sink.persist,
 		LeaseTTL: 2 * time.Second, CheckpointInterval: 200 * time.Millisecond})
 	if err != nil {
@@ -150,7 +152,7 @@ func TestOwnerStopsAtDeadline(t *testing.T) {
 				return sink.persist(ctx)
 			}
 		}
-		n, err := New(Options{Node: name, Partitions: partitions, Replicas: 1, URL: "nats://" + srv.Addr(), User: creds.User, Password: creds.Password,
+		n, err := New(Options{Node: name, Partitions: partitions, Replicas: 1, URL: "nats://" + srv.Addr(), Login: natslogin.Login{User: creds.User, Password: creds.Password},
 			Traces: trace.Options{Window: 100 * time.Millisecond}, Sink: sink, Persist: persist,
 			LeaseTTL: 4 * time.Second, CheckpointInterval: 200 * time.Millisecond})
 		if err != nil {

@@ -3,7 +3,6 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,14 +56,13 @@ type Options struct {
 	Node                 string
 	Partitions, Replicas int
 	// URL is the NATS server to connect to (this node's embedded
-	// server, or an existing cluster's URLs, comma-separated), with User
-	// and Password, or Token, or CredsFile (a NATS .creds file: a user
-	// JWT and its NKey seed) when it needs them, and TLS (a CA to trust,
-	// a client certificate) when it speaks TLS. Every connection of the
-	// node is this one (publisher, owners, buckets, status).
-	URL, User, Password string
-	Token, CredsFile    string
-	TLS                 *tls.Config
+	// server, or an existing cluster's URLs, comma-separated), with
+	// Login: user and password, a token or a NATS .creds file when it
+	// needs them, and TLS (a CA to trust, a client certificate) when it
+	// speaks TLS. Every connection of the node is this one (publisher,
+	// owners, buckets, status).
+	URL   string
+	Login natslogin.Login
 	// StreamMaxBytes bounds the stream (0: half of StorageMax, the
 	// JetStream storage of this node's embedded server, or of the
 	// account's limit; none when neither is known); StreamMaxAge drops
@@ -217,7 +215,7 @@ func New(opt Options) (*Node, error) {
 			n.log.Log(context.Background(), level, "cluster: NATS connection error", "node", opt.Node, "subject", subject, "err", err)
 		}),
 	}
-	copts = append(copts, natslogin.Login{User: opt.User, Password: opt.Password, Token: opt.Token, CredsFile: opt.CredsFile, TLS: opt.TLS}.Options()...)
+	copts = append(copts, opt.Login.Options()...)
 	nc, err := nats.Connect(opt.URL, copts...)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: connecting to %s: %w", opt.URL, err)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/natslogin"
+
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/tracebridge/tracebridge/internal/natsd"
@@ -84,7 +86,7 @@ func TestNodePublishOwnCheckpoint(t *testing.T) {
 	defer srv.Shutdown()
 	sink := &fakeSink{spans: map[trace.ID]int{}, packed: true, ops: map[string]int{}}
 	creds := srv.Credentials()
-	n, err := New(Options{Node: "t1", Partitions: 4, Replicas: 1, URL: "nats://" + srv.Addr(), User: creds.User, Password: creds.Password,
+	n, err := New(Options{Node: "t1", Partitions: 4, Replicas: 1, URL: "nats://" + srv.Addr(), Login: natslogin.Login{User: creds.User, Password: creds.Password},
 		Traces: trace.Options{Window: 100 * time.Millisecond}, Sink: sink, Persist: sink.persist,
 		LeaseTTL: 3 * time.Second, CheckpointInterval: 200 * time.Millisecond})
 	if err != nil {
@@ -214,7 +216,7 @@ func TestNodeGone(t *testing.T) {
 	creds := srv.Credentials()
 	start := func(name string) (*Node, context.CancelFunc, chan error) {
 		sink := &fakeSink{spans: map[trace.ID]int{}}
-		n, err := New(Options{Node: name, Partitions: 4, Replicas: 1, URL: "nats://" + srv.Addr(), User: creds.User, Password: creds.Password,
+		n, err := New(Options{Node: name, Partitions: 4, Replicas: 1, URL: "nats://" + srv.Addr(), Login: natslogin.Login{User: creds.User, Password: creds.Password},
 			Traces: trace.Options{Window: 100 * time.Millisecond}, Sink: sink, Persist: sink.persist,
 			LeaseTTL: 6 * time.Second, CheckpointInterval: 200 * time.Millisecond})
 		if err != nil {
@@ -315,7 +317,7 @@ func TestFencedLeaseReclaimed(t *testing.T) {
 	proxy := servicetest.NewProxy(t, srv.Addr())
 	start := func(name, addr string) (*Node, func()) {
 		sink := &fakeSink{spans: map[trace.ID]int{}}
-		n, err := New(Options{Node: name, Partitions: 4, Replicas: 1, URL: "nats://" + addr, User: creds.User, Password: creds.Password,
+		n, err := New(Options{Node: name, Partitions: 4, Replicas: 1, URL: "nats://" + addr, Login: natslogin.Login{User: creds.User, Password: creds.Password},
 			Traces: trace.Options{Window: 100 * time.Millisecond}, Sink: sink, Persist: sink.persist, Expected: 2,
 			LeaseTTL: 12 * time.Second, CheckpointInterval: 200 * time.Millisecond})
 		if err != nil {
@@ -424,7 +426,7 @@ func TestCheckpointKeepsSkippedMessage(t *testing.T) {
 	defer srv.Shutdown()
 	sink := &fakeSink{spans: map[trace.ID]int{}}
 	creds := srv.Credentials()
-	n, err := New(Options{Node: "t1", Partitions: 4, Replicas: 1, URL: "nats://" + srv.Addr(), User: creds.User, Password: creds.Password,
+	n, err := New(Options{Node: "t1", Partitions: 4, Replicas: 1, URL: "nats://" + srv.Addr(), Login: natslogin.Login{User: creds.User, Password: creds.Password},
 		Traces: trace.Options{Window: 100 * time.Millisecond}, Sink: sink, Persist: sink.persist,
 		LeaseTTL: 3 * time.Second, CheckpointInterval: 200 * time.Millisecond})
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracebridge/tracebridge/internal/natslogin"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -46,7 +48,7 @@ func (s *refusingSink) traces() int {
 // addr, logging into logs; it stops with the test.
 func faultNode(t *testing.T, addr string, creds natsd.Credentials, partitions int, sink TraceSink, logs *logtest.Buffer) *Node {
 	t.Helper()
-	n, err := New(Options{Node: "o1", Partitions: partitions, Replicas: 1, URL: "nats://" + addr, User: creds.User, Password: creds.Password,
+	n, err := New(Options{Node: "o1", Partitions: partitions, Replicas: 1, URL: "nats://" + addr, Login: natslogin.Login{User: creds.User, Password: creds.Password},
 		Traces: trace.Options{Window: 100 * time.Millisecond}, Sink: sink, Persist: func(context.Context) error { return nil },
 		LeaseTTL: time.Minute, CheckpointInterval: 200 * time.Millisecond, Logger: logs.Logger()})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/logtest"
 	"github.com/tracebridge/tracebridge/internal/natsd"
+	"github.com/tracebridge/tracebridge/internal/natslogin"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
@@ -25,7 +26,7 @@ func publisherNode(t *testing.T, srv *natsd.Server, opt Options) *Node {
 	t.Helper()
 	creds := srv.Credentials()
 	opt.Partitions, opt.Replicas = 4, 1
-	opt.URL, opt.User, opt.Password = "nats://"+srv.Addr(), creds.User, creds.Password
+	opt.URL, opt.Login = "nats://"+srv.Addr(), natslogin.Login{User: creds.User, Password: creds.Password}
 	opt.CheckpointInterval = 200 * time.Millisecond
 	if opt.Node == "" {
 		opt.Node = "p1"

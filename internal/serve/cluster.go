@@ -34,9 +34,10 @@ type clusterPart struct {
 	node   *cluster.Node
 	sink   *storesink.Sink
 	reader *tstore.Store
-	// login is the node's login to an existing NATS cluster (nats_user
-	// and nats_password, nats_token or nats_creds, and nats_tls), which
-	// the live stream's connections present too.
+	// login is the node's login to its NATS: the embedded server's
+	// credentials, or to an existing NATS cluster nats_user and
+	// nats_password, nats_token or nats_creds, and nats_tls, which the
+	// live stream's connections present too.
 	login natslogin.Login
 	// live is the stream that takes the traces this node's owners
 	// assemble (the top-level stream with traces: true), once built.
@@ -126,7 +127,7 @@ func (s *Server) startCluster(c *config.Config, sink *storesink.Sink, set Settin
 	if err != nil {
 		return pipeline.Classify(ErrConfig, err)
 	}
-	cp.login = natslogin.Login{User: cc.NATSUser, Password: cc.NATSPassword, Token: cc.NATSToken, CredsFile: cc.NATSCreds, TLS: tcfg}
+	cp.login = natslogin.Login{User: user, Password: pass, Token: cc.NATSToken, CredsFile: cc.NATSCreds, TLS: tcfg}
 	if cc.NATSCreds != "" {
 		// Read at every (re)connection: a missing file would only show
 		// as a node that never connects.
@@ -140,7 +141,7 @@ func (s *Server) startCluster(c *config.Config, sink *storesink.Sink, set Settin
 	}
 	node, err := cluster.New(cluster.Options{
 		Node: cc.Node, Partitions: cc.Partitions, Replicas: cc.Replicas, Expected: expected,
-		URL: url, User: user, Password: pass, Token: cc.NATSToken, CredsFile: cc.NATSCreds, TLS: tcfg,
+		URL: url, Login: cp.login,
 		StreamMaxBytes: int64(cc.StreamMaxBytes), StreamMaxAge: time.Duration(cc.StreamMaxAge), StorageMax: storage,
 		NATSAddr: natsAddr, HTTPAddr: s.HTTPAddr,
 		Catalog: s.base.Catalog,
