@@ -77,7 +77,9 @@ type head struct {
 	hosts  map[string]struct{}
 	// shared: the bytes of the head's traces that are other hosts'
 	// share (their spans in traces of this partition).
-	shared   map[string]int64
+	shared map[string]int64
+	// idBytes: the bytes of the rows' service and host lists.
+	idBytes  int64
 	errTrace int
 	maxDur   int64
 	minStart int64
@@ -151,7 +153,25 @@ func (h *head) add(t *trace.Trace) int {
 	row := summarizeInto(t, h.syms, &h.ids)
 	row.Page, row.Index = uint32(len(h.chunks)), uint32(len(h.bodyEnds)-1)
 	h.rows = append(h.rows, row)
+	h.idBytes += 4 * int64(len(row.Services)+len(row.Hosts))
 	h.note(t, &row, n)
+	return n
+}
+
+// rowSize is the memory of a row (the lists it points to aside).
+const rowSize = int64(unsafe.Sizeof(block.Summary{}))
+
+// indexSize returns about how many bytes the head's index keeps in
+// memory: its rows and their lists, the pairs of its filter and its
+// term index's postings. A head of many small traces (single spans,
+// Kieker's executions) or of very compressible ones reaches its
+// write-ahead size with an index several times larger: Append bounds
+// the heads' indexes together (Options.HeadSize).
+func (h *head) indexSize() int64 {
+	n := int64(len(h.rows))*rowSize + h.idBytes + h.filter.pairs.size()
+	if ht := h.filter.terms; ht != nil {
+		n += int64(ht.n)*postingSize + ht.listed
+	}
 	return n
 }
 
@@ -333,6 +353,7 @@ func (s *Store) cut(p *partition) error {
 	if err := h.sync(); err != nil {
 		return fmt.Errorf("store: host %s: %w", p.host, err)
 	}
+	s.headIndex -= h.indexSize()
 	p.mu.Lock()
 	p.head, p.rows = nil, len(h.rows)
 	h.bodies, h.bodyEnds = nil, nil // a sealed head's traces are all in its file
@@ -599,7 +620,13 @@ type headTerms struct {
 	slabs [][]headPosting
 	n     int
 	full  bool
+	// listed counts the bytes the postings hold beyond their first 8.
+	listed int64
 }
+
+// postingSize is the memory of a posting (its rows past the first 8
+// bytes aside).
+const postingSize = int64(unsafe.Sizeof(headPosting{}))
 
 // maxHeadPairs bounds a head's term index (about 56 bytes a pair).
 const maxHeadPairs = 1 << 16
@@ -636,14 +663,23 @@ func (ht *headTerms) posting(v uint32) *headPosting {
 	return &ht.slabs[v/postingSlab][v%postingSlab]
 }
 
-// add lists row (rows come in ascending order; a repeat is listed once).
-func (p *headPosting) add(row uint32) {
+// add lists row (rows come in ascending order; a repeat is listed once)
+// and returns how many bytes the posting's memory grew by.
+func (p *headPosting) add(row uint32) int64 {
 	if p.n > 0 && p.last == row {
-		return // a repeat in this trace
+		return 0 // a repeat in this trace
 	}
+	c := cap(p.rows)
 	p.rows = binary.AppendUvarint(p.rows, uint64(row-p.last))
 	p.last = row
 	p.n++
+	if c2 := cap(p.rows); c2 != c {
+		if c == len(p.first) {
+			c = 0 // the first bytes are the posting's own
+		}
+		return int64(c2 - c)
+	}
+	return 0
 }
 
 // rowsOf returns the rows below n that hold the pair of hash x as a
@@ -757,6 +793,9 @@ func (s *pairSet) grow() {
 	}
 }
 
+// size returns the bytes of the set's slots.
+func (s *pairSet) size() int64 { return 12 * int64(len(s.keys)) }
+
 // len returns the number of hashes in the set.
 func (s *pairSet) len() int {
 	if s.zero {
@@ -831,7 +870,17 @@ func (f *blockFilter) add(t *trace.Trace, row uint32) {
 		f.kieker(s)
 	}
 	// Resource and scope attributes are the spans' too (Span.Attr finds
-	// them), stored once per trace.
+	// them), stored once per trace. The tables remember them by address
+	// (the assembler shares a process's resource among its traces); a
+	// compaction's traces, decoded each with resources of their own,
+	// would keep every one of them: past maxRemembered the tables begin
+	// again (their pairs are in pairs already).
+	if len(f.resources) > maxRemembered {
+		clear(f.resources)
+	}
+	if len(f.scopes) > maxRemembered {
+		clear(f.scopes)
+	}
 	for _, r := range t.Resources {
 		hs, ok := f.resources[r]
 		if !ok {
@@ -869,6 +918,9 @@ func (f *blockFilter) add(t *trace.Trace, row uint32) {
 	}
 }
 
+// maxRemembered bounds the resources and scopes a filter remembers.
+const maxRemembered = 1 << 12
+
 // pairSlot is a pair added before, found again by the addresses of its
 // strings (the spans' keys and repeated values are interned: they come
 // again with the same bytes), with its posting in the head's term index
@@ -896,7 +948,7 @@ func (f *blockFilter) put(x uint64, row uint32) *headPosting {
 		p = f.terms.posting(*v)
 	}
 	if p != nil {
-		p.add(row)
+		f.terms.listed += p.add(row)
 	}
 	return p
 }
@@ -912,7 +964,7 @@ func (f *blockFilter) addPair(key, value string, row uint32) {
 	slot := &f.pairAt[((uint64(uintptr(unsafe.Pointer(kp)))^uint64(uintptr(unsafe.Pointer(vp)))<<7^uint64(len(value)))*0x9e3779b97f4a7c15)>>(64-f.pairBits)]
 	if kp != nil && unsafe.StringData(slot.key) == kp && unsafe.StringData(slot.value) == vp && len(slot.key) == len(key) && len(slot.value) == len(value) {
 		if slot.p != nil {
-			slot.p.add(row)
+			f.terms.listed += slot.p.add(row)
 		}
 		return
 	}

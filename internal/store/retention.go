@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -196,14 +195,20 @@ var errNotCompactor = errors.New("no longer the compactor")
 
 // compactBlocks writes one block with the traces of group (parts of a
 // trace merged); the group is deleted after uploadedGrace.
+//
+// It streams: a trace found once in the group (nearly all) is decoded,
+// encoded into the new block and let go, the blocks read page by page;
+// only the parts of a trace found several times wait, decoded, until the
+// last is read. What it holds beyond the group's indexes (which a search
+// holds too) is 16 bytes a trace, the parts waiting and the new block.
 func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
 	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Minute)
 	defer cancel()
-	byID := map[trace.ID][]*trace.Trace{}
-	var order []trace.ID
 	level := 0
 	var from []string
-	for _, b := range group {
+	views := make([]*view, len(group))
+	rows := 0
+	for i, b := range group {
 		level = max(level, b.meta.Level+1)
 		from = append(from, b.meta.ID)
 		v, err := s.blockView(ctx, p, b)
@@ -213,8 +218,39 @@ func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
 		if err != nil {
 			return fmt.Errorf("store: compacting host %s: %w", p.host, err)
 		}
-		for i := range v.rows {
-			body, err := v.body(ctx, &v.rows[i])
+		views[i] = v
+		rows += len(v.rows)
+	}
+	parts := partsOf(views, rows)
+	waiting := map[trace.ID][]*trace.Trace{}
+	h := newHeadValue(block.NewID(s.opt.Now()), p.host, "", s.opt.Now())
+	// A span in several blocks (a partition taken over in a cluster
+	// assembled again what was not yet acknowledged) is written once:
+	// trace.MergeParts keeps one span per span id.
+	w := block.NewWriter(s.opt.PageSize)
+	w.Grow(rows)
+	var terms []block.Term
+	write := func(t *trace.Trace) {
+		body := h.enc.encodeTrace(t)
+		row := summarize(t, h.syms)
+		h.note(t, &row, len(body))
+		terms = appendTerms(terms[:0], t)
+		w.Add(body, row, terms...)
+	}
+	var order []uint32
+	for i, v := range views {
+		b := group[i]
+		// The rows in the order of their pages: each page is read once.
+		order = order[:0]
+		for j := range v.rows {
+			order = append(order, uint32(j))
+		}
+		slices.SortFunc(order, func(x, y uint32) int {
+			a, b := &v.rows[x], &v.rows[y]
+			return cmp.Or(cmp.Compare(a.Page, b.Page), cmp.Compare(a.Index, b.Index))
+		})
+		for _, j := range order {
+			body, err := v.body(ctx, &v.rows[j])
 			if s.vanished(b, err) {
 				return errGroupGone
 			}
@@ -225,32 +261,27 @@ func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
 			if err != nil {
 				return fmt.Errorf("store: compacting host %s: block %s: %w", p.host, b.meta.ID, err)
 			}
-			if _, ok := byID[t.ID]; !ok {
-				order = append(order, t.ID)
+			n, several := parts[t.ID]
+			if !several {
+				write(t)
+				continue
 			}
-			byID[t.ID] = append(byID[t.ID], t)
+			ps := append(waiting[t.ID], t)
+			if len(ps) < n {
+				waiting[t.ID] = ps
+				continue
+			}
+			delete(waiting, t.ID)
+			slices.SortFunc(ps, func(a, b *trace.Trace) int {
+				return cmp.Or(cmp.Compare(a.Part, b.Part), cmp.Compare(a.Start(), b.Start()))
+			})
+			t = trace.MergeParts(ps)
+			t.Part = 0
+			write(t)
 		}
 	}
-	h := newHeadValue(block.NewID(s.opt.Now()), p.host, "", s.opt.Now())
-	// A span in several blocks (a partition taken over in a cluster
-	// assembled again what was not yet acknowledged) is written once:
-	// trace.MergeParts keeps one span per span id.
-	w := block.NewWriter(s.opt.PageSize)
-	var terms []block.Term
-	for _, id := range order {
-		parts := byID[id]
-		slices.SortFunc(parts, func(a, b *trace.Trace) int {
-			return cmp.Or(cmp.Compare(a.Part, b.Part), cmp.Compare(a.Start(), b.Start()))
-		})
-		t := trace.MergeParts(parts)
-		if len(parts) > 1 {
-			t.Part = 0
-		}
-		body := bytes.Clone(h.enc.encodeTrace(t))
-		row := summarize(t, h.syms)
-		h.note(t, &row, len(body))
-		terms = appendTerms(terms[:0], t)
-		w.Add(body, row, terms...)
+	if len(waiting) > 0 {
+		return fmt.Errorf("store: compacting host %s: %d traces' parts not all read", p.host, len(waiting))
 	}
 	data, st, err := w.Finish(h.syms.names, h.filter.bloom())
 	if err != nil {
@@ -326,4 +357,28 @@ func (s *Store) sweepReplaced() {
 		s.deleted()
 	}
 	s.opt.Logger.Info("store: deleted blocks that an earlier compaction replaced", "blocks", len(due))
+}
+
+// partsOf returns the traces found more than once in the views' rows
+// (rows of them in all), with how many times.
+func partsOf(views []*view, rows int) map[trace.ID]int {
+	ids := make([]trace.ID, 0, rows)
+	for _, v := range views {
+		for i := range v.rows {
+			ids = append(ids, v.rows[i].ID)
+		}
+	}
+	slices.SortFunc(ids, func(a, b trace.ID) int { return cmp.Or(cmp.Compare(a.Hi, b.Hi), cmp.Compare(a.Lo, b.Lo)) })
+	parts := map[trace.ID]int{}
+	for i := 0; i < len(ids); {
+		j := i + 1
+		for j < len(ids) && ids[j] == ids[i] {
+			j++
+		}
+		if j-i > 1 {
+			parts[ids[i]] = j - i
+		}
+		i = j
+	}
+	return parts
 }

@@ -34,7 +34,10 @@ type Options struct {
 	PageSize int
 	// HeadSize and HeadAge: a host's head (the traces not yet in a block)
 	// is cut into a block when its write-ahead file reaches this size
-	// (default 32 MiB) or age (default 5 min).
+	// (default 32 MiB) or at this age (default 5 min); and the largest
+	// head is cut when the indexes of all heads in memory (their traces'
+	// rows and what their filters and term indexes keep of them) reach
+	// this size together.
 	HeadSize int64
 	HeadAge  time.Duration
 	// MaxWAL bounds the write-ahead area (every head, cut or not, waiting
@@ -195,6 +198,9 @@ type Store struct {
 	// unpack makes the Spans of packed traces while Append encodes them
 	// (under wmu).
 	unpack trace.Unpacker
+	// headIndex is what the open heads' indexes keep in memory together
+	// (head.indexSize; under wmu).
+	headIndex int64
 
 	pmu   sync.RWMutex
 	parts map[string]*partition
@@ -503,20 +509,42 @@ func (s *Store) appendTrace(p *partition, t *trace.Trace, now time.Time) error {
 		p.mu.Unlock()
 	}
 	h := p.head
+	before := h.indexSize()
 	p.mu.Lock()
 	h.add(t)
 	p.mu.Unlock()
+	s.headIndex += h.indexSize() - before
 	if len(h.bodies) >= s.opt.ChunkSize {
 		if err := s.writeChunk(p, h); err != nil {
 			return err
 		}
 	}
 	if h.walSize() >= s.opt.HeadSize {
-		if err := s.cut(p); err != nil {
-			return err
-		}
+		return s.cut(p)
+	}
+	if s.headIndex >= s.opt.HeadSize {
+		// The heads' indexes are bounded together, whatever the
+		// number of hosts: the largest is cut.
+		return s.cut(s.largestHead())
 	}
 	return nil
+}
+
+// largestHead returns the partition whose head's index is the largest
+// (s.wmu is held).
+func (s *Store) largestHead() *partition {
+	s.pmu.RLock()
+	defer s.pmu.RUnlock()
+	var best *partition
+	var size int64
+	for _, p := range s.parts {
+		if p.head != nil {
+			if n := p.head.indexSize(); best == nil || n > size {
+				best, size = p, n
+			}
+		}
+	}
+	return best
 }
 
 // Sync writes every head's pending traces to its write-ahead file and

@@ -262,6 +262,7 @@ func (p *partition) addBlock(b *blockRef) {
 // buildBlock makes a cut head's block from its file.
 func (s *Store) buildBlock(h *head) ([]byte, *block.Meta, error) {
 	w := block.NewWriter(s.opt.PageSize)
+	w.Grow(len(h.rows))
 	f, err := os.Open(h.path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: %w", err)

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math"
 	"slices"
 	"sort"
@@ -641,45 +642,81 @@ func (f *family) origin(o *origin, recent *recentOrigins) (*Resource, *Scope) {
 	return res, sc
 }
 
-// recentOrigins holds the resources and scopes last made, a few, replaced
-// in turn: a bridge receives from a bounded set of processes, whose
-// resources recur in every trace.
+// recentOrigins holds the resources and scopes made lately, in tables
+// of sets of entries chosen by a hash of their content: a bridge
+// receives from a bounded set of processes, whose resources recur in
+// every trace, so the traces of one process share one Resource (and the
+// store's filter hashes its pairs once a block). A site of more
+// processes than a table holds shares less, never wrongly: an entry is
+// used only when its content is the origin's.
 type recentOrigins struct {
-	res    recentRing[Resource]
-	scopes recentRing[Scope]
+	res    *originTable[Resource]
+	scopes *originTable[Scope]
 }
 
-// recentRing holds the last few values put, the oldest replaced first.
-type recentRing[T any] struct {
-	items [32]*T
-	next  int
+// An originTable holds originSets × originWays entries (136 KiB; the
+// entries themselves a few hundred bytes each), the oldest of a set
+// replaced first.
+type originTable[T any] struct {
+	sets [originSets]struct {
+		ways [originWays]originEntry[T]
+		next uint8
+	}
 }
 
-// put puts v in place of the oldest and returns it.
-func (r *recentRing[T]) put(v *T) *T {
-	r.items[r.next] = v
-	r.next = (r.next + 1) % len(r.items)
+type originEntry[T any] struct {
+	h uint64
+	v *T
+}
+
+const (
+	originSets = 1 << 10
+	originWays = 8
+)
+
+// find returns the entry of hash h for which is(entry), making one with
+// newT when there is none.
+func (t *originTable[T]) find(h uint64, is func(*T) bool, newT func() *T) *T {
+	set := &t.sets[h%originSets]
+	for i := range set.ways {
+		if e := &set.ways[i]; e.v != nil && e.h == h && is(e.v) {
+			return e.v
+		}
+	}
+	v := newT()
+	set.ways[set.next] = originEntry[T]{h, v}
+	set.next = (set.next + 1) % originWays
 	return v
 }
 
 // resource returns the recent resource o has, making it when none.
 func (c *recentOrigins) resource(o *origin) *Resource {
-	for _, r := range c.res.items {
-		if r != nil && o.resourceIs(r) {
-			return r
-		}
+	if c.res == nil {
+		c.res = new(originTable[Resource])
 	}
-	return c.res.put(o.resource())
+	return c.res.find(itemsHash(0, o.res, o.resTypes), o.resourceIs, o.resource)
 }
 
 // scope returns the recent scope o has, making it when none.
 func (c *recentOrigins) scope(o *origin) *Scope {
-	for _, s := range c.scopes.items {
-		if s != nil && o.scopeIs(s) {
-			return s
-		}
+	if c.scopes == nil {
+		c.scopes = new(originTable[Scope])
 	}
-	return c.scopes.put(o.scopeCopy())
+	h := maphash.String(dictSeed, o.scopeName) ^ maphash.String(dictSeed, o.scopeVersion)*prime64
+	return c.scopes.find(itemsHash(h, o.scope, o.scopeTypes), o.scopeIs, o.scopeCopy)
+}
+
+// prime64 mixes the hashes itemsHash combines.
+const prime64 = 0x9e3779b97f4a7c15
+
+// itemsHash returns h combined with the hash of key/value items and
+// their types (what itemsEqual compares).
+func itemsHash(h uint64, kv, ts []record.Value) uint64 {
+	for i := 0; i+1 < len(kv); i += 2 {
+		h = (h^maphash.String(dictSeed, kv[i].Str()))*prime64 ^ maphash.String(dictSeed, kv[i+1].Str())
+		h = (h ^ uint64(pairType(ts, i/2))) * prime64
+	}
+	return h ^ h>>29
 }
 
 // limit emits the traces idle longest while more than MaxOpenTraces are

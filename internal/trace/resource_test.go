@@ -1,7 +1,9 @@
 package trace
 
 import (
+	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -186,5 +188,57 @@ func TestSharedResourceLists(t *testing.T) {
 	}
 	if seen != 13 {
 		t.Errorf("%d spans, want 13", seen)
+	}
+}
+
+// TestResourcesSharedAcrossTraces: the traces of one process share its
+// Resource and Scope even when many more processes send between them
+// (a site of a thousand instrumented processes), and every trace gets
+// its own content, whatever the table's slots collide on.
+func TestResourcesSharedAcrossTraces(t *testing.T) {
+	const procs = 1000
+	res := func(p int) *Resource {
+		return &Resource{Attributes: []Attr{{Key: "service.name", Value: fmt.Sprintf("svc-%d", p%8), Type: TypeString},
+			{Key: "host.name", Value: fmt.Sprintf("node-%d", p%4), Type: TypeString},
+			{Key: "process.pid", Value: strconv.Itoa(1000 + p), Type: TypeInt}}}
+	}
+	scope := &Scope{Name: "otelhttp", Version: "0.60.0"}
+	var out []*Trace
+	a := NewAssembler(Options{Clock: RecordClock, Emit: func(tr *Trace) { out = append(out, tr) }})
+	b := &record.Batch{}
+	for round := range 2 {
+		for p := range procs {
+			id := ID{Hi: uint64(round + 1), Lo: uint64(p + 1)}
+			AppendSpan(b, id, &Span{SpanID: 1, Operation: "op", Service: "svc", Start: 10, End: 20, Resource: res(p), Scope: scope})
+		}
+	}
+	a.AddBatch(b)
+	a.Flush()
+	if len(out) != 2*procs {
+		t.Fatalf("%d traces, want %d", len(out), 2*procs)
+	}
+	byID := map[ID]*Trace{}
+	for _, tr := range out {
+		byID[tr.ID] = tr
+		p := int(tr.ID.Lo - 1)
+		if len(tr.Spans) != 1 || !tr.Spans[0].Resource.Equal(res(p)) || !tr.Spans[0].Scope.Equal(scope) {
+			t.Fatalf("trace %v: spans %d, resource %+v, scope %+v; want process %d's", tr.ID, len(tr.Spans), tr.Spans[0].Resource, tr.Spans[0].Scope, p)
+		}
+	}
+	shared, scopes := 0, map[*Scope]bool{}
+	for p := range procs {
+		first, second := byID[ID{Hi: 1, Lo: uint64(p + 1)}], byID[ID{Hi: 2, Lo: uint64(p + 1)}]
+		if first.Spans[0].Resource == second.Spans[0].Resource {
+			shared++
+		}
+		scopes[first.Spans[0].Scope], scopes[second.Spans[0].Scope] = true, true
+	}
+	// 1,000 resources in sets of 8 of 8,192 entries: hardly ever does a set
+	// overflow.
+	if shared < procs*99/100 {
+		t.Errorf("%d of %d processes' traces share their Resource; want at least 99 %%", shared, procs)
+	}
+	if len(scopes) != 1 {
+		t.Errorf("%d Scopes made for one scope", len(scopes))
 	}
 }

@@ -59,7 +59,8 @@ type Config struct {
 	S3      objstore.S3Config `yaml:"s3"`
 	// HeadSize and HeadAge: a host's newest traces are cut into a block
 	// when they reach this size (32MiB, or an eighth of the Go runtime's
-	// share of memory_limit when that is less) or age (5m).
+	// share of memory_limit when that is less; their index in memory half
+	// of it) or age (5m).
 	HeadSize pipeline.ByteSize `yaml:"head_size"`
 	HeadAge  pipeline.Duration `yaml:"head_age"`
 	// MaxWAL bounds the write-ahead area (1GiB): past it (uploads behind)

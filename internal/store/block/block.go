@@ -130,7 +130,11 @@ var (
 func compress(dst, raw []byte) []byte {
 	zencOnce.Do(func() {
 		var err error
-		zenc, err = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
+		// A 1 MiB window: pages are 64 KiB, and the encoder keeps a
+		// history of twice its window for good (16 MiB at the default
+		// 8 MiB); a section larger than the window finds its matches
+		// within the last MiB.
+		zenc, err = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithWindowSize(1<<20))
 		if err != nil {
 			panic(err)
 		}
@@ -197,6 +201,10 @@ func (w *Writer) Add(body []byte, s Summary, terms ...Term) {
 		w.cut()
 	}
 }
+
+// Grow makes room for n more traces' rows (a writer that knows how many
+// traces it will add copies none of them as it grows).
+func (w *Writer) Grow(n int) { w.rows = slices.Grow(w.rows, n) }
 
 // Traces returns the number of traces added; Size the bytes so far
 // (compressed pages and the uncompressed current page).
