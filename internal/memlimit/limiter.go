@@ -177,9 +177,13 @@ func (l *Limiter) SoftLimit(usage int64) int64 {
 	return min(max(l.goTarget, usage+usage*FloorPercent/100), l.goLimit)
 }
 
-// Budget is GoLimit: the memory the Go runtime may use, which
-// components size their caches by (pipeline.Memory).
-func (l *Limiter) Budget() int64 { return l.goLimit }
+// Budget is GoTarget: the memory the Go runtime aims to stay within
+// (the target's share when there is a target, else the limit's), which
+// components size their caches and buffers by (pipeline.Memory). Until
+// 2026-11-29 it was the limit's share even under a target: the store's
+// read cache took 256 MiB and its heads 32 MiB under `serve`'s 256 MiB
+// target.
+func (l *Limiter) Budget() int64 { return l.goTarget }
 
 // Admit reports whether a receiver may take new data now. false counts a
 // refusal: the receiver answers with its protocol's retryable answer.

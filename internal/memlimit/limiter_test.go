@@ -199,7 +199,8 @@ func TestReserve(t *testing.T) {
 // TestTarget: a target below the limit sets the Go runtime's soft limit
 // (GoTarget: GoPercent of the target less the reserve, at most half of
 // it); at or above the limit, or unset, the soft limit is the limit's.
-// Refusing still follows the limit.
+// The budget components size their caches by is the same. Refusing
+// still follows the limit.
 func TestTarget(t *testing.T) {
 	for _, tt := range []struct{ limit, target, reserve, want, wantTarget int64 }{
 		{1000, 0, 0, 850, 0}, {1000, 500, 0, 425, 500}, {1000, 500, 100, 340, 500},
@@ -209,6 +210,10 @@ func TestTarget(t *testing.T) {
 		if l.GoTarget() != tt.want || l.Target() != tt.wantTarget {
 			t.Errorf("limit %d, target %d, reserve %d: Go's target %d, target %d; want %d, %d",
 				tt.limit, tt.target, tt.reserve, l.GoTarget(), l.Target(), tt.want, tt.wantTarget)
+		}
+		// Caches and buffers are sized within what the runtime aims at.
+		if l.Budget() != tt.want {
+			t.Errorf("limit %d, target %d, reserve %d: budget %d, want %d", tt.limit, tt.target, tt.reserve, l.Budget(), tt.want)
 		}
 	}
 	u := &fakeUsage{}

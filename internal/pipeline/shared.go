@@ -195,8 +195,9 @@ type Memory interface {
 	// Wait returns once new data may come in (at once when it may), or
 	// with ctx's error.
 	Wait(ctx context.Context) error
-	// Budget is the memory the Go runtime may use (0: no limit):
-	// components size their caches within a share of it.
+	// Budget is the memory the Go runtime aims to stay within (0: no
+	// limit): the memory target's share when one is set, else the
+	// limit's. Components size their caches within a share of it.
 	Budget() int64
 }
 

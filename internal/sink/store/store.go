@@ -59,8 +59,9 @@ type Config struct {
 	S3      objstore.S3Config `yaml:"s3"`
 	// HeadSize and HeadAge: a host's newest traces are cut into a block
 	// when they reach this size (32MiB, or an eighth of the Go runtime's
-	// share of memory_limit when that is less; their index in memory half
-	// of it) or age (5m).
+	// share of memory_target, else of memory_limit, when that is less;
+	// the largest head is cut when the heads' indexes in memory reach it
+	// together) or age (5m).
 	HeadSize pipeline.ByteSize `yaml:"head_size"`
 	HeadAge  pipeline.Duration `yaml:"head_age"`
 	// MaxWAL bounds the write-ahead area (1GiB): past it (uploads behind)
@@ -72,8 +73,8 @@ type Config struct {
 	CompactBelow pipeline.ByteSize `yaml:"compact_below"`
 	CompactTo    pipeline.ByteSize `yaml:"compact_to"`
 	// CacheSize bounds what is kept of blocks for reading (256MiB, or a
-	// quarter of the Go runtime's share of memory_limit when that is
-	// less).
+	// quarter of the Go runtime's share of memory_target, else of
+	// memory_limit, when that is less).
 	CacheSize pipeline.ByteSize `yaml:"cache_size"`
 	// RetentionInterval: how often retention and compaction run
 	// (default 1m).
@@ -184,9 +185,10 @@ func New(c *Config, set pipeline.Settings) (*Sink, error) {
 	}
 	cache := int64(c.CacheSize)
 	if b := set.Shared.Memory().Budget(); b > 0 {
-		// Within the memory limit: the read cache and the heads (a cut
-		// encodes a head in memory; compaction merges blocks of up to
-		// four heads) take a share of it unless configured.
+		// Within the memory target (or limit): the read cache and the
+		// heads (a cut encodes a head in memory; compaction merges
+		// blocks of up to four heads) take a share of it unless
+		// configured.
 		if cache == 0 {
 			cache = min(DefaultCacheSize, b/4)
 		}
