@@ -163,7 +163,8 @@ const rowSize = int64(unsafe.Sizeof(block.Summary{}))
 
 // indexSize returns about how many bytes the head's index keeps in
 // memory: its rows and their lists, the pairs of its filter and its
-// term index's postings. A head of many small traces (single spans,
+// term index's postings (the rows counted by their number: the room
+// the slice has grown to may be up to twice that). A head of many small traces (single spans,
 // Kieker's executions) or of very compressible ones reaches its
 // write-ahead size with an index several times larger: Append bounds
 // the heads' indexes together (Options.HeadSize).
@@ -354,6 +355,7 @@ func (s *Store) cut(p *partition) error {
 		return fmt.Errorf("store: host %s: %w", p.host, err)
 	}
 	s.headIndex -= h.indexSize()
+	s.indexCheck = 0
 	p.mu.Lock()
 	p.head, p.rows = nil, len(h.rows)
 	h.bodies, h.bodyEnds = nil, nil // a sealed head's traces are all in its file

@@ -250,7 +250,8 @@ func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
 			return cmp.Or(cmp.Compare(a.Page, b.Page), cmp.Compare(a.Index, b.Index))
 		})
 		for _, j := range order {
-			body, err := v.body(ctx, &v.rows[j])
+			row := &v.rows[j]
+			body, err := v.body(ctx, row)
 			if s.vanished(b, err) {
 				return errGroupGone
 			}
@@ -258,6 +259,9 @@ func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
 				return fmt.Errorf("store: compacting host %s: %w", p.host, err)
 			}
 			t, err := v.decode(body)
+			if err == nil && t.ID != row.ID {
+				err = fmt.Errorf("%w: trace %s in the row of %s", errCorrupt, t.ID, row.ID)
+			}
 			if err != nil {
 				return fmt.Errorf("store: compacting host %s: block %s: %w", p.host, b.meta.ID, err)
 			}

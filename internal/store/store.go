@@ -35,9 +35,12 @@ type Options struct {
 	// HeadSize and HeadAge: a host's head (the traces not yet in a block)
 	// is cut into a block when its write-ahead file reaches this size
 	// (default 32 MiB) or at this age (default 5 min); and the largest
-	// head is cut when the indexes of all heads in memory (their traces'
-	// rows and what their filters and term indexes keep of them) reach
-	// this size together.
+	// open head is cut when the indexes the open heads keep in memory
+	// (their traces' rows and what their filters and term indexes keep
+	// of them) reach this size together, if its own is at least a 32nd
+	// of it (with more hosts than that, the indexes may reach a 32nd of
+	// it a host). A cut head keeps its index until its block is
+	// uploaded: MaxWAL bounds those.
 	HeadSize int64
 	HeadAge  time.Duration
 	// MaxWAL bounds the write-ahead area (every head, cut or not, waiting
@@ -199,8 +202,10 @@ type Store struct {
 	// (under wmu).
 	unpack trace.Unpacker
 	// headIndex is what the open heads' indexes keep in memory together
-	// (head.indexSize; under wmu).
-	headIndex int64
+	// (head.indexSize; under wmu); the heads are looked at for a cut
+	// once it reaches HeadSize, or indexCheck when that is more (a look
+	// found no head worth cutting).
+	headIndex, indexCheck int64
 
 	pmu   sync.RWMutex
 	parts map[string]*partition
@@ -503,7 +508,9 @@ func (s *Store) appendTrace(p *partition, t *trace.Trace, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		h.rows = make([]block.Summary, 0, p.rows)
+		// Room for as many rows as the last head had, up to firstRows
+		// (a head's index counts the rows it has, not their room).
+		h.rows = make([]block.Summary, 0, min(p.rows, firstRows))
 		p.mu.Lock()
 		p.head = h
 		p.mu.Unlock()
@@ -522,13 +529,27 @@ func (s *Store) appendTrace(p *partition, t *trace.Trace, now time.Time) error {
 	if h.walSize() >= s.opt.HeadSize {
 		return s.cut(p)
 	}
-	if s.headIndex >= s.opt.HeadSize {
-		// The heads' indexes are bounded together, whatever the
-		// number of hosts: the largest is cut.
-		return s.cut(s.largestHead())
+	if s.headIndex >= max(s.opt.HeadSize, s.indexCheck) {
+		// The open heads' indexes are bounded together: the largest is
+		// cut. With more hosts than minCutShare each head may be smaller
+		// than a cut is worth (a block and a sync each): then the
+		// indexes grow by that share before the heads are looked at
+		// again.
+		q := s.largestHead()
+		if q.head.indexSize() >= s.opt.HeadSize/minCutShare {
+			return s.cut(q)
+		}
+		s.indexCheck = s.headIndex + s.opt.HeadSize/minCutShare
 	}
 	return nil
 }
+
+// firstRows bounds the rows a new head makes room for at once.
+const firstRows = 1 << 12
+
+// minCutShare: a head is cut for the heads' indexes only when its own is
+// at least this share of the head size.
+const minCutShare = 32
 
 // largestHead returns the partition whose head's index is the largest
 // (s.wmu is held).

@@ -33,12 +33,13 @@ import (
 const Type = "store"
 
 // DefaultHeadSize is the size at which a head is cut into a block unless
-// head_size says otherwise (the store's own default), or the memory limit
-// allows less.
+// head_size says otherwise (the store's own default), or the memory
+// target (else the limit) allows less.
 const DefaultHeadSize = 32 << 20
 
 // DefaultCacheSize is the store's read cache unless cache_size says
-// otherwise (the store's own default), or the memory limit allows less.
+// otherwise (the store's own default), or the memory target (else the
+// limit) allows less.
 const DefaultCacheSize = 256 << 20
 
 // Config is the YAML configuration of a store sink.
