@@ -126,6 +126,14 @@ func (s *shard) push(evs []event) {
 	for {
 		head := s.head.Load() // before tail, so that head ≤ tail
 		tail := s.tail.Load()
+		if tail-head > size {
+			// The consumer freed positions and producers claimed them
+			// between the two loads: head is stale, and size-(tail-head)
+			// would wrap around to a huge number of free positions (the
+			// claim would overwrite events not yet taken). Read both
+			// again.
+			continue
+		}
 		k := min(n, size-(tail-head))
 		if k > 0 && k < n && paired(evs[k-1].kind) {
 			k--
