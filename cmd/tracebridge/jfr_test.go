@@ -247,7 +247,10 @@ func TestAnalyzeFlame(t *testing.T) {
 		t.Errorf("%d samples in the folded stacks, jfr summary has %d", all.Total(), want["jdk.ExecutionSample"])
 	}
 	var perThread int64
-	contender := false
+	// A thread of the workload's own has a profile (which of them the
+	// sampler caught depends on how busy the machine was: the contender
+	// mostly waits on its lock).
+	worker := false
 	for _, name := range files[2:] {
 		if strings.HasSuffix(name, ".folded") {
 			f, _ := os.Open(name)
@@ -257,13 +260,13 @@ func TestAnalyzeFlame(t *testing.T) {
 				t.Fatal(err)
 			}
 			perThread += s.Total()
-			if strings.Contains(name, "contender") {
-				contender = true
+			for _, w := range []string{"contender", "allocator", "thrower", "net-"} {
+				worker = worker || strings.Contains(name, "cpu-"+w)
 			}
 		}
 	}
-	if perThread != all.Total() || !contender {
-		t.Errorf("per-thread profiles hold %d samples (want %d); a contender thread among %v: %v", perThread, all.Total(), files, contender)
+	if perThread != all.Total() || !worker {
+		t.Errorf("per-thread profiles hold %d samples (want %d); a workload thread among %v: %v", perThread, all.Total(), files, worker)
 	}
 	svg, err := os.ReadFile(prefix + ".svg")
 	if err != nil || !strings.HasPrefix(string(svg), "<?xml") || !strings.Contains(string(svg), "Workload.") {

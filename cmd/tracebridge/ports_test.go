@@ -3,9 +3,11 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -159,7 +161,12 @@ func TestServeTakenPortNamesFlag(t *testing.T) {
 		[]string{addrs["kieker-tcp"], "-p PORT", "receivers: [{name: kieker-tcp, type: kieker-tcp, listen: HOST:PORT}]"}})
 	// --metrics on a taken port, the default's listeners on free ones.
 	addrs = freeAddrs(t)
+	// Another call may hand out a port of the first again (each is
+	// free once its probe closes): metrics must be none of addrs.
 	metrics := freeAddrs(t)["http"]
+	for slices.Contains(slices.Collect(maps.Values(addrs)), metrics) {
+		metrics = freeAddrs(t)["http"]
+	}
 	checks = append(checks, check{append(listenerArgs(addrs), "--metrics", metrics, "--data-dir", "data"),
 		[]string{metrics, "--metrics HOST:PORT", "metrics: HOST:PORT"}})
 	// A configuration file: its listen key, and the flag of the one
