@@ -164,10 +164,11 @@ const rowSize = int64(unsafe.Sizeof(block.Summary{}))
 // indexSize returns about how many bytes the head's index keeps in
 // memory: its rows and their lists, the pairs of its filter and its
 // term index's postings (the rows counted by their number: the room
-// the slice has grown to may be up to twice that). A head of many small traces (single spans,
-// Kieker's executions) or of very compressible ones reaches its
-// write-ahead size with an index several times larger: Append bounds
-// the heads' indexes together (Options.HeadSize).
+// the slice has grown to may be up to twice that). A head of many
+// small traces (single spans, Kieker's executions) or of very
+// compressible ones reaches its write-ahead size with an index several
+// times larger: Append bounds the heads' indexes together
+// (Options.HeadSize).
 func (h *head) indexSize() int64 {
 	n := int64(len(h.rows))*rowSize + h.idBytes + h.filter.pairs.size()
 	if ht := h.filter.terms; ht != nil {
