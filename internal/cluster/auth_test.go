@@ -272,8 +272,13 @@ func TestExternalWrongPassword(t *testing.T) {
 			t.Error(err)
 		}
 	}()
+	last := ""
 	waitFor(t, "the refusal in the status", func() bool {
-		return strings.Contains(n.Status().Stream.Error, "authorization violation")
+		if e := n.Status().Stream.Error; e != last {
+			last = e
+			t.Logf("status: %q (connected %v, last error %v, reconnects %d)", e, n.Conn().IsConnected(), n.Conn().LastError(), n.Conn().Stats().Reconnects)
+		}
+		return strings.Contains(last, "authorization violation")
 	})
 	// Well past nats.go's two refusals: the connection is not closed.
 	waitFor(t, "five refused attempts", func() bool { return n.Conn().Stats().Reconnects >= 5 })

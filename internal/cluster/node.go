@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -332,6 +333,12 @@ func (n *Node) notConnected() string {
 		return ""
 	}
 	if err := n.nc.LastError(); err != nil {
+		// A refusal reaches nats.go two ways: during the handshake as
+		// ErrAuthorization, afterwards as the server's own "-ERR
+		// 'Authorization Violation'"; both say the same.
+		if strings.Contains(strings.ToLower(err.Error()), "authorization violation") {
+			err = nats.ErrAuthorization
+		}
 		return fmt.Sprintf("not connected to NATS: %v", err)
 	}
 	return "not connected to NATS"
