@@ -62,7 +62,8 @@ func TestRealSamples(t *testing.T) {
 		tr.Spans = append(tr.Spans, trace.Span{Parent: -1, Operation: names[w.tid], Host: "jvm-host", Thread: strconv.FormatInt(w.tid, 10), Start: w.start, End: w.start + width - 1})
 	}
 	stage.Enrich(tr)
-	busy, contenders := 0, 0
+	busy, contenders, contenderSamples := 0, 0, 0
+	var otherStacks []string
 	for i, w := range wins {
 		sp := &tr.Spans[i]
 		a, _ := sp.Attr(profile.AttrSamples)
@@ -72,17 +73,21 @@ func TestRealSamples(t *testing.T) {
 		f, _ := sp.Attr(profile.AttrFolded)
 		if strings.HasPrefix(names[w.tid], "contender") {
 			contenders++
+			contenderSamples += want[w]
 			if strings.Contains(f.Value, "Workload.busy(long)") {
 				busy++
+			} else {
+				otherStacks = append(otherStacks, f.Value)
 			}
 		}
 	}
 	// A contender runs Workload.busy nearly all the time it runs; on a
 	// busy machine JFR's sampler may not catch one running at all (it
-	// samples a few running threads a period), and then there is nothing
-	// to say.
-	if contenders > 0 && busy == 0 {
-		t.Errorf("none of the %d contender spans with samples shows Workload.busy", contenders)
+	// samples a few running threads a period), or catch it only a time
+	// or two between two calls of busy (taking the lock, or in pause),
+	// and then there is nothing to say.
+	if contenderSamples >= 5 && busy == 0 {
+		t.Errorf("none of the %d contender spans with %d samples shows Workload.busy; their stacks:\n%s", contenders, contenderSamples, strings.Join(otherStacks, "\n"))
 	}
 	st := stage.Stats()
 	t.Logf("%d samples of %d threads on %d spans; %d contender spans show Workload.busy", st.Attached, len(names), st.Spans, busy)
