@@ -60,14 +60,27 @@ func TestMosquitto(t *testing.T) {
 	stop := servicetest.RunBridge(t, newReceiver(t, servicetest.Mosquitto, topic, id), sink)
 	publish(t, servicetest.Mosquitto, topic, 0, 300)
 	sink.WaitDistinct(t, servicetest.ByOrderIndex, 300, 30*time.Second)
-	stop()                                             // acknowledges what the sink has before it disconnects
+	stop()                                             // acknowledges what the sink has before it disconnects (at least once: see below)
 	publish(t, servicetest.Mosquitto, topic, 300, 200) // while stopped
 	sink = &servicetest.Collector{}
 	stop = servicetest.RunBridge(t, newReceiver(t, servicetest.Mosquitto, topic, id), sink)
-	sink.WaitDistinct(t, servicetest.ByOrderIndex, 200, 30*time.Second)
+	waitIndexes(t, sink, 300, 500, 30*time.Second)
 	stop()
-	if sink.Records()[0].Values[2].Int() != 300 {
-		t.Fatalf("after the restart the first record is %d, want 300", sink.Records()[0].Values[2].Int())
+	// Delivery is at least once: a PUBACK paho had not written when the
+	// connection closed (on a busy machine, a keep-alive lost just
+	// before the stop) brings its message again. Most must have been
+	// acknowledged, and what comes again is the first phase's tail.
+	again := map[int64]bool{}
+	for _, r := range sink.Records() {
+		if i := r.Values[2].Int(); i < 300 {
+			again[i] = true
+		}
+	}
+	if len(again) > 0 {
+		t.Logf("%d of the first 300 records came again after the restart", len(again))
+	}
+	if len(again) > 50 {
+		t.Fatalf("%d of the first 300 records came again after the restart: the receiver did not acknowledge them before it stopped", len(again))
 	}
 }
 
