@@ -50,6 +50,9 @@ type head struct {
 	f      *os.File // nil for a head read from another process's file
 	off    int64    // the file's size (what was written)
 	synced int64
+	// sealedIndex: its index's size when it was cut (Store.sealedIndex
+	// counts it until the upload).
+	sealedIndex int64
 
 	syms *symbols
 	enc  encoder
@@ -371,7 +374,7 @@ func (s *Store) cut(p *partition) error {
 		return nil
 	}
 	s.walMu.Lock()
-	s.sealed = append(s.sealed, h)
+	s.addSealed(h)
 	s.walMu.Unlock()
 	s.kickUploader()
 	return nil
@@ -545,7 +548,7 @@ func (s *Store) loadWALFile(path, id string, h *head) error {
 	p.sealed = append(p.sealed, h)
 	p.mu.Unlock()
 	s.walMu.Lock()
-	s.sealed = append(s.sealed, h)
+	s.addSealed(h)
 	s.walMu.Unlock()
 	return nil
 }

@@ -95,11 +95,9 @@ func (s *Store) DeletePartition(name string) error {
 	p.mu.Unlock()
 	s.takeOut(blocks...)
 	s.walMu.Lock()
-	s.sealed = slices.DeleteFunc(s.sealed, func(h *head) bool { return slices.Contains(heads, h) })
 	for _, h := range heads {
-		s.walBytes -= h.off
+		s.dropSealed(h)
 	}
-	s.walCond.Broadcast()
 	s.walMu.Unlock()
 	for _, h := range heads {
 		h.close()

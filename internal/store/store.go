@@ -40,7 +40,9 @@ type Options struct {
 	// of them) reach this size together, if its own is at least a 32nd
 	// of it (with more hosts than that, the indexes may reach a 32nd of
 	// it a host). A cut head keeps its index until its block is
-	// uploaded: MaxWAL bounds those.
+	// uploaded: when the cut heads' indexes exceed twice HeadSize
+	// together (uploads behind: a slow or unreachable bucket), Append
+	// waits, as for MaxWAL.
 	HeadSize int64
 	HeadAge  time.Duration
 	// MaxWAL bounds the write-ahead area (every head, cut or not, waiting
@@ -216,9 +218,14 @@ type Store struct {
 	walCond  *sync.Cond
 	walBytes int64
 	sealed   []*head // cut heads waiting for their upload, in order
-	uploaded []uploadedHead
-	retired  []retiredBlock // blocks compactions replaced, deleted after a grace
-	closing  bool
+	// sealedIndex is what the sealed heads' indexes keep in memory
+	// together (head.sealedIndex); waiting counts the Appends waiting
+	// for room.
+	sealedIndex int64
+	waiting     int
+	uploaded    []uploadedHead
+	retired     []retiredBlock // blocks compactions replaced, deleted after a grace
+	closing     bool
 
 	readFaults lograte.Limiter // unreadable traces: logged a few per second, not each
 	// deleteFaults: deleting replaced blocks and old announcements from
@@ -725,23 +732,56 @@ func (s *Store) awaitUploads(d time.Duration) {
 	}
 }
 
-// waitRoom waits while the write-ahead area is over its bound.
+// waitRoom waits while the write-ahead area is over its bound, or the
+// cut heads' indexes waiting for their uploads over theirs.
 func (s *Store) waitRoom() error {
 	s.walMu.Lock()
 	defer s.walMu.Unlock()
 	warned := false
-	for s.walBytes > s.opt.MaxWAL && !s.closing {
+	for !s.closing {
+		full := s.walBytes > s.opt.MaxWAL
+		if !full && s.sealedIndex <= s.maxSealedIndex() {
+			break
+		}
 		if !warned {
-			s.opt.Logger.Warn("store: the write-ahead area is full; waiting for uploads", "bytes", s.walBytes, "max_wal", s.opt.MaxWAL)
+			if full {
+				s.opt.Logger.Warn("store: the write-ahead area is full; waiting for uploads", "bytes", s.walBytes, "max_wal", s.opt.MaxWAL)
+			} else {
+				s.opt.Logger.Warn("store: the indexes of the heads waiting for their upload fill their share of memory; waiting for uploads", "bytes", s.sealedIndex, "heads", len(s.sealed), "bound", s.maxSealedIndex())
+			}
 			warned = true
 		}
 		s.kickUploader()
+		s.waiting++
 		s.walCond.Wait()
+		s.waiting--
 	}
 	if s.closing {
 		return ErrClosed
 	}
 	return nil
+}
+
+// maxSealedIndex bounds the indexes of the cut heads waiting for their
+// uploads: two heads' worth (one uploading, the next cut meanwhile).
+func (s *Store) maxSealedIndex() int64 { return 2 * s.opt.HeadSize }
+
+// addSealed queues h, cut, for its upload (s.walMu is held).
+func (s *Store) addSealed(h *head) {
+	h.sealedIndex = h.indexSize()
+	s.sealedIndex += h.sealedIndex
+	s.sealed = append(s.sealed, h)
+}
+
+// dropSealed takes h out of the upload queue (s.walMu is held), waking
+// the Appends that wait for room.
+func (s *Store) dropSealed(h *head) {
+	if i := slices.Index(s.sealed, h); i >= 0 {
+		s.sealed = slices.Delete(s.sealed, i, i+1)
+		s.sealedIndex -= h.sealedIndex
+		s.walBytes -= h.off
+	}
+	s.walCond.Broadcast()
 }
 
 func (s *Store) addWAL(n int64) {

@@ -91,9 +91,7 @@ func (s *Store) upload(h *head) error {
 	// The file goes a while later: a search that began before the block
 	// was listed may still read the head.
 	s.uploaded = append(s.uploaded, uploadedHead{path: h.path, at: time.Now()})
-	s.sealed = slices.DeleteFunc(s.sealed, func(x *head) bool { return x == h })
-	s.walBytes -= h.off
-	s.walCond.Broadcast()
+	s.dropSealed(h)
 	s.walMu.Unlock()
 	return nil
 }

@@ -66,7 +66,8 @@ type Config struct {
 	HeadSize pipeline.ByteSize `yaml:"head_size"`
 	HeadAge  pipeline.Duration `yaml:"head_age"`
 	// MaxWAL bounds the write-ahead area (1GiB): past it (uploads behind)
-	// the receivers are back-pressured.
+	// the receivers are back-pressured; they are too when the cut heads
+	// waiting for their uploads keep twice HeadSize of index in memory.
 	MaxWAL pipeline.ByteSize `yaml:"max_wal"`
 	// CompactBelow and CompactTo: blocks smaller than CompactBelow
 	// (HeadSize/2) are merged into blocks of up to CompactTo (4 ×
