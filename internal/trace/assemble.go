@@ -172,6 +172,8 @@ type Assembler struct {
 	// freeEvs are event buffers of replayed threads, for the next
 	// threads' events (kevents.go: evBuffers).
 	freeEvs evBuffers
+	// replay holds the events of the thread being replayed (thread.events).
+	replay []kev
 }
 
 // NewAssembler returns an assembler.
@@ -231,8 +233,10 @@ type thread struct {
 	tid     string
 	host    string
 	sess    string
-	evs     []kev    // buffered events (kevents.go)
+	evs     []kevc   // buffered events (kevents.go)
 	extras  []kextra // what some of them have beyond a kev
+	wides   []int64  // times of buffered events far from the one before
+	lastTS  int64    // the time of the last event buffered
 	syms    *symtab  // the table of evs' strings
 
 	// Invocation identifiers: this trace's invocation, the parent
@@ -534,10 +538,7 @@ func (a *Assembler) event(r *record.Record, ti *TypeInfo) {
 		}
 	}
 	th.evented = true
-	if cap(th.evs) == 0 {
-		th.evs = a.freeEvs.take()
-	}
-	th.evs = append(th.evs, e)
+	th.push(e, &a.freeEvs)
 	th.fam.size++
 	switch e.role {
 	case RoleBefore:
@@ -884,8 +885,12 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 	var out []Span
 	for _, th := range order {
 		evs := th.evs
-		a.st.Duplicates += int64(th.replay(broken))
+		a.replay = th.events(a.replay)
+		a.st.Duplicates += int64(th.replay(a.replay, broken))
 		a.freeEvs.put(evs, len(evs))
+		if cap(a.replay) > evBufferMax {
+			a.replay = nil // (a huge thread's)
+		}
 		th.syms = a.symbols() // (nothing buffered refers to the old one)
 		a.attach(th, byKid, broken)
 	}
@@ -949,13 +954,14 @@ func (a *Assembler) forgetThread(th *thread, out []Span, broken *[]string) {
 	}
 }
 
-// replay consumes the thread's buffered events in orderIndex order. It
+// replay consumes evs, the thread's buffered events (thread.events), in
+// orderIndex order. It
 // returns the number of events dropped as duplicates: an event equal to
 // an earlier one with its orderIndex (another with the same orderIndex
 // is a conflict, reported in broken).
-func (th *thread) replay(broken *[]string) (dups int) {
-	evs, extras := th.evs, th.extras
-	th.evs, th.extras = nil, nil
+func (th *thread) replay(evs []kev, broken *[]string) (dups int) {
+	extras := th.extras
+	th.extras = nil
 	sortEvents(evs)
 	// Room for the calls at once (about half the events begin one): a
 	// part's calls appended to the few a previous part left open would

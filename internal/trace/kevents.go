@@ -13,14 +13,71 @@ import (
 // A thread trace buffers its events until its trace completes (or a part
 // is cut): events arrive in any order and a Call event is read with the
 // one after it. A buffered event holds no pointers (its strings are
-// numbers in a symbol table), so an open trace costs 24 bytes per event
-// and nothing to the garbage collector's marking; the calls (Spans) are
-// built once, when the trace or part is emitted.
+// numbers in a symbol table), so an open trace costs 16 bytes per event
+// (kevc) and nothing to the garbage collector's marking; the calls
+// (Spans) are built once, when the trace or part is emitted.
 
-// kev is one Kieker event of a thread trace as the assembler buffers it,
-// 24 bytes: its operation and class are one symbol of a pair (symtab.sig);
-// what few events have (a failed call's cause, a Call event's callee) is
-// in the thread's extras.
+// kevc is a buffered event, 16 bytes: its time as the difference to the
+// thread's event that arrived before it (kevWide: the index of its time
+// in the thread's wides, for a difference beyond 2.1 s), its
+// orderIndex, its (operation, class) pair (symtab.sig), and in one word
+// 1 + the index of its kextra (the low kevExtraBits bits; 0: none), its
+// role and its flags. A thread's events are at most maxEventPart (a part
+// is cut then), far fewer than the extra bits number.
+type kevc struct {
+	dts   int32
+	order int32
+	sig   uint32
+	x     uint32
+}
+
+const (
+	kevExtraBits = 24
+	kevRoleShift = kevExtraBits     // 3 bits of role
+	kevFlagShift = kevExtraBits + 3 // kev.flags, then kevWide
+	kevWide      = 1 << 3           // (a flag of kevc only)
+)
+
+// push buffers e, taking a buffer from free for the thread's first.
+func (th *thread) push(e kev, free *evBuffers) {
+	if cap(th.evs) == 0 {
+		th.evs = free.take()
+	}
+	flags := e.flags
+	d := e.ts - th.lastTS
+	if len(th.evs) == 0 || d != int64(int32(d)) {
+		flags |= kevWide
+		d = int64(len(th.wides))
+		th.wides = append(th.wides, e.ts)
+	}
+	th.lastTS = e.ts
+	th.evs = append(th.evs, kevc{dts: int32(d), order: e.order, sig: e.sig,
+		x: e.extra | uint32(e.role)<<kevRoleShift | uint32(flags)<<kevFlagShift})
+}
+
+// events returns th's buffered events, in arrival order, as kevs in dst's
+// memory (grown when short), and empties th's buffer.
+func (th *thread) events(dst []kev) []kev {
+	dst = slices.Grow(dst[:0], len(th.evs))
+	var ts int64
+	for _, c := range th.evs {
+		flags := uint8(c.x >> kevFlagShift)
+		if flags&kevWide != 0 {
+			ts = th.wides[c.dts]
+		} else {
+			ts += int64(c.dts)
+		}
+		dst = append(dst, kev{ts: ts, order: c.order, sig: c.sig, extra: c.x & (1<<kevExtraBits - 1),
+			role: Role(c.x>>kevRoleShift) & 7, flags: flags &^ kevWide})
+	}
+	th.evs, th.wides = nil, th.wides[:0]
+	return dst
+}
+
+// kev is one Kieker event of a thread trace as replay reads it (sorted
+// by orderIndex), 24 bytes: its operation and class are one symbol of a
+// pair (symtab.sig); what few events have (a failed call's cause, a Call
+// event's callee) is in the thread's extras.
 type kev struct {
 	ts    int64
 	order int32
@@ -47,7 +104,7 @@ const (
 // one shape get a buffer of their size at once, and a few huge traces do
 // not make every small one large), at most evBufferStart events.
 type evBuffers struct {
-	free [][]kev
+	free [][]kevc
 	// log2x16 is the recent average of log2(events per replayed
 	// thread) ×16 (an exponential average over ~16 threads).
 	log2x16 int
@@ -55,18 +112,18 @@ type evBuffers struct {
 
 const (
 	evBuffersMax  = 16
-	evBufferMax   = 1 << 14 // 384 KiB: 6 MiB kept at most
-	evBufferStart = 1 << 12 // 96 KiB
+	evBufferMax   = 1 << 14 // 256 KiB: 4 MiB kept at most
+	evBufferStart = 1 << 12 // 64 KiB
 )
 
 // take returns an empty buffer.
-func (b *evBuffers) take() []kev {
+func (b *evBuffers) take() []kevc {
 	n := len(b.free)
 	if n == 0 {
 		if b.log2x16 < 16*4 {
 			return nil // a few events: append's own growth
 		}
-		return make([]kev, 0, min(1<<(b.log2x16/16), evBufferStart))
+		return make([]kevc, 0, min(1<<(b.log2x16/16), evBufferStart))
 	}
 	evs := b.free[n-1]
 	b.free[n-1] = nil
@@ -75,7 +132,7 @@ func (b *evBuffers) take() []kev {
 }
 
 // put keeps evs (read no more) for take, n of its events replayed.
-func (b *evBuffers) put(evs []kev, n int) {
+func (b *evBuffers) put(evs []kevc, n int) {
 	if n > 0 {
 		b.log2x16 += bits.Len(uint(n)) - b.log2x16/16
 	}

@@ -1,6 +1,8 @@
 package trace
 
 import (
+	"math"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"strings"
@@ -14,7 +16,7 @@ import (
 // events (10 M; fewer under the race detector) streams through the
 // assembler in parts of at most maxEventPart events (under the default
 // MaxSpans): what the assembler holds
-// never exceeds a part's events (24 bytes each) and the calls left open,
+// never exceeds a part's events (16 bytes each) and the calls left open,
 // and the live heap stays bounded, however long the trace is.
 func TestHugeKiekerTraceBoundedMemory(t *testing.T) {
 	n := hugeTraceEvents
@@ -22,8 +24,8 @@ func TestHugeKiekerTraceBoundedMemory(t *testing.T) {
 		n = 1_000_000
 	}
 	const batch = 4096
-	if size := unsafe.Sizeof(kev{}); size > 24 {
-		t.Fatalf("a buffered event takes %d bytes, want at most 24", size)
+	if size := unsafe.Sizeof(kevc{}); size > 16 {
+		t.Fatalf("a buffered event takes %d bytes, want at most 16", size)
 	}
 	var parts, spans, lastPart int
 	a := NewAssembler(Options{Clock: RecordClock, Emit: func(tr *Trace) {
@@ -196,5 +198,53 @@ func TestEventBufferStart(t *testing.T) {
 	}
 	if c := cap(b.take()); c != evBufferStart {
 		t.Errorf("after huge threads a new buffer holds %d, want the bound %d", c, evBufferStart)
+	}
+}
+
+// TestEventsCompactRoundTrip: what a thread buffers (16 bytes an event:
+// times as differences to the event before, roles and flags beside the
+// extra's index) comes back as it went in, times near and far (beyond
+// 2.1 s either way, the first of a thread), every role and flag.
+func TestEventsCompactRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var free evBuffers
+	th := &thread{}
+	var dst []kev
+	for round := range 50 {
+		n := 1 + rng.IntN(3000)
+		want := make([]kev, n)
+		ts := rng.Int64N(1 << 62)
+		for i := range want {
+			switch rng.IntN(8) {
+			case 0:
+				ts += rng.Int64N(1<<40) - 1<<39 // seconds to minutes away
+			case 1:
+				ts = rng.Int64() - 1<<62
+			default:
+				ts += rng.Int64N(2_000_000) - 500_000
+			}
+			for _, edge := range []int64{math.MaxInt32, math.MinInt32, math.MaxInt32 + 1, math.MinInt32 - 1} {
+				if rng.IntN(200) == 0 {
+					ts = want[max(i-1, 0)].ts + edge
+				}
+			}
+			want[i] = kev{ts: ts, order: rng.Int32(), sig: rng.Uint32N(maxSymbols), extra: rng.Uint32N(maxEventPart + 1),
+				role: Role(rng.IntN(int(RoleInvocation) + 1)), flags: uint8(rng.IntN(8))}
+			th.push(want[i], &free)
+		}
+		evs := th.evs
+		dst = th.events(dst)
+		if !slices.Equal(dst, want) {
+			for i := range want {
+				if dst[i] != want[i] {
+					t.Fatalf("round %d: event %d of %d comes back as %+v, went in as %+v", round, i, n, dst[i], want[i])
+				}
+			}
+			t.Fatalf("round %d: %d events come back, %d went in", round, len(dst), n)
+		}
+		if len(th.evs) != 0 || len(th.wides) != 0 {
+			t.Fatalf("round %d: the thread still holds %d events, %d times", round, len(th.evs), len(th.wides))
+		}
+		free.put(evs, len(evs))
 	}
 }
