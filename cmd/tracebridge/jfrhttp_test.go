@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"mime/multipart"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -307,7 +308,7 @@ func checkEventBrowser(t *testing.T, bridge *bridgetest.Process, host string, wa
 		t.Fatal("no monitor enters")
 	}
 	thread := m.Events[0].Thread
-	byThread := get("type=jdk.JavaMonitorEnter&limit=1000&thread=" + thread)
+	byThread := get("type=jdk.JavaMonitorEnter&limit=1000&thread=" + url.QueryEscape(thread)) // a JVM thread's name has spaces ("JFR Periodic Tasks")
 	for _, e := range byThread.Events {
 		if e.Thread != thread {
 			t.Fatalf("thread %q: an event of %q", thread, e.Thread)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -149,7 +150,7 @@ func checkWebJFREvents(t *testing.T, p *bridgetest.Process, host string, events 
 
 	// A thread filter.
 	thread := page.Events[0].Thread
-	code, b := apiGet(t, "GET", base+"/api/v1/jfr/events?host="+host+"&type="+typ+"&since="+since+"&thread="+thread, "", "")
+	code, b := apiGet(t, "GET", base+"/api/v1/jfr/events?host="+host+"&type="+typ+"&since="+since+"&thread="+url.QueryEscape(thread), "", "")
 	var byThread struct{ Total int }
 	if code != 200 || json.Unmarshal(b, &byThread) != nil {
 		t.Fatalf("by thread: %d %s", code, b)
