@@ -109,8 +109,8 @@ func cmdTraces(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if st.Duplicates > 0 {
 		fmt.Fprintf(stderr, "tracebridge: %d duplicate records dropped (the same event, execution or span twice in a trace)\n", st.Duplicates)
 	}
-	if st.Evicted > 0 || st.Parts > 0 {
-		fmt.Fprintf(stderr, "tracebridge: %d traces printed early (--max-open-traces), %d parts of traces over --max-spans\n", st.Evicted, st.Parts)
+	if st.Evicted > 0 || st.Early > 0 || st.Parts > 0 {
+		fmt.Fprintf(stderr, "tracebridge: %d traces printed early (--max-open-traces), %d Kieker traces that looked whole printed early (the events held reached %d), %d parts of traces over --max-spans\n", st.Evicted, st.Early, trace.DefaultMaxHeldEvents, st.Parts)
 	}
 	return nil
 }

@@ -369,6 +369,7 @@ func (sh *shard) tick(ctx context.Context, end bool, budget int) {
 		sum.Untraced += st.Untraced
 		sum.Duplicates += st.Duplicates
 		sum.Evicted += st.Evicted
+		sum.Early += st.Early
 		sum.Parts += st.Parts
 		sum.Open += st.Open
 	}

@@ -364,7 +364,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.set.Metrics.SetTraceStats(func() metrics.TraceCounts {
 			st := e.TraceStats()
 			return metrics.TraceCounts{Records: st.Records, Traces: st.Traces, Spans: st.Spans, Broken: st.Broken,
-				Untraced: st.Untraced, Evicted: st.Evicted, Parts: st.Parts, Open: int64(st.Open), Duplicates: st.Duplicates}
+				Untraced: st.Untraced, Evicted: st.Evicted, Early: st.Early, Parts: st.Parts, Open: int64(st.Open), Duplicates: st.Duplicates}
 		})
 	}
 	q.OnTick(stageTick, func(ctx context.Context) {

@@ -55,7 +55,7 @@ type MemoryFigures struct {
 
 // TraceCounts are the trace assembler's counts (trace.Stats).
 type TraceCounts struct {
-	Records, Traces, Spans, Broken, Untraced, Evicted, Parts, Open, Duplicates int64
+	Records, Traces, Spans, Broken, Untraced, Evicted, Early, Parts, Open, Duplicates int64
 }
 
 // New returns a registry with Go runtime and process metrics and
@@ -161,6 +161,7 @@ func New() *Registry {
 		traces("tracebridge_traces_broken_total", "Traces assembled and marked broken (a missing parent, an unclosed call, …).", true, func(c TraceCounts) int64 { return c.Broken }),
 		traces("tracebridge_untraced_executions_total", "OperationExecutionRecords with traceId -1 (outside any trace).", true, func(c TraceCounts) int64 { return c.Untraced }),
 		traces("tracebridge_traces_evicted_total", "Traces completed early because max_open_traces was reached.", true, func(c TraceCounts) int64 { return c.Evicted }),
+		traces("tracebridge_traces_early_total", "Kieker traces completed before their window ended because the events held reached their share of memory (they looked whole).", true, func(c TraceCounts) int64 { return c.Early }),
 		traces("tracebridge_trace_parts_total", "Parts emitted of traces larger than max_spans.", true, func(c TraceCounts) int64 { return c.Parts }),
 		traces("tracebridge_trace_duplicates_total", "Records dropped as copies of one already in their trace (same key and content: a log replayed twice).", true, func(c TraceCounts) int64 { return c.Duplicates }),
 		traces("tracebridge_traces_open", "Traces being assembled (waiting for their window).", false, func(c TraceCounts) int64 { return c.Open }),

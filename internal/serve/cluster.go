@@ -145,7 +145,7 @@ func (s *Server) startCluster(c *config.Config, sink *storesink.Sink, set Settin
 		StreamMaxBytes: int64(cc.StreamMaxBytes), StreamMaxAge: time.Duration(cc.StreamMaxAge), StorageMax: storage,
 		NATSAddr: natsAddr, HTTPAddr: s.HTTPAddr,
 		Catalog: s.base.Catalog,
-		Traces:  trace.Options{Window: time.Duration(c.Traces.Window), MaxOpenTraces: c.Traces.MaxOpenTraces, MaxSpans: c.Traces.MaxSpans},
+		Traces:  trace.Options{Window: time.Duration(c.Traces.Window), MaxOpenTraces: c.Traces.MaxOpenTraces, MaxSpans: c.Traces.MaxSpans, MaxHeldEvents: heldEvents(s.Memory)},
 		Sink:    ownedTraces{cp}, Persist: sink.Store().Persist,
 		Logger: set.Logger, Metrics: s.Metrics,
 	})

@@ -234,6 +234,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 			Window:        time.Duration(cfg.Traces.Window),
 			MaxOpenTraces: cfg.Traces.MaxOpenTraces,
 			MaxSpans:      cfg.Traces.MaxSpans,
+			MaxHeldEvents: heldEvents(s.Memory),
 		},
 		AssemblyWorkers: cfg.Traces.Workers,
 		Stopping:        func() { s.web.stop() },
@@ -847,3 +848,13 @@ func (s *Server) Factories() *pipeline.Factories { return s.factories }
 
 // Catalog returns the record types.
 func (s *Server) Catalog() *record.Catalog { return s.base.Catalog }
+
+// heldEvents bounds the Kieker events the trace assembler buffers: an
+// eighth of the Go runtime's share of the memory target (as the store's
+// heads), 16 bytes an event; 0 (the assembler's default) without one.
+func heldEvents(m interface{ Budget() int64 }) int {
+	if b := m.Budget(); b > 0 {
+		return int(b / 8 / 16)
+	}
+	return 0
+}

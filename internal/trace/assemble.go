@@ -29,6 +29,8 @@ const (
 	DefaultWindow        = 2 * time.Second
 	DefaultMaxOpenTraces = 100_000
 	DefaultMaxSpans      = 200_000
+	// DefaultMaxHeldEvents: 4 Mi Kieker events, 64 MiB.
+	DefaultMaxHeldEvents = 1 << 22
 )
 
 // Options configure an Assembler. Zero values mean the defaults.
@@ -47,6 +49,17 @@ type Options struct {
 	// a trace that grows beyond it is emitted in parts (Trace.Part), each
 	// marked broken, so a huge trace streams through in bounded memory.
 	MaxSpans int
+	// MaxHeldEvents bounds the Kieker events buffered at once (16 bytes
+	// each; default DefaultMaxHeldEvents): beyond it the traces idle
+	// longest that look whole — every thread's events from orderIndex 0
+	// to its highest came, none waits for a parent, every call returned
+	// — are completed
+	// before their window ends (counted in Stats.Early), so a fast
+	// stream of events holds less than a window's worth. A thread trace
+	// of such a trace that comes afterwards (one naming it as its
+	// parentTraceId) is then a trace of its own, with its parent
+	// missing.
+	MaxHeldEvents int
 	// Now is the wall clock (tests); nil means time.Now.
 	Now func() time.Time
 	// Emit receives every assembled trace; the trace belongs to it. It is
@@ -77,6 +90,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxSpans <= 0 {
 		o.MaxSpans = DefaultMaxSpans
+	}
+	if o.MaxHeldEvents <= 0 {
+		o.MaxHeldEvents = DefaultMaxHeldEvents
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -109,8 +125,9 @@ type Stats struct {
 	// conflict, listed in Trace.Broken.
 	Duplicates int64
 	// Evicted counts traces emitted early because of MaxOpenTraces,
-	// Parts the parts emitted because of MaxSpans.
-	Evicted, Parts int64
+	// Early those because of MaxHeldEvents, Parts the parts emitted
+	// because of MaxSpans.
+	Evicted, Early, Parts int64
 	// Open is the number of traces being assembled now.
 	Open int
 }
@@ -174,6 +191,8 @@ type Assembler struct {
 	freeEvs evBuffers
 	// replay holds the events of the thread being replayed (thread.events).
 	replay []kev
+	// heldEvs counts the Kieker events buffered (every thread's evs).
+	heldEvs int
 }
 
 // NewAssembler returns an assembler.
@@ -237,6 +256,7 @@ type thread struct {
 	extras  []kextra // what some of them have beyond a kev
 	wides   []int64  // times of buffered events far from the one before
 	lastTS  int64    // the time of the last event buffered
+	top     int32    // 1 + the highest orderIndex buffered so far
 	syms    *symtab  // the table of evs' strings
 
 	// Invocation identifiers: this trace's invocation, the parent
@@ -539,6 +559,7 @@ func (a *Assembler) event(r *record.Record, ti *TypeInfo) {
 	}
 	th.evented = true
 	th.push(e, &a.freeEvs)
+	a.heldEvs++
 	th.fam.size++
 	switch e.role {
 	case RoleBefore:
@@ -727,6 +748,45 @@ func (a *Assembler) limit() {
 		a.st.Evicted++
 		a.finish(a.lru.prev, true)
 	}
+	if a.heldEvs > a.opt.MaxHeldEvents {
+		a.shed()
+	}
+}
+
+// shed completes the traces idle longest that look whole (wholeEvents)
+// until the events held are an eighth below MaxHeldEvents, looking at
+// shedScan traces at most a call (those with calls still open, or
+// events missing, wait for their window).
+func (a *Assembler) shed() {
+	target := a.opt.MaxHeldEvents - a.opt.MaxHeldEvents/8
+	seen := 0
+	for f := a.lru.prev; f != &a.lru && a.heldEvs > target && seen < shedScan; seen++ {
+		prev := f.prev
+		if wholeEvents(f) {
+			a.st.Early++
+			a.finish(f, true)
+		}
+		f = prev
+	}
+}
+
+// shedScan bounds the traces shed looks at a call.
+const shedScan = 256
+
+// wholeEvents reports whether f is a trace of Kieker events only whose
+// threads all look whole: each had events (a thread only named as
+// another's parent has none) and waits for no invocation, its events are
+// every orderIndex from 0 to the highest, and no call is open.
+func wholeEvents(f *family) bool {
+	if f.open != 0 || len(f.threads) == 0 || f.pending > 0 || len(f.spans) > 0 || len(f.oers) > 0 {
+		return false
+	}
+	for _, th := range f.threads {
+		if !th.evented || th.waiting || int(th.top) != int(th.next)+len(th.evs) {
+			return false
+		}
+	}
+	return true
 }
 
 // Tick emits the traces idle for Window. A bridge calls it periodically;
@@ -885,6 +945,7 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 	var out []Span
 	for _, th := range order {
 		evs := th.evs
+		a.heldEvs -= len(evs)
 		a.replay = th.events(a.replay)
 		a.st.Duplicates += int64(th.replay(a.replay, broken))
 		a.freeEvs.put(evs, len(evs))

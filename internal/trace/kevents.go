@@ -51,6 +51,7 @@ func (th *thread) push(e kev, free *evBuffers) {
 		th.wides = append(th.wides, e.ts)
 	}
 	th.lastTS = e.ts
+	th.top = max(th.top, e.order+1)
 	th.evs = append(th.evs, kevc{dts: int32(d), order: e.order, sig: e.sig,
 		x: e.extra | uint32(e.role)<<kevRoleShift | uint32(flags)<<kevFlagShift})
 }

@@ -248,3 +248,101 @@ func TestEventsCompactRoundTrip(t *testing.T) {
 		free.put(evs, len(evs))
 	}
 }
+
+// TestHeldEventsShed: past MaxHeldEvents the traces idle longest that
+// look whole are completed before their window ends, as they would have
+// been at its end (the same spans, the same reports), and the events held stay
+// near the bound; a trace with a call still open or an orderIndex
+// missing waits for its window. The count of held events is exact all
+// along.
+func TestHeldEventsShed(t *testing.T) {
+	const maxHeld, calls, traces, batch = 20_000, 100, 2_000, 1000
+	flushing := false
+	run := func(bound int, extra func(a *Assembler)) (map[ID]*Trace, *Assembler, int) {
+		flushing = false
+		got := map[ID]*Trace{}
+		a := NewAssembler(Options{Clock: RecordClock, MaxHeldEvents: bound, Emit: func(tr *Trace) {
+			if got[tr.ID] != nil {
+				t.Fatalf("trace %v emitted twice", tr.ID)
+			}
+			got[tr.ID] = tr
+		}})
+		if extra != nil {
+			extra(a)
+		}
+		peak := 0
+		for _, b := range kiekerLoad(1, traces, calls, batch) {
+			a.AddBatch(b)
+			n := 0
+			for _, th := range a.threads {
+				n += len(th.evs)
+			}
+			if n != a.heldEvs {
+				t.Fatalf("the threads hold %d events, the assembler counts %d", n, a.heldEvs)
+			}
+			peak = max(peak, n)
+		}
+		flushing = true
+		a.Flush()
+		if a.heldEvs != 0 {
+			t.Fatalf("after Flush the assembler counts %d events held", a.heldEvs)
+		}
+		return got, a, peak
+	}
+	want, a0, peak0 := run(0, nil)
+	if a0.Stats().Early != 0 || peak0 < 10*maxHeld {
+		t.Fatalf("unbounded: %d early, peak %d events held (the load is too small)", a0.Stats().Early, peak0)
+	}
+	// Trace 1,000,000: a call that never returns; 1,000,001: orderIndex 1
+	// missing.
+	open, gap := KiekerID(1_000_000), KiekerID(1_000_001)
+	stuck := func(a *Assembler) {
+		var b record.Batch
+		add := func(tp *record.Type, kid, order int64) {
+			r := b.Add(tp, record.NoTimestamp)
+			r.Values[0], r.Values[1], r.Values[2] = record.IntValue(1_735_689_600_000_000_000), record.IntValue(kid), record.IntValue(order)
+			r.Values[3], r.Values[4] = record.StringValue("void a.B.c()"), record.StringValue("a.B")
+		}
+		before, after := typ(record.BeforeOperationEvent), typ(record.AfterOperationEvent)
+		add(before, 1_000_000, 0)
+		add(before, 1_000_001, 0)
+		add(after, 1_000_001, 2)
+		a.AddBatch(&b)
+	}
+	var early []ID
+	got, a, peak := run(maxHeld, func(a *Assembler) {
+		stuck(a)
+		emit := a.opt.Emit
+		a.opt.Emit = func(tr *Trace) {
+			if !flushing && (tr.ID == open || tr.ID == gap) {
+				early = append(early, tr.ID)
+			}
+			emit(tr)
+		}
+	})
+	st := a.Stats()
+	t.Logf("%d traces of %d calls: %d completed early, at most %d events held (bound %d; unbounded %d)", traces, calls, st.Early, peak, maxHeld, peak0)
+	if st.Early < traces/2 {
+		t.Errorf("%d traces completed early, want most of %d", st.Early, traces)
+	}
+	if peak > maxHeld+batch {
+		t.Errorf("%d events held, bound %d", peak, maxHeld)
+	}
+	if len(early) > 0 {
+		t.Errorf("traces %v (a call open, an orderIndex missing) completed early", early)
+	}
+	if got[open] == nil || got[gap] == nil {
+		t.Fatal("the open and gapped traces never came")
+	}
+	for id, w := range want {
+		g := got[id]
+		if g == nil {
+			t.Fatalf("trace %v missing", id)
+		}
+		if !slices.Equal(g.Broken, w.Broken) || !slices.EqualFunc(g.Spans, w.Spans, func(x, y Span) bool {
+			return sameSpan(&x, &y) && x.Parent == y.Parent && x.Depth == y.Depth
+		}) {
+			t.Fatalf("trace %v: %d spans (broken %q), at its window's end %d (broken %q)", id, len(g.Spans), g.Broken, len(w.Spans), w.Broken)
+		}
+	}
+}
