@@ -51,14 +51,13 @@ type Options struct {
 	MaxSpans int
 	// MaxHeldEvents bounds the Kieker events buffered at once (16 bytes
 	// each; default DefaultMaxHeldEvents): beyond it the traces idle
-	// longest that look whole — every thread's events from orderIndex 0
-	// to its highest came, none waits for a parent, every call returned
-	// — are completed
-	// before their window ends (counted in Stats.Early), so a fast
-	// stream of events holds less than a window's worth. A thread trace
-	// of such a trace that comes afterwards (one naming it as its
-	// parentTraceId) is then a trace of its own, with its parent
-	// missing.
+	// longest that look whole (every thread's events from orderIndex 0
+	// to its highest came, none waits for a parent, every call
+	// returned) are completed before their window ends (counted in
+	// Stats.Early), so a fast stream of events holds less than a
+	// window's worth. A thread trace of such a trace that comes
+	// afterwards (one naming it as its parentTraceId) is then a trace
+	// of its own, with its parent missing.
 	MaxHeldEvents int
 	// Now is the wall clock (tests); nil means time.Now.
 	Now func() time.Time
@@ -1016,10 +1015,9 @@ func (a *Assembler) forgetThread(th *thread, out []Span, broken *[]string) {
 }
 
 // replay consumes evs, the thread's buffered events (thread.events), in
-// orderIndex order. It
-// returns the number of events dropped as duplicates: an event equal to
-// an earlier one with its orderIndex (another with the same orderIndex
-// is a conflict, reported in broken).
+// orderIndex order. It returns the number of events dropped as
+// duplicates: an event equal to an earlier one with its orderIndex
+// (another with the same orderIndex is a conflict, reported in broken).
 func (th *thread) replay(evs []kev, broken *[]string) (dups int) {
 	extras := th.extras
 	th.extras = nil
