@@ -129,6 +129,12 @@ func (o *owner) run(ctx context.Context) {
 		// The node's bound, shared among the partitions it owns.
 		opts.MaxOpenTraces = max(1000, opts.MaxOpenTraces/max(1, n.share()))
 	}
+	// So is its bound of the Kieker events waiting (each partition's
+	// owner holds those of its traces).
+	if opts.MaxHeldEvents <= 0 {
+		opts.MaxHeldEvents = trace.DefaultMaxHeldEvents
+	}
+	opts.MaxHeldEvents = max(1<<14, opts.MaxHeldEvents/max(1, n.share()))
 	opts.Emit = func(t *trace.Trace) { out = append(out, t) }
 	// The store reads traces packed (trace.Options.Packed): their spans
 	// are not made of Spans here, the store encodes from their bytes.

@@ -51,13 +51,15 @@ type Options struct {
 	MaxSpans int
 	// MaxHeldEvents bounds the Kieker events buffered at once (16 bytes
 	// each; default DefaultMaxHeldEvents): beyond it the traces idle
-	// longest that look whole (every thread's events from orderIndex 0
-	// to its highest came, none waits for a parent, every call
-	// returned) are completed before their window ends (counted in
-	// Stats.Early), so a fast stream of events holds less than a
-	// window's worth. A thread trace of such a trace that comes
-	// afterwards (one naming it as its parentTraceId) is then a trace
-	// of its own, with its parent missing.
+	// longest, for at least an eighth of Window, that look whole (each
+	// thread's events came in orderIndex order from 0, none waits for a
+	// parent, every call returned) are completed before their window
+	// ends (counted in Stats.Early), so a fast stream of events holds
+	// less than a window's worth. What comes afterwards for such a trace
+	// (a thread trace naming it as its parentTraceId, another root call
+	// of its thread) is then a trace of its own. The bound is the
+	// Assembler's: sharded assemblers hold Kieker events on one shard
+	// (RouteKey).
 	MaxHeldEvents int
 	// Now is the wall clock (tests); nil means time.Now.
 	Now func() time.Time
@@ -190,8 +192,10 @@ type Assembler struct {
 	freeEvs evBuffers
 	// replay holds the events of the thread being replayed (thread.events).
 	replay []kev
-	// heldEvs counts the Kieker events buffered (every thread's evs).
+	// heldEvs counts the Kieker events buffered (every thread's evs);
+	// shedAt is the trace shed looks at first (nil: the idlest).
 	heldEvs int
+	shedAt  *family
 }
 
 // NewAssembler returns an assembler.
@@ -254,9 +258,14 @@ type thread struct {
 	evs     []kevc   // buffered events (kevents.go)
 	extras  []kextra // what some of them have beyond a kev
 	wides   []int64  // times of buffered events far from the one before
+	firstTS int64    // the time of the first event buffered
 	lastTS  int64    // the time of the last event buffered
-	top     int32    // 1 + the highest orderIndex buffered so far
-	syms    *symtab  // the table of evs' strings
+	// expect is the orderIndex the next event has when the thread's
+	// events come in order (from next on, after a replay); shuffled: one
+	// did not since the last replay.
+	expect   int32
+	shuffled bool
+	syms     *symtab // the table of evs' strings
 
 	// Invocation identifiers: this trace's invocation, the parent
 	// invocation it waits for, and whether one names its parent (then
@@ -752,20 +761,40 @@ func (a *Assembler) limit() {
 	}
 }
 
-// shed completes the traces idle longest that look whole (wholeEvents)
-// until the events held are an eighth below MaxHeldEvents, looking at
-// shedScan traces at most a call (those with calls still open, or
-// events missing, wait for their window).
+// shed completes the traces idle longest (for at least an eighth of
+// Window) that look whole (wholeEvents) until the events held are a
+// 64th below MaxHeldEvents. It looks at shedScan traces at most a call,
+// going on the next call where it stopped (traces with calls still open
+// or events missing wait for their window, and would otherwise stop it
+// for good once there are shedScan of them).
 func (a *Assembler) shed() {
-	target := a.opt.MaxHeldEvents - a.opt.MaxHeldEvents/8
-	seen := 0
-	for f := a.lru.prev; f != &a.lru && a.heldEvs > target && seen < shedScan; seen++ {
+	target := a.opt.MaxHeldEvents - a.opt.MaxHeldEvents/64
+	now := a.clock
+	if a.opt.Clock == WallClock {
+		now = a.opt.Now().UnixNano()
+	}
+	idle := int64(a.opt.Window) / 8
+	f := a.lru.prev
+	if c := a.shedAt; c != nil && a.fams[c.id] == c {
+		f = c
+	}
+	for seen := 0; f != &a.lru && a.heldEvs > target && seen < shedScan; seen++ {
+		if now-f.touched < idle {
+			// (The list is in the order traces were touched: the others
+			// are more recent still.)
+			f = &a.lru
+			break
+		}
 		prev := f.prev
 		if wholeEvents(f) {
 			a.st.Early++
 			a.finish(f, true)
 		}
 		f = prev
+	}
+	a.shedAt = nil
+	if f != &a.lru {
+		a.shedAt = f
 	}
 }
 
@@ -774,14 +803,15 @@ const shedScan = 256
 
 // wholeEvents reports whether f is a trace of Kieker events only whose
 // threads all look whole: each had events (a thread only named as
-// another's parent has none) and waits for no invocation, its events are
-// every orderIndex from 0 to the highest, and no call is open.
+// another's parent has none), waits for no invocation and had its events
+// in orderIndex order from 0 (none missing, none twice), and no call is
+// open.
 func wholeEvents(f *family) bool {
 	if f.open != 0 || len(f.threads) == 0 || f.pending > 0 || len(f.spans) > 0 || len(f.oers) > 0 {
 		return false
 	}
 	for _, th := range f.threads {
-		if !th.evented || th.waiting || int(th.top) != int(th.next)+len(th.evs) {
+		if !th.evented || th.waiting || th.shuffled {
 			return false
 		}
 	}
@@ -947,6 +977,7 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 		a.heldEvs -= len(evs)
 		a.replay = th.events(a.replay)
 		a.st.Duplicates += int64(th.replay(a.replay, broken))
+		th.expect, th.shuffled = th.next, false
 		a.freeEvs.put(evs, len(evs))
 		if cap(a.replay) > evBufferMax {
 			a.replay = nil // (a huge thread's)

@@ -18,8 +18,9 @@ import (
 // (Spans) are built once, when the trace or part is emitted.
 
 // kevc is a buffered event, 16 bytes: its time as the difference to the
-// thread's event that arrived before it (kevWide: the index of its time
-// in the thread's wides, for a difference beyond 2.1 s), its
+// thread's event that arrived before it (the first: to thread.firstTS;
+// kevWide: the index of its time in the thread's wides, for a
+// difference beyond 2.1 s), its
 // orderIndex, its (operation, class) pair (symtab.sig), and in one word
 // 1 + the index of its kextra (the low kevExtraBits bits; 0: none), its
 // role and its flags. A thread's events are at most maxEventPart (a part
@@ -43,15 +44,21 @@ func (th *thread) push(e kev, free *evBuffers) {
 	if cap(th.evs) == 0 {
 		th.evs = free.take()
 	}
+	if len(th.evs) == 0 {
+		th.firstTS, th.lastTS = e.ts, e.ts
+	}
 	flags := e.flags
 	d := e.ts - th.lastTS
-	if len(th.evs) == 0 || d != int64(int32(d)) {
+	if d != int64(int32(d)) {
 		flags |= kevWide
 		d = int64(len(th.wides))
 		th.wides = append(th.wides, e.ts)
 	}
 	th.lastTS = e.ts
-	th.top = max(th.top, e.order+1)
+	if e.order != th.expect {
+		th.shuffled = true
+	}
+	th.expect = e.order + 1
 	th.evs = append(th.evs, kevc{dts: int32(d), order: e.order, sig: e.sig,
 		x: e.extra | uint32(e.role)<<kevRoleShift | uint32(flags)<<kevFlagShift})
 }
@@ -60,7 +67,7 @@ func (th *thread) push(e kev, free *evBuffers) {
 // memory (grown when short), and empties th's buffer.
 func (th *thread) events(dst []kev) []kev {
 	dst = slices.Grow(dst[:0], len(th.evs))
-	var ts int64
+	ts := th.firstTS
 	for _, c := range th.evs {
 		flags := uint8(c.x >> kevFlagShift)
 		if flags&kevWide != 0 {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/tracebridge/tracebridge/internal/record"
@@ -252,16 +253,20 @@ func TestEventsCompactRoundTrip(t *testing.T) {
 // TestHeldEventsShed: past MaxHeldEvents the traces idle longest that
 // look whole are completed before their window ends, as they would have
 // been at its end (the same spans, the same reports), and the events held stay
-// near the bound; a trace with a call still open or an orderIndex
-// missing waits for its window. The count of held events is exact all
-// along.
+// near the bound; a trace with a call still open, an orderIndex missing
+// or one twice waits for its window, and more such traces than shed
+// looks at a call (idler than all others) do not stop it. The count of
+// held events is exact all along.
 func TestHeldEventsShed(t *testing.T) {
 	const maxHeld, calls, traces, batch = 20_000, 100, 2_000, 1000
+	// The generated events are about 1 µs apart: a trace is idle long
+	// enough to be shed (an eighth of the window) 1,250 events later.
+	const window = 10 * time.Millisecond
 	flushing := false
 	run := func(bound int, extra func(a *Assembler)) (map[ID]*Trace, *Assembler, int) {
 		flushing = false
 		got := map[ID]*Trace{}
-		a := NewAssembler(Options{Clock: RecordClock, MaxHeldEvents: bound, Emit: func(tr *Trace) {
+		a := NewAssembler(Options{Clock: RecordClock, Window: window, MaxHeldEvents: bound, Emit: func(tr *Trace) {
 			if got[tr.ID] != nil {
 				t.Fatalf("trace %v emitted twice", tr.ID)
 			}
@@ -293,20 +298,29 @@ func TestHeldEventsShed(t *testing.T) {
 	if a0.Stats().Early != 0 || peak0 < 10*maxHeld {
 		t.Fatalf("unbounded: %d early, peak %d events held (the load is too small)", a0.Stats().Early, peak0)
 	}
-	// Trace 1,000,000: a call that never returns; 1,000,001: orderIndex 1
-	// missing.
-	open, gap := KiekerID(1_000_000), KiekerID(1_000_001)
+	// Traces from 1,000,000 on: shedScan+50 calls that never return;
+	// then orderIndex 1 missing, and orderIndex 1 twice (3 missing).
+	const firstStuck = 1_000_000
+	gap, dup := int64(firstStuck+shedScan+50), int64(firstStuck+shedScan+51)
+	stuckIDs := map[ID]bool{}
 	stuck := func(a *Assembler) {
 		var b record.Batch
 		add := func(tp *record.Type, kid, order int64) {
 			r := b.Add(tp, record.NoTimestamp)
 			r.Values[0], r.Values[1], r.Values[2] = record.IntValue(1_735_689_600_000_000_000), record.IntValue(kid), record.IntValue(order)
 			r.Values[3], r.Values[4] = record.StringValue("void a.B.c()"), record.StringValue("a.B")
+			stuckIDs[KiekerID(kid)] = true
 		}
 		before, after := typ(record.BeforeOperationEvent), typ(record.AfterOperationEvent)
-		add(before, 1_000_000, 0)
-		add(before, 1_000_001, 0)
-		add(after, 1_000_001, 2)
+		for kid := int64(firstStuck); kid < gap; kid++ {
+			add(before, kid, 0)
+		}
+		add(before, gap, 0)
+		add(after, gap, 2)
+		add(before, dup, 0)
+		add(before, dup, 1)
+		add(after, dup, 1)
+		add(after, dup, 3)
 		a.AddBatch(&b)
 	}
 	var early []ID
@@ -314,7 +328,7 @@ func TestHeldEventsShed(t *testing.T) {
 		stuck(a)
 		emit := a.opt.Emit
 		a.opt.Emit = func(tr *Trace) {
-			if !flushing && (tr.ID == open || tr.ID == gap) {
+			if !flushing && stuckIDs[tr.ID] {
 				early = append(early, tr.ID)
 			}
 			emit(tr)
@@ -329,10 +343,12 @@ func TestHeldEventsShed(t *testing.T) {
 		t.Errorf("%d events held, bound %d", peak, maxHeld)
 	}
 	if len(early) > 0 {
-		t.Errorf("traces %v (a call open, an orderIndex missing) completed early", early)
+		t.Errorf("traces %v (a call open, an orderIndex missing or twice) completed early", early)
 	}
-	if got[open] == nil || got[gap] == nil {
-		t.Fatal("the open and gapped traces never came")
+	for id := range stuckIDs {
+		if got[id] == nil {
+			t.Fatalf("trace %v never came", id)
+		}
 	}
 	for id, w := range want {
 		g := got[id]
