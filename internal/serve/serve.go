@@ -852,7 +852,7 @@ func (s *Server) Catalog() *record.Catalog { return s.base.Catalog }
 // heldEvents bounds the Kieker events the trace assembler buffers: an
 // eighth of the Go runtime's share of the memory target (as the store's
 // heads), 16 bytes an event; 0 (the assembler's default) without one.
-func heldEvents(m interface{ Budget() int64 }) int {
+func heldEvents(m pipeline.Memory) int {
 	if b := m.Budget(); b > 0 {
 		return int(b / 8 / 16)
 	}

@@ -260,10 +260,8 @@ type thread struct {
 	wides   []int64  // times of buffered events far from the one before
 	firstTS int64    // the time of the first event buffered
 	lastTS  int64    // the time of the last event buffered
-	// expect is the orderIndex the next event has when the thread's
-	// events come in order (from next on, after a replay); shuffled: one
-	// did not since the last replay.
-	expect   int32
+	// shuffled: an event came out of orderIndex order (one other than
+	// next + the events buffered) since the last replay.
 	shuffled bool
 	syms     *symtab // the table of evs' strings
 
@@ -769,10 +767,7 @@ func (a *Assembler) limit() {
 // for good once there are shedScan of them).
 func (a *Assembler) shed() {
 	target := a.opt.MaxHeldEvents - a.opt.MaxHeldEvents/64
-	now := a.clock
-	if a.opt.Clock == WallClock {
-		now = a.opt.Now().UnixNano()
-	}
+	now := a.now(0)
 	idle := int64(a.opt.Window) / 8
 	f := a.lru.prev
 	if c := a.shedAt; c != nil && a.fams[c.id] == c {
@@ -977,7 +972,6 @@ func (a *Assembler) replayThreads(f *family, final bool, broken *[]string) []Spa
 		a.heldEvs -= len(evs)
 		a.replay = th.events(a.replay)
 		a.st.Duplicates += int64(th.replay(a.replay, broken))
-		th.expect, th.shuffled = th.next, false
 		a.freeEvs.put(evs, len(evs))
 		if cap(a.replay) > evBufferMax {
 			a.replay = nil // (a huge thread's)

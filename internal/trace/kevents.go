@@ -55,16 +55,16 @@ func (th *thread) push(e kev, free *evBuffers) {
 		th.wides = append(th.wides, e.ts)
 	}
 	th.lastTS = e.ts
-	if e.order != th.expect {
+	if e.order != th.next+int32(len(th.evs)) {
 		th.shuffled = true
 	}
-	th.expect = e.order + 1
 	th.evs = append(th.evs, kevc{dts: int32(d), order: e.order, sig: e.sig,
 		x: e.extra | uint32(e.role)<<kevRoleShift | uint32(flags)<<kevFlagShift})
 }
 
 // events returns th's buffered events, in arrival order, as kevs in dst's
-// memory (grown when short), and empties th's buffer.
+// memory (grown when short), and empties th's buffer (the events after
+// it are in order again until one is not).
 func (th *thread) events(dst []kev) []kev {
 	dst = slices.Grow(dst[:0], len(th.evs))
 	ts := th.firstTS
@@ -78,7 +78,7 @@ func (th *thread) events(dst []kev) []kev {
 		dst = append(dst, kev{ts: ts, order: c.order, sig: c.sig, extra: c.x & (1<<kevExtraBits - 1),
 			role: Role(c.x>>kevRoleShift) & 7, flags: flags &^ kevWide})
 	}
-	th.evs, th.wides = nil, th.wides[:0]
+	th.evs, th.wides, th.shuffled = nil, th.wides[:0], false
 	return dst
 }
 
