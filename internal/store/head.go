@@ -830,6 +830,10 @@ func (s *pairSet) each(fn func(uint64)) {
 // filter larger than the data.
 type blockFilter struct {
 	pairs pairSet
+	// attrPairs counts the pairs of attributes (put) among pairs, not
+	// Kieker's positions: about the distinct terms of the block's term
+	// index.
+	attrPairs int
 	// terms, when set (a head's filter), lists the head's rows by pair.
 	terms   *headTerms
 	strings map[string]struct{}
@@ -944,6 +948,9 @@ const maxPairBits = 10
 // under row; it returns the pair's posting (nil: none).
 func (f *blockFilter) put(x uint64, row uint32) *headPosting {
 	v, added := f.pairs.ref(x)
+	if added {
+		f.attrPairs++
+	}
 	if f.terms == nil {
 		return nil
 	}

@@ -151,6 +151,16 @@ func parseBlockHeader(p []byte) (blockHeader, error) {
 // readBlock reads and checks the block at off of f and returns its header
 // and decompressed payload.
 func readBlock(f io.ReaderAt, off int64) (blockHeader, []byte, error) {
+	return readBlockInto(f, off, nil)
+}
+
+// blockBuf is the room a reader of many blocks reads them into: the
+// compressed and the decompressed bytes of one block at a time.
+type blockBuf struct{ comp, raw []byte }
+
+// readBlockInto is readBlock reading into buf's room when buf is not nil
+// (the payload returned is good until the next read into buf).
+func readBlockInto(f io.ReaderAt, off int64, buf *blockBuf) (blockHeader, []byte, error) {
 	var hb [blockHeaderSize]byte
 	if _, err := f.ReadAt(hb[:], off); err != nil {
 		return blockHeader{}, nil, fmt.Errorf("%w: header: %v", errTorn, err)
@@ -159,7 +169,14 @@ func readBlock(f io.ReaderAt, off int64) (blockHeader, []byte, error) {
 	if err != nil {
 		return h, nil, err
 	}
-	comp := make([]byte, h.compLen)
+	var comp, room []byte
+	if buf != nil {
+		buf.comp = slices.Grow(buf.comp[:0], int(h.compLen))
+		buf.raw = slices.Grow(buf.raw[:0], int(h.rawLen))
+		comp, room = buf.comp[:h.compLen], buf.raw[:0]
+	} else {
+		comp, room = make([]byte, h.compLen), make([]byte, 0, h.rawLen)
+	}
 	if _, err := f.ReadAt(comp, off+blockHeaderSize); err != nil {
 		return h, nil, fmt.Errorf("%w: payload: %v", errTorn, err)
 	}
@@ -173,10 +190,10 @@ func readBlock(f io.ReaderAt, off int64) (blockHeader, []byte, error) {
 		if n, err := s2.DecodedLen(comp); err != nil || n != int(h.rawLen) {
 			return h, nil, fmt.Errorf("%w: decompressing: %d bytes, want %d (%v)", errTorn, n, h.rawLen, err)
 		}
-		raw, err = s2.Decode(make([]byte, h.rawLen), comp)
+		raw, err = s2.Decode(room[:h.rawLen], comp)
 	} else {
 		d := zdecPool.Get().(*zstd.Decoder)
-		raw, err = d.DecodeAll(comp, make([]byte, 0, h.rawLen))
+		raw, err = d.DecodeAll(comp, room)
 		zdecPool.Put(d)
 	}
 	if err != nil || len(raw) != int(h.rawLen) {

@@ -261,6 +261,9 @@ func (p *partition) addBlock(b *blockRef) {
 func (s *Store) buildBlock(h *head) ([]byte, *block.Meta, error) {
 	w := block.NewWriter(s.opt.PageSize)
 	w.Grow(len(h.rows))
+	// The filter's attribute pairs are about the distinct terms (the
+	// term index lists status messages and exceptions' attributes too).
+	w.GrowTerms(h.filter.attrPairs)
 	f, err := os.Open(h.path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: %w", err)
@@ -269,8 +272,9 @@ func (s *Store) buildBlock(h *head) ([]byte, *block.Meta, error) {
 	row := 0
 	syms := &symbols{names: h.syms.names}
 	var terms []block.Term
+	var buf blockBuf // the chunks are read one after the other into it
 	for i, off := range h.chunks {
-		ch, raw, err := readBlock(f, off)
+		ch, raw, err := readBlockInto(f, off, &buf)
 		if err != nil {
 			return nil, nil, fmt.Errorf("store: %s chunk %d: %w", h.path, i, err)
 		}

@@ -356,3 +356,38 @@ func openVerified(t *testing.T, data []byte) (*Reader, []Summary) {
 	}
 	return r, rows
 }
+
+// TestWriterHintsSameBytes: the room a Writer is told to make (Grow,
+// GrowTerms: right, too little, too much) changes none of the block's
+// bytes.
+func TestWriterHintsSameBytes(t *testing.T) {
+	const n, pageSize = 300, 512
+	dict := []string{"", "GET /", "web", "db", "host-a"}
+	build := func(hint func(w *Writer)) []byte {
+		w := NewWriter(pageSize)
+		hint(w)
+		for i := range n {
+			s := Summary{ID: trace.ID{Hi: uint64(i % 3), Lo: uint64(1000 - i)}, Start: int64(i) * 1000, Duration: int64(10 + i), Spans: 2, Name: 1, Services: []uint32{2}}
+			w.Add(fmt.Appendf(nil, "body-%d-%s", i, strings.Repeat("x", i%50)), s, sampleTerms(i)...)
+		}
+		data, st, err := w.Finish(dict, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Size != int64(len(data)) {
+			t.Fatalf("size %d, stats %d", len(data), st.Size)
+		}
+		openVerified(t, data)
+		return data
+	}
+	want := build(func(*Writer) {})
+	for name, hint := range map[string]func(w *Writer){
+		"right":      func(w *Writer) { w.Grow(n); w.GrowTerms(20) },
+		"too much":   func(w *Writer) { w.Grow(10 * n); w.GrowTerms(4000) },
+		"too little": func(w *Writer) { w.Grow(1); w.GrowTerms(1) },
+	} {
+		if got := build(hint); !bytes.Equal(got, want) {
+			t.Errorf("%s: the block differs (%d bytes, want %d)", name, len(got), len(want))
+		}
+	}
+}

@@ -60,11 +60,21 @@ func (ts *termSet) termHash(key uint32, value string, truncated bool) uint64 {
 	return h
 }
 
+// init makes the set's table, with room for about distinct terms.
+func (ts *termSet) init(distinct int) {
+	ts.keys = map[string]uint32{}
+	ts.seed = maphash.MakeSeed()
+	size := 1024
+	for size < 2*distinct {
+		size *= 2
+	}
+	ts.table = make([]uint32, size)
+	ts.list = slices.Grow(ts.list, distinct)
+}
+
 func (ts *termSet) add(terms []Term) {
 	if ts.keys == nil {
-		ts.keys = map[string]uint32{}
-		ts.seed = maphash.MakeSeed()
-		ts.table = make([]uint32, 1024)
+		ts.init(0)
 	}
 	first := len(ts.rowTerms)
 	for _, t := range terms {
