@@ -353,7 +353,10 @@ func (d *decoder) str() string {
 		return ""
 	}
 	// The bytes are a block's payload, which nothing writes once it is
-	// decompressed: the string shares them instead of copying.
+	// decompressed: the string shares them instead of copying. (One
+	// exception: buildBlock reads a head's chunks one after the other
+	// into one buffer; the block writer copies what bodyTerms returns
+	// before the next chunk is read, and nothing there may keep it.)
 	s := unsafe.String(&d.p[d.off], int(n))
 	d.off += int(n)
 	return s
