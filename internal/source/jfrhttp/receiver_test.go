@@ -86,6 +86,13 @@ func (c *collector) len() int {
 // start runs a receiver on a free loopback port until the test ends.
 func start(t *testing.T, cfg Config, shared *pipeline.Shared, out pipeline.Consumer) string {
 	t.Helper()
+	_, url := startReceiver(t, cfg, shared, out)
+	return url
+}
+
+// startReceiver is start returning the receiver too.
+func startReceiver(t *testing.T, cfg Config, shared *pipeline.Shared, out pipeline.Consumer) (*Receiver, string) {
+	t.Helper()
 	cfg.Listen = "127.0.0.1:0"
 	r, err := New(cfg, pipeline.Settings{Name: "up", Shared: shared})
 	if err != nil {
@@ -100,7 +107,7 @@ func start(t *testing.T, cfg Config, shared *pipeline.Shared, out pipeline.Consu
 			t.Error(err)
 		}
 	})
-	return "http://" + r.Addr().String()
+	return r, "http://" + r.Addr().String()
 }
 
 // answer is an upload's JSON answer.
@@ -436,7 +443,7 @@ func TestUploadBadInput(t *testing.T) {
 func TestUploadFlood(t *testing.T) {
 	data, want := small(t)
 	col := &collector{}
-	url := start(t, Config{MaxUploads: 1}, nil, col)
+	r, url := startReceiver(t, Config{MaxUploads: 1}, nil, col)
 	pr, pw := io.Pipe()
 	first := make(chan answer, 1)
 	go func() {
@@ -446,23 +453,30 @@ func TestUploadFlood(t *testing.T) {
 		if err == nil {
 			json.NewDecoder(resp.Body).Decode(&a)
 			resp.Body.Close()
+		} else {
+			a.Error = err.Error()
 		}
 		first <- a
 	}()
 	pw.Write(data[:100]) // the first upload holds its slot while it waits for more
+	// The client may send what it read from the pipe a moment later (a
+	// long one on a busy machine): the next upload is sent once the
+	// first holds the slot, or it could take the slot first.
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		code, a, h := post(t, url+"/ingest?name=quick", bytes.NewReader(data))
-		if code == 429 {
-			if h.Get("Retry-After") == "" || !strings.Contains(a.Error, "max_uploads") {
-				t.Errorf("429 %+v %v", a, h)
-			}
-			break
+	for len(r.slots) == 0 {
+		select {
+		case a := <-first:
+			t.Fatalf("the slow upload ended before its body did: %+v", a)
+		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no 429 while an upload is read: %d %+v", code, a)
+			t.Fatal("the slow upload did not reach the receiver within 30 s")
 		}
-		time.Sleep(20 * time.Millisecond) // the first upload has not reached the receiver yet
+		time.Sleep(5 * time.Millisecond)
+	}
+	code, a, h := post(t, url+"/ingest?name=quick", bytes.NewReader(data))
+	if code != 429 || h.Get("Retry-After") == "" || !strings.Contains(a.Error, "max_uploads") {
+		t.Errorf("while an upload is read: %d %+v %v", code, a, h)
 	}
 	pw.Write(data[100:])
 	pw.Close()
