@@ -174,6 +174,15 @@ func (s sample) perCPU() float64 { return float64(s.spans) / s.cpu.Seconds() }
 // runPerCPU is the spans taken per CPU-second of the whole run.
 func (t *target) runPerCPU() float64 { return float64(t.final) / t.runCPU.Seconds() }
 
+// runRatio is t's whole-run figure ÷ base's (false: no base, or a CPU
+// not read).
+func (t *target) runRatio(base *target) (float64, bool) {
+	if base == nil || base.runCPU <= 0 || t.runCPU <= 0 {
+		return 0, false
+	}
+	return t.runPerCPU() / base.runPerCPU(), true
+}
+
 func run(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 	logf := benchkit.Logf(stderr, "otlp")
 	tmp, done, err := benchkit.WorkDir("tracebridge-otlp-bench-", o.keep, logf)
@@ -416,8 +425,8 @@ func report(o *options, targets []*target, reqBytes int, stdout io.Writer) {
 				float64(t.diskClosed)/mib, float64(t.diskClosed)/float64(t.final))
 		}
 		ratio := ""
-		if base != nil && base.runCPU > 0 && t.runCPU > 0 {
-			ratio = fmt.Sprintf("%.2f×", t.runPerCPU()/base.runPerCPU())
+		if r, ok := t.runRatio(base); ok {
+			ratio = fmt.Sprintf("%.2f×", r)
 		}
 		fmt.Fprintf(w, "%s\t%.0f MiB\t%d\t%.2f\t%.0f\t%s\t%s\n", t.name, float64(t.peakRSS)/mib, t.final, t.runCPU.Seconds(), t.runPerCPU(), ratio, disk)
 	}
@@ -430,8 +439,7 @@ func report(o *options, targets []*target, reqBytes int, stdout io.Writer) {
 			met = met && verdict[p] >= aimRatio
 		}
 		for _, t := range targets {
-			if t.name == "tb-store" && base != nil && base.runCPU > 0 && t.runCPU > 0 {
-				r := t.runPerCPU() / base.runPerCPU()
+			if r, ok := t.runRatio(base); ok && t.name == "tb-store" {
 				fmt.Fprintf(stdout, ", whole run %.2f×", r)
 				met = met && r >= aimRatio
 			}
