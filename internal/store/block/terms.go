@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // Term is what a trace is found by in a block's term index (version 3):
@@ -30,10 +31,14 @@ const MaxTermValue = 256
 type termSet struct {
 	keys   map[string]uint32 // the keys' ids: indexes in keyStr
 	keyStr []string
-	bytes  []byte    // the values
-	list   []termEnt // term id → term
-	table  []uint32  // 1 + term id by hash (0: empty); len a power of 2
-	seed   maphash.Seed
+	// keyAt remembers keys by their bytes' address (a body's keys are
+	// its symbols: the same strings trace after trace), 1 + their id (0:
+	// none); a key found there is still compared whole.
+	keyAt [64]uint32
+	bytes []byte    // the values
+	list  []termEnt // term id → term
+	table []uint32  // 1 + term id by hash (0: empty); len a power of 2
+	seed  maphash.Seed
 	// rowTerms[rowEnd[i-1]:rowEnd[i]] are row i's term ids (in Add order).
 	rowTerms []uint32
 	rowEnd   []uint32
@@ -41,9 +46,12 @@ type termSet struct {
 
 // termEnt is a term: its key's id and its value, bytes[off:off+n].
 type termEnt struct {
-	off       int
-	key       uint32
-	hash      uint32 // the low bits of its hash
+	off  int
+	key  uint32
+	hash uint32 // the low bits of its hash
+	// row is 1 + the row that listed the term last (a term is listed
+	// once a row; the field fits in the entry's padding).
+	row       uint32
 	n         uint16
 	truncated bool
 }
@@ -76,26 +84,37 @@ func (ts *termSet) add(terms []Term) {
 	if ts.keys == nil {
 		ts.init(0)
 	}
-	first := len(ts.rowTerms)
+	row := uint32(len(ts.rowEnd)) + 1
 	for _, t := range terms {
 		value, truncated := t.Value, false
 		if len(value) > MaxTermValue {
 			value, truncated = value[:MaxTermValue], true
 		}
-		key, ok := ts.keys[t.Key]
-		if !ok {
-			key = uint32(len(ts.keyStr))
-			k := strings.Clone(t.Key) // the caller's may be reused
-			ts.keyStr = append(ts.keyStr, k)
-			ts.keys[k] = key
+		id := ts.id(ts.key(t.Key), value, truncated)
+		// A term once a row (the order of a row's terms does not matter).
+		if e := &ts.list[id]; e.row != row {
+			e.row = row
+			ts.rowTerms = append(ts.rowTerms, id)
 		}
-		ts.rowTerms = append(ts.rowTerms, ts.id(key, value, truncated))
 	}
-	// A term once a row.
-	row := ts.rowTerms[first:]
-	slices.Sort(row)
-	ts.rowTerms = ts.rowTerms[:first+len(slices.Compact(row))]
 	ts.rowEnd = append(ts.rowEnd, uint32(len(ts.rowTerms)))
+}
+
+// key returns the id of key, adding it when new.
+func (ts *termSet) key(key string) uint32 {
+	slot := &ts.keyAt[(uintptr(unsafe.Pointer(unsafe.StringData(key)))>>3^uintptr(len(key)))%uintptr(len(ts.keyAt))]
+	if *slot != 0 && ts.keyStr[*slot-1] == key {
+		return *slot - 1
+	}
+	id, ok := ts.keys[key]
+	if !ok {
+		id = uint32(len(ts.keyStr))
+		k := strings.Clone(key) // the caller's may be reused
+		ts.keyStr = append(ts.keyStr, k)
+		ts.keys[k] = id
+	}
+	*slot = id + 1
+	return id
 }
 
 // id returns the id of the term, adding it when new (its value copied).

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -290,5 +291,36 @@ func TestTermSetMany(t *testing.T) {
 	}
 	if len(want) < 3000 {
 		t.Errorf("%d terms: the test wants thousands", len(want))
+	}
+}
+
+// TestTermSetKeyBytesReused: a key whose bytes the caller writes again
+// (the same address, another key) is found by its content, not by its
+// address (termSet.key remembers keys by address).
+func TestTermSetKeyBytesReused(t *testing.T) {
+	buf := []byte("aaaa")
+	key := unsafe.String(&buf[0], len(buf))
+	var ts termSet
+	ts.add([]Term{{Key: key, Value: "1"}})
+	copy(buf, "bbbb")
+	ts.add([]Term{{Key: key, Value: "1"}})
+	copy(buf, "aaaa")
+	ts.add([]Term{{Key: key, Value: "1"}, {Key: "aaaa", Value: "1"}})
+	footer, stored := termSection(ts.appendTerms(nil, []uint32{0, 1, 2}), 3)
+	tm, err := footer.ParseTerms(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]uint32{}
+	for i := range tm.Len() {
+		k, v, _ := tm.Term(i)
+		tm.Rows(i, func(r uint32) { got[k+"="+string(v)] = append(got[k+"="+string(v)], r) })
+	}
+	want := map[string][]uint32{"aaaa=1": {0, 2}, "bbbb=1": {1}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("term index (-want +got):\n%s", diff)
+	}
+	if size := unsafe.Sizeof(termEnt{}); size != 24 {
+		t.Errorf("a term entry takes %d bytes, want 24 (its row fits in the padding)", size)
 	}
 }
