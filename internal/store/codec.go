@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"unsafe"
 
@@ -528,6 +527,19 @@ func textOf(s *trace.Span, f func(string)) {
 // (trace.KiekerAttrs) are left out: a search by them does not use the
 // term index. Repeats are left to the writer.
 func appendTerms(dst []block.Term, t *trace.Trace) []block.Term {
+	// The tables first, as a body holds them (bodyTerms reads them in
+	// the body's order; a row's terms may come in any order).
+	for _, r := range t.Resources {
+		for _, a := range r.Attributes {
+			dst = append(dst, block.Term{Key: a.Key, Value: a.Value})
+		}
+	}
+	for _, c := range t.Scopes {
+		dst = append(dst, block.Term{Key: trace.ScopeNameKey, Value: c.Name}, block.Term{Key: trace.ScopeVersionKey, Value: c.Version})
+		for _, a := range c.Attributes {
+			dst = append(dst, block.Term{Key: a.Key, Value: a.Value})
+		}
+	}
 	for i := range t.Spans {
 		s := &t.Spans[i]
 		for _, a := range s.Attributes {
@@ -543,17 +555,6 @@ func appendTerms(dst []block.Term, t *trace.Trace) []block.Term {
 			for _, a := range ev.Attributes {
 				dst = append(dst, block.Term{Key: a.Key, Value: a.Value})
 			}
-		}
-	}
-	for _, r := range t.Resources {
-		for _, a := range r.Attributes {
-			dst = append(dst, block.Term{Key: a.Key, Value: a.Value})
-		}
-	}
-	for _, c := range t.Scopes {
-		dst = append(dst, block.Term{Key: trace.ScopeNameKey, Value: c.Name}, block.Term{Key: trace.ScopeVersionKey, Value: c.Version})
-		for _, a := range c.Attributes {
-			dst = append(dst, block.Term{Key: a.Key, Value: a.Value})
 		}
 	}
 	return dst
@@ -595,8 +596,6 @@ func bodyTerms(dst []block.Term, p []byte, syms *symbols) ([]block.Term, error) 
 		d.str()
 	}
 	d.varint() // start
-	// The resources' and scopes' terms follow the spans' (appendTerms'
-	// order): they are gathered at the end of dst and moved there.
 	base := len(dst)
 	var nres, nsc int
 	if version >= 2 {
@@ -611,7 +610,6 @@ func bodyTerms(dst []block.Term, p []byte, syms *symbols) ([]block.Term, error) 
 			dst = d.termAttrs(dst)
 		}
 	}
-	tables := len(dst) - base
 	n := d.count(maxSpansPerTrace, "span")
 	for i := 0; i < n && d.err == nil; i++ {
 		flags := d.byte()
@@ -668,12 +666,6 @@ func bodyTerms(dst []block.Term, p []byte, syms *symbols) ([]block.Term, error) 
 	}
 	if d.err != nil {
 		return dst[:base], d.err
-	}
-	if tables > 0 {
-		// Rotate the tables' terms behind the spans'.
-		slices.Reverse(dst[base : base+tables])
-		slices.Reverse(dst[base+tables:])
-		slices.Reverse(dst[base:])
 	}
 	return dst, nil
 }
