@@ -99,12 +99,11 @@ func (s *Store) check(repair bool) (CheckResult, error) {
 		res.Hosts++
 		p.mu.RLock()
 		blocks := slices.Clone(p.blocks)
-		heads := slices.Clone(p.sealed)
-		p.mu.RUnlock()
-		res.WAL += len(heads)
-		for _, h := range heads {
-			res.Traces += len(h.rows)
+		res.WAL += len(p.sealed)
+		for _, h := range p.sealed {
+			res.Traces += h.count()
 		}
+		p.mu.RUnlock()
 		for _, b := range blocks {
 			res.Blocks++
 			s.countIDs(ctx, b, ids, &res)

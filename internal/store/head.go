@@ -88,6 +88,69 @@ type head struct {
 	minStart int64
 	maxEnd   int64
 	spans    int
+
+	// evicted: the head is cut and its index (rows, their lists, its
+	// filter) is in its file only, read back for its upload and by the
+	// searches that reach it (Store.reloadIndex); traces counts its rows
+	// and idFilter holds their trace ids (Store.evictSealed).
+	evicted  bool
+	traces   int
+	idFilter *block.Bloom
+}
+
+// count returns the number of the head's traces.
+func (h *head) count() int {
+	if h.evicted {
+		return h.traces
+	}
+	return len(h.rows)
+}
+
+// evict drops a cut head's index from memory, keeping its traces' count
+// and a filter of their ids (about 10 bits a trace) for the searches by
+// id (p.mu held for writing).
+func (h *head) evict() {
+	if h.evicted {
+		return
+	}
+	ids := block.NewBloom(len(h.rows))
+	for i := range h.rows {
+		ids.Add(block.HashID(h.rows[i].ID))
+	}
+	h.traces, h.idFilter = len(h.rows), ids
+	h.rows, h.ids, h.idBytes, h.filter = nil, nil, 0, blockFilter{}
+	h.evicted = true
+}
+
+// reloadIndex reads an evicted head's index back from its file: a head
+// of its own (the same id, path, chunks and symbols) that the caller
+// uses in its place and drops, so that memory holds an evicted index
+// only while an upload or a search reads it.
+func (s *Store) reloadIndex(h *head) (*head, error) {
+	f, err := os.Open(h.path)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading the index of cut head %s back: %w", h.id, err)
+	}
+	defer f.Close()
+	r, err := readWALHeader(f, h.path, h.id)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", h.path, err)
+	}
+	end, err := scanBlocks(f, r.off, func(off int64, ch blockHeader, raw []byte) error {
+		pl, err := parsePayload(raw, ch.version)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errTorn, err)
+		}
+		return r.replayChunk(off, pl)
+	})
+	if err == nil && (end != h.off || len(r.rows) != h.traces) {
+		err = fmt.Errorf("%d traces up to offset %d, the head had %d up to %d", len(r.rows), end, h.traces, h.off)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: reading the index of cut head %s back from %s: %w", h.id, h.path, err)
+	}
+	r.off, r.synced = end, end
+	return r, nil
 }
 
 func newHeadValue(id, host, path string, created time.Time) *head {
@@ -543,12 +606,15 @@ func (s *Store) loadWALFile(path, id string, h *head) error {
 		s.addWAL(-h.off)
 		return nil
 	}
-	// A writer cuts it at once: the next traces begin a new head.
+	// A writer cuts it at once: the next traces begin a new head. (A
+	// write-ahead area of many heads, a bucket away before the stop,
+	// keeps the newest heads' indexes in memory: evictSealed.)
 	p.mu.Lock()
 	p.sealed = append(p.sealed, h)
 	p.mu.Unlock()
 	s.walMu.Lock()
 	s.addSealed(h)
+	s.evictSealed()
 	s.walMu.Unlock()
 	return nil
 }

@@ -58,7 +58,7 @@ func (s *Store) Partitions() []Partition {
 		pi.Blocks = len(p.blocks)
 		for _, h := range append(slices.Clip(p.sealed), p.head) {
 			if h != nil {
-				span(h.minStart, h.maxEnd, len(h.rows))
+				span(h.minStart, h.maxEnd, h.count())
 			}
 		}
 		p.mu.RUnlock()

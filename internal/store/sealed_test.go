@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tracebridge/tracebridge/internal/objstore/objstoretest"
@@ -11,20 +12,26 @@ import (
 )
 
 // TestSealedIndexBounded: while the bucket is away (a real S3 server,
-// stopped), cut heads wait for their uploads with their indexes in
-// memory; once those exceed twice the head size, Append waits (the
-// write-ahead area, far from max_wal, would have let them grow to 1 GiB
-// of traces). The indexes never pass the bound by more than the head
-// that crossed it, and once the server is back every trace is uploaded
-// and readable.
+// stopped), cut heads wait for their uploads; once their indexes exceed
+// twice the head size in memory, the oldest move to their files
+// (evictSealed) and Append goes on until the write-ahead area reaches
+// max_wal, then waits. The indexes in memory never pass the bound by
+// more than the head that crossed it, also when the store is opened
+// again and reads the write-ahead files; every trace appended is found,
+// by id and by an attribute, also those whose head's index is in its
+// file only; once the server is back every trace is uploaded and
+// readable.
 func TestSealedIndexBounded(t *testing.T) {
 	srv := objstoretest.Start(t)
 	cfg := srv.Bucket(t, "traces", "")
-	const headSize = 64 << 10
-	s := open(t, t.TempDir(), Options{Bucket: s3Client(t, cfg), ChunkSize: 8 << 10, HeadSize: headSize})
+	const headSize, maxWAL = 64 << 10, 1 << 20
+	dir := t.TempDir()
+	opts := Options{Bucket: s3Client(t, cfg), ChunkSize: 8 << 10, HeadSize: headSize, MaxWAL: maxWAL, CloseWait: -1}
+	s := open(t, dir, opts)
 	srv.Stop()
 
-	const n = 6000
+	const n = 40_000
+	var appended atomic.Int64
 	done := make(chan error, 1)
 	go func() {
 		for i := range n {
@@ -33,13 +40,19 @@ func TestSealedIndexBounded(t *testing.T) {
 				done <- err
 				return
 			}
+			appended.Add(1)
 		}
 		done <- nil
 	}()
-	stats := func() (index, wal int64, heads, waiting int) {
+	stats := func() (index, wal int64, heads, evicted, waiting int) {
 		s.walMu.Lock()
 		defer s.walMu.Unlock()
-		return s.sealedIndex, s.walBytes, len(s.sealed), s.waiting
+		for _, h := range s.sealed {
+			if h.evicted {
+				evicted++
+			}
+		}
+		return s.sealedIndex, s.walBytes, len(s.sealed), evicted, s.waiting
 	}
 	waitUntil(t, "an Append waiting for uploads", func() error {
 		select {
@@ -47,39 +60,66 @@ func TestSealedIndexBounded(t *testing.T) {
 			t.Fatalf("all %d traces appended with the bucket away (err %v)", n, err)
 		default:
 		}
-		if _, _, _, waiting := stats(); waiting == 0 {
+		if _, _, _, _, waiting := stats(); waiting == 0 {
 			return errors.New("none waits")
 		}
 		return nil
 	})
-	index, wal, heads, _ := stats()
-	t.Logf("waiting: %d cut heads, %d bytes of index, %d bytes of write-ahead data", heads, index, wal)
-	if index <= s.maxSealedIndex() || index > s.maxSealedIndex()+headSize+headSize/8 {
-		t.Errorf("Append waits at %d bytes of cut heads' indexes; want more than %d and at most a head more", index, s.maxSealedIndex())
+	// With the bucket away: the cut heads' indexes mostly in their
+	// files, every trace appended found, by id and by a term of its
+	// (every 97th, every 20th of those).
+	got := int(appended.Load())
+	index, wal, heads, evicted, _ := stats()
+	t.Logf("Append waiting: %d cut heads (%d of them evicted), %d bytes of index in memory, %d bytes of write-ahead data, %d traces", heads, evicted, index, wal, got)
+	if index > s.maxSealedIndex()+headSize+headSize/8 {
+		t.Errorf("%d bytes of cut heads' indexes in memory; want at most a head more than %d", index, s.maxSealedIndex())
 	}
-	if wal >= s.opt.MaxWAL {
-		t.Errorf("the write-ahead area is full (%d bytes): not the bound under test", wal)
+	if evicted < heads/2 {
+		t.Errorf("%d of %d cut heads evicted; want most", evicted, heads)
+	}
+	for i := 0; i < got; i += 97 {
+		id := mkTrace(i, "", 1, 0, 0, false).ID
+		if _, err := s.Get(id); err != nil {
+			t.Fatalf("bucket away: trace %d of %d: %v", i, got, err)
+		}
+		if i%(97*20) == 0 {
+			p, err := s.Search(Query{Attrs: []trace.Attr{{Key: "n", Value: strconv.Itoa(i)}}, Limit: 10})
+			if err != nil || len(p.Traces) != 1 || p.Traces[0].ID != id {
+				t.Fatalf("bucket away: n=%d: %+v, %v", i, p.Traces, err)
+			}
+		}
+	}
+	if c, err := s.Count(); err != nil || c < got {
+		t.Errorf("bucket away: the store counts %d traces, want %d (%v)", c, got, err)
+	}
+	if wal <= maxWAL {
+		t.Errorf("Append waits at %d bytes of write-ahead data; want it at max_wal (%d)", wal, maxWAL)
 	}
 
+	// Stopped, and opened again once the bucket is back: the
+	// write-ahead files are read again within the same bound (Open lists
+	// the bucket: it needs it).
+	s.Close()
+	if err := <-done; err != nil && !errors.Is(err, ErrClosed) {
+		t.Fatal(err)
+	}
+	got = int(appended.Load())
 	srv.Restart()
-	waitUntil(t, "every Append once the bucket is back", func() error {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-			return nil
-		default:
-			return errors.New("still appending")
-		}
-	})
+	s = open(t, dir, opts)
+	s.walMu.Lock()
+	index, evicted = s.sealedIndex, s.evicted
+	s.walMu.Unlock()
+	t.Logf("opened again: %d heads' indexes left memory as their files were read, %d bytes of index in memory", evicted, index)
+	if evicted == 0 || index > s.maxSealedIndex()+headSize+headSize/8 {
+		t.Errorf("opened again: %d heads' indexes left memory, %d bytes in memory; want most of them, and at most a head more than %d", evicted, index, s.maxSealedIndex())
+	}
 	waitUntil(t, "every cut head uploaded", func() error {
-		if _, _, heads, _ := stats(); heads > 0 {
+		if _, _, heads, _, _ := stats(); heads > 0 {
 			return fmt.Errorf("%d cut heads wait", heads)
 		}
 		return nil
 	})
-	for i := range n {
+	for i := 0; i < got; i += 13 {
 		id := mkTrace(i, "", 1, 0, 0, false).ID
 		if _, err := s.Get(id); err != nil {
 			t.Fatalf("trace %d: %v", i, err)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"math"
 	"math/bits"
+	"os"
 	"regexp"
 	"runtime"
 	"slices"
@@ -157,6 +158,10 @@ type view struct {
 	b    *blockRef // a block
 	bi   *blockIndex
 	desc string // for errors: the block or the write-ahead file
+	// reloaded: h is an evicted head's index read back for this view
+	// (Store.view): a scan drops it once done (its hits keep the view to
+	// read their bodies, not the rows).
+	reloaded bool
 
 	rows []block.Summary
 	// order, when set, lists rows by start, then trace id (a head's rows,
@@ -187,6 +192,9 @@ func (s *Store) headView(p *partition, h *head) *view {
 	v.pairsOK = func(f *filter) bool {
 		p.mu.RLock()
 		defer p.mu.RUnlock()
+		if h.evicted {
+			return true // since the view was made: its rows are read
+		}
 		for i, x := range f.pairs {
 			if !h.filter.pairs.has(x) && !h.filter.hasSmall(f.q.Attrs[i].Key, f.q.Attrs[i].Value) {
 				return false
@@ -444,11 +452,11 @@ func (s *Store) useTerms(ctx context.Context, rf *rowFilter) {
 // lists under every attribute pair asked for.
 func headCandidates(rf *rowFilter) {
 	v := rf.v
-	if v.h.filter.terms == nil {
-		return
-	}
 	v.p.mu.RLock()
 	defer v.p.mu.RUnlock()
+	if v.h.filter.terms == nil || v.h.evicted {
+		return // (evicted since the view was made: its rows are read)
+	}
 	var cand []uint64
 	for _, a := range rf.f.q.Attrs {
 		if strings.HasPrefix(a.Key, "kieker.") {
@@ -699,7 +707,7 @@ func (s *Store) units(f *filter, since, until int64) []unit {
 	for _, p := range s.partitions() {
 		p.mu.RLock()
 		for _, h := range append(slices.Clip(p.sealed), p.head) {
-			if h != nil && len(h.rows) > 0 && h.maxEnd >= since && h.minStart <= until {
+			if h != nil && h.count() > 0 && h.maxEnd >= since && h.minStart <= until {
 				out = append(out, unit{p: p, h: h, minStart: h.minStart, maxEnd: h.maxEnd})
 			}
 		}
@@ -718,8 +726,20 @@ func (s *Store) units(f *filter, since, until int64) []unit {
 func (s *Store) view(ctx context.Context, u unit) (*view, error) {
 	if u.h != nil {
 		u.p.mu.RLock()
-		defer u.p.mu.RUnlock()
-		return s.headView(u.p, u.h), nil
+		if !u.h.evicted {
+			defer u.p.mu.RUnlock()
+			return s.headView(u.p, u.h), nil
+		}
+		u.p.mu.RUnlock()
+		// A cut head whose index is in its file only: the view reads it
+		// back, and holds it while the search does.
+		r, err := s.reloadIndex(u.h)
+		if err != nil {
+			return nil, err
+		}
+		v := s.headView(u.p, r)
+		v.reloaded = true
+		return v, nil
 	}
 	return s.blockView(ctx, u.p, u.b)
 }
@@ -1048,6 +1068,9 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, 
 		if rf.gone {
 			st.gone.Store(true)
 		}
+		if v.reloaded { // memory holds at most one such index a scanning goroutine
+			v.rows, v.h, v.pairsOK = nil, nil, nil
+		}
 	}()
 	s.useTerms(ctx, rf)
 	if rf.none {
@@ -1336,16 +1359,38 @@ func (s *Store) get(ctx context.Context, id trace.ID) (*trace.Trace, error) {
 func (s *Store) getOnce(ctx context.Context, id trace.ID) (_ *trace.Trace, gone bool, _ error) {
 	var parts []*trace.Trace
 	var firstErr error
+	hasID := func(r block.Summary) bool { return r.ID == id }
 	for _, p := range s.partitions() {
 		p.mu.RLock()
 		var views []*view
+		var evicted []*head
 		for _, h := range append(slices.Clip(p.sealed), p.head) {
-			if h != nil && slices.ContainsFunc(h.rows, func(r block.Summary) bool { return r.ID == id }) {
+			switch {
+			case h == nil:
+			case h.evicted:
+				if h.idFilter.Has(block.HashID(id)) {
+					evicted = append(evicted, h)
+				}
+			case slices.ContainsFunc(h.rows, hasID):
 				views = append(views, s.headView(p, h))
 			}
 		}
 		blocks := slices.Clone(p.blocks)
 		p.mu.RUnlock()
+		for _, h := range evicted {
+			r, err := s.reloadIndex(h)
+			if errors.Is(err, os.ErrNotExist) {
+				gone = true // uploaded meanwhile, and its file removed
+				continue
+			}
+			if err != nil {
+				firstErr = cmp.Or(firstErr, err)
+				continue
+			}
+			if slices.ContainsFunc(r.rows, hasID) {
+				views = append(views, s.headView(p, r))
+			}
+		}
 		for _, b := range blocks {
 			bi, err := s.index(ctx, b)
 			if s.vanished(b, err) {

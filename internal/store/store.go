@@ -223,9 +223,14 @@ type Store struct {
 	// for room.
 	sealedIndex int64
 	waiting     int
-	uploaded    []uploadedHead
-	retired     []retiredBlock // blocks compactions replaced, deleted after a grace
-	closing     bool
+	// uploading is the cut head the uploader is turning into a block
+	// (its index is not evicted meanwhile); evicted counts the heads
+	// whose index evictSealed moved to their files.
+	uploading *head
+	evicted   int
+	uploaded  []uploadedHead
+	retired   []retiredBlock // blocks compactions replaced, deleted after a grace
+	closing   bool
 
 	readFaults lograte.Limiter // unreadable traces: logged a few per second, not each
 	// deleteFaults: deleting replaced blocks and old announcements from
@@ -733,13 +738,17 @@ func (s *Store) awaitUploads(d time.Duration) {
 }
 
 // waitRoom waits while the write-ahead area is over its bound, or the
-// cut heads' indexes waiting for their uploads over theirs.
+// cut heads' indexes waiting for their uploads over theirs and none of
+// them can leave memory (evictSealed).
 func (s *Store) waitRoom() error {
 	s.walMu.Lock()
 	defer s.walMu.Unlock()
 	warned := false
 	for !s.closing {
 		full := s.walBytes > s.opt.MaxWAL
+		if !full && s.sealedIndex > s.maxSealedIndex() {
+			s.evictSealed()
+		}
 		if !full && s.sealedIndex <= s.maxSealedIndex() {
 			break
 		}
@@ -763,8 +772,38 @@ func (s *Store) waitRoom() error {
 }
 
 // maxSealedIndex bounds the indexes of the cut heads waiting for their
-// uploads: two heads' worth (one uploading, the next cut meanwhile).
+// uploads in memory: two heads' worth (one uploading, the next cut
+// meanwhile); past it the oldest leave memory (evictSealed).
 func (s *Store) maxSealedIndex() int64 { return 2 * s.opt.HeadSize }
+
+// evictSealed moves the indexes of the oldest cut heads waiting for
+// their uploads (not the one uploading) to their files until those in
+// memory are within maxSealedIndex (s.walMu is held; it takes the
+// heads' partitions' locks). A bucket that is slow or away is so
+// buffered up to max_wal in bounded memory: the upload and the searches
+// that reach an evicted head read its index back (reloadIndex), the
+// searches by id only where its id filter may hold the trace. The
+// newest heads keep theirs: they are the ones searched most.
+func (s *Store) evictSealed() {
+	for _, h := range s.sealed {
+		if s.sealedIndex <= s.maxSealedIndex() {
+			return
+		}
+		if h.evicted || h == s.uploading {
+			continue
+		}
+		p := s.partition(h.host)
+		p.mu.Lock()
+		h.evict()
+		p.mu.Unlock()
+		s.sealedIndex -= h.sealedIndex
+		h.sealedIndex = 0
+		if s.evicted == 0 {
+			s.opt.Logger.Info("store: the indexes of cut heads waiting for their upload leave memory for their write-ahead files; searches read them back", "bound", s.maxSealedIndex())
+		}
+		s.evicted++
+	}
+}
 
 // addSealed queues h, cut, for its upload (s.walMu is held).
 func (s *Store) addSealed(h *head) {

@@ -32,6 +32,7 @@ func (s *Store) uploader() {
 		if len(s.sealed) > 0 {
 			h = s.sealed[0]
 		}
+		s.uploading = h
 		s.walMu.Unlock()
 		s.removeUploaded(false)
 		s.removeRetired(false)
@@ -71,6 +72,9 @@ func (s *Store) uploader() {
 // upload writes a cut head as a block: the data object, then its meta;
 // then the block joins the partition and the head's file goes.
 func (s *Store) upload(h *head) error {
+	if err := s.restoreIndex(h); err != nil {
+		return err
+	}
 	data, meta, err := s.buildBlock(h)
 	if err != nil {
 		return err
@@ -93,6 +97,30 @@ func (s *Store) upload(h *head) error {
 	s.uploaded = append(s.uploaded, uploadedHead{path: h.path, at: time.Now()})
 	s.dropSealed(h)
 	s.walMu.Unlock()
+	return nil
+}
+
+// restoreIndex reads the index of h, the head uploading, back into
+// memory when it was evicted: h keeps it through the upload's retries
+// (counted among the cut heads' indexes again; evictSealed never takes
+// the head uploading, and others leave memory for it).
+func (s *Store) restoreIndex(h *head) error {
+	if !h.evicted { // (only evictSealed sets it, under walMu, never on s.uploading)
+		return nil
+	}
+	r, err := s.reloadIndex(h)
+	if err != nil {
+		return err
+	}
+	p := s.partition(h.host)
+	s.walMu.Lock()
+	defer s.walMu.Unlock()
+	p.mu.Lock()
+	h.rows, h.ids, h.idBytes, h.filter = r.rows, r.ids, r.idBytes, r.filter
+	h.evicted, h.traces, h.idFilter = false, 0, nil
+	p.mu.Unlock()
+	h.sealedIndex = h.indexSize()
+	s.sealedIndex += h.sealedIndex
 	return nil
 }
 
