@@ -125,8 +125,9 @@ func (h *head) evict() {
 // reloadIndex reads an evicted head's index back from its file: a head
 // of its own (the same id, path, chunks and symbols) that the caller
 // uses in its place and drops, so that memory holds an evicted index
-// only while an upload or a search reads it.
-func (s *Store) reloadIndex(h *head) (*head, error) {
+// only while an upload or a search reads it. traces and off are what
+// the caller saw of h (h.traces, h.off) under its partition's lock.
+func (s *Store) reloadIndex(h *head, traces int, off int64) (*head, error) {
 	f, err := os.Open(h.path)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading the index of cut head %s back: %w", h.id, err)
@@ -143,8 +144,8 @@ func (s *Store) reloadIndex(h *head) (*head, error) {
 		}
 		return r.replayChunk(off, pl)
 	})
-	if err == nil && (end != h.off || len(r.rows) != h.traces) {
-		err = fmt.Errorf("%d traces up to offset %d, the head had %d up to %d", len(r.rows), end, h.traces, h.off)
+	if err == nil && (end != off || len(r.rows) != traces) {
+		err = fmt.Errorf("%d traces up to offset %d, the head had %d up to %d", len(r.rows), end, traces, off)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: reading the index of cut head %s back from %s: %w", h.id, h.path, err)
@@ -426,6 +427,7 @@ func (s *Store) cut(p *partition) error {
 	p.mu.Lock()
 	p.head, p.rows = nil, len(h.rows)
 	h.bodies, h.bodyEnds = nil, nil // a sealed head's traces are all in its file
+	h.enc = encoder{}               // (its recent symbols would keep what they point into)
 	if len(h.rows) > 0 {
 		p.sealed = append(p.sealed, h)
 	}
@@ -608,13 +610,12 @@ func (s *Store) loadWALFile(path, id string, h *head) error {
 	}
 	// A writer cuts it at once: the next traces begin a new head. (A
 	// write-ahead area of many heads, a bucket away before the stop,
-	// keeps the newest heads' indexes in memory: evictSealed.)
+	// keeps the newest heads' indexes in memory: addSealed.)
 	p.mu.Lock()
 	p.sealed = append(p.sealed, h)
 	p.mu.Unlock()
 	s.walMu.Lock()
 	s.addSealed(h)
-	s.evictSealed()
 	s.walMu.Unlock()
 	return nil
 }
@@ -666,7 +667,7 @@ func (h *head) replayChunk(off int64, pl payload) error {
 		if err != nil {
 			return fmt.Errorf("%w: chunk at %d, trace %d: %v", errTorn, off, i, err)
 		}
-		row := summarize(t, h.syms)
+		row := summarizeInto(t, h.syms, &h.ids)
 		row.Page, row.Index = page, uint32(i)
 		rows = append(rows, row)
 		traces = append(traces, t)
@@ -674,6 +675,7 @@ func (h *head) replayChunk(off int64, pl payload) error {
 	h.chunks = append(h.chunks, off)
 	for i, t := range traces {
 		h.rows = append(h.rows, rows[i])
+		h.idBytes += 4 * int64(len(rows[i].Services)+len(rows[i].Hosts))
 		h.note(t, &rows[i], len(pl.traces[i]))
 	}
 	return nil

@@ -113,12 +113,41 @@ func TestSealedIndexBounded(t *testing.T) {
 	if evicted == 0 || index > s.maxSealedIndex()+headSize+headSize/8 {
 		t.Errorf("opened again: %d heads' indexes left memory, %d bytes in memory; want most of them, and at most a head more than %d", evicted, index, s.maxSealedIndex())
 	}
+	// Searches meanwhile, while the uploader reads the evicted heads'
+	// indexes back one after the other, find every trace they look for.
+	stop, readErr := make(chan struct{}), make(chan error, 1)
+	go func() {
+		defer close(readErr)
+		for i := 0; ; i = (i + 31) % got {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			id := mkTrace(i, "", 1, 0, 0, false).ID
+			if _, err := s.Get(id); err != nil {
+				readErr <- fmt.Errorf("trace %d during the uploads: %w", i, err)
+				return
+			}
+			if i%10 == 0 {
+				p, err := s.Search(Query{Attrs: []trace.Attr{{Key: "n", Value: strconv.Itoa(i)}}, Limit: 10})
+				if err != nil || len(p.Traces) != 1 || p.Traces[0].ID != id {
+					readErr <- fmt.Errorf("n=%d during the uploads: %+v, %v", i, p.Traces, err)
+					return
+				}
+			}
+		}
+	}()
 	waitUntil(t, "every cut head uploaded", func() error {
 		if _, _, heads, _, _ := stats(); heads > 0 {
 			return fmt.Errorf("%d cut heads wait", heads)
 		}
 		return nil
 	})
+	close(stop)
+	if err := <-readErr; err != nil {
+		t.Error(err)
+	}
 	for i := 0; i < got; i += 13 {
 		id := mkTrace(i, "", 1, 0, 0, false).ID
 		if _, err := s.Get(id); err != nil {

@@ -158,10 +158,10 @@ type view struct {
 	b    *blockRef // a block
 	bi   *blockIndex
 	desc string // for errors: the block or the write-ahead file
-	// reloaded: h is an evicted head's index read back for this view
-	// (Store.view): a scan drops it once done (its hits keep the view to
-	// read their bodies, not the rows).
-	reloaded bool
+	// release, when set, lets go of h, an evicted head's index read
+	// back for this view (Store.view): a scan drops it once done (its
+	// hits keep the view to read their bodies, not the rows).
+	release func()
 
 	rows []block.Summary
 	// order, when set, lists rows by start, then trace id (a head's rows,
@@ -730,15 +730,16 @@ func (s *Store) view(ctx context.Context, u unit) (*view, error) {
 			defer u.p.mu.RUnlock()
 			return s.headView(u.p, u.h), nil
 		}
+		traces, off := u.h.traces, u.h.off
 		u.p.mu.RUnlock()
 		// A cut head whose index is in its file only: the view reads it
-		// back, and holds it while the search does.
-		r, err := s.reloadIndex(u.h)
+		// back, and holds it while the scan does.
+		r, release, err := s.readEvicted(ctx, u.h, traces, off)
 		if err != nil {
 			return nil, err
 		}
 		v := s.headView(u.p, r)
-		v.reloaded = true
+		v.release = release
 		return v, nil
 	}
 	return s.blockView(ctx, u.p, u.b)
@@ -1063,13 +1064,16 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, 
 		s.opt.Logger.Warn("store: unreadable block skipped", "host", u.p.host, "err", err)
 		return res
 	}
+	if v.release != nil {
+		defer func() {
+			v.rows, v.h, v.pairsOK = nil, nil, nil
+			v.release()
+		}()
+	}
 	rf := f.resolve(v)
 	defer func() {
 		if rf.gone {
 			st.gone.Store(true)
-		}
-		if v.reloaded { // memory holds at most one such index a scanning goroutine
-			v.rows, v.h, v.pairsOK = nil, nil, nil
 		}
 	}()
 	s.useTerms(ctx, rf)
@@ -1363,13 +1367,18 @@ func (s *Store) getOnce(ctx context.Context, id trace.ID) (_ *trace.Trace, gone 
 	for _, p := range s.partitions() {
 		p.mu.RLock()
 		var views []*view
-		var evicted []*head
+		type evictedHead struct {
+			h      *head
+			traces int
+			off    int64
+		}
+		var evicted []evictedHead
 		for _, h := range append(slices.Clip(p.sealed), p.head) {
 			switch {
 			case h == nil:
 			case h.evicted:
 				if h.idFilter.Has(block.HashID(id)) {
-					evicted = append(evicted, h)
+					evicted = append(evicted, evictedHead{h, h.traces, h.off})
 				}
 			case slices.ContainsFunc(h.rows, hasID):
 				views = append(views, s.headView(p, h))
@@ -1377,8 +1386,8 @@ func (s *Store) getOnce(ctx context.Context, id trace.ID) (_ *trace.Trace, gone 
 		}
 		blocks := slices.Clone(p.blocks)
 		p.mu.RUnlock()
-		for _, h := range evicted {
-			r, err := s.reloadIndex(h)
+		for _, e := range evicted {
+			r, release, err := s.readEvicted(ctx, e.h, e.traces, e.off)
 			if errors.Is(err, os.ErrNotExist) {
 				gone = true // uploaded meanwhile, and its file removed
 				continue
@@ -1387,8 +1396,19 @@ func (s *Store) getOnce(ctx context.Context, id trace.ID) (_ *trace.Trace, gone 
 				firstErr = cmp.Or(firstErr, err)
 				continue
 			}
-			if slices.ContainsFunc(r.rows, hasID) {
-				views = append(views, s.headView(p, r))
+			// The view keeps the trace's rows only: the index read back
+			// goes now.
+			v := s.headView(p, r)
+			var rows []block.Summary
+			for _, row := range v.rows {
+				if row.ID == id {
+					rows = append(rows, row)
+				}
+			}
+			v.rows, v.h, v.pairsOK = rows, &head{id: r.id}, nil
+			release()
+			if len(v.rows) > 0 {
+				views = append(views, v)
 			}
 		}
 		for _, b := range blocks {

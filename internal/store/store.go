@@ -228,9 +228,12 @@ type Store struct {
 	// whose index evictSealed moved to their files.
 	uploading *head
 	evicted   int
-	uploaded  []uploadedHead
-	retired   []retiredBlock // blocks compactions replaced, deleted after a grace
-	closing   bool
+	// reloads holds a token for each evicted head's index a search
+	// holds, read back (readEvicted).
+	reloads  chan struct{}
+	uploaded []uploadedHead
+	retired  []retiredBlock // blocks compactions replaced, deleted after a grace
+	closing  bool
 
 	readFaults lograte.Limiter // unreadable traces: logged a few per second, not each
 	// deleteFaults: deleting replaced blocks and old announcements from
@@ -373,7 +376,7 @@ func newStore(dir string, o Options) (*Store, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{dir: dir, bucket: bucket, opt: o, parts: map[string]*partition{}, cache: newCache(o.CacheSize - o.CacheSize/4), pages: newCache(o.CacheSize / 4), cat: newCatalog(),
-		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), gone: map[string]bool{}, metas: map[string]*block.Meta{}, announced: map[string]bool{}, relistReq: make(chan struct{}, 1)}
+		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), reloads: make(chan struct{}, maxReloads), gone: map[string]bool{}, metas: map[string]*block.Meta{}, announced: map[string]bool{}, relistReq: make(chan struct{}, 1)}
 	s.walCond = sync.NewCond(&s.walMu)
 	return s, nil
 }
@@ -738,17 +741,14 @@ func (s *Store) awaitUploads(d time.Duration) {
 }
 
 // waitRoom waits while the write-ahead area is over its bound, or the
-// cut heads' indexes waiting for their uploads over theirs and none of
-// them can leave memory (evictSealed).
+// cut heads' indexes waiting for their uploads over theirs (when none
+// of them could leave memory: evictSealed).
 func (s *Store) waitRoom() error {
 	s.walMu.Lock()
 	defer s.walMu.Unlock()
 	warned := false
 	for !s.closing {
 		full := s.walBytes > s.opt.MaxWAL
-		if !full && s.sealedIndex > s.maxSealedIndex() {
-			s.evictSealed()
-		}
 		if !full && s.sealedIndex <= s.maxSealedIndex() {
 			break
 		}
@@ -780,10 +780,12 @@ func (s *Store) maxSealedIndex() int64 { return 2 * s.opt.HeadSize }
 // their uploads (not the one uploading) to their files until those in
 // memory are within maxSealedIndex (s.walMu is held; it takes the
 // heads' partitions' locks). A bucket that is slow or away is so
-// buffered up to max_wal in bounded memory: the upload and the searches
-// that reach an evicted head read its index back (reloadIndex), the
-// searches by id only where its id filter may hold the trace. The
-// newest heads keep theirs: they are the ones searched most.
+// buffered up to max_wal in bounded memory: the upload reads an evicted
+// head's index back and keeps it (restoreIndex), the searches that
+// reach one read it back for as long as they read it (readEvicted, at
+// most maxReloads at once), the searches by id only where its id
+// filter may hold the trace. The newest heads keep theirs: they are the
+// ones searched most.
 func (s *Store) evictSealed() {
 	for _, h := range s.sealed {
 		if s.sealedIndex <= s.maxSealedIndex() {
@@ -805,11 +807,14 @@ func (s *Store) evictSealed() {
 	}
 }
 
-// addSealed queues h, cut, for its upload (s.walMu is held).
+// addSealed queues h, cut, for its upload (s.walMu is held; no
+// partition's lock is): past the bound the oldest cut heads' indexes
+// leave memory (evictSealed).
 func (s *Store) addSealed(h *head) {
 	h.sealedIndex = h.indexSize()
 	s.sealedIndex += h.sealedIndex
 	s.sealed = append(s.sealed, h)
+	s.evictSealed()
 }
 
 // dropSealed takes h out of the upload queue (s.walMu is held), waking

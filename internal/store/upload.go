@@ -105,23 +105,51 @@ func (s *Store) upload(h *head) error {
 // (counted among the cut heads' indexes again; evictSealed never takes
 // the head uploading, and others leave memory for it).
 func (s *Store) restoreIndex(h *head) error {
-	if !h.evicted { // (only evictSealed sets it, under walMu, never on s.uploading)
+	// Only evictSealed writes these, under walMu, and never those of
+	// s.uploading: the uploader reads them as they were when it took h.
+	if !h.evicted {
 		return nil
 	}
-	r, err := s.reloadIndex(h)
+	r, err := s.reloadIndex(h, h.traces, h.off)
 	if err != nil {
 		return err
 	}
-	p := s.partition(h.host)
 	s.walMu.Lock()
 	defer s.walMu.Unlock()
+	if !slices.Contains(s.sealed, h) {
+		return fmt.Errorf("store: cut head %s left the upload queue (its host deleted)", h.id)
+	}
+	p := s.partition(h.host)
 	p.mu.Lock()
 	h.rows, h.ids, h.idBytes, h.filter = r.rows, r.ids, r.idBytes, r.filter
-	h.evicted, h.traces, h.idFilter = false, 0, nil
+	h.evicted, h.idFilter = false, nil
 	p.mu.Unlock()
 	h.sealedIndex = h.indexSize()
 	s.sealedIndex += h.sealedIndex
+	s.evictSealed()
 	return nil
+}
+
+// maxReloads bounds the evicted heads' indexes that searches hold read
+// back at once (each about a head's index: the upload queue's memory
+// bound is twice head_size and this many heads more).
+const maxReloads = 2
+
+// readEvicted reads the index of h, evicted, back for a search (see
+// reloadIndex) once fewer than maxReloads others are held; release lets
+// it go (it must be called once).
+func (s *Store) readEvicted(ctx context.Context, h *head, traces int, off int64) (r *head, release func(), err error) {
+	select {
+	case s.reloads <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	release = func() { <-s.reloads }
+	if r, err = s.reloadIndex(h, traces, off); err != nil {
+		release()
+		return nil, nil, err
+	}
+	return r, release, nil
 }
 
 // uploadedHead is the write-ahead file of a head whose block is listed.
