@@ -128,6 +128,7 @@ func (h *head) evict() {
 // only while an upload or a search reads it. traces and off are what
 // the caller saw of h (h.traces, h.off) under its partition's lock.
 func (s *Store) reloadIndex(h *head, traces int, off int64) (*head, error) {
+	s.readBack.Add(1)
 	f, err := os.Open(h.path)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading the index of cut head %s back: %w", h.id, err)

@@ -92,6 +92,23 @@ func TestSealedIndexBounded(t *testing.T) {
 	if c, err := s.Count(); err != nil || c < got {
 		t.Errorf("bucket away: the store counts %d traces, want %d (%v)", c, got, err)
 	}
+	// What an evicted head keeps in memory spares reading it back: a
+	// search for a service none has, a trace id none holds (its id
+	// filter answers for it, wrong about 1 % of the time).
+	before := s.readBack.Load()
+	if p, err := s.Search(Query{Service: "no-such-service", Limit: 10}); err != nil || len(p.Traces) != 0 {
+		t.Errorf("bucket away: service no-such-service: %+v, %v", p.Traces, err)
+	}
+	if n := s.readBack.Load() - before; n != 0 {
+		t.Errorf("a search for a service no head has read %d evicted heads' indexes back; want none", n)
+	}
+	before = s.readBack.Load()
+	if _, err := s.Get(trace.ID{Hi: 99, Lo: 99}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("bucket away: an unknown trace id: %v, want ErrNotFound", err)
+	}
+	if n := s.readBack.Load() - before; n > int64(evicted/10) {
+		t.Errorf("a search for an unknown trace id read %d of %d evicted heads' indexes back", n, evicted)
+	}
 	if wal <= maxWAL {
 		t.Errorf("Append waits at %d bytes of write-ahead data; want it at max_wal (%d)", wal, maxWAL)
 	}

@@ -290,6 +290,15 @@ func (f *filter) metaMayMatch(p *partition, m *block.Meta) bool {
 	return true
 }
 
+// headMayMatch is metaMayMatch for an evicted head: what its block's
+// meta will hold is in memory (its catalogue, hosts, errors, longest
+// trace), so a search skips it without reading its index back.
+func (f *filter) headMayMatch(p *partition, h *head) bool {
+	var m block.Meta
+	h.fillMeta(&m)
+	return f.metaMayMatch(p, &m)
+}
+
 // rowFilter is a query resolved against one view's dictionary.
 type rowFilter struct {
 	f       *filter
@@ -707,7 +716,7 @@ func (s *Store) units(f *filter, since, until int64) []unit {
 	for _, p := range s.partitions() {
 		p.mu.RLock()
 		for _, h := range append(slices.Clip(p.sealed), p.head) {
-			if h != nil && h.count() > 0 && h.maxEnd >= since && h.minStart <= until {
+			if h != nil && h.count() > 0 && h.maxEnd >= since && h.minStart <= until && (!h.evicted || f.headMayMatch(p, h)) {
 				out = append(out, unit{p: p, h: h, minStart: h.minStart, maxEnd: h.maxEnd})
 			}
 		}

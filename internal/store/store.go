@@ -228,6 +228,8 @@ type Store struct {
 	// whose index evictSealed moved to their files.
 	uploading *head
 	evicted   int
+	// readBack counts the evicted heads' indexes read back (reloadIndex).
+	readBack atomic.Int64
 	// reloads holds a token for each evicted head's index a search
 	// holds, read back (readEvicted).
 	reloads  chan struct{}
