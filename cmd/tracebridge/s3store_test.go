@@ -675,3 +675,71 @@ func TestTracePartsThreeWindowsApart(t *testing.T) {
 		t.Fatalf("the bucket alone, by id: %v; %d spans, broken %v:\n%s", err, len(whole.Spans), whole.Broken, r.stdout)
 	}
 }
+
+// TestS3DownEvictedHeadsSearchable: with S3 stopped, the cut heads wait
+// for their uploads and, past twice head_size of index in memory, the
+// oldest heads' indexes leave memory for their write-ahead files (the
+// real binary says so once); OTLP traces are still taken, and every one
+// of them is found through the HTTP API while S3 is down, those of the
+// evicted heads read back from their files. Once S3 is back every trace
+// reaches the bucket.
+func TestS3DownEvictedHeadsSearchable(t *testing.T) {
+	srv := objstoretest.Start(t)
+	c := srv.Bucket(t, "traces", "evict/")
+	dir := t.TempDir()
+	p := bridgetest.Start(t, dir, "-c", bridgetest.WriteConfig(t, dir, s3StoreYAML(c, `    max_wal: 16MiB
+`)), "--http", "127.0.0.1:0")
+	base := httpURL(t, p)
+	srv.Stop()
+	otlp := p.Addr("otlp")
+	var ids []string
+	const evicted = "leave memory for their write-ahead files"
+	start := time.Now()
+	for i := 0; len(ids) < 200 || !strings.Contains(p.Stderr(), evicted); i++ {
+		if time.Since(start) > 3*time.Minute {
+			t.Fatalf("after %d traces in %v, no cut head's index left memory:\n%s", len(ids), time.Since(start), p.Stderr())
+		}
+		id := randomTraceID()
+		spans := make([]otlpSpan, 8)
+		for j := range spans {
+			spans[j] = otlpSpan{id: fmt.Sprintf("%016x", j+1), name: "op-" + strconv.Itoa(j), start: time.Now()}
+			if j > 0 {
+				spans[j].parent = spans[0].id
+			}
+		}
+		postOTLP(t, otlp, otlpJSON("evict-svc", id, spans))
+		ids = append(ids, id)
+	}
+	if strings.Contains(p.Stderr(), "write-ahead area is full") {
+		t.Errorf("the write-ahead area filled; this test wants the index bound first")
+	}
+	t.Logf("S3 down: %d traces taken in %v, cut heads' indexes evicted", len(ids), time.Since(start))
+	// Every trace, also the oldest (their heads evicted first), is found
+	// while S3 is down: once the trace window has closed on the last.
+	waitUntil(t, 30*time.Second, "the last trace stored", func() bool {
+		_, ok := tryTrace(t, base, ids[len(ids)-1])
+		return ok
+	})
+	for i, id := range ids {
+		if tr, ok := tryTrace(t, base, id); !ok || len(tr.Spans) != 8 {
+			t.Fatalf("trace %d of %d (%s), S3 down: found %v, %d spans", i, len(ids), id, ok, len(tr.Spans))
+		}
+	}
+
+	srv.Restart()
+	waitUntil(t, 90*time.Second, "every trace in the bucket", func() bool {
+		rows, _ := queryS3(t, c, "", "--host", "evict-svc-host")
+		return len(rows) >= len(ids)
+	})
+	p.Stop()
+	// A bridge on a fresh directory over the bucket alone finds them all.
+	fresh := t.TempDir()
+	q := bridgetest.Start(t, fresh, "-c", bridgetest.WriteConfig(t, fresh, s3StoreYAML(c, "")), "--http", "127.0.0.1:0")
+	base = httpURL(t, q)
+	for i, id := range ids {
+		if tr, ok := tryTrace(t, base, id); !ok || len(tr.Spans) != 8 {
+			t.Fatalf("trace %d of %d (%s), from the bucket: found %v, %d spans", i, len(ids), id, ok, len(tr.Spans))
+		}
+	}
+	q.Stop()
+}
