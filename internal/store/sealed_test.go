@@ -112,6 +112,16 @@ func TestSealedIndexBounded(t *testing.T) {
 	if wal <= maxWAL {
 		t.Errorf("Append waits at %d bytes of write-ahead data; want it at max_wal (%d)", wal, maxWAL)
 	}
+	// The uploader tries again and again, with the block it built once.
+	waitUntil(t, "three failed uploads", func() error {
+		if n := s.uploadFailures.Load(); n < 3 {
+			return fmt.Errorf("%d failed", n)
+		}
+		return nil
+	})
+	if n := s.blocksBuilt.Load(); n != 1 {
+		t.Errorf("%d blocks built for %d failed uploads of one cut head; want 1", n, s.uploadFailures.Load())
+	}
 
 	// Stopped, and opened again once the bucket is back: the
 	// write-ahead files are read again within the same bound (Open lists

@@ -228,8 +228,12 @@ type Store struct {
 	// whose index evictSealed moved to their files.
 	uploading *head
 	evicted   int
-	// readBack counts the evicted heads' indexes read back (reloadIndex).
-	readBack atomic.Int64
+	// readBack counts the evicted heads' indexes read back (reloadIndex),
+	// blocksBuilt the blocks the uploader built of cut heads,
+	// uploadFailures its failed tries.
+	readBack, blocksBuilt, uploadFailures atomic.Int64
+	// built: the uploader's (its goroutine's alone).
+	built builtBlock
 	// reloads holds a token for each evicted head's index a search
 	// holds, read back (readEvicted).
 	reloads  chan struct{}

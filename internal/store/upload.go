@@ -57,6 +57,7 @@ func (s *Store) uploader() {
 			return
 		}
 		failing++
+		s.uploadFailures.Add(1)
 		if failing == 1 || failing%20 == 0 {
 			s.opt.Logger.Warn("store: block upload failed; retrying (the traces wait in the write-ahead area)", "host", h.host, "block", h.id, "failures", failing, "err", err)
 		}
@@ -72,18 +73,27 @@ func (s *Store) uploader() {
 // upload writes a cut head as a block: the data object, then its meta;
 // then the block joins the partition and the head's file goes.
 func (s *Store) upload(h *head) error {
-	if err := s.restoreIndex(h); err != nil {
-		return err
+	// A retry puts the block the last try built (a bucket away for an
+	// hour would otherwise have the same block built every 30 s).
+	if s.built.h != h {
+		s.built = builtBlock{}
+		if err := s.restoreIndex(h); err != nil {
+			return err
+		}
+		data, meta, err := s.buildBlock(h)
+		if err != nil {
+			return err
+		}
+		s.built = builtBlock{h: h, data: data, meta: meta}
+		s.blocksBuilt.Add(1)
 	}
-	data, meta, err := s.buildBlock(h)
-	if err != nil {
-		return err
-	}
+	data, meta := s.built.data, s.built.meta
 	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Minute)
 	defer cancel()
 	if err := s.putBlock(ctx, data, meta); err != nil {
 		return err
 	}
+	s.built = builtBlock{}
 	p := s.partition(h.host)
 	ref := s.newBlockRef(meta)
 	p.mu.Lock()
@@ -98,6 +108,14 @@ func (s *Store) upload(h *head) error {
 	s.dropSealed(h)
 	s.walMu.Unlock()
 	return nil
+}
+
+// builtBlock is the block the uploader built of head h, kept while its
+// upload is retried.
+type builtBlock struct {
+	h    *head
+	data []byte
+	meta *block.Meta
 }
 
 // restoreIndex reads the index of h, the head uploading, back into
