@@ -6,8 +6,10 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tracebridge/tracebridge/internal/objstore/objstoretest"
+	"github.com/tracebridge/tracebridge/internal/store/block"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
@@ -83,7 +85,7 @@ func TestSealedIndexBounded(t *testing.T) {
 			t.Fatalf("bucket away: trace %d of %d: %v", i, got, err)
 		}
 		if i%(97*20) == 0 {
-			p, err := s.Search(Query{Attrs: []trace.Attr{{Key: "n", Value: strconv.Itoa(i)}}, Limit: 10})
+			p, err := s.Search(Query{Attrs: []trace.Attr{{Key: "n", Value: strconv.Itoa(i)}}, Limit: 10, TotalBudget: 5 * time.Minute})
 			if err != nil || len(p.Traces) != 1 || p.Traces[0].ID != id {
 				t.Fatalf("bucket away: n=%d: %+v, %v", i, p.Traces, err)
 			}
@@ -96,7 +98,7 @@ func TestSealedIndexBounded(t *testing.T) {
 	// search for a service none has, a trace id none holds (its id
 	// filter answers for it, wrong about 1 % of the time).
 	before := s.readBack.Load()
-	if p, err := s.Search(Query{Service: "no-such-service", Limit: 10}); err != nil || len(p.Traces) != 0 {
+	if p, err := s.Search(Query{Service: "no-such-service", Limit: 10, TotalBudget: 5 * time.Minute}); err != nil || len(p.Traces) != 0 || p.Partial {
 		t.Errorf("bucket away: service no-such-service: %+v, %v", p.Traces, err)
 	}
 	if n := s.readBack.Load() - before; n != 0 {
@@ -157,7 +159,7 @@ func TestSealedIndexBounded(t *testing.T) {
 				return
 			}
 			if i%10 == 0 {
-				p, err := s.Search(Query{Attrs: []trace.Attr{{Key: "n", Value: strconv.Itoa(i)}}, Limit: 10})
+				p, err := s.Search(Query{Attrs: []trace.Attr{{Key: "n", Value: strconv.Itoa(i)}}, Limit: 10, TotalBudget: 5 * time.Minute})
 				if err != nil || len(p.Traces) != 1 || p.Traces[0].ID != id {
 					readErr <- fmt.Errorf("n=%d during the uploads: %+v, %v", i, p.Traces, err)
 					return
@@ -179,6 +181,29 @@ func TestSealedIndexBounded(t *testing.T) {
 		id := mkTrace(i, "", 1, 0, 0, false).ID
 		if _, err := s.Get(id); err != nil {
 			t.Fatalf("trace %d: %v", i, err)
+		}
+	}
+}
+
+// TestMayMatchCatalogueBound: a meta (a block's, or an evicted head's)
+// rules a trace name or service out only when its list is below the
+// catalogue's bound: one at the bound may lack the name asked for.
+func TestMayMatchCatalogueBound(t *testing.T) {
+	p := &partition{host: "alpha"}
+	for _, n := range []int{10, CatalogMaxNames} {
+		m := &block.Meta{}
+		for i := range n {
+			m.Names = append(m.Names, "GET /u/"+strconv.Itoa(i))
+			m.Services = append(m.Services, block.MetaService{Name: "svc-" + strconv.Itoa(i), ViaService: true})
+		}
+		full := n >= CatalogMaxNames
+		for _, q := range []Query{{Name: "GET /u/x"}, {Service: "svc-x"}} {
+			if got := (&filter{q: &q}).metaMayMatch(p, m); got != full {
+				t.Errorf("%d names and services, query %+v: may match %v, want %v", n, q, got, full)
+			}
+		}
+		if !(&filter{q: &Query{Name: "get /U/3"}}).metaMayMatch(p, m) {
+			t.Errorf("%d names: a name listed (in another case) ruled out", n)
 		}
 	}
 }

@@ -281,10 +281,12 @@ func (f *filter) metaMayMatch(p *partition, m *block.Meta) bool {
 	if len(q.Hosts) > 0 && !slices.Contains(q.Hosts, p.host) && !slices.ContainsFunc(m.Hosts, func(h string) bool { return slices.Contains(q.Hosts, h) }) {
 		return false
 	}
-	if q.Service != "" && !slices.ContainsFunc(m.Services, func(sv block.MetaService) bool { return sv.Name == q.Service && sv.ViaService }) {
+	// A list at the catalogue's bound may lack names: it rules nothing
+	// out.
+	if q.Service != "" && len(m.Services) < CatalogMaxNames && !slices.ContainsFunc(m.Services, func(sv block.MetaService) bool { return sv.Name == q.Service && sv.ViaService }) {
 		return false
 	}
-	if q.Name != "" && !slices.ContainsFunc(m.Names, func(n string) bool { return strings.EqualFold(n, q.Name) }) {
+	if q.Name != "" && len(m.Names) < CatalogMaxNames && !slices.ContainsFunc(m.Names, func(n string) bool { return strings.EqualFold(n, q.Name) }) {
 		return false
 	}
 	return true

@@ -34,6 +34,9 @@ func (s *Store) uploader() {
 		}
 		s.uploading = h
 		s.walMu.Unlock()
+		if s.built.h != h {
+			s.built = builtBlock{} // its head left the queue (its host deleted)
+		}
 		s.removeUploaded(false)
 		s.removeRetired(false)
 		if h == nil {
