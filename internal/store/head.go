@@ -92,10 +92,14 @@ type head struct {
 	// evicted: the head is cut and its index (rows, their lists, its
 	// filter) is in its file only, read back for its upload and by the
 	// searches that reach it (Store.reloadIndex); traces counts its rows
-	// and idFilter holds their trace ids (Store.evictSealed).
+	// and idFilter holds their trace ids (Store.evictSealed). attrs,
+	// when kept (within Store.evictedAttrs' bound), is what its block's
+	// attribute filter will hold: a search by attributes skips the head
+	// as it skips a block.
 	evicted  bool
 	traces   int
 	idFilter *block.Bloom
+	attrs    *block.Bloom
 }
 
 // count returns the number of the head's traces.
@@ -108,14 +112,17 @@ func (h *head) count() int {
 
 // evict drops a cut head's index from memory, keeping its traces' count
 // and a filter of their ids (about 10 bits a trace) for the searches by
-// id (p.mu held for writing).
-func (h *head) evict() {
+// id, and its attribute filter when keepAttrs (p.mu held for writing).
+func (h *head) evict(keepAttrs bool) {
 	if h.evicted {
 		return
 	}
 	ids := block.NewBloom(len(h.rows))
 	for i := range h.rows {
 		ids.Add(block.HashID(h.rows[i].ID))
+	}
+	if keepAttrs {
+		h.attrs = h.filter.bloom()
 	}
 	h.traces, h.idFilter = len(h.rows), ids
 	h.rows, h.ids, h.idBytes, h.filter = nil, nil, 0, blockFilter{}

@@ -79,6 +79,12 @@ func TestSealedIndexBounded(t *testing.T) {
 	if evicted < heads/2 {
 		t.Errorf("%d of %d cut heads evicted; want most", evicted, heads)
 	}
+	s.walMu.Lock()
+	attrs := s.evictedAttrs
+	s.walMu.Unlock()
+	if attrs == 0 || attrs > headSize {
+		t.Errorf("%d bytes of evicted heads' attribute filters kept; want some, at most head_size", attrs)
+	}
 	for i := 0; i < got; i += 97 {
 		id := mkTrace(i, "", 1, 0, 0, false).ID
 		if _, err := s.Get(id); err != nil {
@@ -95,14 +101,22 @@ func TestSealedIndexBounded(t *testing.T) {
 		t.Errorf("bucket away: the store counts %d traces, want %d (%v)", c, got, err)
 	}
 	// What an evicted head keeps in memory spares reading it back: a
-	// search for a service none has, a trace id none holds (its id
-	// filter answers for it, wrong about 1 % of the time).
+	// search for a service none has, an attribute value none has, a
+	// trace id none holds (its attribute and id filters answer for it,
+	// wrong about 1 % of the time).
 	before := s.readBack.Load()
 	if p, err := s.Search(Query{Service: "no-such-service", Limit: 10, TotalBudget: 5 * time.Minute}); err != nil || len(p.Traces) != 0 || p.Partial {
 		t.Errorf("bucket away: service no-such-service: %+v, %v", p.Traces, err)
 	}
 	if n := s.readBack.Load() - before; n != 0 {
 		t.Errorf("a search for a service no head has read %d evicted heads' indexes back; want none", n)
+	}
+	before = s.readBack.Load()
+	if p, err := s.Search(Query{Attrs: []trace.Attr{{Key: "n", Value: "no-such-value"}}, Limit: 10, TotalBudget: 5 * time.Minute}); err != nil || len(p.Traces) != 0 || p.Partial {
+		t.Errorf("bucket away: n=no-such-value: %+v, %v", p.Traces, err)
+	}
+	if n := s.readBack.Load() - before; n > int64(evicted/10) {
+		t.Errorf("a search for an attribute value no trace has read %d of %d evicted heads' indexes back", n, evicted)
 	}
 	before = s.readBack.Load()
 	if _, err := s.Get(trace.ID{Hi: 99, Lo: 99}); !errors.Is(err, ErrNotFound) {
@@ -176,6 +190,13 @@ func TestSealedIndexBounded(t *testing.T) {
 	close(stop)
 	if err := <-readErr; err != nil {
 		t.Error(err)
+	}
+	// Every byte counted for the cut heads is given back.
+	s.walMu.Lock()
+	index, attrs = s.sealedIndex, s.evictedAttrs
+	s.walMu.Unlock()
+	if index != 0 || attrs != 0 {
+		t.Errorf("every cut head uploaded, and %d bytes of index, %d of attribute filters still counted", index, attrs)
 	}
 	for i := 0; i < got; i += 13 {
 		id := mkTrace(i, "", 1, 0, 0, false).ID

@@ -294,8 +294,12 @@ func (f *filter) metaMayMatch(p *partition, m *block.Meta) bool {
 
 // headMayMatch is metaMayMatch for an evicted head: what its block's
 // meta will hold is in memory (its catalogue, hosts, errors, longest
-// trace), so a search skips it without reading its index back.
+// trace), and mostly its attribute filter, so a search skips it without
+// reading its index back (p.mu held).
 func (f *filter) headMayMatch(p *partition, h *head) bool {
+	if h.attrs != nil && !h.attrs.HasAll(f.pairs) {
+		return false
+	}
 	var m block.Meta
 	h.fillMeta(&m)
 	return f.metaMayMatch(p, &m)

@@ -228,6 +228,9 @@ type Store struct {
 	// whose index evictSealed moved to their files.
 	uploading *head
 	evicted   int
+	// evictedAttrs: the bytes of the evicted heads' attribute filters
+	// kept (head.attrs), at most HeadSize.
+	evictedAttrs int64
 	// readBack counts the evicted heads' indexes read back (reloadIndex),
 	// blocksBuilt the blocks the uploader built of cut heads,
 	// uploadFailures its failed tries.
@@ -802,8 +805,14 @@ func (s *Store) evictSealed() {
 		}
 		p := s.partition(h.host)
 		p.mu.Lock()
-		h.evict()
+		h.evict(s.evictedAttrs < s.opt.HeadSize)
+		if h.attrs != nil && s.evictedAttrs+h.attrs.Size() > s.opt.HeadSize {
+			h.attrs = nil // past the bound: searches read the head back
+		}
 		p.mu.Unlock()
+		if h.attrs != nil {
+			s.evictedAttrs += h.attrs.Size()
+		}
 		s.sealedIndex -= h.sealedIndex
 		h.sealedIndex = 0
 		if s.evicted == 0 {
@@ -830,6 +839,9 @@ func (s *Store) dropSealed(h *head) {
 		s.sealed = slices.Delete(s.sealed, i, i+1)
 		s.sealedIndex -= h.sealedIndex
 		s.walBytes -= h.off
+		if h.attrs != nil {
+			s.evictedAttrs -= h.attrs.Size()
+		}
 	}
 	s.walCond.Broadcast()
 }

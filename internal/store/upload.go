@@ -140,10 +140,13 @@ func (s *Store) restoreIndex(h *head) error {
 	if !slices.Contains(s.sealed, h) {
 		return fmt.Errorf("store: cut head %s left the upload queue (its host deleted)", h.id)
 	}
+	if h.attrs != nil {
+		s.evictedAttrs -= h.attrs.Size()
+	}
 	p := s.partition(h.host)
 	p.mu.Lock()
 	h.rows, h.ids, h.idBytes, h.filter = r.rows, r.ids, r.idBytes, r.filter
-	h.evicted, h.idFilter = false, nil
+	h.evicted, h.idFilter, h.attrs = false, nil, nil
 	p.mu.Unlock()
 	h.sealedIndex = h.indexSize()
 	s.sealedIndex += h.sealedIndex

@@ -83,6 +83,9 @@ func (b *Bloom) Has(h uint64) bool {
 	return true
 }
 
+// Size returns the filter's bytes in memory.
+func (b *Bloom) Size() int64 { return 8 * int64(len(b.bits)) }
+
 // HasAll reports whether the filter may hold every one of hs.
 func (b *Bloom) HasAll(hs []uint64) bool {
 	for _, h := range hs {
