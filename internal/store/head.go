@@ -129,6 +129,13 @@ func (h *head) evict(keepAttrs bool) {
 	h.evicted = true
 }
 
+// restore puts back the index evict dropped, r's (reloadIndex; p.mu
+// held for writing).
+func (h *head) restore(r *head) {
+	h.rows, h.ids, h.idBytes, h.filter = r.rows, r.ids, r.idBytes, r.filter
+	h.evicted, h.idFilter, h.attrs = false, nil, nil
+}
+
 // reloadIndex reads an evicted head's index back from its file: a head
 // of its own (the same id, path, chunks and symbols) that the caller
 // uses in its place and drops, so that memory holds an evicted index
@@ -145,13 +152,7 @@ func (s *Store) reloadIndex(h *head, traces int, off int64) (*head, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: %w", h.path, err)
 	}
-	end, err := scanBlocks(f, r.off, func(off int64, ch blockHeader, raw []byte) error {
-		pl, err := parsePayload(raw, ch.version)
-		if err != nil {
-			return fmt.Errorf("%w: %v", errTorn, err)
-		}
-		return r.replayChunk(off, pl)
-	})
+	end, err := r.replay(f, r.off)
 	if err == nil && (end != off || len(r.rows) != traces) {
 		err = fmt.Errorf("%d traces up to offset %d, the head had %d up to %d", len(r.rows), end, traces, off)
 	}
@@ -569,13 +570,7 @@ func (s *Store) loadWALFile(path, id string, h *head) error {
 		defer fp.mu.Unlock()
 	}
 	from := h.off
-	end, scanErr := scanBlocks(f, from, func(off int64, ch blockHeader, raw []byte) error {
-		pl, err := parsePayload(raw, ch.version)
-		if err != nil {
-			return fmt.Errorf("%w: %v", errTorn, err)
-		}
-		return h.replayChunk(off, pl)
-	})
+	end, scanErr := h.replay(f, from)
 	if scanErr != nil && !errors.Is(scanErr, errTorn) {
 		return fmt.Errorf("%s: %w", path, scanErr)
 	}
@@ -655,6 +650,19 @@ func readWALHeader(f io.ReaderAt, path, id string) (*head, error) {
 	h := newHeadValue(id, string(rest[:n]), path, time.Unix(0, created))
 	h.off = int64(18 + len(rest))
 	return h, nil
+}
+
+// replay adds the chunks of the head's file f from offset from
+// (replayChunk) and returns where they end (a torn or corrupt chunk
+// ends them with an errTorn error).
+func (h *head) replay(f *os.File, from int64) (int64, error) {
+	return scanBlocks(f, from, func(off int64, ch blockHeader, raw []byte) error {
+		pl, err := parsePayload(raw, ch.version)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errTorn, err)
+		}
+		return h.replayChunk(off, pl)
+	})
 }
 
 // replayChunk adds a chunk read from the file: its symbols, its traces'

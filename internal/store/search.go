@@ -1416,7 +1416,7 @@ func (s *Store) getOnce(ctx context.Context, id trace.ID) (_ *trace.Trace, gone 
 			v := s.headView(p, r)
 			var rows []block.Summary
 			for _, row := range v.rows {
-				if row.ID == id {
+				if hasID(row) {
 					rows = append(rows, row)
 				}
 			}

@@ -145,8 +145,7 @@ func (s *Store) restoreIndex(h *head) error {
 	}
 	p := s.partition(h.host)
 	p.mu.Lock()
-	h.rows, h.ids, h.idBytes, h.filter = r.rows, r.ids, r.idBytes, r.filter
-	h.evicted, h.idFilter, h.attrs = false, nil, nil
+	h.restore(r)
 	p.mu.Unlock()
 	h.sealedIndex = h.indexSize()
 	s.sealedIndex += h.sealedIndex
