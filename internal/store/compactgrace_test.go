@@ -59,8 +59,8 @@ func TestCompactionSparesRunningSearches(t *testing.T) {
 		if err != nil {
 			t.Fatalf("a replaced block, right after the compaction: %v", err)
 		}
-		for i := range v.rows {
-			if _, err := v.body(ctx, &v.rows[i]); err != nil {
+		for i := range v.rows.len() {
+			if _, err := v.body(ctx, v.rows.at(i)); err != nil {
 				t.Fatalf("a replaced block's trace, right after the compaction: %v", err)
 			}
 		}

@@ -40,7 +40,7 @@ func BenchmarkHeadNote(b *testing.B) {
 		h := newHeadValue("x", "alpha", "x.wal", time.Unix(0, 0))
 		for _, t := range ts {
 			row := summarize(t, h.syms)
-			h.rows = append(h.rows, row)
+			h.rows.append(row)
 			h.note(t, &row, 100)
 		}
 		n += traces * spans

@@ -61,7 +61,7 @@ type head struct {
 
 	// rows summarize the traces in order; row i's body is in chunk
 	// rows[i].Page at rows[i].Index, or pending when Page == len(chunks).
-	rows   []block.Summary
+	rows   rowList
 	chunks []int64 // chunk offsets in the file
 	// bodies are the traces not yet in a chunk, encoded there one after
 	// the other (pending trace i ends at bodyEnds[i]). The buffer is
@@ -107,7 +107,7 @@ func (h *head) count() int {
 	if h.evicted {
 		return h.traces
 	}
-	return len(h.rows)
+	return h.rows.len()
 }
 
 // evict drops a cut head's index from memory, keeping its traces' count
@@ -117,15 +117,15 @@ func (h *head) evict(keepAttrs bool) {
 	if h.evicted {
 		return
 	}
-	ids := block.NewBloom(len(h.rows))
-	for i := range h.rows {
-		ids.Add(block.HashID(h.rows[i].ID))
+	ids := block.NewBloom(h.rows.len())
+	for i := range h.rows.len() {
+		ids.Add(block.HashID(h.rows.at(i).ID))
 	}
 	if keepAttrs {
 		h.attrs = h.filter.bloom()
 	}
-	h.traces, h.idFilter = len(h.rows), ids
-	h.rows, h.ids, h.idBytes, h.filter = nil, nil, 0, blockFilter{}
+	h.traces, h.idFilter = h.rows.len(), ids
+	h.rows, h.ids, h.idBytes, h.filter = rowList{}, nil, 0, blockFilter{}
 	h.evicted = true
 }
 
@@ -153,8 +153,8 @@ func (s *Store) reloadIndex(h *head, traces int, off int64) (*head, error) {
 		return nil, fmt.Errorf("store: %s: %w", h.path, err)
 	}
 	end, err := r.replay(f, r.off)
-	if err == nil && (end != off || len(r.rows) != traces) {
-		err = fmt.Errorf("%d traces up to offset %d, the head had %d up to %d", len(r.rows), end, traces, off)
+	if err == nil && (end != off || r.rows.len() != traces) {
+		err = fmt.Errorf("%d traces up to offset %d, the head had %d up to %d", r.rows.len(), end, traces, off)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: reading the index of cut head %s back from %s: %w", h.id, h.path, err)
@@ -228,7 +228,7 @@ func (h *head) add(t *trace.Trace) int {
 	h.bodyEnds = append(h.bodyEnds, len(h.bodies))
 	row := summarizeInto(t, h.syms, &h.ids)
 	row.Page, row.Index = uint32(len(h.chunks)), uint32(len(h.bodyEnds)-1)
-	h.rows = append(h.rows, row)
+	h.rows.append(row)
 	h.idBytes += 4 * int64(len(row.Services)+len(row.Hosts))
 	h.note(t, &row, n)
 	return n
@@ -246,7 +246,7 @@ const rowSize = int64(unsafe.Sizeof(block.Summary{}))
 // times larger: Append bounds the heads' indexes together
 // (Options.HeadSize).
 func (h *head) indexSize() int64 {
-	n := int64(len(h.rows))*rowSize + h.idBytes + h.filter.pairs.size()
+	n := int64(h.rows.len())*rowSize + h.idBytes + h.filter.pairs.size()
 	if ht := h.filter.terms; ht != nil {
 		n += int64(ht.n)*postingSize + ht.listed
 	}
@@ -269,7 +269,7 @@ func (h *head) pendingBody(i int) ([]byte, bool) {
 // note adds what a trace of size bytes brings to the head's meta and
 // filter: its hosts, and the share of the bytes of other hosts' spans.
 func (h *head) note(t *trace.Trace, row *block.Summary, size int) {
-	h.filter.add(t, uint32(max(len(h.rows)-1, 0)))
+	h.filter.add(t, uint32(max(h.rows.len()-1, 0)))
 	h.cat.add(t)
 	perSpan := max(int64(size)/int64(max(len(t.Spans), 1)), 1)
 	last := "" // a span's host mostly repeats the previous span's
@@ -434,14 +434,14 @@ func (s *Store) cut(p *partition) error {
 	s.headIndex -= h.indexSize()
 	s.indexCheck = 0
 	p.mu.Lock()
-	p.head, p.rows = nil, len(h.rows)
+	p.head = nil
 	h.bodies, h.bodyEnds = nil, nil // a sealed head's traces are all in its file
 	h.enc = encoder{}               // (its recent symbols would keep what they point into)
-	if len(h.rows) > 0 {
+	if h.rows.len() > 0 {
 		p.sealed = append(p.sealed, h)
 	}
 	p.mu.Unlock()
-	if len(h.rows) == 0 {
+	if h.rows.len() == 0 {
 		h.close()
 		os.Remove(h.path)
 		s.addWAL(-h.off)
@@ -604,9 +604,9 @@ func (s *Store) loadWALFile(path, id string, h *head) error {
 		p.mu.Unlock()
 		return nil
 	}
-	s.recovery.Traces += len(h.rows)
+	s.recovery.Traces += h.rows.len()
 	s.addWAL(h.off)
-	if len(h.rows) == 0 {
+	if h.rows.len() == 0 {
 		os.Remove(path)
 		s.addWAL(-h.off)
 		return nil
@@ -690,7 +690,7 @@ func (h *head) replayChunk(off int64, pl payload) error {
 	}
 	h.chunks = append(h.chunks, off)
 	for i, t := range traces {
-		h.rows = append(h.rows, rows[i])
+		h.rows.append(rows[i])
 		h.idBytes += 4 * int64(len(rows[i].Services)+len(rows[i].Hosts))
 		h.note(t, &rows[i], len(pl.traces[i]))
 	}

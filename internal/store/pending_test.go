@@ -47,7 +47,7 @@ func one(t *trace.Trace) []*trace.Trace { return []*trace.Trace{t} }
 
 func bodyOf(t *testing.T, v *view, row int) []byte {
 	t.Helper()
-	body, err := v.body(context.Background(), &v.rows[row])
+	body, err := v.body(context.Background(), v.rows.at(row))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -219,7 +219,7 @@ func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
 			return fmt.Errorf("store: compacting host %s: %w", p.host, err)
 		}
 		views[i] = v
-		rows += len(v.rows)
+		rows += v.rows.len()
 	}
 	parts := partsOf(views, rows)
 	waiting := map[trace.ID][]*trace.Trace{}
@@ -242,15 +242,15 @@ func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
 		b := group[i]
 		// The rows in the order of their pages: each page is read once.
 		order = order[:0]
-		for j := range v.rows {
+		for j := range v.rows.len() {
 			order = append(order, uint32(j))
 		}
 		slices.SortFunc(order, func(x, y uint32) int {
-			a, b := &v.rows[x], &v.rows[y]
+			a, b := v.rows.at(int(x)), v.rows.at(int(y))
 			return cmp.Or(cmp.Compare(a.Page, b.Page), cmp.Compare(a.Index, b.Index))
 		})
 		for _, j := range order {
-			row := &v.rows[j]
+			row := v.rows.at(int(j))
 			body, err := v.body(ctx, row)
 			if s.vanished(b, err) {
 				return errGroupGone
@@ -368,8 +368,8 @@ func (s *Store) sweepReplaced() {
 func partsOf(views []*view, rows int) map[trace.ID]int {
 	ids := make([]trace.ID, 0, rows)
 	for _, v := range views {
-		for i := range v.rows {
-			ids = append(ids, v.rows[i].ID)
+		for i := range v.rows.len() {
+			ids = append(ids, v.rows.at(i).ID)
 		}
 	}
 	slices.SortFunc(ids, func(a, b trace.ID) int { return cmp.Or(cmp.Compare(a.Hi, b.Hi), cmp.Compare(a.Lo, b.Lo)) })

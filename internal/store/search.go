@@ -163,7 +163,7 @@ type view struct {
 	// hits keep the view to read their bodies, not the rows).
 	release func()
 
-	rows []block.Summary
+	rows rowList
 	// order, when set, lists rows by start, then trace id (a head's rows,
 	// in arrival order, have none).
 	order   []uint32
@@ -181,7 +181,7 @@ func (s *Store) headView(p *partition, h *head) *view {
 	// The pending bodies' buffer takes the next ones once they are in a
 	// chunk: the view reads a copy.
 	bodies, ends := bytes.Clone(h.bodies), slices.Clone(h.bodyEnds)
-	v := &view{p: p, h: h, desc: h.path, rows: h.rows[:len(h.rows):len(h.rows)], dict: names}
+	v := &view{p: p, h: h, desc: h.path, rows: h.rows.snapshot(), dict: names}
 	byName := make(map[string]uint32, n)
 	for i, name := range names {
 		byName[name] = uint32(i)
@@ -211,7 +211,7 @@ func (s *Store) blockView(ctx context.Context, p *partition, b *blockRef) (*view
 	if err != nil {
 		return nil, err
 	}
-	v := &view{p: p, b: b, bi: bi, desc: b.key, rows: bi.rows, order: bi.byStart, dict: bi.dict}
+	v := &view{p: p, b: b, bi: bi, desc: b.key, rows: blockRows(bi.rows), order: bi.byStart, dict: bi.dict}
 	v.byName = func(name string) (uint32, bool) { id, ok := bi.byName[name]; return id, ok }
 	v.body = func(ctx context.Context, row *block.Summary) ([]byte, error) {
 		bodies, err := s.page(ctx, b, bi, int(row.Page))
@@ -381,7 +381,7 @@ func (s *Store) useTerms(ctx context.Context, rf *rowFilter) {
 	if tm == nil {
 		return
 	}
-	n := len(v.rows)
+	n := v.rows.len()
 	var cand []uint64
 	words := (n + 63) / 64
 	and := func(set []uint64) {
@@ -477,7 +477,7 @@ func headCandidates(rf *rowFilter) {
 		if strings.HasPrefix(a.Key, "kieker.") {
 			continue
 		}
-		set, ok := v.h.filter.rowsOf(pairHash(a.Key, a.Value), len(v.rows))
+		set, ok := v.h.filter.rowsOf(pairHash(a.Key, a.Value), v.rows.len())
 		if !ok {
 			continue // the head's index is full: the pair may be in any row
 		}
@@ -1081,7 +1081,7 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, 
 	}
 	if v.release != nil {
 		defer func() {
-			v.rows, v.h, v.pairsOK = nil, nil, nil
+			v.rows, v.h, v.pairsOK = rowList{}, nil, nil
 			v.release()
 		}()
 	}
@@ -1095,14 +1095,14 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, 
 	if rf.none {
 		return res
 	}
-	n := len(v.rows)
+	n := v.rows.len()
 	if v.order == nil {
-		for i := range v.rows {
+		for i := range v.rows.len() {
 			if !rf.candidate(uint32(i)) {
 				res.scanned++
 				continue
 			}
-			s.scanRow(ctx, v, &v.rows[i], rf, &res, since, until, after, better)
+			s.scanRow(ctx, v, v.rows.at(i), rf, &res, since, until, after, better)
 		}
 		return res
 	}
@@ -1115,7 +1115,7 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, 
 		}
 		return v.order[k]
 	}
-	at := func(k int) *block.Summary { return &v.rows[idx(k)] }
+	at := func(k int) *block.Summary { return v.rows.at(int(idx(k))) }
 	k := 0
 	if after != nil {
 		k = sortSearch(n, func(k int) bool { r := at(k); return better(*after, cursorPos{start: r.Start, id: r.ID}) })
@@ -1139,7 +1139,7 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, 
 	walk, end := idx, n
 	if cands := rf.candidates(); cands != nil && len(cands)*4 < n {
 		slices.SortFunc(cands, func(a, b uint32) int {
-			x, y := &v.rows[a], &v.rows[b]
+			x, y := v.rows.at(int(a)), v.rows.at(int(b))
 			c := cmp.Or(cmp.Compare(x.Start, y.Start), cmp.Compare(x.ID.Hi, y.ID.Hi), cmp.Compare(x.ID.Lo, y.ID.Lo))
 			if st.desc {
 				return -c
@@ -1152,7 +1152,7 @@ func (s *Store) scanUnit(ctx context.Context, u unit, f *filter, st *scanState, 
 	distinct := 0
 	for ; k < end; k++ {
 		ri := walk(k)
-		r := &v.rows[ri]
+		r := v.rows.at(int(ri))
 		if st.desc && r.Start < since || !st.desc && r.Start > until {
 			break
 		}
@@ -1200,7 +1200,7 @@ func (s *Store) prefetch(ctx context.Context, v *view, rf *rowFilter, st *scanSt
 		if len(pages) == min(st.limit, prefetchPages) {
 			break
 		}
-		r := &v.rows[ri]
+		r := v.rows.at(int(ri))
 		if w != nil && !better(cursorPos{start: r.Start, id: r.ID}, *w) {
 			break
 		}
@@ -1245,7 +1245,7 @@ func (s *Store) evalPage(ctx context.Context, v *view, rf *rowFilter, page uint3
 		return
 	}
 	for _, ri := range rows {
-		r := &v.rows[ri]
+		r := v.rows.at(int(ri))
 		verdict[ri] = 2
 		if !rf.candidate(ri) || !rf.rowOK(r, since, until, after, better) || int(r.Index) >= len(bodies) {
 			continue
@@ -1378,7 +1378,7 @@ func (s *Store) get(ctx context.Context, id trace.ID) (*trace.Trace, error) {
 func (s *Store) getOnce(ctx context.Context, id trace.ID) (_ *trace.Trace, gone bool, _ error) {
 	var parts []*trace.Trace
 	var firstErr error
-	hasID := func(r block.Summary) bool { return r.ID == id }
+	hasID := func(r *block.Summary) bool { return r.ID == id }
 	for _, p := range s.partitions() {
 		p.mu.RLock()
 		var views []*view
@@ -1395,7 +1395,7 @@ func (s *Store) getOnce(ctx context.Context, id trace.ID) (_ *trace.Trace, gone 
 				if h.idFilter.Has(block.HashID(id)) {
 					evicted = append(evicted, evictedHead{h, h.traces, h.off})
 				}
-			case slices.ContainsFunc(h.rows, hasID):
+			case h.rows.contains(hasID):
 				views = append(views, s.headView(p, h))
 			}
 		}
@@ -1414,15 +1414,15 @@ func (s *Store) getOnce(ctx context.Context, id trace.ID) (_ *trace.Trace, gone 
 			// The view keeps the trace's rows only: the index read back
 			// goes now.
 			v := s.headView(p, r)
-			var rows []block.Summary
-			for _, row := range v.rows {
-				if hasID(row) {
-					rows = append(rows, row)
+			var rows rowList
+			for i := range v.rows.len() {
+				if row := v.rows.at(i); hasID(row) {
+					rows.append(*row)
 				}
 			}
 			v.rows, v.h, v.pairsOK = rows, &head{id: r.id}, nil
 			release()
-			if len(v.rows) > 0 {
+			if v.rows.len() > 0 {
 				views = append(views, v)
 			}
 		}
@@ -1451,14 +1451,15 @@ func (s *Store) getOnce(ctx context.Context, id trace.ID) (_ *trace.Trace, gone 
 			views = append(views, v)
 		}
 		for _, v := range views {
-			i, _ := slices.BinarySearchFunc(v.rows, id, func(r block.Summary, id trace.ID) int {
-				return cmp.Or(cmp.Compare(r.ID.Hi, id.Hi), cmp.Compare(r.ID.Lo, id.Lo))
-			})
-			if v.h != nil {
-				i = 0 // a head's rows are in arrival order
+			i := 0 // a head's rows are in arrival order
+			if v.h == nil {
+				i = sortSearch(v.rows.len(), func(i int) bool {
+					r := v.rows.at(i)
+					return cmp.Or(cmp.Compare(r.ID.Hi, id.Hi), cmp.Compare(r.ID.Lo, id.Lo)) >= 0
+				})
 			}
-			for ; i < len(v.rows); i++ {
-				r := &v.rows[i]
+			for ; i < v.rows.len(); i++ {
+				r := v.rows.at(i)
 				if r.ID != id {
 					if v.h != nil {
 						continue

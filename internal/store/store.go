@@ -300,9 +300,6 @@ type partition struct {
 	// blocks are listed.
 	sealed []*head
 	blocks []*blockRef // by MinStart
-	// rows: how many traces the last head cut held (the next head's rows
-	// are made that large at once: a busy host's heads are alike).
-	rows int
 }
 
 // blockRef is a block of the store: its meta, and where its data is.
@@ -532,9 +529,6 @@ func (s *Store) appendTrace(p *partition, t *trace.Trace, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		// Room for as many rows as the last head had, up to firstRows
-		// (a head's index counts the rows it has, not their room).
-		h.rows = make([]block.Summary, 0, min(p.rows, firstRows))
 		p.mu.Lock()
 		p.head = h
 		p.mu.Unlock()
@@ -568,8 +562,6 @@ func (s *Store) appendTrace(p *partition, t *trace.Trace, now time.Time) error {
 	return nil
 }
 
-// firstRows bounds the rows a new head makes room for at once.
-const firstRows = 1 << 12
 
 // minCutShare: a head is cut for the heads' indexes only when its own is
 // at least this share of the head size.
@@ -617,7 +609,7 @@ func (s *Store) syncLocked(cutAll bool) error {
 		if err := h.sync(); err != nil {
 			return fmt.Errorf("store: host %s: %w", p.host, err)
 		}
-		if len(h.rows) > 0 && (cutAll || now.Sub(h.created) >= s.opt.HeadAge) {
+		if h.rows.len() > 0 && (cutAll || now.Sub(h.created) >= s.opt.HeadAge) {
 			if err := s.cut(p); err != nil {
 				return err
 			}

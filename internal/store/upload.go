@@ -339,7 +339,7 @@ func (p *partition) addBlock(b *blockRef) {
 // buildBlock makes a cut head's block from its file.
 func (s *Store) buildBlock(h *head) ([]byte, *block.Meta, error) {
 	w := block.NewWriter(s.opt.PageSize)
-	w.Grow(len(h.rows))
+	w.Grow(h.rows.len())
 	// The filter's attribute pairs are about the distinct terms (the
 	// term index lists status messages and exceptions' attributes too).
 	w.GrowTerms(h.filter.attrPairs)
@@ -362,7 +362,7 @@ func (s *Store) buildBlock(h *head) ([]byte, *block.Meta, error) {
 			return nil, nil, fmt.Errorf("store: %s chunk %d: %w", h.path, i, err)
 		}
 		for _, body := range pl.traces {
-			if row >= len(h.rows) {
+			if row >= h.rows.len() {
 				return nil, nil, fmt.Errorf("store: %s: more traces than rows", h.path)
 			}
 			// The trace's terms, for the term index, read from its body
@@ -372,12 +372,12 @@ func (s *Store) buildBlock(h *head) ([]byte, *block.Meta, error) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("store: %s chunk %d: %w", h.path, i, err)
 			}
-			w.Add(body, h.rows[row], terms...)
+			w.Add(body, *h.rows.at(row), terms...)
 			row++
 		}
 	}
-	if row != len(h.rows) {
-		return nil, nil, fmt.Errorf("store: %s: %d traces in the file, %d rows", h.path, row, len(h.rows))
+	if row != h.rows.len() {
+		return nil, nil, fmt.Errorf("store: %s: %d traces in the file, %d rows", h.path, row, h.rows.len())
 	}
 	data, st, err := w.Finish(h.syms.names, h.filter.bloom())
 	if err != nil {

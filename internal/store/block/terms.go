@@ -39,9 +39,41 @@ type termSet struct {
 	list  []termEnt // term id → term
 	table []uint32  // 1 + term id by hash (0: empty); len a power of 2
 	seed  maphash.Seed
-	// rowTerms[rowEnd[i-1]:rowEnd[i]] are row i's term ids (in Add order).
-	rowTerms []uint32
+	// Row i's term ids (in Add order) are rowTerms' entries
+	// rowEnd[i-1] to rowEnd[i].
+	rowTerms termIDs
 	rowEnd   []uint32
+}
+
+// termIDs is a list of term ids in segments of termSeg: a busy block's
+// rows list millions, and one slice grown by doubling would be copied at
+// each step (and allocated twice over) while the block is built.
+type termIDs struct {
+	segs [][]uint32
+	n    uint32
+}
+
+const (
+	termSegShift = 15
+	termSeg      = 1 << termSegShift
+)
+
+func (l *termIDs) append(id uint32) {
+	if l.n%termSeg == 0 {
+		l.segs = append(l.segs, make([]uint32, termSeg))
+	}
+	l.segs[l.n>>termSegShift][l.n%termSeg] = id
+	l.n++
+}
+
+// each calls f with the ids from lo to hi, a segment's part at a time.
+func (l *termIDs) each(lo, hi uint32, f func([]uint32)) {
+	for lo < hi {
+		s, o := lo>>termSegShift, lo%termSeg
+		end := min(hi-lo, termSeg-o)
+		f(l.segs[s][o : o+end])
+		lo += end
+	}
 }
 
 // termEnt is a term: its key's id and its value, bytes[off:off+n].
@@ -94,10 +126,10 @@ func (ts *termSet) add(terms []Term) {
 		// A term once a row (the order of a row's terms does not matter).
 		if e := &ts.list[id]; e.row != row {
 			e.row = row
-			ts.rowTerms = append(ts.rowTerms, id)
+			ts.rowTerms.append(id)
 		}
 	}
-	ts.rowEnd = append(ts.rowEnd, uint32(len(ts.rowTerms)))
+	ts.rowEnd = append(ts.rowEnd, ts.rowTerms.n)
 }
 
 // key returns the id of key, adding it when new.
@@ -161,23 +193,30 @@ func (ts *termSet) appendTerms(dst []byte, perm []uint32) []byte {
 	// The postings of every term, in row order: counted, then filled.
 	n := len(ts.list)
 	count := make([]uint32, n+1)
-	for _, id := range ts.rowTerms {
-		count[id+1]++
-	}
+	ts.rowTerms.each(0, ts.rowTerms.n, func(ids []uint32) {
+		for _, id := range ids {
+			count[id+1]++
+		}
+	})
 	for i := 1; i <= n; i++ {
 		count[i] += count[i-1]
 	}
-	post := make([]uint32, len(ts.rowTerms))
+	post := make([]uint32, ts.rowTerms.n)
 	fill := slices.Clone(count[:n])
-	for row, old := range perm {
+	var row uint32
+	put := func(ids []uint32) {
+		for _, id := range ids {
+			post[fill[id]] = row
+			fill[id]++
+		}
+	}
+	for i, old := range perm {
 		lo := uint32(0)
 		if old > 0 {
 			lo = ts.rowEnd[old-1]
 		}
-		for _, id := range ts.rowTerms[lo:ts.rowEnd[old]] {
-			post[fill[id]] = uint32(row)
-			fill[id]++
-		}
+		row = uint32(i)
+		ts.rowTerms.each(lo, ts.rowEnd[old], put)
 	}
 	order := make([]uint32, n)
 	for i := range order {
@@ -199,6 +238,13 @@ func (ts *termSet) appendTerms(dst []byte, perm []uint32) []byte {
 		}
 		return 1
 	})
+	// Room for the section at once (about: a posting's delta takes 1 to
+	// 3 bytes): it grew by doubling, each step a copy.
+	est := len(ts.bytes) + 4*n + 2*int(ts.rowTerms.n)
+	for _, k := range ts.keyStr {
+		est += len(k) + 4
+	}
+	dst = slices.Grow(dst, est)
 	keys := 0
 	for i, id := range order {
 		if i == 0 || ts.list[id].key != ts.list[order[i-1]].key {

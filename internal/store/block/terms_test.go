@@ -228,9 +228,10 @@ func ExampleTerms_Lookup() {
 // across rows, several keys, values cut at MaxTermValue, a value equal
 // to another's first MaxTermValue bytes) are each listed under exactly
 // the rows that hold them, in the index's order (the set's table grows
-// many times).
+// many times; the rows' term lists span several of termIDs' segments,
+// one row more than a whole segment).
 func TestTermSetMany(t *testing.T) {
-	const rows = 3000
+	const rows = 8000
 	long := strings.Repeat("x", MaxTermValue)
 	rowTerms := func(i int) []Term {
 		ts := []Term{
@@ -245,6 +246,11 @@ func TestTermSetMany(t *testing.T) {
 		}
 		if i%7 == 0 {
 			ts = append(ts, Term{Key: "stmt", Value: long}) // whole, equal to the truncated ones' bytes
+		}
+		if i == rows/2 {
+			for j := range termSeg + 100 {
+				ts = append(ts, Term{Key: "big", Value: fmt.Sprint(j)})
+			}
 		}
 		return ts
 	}
@@ -291,6 +297,9 @@ func TestTermSetMany(t *testing.T) {
 	}
 	if len(want) < 3000 {
 		t.Errorf("%d terms: the test wants thousands", len(want))
+	}
+	if ts.rowTerms.n < 2*termSeg {
+		t.Errorf("%d rows' terms: the test wants several segments", ts.rowTerms.n)
 	}
 }
 
