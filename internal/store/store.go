@@ -562,7 +562,6 @@ func (s *Store) appendTrace(p *partition, t *trace.Trace, now time.Time) error {
 	return nil
 }
 
-
 // minCutShare: a head is cut for the heads' indexes only when its own is
 // at least this share of the head size.
 const minCutShare = 32
