@@ -162,7 +162,7 @@ func rangeErr(off, n, size int64) error {
 }
 
 // Put implements Store.
-func (l *Local) Put(ctx context.Context, key string, data []byte) error {
+func (l *Local) Put(ctx context.Context, key string, data ...[]byte) error {
 	p, err := l.path("put", key)
 	if err != nil {
 		return err
@@ -199,7 +199,7 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 }
 
 // writeTemp writes data to a synced temporary file and returns its path.
-func (l *Local) writeTemp(data []byte) (string, error) {
+func (l *Local) writeTemp(data [][]byte) (string, error) {
 	f, err := os.CreateTemp(filepath.Join(l.dir, tmpDir), "put-*")
 	if errors.Is(err, fs.ErrNotExist) { // removed under us: make it again
 		if err = os.MkdirAll(filepath.Join(l.dir, tmpDir), 0o755); err == nil {
@@ -209,7 +209,11 @@ func (l *Local) writeTemp(data []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, err = f.Write(data)
+	for _, part := range data {
+		if _, err = f.Write(part); err != nil {
+			break
+		}
+	}
 	if err == nil {
 		err = f.Sync()
 	}

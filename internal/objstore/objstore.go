@@ -51,9 +51,11 @@ type Store interface {
 	// passes the object's end fails with ErrRange (n == 0 returns nothing
 	// without looking). The caller owns the bytes.
 	GetRange(ctx context.Context, key string, off, n int64) ([]byte, error)
-	// Put stores data under key, replacing any object there, atomically.
-	// Put does not keep data after it returns.
-	Put(ctx context.Context, key string, data []byte) error
+	// Put stores data under key, replacing any object there, atomically;
+	// data in several parts is stored as one object of them one after
+	// the other (a block built in pieces is not copied into one). Put
+	// does not keep data after it returns.
+	Put(ctx context.Context, key string, data ...[]byte) error
 	// Delete removes an object; a missing one is not an error.
 	Delete(ctx context.Context, key string) error
 	// Close releases what the store holds (an S3 store's idle

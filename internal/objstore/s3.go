@@ -1,7 +1,6 @@
 package objstore
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -416,7 +415,7 @@ func (s *S3) GetRange(ctx context.Context, key string, off, n int64) ([]byte, er
 // the next attempt. (An upload cut short by a crash stays on the server
 // until the bucket's lifecycle rule AbortIncompleteMultipartUpload, if
 // any, removes it.)
-func (s *S3) Put(ctx context.Context, key string, data []byte) error {
+func (s *S3) Put(ctx context.Context, key string, data ...[]byte) error {
 	if err := ValidKey(key); err != nil {
 		return s.fail("put", key, err)
 	}
@@ -425,7 +424,8 @@ func (s *S3) Put(ctx context.Context, key string, data []byte) error {
 		// failed part: end them with the attempt.
 		actx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		_, err := s.client.PutObject(actx, s.bucket, s.prefix+key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{
+		r := newPartsReader(data)
+		_, err := s.client.PutObject(actx, s.bucket, s.prefix+key, r, r.size, minio.PutObjectOptions{
 			ContentType: "application/octet-stream",
 			PartSize:    s.partSize,
 			// One part at a time: when a part fails, the upload is

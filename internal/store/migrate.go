@@ -143,7 +143,7 @@ func (s *Store) migrate(progress func(done, total int64)) (MigrateResult, error)
 		if h == nil || w.Traces() == 0 {
 			return nil
 		}
-		data, st, err := w.Finish(h.syms.names, h.filter.bloom())
+		data, st, err := w.FinishParts(h.syms.names, h.filter.bloom())
 		if err != nil {
 			return err
 		}

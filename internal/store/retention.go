@@ -287,7 +287,7 @@ func (s *Store) compactBlocks(p *partition, group []*blockRef) error {
 	if len(waiting) > 0 {
 		return fmt.Errorf("store: compacting host %s: %d traces' parts not all read", p.host, len(waiting))
 	}
-	data, st, err := w.Finish(h.syms.names, h.filter.bloom())
+	data, st, err := w.FinishParts(h.syms.names, h.filter.bloom())
 	if err != nil {
 		return err
 	}

@@ -367,7 +367,7 @@ func TestCheckFindsAWrongTermIndex(t *testing.T) {
 	m := &block.Meta{Version: block.Version, ID: h.id, Host: h.host, Created: now.UTC(), MinStart: st.MinStart, MaxEnd: st.MaxEnd,
 		Traces: st.Traces, Spans: st.Spans, Size: st.Size, FooterCRC: st.FooterCRC}
 	h.fillMeta(m)
-	if err := s.putBlock(context.Background(), data, m); err != nil {
+	if err := s.putBlock(context.Background(), [][]byte{data}, m); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

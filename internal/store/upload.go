@@ -117,7 +117,7 @@ func (s *Store) upload(h *head) error {
 // upload is retried.
 type builtBlock struct {
 	h    *head
-	data []byte
+	data [][]byte
 	meta *block.Meta
 }
 
@@ -276,8 +276,9 @@ func (s *Store) deleted() {
 	}
 }
 
-// putBlock writes a block's data object, then its meta.
-func (s *Store) putBlock(ctx context.Context, data []byte, meta *block.Meta) error {
+// putBlock writes a block's data object (its parts, block.Writer's
+// FinishParts), then its meta.
+func (s *Store) putBlock(ctx context.Context, data [][]byte, meta *block.Meta) error {
 	if err := s.putData(ctx, data, meta); err != nil {
 		return err
 	}
@@ -286,8 +287,8 @@ func (s *Store) putBlock(ctx context.Context, data []byte, meta *block.Meta) err
 
 // putData writes a block's data object: nothing lists it until its meta
 // is written (publishMeta).
-func (s *Store) putData(ctx context.Context, data []byte, meta *block.Meta) error {
-	if err := s.bucket.Put(ctx, block.Dir(meta.Host, meta.ID)+block.DataName, data); err != nil {
+func (s *Store) putData(ctx context.Context, data [][]byte, meta *block.Meta) error {
+	if err := s.bucket.Put(ctx, block.Dir(meta.Host, meta.ID)+block.DataName, data...); err != nil {
 		return fmt.Errorf("store: block %s of host %s: %w", meta.ID, meta.Host, err)
 	}
 	return nil
@@ -337,7 +338,7 @@ func (p *partition) addBlock(b *blockRef) {
 }
 
 // buildBlock makes a cut head's block from its file.
-func (s *Store) buildBlock(h *head) ([]byte, *block.Meta, error) {
+func (s *Store) buildBlock(h *head) ([][]byte, *block.Meta, error) {
 	w := block.NewWriter(s.opt.PageSize)
 	w.Grow(h.rows.len())
 	// The filter's attribute pairs are about the distinct terms (the
@@ -379,7 +380,7 @@ func (s *Store) buildBlock(h *head) ([]byte, *block.Meta, error) {
 	if row != h.rows.len() {
 		return nil, nil, fmt.Errorf("store: %s: %d traces in the file, %d rows", h.path, row, h.rows.len())
 	}
-	data, st, err := w.Finish(h.syms.names, h.filter.bloom())
+	data, st, err := w.FinishParts(h.syms.names, h.filter.bloom())
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: block of %s: %w", h.path, err)
 	}

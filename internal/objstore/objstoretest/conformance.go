@@ -80,6 +80,38 @@ func Conformance(t *testing.T, open func(t *testing.T) objstore.Store) {
 		}
 	})
 
+	// An object put in parts (a block as its writer keeps it) is their
+	// concatenation: parts of odd sizes and empty ones, across an S3
+	// part's boundary, and a small one.
+	t.Run("Parts", func(t *testing.T) {
+		st := open(t)
+		want := pattern(Large, 3)
+		cuts := []int{0, 0, 17, 1 << 20, 5<<20 - 1, 5<<20 - 1, 5<<20 + 2, 11 << 20, Large}
+		var parts [][]byte
+		for i := 1; i < len(cuts); i++ {
+			parts = append(parts, want[cuts[i-1]:cuts[i]])
+		}
+		if err := st.Put(ctx(t), "parts", parts...); err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.Get(ctx(t), "parts")
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("get: %d bytes, %v", len(got), err)
+		}
+		if err := st.Put(ctx(t), "small", []byte("ab"), nil, []byte("c")); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := st.Get(ctx(t), "small"); err != nil || string(got) != "abc" {
+			t.Fatalf("get small: %q, %v", got, err)
+		}
+		if err := st.Put(ctx(t), "none"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := st.Get(ctx(t), "none"); err != nil || len(got) != 0 {
+			t.Fatalf("get none: %q, %v", got, err)
+		}
+	})
+
 	t.Run("NotExist", func(t *testing.T) {
 		st := open(t)
 		mustPut(t, st, "there", []byte("x"))
