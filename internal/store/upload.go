@@ -340,6 +340,9 @@ func (p *partition) addBlock(b *blockRef) {
 // buildBlock makes a cut head's block from its file.
 func (s *Store) buildBlock(h *head) ([][]byte, *block.Meta, error) {
 	w := block.NewWriter(s.opt.PageSize)
+	// The rows are read in the head (its file's traces are its rows, in
+	// order), not copied.
+	w.ReadRows(h.rows.at)
 	w.Grow(h.rows.len())
 	// The filter's attribute pairs are about the distinct terms (the
 	// term index lists status messages and exceptions' attributes too).

@@ -164,7 +164,12 @@ type Writer struct {
 	page     []byte   // scratch: the page with its count, compressed from
 	inPage   uint32
 	pages    []PageRef
+	// rows are the summaries Add copied, unless from reads them where
+	// the caller keeps them (ReadRows); pos is each row's place in the
+	// block, in Add order.
 	rows     []Summary
+	from     func(i int) *Summary
+	pos      []rowPos
 	spans    int
 	minStart int64
 	maxEnd   int64
@@ -184,16 +189,23 @@ func NewWriter(pageSize int) *Writer {
 	return w
 }
 
-// Add adds a trace's body with its summary (Page and Index are set here)
-// and the terms the term index lists it under (repeats are fine). The
-// body and terms are copied.
+// rowPos is where a row's body is: its page and its place in the page.
+type rowPos struct{ page, index uint32 }
+
+// Add adds a trace's body with its summary (its Page and Index are the
+// block's, set here) and the terms the term index lists it under
+// (repeats are fine). The body and terms are copied, and the summary
+// unless the Writer reads the rows where the caller keeps them
+// (ReadRows).
 func (w *Writer) Add(body []byte, s Summary, terms ...Term) {
 	w.terms.add(terms)
 	w.raw = binary.AppendUvarint(w.raw, uint64(len(body)))
 	w.raw = append(w.raw, body...)
-	s.Page, s.Index = uint32(len(w.pages)), w.inPage
+	w.pos = append(w.pos, rowPos{uint32(len(w.pages)), w.inPage})
 	w.inPage++
-	w.rows = append(w.rows, s)
+	if w.from == nil {
+		w.rows = append(w.rows, s)
+	}
 	w.spans += int(s.Spans)
 	w.minStart = min(w.minStart, s.Start)
 	w.maxEnd = max(w.maxEnd, s.Start+s.Duration)
@@ -205,7 +217,10 @@ func (w *Writer) Add(body []byte, s Summary, terms ...Term) {
 // Grow makes room for n more traces' rows (a writer that knows how many
 // traces it will add copies none of them as it grows).
 func (w *Writer) Grow(n int) {
-	w.rows = slices.Grow(w.rows, n)
+	if w.from == nil {
+		w.rows = slices.Grow(w.rows, n)
+	}
+	w.pos = slices.Grow(w.pos, n)
 	w.terms.rowEnd = slices.Grow(w.terms.rowEnd, n)
 }
 
@@ -222,7 +237,27 @@ func (w *Writer) GrowTerms(distinct int) {
 
 // Traces returns the number of traces added; Size the bytes so far
 // (compressed pages and the uncompressed current page).
-func (w *Writer) Traces() int { return len(w.rows) }
+func (w *Writer) Traces() int { return len(w.pos) }
+
+// ReadRows tells a Writer, before the first Add, that the summary of the
+// i-th trace added is at rows(i) until Finish returns, as Add is given it
+// (but for its Page and Index): the Writer reads it there instead of
+// keeping a copy (a cut head's rows are in memory already: a copy of a
+// busy host's was tens of megabytes more while its block was built).
+func (w *Writer) ReadRows(rows func(i int) *Summary) {
+	if len(w.pos) == 0 {
+		w.from, w.rows = rows, nil
+	}
+}
+
+// row returns the summary of the i-th trace added (its Page and Index
+// not the block's: pos has those).
+func (w *Writer) row(i int) *Summary {
+	if w.from != nil {
+		return w.from(i)
+	}
+	return &w.rows[i]
+}
 func (w *Writer) Size() int   { return w.size + len(w.raw) }
 
 // segSize is the size of the segments a Writer keeps its compressed pages
@@ -287,8 +322,9 @@ func (w *Writer) FinishParts(dict []string, attrs *Bloom) ([][]byte, Stats, erro
 	if len(dict) == 0 || dict[0] != "" {
 		return nil, Stats{}, errors.New("block: the dictionary's id 0 must be the empty string")
 	}
-	for i := range w.rows {
-		r := &w.rows[i]
+	n := len(w.pos)
+	for i := range n {
+		r := w.row(i)
 		// The largest symbol a row names (no list built: a block has
 		// many rows).
 		top := r.Name
@@ -304,7 +340,7 @@ func (w *Writer) FinishParts(dict []string, attrs *Bloom) ([][]byte, Stats, erro
 	}
 	w.cut()
 	var f Footer
-	f.Version, f.Traces, f.PageCount = Version, uint32(len(w.rows)), uint32(len(w.pages))
+	f.Version, f.Traces, f.PageCount = Version, uint32(n), uint32(len(w.pages))
 	// The sections after the pages, then the object in one allocation.
 	var tail []byte
 	section := func(raw []byte, compressed bool) Section {
@@ -325,8 +361,8 @@ func (w *Writer) FinishParts(dict []string, attrs *Bloom) ([][]byte, Stats, erro
 		raw = append(raw, s...)
 	}
 	f.Dict = section(raw, true)
-	perm := sortRows(w.rows)
-	f.Index = section(appendIndex(nil, w.rows), true)
+	perm := sortRows(n, w.row)
+	f.Index = section(w.appendIndex(nil, perm), true)
 	raw = raw[:0]
 	for _, p := range w.pages {
 		raw = binary.BigEndian.AppendUint64(raw, p.Off)
@@ -340,9 +376,9 @@ func (w *Writer) FinishParts(dict []string, attrs *Bloom) ([][]byte, Stats, erro
 		attrs = &Bloom{} // empty: holds everything
 	}
 	f.Attrs = section(attrs.Marshal(nil), false)
-	ids := NewBloom(len(w.rows))
-	for i := range w.rows {
-		ids.Add(HashID(w.rows[i].ID))
+	ids := NewBloom(n)
+	for i := range n {
+		ids.Add(HashID(w.row(i).ID))
 	}
 	f.IDs = section(ids.Marshal(nil), false)
 	f.Terms = section(w.terms.appendTerms(nil, perm), true)
@@ -352,8 +388,8 @@ func (w *Writer) FinishParts(dict []string, attrs *Bloom) ([][]byte, Stats, erro
 	parts = append(parts, w.segs...)
 	parts = append(parts, tail)
 	w.segs = nil
-	st := Stats{Traces: len(w.rows), Spans: w.spans, Size: int64(w.size + len(tail)), FooterCRC: FooterChecksum(tail)}
-	if len(w.rows) > 0 {
+	st := Stats{Traces: n, Spans: w.spans, Size: int64(w.size + len(tail)), FooterCRC: FooterChecksum(tail)}
+	if n > 0 {
 		st.MinStart, st.MaxEnd = w.minStart, w.maxEnd
 	}
 	return parts, st, nil
@@ -368,15 +404,15 @@ func HashID(id trace.ID) uint64 {
 	return h
 }
 
-// sortRows sorts the rows by trace id, then start (stable), and returns
-// where each came from: perm[i] is the Add-order number of row i.
-func sortRows(rows []Summary) []uint32 {
-	perm := make([]uint32, len(rows))
+// sortRows orders the n rows by trace id, then start (stable): perm[i]
+// is the Add-order number of the index's row i.
+func sortRows(n int, row func(i int) *Summary) []uint32 {
+	perm := make([]uint32, n)
 	for i := range perm {
 		perm[i] = uint32(i)
 	}
 	slices.SortStableFunc(perm, func(x, y uint32) int {
-		a, b := &rows[x], &rows[y]
+		a, b := row(int(x)), row(int(y))
 		switch {
 		case a.ID.Hi != b.ID.Hi:
 			return cmpU64(a.ID.Hi, b.ID.Hi)
@@ -389,19 +425,15 @@ func sortRows(rows []Summary) []uint32 {
 		}
 		return 0
 	})
-	sorted := make([]Summary, len(rows))
-	for i, p := range perm {
-		sorted[i] = rows[p]
-	}
-	copy(rows, sorted)
 	return perm
 }
 
-// appendIndex appends the index rows (sorted by sortRows).
-func appendIndex(dst []byte, rows []Summary) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(rows)))
-	for i := range rows {
-		r := &rows[i]
+// appendIndex appends the index: the rows in perm's order (sortRows),
+// each with its place in the block.
+func (w *Writer) appendIndex(dst []byte, perm []uint32) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(perm)))
+	for _, p := range perm {
+		r, at := w.row(int(p)), w.pos[p]
 		dst = binary.BigEndian.AppendUint64(dst, r.ID.Hi)
 		dst = binary.BigEndian.AppendUint64(dst, r.ID.Lo)
 		dst = binary.AppendVarint(dst, r.Start)
@@ -420,8 +452,8 @@ func appendIndex(dst []byte, rows []Summary) []byte {
 				dst = binary.AppendUvarint(dst, uint64(id))
 			}
 		}
-		dst = binary.AppendUvarint(dst, uint64(r.Page))
-		dst = binary.AppendUvarint(dst, uint64(r.Index))
+		dst = binary.AppendUvarint(dst, uint64(at.page))
+		dst = binary.AppendUvarint(dst, uint64(at.index))
 	}
 	return dst
 }

@@ -358,8 +358,8 @@ func openVerified(t *testing.T, data []byte) (*Reader, []Summary) {
 }
 
 // TestWriterHintsSameBytes: the room a Writer is told to make (Grow,
-// GrowTerms: right, too little, too much) changes none of the block's
-// bytes.
+// GrowTerms: right, too little, too much), and reading the rows where the
+// caller keeps them (ReadRows), change none of the block's bytes.
 func TestWriterHintsSameBytes(t *testing.T) {
 	const n, pageSize = 300, 512
 	dict := []string{"", "GET /", "web", "db", "host-a"}
@@ -385,6 +385,17 @@ func TestWriterHintsSameBytes(t *testing.T) {
 		"right":      func(w *Writer) { w.Grow(n); w.GrowTerms(20) },
 		"too much":   func(w *Writer) { w.Grow(10 * n); w.GrowTerms(4000) },
 		"too little": func(w *Writer) { w.Grow(1); w.GrowTerms(1) },
+		// The rows read where the caller keeps them (ReadRows), with
+		// Page and Index of their own (a cut head's), not copied.
+		"rows read": func(w *Writer) {
+			rows := make([]Summary, n)
+			for i := range rows {
+				rows[i] = Summary{ID: trace.ID{Hi: uint64(i % 3), Lo: uint64(1000 - i)}, Start: int64(i) * 1000, Duration: int64(10 + i), Spans: 2, Name: 1, Services: []uint32{2},
+					Page: uint32(7 * i), Index: uint32(i)}
+			}
+			w.ReadRows(func(i int) *Summary { return &rows[i] })
+			w.Grow(n)
+		},
 	} {
 		if got := build(hint); !bytes.Equal(got, want) {
 			t.Errorf("%s: the block differs (%d bytes, want %d)", name, len(got), len(want))
