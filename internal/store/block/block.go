@@ -258,7 +258,7 @@ func (w *Writer) row(i int) *Summary {
 	}
 	return &w.rows[i]
 }
-func (w *Writer) Size() int   { return w.size + len(w.raw) }
+func (w *Writer) Size() int { return w.size + len(w.raw) }
 
 // segSize is the size of the segments a Writer keeps its compressed pages
 // in: a block of many pages grown as one slice would be copied at every
