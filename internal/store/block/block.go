@@ -238,6 +238,7 @@ func (w *Writer) GrowTerms(distinct int) {
 // Traces returns the number of traces added; Size the bytes so far
 // (compressed pages and the uncompressed current page).
 func (w *Writer) Traces() int { return len(w.pos) }
+func (w *Writer) Size() int   { return w.size + len(w.raw) }
 
 // ReadRows tells a Writer, before the first Add, that the summary of the
 // i-th trace added is at rows(i) until Finish returns, as Add is given it
@@ -258,7 +259,6 @@ func (w *Writer) row(i int) *Summary {
 	}
 	return &w.rows[i]
 }
-func (w *Writer) Size() int { return w.size + len(w.raw) }
 
 // segSize is the size of the segments a Writer keeps its compressed pages
 // in: a block of many pages grown as one slice would be copied at every
