@@ -94,6 +94,11 @@ func (s *Store) upload(h *head) error {
 	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Minute)
 	defer cancel()
 	if err := s.putBlock(ctx, data, meta); err != nil {
+		if len(data) > 1 {
+			// Kept through the retries in one part of its size: the
+			// writer's segments have room left in them.
+			s.built.data = [][]byte{slices.Concat(data...)}
+		}
 		return err
 	}
 	s.built = builtBlock{}

@@ -263,7 +263,8 @@ func (w *Writer) row(i int) *Summary {
 // segSize is the size of the segments a Writer keeps its compressed pages
 // in: a block of many pages grown as one slice would be copied at every
 // quarter of growth, and each copy is a fresh large allocation the garbage
-// collector clears; the segments are copied once, by Finish.
+// collector clears; FinishParts hands the segments on as they are
+// (Finish copies them once).
 const segSize = 1 << 20
 
 // cut writes the current page: uvarint trace count, then each body
@@ -341,7 +342,7 @@ func (w *Writer) FinishParts(dict []string, attrs *Bloom) ([][]byte, Stats, erro
 	w.cut()
 	var f Footer
 	f.Version, f.Traces, f.PageCount = Version, uint32(n), uint32(len(w.pages))
-	// The sections after the pages, then the object in one allocation.
+	// The sections after the pages, in one part with the footer.
 	var tail []byte
 	section := func(raw []byte, compressed bool) Section {
 		off := len(tail)
