@@ -59,10 +59,13 @@ const (
 )
 
 func (l *termIDs) append(id uint32) {
-	if l.n%termSeg == 0 {
-		l.segs = append(l.segs, make([]uint32, termSeg))
+	s := l.n >> termSegShift
+	if int(s) == len(l.segs) {
+		// The first segment grows as ids come (a small block lists a
+		// few hundred), the others are made whole.
+		l.segs = append(l.segs, make([]uint32, 0, min(termSeg, max(256, l.n))))
 	}
-	l.segs[l.n>>termSegShift][l.n%termSeg] = id
+	l.segs[s] = append(l.segs[s], id)
 	l.n++
 }
 
