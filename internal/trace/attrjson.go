@@ -1,6 +1,9 @@
 package trace
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+)
 
 // parseFlatAttrsJSON is ParseAttrsJSON for what AttrsJSON writes of
 // plain attributes: an object without spaces or escapes whose values are
@@ -8,34 +11,42 @@ import "strconv"
 // returns false for anything else (ParseAttrsJSON then asks
 // encoding/json). The strings it returns are parts of s.
 func parseFlatAttrsJSON(s string) ([]Attr, bool) {
+	return appendFlatAttrsJSON(nil, s)
+}
+
+// appendFlatAttrsJSON is parseFlatAttrsJSON appending to dst (dst as it
+// was, and false, for what it does not read).
+func appendFlatAttrsJSON(dst []Attr, s string) ([]Attr, bool) {
+	orig := dst
 	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
-		return nil, false
+		return orig, false
 	}
 	n := 0
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '\\':
-			return nil, false
+			return orig, false
 		case ':':
 			n++
 		}
 	}
-	out := make([]Attr, 0, n)
+	out := slices.Grow(dst, n)
+	first := len(out)
 	i := 1
 	for i < len(s)-1 {
 		if s[i] != '"' {
-			return nil, false
+			return orig, false
 		}
 		j := i + 1
 		for j < len(s) && s[j] != '"' {
 			j++
 		}
 		if j+1 >= len(s) || s[j+1] != ':' {
-			return nil, false
+			return orig, false
 		}
 		key := s[i+1 : j]
-		if len(out) > 0 && out[len(out)-1].Key >= key {
-			return nil, false // out of order or twice
+		if len(out) > first && out[len(out)-1].Key >= key {
+			return orig, false // out of order or twice
 		}
 		i = j + 2
 		var a Attr
@@ -46,10 +57,10 @@ func parseFlatAttrsJSON(s string) ([]Attr, bool) {
 				j++
 			}
 			if j >= len(s)-1 {
-				return nil, false
+				return orig, false
 			}
 			if !plainJSONText(s[i+1 : j]) {
-				return nil, false
+				return orig, false
 			}
 			a = Attr{Key: key, Value: s[i+1 : j], Type: TypeString}
 			i = j + 1
@@ -67,10 +78,10 @@ func parseFlatAttrsJSON(s string) ([]Attr, bool) {
 				if _, err := strconv.ParseInt(v, 10, 64); err == nil {
 					a.Type = TypeInt
 				} else if _, err := strconv.ParseFloat(v, 64); err != nil {
-					return nil, false // beyond a double: encoding/json's answer
+					return orig, false // beyond a double: encoding/json's answer
 				}
 			default:
-				return nil, false
+				return orig, false
 			}
 			i = j
 		}
@@ -78,10 +89,10 @@ func parseFlatAttrsJSON(s string) ([]Attr, bool) {
 		if s[i] == ',' {
 			i++
 			if i >= len(s)-1 {
-				return nil, false
+				return orig, false
 			}
 		} else if i != len(s)-1 {
-			return nil, false
+			return orig, false
 		}
 	}
 	return out, true

@@ -48,4 +48,17 @@ func TestFlatAttrsJSON(t *testing.T) {
 	if got := ParseAttrsJSON(AttrsJSON(all)); !cmp.Equal(got, all) {
 		t.Errorf("round trip: %v", got)
 	}
+	// Appended after attributes already there (an Unpacker's arena): a
+	// key is in order against the new object's keys only, and what the
+	// fast path leaves to encoding/json leaves dst as it was.
+	dst := []Attr{{Key: "z", Value: "1", Type: TypeInt}}
+	for _, s := range []string{`{"a":"x","b":1}`, `{"b":1,"a":2}`, `{"a":[1,2]}`, `{}`, ``} {
+		got := appendAttrsJSON(dst[:1:1], s)
+		if want := append(dst[:1:1], slowAttrsJSON(s)...); !cmp.Equal(got, want) {
+			t.Errorf("appended %s: %v, want %v", s, got, want)
+		}
+		if out, ok := appendFlatAttrsJSON(dst[:1:1], s); !ok && len(out) != 1 {
+			t.Errorf("%s, not read: %d attributes, want dst's 1", s, len(out))
+		}
+	}
 }

@@ -97,13 +97,14 @@ type Unpacker struct {
 	// span's read ends after its head and names.
 	Lean bool
 
-	t     Trace
-	spans []Span
-	attrs []Attr
+	t      Trace
+	spans  []Span
+	attrs  []Attr
+	events eventArena
 }
 
 // Trace returns t with its Spans: t itself when they are not packed, else
-// a copy of t whose Spans (with their attribute slices) live in u's
+// a copy of t whose Spans (with their attributes and events) live in u's
 // memory until the next call of Trace or Release. Their strings are t's
 // or its dictionary's, valid as long as they are referenced (the bytes
 // they point into are never written again).
@@ -125,7 +126,8 @@ func (u *Unpacker) Trace(t *Trace) *Trace {
 		u.attrs = make([]Attr, nattrs)
 	}
 	spans, attrs := u.spans[:n], u.attrs[:nattrs]
-	r := pendingReader{b: p.buf, strs: p.strs, view: true}
+	u.events.events, u.events.attrs = u.events.events[:0], u.events.attrs[:0]
+	r := pendingReader{b: p.buf, strs: p.strs, view: true, events: &u.events}
 	p.read(&r, spans, t, lean, &attrs)
 	u.t = Trace{ID: t.ID, Spans: spans, Broken: t.Broken, Part: t.Part, Resources: t.Resources, Scopes: t.Scopes}
 	return &u.t
@@ -141,6 +143,9 @@ func (u *Unpacker) Release() {
 	}
 	if cap(u.attrs) > 1<<14 {
 		u.attrs = nil
+	}
+	if cap(u.events.events) > 1<<12 || cap(u.events.attrs) > 1<<14 {
+		u.events = eventArena{}
 	}
 }
 

@@ -329,6 +329,16 @@ type pendingReader struct {
 	// capacity is what they need; a string that does not fit is
 	// allocated on its own).
 	inl []byte
+	// events, when set, is where spans' events and their attributes
+	// are made (an Unpacker's memory, reused trace after trace); else
+	// each span's are allocated.
+	events *eventArena
+}
+
+// eventArena holds events and their attributes for spans read at once.
+type eventArena struct {
+	events []Event
+	attrs  []Attr
 }
 
 func (r *pendingReader) u64() uint64 {
@@ -499,12 +509,28 @@ func (r *pendingReader) span(s *Span, lean bool, resources []*Resource, scopes [
 		s.Attributes = as
 	}
 	if n := int(r.uvarint()); n > 0 && n <= len(r.b) {
-		s.Events = make([]Event, n)
+		if a := r.events; a != nil {
+			// Earlier spans' events stay where they are when the arena
+			// grows: only those made after go to the new memory.
+			a.events = slices.Grow(a.events, n)
+			k := len(a.events)
+			a.events = a.events[:k+n]
+			s.Events = a.events[k : k+n : k+n]
+		} else {
+			s.Events = make([]Event, n)
+		}
 		for i := range s.Events {
-			e := &s.Events[i]
-			e.Name = r.str()
-			e.Time = r.varint()
-			e.Attributes = ParseAttrsJSON(r.str())
+			name, time, js := r.str(), r.varint(), r.str()
+			var attrs []Attr
+			if a := r.events; a != nil {
+				k := len(a.attrs)
+				if a.attrs = appendAttrsJSON(a.attrs, js); len(a.attrs) > k {
+					attrs = a.attrs[k:len(a.attrs):len(a.attrs)]
+				}
+			} else {
+				attrs = ParseAttrsJSON(js)
+			}
+			s.Events[i] = Event{Name: name, Time: time, Attributes: attrs}
 		}
 	}
 	if n := int(r.uvarint()); n > 0 && n <= len(r.b) {

@@ -478,6 +478,18 @@ func isInfNaN(f float64) bool {
 	return f != f || f > 1.7976931348623157e308 || f < -1.7976931348623157e308
 }
 
+// appendAttrsJSON appends what ParseAttrsJSON returns of s to dst (in
+// place for what AttrsJSON writes of plain attributes).
+func appendAttrsJSON(dst []Attr, s string) []Attr {
+	if s == "" || s == "{}" {
+		return dst
+	}
+	if out, ok := appendFlatAttrsJSON(dst, s); ok {
+		return out
+	}
+	return append(dst, ParseAttrsJSON(s)...)
+}
+
 // ParseAttrsJSON decodes what AttrsJSON wrote (keys sorted).
 func ParseAttrsJSON(s string) []Attr {
 	if s == "" || s == "{}" {
