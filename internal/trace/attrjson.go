@@ -5,17 +5,12 @@ import (
 	"strconv"
 )
 
-// parseFlatAttrsJSON is ParseAttrsJSON for what AttrsJSON writes of
-// plain attributes: an object without spaces or escapes whose values are
-// strings, numbers and booleans, its keys in order and unique. It
-// returns false for anything else (ParseAttrsJSON then asks
-// encoding/json). The strings it returns are parts of s.
-func parseFlatAttrsJSON(s string) ([]Attr, bool) {
-	return appendFlatAttrsJSON(nil, s)
-}
-
-// appendFlatAttrsJSON is parseFlatAttrsJSON appending to dst (dst as it
-// was, and false, for what it does not read).
+// appendFlatAttrsJSON appends to dst what ParseAttrsJSON reads of what
+// AttrsJSON writes of plain attributes: an object without spaces or
+// escapes whose values are strings, numbers and booleans, its keys in
+// order and unique. It returns dst as it was, and false, for anything
+// else (ParseAttrsJSON then asks encoding/json). The strings it returns
+// are parts of s.
 func appendFlatAttrsJSON(dst []Attr, s string) ([]Attr, bool) {
 	orig := dst
 	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {

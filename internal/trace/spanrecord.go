@@ -487,7 +487,7 @@ func appendAttrsJSON(dst []Attr, s string) []Attr {
 	if out, ok := appendFlatAttrsJSON(dst, s); ok {
 		return out
 	}
-	return append(dst, ParseAttrsJSON(s)...)
+	return append(dst, objectAttrsJSON(s)...)
 }
 
 // ParseAttrsJSON decodes what AttrsJSON wrote (keys sorted).
@@ -495,9 +495,15 @@ func ParseAttrsJSON(s string) []Attr {
 	if s == "" || s == "{}" {
 		return nil
 	}
-	if as, ok := parseFlatAttrsJSON(s); ok {
+	if as, ok := appendFlatAttrsJSON(nil, s); ok {
 		return as
 	}
+	return objectAttrsJSON(s)
+}
+
+// objectAttrsJSON decodes a JSON object of attributes through
+// encoding/json (what appendFlatAttrsJSON does not read), keys sorted.
+func objectAttrsJSON(s string) []Attr {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(s), &m); err != nil {
 		return nil
