@@ -7,7 +7,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -415,6 +417,15 @@ func TestClusterKieker(t *testing.T) {
 		}
 		if g := graph(t, nd.base); g != wantGraph {
 			t.Errorf("node %s: dependency graph differs (-single +cluster):\n%s", nd.name, cmp.Diff(wantGraph, g))
+		}
+	}
+	if t.Failed() {
+		// Every node's whole log, the killed one's too, for the record.
+		for _, nd := range nodes {
+			path := filepath.Join(t.ArtifactDir(), nd.name+".log")
+			if err := os.WriteFile(path, []byte(nd.p.Stderr()), 0o644); err == nil {
+				t.Logf("node %s's log: %s", nd.name, path)
+			}
 		}
 	}
 	// What the comparison covers.

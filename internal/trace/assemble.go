@@ -236,8 +236,10 @@ type family struct {
 	resources []*Resource
 	scopes    []*Scope
 	// open counts the calls begun and not yet returned (Before minus
-	// After events seen): a trace with open calls waits OpenWindow, not
-	// Window, for more records (a long-running call is not an idle trace).
+	// After events seen), and the threads whose metadata came without an
+	// event yet (thread.awaiting): a trace with open calls waits
+	// OpenWindow, not Window, for more records (a long-running call is not
+	// an idle trace).
 	open int
 }
 
@@ -250,16 +252,23 @@ type thread struct {
 	// earlier one). A trace with neither metadata, events nor an
 	// invocation identifier is only named as another's parent.
 	evented bool
-	parent  int64 // parentTraceId (its own id or -1: a root)
-	porder  int32 // parentOrderId
-	tid     string
-	host    string
-	sess    string
-	evs     []kevc   // buffered events (kevents.go)
-	extras  []kextra // what some of them have beyond a kev
-	wides   []int64  // times of buffered events far from the one before
-	firstTS int64    // the time of the first event buffered
-	lastTS  int64    // the time of the last event buffered
+	// awaiting: its metadata came and no event yet. Kieker writes a
+	// trace's TraceMetadata just before its first event, so such a trace
+	// has begun and waits like one with open calls (OpenWindow, counted
+	// in family.open): a transport that holds the events up for longer
+	// than Window (a cluster's publisher waiting out a JetStream leader
+	// election) must not part the metadata from them.
+	awaiting bool
+	parent   int64 // parentTraceId (its own id or -1: a root)
+	porder   int32 // parentOrderId
+	tid      string
+	host     string
+	sess     string
+	evs      []kevc   // buffered events (kevents.go)
+	extras   []kextra // what some of them have beyond a kev
+	wides    []int64  // times of buffered events far from the one before
+	firstTS  int64    // the time of the first event buffered
+	lastTS   int64    // the time of the last event buffered
 	// shuffled: an event came out of orderIndex order (one other than
 	// next + the events buffered) since the last replay.
 	shuffled bool
@@ -462,6 +471,10 @@ func (a *Assembler) meta(r *record.Record, ti *TypeInfo) {
 	v := r.Values
 	kid := v[ti.TraceID].Int()
 	th := a.thread(kid, 0)
+	if !th.meta && !th.evented {
+		th.awaiting = true
+		th.fam.open++
+	}
 	th.meta = true
 	if parent := v[ti.ParentTraceID].Int(); !th.byInv || parent != -1 && parent != kid {
 		// (An invocation identifier's parent stands where the metadata
@@ -562,6 +575,10 @@ func (a *Assembler) event(r *record.Record, ti *TypeInfo) {
 			th.extras = append(th.extras, x)
 			e.extra = uint32(len(th.extras))
 		}
+	}
+	if th.awaiting {
+		th.awaiting = false
+		th.fam.open--
 	}
 	th.evented = true
 	th.push(e, &a.freeEvs)

@@ -427,3 +427,47 @@ func TestParentTraceNeverArrived(t *testing.T) {
 		}
 	}
 }
+
+// TestMetadataAwaitsEvents: a Kieker trace whose TraceMetadata came and
+// no event yet has begun: it waits OpenWindow, not Window, for its events
+// (a cluster's publisher held them up during a JetStream leader election
+// for longer than Window), and is then one trace with the metadata's
+// host, not an empty one and a broken one without metadata.
+func TestMetadataAwaitsEvents(t *testing.T) {
+	now := time.Unix(1000, 0)
+	var out []*Trace
+	a := NewAssembler(Options{Now: func() time.Time { return now }, Window: 2 * time.Second, Emit: func(tr *Trace) { out = append(out, tr) }})
+	add := func(recs ...record.Record) {
+		var b record.Batch
+		for i := range recs {
+			b.AddRecord(&recs[i])
+		}
+		a.AddBatch(&b)
+	}
+	add(tm(7, 1, "h1", 7, -1))
+	now = now.Add(10 * time.Second)
+	a.Tick()
+	if len(out) != 0 {
+		t.Fatalf("the metadata alone, 10 s (5 windows) later: %d traces emitted", len(out))
+	}
+	add(before(7, 0, 10, "void a.Main.main()"), after(7, 1, 20, "void a.Main.main()"))
+	now = now.Add(3 * time.Second)
+	a.Tick()
+	if len(out) != 1 || len(out[0].Spans) != 1 || len(out[0].Broken) != 0 || out[0].Spans[0].Host != "h1" {
+		t.Fatalf("after the events: %d traces %+v", len(out), out)
+	}
+
+	// Metadata whose events never come ends OpenWindow after it.
+	out = out[:0]
+	add(tm(8, 1, "h1", 8, -1))
+	now = now.Add(59 * time.Second) // (OpenWindow: 30 windows)
+	a.Tick()
+	if len(out) != 0 {
+		t.Fatalf("the metadata alone, within OpenWindow: %d traces emitted", len(out))
+	}
+	now = now.Add(2 * time.Second)
+	a.Tick()
+	if _, open := a.OldestOpen(); open {
+		t.Fatal("the metadata alone, after OpenWindow: still open")
+	}
+}

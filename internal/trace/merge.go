@@ -79,8 +79,11 @@ func MergeParts(parts []*Trace) *Trace {
 }
 
 // distinctParts leaves out the parts that are copies: those whose every
-// span id another part holds (of two parts with the same ids, the first
-// stays). Parts are compared as sets of span ids, up to 64 parts (more
+// span id another part holds (of two parts with the same ids, the one
+// broken for fewer reasons stays, else the first: a Kieker trace whose
+// events were assembled once without their TraceMetadata, which came
+// later than the window, and once whole, by a later owner reading both
+// from the stream, is shown whole on every node). Parts are compared as sets of span ids, up to 64 parts (more
 // are left as they are).
 func distinctParts(parts []*Trace) []*Trace {
 	if len(parts) > 64 {
@@ -105,10 +108,12 @@ func distinctParts(parts []*Trace) []*Trace {
 			}
 		}
 		// Another part holds every id of this one: this one goes if the
-		// other holds more, or as many (the same ids) and comes first.
+		// other holds more, or as many (the same ids) and says more: it
+		// is broken for fewer reasons, or as many and comes first.
 		for o := others; o != 0; o &= o - 1 {
 			j := bits.TrailingZeros64(o)
-			if len(parts[j].Spans) > len(p.Spans) || j < pi {
+			q := parts[j]
+			if len(q.Spans) > len(p.Spans) || len(q.Broken) < len(p.Broken) || len(q.Broken) == len(p.Broken) && j < pi {
 				drop |= 1 << pi
 				break
 			}

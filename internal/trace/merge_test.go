@@ -41,7 +41,8 @@ func TestMergeParts(t *testing.T) {
 
 // TestMergePartsCopies: parts stored twice (in a cluster, a trace
 // assembled again after a takeover) give every span once: a whole copy is
-// left out with its broken reasons, a part whose spans another holds too;
+// left out with its broken reasons (of two with the same spans, the one
+// not broken stays), a part whose spans another holds too;
 // of two copies of a span the one that says more stays (a Kieker call
 // closed in one, still open in the other), whatever the order.
 func TestMergePartsCopies(t *testing.T) {
@@ -83,6 +84,20 @@ func TestMergePartsCopies(t *testing.T) {
 		check("a partial copy", m, 3)
 		if len(m.Broken) != 0 {
 			t.Fatalf("a partial copy: broken %q", m.Broken)
+		}
+	}
+	// Two copies with the same spans, one broken (its events assembled
+	// without the TraceMetadata that came after the window): the whole
+	// one, in either order.
+	for _, first := range []bool{true, false} {
+		w, br := whole(), whole()
+		br.Broken = []string{"no TraceMetadata for trace 9"}
+		order := []*Trace{w, br}
+		if !first {
+			order = []*Trace{br, w}
+		}
+		if m = MergeParts(order); m != w {
+			t.Fatalf("a broken copy first %v: got the copy broken %q, want the whole one", !first, m.Broken)
 		}
 	}
 	// Overlapping parts: span 2 in both, still open in one (a Kieker call
