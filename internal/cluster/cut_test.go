@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -191,6 +192,45 @@ func TestSafePointKeepsLinkedTrace(t *testing.T) {
 	})
 	if s := o.safe(context.Background()); s != 4 {
 		t.Fatalf("safe point %d with nothing open, want 4 (the last message)", s)
+	}
+}
+
+// TestMetadataWaitsForEvents: a Kieker trace's TraceMetadata taken in
+// one message and its events in a later one, many windows later (a
+// publisher held them up while JetStream elected a leader): the owner
+// hands on one trace, whole, with the metadata's host. Before, the
+// metadata alone was a trace that ended a window later, and the events
+// made another one, broken ("no TraceMetadata"), without a host: a
+// cluster showed it so on one node after a kill (TestClusterKieker).
+func TestMetadataWaitsForEvents(t *testing.T) {
+	n, sink, _ := ownerNode(t, trace.Options{Window: 100 * time.Millisecond, OpenWindow: time.Hour})
+	const held, witness = 100, 200
+	m1 := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "n1"}}
+	meta(m1, held)
+	// A whole trace in the same message: once it is handed on, the
+	// window has passed for the metadata too.
+	meta(m1, witness)
+	event(m1, record.BeforeOperationEvent, witness, 0, 10, "void a.C.main()")
+	event(m1, record.AfterOperationEvent, witness, 1, 20, "void a.C.main()")
+	publish(t, n, m1)
+	waitFor(t, "the witness trace handed on", func() bool {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		return sink.spans[trace.KiekerID(witness)] == 1
+	})
+	m2 := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "n1"}}
+	event(m2, record.BeforeOperationEvent, held, 0, 30, "void a.C.main()")
+	event(m2, record.AfterOperationEvent, held, 1, 40, "void a.C.main()")
+	publish(t, n, m2)
+	waitFor(t, "the held trace handed on", func() bool {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		return sink.spans[trace.KiekerID(held)] > 0
+	})
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if got, want := sink.emitted[trace.KiekerID(held)], []string{"host n1"}; !slices.Equal(got, want) {
+		t.Errorf("the held trace was handed on as %q, want %q (once, whole, with the metadata's host)", got, want)
 	}
 }
 

@@ -34,6 +34,9 @@ type fakeSink struct {
 	unpack       trace.Unpacker
 	ops          map[string]int
 	packedTraces int
+	// emitted: what each trace handed on was (its broken reasons and
+	// its spans' hosts), for sinks that do not read packed traces.
+	emitted map[trace.ID][]string
 }
 
 func (s *fakeSink) PackedTraces() bool { return s.packed }
@@ -45,6 +48,15 @@ func (s *fakeSink) ConsumeTraces(_ context.Context, ts []*trace.Trace) error {
 		s.spans[t.ID] += t.SpanCount()
 		if t.Packed != nil {
 			s.packedTraces++
+		} else {
+			if s.emitted == nil {
+				s.emitted = map[trace.ID][]string{}
+			}
+			e := slices.Clone(t.Broken)
+			for _, sp := range t.Spans {
+				e = append(e, "host "+sp.Host)
+			}
+			s.emitted[t.ID] = append(s.emitted[t.ID], strings.Join(e, ", "))
 		}
 		if s.ops != nil {
 			for _, sp := range s.unpack.Trace(t).Spans {

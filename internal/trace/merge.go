@@ -83,8 +83,8 @@ func MergeParts(parts []*Trace) *Trace {
 // broken for fewer reasons stays, else the first: a Kieker trace whose
 // events were assembled once without their TraceMetadata, which came
 // later than the window, and once whole, by a later owner reading both
-// from the stream, is shown whole on every node). Parts are compared as sets of span ids, up to 64 parts (more
-// are left as they are).
+// from the stream, is shown whole on every node). Parts are compared as
+// sets of span ids, up to 64 parts (more are left as they are).
 func distinctParts(parts []*Trace) []*Trace {
 	if len(parts) > 64 {
 		return parts
