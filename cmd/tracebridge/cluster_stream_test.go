@@ -20,6 +20,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/objstore/objstoretest"
+	"github.com/tracebridge/tracebridge/internal/servicetest"
 	"github.com/tracebridge/tracebridge/internal/tlstest"
 	"github.com/tracebridge/tracebridge/stream"
 )
@@ -328,7 +329,7 @@ func TestClusterStreamTokenTLS(t *testing.T) {
 	dir := t.TempDir()
 	cert := tlstest.New(t)
 	certFile, keyFile := cert.WriteFiles(t, dir)
-	port := freePortOn(t, "127.0.0.1")
+	port := servicetest.FreePortOn(t, "127.0.0.1")
 	ns, err := natsserver.NewServer(&natsserver.Options{ServerName: "ext-auth", Host: "127.0.0.1", Port: port,
 		JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true, Authorization: "t0ken",
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert.TLS}, ClientCAs: cert.Pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12},

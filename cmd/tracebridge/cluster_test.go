@@ -24,6 +24,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/objstore"
 	"github.com/tracebridge/tracebridge/internal/objstore/objstoretest"
+	"github.com/tracebridge/tracebridge/internal/servicetest"
 )
 
 // The end-to-end proofs of cluster mode (issue 24, docs/CLUSTER.md): real
@@ -36,17 +37,6 @@ type clusterNode struct {
 	nats                 string // its embedded NATS server's client address
 	p                    *bridgetest.Process
 	base                 string // its API's URL
-}
-
-// freePortOn returns a port nothing listens on now at host.
-func freePortOn(t *testing.T, host string) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // clusterYAML is a node with OTLP/HTTP and ZICO receivers, a trace
@@ -113,9 +103,9 @@ func embeddedClusterOf(t *testing.T, c objstore.S3Config, n, partitions int, yam
 	for i := range nodes {
 		host := "127.0.0." + strconv.Itoa(i+1)
 		nodes[i] = &clusterNode{name: "n" + strconv.Itoa(i+1), host: host, dir: t.TempDir()}
-		clients[i] = net.JoinHostPort(host, strconv.Itoa(freePortOn(t, host)))
+		clients[i] = net.JoinHostPort(host, strconv.Itoa(servicetest.FreePortOn(t, host)))
 		nodes[i].nats = clients[i]
-		routes[i] = net.JoinHostPort(host, strconv.Itoa(freePortOn(t, host)))
+		routes[i] = net.JoinHostPort(host, strconv.Itoa(servicetest.FreePortOn(t, host)))
 	}
 	t.Cleanup(func() {
 		if !t.Failed() {
@@ -392,7 +382,7 @@ func natsCluster(t *testing.T, n int) ([]string, []*natsserver.Server) {
 	t.Helper()
 	client, route := make([]int, n), make([]int, n)
 	for i := range n {
-		client[i], route[i] = freePortOn(t, "127.0.0.1"), freePortOn(t, "127.0.0.1")
+		client[i], route[i] = servicetest.FreePortOn(t, "127.0.0.1"), servicetest.FreePortOn(t, "127.0.0.1")
 	}
 	var urls []string
 	var servers []*natsserver.Server

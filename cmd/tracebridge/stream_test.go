@@ -27,6 +27,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/servicetest"
 	"github.com/tracebridge/tracebridge/stream"
 )
 
@@ -518,16 +519,6 @@ stream: {listen: "127.0.0.1:0", max_age: 2s, max_bytes: 100KB}
 	p.Stop()
 }
 
-// freePort returns a port nothing listens on now.
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // natsServer starts Debian's nats-server with JetStream on port, storing in
 // dir; it returns a function that stops it (SIGTERM, then waits).
 func natsServer(t *testing.T, port int, dir string) func() {
@@ -570,7 +561,7 @@ func TestStreamExternalServer(t *testing.T) {
 	if _, err := os.Stat("/usr/sbin/nats-server"); err != nil {
 		t.Skip("no /usr/sbin/nats-server (Debian's nats-server package)")
 	}
-	port := freePort(t)
+	port := servicetest.FreePort(t)
 	store := t.TempDir()
 	stop := natsServer(t, port, store)
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)

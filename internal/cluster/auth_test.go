@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/natslogin"
+	"github.com/tracebridge/tracebridge/internal/servicetest"
 
 	"github.com/nats-io/jwt/v2"
 	natsserver "github.com/nats-io/nats-server/v2/server"
@@ -28,29 +28,18 @@ import (
 // credentials and TLS: real nats-server/v2 servers in the test's
 // process.
 
-// freePort is a loopback port nothing listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // startNATS starts the servers opts describe (a cluster when there are
 // several: their routes are set here) and returns their client URLs.
 func startNATS(t *testing.T, scheme string, opts ...*natsserver.Options) []string {
 	t.Helper()
 	routes := make([]int, len(opts))
 	for i := range opts {
-		routes[i] = freePort(t)
+		routes[i] = servicetest.FreePort(t)
 	}
 	var urls []string
 	for i, o := range opts {
 		o.ServerName = "ext" + strconv.Itoa(i+1)
-		o.Host, o.Port = "127.0.0.1", freePort(t)
+		o.Host, o.Port = "127.0.0.1", servicetest.FreePort(t)
 		o.JetStream, o.StoreDir, o.NoSigs, o.NoLog = true, t.TempDir(), true, true
 		if len(opts) > 1 {
 			o.Cluster = natsserver.ClusterOpts{Name: "external", Host: "127.0.0.1", Port: routes[i]}

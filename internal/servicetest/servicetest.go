@@ -9,10 +9,13 @@
 package servicetest
 
 import (
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -52,15 +55,63 @@ func RequireBinary(tb testing.TB, path, what string) {
 	tb.Skipf("%s (%s) is not installed", what, path)
 }
 
-// FreePort returns a loopback port that was free a moment ago.
+// FreePort returns a port of 127.0.0.1 that nothing listens on now
+// (FreePortOn).
 func FreePort(tb testing.TB) int {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return FreePortOn(tb, "127.0.0.1")
+}
+
+// FreePortOn returns a port of host that nothing listens on now, for a
+// server the test starts later (PickPort).
+func FreePortOn(tb testing.TB, host string) int {
+	tb.Helper()
+	port, err := PickPort(host)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return port
+}
+
+// PickPort returns a port of host that nothing listens on now, for a
+// server started later. It is picked at random below the kernel's
+// ephemeral range (ip_local_port_range), where no connection takes its
+// local port: a port from that range (what a listen on port 0 gives)
+// may meanwhile become the local port of any outgoing connection on the
+// machine, and the server then fails to bind it (TestClusterFaults' NATS
+// route port, "address already in use", once under load). Without room
+// below the range it is the kernel's choice.
+func PickPort(host string) (int, error) {
+	if lo, hi := pickRange(); hi > lo {
+		for range 200 {
+			port := lo + rand.IntN(hi-lo)
+			ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+			if err == nil {
+				ln.Close()
+				return port, nil
+			}
+		}
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("picking a port of %s: %w", host, err)
+	}
 	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// pickRange returns the ports PickPort picks from: up to 16,384 below the
+// start of the ephemeral range (Linux's default 32768), none below 10000.
+func pickRange() (lo, hi int) {
+	hi = 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				hi = n
+			}
+		}
+	}
+	return max(10000, hi-16384), hi
 }
 
 // Proxy forwards loopback connections to a target and can cut them all,

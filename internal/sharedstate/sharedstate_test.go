@@ -23,6 +23,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/hostdb"
 	"github.com/tracebridge/tracebridge/internal/logtest"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
+	"github.com/tracebridge/tracebridge/internal/servicetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -30,17 +31,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // deadline is how long a change may take to reach every node (generous:
 // the machine is shared and busy).
 const deadline = 30 * time.Second
-
-// freePort returns a port free on host now.
-func freePort(t *testing.T, host string) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // startCluster starts n NATS servers with JetStream in one routed
 // cluster, on 127.0.0.1, 127.0.0.2, … (all loopback), and returns their
@@ -51,7 +41,7 @@ func startCluster(t *testing.T, n int) []string {
 	routePorts := make([]int, n)
 	for i := range n {
 		hosts[i] = fmt.Sprintf("127.0.0.%d", i+1)
-		routePorts[i] = freePort(t, hosts[i])
+		routePorts[i] = servicetest.FreePortOn(t, hosts[i])
 	}
 	var urls []string
 	for i := range n {
@@ -523,7 +513,7 @@ func TestTypesAcrossCluster(t *testing.T) {
 // back, and reach a node that joins afterwards. The failed writes are
 // logged once when they start and once when they end, not per try.
 func TestChangeWhileNATSIsAway(t *testing.T) {
-	port := freePort(t, "127.0.0.1")
+	port := servicetest.FreePortOn(t, "127.0.0.1")
 	store := t.TempDir()
 	start := func() *server.Server {
 		ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: store, NoSigs: true, NoLog: true})

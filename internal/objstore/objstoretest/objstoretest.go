@@ -136,7 +136,7 @@ func startServer(tb testing.TB, withTLS bool) *Server {
 
 func start(tb testing.TB, bin, dir string, tlsArgs []string, roots *x509.CertPool) (*Server, error) {
 	tb.Helper()
-	port, err := freePort()
+	port, err := servicetest.PickPort("127.0.0.1")
 	if err != nil {
 		return nil, err
 	}
@@ -302,15 +302,6 @@ func (s *Server) Config(tb testing.TB, bucket, prefix, access, secret string) ob
 		SecretKeyFile: sk,
 		RetryWait:     20 * time.Millisecond,
 	}
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // syncBuffer collects a process's output (bounded) for error messages.
