@@ -83,11 +83,17 @@ func FreePortOn(tb testing.TB, host string) int {
 // below the range it is the kernel's choice.
 func PickPort(host string) (int, error) {
 	if lo, hi := pickRange(); hi > lo {
+		picked.Lock()
+		defer picked.Unlock()
 		for range 200 {
 			port := lo + rand.IntN(hi-lo)
+			if picked.ports[port] {
+				continue // handed out before, perhaps not bound yet
+			}
 			ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 			if err == nil {
 				ln.Close()
+				picked.ports[port] = true
 				return port, nil
 			}
 		}
@@ -99,6 +105,13 @@ func PickPort(host string) (int, error) {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
+
+// picked holds the ports PickPort handed out in this process: none is
+// handed out twice (two picked before either server binds).
+var picked = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 // pickRange returns the ports PickPort picks from: up to 16,384 below the
 // start of the ephemeral range (Linux's default 32768), none below 10000.

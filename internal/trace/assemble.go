@@ -236,11 +236,13 @@ type family struct {
 	resources []*Resource
 	scopes    []*Scope
 	// open counts the calls begun and not yet returned (Before minus
-	// After events seen), and the threads whose metadata came without an
-	// event yet (thread.awaiting): a trace with open calls waits
-	// OpenWindow, not Window, for more records (a long-running call is not
-	// an idle trace).
+	// After events seen): a trace with open calls waits OpenWindow, not
+	// Window, for more records (a long-running call is not an idle trace).
 	open int
+	// awaiting counts its threads whose metadata came without an event
+	// yet (thread.awaiting): such a trace waits OpenWindow too. (Apart
+	// from open, which a repeated After takes below its true count.)
+	awaiting int
 }
 
 // thread is one Kieker thread trace (one TraceMetadata's traceId).
@@ -255,7 +257,7 @@ type thread struct {
 	// awaiting: its metadata came and no event yet. Kieker writes a
 	// trace's TraceMetadata just before its first event, so such a trace
 	// has begun and waits like one with open calls (OpenWindow, counted
-	// in family.open): a transport that holds the events up for longer
+	// in family.awaiting): a transport that holds the events up for longer
 	// than Window (a cluster's publisher waiting out a JetStream leader
 	// election) must not part the metadata from them.
 	awaiting bool
@@ -473,7 +475,7 @@ func (a *Assembler) meta(r *record.Record, ti *TypeInfo) {
 	th := a.thread(kid, 0)
 	if !th.meta && !th.evented {
 		th.awaiting = true
-		th.fam.open++
+		th.fam.awaiting++
 	}
 	th.meta = true
 	if parent := v[ti.ParentTraceID].Int(); !th.byInv || parent != -1 && parent != kid {
@@ -520,6 +522,7 @@ func (a *Assembler) merge(dst, src *family) {
 	dst.broken = append(dst.broken, src.broken...)
 	dst.size += src.size
 	dst.open += src.open
+	dst.awaiting += src.awaiting
 	if src.touched > dst.touched {
 		dst.touched = src.touched
 	}
@@ -578,7 +581,7 @@ func (a *Assembler) event(r *record.Record, ti *TypeInfo) {
 	}
 	if th.awaiting {
 		th.awaiting = false
-		th.fam.open--
+		th.fam.awaiting--
 	}
 	th.evented = true
 	th.push(e, &a.freeEvs)
@@ -819,7 +822,7 @@ const shedScan = 256
 // in orderIndex order from 0 (none missing, none twice), and no call is
 // open.
 func wholeEvents(f *family) bool {
-	if f.open != 0 || len(f.threads) == 0 || f.pending > 0 || len(f.spans) > 0 || len(f.oers) > 0 {
+	if f.open != 0 || f.awaiting != 0 || len(f.threads) == 0 || f.pending > 0 || len(f.spans) > 0 || len(f.oers) > 0 {
 		return false
 	}
 	for _, th := range f.threads {
@@ -851,7 +854,7 @@ func (a *Assembler) TickBudget(budget int) {
 	// over (the scan stops at the first trace within the plain window).
 	for f := a.lru.prev; f != &a.lru && now-f.touched >= w && budget > 0; {
 		prev := f.prev
-		if f.open <= 0 || now-f.touched >= ow {
+		if f.open <= 0 && f.awaiting == 0 || now-f.touched >= ow {
 			budget -= max(f.size, 1)
 			a.finish(f, true)
 		}

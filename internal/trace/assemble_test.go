@@ -457,6 +457,24 @@ func TestMetadataAwaitsEvents(t *testing.T) {
 		t.Fatalf("after the events: %d traces %+v", len(out), out)
 	}
 
+	// A child thread's metadata joins a trace whose After came twice (a
+	// message read again): the repeated After does not hide the child
+	// waiting for its events.
+	out = out[:0]
+	add(tm(9, 1, "h1", 9, -1), before(9, 0, 10, "void a.Main.main()"), after(9, 1, 20, "void a.Main.main()"), after(9, 1, 20, "void a.Main.main()"))
+	add(tm(10, 2, "h1", 9, 0))
+	now = now.Add(10 * time.Second)
+	a.Tick()
+	if len(out) != 0 {
+		t.Fatalf("a child's metadata alone, 10 s later, in a trace with a repeated After: %d traces emitted", len(out))
+	}
+	add(before(10, 0, 12, "void a.Task.run()"), after(10, 1, 18, "void a.Task.run()"))
+	now = now.Add(3 * time.Second)
+	a.Tick()
+	if len(out) != 1 || len(out[0].Spans) != 2 || out[0].ID != KiekerID(9) {
+		t.Fatalf("after the child's events: %d traces %+v, want one of 2 spans", len(out), out)
+	}
+
 	// Metadata whose events never come ends OpenWindow after it.
 	out = out[:0]
 	add(tm(8, 1, "h1", 8, -1))

@@ -80,7 +80,7 @@ func MergeParts(parts []*Trace) *Trace {
 
 // distinctParts leaves out the parts that are copies: those whose every
 // span id another part holds (of two parts with the same ids, the one
-// broken for fewer reasons stays, else the first: a Kieker trace whose
+// that says more stays, saysMore, else the first: a Kieker trace whose
 // events were assembled once without their TraceMetadata, which came
 // later than the window, and once whole, by a later owner reading both
 // from the stream, is shown whole on every node). Parts are compared as
@@ -108,12 +108,12 @@ func distinctParts(parts []*Trace) []*Trace {
 			}
 		}
 		// Another part holds every id of this one: this one goes if the
-		// other holds more, or as many (the same ids) and says more: it
-		// is broken for fewer reasons, or as many and comes first.
+		// other holds more, or as many (the same ids) and says more
+		// (saysMore), or as much and comes first.
 		for o := others; o != 0; o &= o - 1 {
 			j := bits.TrailingZeros64(o)
 			q := parts[j]
-			if len(q.Spans) > len(p.Spans) || len(q.Broken) < len(p.Broken) || len(q.Broken) == len(p.Broken) && j < pi {
+			if len(q.Spans) > len(p.Spans) || saysMore(q, p) || j < pi && !saysMore(p, q) {
 				drop |= 1 << pi
 				break
 			}
@@ -132,6 +132,17 @@ func distinctParts(parts []*Trace) []*Trace {
 		kept = parts[:1]
 	}
 	return kept
+}
+
+// saysMore reports whether copy a of a trace says more than copy b, of
+// the same spans: it is broken for fewer reasons, or for as many that
+// come first in order (so that the copy kept does not depend on the
+// order the parts were read in, which differs between nodes).
+func saysMore(a, b *Trace) bool {
+	if len(a.Broken) != len(b.Broken) {
+		return len(a.Broken) < len(b.Broken)
+	}
+	return slices.Compare(a.Broken, b.Broken) < 0
 }
 
 // says compares what two copies of a span say: > 0 when a says more than

@@ -100,6 +100,13 @@ func TestMergePartsCopies(t *testing.T) {
 			t.Fatalf("a broken copy first %v: got the copy broken %q, want the whole one", !first, m.Broken)
 		}
 	}
+	// Two copies broken for as many reasons, different ones: the same
+	// one in either order (nodes read parts in different orders).
+	x1, x2 := whole(), whole()
+	x1.Broken, x2.Broken = []string{"no TraceMetadata for trace 9"}, []string{"call a.C.m() never returned"}
+	if m1, m2 := MergeParts([]*Trace{x1, x2}), MergeParts([]*Trace{x2, x1}); m1 != m2 {
+		t.Fatalf("copies broken for as many reasons: %q in one order, %q in the other", m1.Broken, m2.Broken)
+	}
 	// Overlapping parts: span 2 in both, still open in one (a Kieker call
 	// whose return is in the other part).
 	r1, r2 := res(), res()
