@@ -239,9 +239,13 @@ type family struct {
 	// After events seen): a trace with open calls waits OpenWindow, not
 	// Window, for more records (a long-running call is not an idle trace).
 	open int
-	// awaiting counts its threads whose metadata came without an event
-	// yet (thread.awaiting): such a trace waits OpenWindow too. (Apart
-	// from open, which a repeated After takes below its true count.)
+	// awaiting counts its threads whose metadata came and no event yet
+	// (meta and not evented). Kieker writes a trace's TraceMetadata just
+	// before its first event, so such a trace has begun and waits
+	// OpenWindow too: a transport that holds the events up for longer
+	// than Window (a cluster's publisher waiting out a JetStream leader
+	// election) must not part the metadata from them. (Apart from open,
+	// which a repeated After takes below its true count.)
 	awaiting int
 }
 
@@ -254,23 +258,16 @@ type thread struct {
 	// earlier one). A trace with neither metadata, events nor an
 	// invocation identifier is only named as another's parent.
 	evented bool
-	// awaiting: its metadata came and no event yet. Kieker writes a
-	// trace's TraceMetadata just before its first event, so such a trace
-	// has begun and waits like one with open calls (OpenWindow, counted
-	// in family.awaiting): a transport that holds the events up for longer
-	// than Window (a cluster's publisher waiting out a JetStream leader
-	// election) must not part the metadata from them.
-	awaiting bool
-	parent   int64 // parentTraceId (its own id or -1: a root)
-	porder   int32 // parentOrderId
-	tid      string
-	host     string
-	sess     string
-	evs      []kevc   // buffered events (kevents.go)
-	extras   []kextra // what some of them have beyond a kev
-	wides    []int64  // times of buffered events far from the one before
-	firstTS  int64    // the time of the first event buffered
-	lastTS   int64    // the time of the last event buffered
+	parent  int64 // parentTraceId (its own id or -1: a root)
+	porder  int32 // parentOrderId
+	tid     string
+	host    string
+	sess    string
+	evs     []kevc   // buffered events (kevents.go)
+	extras  []kextra // what some of them have beyond a kev
+	wides   []int64  // times of buffered events far from the one before
+	firstTS int64    // the time of the first event buffered
+	lastTS  int64    // the time of the last event buffered
 	// shuffled: an event came out of orderIndex order (one other than
 	// next + the events buffered) since the last replay.
 	shuffled bool
@@ -474,7 +471,6 @@ func (a *Assembler) meta(r *record.Record, ti *TypeInfo) {
 	kid := v[ti.TraceID].Int()
 	th := a.thread(kid, 0)
 	if !th.meta && !th.evented {
-		th.awaiting = true
 		th.fam.awaiting++
 	}
 	th.meta = true
@@ -579,8 +575,7 @@ func (a *Assembler) event(r *record.Record, ti *TypeInfo) {
 			e.extra = uint32(len(th.extras))
 		}
 	}
-	if th.awaiting {
-		th.awaiting = false
+	if th.meta && !th.evented {
 		th.fam.awaiting--
 	}
 	th.evented = true
