@@ -367,13 +367,13 @@ func TestWebTrace(t *testing.T) {
 		if n != 3 {
 			t.Errorf("after a click on checkout.Pay the zoom path has %d frames", n)
 		}
-		if s := eval[string](t, ctx, `document.querySelector('.flame-crumbs').innerText`); !strings.Contains(s, "checkout.Pay") {
-			t.Errorf("crumbs %q", s)
-		}
+		// The crumbs are drawn with the frame, on the next animation frame.
+		waitJS(t, ctx, "the crumbs to checkout.Pay", `document.querySelector('.flame-crumbs').innerText.includes('checkout.Pay')`)
 		if q := pageQuery(t, ctx); q.Get("tab") != "flame" || !strings.Contains(q.Get("fz"), "checkout.Pay") {
 			t.Errorf("address %v", q)
 		}
 		act(t, ctx, "icicle tab", chromedp.Click(css("#tab-icicle")))
+		waitJS(t, ctx, "the icicle drawn", `document.querySelector('#flame-canvas').dataset.mode === 'icicle'`)
 		if ink := canvasInk(t, ctx, "#flame-canvas"); ink < 3000 {
 			t.Errorf("the icicle has %d pixels of ink", ink)
 		}

@@ -126,6 +126,7 @@ export class Flame {
     for (const f of frames(this.path, W)) this.box(g, f.node, f.path, f.x, f.w, f.d, H, f.ancestor);
     this.drawCrumbs();
     this.canvas.dataset.frames = String(this.rects.length);
+    this.canvas.dataset.mode = this.mode; // what the canvas shows, for tests and styles
   }
 
   box(g, node, path, x, w, d, H, ancestor) {
