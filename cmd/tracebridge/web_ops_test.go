@@ -449,9 +449,12 @@ func TestWebOpsLive(t *testing.T) {
 		t.Errorf("the sparkline has %d pixels of ink", n)
 	}
 
-	// Paused: the list stays, the counts go on.
-	items := eval[int](t, ctx, `document.querySelectorAll('.live-events li').length`)
+	// Paused: the list stays, the counts go on. The list is counted once
+	// paused: counted before, a repaint (every 250 ms) between the count
+	// and the pause would add the events received until then.
 	act(t, ctx, "pause", chromedp.Click(css(`button.pause`)))
+	waitJS(t, ctx, "paused", `document.querySelector('button.pause').textContent === 'Resume'`)
+	items := eval[int](t, ctx, `document.querySelectorAll('.live-events li').length`)
 	ok(t, "replay", log, "--to", "kieker-tcp://"+w.p.Addr("kieker"))
 	waitJS(t, ctx, "twice the log's BeforeOperationEvents", fmt.Sprintf(`(+document.querySelector(%s).dataset.total) === %d`, jsString(sel), 2*befores))
 	// The list's repaint (every 250 ms) has seen every record of the
@@ -483,11 +486,15 @@ func TestWebOpsLive(t *testing.T) {
 	}
 	waitJS(t, ctx, "three times the log's BeforeOperationEvents", fmt.Sprintf(`(+document.querySelector(%s).dataset.total) === %d`, jsString(sel), 3*befores))
 
-	// The type filter: in the address, the socket reopened with it.
+	// The type filter: in the address, the socket reopened with it. Apply
+	// opens the new socket on a timer and the status says live of the old
+	// one until then: the wait is for a new socket's metadata (the
+	// replays below would go to no one before it).
+	sockets := eval[int](t, ctx, `window.sockets.length`)
 	act(t, ctx, "filter",
 		chromedp.SetValue(css(`.live-filter select[name="type"]`), beforeEvent),
-		chromedp.Click(css(`.live-filter button[type="submit"]`)),
-		chromedp.WaitVisible(css(`.live-status[data-state="live"]`)))
+		chromedp.Click(css(`.live-filter button[type="submit"]`)))
+	waitJS(t, ctx, "the filtered socket live", fmt.Sprintf(`window.sockets.length > %d && document.querySelector('.live-status').dataset.state === 'live'`, sockets))
 	if u := eval[string](t, ctx, "decodeURIComponent(location.search)"); !strings.Contains(u, "type="+beforeEvent) {
 		t.Errorf("the filter is not in the address: %s", u)
 	}
@@ -653,8 +660,10 @@ func TestWebOpsConsole(t *testing.T) {
 	if got[42] != "kieker.common.record.system.CPUUtilizationRecord" || got[2] != "" || got[1] == "" {
 		t.Errorf("the saved mapping: %v", got)
 	}
-	if s := consoleState(t, ctx, "kdb"); s != "running" {
-		t.Errorf("kdb after a save with restart: %q", s)
+	// The row follows on the refresh after the save (a refresh under way
+	// during the restart may paint it stopped first).
+	if !evalUntil(t, ctx, `document.querySelector('.console-receivers tr[data-name="kdb"]')?.dataset.state === 'running'`) {
+		t.Errorf("kdb after a save with restart: %q", consoleState(t, ctx, "kdb"))
 	}
 	// A type the catalogue does not know: the API's error.
 	act(t, ctx, "a bad type",

@@ -467,7 +467,12 @@ func TestWebTrace(t *testing.T) {
 		getJSON(t, w.base+"/api/v1/traces/"+url.PathEscape(k.TraceID)+"/find?ignoreCase&q="+url.QueryEscape(last.Operation), &found)
 		k0 := slices.IndexFunc(found.Hits, func(h struct{ Index int }) bool { return h.Index == last.Index })
 		act(t, ctx, "search the last span", chromedp.SendKeys(css("#find-input"), last.Operation+"\r"))
-		for range k0 {
+		// Step by step: the search answers after /find (a click on ▶
+		// before it is lost), and a hit the page does not hold is
+		// selected after its /view?reveal= (two steps at once could end
+		// on the earlier hit).
+		for k := 0; k < k0; k++ {
+			waitJS(t, ctx, fmt.Sprintf("hit %d selected", k+1), fmt.Sprintf(`document.querySelector('#find-count').textContent.startsWith('%d / ') && document.querySelector('#trace-tree .tr-row.selected[data-index="%d"]')`, k+1, found.Hits[k].Index))
 			act(t, ctx, "next hit", chromedp.Click(css("#next-hit")))
 		}
 		waitJS(t, ctx, "the hidden hit revealed and selected", fmt.Sprintf(`document.querySelector('#trace-tree .tr-row.selected[data-index="%d"]')`, last.Index))
