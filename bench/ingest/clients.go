@@ -97,12 +97,20 @@ func send(c net.Conn, s *stream, n int64, until time.Time) (sent, error) {
 		return nil
 	}
 	r := s.records()
+	// Repetition k (k ≥ 1) is rest with its own traceIds (stream.repeat:
+	// rest is rewritten after it was written, Write having returned).
+	var rep int64
+	again := func(p []byte, recs int64) error {
+		rep++
+		s.repeat(rep)
+		return write(p, recs)
+	}
 	if !until.IsZero() {
 		if err := write(s.first, r); err != nil {
 			return out, err
 		}
 		for time.Now().Before(until) {
-			if err := write(s.rest, r); err != nil {
+			if err := again(s.rest, r); err != nil {
 				return out, err
 			}
 		}
@@ -115,12 +123,12 @@ func send(c net.Conn, s *stream, n int64, until time.Time) (sent, error) {
 		n -= m
 	}
 	for ; n >= r; n -= r {
-		if err := write(s.rest, r); err != nil {
+		if err := again(s.rest, r); err != nil {
 			return out, err
 		}
 	}
 	if n > 0 {
-		if err := write(s.rest[:s.restEnds[n-1]], n); err != nil {
+		if err := again(s.rest[:s.restEnds[n-1]], n); err != nil {
 			return out, err
 		}
 	}

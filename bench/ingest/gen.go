@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 
 	"github.com/tracebridge/tracebridge/internal/benchkit"
@@ -23,7 +25,12 @@ const genSeed = 0x7472616365627269
 // sent repeatedly. first is the chunk as sent the first time (for Kieker
 // with the registry entries interleaved), rest as sent every other time;
 // firstEnds[i] and restEnds[i] are the offsets just past event i, so that
-// a send can stop after any whole record.
+// a send can stop after any whole record. Each repetition carries its
+// traces under ids of its own (benchkit.RepeatID), as a real stream
+// never sends a trace twice: restIDs[i] is where event i's traceId (8
+// bytes, big-endian) is in rest, which send rewrites for each repetition
+// (restRep: the repetition rest holds now). With sameIDs every
+// repetition sends the same traces again (the load before 2026-11-30).
 type stream struct {
 	conn      int
 	events    []benchkit.Event
@@ -31,6 +38,44 @@ type stream struct {
 	rest      []byte
 	firstEnds []int
 	restEnds  []int
+	restIDs   []int
+	restRep   int64
+	sameIDs   bool
+}
+
+// repeat makes rest carry repetition rep's traceIds.
+func (s *stream) repeat(rep int64) {
+	if s.sameIDs {
+		return
+	}
+	d := uint64(benchkit.RepeatID(0, rep) ^ benchkit.RepeatID(0, s.restRep))
+	for _, o := range s.restIDs {
+		p := s.rest[o : o+8]
+		binary.BigEndian.PutUint64(p, binary.BigEndian.Uint64(p)^d)
+	}
+	s.restRep = rep
+}
+
+// traceID returns the traceId of the n-th record a connection sends
+// (n counts from 0 over all its repetitions).
+func (s *stream) traceID(n int64) int64 {
+	id := s.events[n%s.records()].Trace
+	if s.sameIDs {
+		return id
+	}
+	return benchkit.RepeatID(id, n/s.records())
+}
+
+// idAt returns where the traceId id is in the record rec: it must be
+// there once, as 8 big-endian bytes (both dialects write it so).
+func idAt(rec []byte, id int64) (int, error) {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], uint64(id))
+	i := bytes.Index(rec, k[:])
+	if i < 0 || bytes.Contains(rec[i+1:], k[:]) {
+		return 0, fmt.Errorf("traceId %d is not in the record's bytes exactly once", id)
+	}
+	return i, nil
 }
 
 // records returns the number of events in one chunk.
@@ -66,8 +111,8 @@ func (e *encoder) loggingTimestamp(ev *benchkit.Event) int64 {
 }
 
 // stream encodes events for connection conn.
-func (e *encoder) stream(conn int, events []benchkit.Event) (*stream, error) {
-	s := &stream{conn: conn, events: events}
+func (e *encoder) stream(conn int, events []benchkit.Event, sameIDs bool) (*stream, error) {
+	s := &stream{conn: conn, events: events, sameIDs: sameIDs}
 	var b record.Batch
 	rec := func(ev *benchkit.Event) *record.Record {
 		b.Reset()
@@ -77,12 +122,19 @@ func (e *encoder) stream(conn int, events []benchkit.Event) (*stream, error) {
 	case dialectKDB:
 		var err error
 		for i := range events {
+			start := len(s.first)
 			if s.first, err = kdb.AppendBinary(s.first, events[i].KDBID(), rec(&events[i])); err != nil {
 				return nil, fmt.Errorf("connection %d: event %d: %w", conn, i, err)
 			}
+			at, err := idAt(s.first[start:], events[i].Trace)
+			if err != nil {
+				return nil, fmt.Errorf("connection %d: event %d: %w", conn, i, err)
+			}
 			s.firstEnds = append(s.firstEnds, len(s.first))
+			s.restIDs = append(s.restIDs, start+at)
 		}
-		s.rest, s.restEnds = s.first, s.firstEnds
+		// rest is rewritten for each repetition: a copy of its own.
+		s.rest, s.restEnds = bytes.Clone(s.first), s.firstEnds
 	case dialectKieker:
 		// One encoder for both passes: the first registers every string
 		// (inline entries before first use), the second finds them all
@@ -90,18 +142,25 @@ func (e *encoder) stream(conn int, events []benchkit.Event) (*stream, error) {
 		enc := kieker.NewEncoder(kieker.EncoderOptions{Inline: true})
 		for pass := 0; pass < 2; pass++ {
 			var buf []byte
-			var ends []int
+			var ends, ids []int
 			for i := range events {
+				start := len(buf)
 				var err error
 				if buf, err = enc.Append(buf, rec(&events[i])); err != nil {
 					return nil, fmt.Errorf("connection %d: event %d: %w", conn, i, err)
 				}
-				ends = append(ends, len(buf))
+				// The record is the frame at the end (registry entries
+				// come before it).
+				at, err := idAt(buf[start:], events[i].Trace)
+				if err != nil {
+					return nil, fmt.Errorf("connection %d: event %d: %w", conn, i, err)
+				}
+				ends, ids = append(ends, len(buf)), append(ids, start+at)
 			}
 			if pass == 0 {
 				s.first, s.firstEnds = buf, ends
 			} else {
-				s.rest, s.restEnds = buf, ends
+				s.rest, s.restEnds, s.restIDs = buf, ends, ids
 			}
 		}
 	}

@@ -52,7 +52,7 @@ func TestStreamsDecodeToTheEvents(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := enc.stream(2, evs)
+			s, err := enc.stream(2, evs, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,9 +64,21 @@ func TestStreamsDecodeToTheEvents(t *testing.T) {
 				t.Fatalf("first Kieker chunk (%d bytes) should carry the registry the rest chunk (%d bytes) lacks", len(s.first), len(s.rest))
 			}
 			// first, rest, and a rest cut after 7 records: one connection
-			// sending 2 chunks and 7 records.
-			wire := append(append(append([]byte(nil), s.first...), s.rest...), s.rest[:s.restEnds[6]]...)
+			// sending 2 chunks and 7 records, each repetition with its
+			// own traceIds.
+			wire := append([]byte(nil), s.first...)
+			s.repeat(1)
+			wire = append(wire, s.rest...)
+			s.repeat(2)
+			wire = append(wire, s.rest[:s.restEnds[6]]...)
 			b := decode(t, dialect, wire)
+			for i, ev := range evs[:7] {
+				for rep := range int64(3) {
+					if got, want := b.Records[int(rep)*len(evs)+i].Values[1].Int(), benchkit.RepeatID(ev.Trace, rep); got != want || (rep > 0) == (got == ev.Trace) {
+						t.Fatalf("repetition %d, record %d: traceId %d, want %d (sent first as %d)", rep, i, got, want, ev.Trace)
+					}
+				}
+			}
 			streams := make([]*stream, 3)
 			streams[2] = s
 			v := &verifier{enc: enc, streams: streams, seen: make([]int64, 3), metadata: 1}
@@ -90,7 +102,7 @@ func TestVerifierFindsChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := enc.stream(0, benchkit.Events(genSeed, 0, 20))
+	s, err := enc.stream(0, benchkit.Events(genSeed, 0, 20), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +140,7 @@ func TestSendCountsRecordsAndBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := enc.stream(0, evs)
+		s, err := enc.stream(0, evs, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,8 +161,16 @@ func TestSendCountsRecordsAndBytes(t *testing.T) {
 				if out.records != n || out.bytes != int64(len(wire)) {
 					t.Fatalf("send reports %+v; %d records and %d bytes were sent", out, n, len(wire))
 				}
-				if b := decode(t, dialect, wire); int64(b.Len()) != n {
+				b := decode(t, dialect, wire)
+				if int64(b.Len()) != n {
 					t.Fatalf("%d records decoded, want %d", b.Len(), n)
+				}
+				// Every repetition with its traceIds, whatever the
+				// repetition the stream's rest held before.
+				v := &verifier{enc: enc, streams: []*stream{s}, seen: make([]int64, 1), metadata: 1}
+				v.Consume(context.Background(), b)
+				if v.first != nil {
+					t.Fatalf("%d bad records; the first: %v", v.bad, v.first)
 				}
 			})
 		}
@@ -202,7 +222,9 @@ func TestRunSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs tracebridge serve")
 	}
-	o := &options{conns: 2, records: 3000, chunk: 3000, rawRuns: 1, dialects: []string{dialectKDB, dialectKieker}, store: true, calls: 20}
+	// Chunks of 1,000 events sent three times by each connection: the
+	// store must hold every repetition's traces.
+	o := &options{conns: 2, records: 3000, chunk: 1000, rawRuns: 1, dialects: []string{dialectKDB, dialectKieker}, store: true, calls: 20}
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), o, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
@@ -214,7 +236,7 @@ func TestRunSmall(t *testing.T) {
 				t.Errorf("no %s %s row with 6000 records in\n%s", d, sinks, &stdout)
 			}
 		}
-		// 2 × 3000 events of traces of 20 calls (40 events): 150 traces.
+		// 2 × 3 × 1000 events of traces of 20 calls (40 events): 150 traces.
 		if !strings.Contains(stdout.String(), d+" with the store: ") || !strings.Contains(stdout.String(), "150 traces stored, 150 sent") {
 			t.Errorf("no %s store line with 150 traces stored in\n%s", d, &stdout)
 		}

@@ -57,6 +57,7 @@ type options struct {
 	dialects []string
 	store    bool // also run with the trace store sink (the embedded default's path)
 	calls    int  // calls per generated trace (0: 1 to 24)
+	sameIDs  bool // every repetition of a chunk with the same traceIds
 }
 
 func main() {
@@ -81,6 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&dialects, "dialects", "kdb,kieker", "comma-separated dialects to drive: kdb, kieker")
 	fs.BoolVar(&o.store, "store", false, "run each dialect again with a trace store sink beside the log (the embedded default's path) and compare")
 	fs.IntVar(&o.calls, "calls", 0, "calls per generated trace (0: 1 to 24; barlib's load is 1000)")
+	fs.BoolVar(&o.sameIDs, "same-ids", false, "send each repetition of a chunk with the same traceIds (the load before 2026-11-30: its traces again, which the trace assembler merges)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -235,7 +237,7 @@ func measure(ctx context.Context, o *options, bin, dialect string, cat *record.C
 	}
 	streams := make([]*stream, len(events))
 	for c := range events {
-		if streams[c], err = enc.stream(c, events[c]); err != nil {
+		if streams[c], err = enc.stream(c, events[c], o.sameIDs); err != nil {
 			return err
 		}
 	}
@@ -552,7 +554,7 @@ func printStore(w io.Writer, results []result) {
 		base := results[j]
 		rate := func(x result) float64 { return float64(x.records) / x.exit.Seconds() }
 		perCPU := func(x result) float64 { return float64(x.records) / x.cpu.Seconds() }
-		want := "not known (chunks repeated)"
+		want := "not known (chunks repeated with the same traceIds)"
 		if r.wantStored >= 0 {
 			want = fmt.Sprintf("%d sent", r.wantStored)
 		}
@@ -563,18 +565,19 @@ func printStore(w io.Writer, results []result) {
 }
 
 // tracesSent returns the number of traces in what the connections sent,
-// -1 when a connection sent its chunk more than once (its traces again).
+// -1 when a connection sent its chunk more than once with the same
+// traceIds (-same-ids: its traces again).
 func tracesSent(streams []*stream, sent []sent) int {
 	n := 0
 	for c, s := range streams {
-		if sent[c].records > s.records() {
+		if s.sameIDs && sent[c].records > s.records() {
 			return -1
 		}
 		last := int64(0)
-		for _, ev := range s.events[:sent[c].records] {
-			if ev.Trace != last {
+		for i := range sent[c].records {
+			if id := s.traceID(i); id != last {
 				n++
-				last = ev.Trace
+				last = id
 			}
 		}
 	}

@@ -12,7 +12,8 @@ import (
 
 // verifier checks a log against what the connections sent: every record
 // of connection c must be, in order, the next event of c's chunk (sent
-// over and over), with the logging timestamp the dialect carries; the log
+// over and over, each time with its own traceIds: stream.traceID), with
+// the logging timestamp the dialect carries; the log
 // must hold one KiekerMetadataRecord and nothing else.
 type verifier struct {
 	enc     *encoder
@@ -87,12 +88,13 @@ func (v *verifier) check(r *record.Record) error {
 	n := v.seen[c]
 	v.seen[c]++
 	ev := &s.events[n%s.records()]
+	id := s.traceID(n)
 	sig := v.enc.sigs[ev.Sig]
-	if after != ev.After || r.Values[0].Int() != ev.TS || trace != ev.Trace || r.Values[2].Int() != int64(ev.Order) ||
+	if after != ev.After || r.Values[0].Int() != ev.TS || trace != id || r.Values[2].Int() != int64(ev.Order) ||
 		r.Values[3].Str() != sig.Op || r.Values[4].Str() != sig.Class || r.LoggingTimestamp != v.enc.loggingTimestamp(ev) {
 		return fmt.Errorf("connection %d, record %d: got %s ts=%d %v %v %v %q %q, sent after=%v ts=%d traceId %d orderIndex %d %q %q",
 			c, n, r.Type.ShortName(), r.LoggingTimestamp, r.Values[0].Int(), trace, r.Values[2].Int(), r.Values[3].Str(), r.Values[4].Str(),
-			ev.After, v.enc.loggingTimestamp(ev), ev.Trace, ev.Order, sig.Op, sig.Class)
+			ev.After, v.enc.loggingTimestamp(ev), id, ev.Order, sig.Op, sig.Class)
 	}
 	return nil
 }

@@ -13,7 +13,18 @@ import (
 const (
 	TraceShift = 40
 	TraceMask  = 1<<TraceShift - 1 // the trace number's bits
+	// RepeatShift: a program that sends its events again gives each
+	// repetition traceIds of its own (RepeatID), the repetition's number
+	// in the trace number's bits from RepeatShift up (Events numbers its
+	// traces below 1<<RepeatShift for n up to 1<<24).
+	RepeatShift = 24
 )
+
+// RepeatID returns the traceId that trace id has in repetition rep of
+// the events (rep 0: id itself). Repetitions 2^16 apart share ids.
+func RepeatID(id, rep int64) int64 {
+	return id ^ (rep&(1<<(TraceShift-RepeatShift)-1))<<RepeatShift
+}
 
 // baseTime is the first event's timestamp (2025-01-01T00:00:00Z in ns): a
 // fixed base keeps runs reproducible.
