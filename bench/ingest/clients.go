@@ -97,11 +97,17 @@ func send(c net.Conn, s *stream, n int64, until time.Time) (sent, error) {
 		return nil
 	}
 	r := s.records()
-	// Repetition k (k ≥ 1) is rest with its own traceIds (stream.repeat:
-	// rest is rewritten after it was written, Write having returned).
+	// Repetition k (k ≥ 1) is rest with its own traceIds: stream.repeat
+	// rewrites rest before each copy is written (the last Write has
+	// returned, and a net.Conn keeps no slice it was given). first is
+	// written with repetition 0's (for KDB rest is first).
+	s.repeat(0)
 	var rep int64
 	again := func(p []byte, recs int64) error {
 		rep++
+		if rep >= maxCopies && !s.sameIDs {
+			return fmt.Errorf("connection %d: %d copies of its chunk: the next would repeat the first's traceIds (a larger -chunk, or -same-ids)", s.conn, rep)
+		}
 		s.repeat(rep)
 		return write(p, recs)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -92,6 +93,35 @@ func TestStreamsDecodeToTheEvents(t *testing.T) {
 				t.Fatalf("%d records, want %d", v.seen[2], want)
 			}
 		})
+	}
+}
+
+// TestStreamIDsFound: the traceId of every record is found for the
+// connections and loads a run may have. Its 8 bytes alone also appear
+// across the fields after it in some records (orderIndex and the string
+// ids, or orderIndex and a string's length).
+func TestStreamIDsFound(t *testing.T) {
+	cat := record.Builtin()
+	sigs := benchkit.Signatures()
+	for _, dialect := range []string{dialectKDB, dialectKieker} {
+		enc, err := newEncoder(dialect, cat, sigs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, calls := range []int{0, 1000} {
+			for c := range 8 {
+				evs := benchkit.TraceEvents(genSeed, c, 65536, calls)
+				s, err := enc.stream(c, evs, false)
+				if err != nil {
+					t.Fatalf("%s, calls %d: %v", dialect, calls, err)
+				}
+				for i, at := range s.restIDs {
+					if got := int64(binary.BigEndian.Uint64(s.rest[at:])); got != evs[i].Trace || at >= s.restEnds[i] || (i > 0 && at < s.restEnds[i-1]) {
+						t.Fatalf("%s, calls %d, connection %d, event %d: traceId %d at %d, want %d within the record", dialect, calls, c, i, got, at, evs[i].Trace)
+					}
+				}
+			}
+		}
 	}
 }
 
@@ -186,6 +216,9 @@ func TestParseFlags(t *testing.T) {
 		{nil, false, options{conns: 4, records: 2_000_000, chunk: 65536, rawRuns: 3, dialects: []string{"kdb", "kieker"}}},
 		{[]string{"-conns", "1", "-dialects", "kieker", "-duration", "3s"}, false,
 			options{conns: 1, records: 2_000_000, duration: 3 * time.Second, chunk: 65536, rawRuns: 3, dialects: []string{"kieker"}}},
+		{[]string{"-same-ids", "-records", "100000000", "-chunk", "1000"}, false,
+			options{conns: 4, records: 100_000_000, chunk: 1000, rawRuns: 3, dialects: []string{"kdb", "kieker"}, sameIDs: true}},
+		{[]string{"-records", "100000000", "-chunk", "1000"}, true, options{}}, // 100,000 copies: ids would repeat
 		{[]string{"-conns", "0"}, true, options{}},
 		{[]string{"-dialects", "kdb,text"}, true, options{}},
 		{[]string{"-records", "0"}, true, options{}},

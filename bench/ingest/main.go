@@ -43,6 +43,9 @@ const (
 	mib        = 1 << 20
 	megabyte   = 1e6
 	chunkLimit = 1 << 24 // events per chunk at most
+	// maxCopies: copies of a chunk with traceIds of their own
+	// (benchkit.RepeatID numbers them in 16 bits).
+	maxCopies = 1 << (benchkit.TraceShift - benchkit.RepeatShift)
 )
 
 type options struct {
@@ -100,6 +103,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.chunk < 1 || o.chunk > chunkLimit {
 		fs.Bad("-chunk %d: want 1 to %d", o.chunk, chunkLimit)
+	}
+	if o.duration == 0 && !o.sameIDs && o.chunk >= 1 && o.records/int64(o.chunk) >= maxCopies {
+		fs.Bad("-records %d in chunks of %d: %d copies or more repeat the traceIds (a larger -chunk, or -same-ids)", o.records, o.chunk, maxCopies)
 	}
 	if o.calls < 0 || o.calls > 10_000_000 {
 		fs.Bad("-calls %d: want 0 to 10000000", o.calls)
@@ -290,11 +296,13 @@ func measure(ctx context.Context, o *options, bin, dialect string, cat *record.C
 		return err
 	}
 	benchkit.SettleDisk()
-	if _, rs.err = bridgeRun(ctx, o, bin, sdir, benchkit.StoreSink(sdir), enc, streams, counts, rs, logf); rs.err != nil {
+	ss, err := bridgeRun(ctx, o, bin, sdir, benchkit.StoreSink(sdir), enc, streams, counts, rs, logf)
+	if rs.err = err; err != nil {
 		logf("%s with the store: %v", dialect, rs.err)
 		return nil
 	}
-	rs.wantStored = tracesSent(streams, sr.sent)
+	// (With -duration this run sent chunks of its own number.)
+	rs.wantStored = tracesSent(streams, ss.sent)
 	// (A trace of more than the assembler's max_spans events is stored
 	// in parts, each counted.)
 	if rs.stored, rs.err = countStored(filepath.Join(sdir, "store")); rs.err == nil && rs.wantStored >= 0 &&

@@ -107,3 +107,24 @@ func TestRecorder(t *testing.T) {
 		t.Fatal("NewRecorder accepts a catalogue without Before/AfterOperationEvent")
 	}
 }
+
+// TestRepeatID: a repetition's traceIds keep the connection's bits and
+// the trace number, differ from every other repetition's (up to 2^16),
+// and repetition 0 is the id itself.
+func TestRepeatID(t *testing.T) {
+	id := int64(3)<<TraceShift | 12345
+	if RepeatID(id, 0) != id {
+		t.Fatalf("repetition 0: %d, want %d", RepeatID(id, 0), id)
+	}
+	seen := map[int64]int64{}
+	for rep := range int64(1 << (TraceShift - RepeatShift)) {
+		x := RepeatID(id, rep)
+		if x>>TraceShift != 3 || x&(1<<RepeatShift-1) != 12345 {
+			t.Fatalf("repetition %d: %#x lost the connection's or the trace's bits", rep, x)
+		}
+		if r, dup := seen[x]; dup {
+			t.Fatalf("repetitions %d and %d share traceId %#x", r, rep, x)
+		}
+		seen[x] = rep
+	}
+}
