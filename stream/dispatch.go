@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -27,6 +28,12 @@ const (
 	// idle is how long the dispatcher waits for a message before it
 	// looks at metadata, incomplete batches and the end time.
 	idle = 100 * time.Millisecond
+	// stallAfter: a consumer that delivered nothing for this long is
+	// asked whether the repository holds a message for it (stalled);
+	// the wait between such checks doubles up to stallCheckMax while
+	// none is found.
+	stallAfter    = 5 * time.Second
+	stallCheckMax = time.Minute
 )
 
 // dispatcher reads the repository and calls the handlers. It runs on
@@ -60,6 +67,15 @@ type dispatcher struct {
 	cons    jetstream.Consumer
 	endDue  bool
 	lastSeq uint64 // repository sequence of the last message read
+
+	// The stall watch (stalled): when a message was last read, when the
+	// next check is due and the wait after it, and the message the last
+	// check found undelivered (0: none).
+	lastRead   time.Time
+	checkAt    time.Time
+	checkEvery time.Duration
+	undeliv    uint64
+	filterSubj []string // the consumer's filters (nil: everything)
 }
 
 // writer is what the dispatcher knows of one writer of the repository.
@@ -204,8 +220,11 @@ func (d *dispatcher) run(ctx context.Context) error {
 	if cons == nil {
 		return nil // a dump of an empty window
 	}
-	defer it.Stop()
+	defer func() { it.Stop() }()
 	d.cons = cons
+	d.filterSubj = cfg.FilterSubjects
+	d.lastRead, d.checkEvery = time.Now(), stallAfter
+	d.checkAt = d.lastRead.Add(stallAfter)
 	for _, md := range mds {
 		d.notify(md)
 	}
@@ -243,6 +262,24 @@ func (d *dispatcher) run(ctx context.Context) error {
 				if d.endDue && d.readAll(ctx) {
 					return nil
 				}
+				if time.Now().After(d.checkAt) && d.stalled(ctx, ds) {
+					// Read on from the last message read, through a new
+					// consumer (what the old one had sent and was not
+					// read is sent again).
+					it.Stop()
+					cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = jetstream.DeliverByStartSequencePolicy, d.lastSeq+1, nil
+					nc, nit, err := d.consume(ctx, ds, cfg)
+					if err != nil {
+						if ctx.Err() != nil {
+							return nil
+						}
+						return fmt.Errorf("stream %s: a new consumer after the last stalled: %w", s.url, err)
+					}
+					if nc == nil {
+						return nil
+					}
+					cons, it, d.cons = nc, nit, nc
+				}
 				continue
 			case errors.Is(err, jetstream.ErrMsgIteratorClosed), errors.Is(err, natsgo.ErrConnectionClosed):
 				d.flushAll()
@@ -258,6 +295,93 @@ func (d *dispatcher) run(ctx context.Context) error {
 	}
 	d.flushAll()
 	return nil
+}
+
+// stalled reports whether the consumer is stalled: it delivered nothing
+// for stallAfter or more while the repository held a message for it, and
+// that message was found already at the check before (so the consumer
+// had a whole wait between checks to deliver it). The repository's
+// leader answers: a consumer is served by one replica, and on a loaded
+// machine one of a cluster's replicas was seen to stop delivering while
+// the others had every message (see docs/STREAM.md, "Consumers that
+// stall"). Between checks the wait doubles while nothing is found.
+func (d *dispatcher) stalled(ctx context.Context, ds jetstream.Stream) bool {
+	now := time.Now()
+	if now.Sub(d.lastRead) < stallAfter {
+		return false
+	}
+	next := d.pendingSeq(ctx, ds)
+	switch {
+	case next == 0:
+		d.undeliv = 0
+		d.checkEvery = min(2*d.checkEvery, stallCheckMax)
+	case next == d.undeliv:
+		d.undeliv, d.checkEvery = 0, stallAfter
+		d.checkAt = now.Add(stallAfter)
+		d.lastRead = now // the new consumer's first wait
+		return true
+	default:
+		d.undeliv, d.checkEvery = next, stallAfter
+	}
+	d.checkAt = now.Add(d.checkEvery)
+	return false
+}
+
+// pendingSeq returns the sequence of the first message after the last
+// one read that matches the consumer's filters, as the repository's
+// leader has it (0: none, or the leader did not say).
+func (d *dispatcher) pendingSeq(ctx context.Context, ds jetstream.Stream) uint64 {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	from := d.lastSeq + 1
+	if info, err := d.cons.Info(ctx); err == nil {
+		// A consumer starting at the repository's end (DeliverNew) says
+		// where it begins; messages it delivered, not yet read, are not
+		// a stall.
+		from = max(from, info.Delivered.Stream+1)
+	}
+	info, err := ds.Info(ctx)
+	if err != nil || info.State.LastSeq < from {
+		return 0
+	}
+	filters := d.filterSubj
+	if len(filters) == 0 {
+		filters = []string{d.s.subj.AllRecords(), d.s.subj.AllTraces()}
+	}
+	var first uint64
+	for _, f := range filters {
+		if seq := d.msgAfter(ctx, from, f); seq != 0 && (first == 0 || seq < first) {
+			first = seq
+		}
+	}
+	return first
+}
+
+// msgAfter returns the sequence of the first message on subject (a
+// filter) at or after seq, from the repository's leader (a direct get,
+// which the repository allows, may be answered by any replica, the
+// stalled one too); 0: none, or no answer.
+func (d *dispatcher) msgAfter(ctx context.Context, seq uint64, subject string) uint64 {
+	req, err := json.Marshal(struct {
+		Seq     uint64 `json:"seq"`
+		NextFor string `json:"next_by_subj"`
+	}{seq, subject})
+	if err != nil {
+		return 0
+	}
+	msg, err := d.s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+d.s.subj.Stream(), req)
+	if err != nil {
+		return 0
+	}
+	var resp struct {
+		Message *struct {
+			Seq uint64 `json:"seq"`
+		} `json:"message"`
+	}
+	if json.Unmarshal(msg.Data, &resp) != nil || resp.Message == nil {
+		return 0
+	}
+	return resp.Message.Seq
 }
 
 // readAll reports whether the subscriber has read every message of its
@@ -476,6 +600,8 @@ func (d *dispatcher) handle(m jetstream.Msg) {
 		seq, pending = meta.Sequence.Stream, meta.NumPending
 		d.lastSeq = seq
 	}
+	d.lastRead, d.undeliv = time.Now(), 0
+	d.checkAt, d.checkEvery = d.lastRead.Add(stallAfter), stallAfter
 	if strings.HasPrefix(m.Subject(), d.s.subj.AllTraces()[:len(d.s.subj.AllTraces())-1]) {
 		d.trace(m, seq, meta)
 		d.caughtUp(pending)
