@@ -76,6 +76,7 @@ type dispatcher struct {
 	checkEvery time.Duration
 	undeliv    uint64
 	filterSubj []string // the consumer's filters (nil: everything)
+	startSeq   uint64   // the first consumer's first sequence
 }
 
 // writer is what the dispatcher knows of one writer of the repository.
@@ -222,6 +223,11 @@ func (d *dispatcher) run(ctx context.Context) error {
 	}
 	defer func() { it.Stop() }()
 	d.cons = cons
+	// Where the consumer begins (a start time or the repository's end
+	// made into a sequence by the server): a new one never begins before.
+	if ci := cons.CachedInfo(); ci != nil {
+		d.startSeq = ci.Delivered.Stream + 1
+	}
 	d.filterSubj = cfg.FilterSubjects
 	d.lastRead, d.checkEvery = time.Now(), stallAfter
 	d.checkAt = d.lastRead.Add(stallAfter)
@@ -265,16 +271,20 @@ func (d *dispatcher) run(ctx context.Context) error {
 				if time.Now().After(d.checkAt) && d.stalled(ctx, ds) {
 					// Read on from the last message read, through a new
 					// consumer (what the old one had sent and was not
-					// read is sent again).
-					it.Stop()
-					cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = jetstream.DeliverByStartSequencePolicy, d.lastSeq+1, nil
+					// read is sent again); the old one goes once the new
+					// one is made, else it stays and the next check tries
+					// again.
+					cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = jetstream.DeliverByStartSequencePolicy, d.from(), nil
 					nc, nit, err := d.consume(ctx, ds, cfg)
 					if err != nil {
 						if ctx.Err() != nil {
 							return nil
 						}
-						return fmt.Errorf("stream %s: a new consumer after the last stalled: %w", s.url, err)
+						d.error(fmt.Errorf("stream %s: the reader's consumer delivers nothing while the repository holds messages for it, and a new one could not be made (trying again): %w", s.url, err))
+						continue
 					}
+					it.Stop()
+					d.dropConsumer(ctx, cons)
 					if nc == nil {
 						return nil
 					}
@@ -304,7 +314,8 @@ func (d *dispatcher) run(ctx context.Context) error {
 // leader answers: a consumer is served by one replica, and on a loaded
 // machine one of a cluster's replicas was seen to stop delivering while
 // the others had every message (see docs/STREAM.md, "Consumers that
-// stall"). Between checks the wait doubles while nothing is found.
+// stall"). Between checks the wait doubles while nothing is found (or
+// the leader does not answer).
 func (d *dispatcher) stalled(ctx context.Context, ds jetstream.Stream) bool {
 	now := time.Now()
 	if now.Sub(d.lastRead) < stallAfter {
@@ -327,19 +338,19 @@ func (d *dispatcher) stalled(ctx context.Context, ds jetstream.Stream) bool {
 	return false
 }
 
-// pendingSeq returns the sequence of the first message after the last
-// one read that matches the consumer's filters, as the repository's
-// leader has it (0: none, or the leader did not say).
+// from returns the first sequence the reader has yet to read: after the
+// last message read, never before where the first consumer began.
+func (d *dispatcher) from() uint64 { return max(d.lastSeq+1, d.startSeq) }
+
+// pendingSeq returns the sequence of the first message the reader has
+// yet to read that matches the consumer's filters, as the repository's
+// leader has it (0: none, or the leader did not say). It is asked only
+// after a wait for a message timed out, so a message the consumer sent
+// is not on its way still: one it sent and was never read counts too.
 func (d *dispatcher) pendingSeq(ctx context.Context, ds jetstream.Stream) uint64 {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	from := d.lastSeq + 1
-	if info, err := d.cons.Info(ctx); err == nil {
-		// A consumer starting at the repository's end (DeliverNew) says
-		// where it begins; messages it delivered, not yet read, are not
-		// a stall.
-		from = max(from, info.Delivered.Stream+1)
-	}
+	from := d.from()
 	info, err := ds.Info(ctx)
 	if err != nil || info.State.LastSeq < from {
 		return 0
@@ -360,7 +371,8 @@ func (d *dispatcher) pendingSeq(ctx context.Context, ds jetstream.Stream) uint64
 // msgAfter returns the sequence of the first message on subject (a
 // filter) at or after seq, from the repository's leader (a direct get,
 // which the repository allows, may be answered by any replica, the
-// stalled one too); 0: none, or no answer.
+// stalled one too); 0: none, or no answer within 2 s (a NATS user not
+// allowed to publish to $JS.API.STREAM.MSG.GET.<stream> gets none).
 func (d *dispatcher) msgAfter(ctx context.Context, seq uint64, subject string) uint64 {
 	req, err := json.Marshal(struct {
 		Seq     uint64 `json:"seq"`
@@ -369,6 +381,8 @@ func (d *dispatcher) msgAfter(ctx context.Context, seq uint64, subject string) u
 	if err != nil {
 		return 0
 	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
 	msg, err := d.s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+d.s.subj.Stream(), req)
 	if err != nil {
 		return 0
@@ -382,6 +396,19 @@ func (d *dispatcher) msgAfter(ctx context.Context, seq uint64, subject string) u
 		return 0
 	}
 	return resp.Message.Seq
+}
+
+// dropConsumer deletes a consumer the reader no longer reads (a stalled
+// one), at once rather than after its inactive threshold; a failure is
+// left to that threshold.
+func (d *dispatcher) dropConsumer(ctx context.Context, c jetstream.Consumer) {
+	ci := c.CachedInfo()
+	if ci == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_ = d.s.js.DeleteConsumer(ctx, d.s.subj.Stream(), ci.Name)
 }
 
 // readAll reports whether the subscriber has read every message of its
