@@ -42,8 +42,22 @@ func (d *symbols) name(id uint64) (string, bool) {
 }
 
 // bodyVersion is the version of the trace body that encodeTrace writes,
-// its first byte; decodeTrace reads versions 1 and 2 (docs/STORE.md).
-const bodyVersion = 2
+// its first byte; decodeTrace reads versions 1 to 3 (docs/STORE.md).
+// Version 3 stores a span's Kieker position only when it has one (flag
+// kiekerFlag): an OpenTelemetry or zorka span paid 13 bytes for it,
+// 10 of them the trace id's random low bits.
+const bodyVersion = 3
+
+// kiekerFlag (in a span's flags, version 3) says that its Kieker
+// position (orderIndex, eoi, ess, Kieker trace id) follows; without it
+// the span has none (noKieker).
+const kiekerFlag = 128
+
+// noKieker reports whether s has no Kieker position (as a span record
+// makes it: orderIndex, eoi and ess -1, no Kieker trace id).
+func noKieker(s *trace.Span) bool {
+	return s.OrderIndex == -1 && s.EOI == -1 && s.ESS == -1 && s.KiekerTrace == 0
+}
 
 // Limits of the trace encoding, checked when decoding.
 const (
@@ -206,6 +220,9 @@ func (e *encoder) appendTrace(dst []byte, t *trace.Trace) []byte {
 		if s.Resource != nil || s.Scope != nil {
 			flags |= 64
 		}
+		if !noKieker(s) {
+			flags |= kiekerFlag
+		}
 		b = append(b, flags, byte(s.Kind)|byte(s.Status)<<4)
 		if flags&64 != 0 {
 			b = binary.AppendUvarint(b, uint64(e.resIndex(s.Resource)))
@@ -228,10 +245,12 @@ func (e *encoder) appendTrace(dst []byte, t *trace.Trace) []byte {
 		b = appendString(b, s.Process)
 		b = appendString(b, s.Session)
 		b = appendString(b, s.StatusMessage)
-		b = binary.AppendVarint(b, int64(s.OrderIndex))
-		b = binary.AppendVarint(b, int64(s.EOI))
-		b = binary.AppendVarint(b, int64(s.ESS))
-		b = binary.AppendVarint(b, s.KiekerTrace-int64(t.ID.Lo))
+		if flags&kiekerFlag != 0 {
+			b = binary.AppendVarint(b, int64(s.OrderIndex))
+			b = binary.AppendVarint(b, int64(s.EOI))
+			b = binary.AppendVarint(b, int64(s.ESS))
+			b = binary.AppendVarint(b, s.KiekerTrace-int64(t.ID.Lo))
+		}
 		b = e.attrs(b, s.Attributes)
 		b = binary.AppendUvarint(b, uint64(len(s.Events)))
 		for _, ev := range s.Events {
@@ -467,8 +486,12 @@ func decodeTrace(p []byte, syms *symbols) (*trace.Trace, error) {
 		s.End = s.Start + d.varint()
 		s.Operation, s.Component, s.Host, s.Service, s.Thread = d.sym(), d.sym(), d.sym(), d.sym(), d.sym()
 		s.Process, s.Session, s.StatusMessage = d.str(), d.str(), d.str()
-		s.OrderIndex, s.EOI, s.ESS = int32(d.varint()), int32(d.varint()), int32(d.varint())
-		s.KiekerTrace = d.varint() + int64(t.ID.Lo)
+		if version < 3 || flags&kiekerFlag != 0 {
+			s.OrderIndex, s.EOI, s.ESS = int32(d.varint()), int32(d.varint()), int32(d.varint())
+			s.KiekerTrace = d.varint() + int64(t.ID.Lo)
+		} else {
+			s.OrderIndex, s.EOI, s.ESS = -1, -1, -1
+		}
 		s.Attributes = d.attrs()
 		if ne := d.count(maxListLen, "event"); ne > 0 {
 			s.Events = make([]trace.Event, ne)
@@ -639,8 +662,10 @@ func bodyTerms(dst []block.Term, p []byte, syms *symbols) ([]block.Term, error) 
 		if msg := d.str(); msg != "" {
 			dst = append(dst, block.Term{Value: msg})
 		}
-		for range 4 { // orderIndex, eoi, ess, Kieker trace
-			d.varint()
+		if version < 3 || flags&kiekerFlag != 0 {
+			for range 4 { // orderIndex, eoi, ess, Kieker trace
+				d.varint()
+			}
 		}
 		dst = d.termAttrs(dst)
 		for range d.count(maxListLen, "event") {

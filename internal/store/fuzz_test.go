@@ -32,8 +32,10 @@ func FuzzSegmentReader(f *testing.F) {
 	f.Add([]byte("TBK1"))
 	f.Add([]byte("TBK2"))
 	f.Add([]byte("TBK3"))
-	if b, err := os.ReadFile(filepath.Join("testdata", "body-v2.block")); err == nil {
-		f.Add(b) // a zstd chunk (TBK2)
+	for _, name := range []string{"body-v2.block", "body-v3.block"} {
+		if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
+			f.Add(b) // a zstd chunk (TBK2)
+		}
 	}
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {

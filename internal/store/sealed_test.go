@@ -26,13 +26,13 @@ import (
 func TestSealedIndexBounded(t *testing.T) {
 	srv := objstoretest.Start(t)
 	cfg := srv.Bucket(t, "traces", "")
-	const headSize, maxWAL = 64 << 10, 1 << 20
+	const headSize, maxWAL = 64 << 10, 640 << 10 // about 120 cut heads of these traces
 	dir := t.TempDir()
 	opts := Options{Bucket: s3Client(t, cfg), ChunkSize: 8 << 10, HeadSize: headSize, MaxWAL: maxWAL, CloseWait: -1}
 	s := open(t, dir, opts)
 	srv.Stop()
 
-	const n = 40_000
+	const n = 100_000 // more than max_wal takes (about 28,000)
 	var appended atomic.Int64
 	done := make(chan error, 1)
 	go func() {
