@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tracebridge/tracebridge/internal/codec/streammsg"
+	"github.com/tracebridge/tracebridge/internal/jsstall"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
@@ -28,12 +28,6 @@ const (
 	// idle is how long the dispatcher waits for a message before it
 	// looks at metadata, incomplete batches and the end time.
 	idle = 100 * time.Millisecond
-	// stallAfter: a consumer that delivered nothing for this long is
-	// asked whether the repository holds a message for it (stalled);
-	// the wait between such checks doubles up to stallCheckMax while
-	// none is found.
-	stallAfter    = 5 * time.Second
-	stallCheckMax = time.Minute
 )
 
 // dispatcher reads the repository and calls the handlers. It runs on
@@ -68,15 +62,10 @@ type dispatcher struct {
 	endDue  bool
 	lastSeq uint64 // repository sequence of the last message read
 
-	// The stall watch (stalled): when a message was last read, when the
-	// next check is due and the wait after it, and the message the last
-	// check found undelivered (0: none).
-	lastRead   time.Time
-	checkAt    time.Time
-	checkEvery time.Duration
-	undeliv    uint64
-	filterSubj []string // the consumer's filters (nil: everything)
-	startSeq   uint64   // the first consumer's first sequence
+	// The consumer's stall watch (run), and the first consumer's first
+	// sequence: a new consumer never begins before it.
+	stall    jsstall.Watch
+	startSeq uint64
 }
 
 // writer is what the dispatcher knows of one writer of the repository.
@@ -228,9 +217,8 @@ func (d *dispatcher) run(ctx context.Context) error {
 	if ci := cons.CachedInfo(); ci != nil {
 		d.startSeq = ci.Delivered.Stream + 1
 	}
-	d.filterSubj = cfg.FilterSubjects
-	d.lastRead, d.checkEvery = time.Now(), stallAfter
-	d.checkAt = d.lastRead.Add(stallAfter)
+	d.stall.Start(time.Now())
+	next := func(ctx context.Context) uint64 { return d.pendingSeq(ctx, ds, cfg.FilterSubjects) }
 	for _, md := range mds {
 		d.notify(md)
 	}
@@ -268,8 +256,11 @@ func (d *dispatcher) run(ctx context.Context) error {
 				if d.endDue && d.readAll(ctx) {
 					return nil
 				}
-				if time.Now().After(d.checkAt) && d.stalled(ctx, ds) {
-					// Read on from the last message read, through a new
+				if d.stall.Stalled(ctx, time.Now(), next) {
+					// The consumer delivers nothing while the
+					// repository's leader holds a message for it (see
+					// docs/STREAM.md, "Consumers that stall"): read on
+					// from the last message read, through a new
 					// consumer (what the old one had sent and was not
 					// read is sent again); the old one goes once the new
 					// one is made, else it stays and the next check tries
@@ -307,47 +298,17 @@ func (d *dispatcher) run(ctx context.Context) error {
 	return nil
 }
 
-// stalled reports whether the consumer is stalled: it delivered nothing
-// for stallAfter or more while the repository held a message for it, and
-// that message was found already at the check before (so the consumer
-// had a whole wait between checks to deliver it). The repository's
-// leader answers: a consumer is served by one replica, and on a loaded
-// machine one of a cluster's replicas was seen to stop delivering while
-// the others had every message (see docs/STREAM.md, "Consumers that
-// stall"). Between checks the wait doubles while nothing is found (or
-// the leader does not answer).
-func (d *dispatcher) stalled(ctx context.Context, ds jetstream.Stream) bool {
-	now := time.Now()
-	if now.Sub(d.lastRead) < stallAfter {
-		return false
-	}
-	next := d.pendingSeq(ctx, ds)
-	switch {
-	case next == 0:
-		d.undeliv = 0
-		d.checkEvery = min(2*d.checkEvery, stallCheckMax)
-	case next == d.undeliv:
-		d.undeliv, d.checkEvery = 0, stallAfter
-		d.checkAt = now.Add(stallAfter)
-		d.lastRead = now // the new consumer's first wait
-		return true
-	default:
-		d.undeliv, d.checkEvery = next, stallAfter
-	}
-	d.checkAt = now.Add(d.checkEvery)
-	return false
-}
-
 // from returns the first sequence the reader has yet to read: after the
 // last message read, never before where the first consumer began.
 func (d *dispatcher) from() uint64 { return max(d.lastSeq+1, d.startSeq) }
 
 // pendingSeq returns the sequence of the first message the reader has
-// yet to read that matches the consumer's filters, as the repository's
-// leader has it (0: none, or the leader did not say). It is asked only
-// after a wait for a message timed out, so a message the consumer sent
-// is not on its way still: one it sent and was never read counts too.
-func (d *dispatcher) pendingSeq(ctx context.Context, ds jetstream.Stream) uint64 {
+// yet to read that matches the consumer's filters (nil: everything), as
+// the repository's leader has it (0: none, or the leader did not say).
+// It is asked only after a wait for a message timed out, so a message
+// the consumer sent is not on its way still: one it sent and was never
+// read counts too.
+func (d *dispatcher) pendingSeq(ctx context.Context, ds jetstream.Stream, filters []string) uint64 {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	from := d.from()
@@ -355,47 +316,16 @@ func (d *dispatcher) pendingSeq(ctx context.Context, ds jetstream.Stream) uint64
 	if err != nil || info.State.LastSeq < from {
 		return 0
 	}
-	filters := d.filterSubj
 	if len(filters) == 0 {
 		filters = []string{d.s.subj.AllRecords(), d.s.subj.AllTraces()}
 	}
 	var first uint64
 	for _, f := range filters {
-		if seq := d.msgAfter(ctx, from, f); seq != 0 && (first == 0 || seq < first) {
+		if seq := jsstall.NextSeq(ctx, d.s.nc, d.s.subj.Stream(), f, from); seq != 0 && (first == 0 || seq < first) {
 			first = seq
 		}
 	}
 	return first
-}
-
-// msgAfter returns the sequence of the first message on subject (a
-// filter) at or after seq, from the repository's leader (a direct get,
-// which the repository allows, may be answered by any replica, the
-// stalled one too); 0: none, or no answer within 2 s (a NATS user not
-// allowed to publish to $JS.API.STREAM.MSG.GET.<stream> gets none).
-func (d *dispatcher) msgAfter(ctx context.Context, seq uint64, subject string) uint64 {
-	req, err := json.Marshal(struct {
-		Seq     uint64 `json:"seq"`
-		NextFor string `json:"next_by_subj"`
-	}{seq, subject})
-	if err != nil {
-		return 0
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	msg, err := d.s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+d.s.subj.Stream(), req)
-	if err != nil {
-		return 0
-	}
-	var resp struct {
-		Message *struct {
-			Seq uint64 `json:"seq"`
-		} `json:"message"`
-	}
-	if json.Unmarshal(msg.Data, &resp) != nil || resp.Message == nil {
-		return 0
-	}
-	return resp.Message.Seq
 }
 
 // dropConsumer deletes a consumer the reader no longer reads (a stalled
@@ -627,8 +557,7 @@ func (d *dispatcher) handle(m jetstream.Msg) {
 		seq, pending = meta.Sequence.Stream, meta.NumPending
 		d.lastSeq = seq
 	}
-	d.lastRead, d.undeliv = time.Now(), 0
-	d.checkAt, d.checkEvery = d.lastRead.Add(stallAfter), stallAfter
+	d.stall.Read(time.Now())
 	if strings.HasPrefix(m.Subject(), d.s.subj.AllTraces()[:len(d.s.subj.AllTraces())-1]) {
 		d.trace(m, seq, meta)
 		d.caughtUp(pending)

@@ -1715,7 +1715,7 @@ func newNodeMetrics(n *Node) *nodeMetrics {
 	m.consumed = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_consumed_messages_total", Help: "Messages of owned partitions this node consumed."})
 	m.malformed = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_malformed_messages_total", Help: "Messages of owned partitions that did not decode (skipped)."})
 	m.duplicates = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_duplicate_sections_total", Help: "Sections of messages (a batch's records of a partition) this node's owners dropped because they had seen the same within the duplicate window (clients' retries)."})
-	m.readErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_read_errors_total", Help: "Failed reads of owned partitions (a consumer not made or lost: read again from where it was)."})
+	m.readErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_read_errors_total", Help: "Failed reads of owned partitions (a consumer not made, lost or stalled: read again from where it was)."})
 	m.skipped = prometheus.NewCounter(prometheus.CounterOpts{Name: "tracebridge_cluster_skipped_messages_total", Help: "Checkpoints that found a message of an owned partition its reader had skipped (not removed; the partition read again)."})
 	m.owned = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tracebridge_cluster_owned_partitions", Help: "Partitions this node owns."}, func() float64 {
 		n.mu.Lock()

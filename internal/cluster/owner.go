@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tracebridge/tracebridge/internal/jsstall"
 	"github.com/tracebridge/tracebridge/internal/lograte"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/trace"
@@ -248,6 +249,13 @@ func (o *owner) run(ctx context.Context) {
 	}
 
 	var cons jetstream.Consumer
+	// The consumer's stall watch: one that delivers nothing while the
+	// stream's leader holds a message of the partition after the last
+	// one taken is replaced (the stream package's readers do the same).
+	var stall jsstall.Watch
+	nextSeq := func(ctx context.Context) uint64 {
+		return jsstall.NextSeq(ctx, n.nc, StreamName, Subject(o.p), o.last+1)
+	}
 	lastTick := time.Now()
 	for {
 		select {
@@ -288,6 +296,7 @@ func (o *owner) run(ctx context.Context) {
 				}
 				continue
 			}
+			stall.Start(time.Now())
 		}
 		batch, err := cons.Fetch(fetchBatch, jetstream.FetchMaxWait(fetchWait), jetstream.FetchHeartbeat(fetchWait/4))
 		if err != nil {
@@ -298,7 +307,9 @@ func (o *owner) run(ctx context.Context) {
 			cons = nil
 			continue
 		}
+		got := false
 		for msg := range batch.Messages() {
+			got = true
 			if lapsed() {
 				// Delivered after the deadline (the fetch began before
 				// it): not this owner's to read.
@@ -328,10 +339,31 @@ func (o *owner) run(ctx context.Context) {
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
 			o.readFailed(err)
 			cons = nil
-		} else {
-			o.readWorked()
+			continue
+		}
+		o.readWorked()
+		if got {
+			stall.Read(time.Now())
+		} else if stall.Stalled(ctx, time.Now(), nextSeq) {
+			n.log.Warn("cluster: a partition's consumer delivers nothing while the stream holds a message for it; reading on through a new one", "node", n.opt.Node, "partition", o.p, "after", o.last)
+			n.met.readErrors.Inc()
+			o.dropReader(ctx, cons)
+			cons = nil
 		}
 	}
+}
+
+// dropReader deletes a consumer the owner no longer reads (a stalled
+// one), at once rather than after its inactive threshold; a failure is
+// left to that threshold.
+func (o *owner) dropReader(ctx context.Context, c jetstream.Consumer) {
+	ci := c.CachedInfo()
+	if ci == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_ = o.n.js.DeleteConsumer(ctx, StreamName, ci.Name)
 }
 
 // took notes message seq taken. (A consumer resuming after a stall was
