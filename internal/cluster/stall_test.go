@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,4 +117,67 @@ func consumerNames(ctx context.Context, t *testing.T, js jetstream.JetStream) ma
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestOwnerReadsSkippedLastMessage: a partition's last message that the
+// owner's reader passed over (as a consumer on a lagging replica was
+// seen to: TestCheckpointKeepsSkippedMessage) is not left in the stream
+// until a later one comes: the stall watch finds it there, after the
+// last message taken, and a new consumer delivers it.
+func TestOwnerReadsSkippedLastMessage(t *testing.T) {
+	srv, err := natsd.Start(natsd.Config{StoreDir: filepath.Join(t.TempDir(), "js")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	sink := &fakeSink{spans: map[trace.ID]int{}}
+	creds := srv.Credentials()
+	n, err := New(Options{Node: "t1", Partitions: 1, Replicas: 1, URL: "nats://" + srv.Addr(), Login: natslogin.Login{User: creds.User, Password: creds.Password},
+		Traces: trace.Options{Window: 100 * time.Millisecond}, Sink: sink, Persist: sink.persist,
+		LeaseTTL: 3 * time.Second, CheckpointInterval: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	var mu sync.Mutex
+	passed := 0
+	n.lose = func(int, uint64) bool { // the first message, the first time
+		mu.Lock()
+		defer mu.Unlock()
+		if passed == 0 {
+			passed++
+			return true
+		}
+		return false
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- n.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	}()
+	id := trace.ID{Hi: 6, Lo: 1}
+	b := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "h"}}
+	for k := range 2 {
+		trace.AppendSpan(b, id, &trace.Span{SpanID: trace.SpanID(k + 1), Operation: "op", Start: 1, End: 2})
+	}
+	if err := n.Publisher().Consume(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Publisher().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the passed-over trace at the sink", func() bool {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		return sink.spans[id] == 2
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if passed != 1 {
+		t.Errorf("%d messages passed over, want 1", passed)
+	}
 }
