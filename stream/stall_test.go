@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tracebridge/tracebridge/internal/codec/streammsg"
+	"github.com/tracebridge/tracebridge/internal/servicetest"
 	"github.com/tracebridge/tracebridge/stream"
 )
 
@@ -172,11 +173,5 @@ func consumers(t *testing.T, ctx context.Context, st jetstream.Stream) []string 
 // waitFor waits until cond holds, at most d.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after %v", what, d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	servicetest.WaitFor(t, d, what, cond)
 }

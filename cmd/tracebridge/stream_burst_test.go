@@ -21,6 +21,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/servicetest"
 )
 
 // Sizes of the burst test (issue 28).
@@ -298,11 +299,5 @@ func countLog(t *testing.T, dir string) int {
 // waitUntil polls cond until it holds or the deadline passes.
 func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after %v", what, limit)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	servicetest.WaitFor(t, limit, what, cond)
 }

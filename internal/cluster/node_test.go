@@ -76,13 +76,7 @@ func (s *fakeSink) persist(context.Context) error {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after 60s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	servicetest.WaitFor(t, 60*time.Second, what, cond)
 }
 
 // TestNodePublishOwnCheckpoint: one node on an embedded server (R1):

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/objstore"
 	"github.com/tracebridge/tracebridge/internal/objstore/objstoretest"
+	"github.com/tracebridge/tracebridge/internal/servicetest"
 )
 
 func TestS3Conformance(t *testing.T) {
@@ -363,13 +364,7 @@ func TestS3Retries(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool, what string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	servicetest.WaitFor(t, 30*time.Second, what, cond)
 }
 
 // A server that keeps failing: a bounded number of attempts, then a clear

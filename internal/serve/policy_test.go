@@ -15,6 +15,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/codec/kieker"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/servicetest"
 	"github.com/tracebridge/tracebridge/internal/sink/forward"
 )
 
@@ -138,12 +139,7 @@ func deadTarget(t *testing.T) string {
 // waitFor waits for cond with a generous deadline.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	servicetest.WaitFor(t, 30*time.Second, what, cond)
 }
 
 func buildWithAcks(t *testing.T, yaml string, log *slog.Logger) (*Server, *ackSource) {

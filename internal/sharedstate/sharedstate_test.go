@@ -93,13 +93,7 @@ func connect(t *testing.T, u string) *nats.Conn {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("no %s within %v", what, deadline)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	servicetest.WaitFor(t, deadline, what, cond)
 }
 
 // node is one tracebridge node's shared state: its own host table and

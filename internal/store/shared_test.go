@@ -10,6 +10,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/objstore"
 	"github.com/tracebridge/tracebridge/internal/objstore/objstoretest"
+	"github.com/tracebridge/tracebridge/internal/servicetest"
 	"github.com/tracebridge/tracebridge/internal/store/block"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
@@ -52,17 +53,7 @@ func openNode(t *testing.T, cfg objstore.S3Config, node string, o Options) *Stor
 // waitUntil waits (generously: the machine is busy) for cond.
 func waitUntil(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	servicetest.Wait(t, 90*time.Second, what, cond)
 }
 
 // traceAt is trace i of a test (on host alpha or beta), 4 spans.

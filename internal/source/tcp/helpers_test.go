@@ -22,6 +22,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/record/recordtest"
+	"github.com/tracebridge/tracebridge/internal/servicetest"
 	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
@@ -190,13 +191,7 @@ func (e *env) counter(t testing.TB, name string) float64 {
 // waitFor polls cond until it holds or the timeout passes.
 func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	servicetest.WaitFor(t, timeout, what, cond)
 }
 
 func dial(t testing.TB, addr net.Addr) *net.TCPConn {

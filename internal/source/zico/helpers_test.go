@@ -13,6 +13,7 @@ import (
 	codec "github.com/tracebridge/tracebridge/internal/codec/zico"
 	"github.com/tracebridge/tracebridge/internal/codec/zico/zicotest"
 	"github.com/tracebridge/tracebridge/internal/logtest"
+	"github.com/tracebridge/tracebridge/internal/servicetest"
 	"github.com/tracebridge/tracebridge/internal/source/zico"
 	"go.uber.org/goleak"
 )
@@ -226,11 +227,5 @@ const exampleDump = "C.m()V STATUS=200;"
 // waitFor polls cond.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	servicetest.WaitFor(t, 30*time.Second, what, cond)
 }
