@@ -181,7 +181,10 @@ func (d *dispatcher) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("stream %s: metadata consumer: %w", s.url, err)
 	}
-	defer mcc.Stop()
+	defer func() {
+		mcc.Stop()
+		d.dropConsumer(context.WithoutCancel(ctx), s.subj.MetaStream(), mc)
+	}()
 
 	ds, err := s.js.Stream(ctx, s.subj.Stream())
 	if err != nil {
@@ -210,7 +213,13 @@ func (d *dispatcher) run(ctx context.Context) error {
 	if cons == nil {
 		return nil // a dump of an empty window
 	}
-	defer func() { it.Stop() }()
+	// The reader's consumers go with it, not at their inactive threshold
+	// (5 minutes: a dump, a tail or a browser's live view each left two
+	// behind).
+	defer func() {
+		it.Stop()
+		d.dropConsumer(context.WithoutCancel(ctx), s.subj.Stream(), d.cons)
+	}()
 	d.cons = cons
 	// Where the consumer begins (a start time or the repository's end
 	// made into a sequence by the server): a new one never begins before.
@@ -275,7 +284,7 @@ func (d *dispatcher) run(ctx context.Context) error {
 						continue
 					}
 					it.Stop()
-					d.dropConsumer(ctx, cons)
+					d.dropConsumer(ctx, s.subj.Stream(), cons)
 					if nc == nil {
 						return nil
 					}
@@ -328,17 +337,17 @@ func (d *dispatcher) pendingSeq(ctx context.Context, ds jetstream.Stream, filter
 	return first
 }
 
-// dropConsumer deletes a consumer the reader no longer reads (a stalled
-// one), at once rather than after its inactive threshold; a failure is
-// left to that threshold.
-func (d *dispatcher) dropConsumer(ctx context.Context, c jetstream.Consumer) {
+// dropConsumer deletes a consumer of stream the reader no longer reads
+// (a stalled one, or every one when it stops), at once rather than after
+// its inactive threshold; a failure is left to that threshold.
+func (d *dispatcher) dropConsumer(ctx context.Context, stream string, c jetstream.Consumer) {
 	ci := c.CachedInfo()
 	if ci == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	_ = d.s.js.DeleteConsumer(ctx, d.s.subj.Stream(), ci.Name)
+	_ = d.s.js.DeleteConsumer(ctx, stream, ci.Name)
 }
 
 // readAll reports whether the subscriber has read every message of its
@@ -367,6 +376,7 @@ func (d *dispatcher) consume(ctx context.Context, ds jetstream.Stream, cfg jetst
 			return nil, nil, err
 		}
 		if info.NumPending == 0 {
+			d.dropConsumer(ctx, d.s.subj.Stream(), cons)
 			return nil, nil, nil
 		}
 	}

@@ -17,9 +17,12 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
+	"github.com/tracebridge/tracebridge/internal/codec/streammsg"
 	"github.com/tracebridge/tracebridge/internal/logtest"
 	"github.com/tracebridge/tracebridge/internal/natsd"
 	"github.com/tracebridge/tracebridge/internal/pipeline"
@@ -206,6 +209,28 @@ func TestDump(t *testing.T) {
 	})
 	if _, err := s.Dump(ctx, t.TempDir(), stream.DumpOptions{Format: "pdf"}); err == nil || !strings.Contains(err.Error(), "format") {
 		t.Fatalf("format pdf: %v", err)
+	}
+
+	// Every reader's consumers went with it (the dumps' and
+	// waitStored's), not at their inactive threshold.
+	user, pass := b.Credentials()
+	nc, err := natsgo.Connect(b.URL(), natsgo.UserInfo(user, pass))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{streammsg.Subjects{}.Stream(), streammsg.Subjects{}.MetaStream()} {
+		st, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left := consumers(t, ctx, st); len(left) != 0 {
+			t.Errorf("consumers left on %s after every reader stopped: %v", name, left)
+		}
 	}
 }
 
