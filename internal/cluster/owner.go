@@ -250,11 +250,18 @@ func (o *owner) run(ctx context.Context) {
 
 	var cons jetstream.Consumer
 	// The consumer's stall watch: one that delivers nothing while the
-	// stream's leader holds a message of the partition after the last
+	// stream's leader holds a message of the partition after the highest
 	// one taken is replaced (the stream package's readers do the same).
+	// (Not after o.last: a consumer was seen to deliver an earlier
+	// message after later ones, and what followed o.last then was taken
+	// already.) The leader is given 500 ms, so that the loop answers the
+	// checkpoint's asks (safe waits 2 s) also while it does not answer.
 	var stall jsstall.Watch
+	high := o.last // the highest sequence taken
 	nextSeq := func(ctx context.Context) uint64 {
-		return jsstall.NextSeq(ctx, n.nc, StreamName, Subject(o.p), o.last+1)
+		ctx, cancel := context.WithTimeout(ctx, nextSeqWait)
+		defer cancel()
+		return jsstall.NextSeq(ctx, n.nc, StreamName, Subject(o.p), high+1)
 	}
 	lastTick := time.Now()
 	for {
@@ -329,6 +336,7 @@ func (o *owner) run(ctx context.Context) {
 				asm.AddBatch(b) // what the broken section held before the error
 			}
 			o.last = meta.Sequence.Stream
+			high = max(high, o.last)
 			o.took(o.last)
 			cut.add(o.last, asm.Reach())
 			n.met.consumed.Inc()
@@ -448,6 +456,9 @@ func (o *owner) faultsEnd() {
 const (
 	fetchBatch = 256
 	fetchWait  = 500 * time.Millisecond
+	// nextSeqWait bounds the stall watch's question to the stream's
+	// leader (jsstall.NextSeq).
+	nextSeqWait = 500 * time.Millisecond
 )
 
 // reader makes the partition's consumer: ephemeral, in memory, without

@@ -12,6 +12,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/natsd"
 	"github.com/tracebridge/tracebridge/internal/natslogin"
 	"github.com/tracebridge/tracebridge/internal/record"
+	"github.com/tracebridge/tracebridge/internal/servicetest"
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
@@ -19,7 +20,7 @@ import (
 // stops delivering to while the stream holds more of its partition (as
 // a consumer on a stalled replica does: the stream package's readers
 // met one) reads on through a new consumer from the last message it
-// took, and the old consumer is deleted. The stall is made by pausing
+// took, and the old consumer is deleted at once. The stall is made by pausing
 // the owner's consumer on the real server; without the owner's stall
 // watch the second trace never reaches the sink.
 func TestOwnerStalledConsumerReadAgain(t *testing.T) {
@@ -85,7 +86,9 @@ func TestOwnerStalledConsumerReadAgain(t *testing.T) {
 	}
 	publish(second)
 	waitFor(t, "the second trace at the sink", atSink(second))
-	waitFor(t, "the paused consumer deleted", func() bool {
+	// Deleted before the new consumer was made, not at its inactive
+	// threshold (30 s after its last pull).
+	servicetest.WaitFor(t, 10*time.Second, "the paused consumer deleted", func() bool {
 		_, there := consumerNames(ctx, t, js)[paused]
 		return !there
 	})

@@ -44,8 +44,8 @@ func (d *symbols) name(id uint64) (string, bool) {
 // bodyVersion is the version of the trace body that encodeTrace writes,
 // its first byte; decodeTrace reads versions 1 to 3 (docs/STORE.md).
 // Version 3 stores a span's Kieker position only when it has one (flag
-// kiekerFlag): an OpenTelemetry or zorka span paid 13 bytes for it,
-// 10 of them the trace id's random low bits.
+// kiekerFlag): an OpenTelemetry or zorka span paid up to 13 bytes for
+// it, 9 or 10 of them the trace id's random low bits.
 const bodyVersion = 3
 
 // kiekerFlag (in a span's flags, version 3) says that its Kieker
