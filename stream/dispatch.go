@@ -183,7 +183,7 @@ func (d *dispatcher) run(ctx context.Context) error {
 	}
 	defer func() {
 		mcc.Stop()
-		d.dropConsumer(context.WithoutCancel(ctx), s.subj.MetaStream(), mc)
+		jsstall.Drop(context.WithoutCancel(ctx), s.js, s.subj.MetaStream(), mc)
 	}()
 
 	ds, err := s.js.Stream(ctx, s.subj.Stream())
@@ -218,7 +218,7 @@ func (d *dispatcher) run(ctx context.Context) error {
 	// behind).
 	defer func() {
 		it.Stop()
-		d.dropConsumer(context.WithoutCancel(ctx), s.subj.Stream(), d.cons)
+		jsstall.Drop(context.WithoutCancel(ctx), s.js, s.subj.Stream(), d.cons)
 	}()
 	d.cons = cons
 	// Where the consumer begins (a start time or the repository's end
@@ -284,7 +284,7 @@ func (d *dispatcher) run(ctx context.Context) error {
 						continue
 					}
 					it.Stop()
-					d.dropConsumer(ctx, s.subj.Stream(), cons)
+					jsstall.Drop(ctx, s.js, s.subj.Stream(), cons)
 					if nc == nil {
 						return nil
 					}
@@ -337,19 +337,6 @@ func (d *dispatcher) pendingSeq(ctx context.Context, ds jetstream.Stream, filter
 	return first
 }
 
-// dropConsumer deletes a consumer of stream the reader no longer reads
-// (a stalled one, or every one when it stops), at once rather than after
-// its inactive threshold; a failure is left to that threshold.
-func (d *dispatcher) dropConsumer(ctx context.Context, stream string, c jetstream.Consumer) {
-	ci := c.CachedInfo()
-	if ci == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	_ = d.s.js.DeleteConsumer(ctx, stream, ci.Name)
-}
-
 // readAll reports whether the subscriber has read every message of its
 // subjects the repository holds now: the server has nothing pending for
 // the consumer and the last message it delivered has been read.
@@ -376,7 +363,7 @@ func (d *dispatcher) consume(ctx context.Context, ds jetstream.Stream, cfg jetst
 			return nil, nil, err
 		}
 		if info.NumPending == 0 {
-			d.dropConsumer(ctx, d.s.subj.Stream(), cons)
+			jsstall.Drop(ctx, d.s.js, d.s.subj.Stream(), cons)
 			return nil, nil, nil
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tracebridge/tracebridge/internal/codec/streammsg"
 	"github.com/tracebridge/tracebridge/internal/servicetest"
+	sink "github.com/tracebridge/tracebridge/internal/sink/stream"
 	"github.com/tracebridge/tracebridge/stream"
 )
 
@@ -47,16 +48,7 @@ func TestStalledConsumerReadAgain(t *testing.T) {
 				waitStored(t, authURL(b), 3*len(tc.before))
 			}
 
-			user, pass := b.Credentials()
-			nc, err := natsgo.Connect(b.URL(), natsgo.UserInfo(user, pass))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
-			js, err := jetstream.New(nc)
-			if err != nil {
-				t.Fatal(err)
-			}
+			js := repository(t, b)
 			name := streammsg.Subjects{}.Stream()
 			st, err := js.Stream(ctx, name)
 			if err != nil {
@@ -154,6 +146,23 @@ func TestStalledConsumerReadAgain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// repository connects to the bridge's embedded NATS server as its
+// readers do, until the test ends.
+func repository(t *testing.T, b *sink.Sink) jetstream.JetStream {
+	t.Helper()
+	user, pass := b.Credentials()
+	nc, err := natsgo.Connect(b.URL(), natsgo.UserInfo(user, pass))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }
 
 // consumers lists the names of the consumers on st.

@@ -17,8 +17,6 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	natsgo "github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
@@ -213,16 +211,7 @@ func TestDump(t *testing.T) {
 
 	// Every reader's consumers went with it (the dumps' and
 	// waitStored's), not at their inactive threshold.
-	user, pass := b.Credentials()
-	nc, err := natsgo.Connect(b.URL(), natsgo.UserInfo(user, pass))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := repository(t, b)
 	for _, name := range []string{streammsg.Subjects{}.Stream(), streammsg.Subjects{}.MetaStream()} {
 		st, err := js.Stream(ctx, name)
 		if err != nil {

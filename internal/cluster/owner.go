@@ -355,23 +355,10 @@ func (o *owner) run(ctx context.Context) {
 		} else if stall.Stalled(ctx, time.Now(), nextSeq) {
 			n.log.Warn("cluster: a partition's consumer delivers nothing while the stream holds a message for it; reading on through a new one", "node", n.opt.Node, "partition", o.p, "after", o.last)
 			n.met.readErrors.Inc()
-			o.dropReader(ctx, cons)
+			jsstall.Drop(ctx, n.js, StreamName, cons)
 			cons = nil
 		}
 	}
-}
-
-// dropReader deletes a consumer the owner no longer reads (a stalled
-// one), at once rather than after its inactive threshold; a failure is
-// left to that threshold.
-func (o *owner) dropReader(ctx context.Context, c jetstream.Consumer) {
-	ci := c.CachedInfo()
-	if ci == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	_ = o.n.js.DeleteConsumer(ctx, StreamName, ci.Name)
 }
 
 // took notes message seq taken. (A consumer resuming after a stall was

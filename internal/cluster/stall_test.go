@@ -16,19 +16,23 @@ import (
 	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
-// TestOwnerStalledConsumerReadAgain: an owner whose consumer the server
-// stops delivering to while the stream holds more of its partition (as
-// a consumer on a stalled replica does: the stream package's readers
-// met one) reads on through a new consumer from the last message it
-// took, and the old consumer is deleted at once. The stall is made by pausing
-// the owner's consumer on the real server; without the owner's stall
-// watch the second trace never reaches the sink.
-func TestOwnerStalledConsumerReadAgain(t *testing.T) {
+// oneOwner is a node owning the only partition on an embedded server,
+// with the test's lose hook (nil: none), running until the test ends:
+// publish sends a trace of two spans through its publisher, at(id) says
+// whether the sink has that trace's two spans.
+type oneOwner struct {
+	n    *Node
+	sink *fakeSink
+	ctx  context.Context
+}
+
+func startOneOwner(t *testing.T, lose func(p int, seq uint64) bool) *oneOwner {
+	t.Helper()
 	srv, err := natsd.Start(natsd.Config{StoreDir: filepath.Join(t.TempDir(), "js")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Shutdown()
+	t.Cleanup(srv.Shutdown)
 	sink := &fakeSink{spans: map[trace.ID]int{}}
 	creds := srv.Credentials()
 	n, err := New(Options{Node: "t1", Partitions: 1, Replicas: 1, URL: "nats://" + srv.Addr(), Login: natslogin.Login{User: creds.User, Password: creds.Password},
@@ -37,64 +41,79 @@ func TestOwnerStalledConsumerReadAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer n.Close()
+	n.lose = lose
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- n.Run(ctx) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if err := <-ran; err != nil {
 			t.Error(err)
 		}
-	}()
-	publish := func(id trace.ID) {
-		t.Helper()
-		b := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "h"}}
-		for k := range 2 {
-			trace.AppendSpan(b, id, &trace.Span{SpanID: trace.SpanID(k + 1), Operation: "op", Start: 1, End: 2})
-		}
-		if err := n.Publisher().Consume(ctx, b); err != nil {
-			t.Fatal(err)
-		}
-		if err := n.Publisher().Flush(); err != nil {
-			t.Fatal(err)
-		}
+		n.Close()
+	})
+	return &oneOwner{n: n, sink: sink, ctx: ctx}
+}
+
+func (o *oneOwner) publish(t *testing.T, id trace.ID) {
+	t.Helper()
+	b := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "h"}}
+	for k := range 2 {
+		trace.AppendSpan(b, id, &trace.Span{SpanID: trace.SpanID(k + 1), Operation: "op", Start: 1, End: 2})
 	}
-	atSink := func(id trace.ID) func() bool {
-		return func() bool {
-			sink.mu.Lock()
-			defer sink.mu.Unlock()
-			return sink.spans[id] == 2
-		}
+	if err := o.n.Publisher().Consume(o.ctx, b); err != nil {
+		t.Fatal(err)
 	}
+	if err := o.n.Publisher().Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (o *oneOwner) at(id trace.ID) func() bool {
+	return func() bool {
+		o.sink.mu.Lock()
+		defer o.sink.mu.Unlock()
+		return o.sink.spans[id] == 2
+	}
+}
+
+// TestOwnerStalledConsumerReadAgain: an owner whose consumer the server
+// stops delivering to while the stream holds more of its partition (as
+// a consumer on a stalled replica does: the stream package's readers
+// met one) reads on through a new consumer from the last message it
+// took, and the old consumer is deleted at once. The stall is made by
+// pausing the owner's consumer on the real server; without the owner's
+// stall watch the second trace never reaches the sink.
+func TestOwnerStalledConsumerReadAgain(t *testing.T) {
+	o := startOneOwner(t, nil)
 	first, second := trace.ID{Hi: 5, Lo: 1}, trace.ID{Hi: 5, Lo: 2}
-	publish(first)
-	waitFor(t, "the first trace at the sink", atSink(first))
+	o.publish(t, first)
+	waitFor(t, "the first trace at the sink", o.at(first))
 
 	// The owner's consumer, paused for an hour.
-	js := n.JetStream()
+	js := o.n.JetStream()
 	var paused string
 	waitFor(t, "the owner's consumer", func() bool {
-		names := consumerNames(ctx, t, js)
+		names := consumerNames(o.ctx, t, js)
 		for name := range names {
 			paused = name
 		}
 		return len(names) == 1
 	})
-	if _, err := js.PauseConsumer(ctx, StreamName, paused, time.Now().Add(time.Hour)); err != nil {
+	if _, err := js.PauseConsumer(o.ctx, StreamName, paused, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	publish(second)
-	waitFor(t, "the second trace at the sink", atSink(second))
+	o.publish(t, second)
+	waitFor(t, "the second trace at the sink", o.at(second))
 	// Deleted before the new consumer was made, not at its inactive
 	// threshold (30 s after its last pull).
 	servicetest.WaitFor(t, 10*time.Second, "the paused consumer deleted", func() bool {
-		_, there := consumerNames(ctx, t, js)[paused]
+		_, there := consumerNames(o.ctx, t, js)[paused]
 		return !there
 	})
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	for id, c := range sink.spans {
+	o.sink.mu.Lock()
+	defer o.sink.mu.Unlock()
+	for id, c := range o.sink.spans {
 		if c != 2 {
 			t.Errorf("trace %v: %d spans at the sink, want 2 (once each)", id, c)
 		}
@@ -128,23 +147,9 @@ func consumerNames(ctx context.Context, t *testing.T, js jetstream.JetStream) ma
 // until a later one comes: the stall watch finds it there, after the
 // last message taken, and a new consumer delivers it.
 func TestOwnerReadsSkippedLastMessage(t *testing.T) {
-	srv, err := natsd.Start(natsd.Config{StoreDir: filepath.Join(t.TempDir(), "js")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	sink := &fakeSink{spans: map[trace.ID]int{}}
-	creds := srv.Credentials()
-	n, err := New(Options{Node: "t1", Partitions: 1, Replicas: 1, URL: "nats://" + srv.Addr(), Login: natslogin.Login{User: creds.User, Password: creds.Password},
-		Traces: trace.Options{Window: 100 * time.Millisecond}, Sink: sink, Persist: sink.persist,
-		LeaseTTL: 3 * time.Second, CheckpointInterval: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
 	var mu sync.Mutex
 	passed := 0
-	n.lose = func(int, uint64) bool { // the first message, the first time
+	o := startOneOwner(t, func(int, uint64) bool { // the first message, the first time
 		mu.Lock()
 		defer mu.Unlock()
 		if passed == 0 {
@@ -152,32 +157,10 @@ func TestOwnerReadsSkippedLastMessage(t *testing.T) {
 			return true
 		}
 		return false
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- n.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-ran; err != nil {
-			t.Error(err)
-		}
-	}()
-	id := trace.ID{Hi: 6, Lo: 1}
-	b := &record.Batch{Origin: record.Origin{Receiver: "test", Host: "h"}}
-	for k := range 2 {
-		trace.AppendSpan(b, id, &trace.Span{SpanID: trace.SpanID(k + 1), Operation: "op", Start: 1, End: 2})
-	}
-	if err := n.Publisher().Consume(ctx, b); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Publisher().Flush(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the passed-over trace at the sink", func() bool {
-		sink.mu.Lock()
-		defer sink.mu.Unlock()
-		return sink.spans[id] == 2
 	})
+	id := trace.ID{Hi: 6, Lo: 1}
+	o.publish(t, id)
+	waitFor(t, "the passed-over trace at the sink", o.at(id))
 	mu.Lock()
 	defer mu.Unlock()
 	if passed != 1 {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // The watch's times: a consumer that delivered nothing for After is
@@ -110,4 +111,18 @@ func NextSeq(ctx context.Context, nc *nats.Conn, stream, subject string, seq uin
 		return 0
 	}
 	return resp.Message.Seq
+}
+
+// Drop deletes a consumer of stream that its reader no longer reads (a
+// stalled one it replaced, or its own as it stops) at once rather than
+// at its inactive threshold, waiting at most 2 s; a failure is left to
+// that threshold.
+func Drop(ctx context.Context, js jetstream.JetStream, stream string, c jetstream.Consumer) {
+	ci := c.CachedInfo()
+	if ci == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_ = js.DeleteConsumer(ctx, stream, ci.Name)
 }
