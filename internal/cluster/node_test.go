@@ -79,6 +79,23 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	servicetest.WaitFor(t, 60*time.Second, what, cond)
 }
 
+// runUntilEnd runs n until the test ends (then it stops it, checks Run's
+// error and closes n) and returns the context it runs in.
+func runUntilEnd(t *testing.T, n *Node) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- n.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+		n.Close()
+	})
+	return ctx
+}
+
 // TestNodePublishOwnCheckpoint: one node on an embedded server (R1):
 // what its publisher stores reaches the owners, whole traces reach the
 // sink (packed: it reads them so, as the store), and checkpoints empty the stream; at the end the leases are

@@ -55,16 +55,7 @@ func faultNode(t *testing.T, addr string, creds natsd.Credentials, partitions in
 		t.Fatal(err)
 	}
 	n.readSettle = 2 * time.Second
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- n.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-ran; err != nil {
-			t.Error(err)
-		}
-		n.Close()
-	})
+	runUntilEnd(t, n)
 	waitFor(t, "every partition owned", func() bool {
 		n.mu.Lock()
 		defer n.mu.Unlock()

@@ -42,16 +42,7 @@ func startOneOwner(t *testing.T, lose func(p int, seq uint64) bool) *oneOwner {
 		t.Fatal(err)
 	}
 	n.lose = lose
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- n.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-ran; err != nil {
-			t.Error(err)
-		}
-		n.Close()
-	})
+	ctx := runUntilEnd(t, n)
 	return &oneOwner{n: n, sink: sink, ctx: ctx}
 }
 

@@ -35,16 +35,7 @@ func publisherNode(t *testing.T, srv *natsd.Server, opt Options) *Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- n.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-ran; err != nil {
-			t.Error(err)
-		}
-		n.Close()
-	})
+	runUntilEnd(t, n)
 	waitFor(t, "the stream", func() bool { return n.Status().Stream.OK })
 	return n
 }
