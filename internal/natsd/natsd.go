@@ -126,15 +126,6 @@ func Start(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded broker: credentials: %w", err)
 	}
-	// The server does not tell which port it picked for MQTT: pick one.
-	if cfg.MQTT && cfg.MQTTPort == 0 {
-		ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, "0"))
-		if err != nil {
-			return nil, fmt.Errorf("embedded broker: %w", err)
-		}
-		cfg.MQTTPort = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-	}
 	// A port in use would only show as a timeout of the server's start.
 	for _, p := range []int{cfg.Port, cfg.MQTTPort} {
 		if p <= 0 || (p == cfg.MQTTPort && !cfg.MQTT) {
@@ -169,7 +160,11 @@ func Start(cfg Config) (*Server, error) {
 		TLSConfig: cfg.TLS,
 	}
 	if cfg.MQTT {
-		opts.MQTT = server.MQTTOpts{Host: cfg.Host, Port: cfg.MQTTPort, TLSConfig: cfg.TLS}
+		mqttPort := cfg.MQTTPort
+		if mqttPort == 0 {
+			mqttPort = server.RANDOM_PORT // the port it picked is read below
+		}
+		opts.MQTT = server.MQTTOpts{Host: cfg.Host, Port: mqttPort, TLSConfig: cfg.TLS}
 	}
 	if c := cfg.Cluster; c != nil {
 		if err := clusterOptions(opts, c); err != nil {
@@ -188,12 +183,23 @@ func Start(cfg Config) (*Server, error) {
 		ns.Shutdown()
 		ns.WaitForShutdown()
 		what := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
-		if cfg.MQTT {
+		if cfg.MQTT && cfg.MQTTPort > 0 {
 			what += " and MQTT " + net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.MQTTPort))
 		}
 		return nil, fmt.Errorf("embedded broker: cannot listen on %s (port in use?)", what)
 	}
 	a := ns.Addr().(*net.TCPAddr)
+	if cfg.MQTT && cfg.MQTTPort == 0 {
+		// The server writes the MQTT port it picked into its options,
+		// which only its variables show (ready means it listens).
+		v, err := ns.Varz(nil)
+		if err != nil || v.MQTT.Port <= 0 {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+			return nil, fmt.Errorf("embedded broker: the MQTT port it picked is unknown (%v)", err)
+		}
+		cfg.MQTTPort = v.MQTT.Port
+	}
 	// Validation let plain text off loopback only with insecure: true.
 	listenpolicy.Warn(cfg.Logger, "embedded NATS server", a.String(), cfg.TLS != nil)
 	if cfg.MQTT {
