@@ -9,8 +9,9 @@
 // the module proxy, keeping the last two in a cache directory, and starts
 // each server once for the whole run: tracebridge with its trace store
 // (tb-store), with both as the embedded default (tb-default), with a
-// binary Kieker log (tb-log), tracebridge's receivers
-// and engine with a counting sink (tb-no-sink), the Collector otlp → nop
+// binary Kieker log (tb-log), tracebridge's receivers and engine with a
+// sink that takes assembled traces and drops them (tb-assemble) and with
+// a counting sink (tb-no-sink), the Collector otlp → nop
 // and otlp → batch → nop, Jaeger with its in-memory and its Badger
 // storage. It drives each with the same pre-encoded
 // ExportTraceServiceRequests over gRPC and over HTTP/protobuf from K
@@ -48,7 +49,7 @@ const aimRatio = 2.0
 const mib = 1 << 20
 
 // The servers, in the table's order, and what -servers accepts.
-var serverNames = []string{"tb-store", "tb-default", "tb-log", "tb-no-sink", "otelcol", "otelcol-batch", "jaeger-mem", "jaeger-badger"}
+var serverNames = []string{"tb-store", "tb-default", "tb-log", "tb-assemble", "tb-no-sink", "otelcol", "otelcol-batch", "jaeger-mem", "jaeger-badger"}
 
 // baseline is the server every other one is compared with.
 const baseline = "otelcol"
@@ -79,7 +80,10 @@ type options struct {
 }
 
 func main() {
-	if code, ok := benchkit.Child(roleEnv, "nop", "sink-less bridge", nopBridge); ok {
+	if code, ok := benchkit.Child(roleEnv, "nop", "sink-less bridge", func() error { return nopBridge("nop") }); ok {
+		os.Exit(code)
+	}
+	if code, ok := benchkit.Child(roleEnv, "assemble", "assembling bridge", func() error { return nopBridge("assemble") }); ok {
 		os.Exit(code)
 	}
 	os.Exit(benchkit.Main(os.Args[1:], parseFlags, run))
@@ -261,7 +265,9 @@ func start(ctx context.Context, o *options, tmp string, logf func(string, ...any
 		case "tb-log":
 			t, err = startBridge(ctx, name, bin, tmp, "log", pprof, -1)
 		case "tb-no-sink":
-			t, err = startNop(ctx, pprof)
+			t, err = startNop(ctx, name, "nop", pprof)
+		case "tb-assemble":
+			t, err = startNop(ctx, name, "assemble", pprof)
 		case "otelcol":
 			t, err = startCollector(ctx, name, col, tmp, false)
 		case "otelcol-batch":

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/tracebridge/tracebridge/internal/pipeline"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/source/otlp"
+	"github.com/tracebridge/tracebridge/internal/trace"
 )
 
 // roleEnv makes this program the sink-less bridge: tracebridge's engine
@@ -39,10 +41,54 @@ func (s *nopSink) Consume(_ context.Context, b *record.Batch) error {
 func (s *nopSink) Flush() error { return nil }
 func (s *nopSink) Close() error { return nil }
 
-// nopBridge runs until SIGTERM. It prints the receivers' addresses and
-// the address where GET answers the number of records the sink took,
-// then "ready".
-func nopBridge() error {
+// assembleSink takes assembled traces as the store sink does (packed,
+// traces only, every source), reads each once through a trace.Unpacker
+// as store.Append does, counts its spans and drops it: decoding and
+// assembly without a store, the floor under tb-store's cost.
+type assembleSink struct {
+	n  atomic.Int64
+	mu sync.Mutex // the Unpacker, in case traces come from several goroutines
+	u  trace.Unpacker
+}
+
+var (
+	_ pipeline.PackedTraceConsumer = (*assembleSink)(nil)
+	_ pipeline.TracesOnly          = (*assembleSink)(nil)
+)
+
+func (s *assembleSink) Consume(context.Context, *record.Batch) error { return nil }
+func (s *assembleSink) Flush() error                                 { return nil }
+func (s *assembleSink) Close() error                                 { return nil }
+func (s *assembleSink) TracesOnly() bool                             { return true }
+func (s *assembleSink) PackedTraces() bool                           { return true }
+func (s *assembleSink) TraceSources() trace.Sources                  { return trace.AllSources }
+
+func (s *assembleSink) ConsumeTraces(_ context.Context, ts []*trace.Trace) error {
+	n := 0
+	s.mu.Lock()
+	for _, t := range ts {
+		n += len(s.u.Trace(t).Spans)
+	}
+	s.u.Release()
+	s.mu.Unlock()
+	s.n.Add(int64(n))
+	return nil
+}
+
+// takenCounter is what both sinks answer GET with.
+type takenCounter interface {
+	pipeline.Sink
+	count() int64
+}
+
+func (s *nopSink) count() int64      { return s.n.Load() }
+func (s *assembleSink) count() int64 { return s.n.Load() }
+
+// nopBridge runs until SIGTERM as the role role names ("nop": the
+// counting sink; "assemble": the assembling one). It prints the
+// receivers' addresses and the address where GET answers the number of
+// records (spans) the sink took, then "ready".
+func nopBridge(role string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// TRACEBRIDGE_CPUPROFILE=FILE profiles it as it does tracebridge
@@ -74,7 +120,11 @@ func nopBridge() error {
 	if err != nil {
 		return err
 	}
-	sink := &nopSink{}
+	var sink takenCounter = &nopSink{}
+	if role == "assemble" {
+		// The assembly as serve builds it by default: the 2 s window.
+		sink = &assembleSink{}
+	}
 	e := engine.New(engine.Settings{Logger: log, Metrics: reg})
 	e.AddSource("grpc", g)
 	e.AddSource("http", h)
@@ -84,27 +134,28 @@ func nopBridge() error {
 		return err
 	}
 	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprint(w, sink.n.Load())
+		fmt.Fprint(w, sink.count())
 	}))
 	fmt.Printf("grpc %s\nhttp %s\ncount %s\nready\n", g.Addr(), h.Addr(), ln.Addr())
 	return e.Run(ctx)
 }
 
-// startNop starts this program again as the sink-less bridge.
-func startNop(ctx context.Context, pprof string) (*target, error) {
+// startNop starts this program again as the sink-less bridge (name
+// tb-no-sink, role nop) or the assembling one (tb-assemble, assemble).
+func startNop(ctx context.Context, name, role, pprof string) (*target, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	env := []string{roleEnv + "=nop"}
+	env := []string{roleEnv + "=" + role}
 	if pprof != "" {
 		env = append(env, pprofEnv+"="+pprof)
 	}
-	srv, err := startServerEnv(ctx, "tb-no-sink", self, env)
+	srv, err := startServerEnv(ctx, name, self, env)
 	if err != nil {
 		return nil, err
 	}
-	t := newTarget("tb-no-sink", srv)
+	t := newTarget(name, srv)
 	t.pprof = pprof
 	for ready := false; !ready; {
 		select {
@@ -120,7 +171,7 @@ func startNop(ctx context.Context, pprof string) (*target, error) {
 			}
 			ready = l == "ready"
 		case <-srv.exited:
-			return nil, fmt.Errorf("sink-less bridge exited at start (%v): %s", srv.waitErr, srv.stderr)
+			return nil, fmt.Errorf("%s exited at start (%v): %s", name, srv.waitErr, srv.stderr)
 		}
 	}
 	client := &http.Client{}
