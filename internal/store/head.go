@@ -1070,6 +1070,11 @@ func (f *blockFilter) addPair(key, value string, row uint32) {
 
 // addString adds s to the strings.
 func (f *blockFilter) addString(s string) {
+	if s == "" {
+		// It has no trigrams; and "" (its data nil) would match an
+		// empty slot, so whether it was kept depended on addresses.
+		return
+	}
 	p := unsafe.StringData(s)
 	slot := &f.seen[(uintptr(unsafe.Pointer(p))>>4^uintptr(len(s)))%uintptr(len(f.seen))]
 	if unsafe.StringData(*slot) == p && len(*slot) == len(s) {
