@@ -2,6 +2,7 @@ package natsd
 
 import (
 	"crypto/tls"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,4 +189,30 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("in-process: %v", err)
 	}
 	nc.Close()
+}
+
+// TestStartQuiet: a start with MQTT logs no warning (the server warned of
+// the bridge's own credential in plain text at every start), and the
+// MQTT port the server picked itself is the one it listens on.
+func TestStartQuiet(t *testing.T) {
+	var logs logtest.Buffer
+	srv, err := Start(Config{Host: "127.0.0.1", MQTT: true, StoreDir: filepath.Join(t.TempDir(), "broker"), Logger: logs.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	a := srv.MQTTAddr()
+	if !strings.HasPrefix(a, "127.0.0.1:") || strings.HasSuffix(a, ":0") {
+		t.Fatalf("MQTT address %q", a)
+	}
+	c, err := net.DialTimeout("tcp", a, 10*time.Second)
+	if err != nil {
+		t.Fatalf("MQTT port: %v", err)
+	}
+	c.Close()
+	for _, l := range logs.Lines(t) {
+		if l["level"] != "INFO" && l["level"] != "DEBUG" {
+			t.Errorf("the start logged %v", l)
+		}
+	}
 }
