@@ -299,9 +299,9 @@ func (l *serverLog) emit(level slog.Level, format string, v []any) {
 	l.limit.Log(context.Background(), l.log, level, fmt.Sprintf(format, v...), "component", "embedded-broker")
 }
 
-func (l *serverLog) Noticef(string, ...any)        {}
-func (l *serverLog) Debugf(string, ...any)         {}
-func (l *serverLog) Tracef(string, ...any)         {}
+func (l *serverLog) Noticef(string, ...any) {}
+func (l *serverLog) Debugf(string, ...any)  {}
+func (l *serverLog) Tracef(string, ...any)  {}
 func (l *serverLog) Warnf(format string, v ...any) {
 	// The server's one password is the bridge's own random credential,
 	// which its clients read in plain text from the credentials file: a
