@@ -38,17 +38,22 @@ var _ Store = (*Local)(nil)
 
 // NewLocal opens (creating it if needed) a directory store and removes the
 // temporary files a crash left behind (older than StaleTemp). Any number
-// of processes may open the same directory.
+// of processes may open the same directory. Opening an existing
+// directory writes nothing in it: the first Put makes the directory of
+// temporary files (a reader may open a directory it cannot write).
 func NewLocal(dir string) (*Local, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("local %s: %w", dir, err)
 	}
 	l := &Local{dir: abs, name: "local " + abs}
-	if err := os.MkdirAll(filepath.Join(abs, tmpDir), 0o755); err != nil {
+	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("%s: %w", l.name, err)
 	}
 	ents, err := os.ReadDir(filepath.Join(abs, tmpDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return l, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", l.name, err)
 	}

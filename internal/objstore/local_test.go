@@ -260,3 +260,26 @@ func TestLocalKill(t *testing.T) {
 
 	}
 }
+
+// TestLocalOpenWritesNothing: opening an existing directory writes
+// nothing in it (a reader may open a directory it cannot or must not
+// write); the first Put makes what it needs.
+func TestLocalOpenWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	l, err := objstore.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Fatalf("after NewLocal the directory holds %v (%v), want nothing", ents, err)
+	}
+	if objs, err := l.List(context.Background(), ""); err != nil || len(objs) != 0 {
+		t.Fatalf("list of an empty directory: %+v, %v", objs, err)
+	}
+	if err := l.Put(context.Background(), "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "k")); err != nil || string(b) != "v" {
+		t.Fatalf("k on disk: %q, %v", b, err)
+	}
+}

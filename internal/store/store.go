@@ -328,6 +328,15 @@ func Open(dir string, o Options) (*Store, error) {
 		}
 	} else if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("store %s: %w", dir, err)
+	} else if o.Bucket == nil {
+		// A reader of a directory that is no store would find nothing
+		// and say so as if the store were empty.
+		if isV1(dir) {
+			return nil, fmt.Errorf("store %s: %w: a store of version 1, which `tracebridge store migrate` (or serve) converts first", dir, ErrNotStore)
+		}
+		if !isStoreDir(dir) {
+			return nil, fmt.Errorf("store %s: %w: it has neither %s/ nor %s (serve makes them)", dir, ErrNotStore, walDir, block.Prefix)
+		}
 	}
 	s, err := newStore(dir, o)
 	if err != nil {
@@ -368,6 +377,20 @@ func Open(dir string, o Options) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// ErrNotStore is wrapped by the error of a read-only Open of a directory
+// that holds no store.
+var ErrNotStore = errors.New("not a trace store")
+
+// isStoreDir reports whether dir has a store's write-ahead area or blocks.
+func isStoreDir(dir string) bool {
+	for _, sub := range []string{walDir, block.Prefix} {
+		if st, err := os.Stat(filepath.Join(dir, sub)); err == nil && st.IsDir() {
+			return true
+		}
+	}
+	return false
 }
 
 // newStore makes a Store value over its bucket (nil: DIR's blocks).
