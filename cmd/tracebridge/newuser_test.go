@@ -30,17 +30,18 @@ func TestQueryNoBridge(t *testing.T) {
 }
 
 // TestHostsListSizes: hosts list prints a host's size bound as it was
-// given (2GiB, not 2147483648) and "-" without one.
+// given (2GiB, not 2147483648) and "-" without one; its age bound "-"
+// without one too (it said 0s).
 func TestHostsListSizes(t *testing.T) {
 	st := filepath.Join(t.TempDir(), "store")
-	ok(t, "hosts", "--store", st, "add", "bounded", "--max-size", "2GiB")
+	ok(t, "hosts", "--store", st, "add", "bounded", "--max-size", "2GiB", "--max-age", "7d")
 	ok(t, "hosts", "--store", st, "add", "decimal", "--max-size", "500MB")
 	ok(t, "hosts", "--store", st, "add", "free")
 	out := ok(t, "hosts", "--store", st, "list").stdout
 	if strings.Contains(out, "2147483648") {
 		t.Errorf("size in bytes:\n%s", out)
 	}
-	for host, want := range map[string]string{"bounded": "2GiB", "decimal": "500MB", "free": "-"} {
+	for host, want := range map[string][2]string{"bounded": {"2GiB", "168h0m0s"}, "decimal": {"500MB", "-"}, "free": {"-", "-"}} {
 		var line string
 		for l := range strings.Lines(out) {
 			if strings.HasPrefix(l, host+" ") {
@@ -49,8 +50,8 @@ func TestHostsListSizes(t *testing.T) {
 		}
 		// Group, address and comment are empty: the fields are name,
 		// secret, enabled, size, max size, max age, last contact.
-		if fields := strings.Fields(line); len(fields) != 7 || fields[4] != want {
-			t.Errorf("host %s: line %q, want max size %s", host, line, want)
+		if fields := strings.Fields(line); len(fields) != 7 || fields[4] != want[0] || fields[5] != want[1] {
+			t.Errorf("host %s: line %q, want max size %s, max age %s", host, line, want[0], want[1])
 		}
 	}
 }

@@ -243,11 +243,14 @@ func cmdHosts(_ context.Context, args []string, stdout, stderr io.Writer) error 
 			if !h.LastContact.IsZero() {
 				last = h.LastContact.Format(time.RFC3339)
 			}
-			maxSize := "-"
+			maxSize, maxAge := "-", "-" // unset
 			if h.MaxSize > 0 {
 				maxSize = pipeline.ByteSize(h.MaxSize).String()
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%v\t%d\t%s\t%s\t%s\t%s\n", h.Name, h.Group, h.Addr, h.Secret != "", !h.Disabled, hostSize(h.Name), maxSize, h.MaxAge, last, h.Comment)
+			if h.MaxAge > 0 {
+				maxAge = h.MaxAge.String()
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%v\t%d\t%s\t%s\t%s\t%s\n", h.Name, h.Group, h.Addr, h.Secret != "", !h.Disabled, hostSize(h.Name), maxSize, maxAge, last, h.Comment)
 		}
 		return tw.Flush()
 	case "add":
