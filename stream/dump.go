@@ -45,8 +45,9 @@ type DumpOptions struct {
 // DumpStats say what Dump wrote.
 type DumpStats struct {
 	// Records written (Kieker logs: spans as OperationExecutionRecords
-	// count as the records they became); Traces and Spans written as
-	// OTLP.
+	// count as the records they became, and the log's own
+	// KiekerMetadataRecord, its first, counts too); Traces and Spans
+	// written as OTLP.
 	Records, Traces, Spans int64
 	// Missed counts records of the window retention removed while the
 	// dump read (OnGap).

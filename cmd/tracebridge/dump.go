@@ -73,7 +73,9 @@ func cmdDump(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case stream.FormatOTLPJSON:
 		fmt.Fprintf(stdout, "tracebridge: %d traces (%d spans from %d records) written to %s\n", st.Traces, st.Spans, st.Records, st.File)
 	default:
-		fmt.Fprintf(stdout, "tracebridge: %d records written to %s\n", st.Records, st.Dir)
+		// (Not counting the metadata record the log begins with: an empty
+		// window said "1 records written".)
+		fmt.Fprintf(stdout, "tracebridge: %d records written to %s\n", max(st.Records-1, 0), st.Dir)
 	}
 	if st.Missed > 0 {
 		fmt.Fprintf(stderr, "tracebridge: %d records of the window were removed by the repository's retention while the dump read\n", st.Missed)
