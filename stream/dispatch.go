@@ -61,6 +61,10 @@ type dispatcher struct {
 	cons    jetstream.Consumer
 	endDue  bool
 	lastSeq uint64 // repository sequence of the last message read
+	// The consumer (its server name: an ordered consumer's changes when
+	// it is made again) and consumer sequence of the last message read.
+	lastCons string
+	lastDseq uint64
 
 	// The consumer's stall watch (run), and the first consumer's first
 	// sequence: a new consumer never begins before it.
@@ -339,7 +343,16 @@ func (d *dispatcher) pendingSeq(ctx context.Context, ds jetstream.Stream, filter
 
 // readAll reports whether the subscriber has read every message of its
 // subjects the repository holds now: the server has nothing pending for
-// the consumer and the last message it delivered has been read.
+// the consumer (NumPending counts its filter subjects' messages only) and
+// the last message it delivered has been read.
+//
+// What was delivered is told by the consumer's own sequence, not the
+// repository's: Delivered.Stream is where the consumer looks next, less
+// one, and when a filtered consumer finds no more message of its
+// subjects the server may move it on to the repository's last sequence,
+// past the last message read (it does when the filter matches nothing:
+// a window read with --host or --type that matched no record never
+// ended).
 func (d *dispatcher) readAll(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -347,7 +360,13 @@ func (d *dispatcher) readAll(ctx context.Context) bool {
 	if err != nil {
 		return false // asked again at the next idle wait
 	}
-	return info.NumPending == 0 && info.Delivered.Stream <= d.lastSeq
+	switch {
+	case info.NumPending > 0:
+		return false
+	case info.Delivered.Consumer == 0:
+		return true // it delivered nothing (a consumer made again too)
+	}
+	return info.Name == d.lastCons && info.Delivered.Consumer <= d.lastDseq
 }
 
 // consume creates the ordered consumer and its iterator; with caughtUp
@@ -553,6 +572,7 @@ func (d *dispatcher) handle(m jetstream.Msg) {
 	if meta != nil {
 		seq, pending = meta.Sequence.Stream, meta.NumPending
 		d.lastSeq = seq
+		d.lastCons, d.lastDseq = meta.Consumer, meta.Sequence.Consumer
 	}
 	d.stall.Read(time.Now())
 	if strings.HasPrefix(m.Subject(), d.s.subj.AllTraces()[:len(d.s.subj.AllTraces())-1]) {

@@ -323,8 +323,9 @@ func (s *Stream) SetStartSequence(seq uint64) { s.startSeq, s.startTime = seq, t
 
 // SetEndTime ends the stream at the first record published after t, or,
 // when none comes, once t has passed and the stream has read everything
-// the repository holds: a window in the past (since 24h, until now) is
-// read whole however long that takes, the records Dump writes of it.
+// the repository holds of its hosts and types (none: it ends then): a
+// window in the past (since 24h, until now) is read whole however long
+// that takes, the records Dump writes of it.
 func (s *Stream) SetEndTime(t time.Time) { s.endTime = t }
 
 // Metadata returns the repository's current metadata. A cluster's

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -591,6 +592,104 @@ func TestEndTimeOfAWindowInThePast(t *testing.T) {
 		if !got[i].Equal(&want[i]) {
 			t.Fatalf("record %d: got %v, dump %v", i, got[i], want[i])
 		}
+	}
+}
+
+// TestEndTimeWithFilters: a window in the past read through a consumer
+// filtered by host or type (`tail --since 1h --until now --host H`) ends
+// as an unfiltered one does, with every record of the window its filter
+// matches (Dump's of the same window): when the filter matches no record
+// (the server moves such a consumer's Delivered.Stream to the
+// repository's last sequence though it delivered nothing: the reader,
+// which compared it with the last message read, waited for ever), and
+// when the records it matches are not the repository's last.
+func TestEndTimeWithFilters(t *testing.T) {
+	b := bridge(t)
+	ctx := context.Background()
+	since := time.Now().Add(-time.Second)
+	const batches, calls = 10, 2
+	for i := range batches { // web-1's, then web-2's: the last messages are web-2's
+		host := "web-1"
+		if i >= batches/2 {
+			host = "web-2"
+		}
+		b.Consume(ctx, kiekerTrace(host, int64(i+1), calls))
+	}
+	waitStored(t, authURL(b), batches*(1+2*calls))
+
+	for _, tc := range []struct {
+		name         string
+		hosts, types []string
+		want         int
+	}{
+		{"host matches nothing", []string{"nosuchhost"}, nil, 0},
+		{"type matches nothing", nil, []string{"CPUUtilizationRecord"}, 0},
+		{"host matches the first records only", []string{"web-1"}, nil, batches / 2 * (1 + 2*calls)},
+		{"type and host match the first records only", []string{"web-1"}, []string{"BeforeOperationEvent"}, batches / 2 * calls},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The window ends now: the end timer fires a second later,
+			// after the subscriber has read what its filter matches.
+			until := time.Now()
+			s, err := stream.Open(authURL(b), stream.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			md, err := s.Metadata(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			types, err := stream.ResolveTypes(md, tc.types) // as tail and dump do
+			if err != nil {
+				t.Fatal(err)
+			}
+			dumpCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			st, err := s.Dump(dumpCtx, t.TempDir(), stream.DumpOptions{Since: since, Until: until, Hosts: tc.hosts, Types: types})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dumpCtx.Err() != nil {
+				t.Fatal("the dump did not end")
+			}
+			if st.Records != int64(tc.want)+1 { // + the dump's metadata record
+				t.Fatalf("dump wrote %d records, want %d", st.Records-1, tc.want)
+			}
+
+			sub, err := stream.Open(authURL(b), stream.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Close()
+			sub.SetStartTime(since)
+			sub.SetEndTime(until)
+			sub.SetHosts(tc.hosts...)
+			got := 0
+			count := func(e *stream.Event) {
+				if tc.hosts != nil && !slices.Contains(tc.hosts, e.Host) {
+					t.Errorf("a record of host %q", e.Host)
+				}
+				got++
+			}
+			if len(types) == 0 {
+				sub.OnEvent("", count)
+			}
+			for _, typ := range types {
+				sub.OnEvent(typ, count)
+			}
+			runCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			if err := sub.Start(runCtx); err != nil {
+				t.Fatal(err)
+			}
+			if runCtx.Err() != nil {
+				t.Fatalf("the stream did not end after its window (%d records read)", got)
+			}
+			if got != tc.want {
+				t.Fatalf("the subscriber got %d records, want %d", got, tc.want)
+			}
+		})
 	}
 }
 
