@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"time"
 
@@ -52,7 +53,10 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	sink, err := forward.New(forward.Config{URL: *to, Mapping: m, Catalog: cat, Block: true}, forward.Settings{})
+	// The sink says on stderr when the connection is lost and when it is
+	// back (replay waits meanwhile), as serve's log does.
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	sink, err := forward.New(forward.Config{URL: *to, Mapping: m, Catalog: cat, Block: true}, forward.Settings{Logger: logger})
 	if err != nil {
 		return usagef("replay: %v", err)
 	}
@@ -84,7 +88,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if errors.As(runErr, &se) {
 			runErr = nil
 		}
-		closeErr = unconfirmedError{n: st.Unconfirmed, sent: sent, addr: target.Addr, protocol: target.Protocol}
+		closeErr = unconfirmedError{n: st.Unconfirmed, sent: sent, addr: target.Addr, protocol: target.Protocol, spoke: st.Confirmed > 0}
 	}
 	if err := errors.Join(runErr, closeErr); err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -122,11 +126,18 @@ type unconfirmedError struct {
 	n, sent  int64
 	addr     string
 	protocol forward.Protocol
+	// spoke: the receiver read the last stream to its end, so it speaks
+	// the protocol and the connection it dropped was not a rejection.
+	spoke bool
 }
 
 func (e unconfirmedError) Error() string {
-	return fmt.Sprintf("replay: %d of the %d records sent may not have arrived: %s closed or reset the connection before the end of the stream (is it a %s receiver?)",
-		e.n, e.sent, e.addr, e.protocol)
+	why := fmt.Sprintf("did it stop, or is it not a %s receiver?", e.protocol)
+	if e.spoke {
+		why = "it read the last one to its end: did it stop or restart meanwhile?"
+	}
+	return fmt.Sprintf("replay: %d of the %d records sent may not have arrived: %s closed or reset a connection before the end of its stream (%s)",
+		e.n, e.sent, e.addr, why)
 }
 
 func (e unconfirmedError) Unwrap() error { return forward.ErrDropped }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/codec/jsonl"
+	"github.com/tracebridge/tracebridge/internal/logtest"
 	"github.com/tracebridge/tracebridge/internal/record"
 	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
@@ -166,6 +168,61 @@ func TestReplayIntoTheWrongReceiver(t *testing.T) {
 	b.Stop()
 	if n := len(jsonWithout(bridgetest.ReadLog(t, b.LogDir), false)); n != 0 {
 		t.Errorf("the bridge wrote %d records", n)
+	}
+}
+
+// TestReplayTellsOfAnOutage: the bridge replay sends to is killed (kill -9)
+// in the middle of the stream and started again on the same port. Replay
+// waits, and says so on stderr: once when the connection is lost, naming
+// the target and the reason, and once when it is back, with how long it was
+// down (it said nothing at all, for minutes). It ends over the new
+// connection and exits 3 for the records the killed bridge may not have
+// read, without asking whether the bridge speaks the protocol: it read the
+// last stream to its end.
+func TestReplayTellsOfAnOutage(t *testing.T) {
+	log := bigLog(t, 100_000)
+	dir := t.TempDir()
+	a := bridgetest.Start(t, dir, "-t", "kieker-tcp", "-p", "0", "-v", "1000", "--data-dir", "a")
+	port := a.Port("kieker-tcp")
+	cmd := exec.Command(bridgetest.Binary(t), "replay", log, "--to", "kieker-tcp://127.0.0.1:"+port, "--rate", "20000")
+	var stdout, stderr logtest.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s within 30 s; replay's stderr:\n%s", what, stderr.String())
+			}
+		}
+	}
+	waitFor("records at the bridge", func() bool { return strings.Contains(a.Stdout(), "received") })
+	a.Kill()
+	waitFor("word of the lost connection", func() bool { return strings.Contains(stderr.String(), "connection lost") })
+	b := bridgetest.Start(t, dir, "-t", "kieker-tcp", "-p", port, "--data-dir", "b")
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("replay still runs 60 s after the bridge came back; stderr:\n%s", stderr.String())
+	}
+	b.Stop()
+	out := stderr.String()
+	if code := cmd.ProcessState.ExitCode(); code != exitComm {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr:\n%s", code, exitComm, stdout.String(), out)
+	}
+	if n := strings.Count(out, `msg="forward: connection lost, reconnecting" target=kieker-tcp://127.0.0.1:`+port+" err="); n != 1 {
+		t.Errorf("the loss said %d times with the target and the reason, want once:\n%s", n, out)
+	}
+	if n := strings.Count(out, `msg="forward: reconnected" target=kieker-tcp://127.0.0.1:`+port+" down_for="); n != 1 {
+		t.Errorf("the return said %d times with how long the target was down, want once:\n%s", n, out)
+	}
+	if !strings.Contains(out, "may not have arrived") || !strings.Contains(out, "did it stop or restart meanwhile?") || strings.Contains(out, "is it not a") {
+		t.Errorf("the final error does not blame the restart alone:\n%s", out)
 	}
 }
 

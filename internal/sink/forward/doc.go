@@ -23,7 +23,9 @@
 // closes the connection, the sink closes it and reconnects with capped
 // exponential back-off (Config.BackoffMin doubling up to Config.BackoffMax;
 // the first attempt after a loss is immediate). State changes are logged once
-// each (connected, unreachable, lost, reconnected), never per retry.
+// each (connected, unreachable, lost and reconnecting, reconnected with how
+// long the target was down), never per retry. Connect's outcome is its
+// caller's to report and is not logged.
 //
 // A small goroutine per connection reads from it (the peer sends nothing in
 // either protocol) only to notice at once when the peer closes, so the sink

@@ -104,6 +104,10 @@ type Stats struct {
 	// connection broke is sent again and counts only once it is lost again;
 	// the records of earlier batches on that connection are not sent again.
 	Unconfirmed int64
+	// Confirmed is the number of records written to the last connection
+	// when its receiver closed its end after Close ended the stream: it
+	// read them all, so it speaks the protocol.
+	Confirmed int64
 }
 
 // Sink forwards records to another receiver over TCP.
@@ -125,6 +129,7 @@ type Sink struct {
 	dropped     atomic.Int64
 	connects    atomic.Int64
 	unconfirmed atomic.Int64
+	confirmed   atomic.Int64
 
 	mu       sync.Mutex
 	closed   bool
@@ -243,7 +248,7 @@ func (s *Sink) Connected() bool {
 
 // Stats returns the counts so far. It never blocks.
 func (s *Sink) Stats() Stats {
-	return Stats{Sent: s.sent.Load(), Dropped: s.dropped.Load(), Connects: s.connects.Load(), Unconfirmed: s.unconfirmed.Load()}
+	return Stats{Sent: s.sent.Load(), Dropped: s.dropped.Load(), Connects: s.connects.Load(), Unconfirmed: s.unconfirmed.Load(), Confirmed: s.confirmed.Load()}
 }
 
 // Consume encodes b and sends it (see the package comment for when it is
@@ -319,7 +324,7 @@ func (s *Sink) consumeBlocking(ctx context.Context, b *record.Batch) error {
 		}
 		s.checkLink()
 		if s.link == nil {
-			if err := s.connectBlocking(ctx); err != nil {
+			if err := s.connectBlocking(ctx, false); err != nil {
 				continue // interrupted (checked above) or failed (back-off)
 			}
 		}
@@ -472,7 +477,7 @@ func (s *Sink) lose(err error) (n, earlier int) {
 	s.downDrop = 0
 	s.back.Reset()
 	s.nextDial = time.Time{} // the first attempt after a loss is immediate
-	s.log.Warn("forward: connection lost", "target", s.target.String(), "err", err)
+	s.log.Warn("forward: connection lost, reconnecting", "target", s.target.String(), "err", err)
 	return n, earlier
 }
 
@@ -629,8 +634,11 @@ func (s *Sink) connectAsync(ctx context.Context) {
 	}
 }
 
-// connectBlocking waits for the next attempt and dials. s.mu is held.
-func (s *Sink) connectBlocking(ctx context.Context) error {
+// connectBlocking waits for the next attempt and dials. quiet (Connect's
+// first attempt, whose caller reports the outcome) logs neither the
+// connection nor the failure, and a failure leaves the sink idle. s.mu is
+// held.
+func (s *Sink) connectBlocking(ctx context.Context, quiet bool) error {
 	if d := time.Until(s.nextDial); d > 0 {
 		t := time.NewTimer(d)
 		select {
@@ -649,10 +657,17 @@ func (s *Sink) connectBlocking(ctx context.Context) error {
 	stop()
 	cancel()
 	if err != nil {
-		if s.interrupted(ctx) == nil {
+		switch {
+		case s.interrupted(ctx) != nil:
+		case quiet:
+			s.nextDial, s.lastErr = time.Now().Add(s.back.Next()), err
+		default:
 			s.dialFailed(err)
 		}
 		return err
+	}
+	if quiet {
+		s.state = stateUp // install logs nothing
 	}
 	s.install(c)
 	return nil
@@ -720,6 +735,7 @@ func (s *Sink) endStream(l *link) error {
 		return nil
 	}
 	if errors.Is(l.err, io.EOF) {
+		s.confirmed.Add(l.records)
 		return nil
 	}
 	s.unconfirmed.Add(l.records)
@@ -729,6 +745,8 @@ func (s *Sink) endStream(l *link) error {
 // Connect dials the target now, unless the sink holds an open connection,
 // and returns the dial's error: for callers that want to fail at once when
 // nobody listens (later outages are handled as the package comment says).
+// The outcome of a first connection is the caller's to report: it is not
+// logged.
 func (s *Sink) Connect(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -740,7 +758,7 @@ func (s *Sink) Connect(ctx context.Context) error {
 		return nil
 	}
 	s.nextDial = time.Time{}
-	if err := s.connectBlocking(ctx); err != nil {
+	if err := s.connectBlocking(ctx, s.state == stateIdle); err != nil {
 		return fmt.Errorf("forward to %s: %w", s.target, err)
 	}
 	return nil

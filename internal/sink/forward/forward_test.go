@@ -225,6 +225,120 @@ func TestBlockDeliversAcrossRestart(t *testing.T) {
 	}
 }
 
+// TestBlockOutageLoggedOnce: the receiver goes away in the middle of a
+// stream (it stops listening and ends its connections, reading what they
+// still carry) and comes back while the sender waits, as replay's target
+// does when it is restarted. The sink logs the loss once, naming the
+// target and the reason, and the return once, with how long the target was
+// down, not each failed retry; every record arrives. The connection Connect
+// made is not logged: its caller reports it (replay said nothing at all).
+func TestBlockOutageLoggedOnce(t *testing.T) {
+	for _, proto := range []Protocol{Kieker, KDB} {
+		t.Run(proto.String(), func(t *testing.T) {
+			rec := newReceiver(t, proto)
+			rec.start()
+			defer rec.stop()
+			var logs logBuffer
+			s, err := New(Config{URL: rec.url(), Block: true, BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond, Mapping: allMapping},
+				Settings{Logger: newLogger(&logs)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var refused atomic.Int64
+			dial := s.dial
+			s.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := dial(ctx, network, addr)
+				if err != nil {
+					refused.Add(1)
+				}
+				return c, err
+			}
+			ctx := context.Background()
+			if err := s.Connect(ctx); err != nil {
+				t.Fatal(err)
+			}
+			const size = 50
+			stop := make(chan struct{})
+			type result struct {
+				batches int
+				err     error
+			}
+			sent := make(chan result, 1)
+			go func() {
+				i := 0
+				for ; ; i++ {
+					select {
+					case <-stop:
+						sent <- result{i, nil}
+						return
+					default:
+					}
+					if err := s.Consume(ctx, events(i*size, size)); err != nil {
+						sent <- result{i, err}
+						return
+					}
+					time.Sleep(time.Millisecond) // a paced stream, as replay --rate sends
+				}
+			}()
+			rec.waitFor(20 * size)
+			rec.goAway()
+			waitLog(t, &logs, "forward: connection lost")
+			for deadline := time.Now().Add(10 * time.Second); refused.Load() < 3; time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d connection attempts failed in 10 s while the receiver was away", refused.Load())
+				}
+			}
+			rec.start()
+			rec.waitConn(1, 20*size) // the stream goes on over a new connection
+			close(stop)
+			var res result
+			select {
+			case res = <-sent:
+			case <-time.After(30 * time.Second):
+				t.Fatal("Consume still blocked 30 s after the receiver came back")
+			}
+			if res.err != nil {
+				t.Fatal(res.err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			rec.waitFor(res.batches * size)
+			seen := orderIndexes(rec.records())
+			for i := range res.batches * size {
+				if seen[int64(i)] == 0 {
+					t.Fatalf("record %d of %d lost", i, res.batches*size)
+				}
+			}
+			target := "target=" + s.Target().String()
+			var lost, back []string
+			for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+				switch {
+				case strings.Contains(line, "forward: connection lost, reconnecting"):
+					lost = append(lost, line)
+				case strings.Contains(line, "forward: reconnected"):
+					back = append(back, line)
+				case strings.Contains(line, "forward: connected"), strings.Contains(line, "unreachable"):
+					t.Errorf("logged: %s", line)
+				}
+			}
+			if len(lost) != 1 || len(back) != 1 {
+				t.Fatalf("%d lines on the loss and %d on the return, want one each:\n%s", len(lost), len(back), logs.String())
+			}
+			if !strings.Contains(lost[0], target) || !strings.Contains(lost[0], "err=") {
+				t.Errorf("the loss does not name the target and the reason: %s", lost[0])
+			}
+			if !strings.Contains(back[0], target) || !strings.Contains(back[0], "down_for=") {
+				t.Errorf("the return does not name the target and how long it was down: %s", back[0])
+			}
+			if st := s.Stats(); st.Connects != 2 || st.Dropped != 0 {
+				t.Fatalf("stats %+v", st)
+			}
+		})
+	}
+}
+
 // bigBatch returns records large enough on the wire (about 8 KiB each)
 // that n of them cannot fit in the socket buffers of a loopback connection.
 func bigBatch(n int) *record.Batch {

@@ -111,6 +111,22 @@ func (r *receiver) stop() {
 	r.wg.Wait()
 }
 
+// goAway stops listening and half-closes every open connection, as a
+// receiver that shuts down but reads what its peers still send: the sender
+// sees its connection end, and what it wrote before it noticed arrives.
+// start listens again.
+func (r *receiver) goAway() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ln != nil {
+		r.ln.Close()
+		r.ln = nil
+	}
+	for c := range r.open {
+		c.(*net.TCPConn).CloseWrite()
+	}
+}
+
 func (r *receiver) accept(ln net.Listener) {
 	defer r.wg.Done()
 	for {
@@ -253,6 +269,16 @@ func (r *receiver) waitUntil(n int, count func() int) {
 			r.t.Fatalf("receiver got %d records, want %d (decode errors: %v)", r.count(), n, r.decodeErrors())
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitLog waits until the log holds substr.
+func waitLog(t testing.TB, logs *logBuffer, substr string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); logs.count(substr) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%q not logged within 10 s:\n%s", substr, logs.String())
+		}
 	}
 }
 
