@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tracebridge/tracebridge/internal/bridgetest"
 	"github.com/tracebridge/tracebridge/internal/logwrite"
+	"github.com/tracebridge/tracebridge/internal/testcorpus"
 )
 
 // bigLog writes a binary log of n Before events and returns its directory.
@@ -112,5 +114,61 @@ func TestSecondSignalEnds(t *testing.T) {
 	}
 	if code := p.ExitCode(); code != -1 {
 		t.Errorf("exit code %d, want -1 (ended by the signal)", code)
+	}
+}
+
+// TestShutdownReportsUndeliveredRecords: serve stops while its durable
+// forward sink cannot reach its target. It says at once that it waits for
+// the sink, with the records and how to stop now (it waited 30 s without a
+// word), and its last line counts the records lost: at the shutdown
+// timeout, then exiting 0 as the README says of SIGTERM, or at a second
+// signal, which still ends it at once (it never mentioned them).
+func TestShutdownReportsUndeliveredRecords(t *testing.T) {
+	log := testcorpus.Path(t, "kieker-logs", "kieker-2.0-binary-event-trace")
+	for _, second := range []bool{false, true} {
+		name := "timeout"
+		if second {
+			name = "second signal"
+		}
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := bridgetest.Start(t, dir, "-c", bridgetest.WriteConfig(t, dir, `
+shutdown_timeout: 3s
+receivers: [{name: in, type: kieker-tcp, listen: "127.0.0.1:0"}]
+sinks:
+  - {type: kieker-log, path: logs}
+  - {name: fwd, type: forward, url: "kieker-tcp://127.0.0.1:1"}
+`))
+			ok(t, "replay", log, "--to", "kieker-tcp://"+p.Addr("in"))
+			p.Signal(syscall.SIGTERM)
+			const waiting = `msg="shutdown: waiting for a sink to deliver its records" sink=fwd records=404 up_to=`
+			for deadline := time.Now().Add(30 * time.Second); !strings.Contains(p.Stderr(), waiting); time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the wait for the sink is not said within 30 s; stderr:\n%s", p.Stderr())
+				}
+			}
+			lost := `msg="shutdown: records not delivered; they are lost" sink=fwd records=404 `
+			if second {
+				p.Signal(os.Interrupt)
+				select {
+				case <-p.Done():
+				case <-time.After(15 * time.Second):
+					t.Fatal("serve still runs 15 s after a second signal")
+				}
+				if code := p.ExitCode(); code != -1 {
+					t.Errorf("exit code %d, want -1 (ended by the signal)", code)
+				}
+				lost = `msg="stopping now: records not delivered; they are lost" sink=fwd records=404`
+			} else {
+				p.Wait(0)
+			}
+			out := p.Stderr()
+			if n := strings.Count(out, waiting); n != 1 || !strings.Contains(out, `hint="a second Ctrl-C stops now`) {
+				t.Errorf("the wait said %d times, want once with the hint; stderr:\n%s", n, out)
+			}
+			if n := strings.Count(out, lost); n != 1 {
+				t.Errorf("%q said %d times, want once; stderr:\n%s", lost, n, out)
+			}
+		})
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -98,7 +99,8 @@ var version = "0.1.0-dev"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// The first signal asks for a clean stop; a second one ends the
-	// program at once (the signals' default action).
+	// program at once (the signals' default action; serve says first what
+	// its sinks had not delivered: onSecondSignal).
 	context.AfterFunc(ctx, stop)
 	// TRACEBRIDGE_CPUPROFILE=FILE writes a Go CPU profile of the run (for
 	// performance work: `go tool pprof tracebridge FILE`).
@@ -135,6 +137,43 @@ func main() {
 		}
 	}
 	os.Exit(code)
+}
+
+// onSecondSignal makes a second SIGINT or SIGTERM, once ctx is done (main
+// cancels it at the first), call last and then end the program at once, as
+// the signal's default action would have; stop undoes it.
+func onSecondSignal(ctx context.Context, last func()) (stop func()) {
+	ch := make(chan os.Signal, 1)
+	var mu sync.Mutex
+	stopped := false
+	unwatch := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+		}
+	})
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-ch:
+			last()
+			signal.Reset(os.Interrupt, syscall.SIGTERM)
+			if p, err := os.FindProcess(os.Getpid()); err == nil && p.Signal(sig) == nil {
+				time.Sleep(time.Second) // the signal ends the program
+			}
+			os.Exit(exitInterrupted)
+		case <-done:
+		}
+	}()
+	return func() {
+		unwatch()
+		mu.Lock()
+		stopped = true
+		signal.Stop(ch)
+		mu.Unlock()
+		close(done)
+	}
 }
 
 // exitError carries an exit code with its error.

@@ -130,7 +130,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	streamsink.Version = version
 	// The process is the bridge's: it aims below memlimit.DefaultTarget
 	// unless the configuration sizes it.
-	set := serve.Settings{Logger: logger, Version: version, UI: web.Handler(), MemoryTarget: memlimit.DefaultTarget}
+	set := serve.Settings{Logger: logger, Version: version, UI: web.Handler(), MemoryTarget: memlimit.DefaultTarget,
+		ShutdownHint: "a second Ctrl-C stops now; the records are then lost"}
 	if f.verbose > 0 {
 		set.ListenerInterval = int64(f.verbose)
 		set.Listener = func(count int64, msg string) {
@@ -182,7 +183,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer daemon.RemovePIDFile(f.pidFile)
 	}
+	// A second signal while shutdown waits for the sinks ends serve at
+	// once: say first what they had not delivered.
+	stopNow := onSecondSignal(ctx, func() {
+		for _, u := range srv.Engine.Undelivered() {
+			logger.Error("stopping now: records not delivered; they are lost", "sink", u.Sink, "records", u.Records)
+		}
+	})
 	runErr := srv.Run(ctx)
+	stopNow()
 	if f.stats {
 		st := srv.Engine.Stats()
 		// KDB's performance statistic, over the time records flowed

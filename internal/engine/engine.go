@@ -31,7 +31,10 @@
 // queue is drained through the stages into the sinks' queues, the sinks
 // drain their queues, and are flushed and closed. Durable sinks get
 // Settings.ShutdownTimeout; best-effort sinks BestEffortGrace, then a sink
-// that implements pipeline.Aborter is aborted.
+// that implements pipeline.Aborter is aborted. A durable sink that still
+// has records to deliver shortly after shutdown began is logged once, with
+// their number; the records a sink failed to take during shutdown, or
+// still held when it was aborted, are logged once at its end.
 package engine
 
 import (
@@ -115,6 +118,10 @@ type Settings struct {
 	FlushInterval time.Duration
 	// ShutdownTimeout bounds draining after cancellation (default 30 s).
 	ShutdownTimeout time.Duration
+	// ShutdownHint, when set, is added (attribute hint) to the line that
+	// says shutdown waits for a sink: how to stop at once (serve: a
+	// second Ctrl-C).
+	ShutdownHint string
 	// AckInterval: while sources wait for Done callbacks (brokers waiting
 	// to acknowledge), durable sinks are flushed this often instead
 	// (default 20 ms), so a broker's window of unacknowledged messages
@@ -185,6 +192,7 @@ type Engine struct {
 
 	smu     sync.Mutex
 	running *sourceSet // while Run runs
+	fan     *fanout    // once Run has started
 }
 
 // TraceStats returns the trace assembler's counts as of its last tick
@@ -328,6 +336,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer func() { e.stopped.Store(time.Now().UnixNano()) }()
 
 	fan := newFanout(e)
+	e.smu.Lock()
+	e.fan = fan
+	e.smu.Unlock()
 	asm := e.assembler(fan)
 	var end endpoint = fan
 	if asm != nil {
@@ -422,9 +433,12 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	cancelSources()
 	go func() { set.wg.Wait(); close(sourcesDone) }()
-	select {
-	case <-sourcesDone:
-	case <-time.After(e.set.ShutdownTimeout):
+	// The receivers get ShutdownTimeout to drain, then the sinks as much
+	// again.
+	fan.stopping.Store(true)
+	wait := newShutdownWait(fan, time.Now().Add(2*e.set.ShutdownTimeout), e.set.ShutdownTimeout)
+	defer wait.notice.Stop()
+	if !wait.until(sourcesDone, time.Now().Add(e.set.ShutdownTimeout)) {
 		e.log.Error("shutdown timeout: receivers did not finish draining; aborting", "timeout", e.set.ShutdownTimeout)
 		aborted.Store(true)
 		q.Abort()
@@ -432,10 +446,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	firstErr := set.err()
 	deadline := time.Now().Add(e.set.ShutdownTimeout)
+	wait.bound = deadline
 	q.Close()
-	select {
-	case <-drained:
-	case <-time.After(time.Until(deadline)):
+	if !wait.until(drained, deadline) {
 		e.log.Error("shutdown timeout: sinks did not drain the queue; aborting", "timeout", e.set.ShutdownTimeout, "queued_batches", q.Depth())
 		q.Abort()
 		fan.abort()
@@ -451,11 +464,38 @@ func (e *Engine) Run(ctx context.Context) error {
 	if e.set.Stopping != nil {
 		e.set.Stopping()
 	}
-	closeErrs := fan.stop(deadline)
+	closeErrs := fan.stop(wait)
 	if l := e.set.Listener; l != nil {
 		l(e.delivered.Load(), "stopped")
 	}
 	return errors.Join(append([]error{firstErr}, closeErrs...)...)
+}
+
+// SinkRecords counts records of one sink.
+type SinkRecords struct {
+	Sink    string
+	Records int64
+}
+
+// Undelivered returns, for each sink that has any, the records handed to
+// it that it has not taken yet (queued, or in a Consume that has not
+// returned) and those it failed to take since shutdown began: what is lost
+// when the process ends now. Safe to call while Run runs (a second Ctrl-C
+// during shutdown: serve reports them before it exits).
+func (e *Engine) Undelivered() []SinkRecords {
+	e.smu.Lock()
+	fan := e.fan
+	e.smu.Unlock()
+	if fan == nil {
+		return nil
+	}
+	var out []SinkRecords
+	for _, r := range fan.runners {
+		if n := r.pending.Load() + r.lost.Load(); n > 0 {
+			out = append(out, SinkRecords{r.name, n})
+		}
+	}
+	return out
 }
 
 // head is the consumer the queue drains into: it takes the batch's Done

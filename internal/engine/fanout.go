@@ -36,6 +36,7 @@ type fanout struct {
 
 	aborted   chan struct{}
 	abortOnce sync.Once
+	stopping  atomic.Bool // shutdown began: failed records are lost
 
 	// traceBacklog counts the spans of the traces in the runners'
 	// queues (put by traces, taken off by the runners).
@@ -102,6 +103,14 @@ type entry struct {
 	tr    []*trace.Trace
 	spans int64 // tr's spans
 	mk    *marker
+}
+
+// records returns the number of records of en's batch (0 without one).
+func (en entry) records() int64 {
+	if en.it == nil {
+		return 0
+	}
+	return int64(en.it.batch.Len())
 }
 
 // maxQueuedSpans bounds the spans of the completed traces waiting in one
@@ -277,31 +286,98 @@ func (f *fanout) settle(ctx context.Context, done []func(error), err error) {
 // abort unblocks a dispatch waiting for a full durable queue.
 func (f *fanout) abort() { f.abortOnce.Do(func() { close(f.aborted) }) }
 
+// shutdownNotice is how long shutdown waits for the sinks before it says
+// which durable sinks it still waits for (at most a quarter of the
+// shutdown timeout): one that delivers its queue at once is not worth a
+// line.
+const shutdownNotice = time.Second
+
+// shutdownWait bounds shutdown's waits and, shutdownNotice after shutdown
+// began, says once which durable sinks still have records to deliver. It
+// is used on Run's goroutine only.
+type shutdownWait struct {
+	fan    *fanout
+	bound  time.Time // when shutdown gives up on the sinks at the latest
+	notice *time.Timer
+	noted  bool
+}
+
+func newShutdownWait(f *fanout, bound time.Time, timeout time.Duration) *shutdownWait {
+	return &shutdownWait{fan: f, bound: bound, notice: time.NewTimer(min(shutdownNotice, timeout/4))}
+}
+
+// until waits for done until the time until and reports whether done was
+// closed.
+func (w *shutdownWait) until(done <-chan struct{}, until time.Time) bool {
+	t := time.NewTimer(time.Until(until))
+	defer t.Stop()
+	for {
+		var notice <-chan time.Time
+		if !w.noted {
+			notice = w.notice.C
+		}
+		select {
+		case <-done:
+			return true
+		case <-t.C:
+			return false
+		case <-notice:
+			w.noted = true
+			w.fan.noteWaiting(w.bound)
+		}
+	}
+}
+
+// noteWaiting logs each durable sink that still has records to deliver.
+func (f *fanout) noteWaiting(bound time.Time) {
+	for _, r := range f.runners {
+		n := r.pending.Load()
+		if r.policy != pipeline.Durable || n <= 0 {
+			continue
+		}
+		select {
+		case <-r.done:
+			continue
+		default:
+		}
+		args := []any{"sink", r.name, "records", n, "up_to", time.Until(bound).Round(time.Second).String()}
+		if h := f.e.set.ShutdownHint; h != "" {
+			args = append(args, "hint", h)
+		}
+		f.e.log.Warn("shutdown: waiting for a sink to deliver its records", args...)
+	}
+}
+
 // stop ends the runners once the drain goroutine is done: each drains its
-// queue, flushes and is closed. Durable sinks may take until deadline,
+// queue, flushes and is closed. Durable sinks may take until w's bound,
 // best-effort sinks BestEffortGrace; then a sink that can be aborted is.
 // A sink still stuck is left alone (closing it under its own goroutine is
-// not safe) and reported.
-func (f *fanout) stop(deadline time.Time) []error {
+// not safe) and reported. The records a sink failed to take since
+// shutdown began (an aborted sink's among them) are logged once.
+func (f *fanout) stop(w *shutdownWait) []error {
 	for _, r := range f.runners {
 		close(r.ch)
 	}
 	var errs []error
 	for _, r := range f.runners {
-		until := deadline
+		until := w.bound
 		if grace := time.Now().Add(BestEffortGrace); r.policy == pipeline.BestEffort && grace.Before(until) {
 			until = grace
 		}
-		if !r.wait(until) {
+		if !w.until(r.done, until) {
+			r.aborted.Store(true)
 			if a, ok := r.sink.(pipeline.Aborter); ok {
 				a.Abort()
 			}
 			if !r.wait(time.Now().Add(time.Second)) {
-				err := fmt.Errorf("sink %s: still busy at shutdown; %d batches not delivered", r.name, len(r.ch))
+				err := fmt.Errorf("sink %s: still busy at shutdown; %d records not delivered", r.name, r.pending.Load()+r.lost.Load())
 				f.e.log.Error("sink stuck at shutdown", "sink", r.name, "err", err)
 				errs = append(errs, err)
 				continue
 			}
+		}
+		if n := r.lost.Load(); n > 0 {
+			f.e.log.Error("shutdown: records not delivered; they are lost", "sink", r.name, "records", n, "err", r.lostErr)
 		}
 		if err := r.sink.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("sink %s: %w", r.name, err))
@@ -335,6 +411,15 @@ type runner struct {
 
 	failed  error // a Consume failed since the last marker; consuming goroutine only
 	dropped atomic.Int64
+	// pending counts the records put in ch and not yet taken: queued, or
+	// in a Consume that has not returned.
+	pending atomic.Int64
+	// lost counts the records whose Consume failed since shutdown began;
+	// lostErr (consuming goroutine; read once done is closed) is the
+	// first failure's error.
+	lost    atomic.Int64
+	lostErr error
+	aborted atomic.Bool // shutdown aborted the sink: its failures are not logged one by one
 
 	pmu     sync.Mutex
 	waiting []*marker // markers consumed since the last flush began
@@ -385,15 +470,19 @@ func (r *runner) put(ctx context.Context, en entry, aborted <-chan struct{}) err
 		}
 		r.spans.Add(en.spans)
 	}
+	n := en.records()
+	r.pending.Add(n)
 	if r.policy == pipeline.Durable {
 		select {
 		case r.ch <- en:
 			return nil
 		case <-aborted:
 			r.spans.Add(-en.spans)
+			r.pending.Add(-n)
 			return pipeline.ErrClosed
 		case <-ctx.Done():
 			r.spans.Add(-en.spans)
+			r.pending.Add(-n)
 			return ctx.Err()
 		}
 	}
@@ -429,6 +518,7 @@ func (r *runner) overflow(old entry) {
 		return
 	}
 	n := old.it.batch.Len()
+	r.pending.Add(-int64(n))
 	if d, ok := r.sink.(pipeline.Dropper); ok {
 		d.Dropped(old.it.batch)
 	}
@@ -470,13 +560,22 @@ func (r *runner) handle(ctx context.Context, en entry) {
 		r.met.Consumed(n, time.Since(t0), err)
 		if err != nil {
 			err = fmt.Errorf("sink %s: %w", r.name, err)
-			r.consumeFailed(err)
+			if r.fan.stopping.Load() {
+				if r.lostErr == nil {
+					r.lostErr = err
+				}
+				r.lost.Add(int64(n))
+			}
+			if !r.aborted.Load() {
+				r.consumeFailed(err)
+			}
 			if r.failed == nil {
 				r.failed = err
 			}
 		} else {
 			r.consumeWorks()
 		}
+		r.pending.Add(-int64(n))
 		it.release()
 	}
 	if en.tr != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,5 +112,93 @@ tracebridge_sink_errors_total{sink="away"} 7
 `
 	if err := testutil.GatherAndCompare(reg.Gatherer(), strings.NewReader(want2), "tracebridge_sink_errors_total"); err != nil {
 		t.Errorf("each failed batch counted: %v", err)
+	}
+}
+
+// downSink is a durable sink whose target is down, as a durable forward
+// sink's: Consume waits until Abort, then fails.
+type downSink struct {
+	abort chan struct{}
+	once  sync.Once
+}
+
+func (s *downSink) Consume(_ context.Context, b *record.Batch) error {
+	<-s.abort
+	return fmt.Errorf("%d records not sent: %w", b.Len(), errAway)
+}
+func (s *downSink) Flush() error { return nil }
+func (s *downSink) Close() error { return nil }
+func (s *downSink) Abort()       { s.once.Do(func() { close(s.abort) }) }
+
+// TestShutdownSaysWhatItWaitsFor: shutdown waits for a durable sink that
+// cannot deliver. It says so once, early, with the sink's name, its
+// records, how long it may wait and the hint it was given (it waited 30 s
+// without a word); Undelivered counts what stopping at once would lose
+// (serve reports it on a second Ctrl-C); when the timeout aborts the sink,
+// one line counts the records lost (only the first batch's failure was
+// logged), and the sink that delivered is in neither.
+func TestShutdownSaysWhatItWaitsFor(t *testing.T) {
+	var logs logtest.Buffer
+	const hint = "a second Ctrl-C stops now"
+	br := New(Settings{Logger: logs.Logger(), ShutdownTimeout: 4 * time.Second, ShutdownHint: hint})
+	delivered := &memSink{}
+	down := &downSink{abort: make(chan struct{})}
+	br.AddSink("log", delivered)
+	br.AddSink("forward", down)
+	br.AddSource("gen", pipeline.SourceFunc(func(ctx context.Context, out pipeline.Consumer) error {
+		if err := emit(ctx, out, 0, 404, 100); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return nil
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- br.Run(ctx) }()
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 20 s; log:\n%s", what, logs.String())
+			}
+		}
+	}
+	waitUntil("the log sink has every record", func() bool { return delivered.count() == 404 })
+	cancel()
+	const waiting, lost = "shutdown: waiting for a sink to deliver its records", "shutdown: records not delivered; they are lost"
+	waitUntil("the wait is said", func() bool { return strings.Contains(logs.String(), waiting) })
+	if d := cmp.Diff([]SinkRecords{{"forward", 404}}, br.Undelivered()); d != "" {
+		t.Errorf("Undelivered while shutdown waits (-want +got):\n%s", d)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("Run did not return after the shutdown timeout")
+	}
+	type line struct {
+		Msg, Sink, Hint, UpTo string
+		Records               int64
+	}
+	got := map[string][]line{}
+	for _, l := range logs.Lines(t) {
+		msg, _ := l["msg"].(string)
+		sink, _ := l["sink"].(string)
+		hint, _ := l["hint"].(string)
+		upTo, _ := l["up_to"].(string)
+		records, _ := l["records"].(float64)
+		got[msg] = append(got[msg], line{Msg: msg, Sink: sink, Hint: hint, UpTo: upTo, Records: int64(records)})
+	}
+	if w := got[waiting]; len(w) != 1 || w[0].Sink != "forward" || w[0].Records != 404 || w[0].Hint != hint || w[0].UpTo == "" {
+		t.Errorf("the wait said as %+v, want once for sink forward with 404 records, up_to and the hint; log:\n%s", w, logs.String())
+	}
+	if l := got[lost]; len(l) != 1 || l[0].Sink != "forward" || l[0].Records != 404 {
+		t.Errorf("the loss said as %+v, want once for sink forward with 404 records; log:\n%s", l, logs.String())
+	}
+	if n := len(got["sink failed"]); n != 0 {
+		t.Errorf("%d lines of sink failures besides the count; log:\n%s", n, logs.String())
 	}
 }

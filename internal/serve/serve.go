@@ -103,6 +103,9 @@ type Settings struct {
 	// Listener and ListenerInterval report progress (see engine.Settings).
 	Listener         engine.Listener
 	ListenerInterval int64
+	// ShutdownHint tells how to stop at once when shutdown waits for a
+	// sink (engine.Settings.ShutdownHint).
+	ShutdownHint string
 	// Factories builds the components (nil: DefaultFactories).
 	Factories *pipeline.Factories
 	// UI is the web UI, served at / by the HTTP listener (nil: a short
@@ -228,6 +231,7 @@ func Build(cfg *config.Config, set Settings) (*Server, error) {
 		QueueBatches:     cfg.QueueBatches,
 		FlushInterval:    time.Duration(cfg.FlushInterval),
 		ShutdownTimeout:  time.Duration(cfg.ShutdownTimeout),
+		ShutdownHint:     set.ShutdownHint,
 		Listener:         set.Listener,
 		ListenerInterval: set.ListenerInterval,
 		Traces: trace.Options{
