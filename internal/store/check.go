@@ -59,9 +59,11 @@ func Check(dir string, o Options) (CheckResult, error) {
 // There is no global index to rebuild: every query reads the blocks'
 // own.
 func Rebuild(dir string, o Options) (CheckResult, error) {
-	if o.Bucket == nil && !isStoreDir(dir) && !isV1(dir) {
+	if o.Bucket == nil && !isV1(dir) {
 		// (Open would make a new store there.)
-		return CheckResult{}, fmt.Errorf("store %s: %w: it has neither %s/ nor %s", dir, ErrNotStore, walDir, block.Prefix)
+		if err := checkStoreDir(dir); err != nil {
+			return CheckResult{}, err
+		}
 	}
 	o.ReadOnly = false
 	s, err := Open(dir, o)

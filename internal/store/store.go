@@ -334,8 +334,8 @@ func Open(dir string, o Options) (*Store, error) {
 		if isV1(dir) {
 			return nil, fmt.Errorf("store %s: %w: a store of version 1, which `tracebridge store migrate` (or serve) converts first", dir, ErrNotStore)
 		}
-		if !isStoreDir(dir) {
-			return nil, fmt.Errorf("store %s: %w: it has neither %s/ nor %s (serve makes them)", dir, ErrNotStore, walDir, block.Prefix)
+		if err := checkStoreDir(dir); err != nil {
+			return nil, err
 		}
 	}
 	s, err := newStore(dir, o)
@@ -383,14 +383,15 @@ func Open(dir string, o Options) (*Store, error) {
 // that holds no store.
 var ErrNotStore = errors.New("not a trace store")
 
-// isStoreDir reports whether dir has a store's write-ahead area or blocks.
-func isStoreDir(dir string) bool {
+// checkStoreDir returns an error wrapping ErrNotStore unless dir has a
+// store's write-ahead area or blocks.
+func checkStoreDir(dir string) error {
 	for _, sub := range []string{walDir, block.Prefix} {
 		if st, err := os.Stat(filepath.Join(dir, sub)); err == nil && st.IsDir() {
-			return true
+			return nil
 		}
 	}
-	return false
+	return fmt.Errorf("store %s: %w: it has neither %s/ nor %s (serve makes them)", dir, ErrNotStore, walDir, block.Prefix)
 }
 
 // newStore makes a Store value over its bucket (nil: DIR's blocks).
